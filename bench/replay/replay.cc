@@ -1,0 +1,181 @@
+// Replay: decode the snapshot, feed it to a SimulatedCluster, run until idle, report.
+#include "bench/replay/replay.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "scheduler/util/strings.h"
+#include "scheduler/util/strings.h"
+#include "bench/sim/simulated_cluster.h"
+#include "plugins/registry.h"
+#include "scheduler/api/decode.h"
+#include "scheduler/api/quantity.h"
+
+namespace tessel::bench {
+
+using nlohmann::json;
+
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat("cannot open ", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+json Metrics(const Cache& cache, const SimulatedCluster& sim) {
+  int64_t placed = 0;
+  for (const auto& [key, node] : sim.placements()) placed += !node.empty();
+  Resources allocatable, allocated;
+  for (const std::string& name : cache.NodeNames()) {
+    auto info = cache.GetNodeInfo(name);
+    (void)allocatable.Add(info->allocatable());
+    (void)allocated.Add(info->requested());
+  }
+  return json{
+      {"nodes", cache.NodeNames().size()},
+      {"pods_pending", sim.placements().size()},
+      {"pods_scheduled", placed},
+      {"pods_unschedulable", static_cast<int64_t>(sim.placements().size()) - placed},
+      {"pods_evicted", sim.evicted().size()},
+      {"scheduling_cycles", sim.cycles()},
+      {"cpu_allocatable_milli", allocatable.milli_cpu},
+      {"cpu_allocated_milli", allocated.milli_cpu},
+      {"gpu_allocatable_milli", allocatable.Get(kNvidiaGpu)},
+      {"gpu_allocated_milli", allocated.Get(kNvidiaGpu)},
+  };
+}
+
+}  // namespace
+
+absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOptions& options) {
+  absl::StatusOr<ObjectList> objects = DecodeList(snapshot);
+  if (!objects.ok()) return objects.status();
+  SchedulerConfig config;
+  if (!options.config_path.empty()) {
+    auto loaded = LoadSchedulerConfig(options.config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  std::vector<std::string> warnings = objects->warnings;
+  for (const json& other : objects->others) {
+    warnings.push_back(StrCat(DescribeObject(other), ": kind not used by replay; skipped"));
+  }
+
+  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
+  Cache cache(&clock);
+  SimulatedCluster sim(&clock);
+  Registry registry = InTreeRegistry();
+  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
+                                                  .config = &config,
+                                                  .defaults = &DefaultProfile(),
+                                                  .cache = &cache,
+                                                  .clock = &clock,
+                                                  .api = &sim,
+                                                  .observer = &sim,
+                                                  .seed = options.seed});
+  if (!scheduler.ok()) return scheduler.status();
+  sim.Attach(scheduler->get());
+  sim.Load(*objects);
+  sim.RunUntilIdle();
+
+  json placements = json::object();
+  for (const auto& [key, node] : sim.placements()) {
+    placements[key] = node.empty() ? json(nullptr) : json(node);
+  }
+  json reasons = json::object();
+  for (const auto& [key, why] : sim.reasons()) reasons[key] = why;
+  return json{{"placements", placements},
+              {"reasons", reasons},
+              {"evicted", sim.evicted()},
+              {"warnings", warnings},
+              {"metrics", Metrics(cache, sim)}};
+}
+
+absl::StatusOr<json> RunReplay(const ReplayOptions& options) {
+  auto text = ReadFile(options.snapshot_path);
+  if (!text.ok()) return text.status();
+  auto result = RunReplayText(*text, options);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        StrCat(options.snapshot_path, ": ", result.status().message()));
+  }
+  return result;
+}
+
+std::string FormatPlacementTable(const json& result) {
+  size_t width = 3;
+  for (const auto& [key, node] : result["placements"].items()) width = std::max(width, key.size());
+  std::string out = fmt::format("{:<{}}  {}\n", "POD", width, "NODE");
+  for (const auto& [key, node] : result["placements"].items()) {
+    if (node.is_null()) {
+      std::string why = result["reasons"].value(key, "");
+      fmt::format_to(std::back_inserter(out), "{:<{}}  -  ({})\n", key, width, why);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{:<{}}  {}\n", key, width, node.get<std::string>());
+    }
+  }
+  const json& m = result["metrics"];
+  fmt::format_to(std::back_inserter(out), "\n{} of {} pending pods placed on {} nodes; GPUs allocated {} of {}\n",
+                        m["pods_scheduled"].get<int64_t>(), m["pods_pending"].get<int64_t>(),
+                        m["nodes"].get<int64_t>(), FormatMilli(m["gpu_allocated_milli"].get<int64_t>()),
+                        FormatMilli(m["gpu_allocatable_milli"].get<int64_t>()));
+  for (const auto& w : result["warnings"]) StrAppend(&out, "warning: ", w.get<std::string>(), "\n");
+  return out;
+}
+
+int ReplayMain(int argc, char** argv) {
+  ReplayOptions options;
+  std::string out_path;
+  bool table = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](std::string_view flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::cerr << "tessel-bench replay: " << flag << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--snapshot") {
+      options.snapshot_path = value(arg);
+    } else if (arg == "--config") {
+      options.config_path = value(arg);
+    } else if (arg == "--out") {
+      out_path = value(arg);
+    } else if (arg == "--table") {
+      table = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]\n";
+      return 0;
+    } else {
+      std::cerr << "tessel-bench replay: unknown argument \"" << arg << "\"\n";
+      return 2;
+    }
+  }
+  if (options.snapshot_path.empty()) {
+    std::cerr << "tessel-bench replay: --snapshot FILE is required\n";
+    return 2;
+  }
+  auto result = RunReplay(options);
+  if (!result.ok()) {
+    std::cerr << "tessel-bench replay: " << result.status().message() << "\n";
+    return 1;
+  }
+  std::string text = table ? FormatPlacementTable(*result) : result->dump(2) + "\n";
+  if (out_path.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(out_path);
+  if (!(out << text)) {
+    std::cerr << "tessel-bench replay: cannot write " << out_path << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,65 @@
+// An in-memory Kubernetes for the bench: it implements ClusterApi (binds, evictions, annotation
+// patches, events) and observes the scheduler's outcomes, so `tessel-bench` runs the very same
+// Scheduler as the live binary, with a virtual clock and no network.
+//
+//   SimulatedCluster sim(&clock);
+//   ASSIGN_OR_RETURN(auto s, Scheduler::New({..., .api = &sim, .observer = &sim}));
+//   sim.Attach(s.get());
+//   sim.Load(objects);          // nodes, priority classes, running and pending pods
+//   sim.RunUntilIdle();
+//   sim.placements();           // "ns/name" -> node ("" when not placed)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "scheduler/api/decode.h"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/util/clock.h"
+
+namespace tessel::bench {
+
+class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
+ public:
+  explicit SimulatedCluster(ManualClock* clock) : clock_(clock) {}
+  void Attach(Scheduler* scheduler) { scheduler_ = scheduler; }
+
+  // Feeds objects to the scheduler: priority classes first, then nodes, then pods. Pending
+  // pods of a Tessel profile are recorded as awaiting a placement, in queue order.
+  void Load(const ObjectList& objects);
+  // Schedules until no pod is ready; pods in backoff are waited for on the virtual clock.
+  // Stops after `max_cycles` attempts in all.
+  void RunUntilIdle(int64_t max_cycles = 0);
+
+  // ClusterApi
+  absl::Status Bind(const Pod& pod, const std::string& node) override;
+  absl::Status PatchAnnotations(const Pod& pod, const StringMap& annotations) override;
+  absl::Status Evict(const Pod& pod, std::string_view reason) override;
+  void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
+                   std::string_view message) override;
+  // SchedulingObserver
+  void PodScheduled(const Pod& pod, const std::string& node) override;
+  void PodUnschedulable(const Pod& pod, const std::string& message) override;
+
+  // Every pending pod of ours: its node, or "" if it was not placed.
+  const std::map<std::string, std::string>& placements() const { return placements_; }
+  // The last failure message of each pod that is not placed.
+  std::map<std::string, std::string> reasons() const;
+  const std::vector<std::string>& evicted() const { return evicted_; }
+  const std::map<std::string, StringMap>& annotations() const { return annotations_; }
+  int64_t cycles() const { return cycles_; }
+
+ private:
+  ManualClock* clock_;
+  Scheduler* scheduler_ = nullptr;
+  std::map<std::string, PodRef> pods_;  // every pod we know, by key
+  std::map<std::string, std::string> placements_;
+  std::map<std::string, std::string> last_failure_;
+  std::vector<std::string> evicted_;
+  std::map<std::string, StringMap> annotations_;
+  int64_t cycles_ = 0;
+};
+
+}  // namespace tessel::bench

@@ -1,0 +1,12 @@
+# Compiler options for the project's own targets: strict warnings, optional sanitizers.
+# tessel_target_options(<target>) applies them; third-party code is never built here.
+set(TESSEL_WARNINGS -Wall -Wextra -Werror -Wno-missing-field-initializers)
+set(TESSEL_SANITIZER_FLAGS "")
+if(TESSEL_SANITIZE)
+  set(TESSEL_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+endif()
+
+function(tessel_target_options target)
+  target_compile_options(${target} PRIVATE ${TESSEL_WARNINGS} ${TESSEL_SANITIZER_FLAGS})
+  target_link_options(${target} PRIVATE ${TESSEL_SANITIZER_FLAGS})
+endfunction()

@@ -1,0 +1,21 @@
+#include "plugins/default_binder/default_binder.h"
+
+#include "scheduler/framework/plugin_util.h"
+
+namespace tessel::default_binder {
+
+absl::StatusOr<std::unique_ptr<DefaultBinder>> DefaultBinder::New(const YAML::Node& args,
+                                                                  Handle& handle) {
+  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+  return std::make_unique<DefaultBinder>(handle);
+}
+
+Status DefaultBinder::Bind(CycleState&, const Pod& pod, const std::string& node) {
+  ClusterApi* api = handle_.api();
+  if (api == nullptr) return Status::Error("no cluster API to bind with");
+  absl::Status st = api->Bind(pod, node);
+  if (!st.ok()) return Status::Error(std::string(st.message()));
+  return Status::Ok();
+}
+
+}  // namespace tessel::default_binder

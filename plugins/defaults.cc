@@ -1,0 +1,55 @@
+// The default profile, written as configuration so that it reads like what users write.
+#include <cstdlib>
+#include <iostream>
+
+#include "plugins/registry.h"
+
+namespace tessel {
+
+std::string_view DefaultConfigYaml() {
+  return R"(apiVersion: tessel.io/v1alpha1
+kind: TesselSchedulerConfiguration
+profiles:
+- schedulerName: tessel
+  plugins:
+    queueSort:
+      enabled: [{name: PrioritySort}]
+    filter:
+      enabled:
+      - {name: NodeUnschedulable}
+      - {name: NodeName}
+      - {name: TaintToleration}
+      - {name: NodeAffinity}
+      - {name: NodeResourcesFit}
+    score:
+      enabled:
+      - {name: TaintToleration, weight: 3}
+      - {name: NodeAffinity, weight: 2}
+      - {name: NodeResourcesFit, weight: 1}
+    bind:
+      enabled: [{name: DefaultBinder}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: nvidia.com/gpu, weight: 10}
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+)";
+}
+
+const ProfileConfig& DefaultProfile() {
+  static const ProfileConfig* profile = [] {
+    auto config = ParseSchedulerConfig(DefaultConfigYaml());
+    if (!config.ok() || config->profiles.size() != 1) {
+      std::cerr << "tessel: the built-in default configuration is invalid\n";
+      std::abort();
+    }
+    return new ProfileConfig(config->profiles.front());
+  }();
+  return *profile;
+}
+
+}  // namespace tessel

@@ -1,0 +1,19 @@
+// NodeName (Filter): a pod that names a node in spec.nodeName fits only that node.
+#pragma once
+
+#include "scheduler/framework/registry.h"
+
+namespace tessel::node_name {
+
+inline constexpr std::string_view kReason = "node(s) didn't match the requested node name";
+
+class NodeName final : public FilterPlugin {
+ public:
+  static constexpr std::string_view kName = "NodeName";
+  static absl::StatusOr<std::unique_ptr<NodeName>> New(const YAML::Node& args, Handle& handle);
+  std::string_view Name() const override { return kName; }
+  uint32_t EventsToRegister() const override { return kNodeAdd; }
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+};
+
+}  // namespace tessel::node_name

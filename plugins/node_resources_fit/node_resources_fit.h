@@ -1,0 +1,58 @@
+// NodeResourcesFit (Filter, Score): the pod's requests must fit in the node's free allocatable
+// resources (cpu, memory, ephemeral-storage, the pod count and every extended resource such as
+// nvidia.com/gpu), with kube-scheduler's reasons ("Insufficient nvidia.com/gpu", "Too many
+// pods"). Scoring follows kube's scoringStrategy:
+//   LeastAllocated  sum_r w_r * (allocatable_r - requested_r) * 100 / allocatable_r / sum_r w_r
+//   MostAllocated   sum_r w_r * requested_r * 100 / allocatable_r / sum_r w_r
+// where requested_r includes this pod; resources the node has none of are left out. Integer
+// arithmetic throughout.
+//
+// Args:
+//   scoringStrategy: {type: LeastAllocated|MostAllocated, resources: [{name: cpu, weight: 1}, ...]}
+//   ignoredResources: [example.com/foo]   # never filtered on
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/registry.h"
+
+namespace tessel::node_resources_fit {
+
+enum class Strategy { kLeastAllocated, kMostAllocated };
+
+struct ResourceWeight {
+  std::string name;
+  int64_t weight = 1;
+};
+
+struct Args {
+  Strategy strategy = Strategy::kLeastAllocated;
+  std::vector<ResourceWeight> resources = {{"cpu", 1}, {"memory", 1}};
+  std::vector<std::string> ignored;
+};
+
+absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+
+// The names of the resources the pod lacks on the node ("Too many pods" for the pod count).
+std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& node,
+                                               const std::vector<std::string>& ignored = {});
+
+// The strategy's 0..100 score for placing `pod` on `node`.
+int64_t AllocationScore(const Args& args, const Pod& pod, const NodeInfo& node);
+
+class NodeResourcesFit final : public FilterPlugin, public ScorePlugin {
+ public:
+  static constexpr std::string_view kName = "NodeResourcesFit";
+  static absl::StatusOr<std::unique_ptr<NodeResourcesFit>> New(const YAML::Node& args, Handle& handle);
+  explicit NodeResourcesFit(Args args) : args_(std::move(args)) {}
+  std::string_view Name() const override { return kName; }
+  uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+
+ private:
+  Args args_;
+};
+
+}  // namespace tessel::node_resources_fit

@@ -1,0 +1,28 @@
+#include "plugins/node_unschedulable/node_unschedulable.h"
+
+#include "scheduler/framework/plugin_util.h"
+
+namespace tessel::node_unschedulable {
+
+absl::StatusOr<std::unique_ptr<NodeUnschedulable>> NodeUnschedulable::New(const YAML::Node& args,
+                                                                          Handle&) {
+  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+  return std::make_unique<NodeUnschedulable>();
+}
+
+Status NodeUnschedulable::Filter(const CycleState&, const Pod& pod, const NodeInfo& info) const {
+  const Node& node = *info.node();
+  if (node.unschedulable &&
+      !ToleratesTaint(pod.tolerations, Taint{.key = "node.kubernetes.io/unschedulable",
+                                             .effect = TaintEffect::kNoSchedule})) {
+    return Status::Unresolvable(std::string(kUnschedulableReason));
+  }
+  if (node.ready != ConditionStatus::kTrue &&
+      !ToleratesTaint(pod.tolerations, Taint{.key = "node.kubernetes.io/not-ready",
+                                             .effect = TaintEffect::kNoSchedule})) {
+    return Status::Unresolvable(std::string(kNotReadyReason));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessel::node_unschedulable

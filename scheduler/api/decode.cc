@@ -1,0 +1,515 @@
+// JSON -> objects. Every field access goes through FieldDecoder so type errors carry a path.
+#include "scheduler/api/decode.h"
+
+#include "scheduler/util/strings.h"
+#include "absl/time/time.h"
+#include "scheduler/api/quantity.h"
+
+namespace tessel {
+
+using nlohmann::json;
+
+namespace {
+
+std::string_view TypeName(const json& j) { return j.type_name(); }
+
+std::string Path(std::string_view base, std::string_view key) {
+  return base.empty() ? std::string(key) : StrCat(base, ".", key);
+}
+
+std::string Index(std::string_view base, size_t i) { return StrCat(base, "[", i, "]"); }
+
+}  // namespace
+
+const json* FieldDecoder::Child(const json& parent, std::string_view key) {
+  if (!parent.is_object()) return nullptr;
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void FieldDecoder::Fail(std::string_view path, std::string_view why) {
+  if (error_.empty()) error_ = StrCat(path, ": ", why);
+}
+
+absl::Status FieldDecoder::status() const {
+  if (error_.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(object_, ": ", error_));
+}
+
+std::string FieldDecoder::String(const json& parent, std::string_view key, std::string_view path,
+                                 std::string fallback) {
+  const json* v = Child(parent, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) {
+    Fail(path, StrCat("expected a string, got ", TypeName(*v)));
+    return fallback;
+  }
+  return v->get<std::string>();
+}
+
+int64_t FieldDecoder::Int(const json& parent, std::string_view key, std::string_view path,
+                          int64_t fallback) {
+  const json* v = Child(parent, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer()) {
+    Fail(path, StrCat("expected an integer, got ", v->dump()));
+    return fallback;
+  }
+  return v->get<int64_t>();
+}
+
+bool FieldDecoder::Bool(const json& parent, std::string_view key, std::string_view path,
+                        bool fallback) {
+  const json* v = Child(parent, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) {
+    Fail(path, StrCat("expected true or false, got ", v->dump()));
+    return fallback;
+  }
+  return v->get<bool>();
+}
+
+const json* FieldDecoder::Object(const json& parent, std::string_view key, std::string_view path) {
+  const json* v = Child(parent, key);
+  if (v != nullptr && !v->is_object()) {
+    Fail(path, StrCat("expected an object, got ", TypeName(*v)));
+    return nullptr;
+  }
+  return v;
+}
+
+const json* FieldDecoder::Array(const json& parent, std::string_view key, std::string_view path) {
+  const json* v = Child(parent, key);
+  if (v != nullptr && !v->is_array()) {
+    Fail(path, StrCat("expected a list, got ", TypeName(*v)));
+    return nullptr;
+  }
+  return v;
+}
+
+StringMap FieldDecoder::StringMapField(const json& parent, std::string_view key,
+                                       std::string_view path) {
+  StringMap out;
+  const json* m = Object(parent, key, path);
+  if (m == nullptr) return out;
+  for (const auto& [k, v] : m->items()) {
+    if (!v.is_string()) {
+      Fail(Path(path, k), StrCat("expected a string, got ", TypeName(v)));
+      continue;
+    }
+    out.emplace(k, v.get<std::string>());
+  }
+  return out;
+}
+
+Resources FieldDecoder::ResourceMap(const json& parent, std::string_view key,
+                                    std::string_view path, bool allow_negative) {
+  Resources out;
+  const json* m = Object(parent, key, path);
+  if (m == nullptr) return out;
+  for (const auto& [name, v] : m->items()) {
+    std::string field = Path(path, name);
+    absl::StatusOr<int64_t> amount = absl::InvalidArgumentError("");
+    if (v.is_string()) {
+      amount = ParseResourceQuantity(name, v.get<std::string>());
+    } else if (v.is_number_integer()) {
+      // Kubernetes prints quantities as strings, but hand-written JSON may hold plain numbers.
+      amount = ParseResourceQuantity(name, std::to_string(v.get<int64_t>()));
+    } else {
+      Fail(field, StrCat("expected a quantity string, got ", v.dump()));
+      continue;
+    }
+    if (!amount.ok()) {
+      Fail(field, ToStd(amount.status().message()));
+      continue;
+    }
+    if (*amount < 0 && !allow_negative) {
+      Fail(field, StrCat("negative quantity \"", v.is_string() ? v.get<std::string>() : v.dump(),
+                               "\" is not allowed"));
+      continue;
+    }
+    out.Set(name, *amount);
+  }
+  return out;
+}
+
+absl::Time FieldDecoder::Timestamp(const json& parent, std::string_view key,
+                                   std::string_view path) {
+  std::string text = String(parent, key, path);
+  if (text.empty()) return absl::UnixEpoch();
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) {
+    Fail(path, StrCat("timestamp \"", text, "\" is not RFC 3339: ", err));
+    return absl::UnixEpoch();
+  }
+  return t;
+}
+
+ObjectMeta FieldDecoder::Meta(const json& object) {
+  ObjectMeta meta;
+  const json* m = Object(object, "metadata", "metadata");
+  if (m == nullptr) {
+    Fail("metadata", "missing");
+    return meta;
+  }
+  meta.name = String(*m, "name", "metadata.name");
+  if (meta.name.empty()) Fail("metadata.name", "missing");
+  meta.namespace_ = String(*m, "namespace", "metadata.namespace");
+  meta.uid = String(*m, "uid", "metadata.uid");
+  meta.resource_version = String(*m, "resourceVersion", "metadata.resourceVersion");
+  meta.labels = StringMapField(*m, "labels", "metadata.labels");
+  meta.annotations = StringMapField(*m, "annotations", "metadata.annotations");
+  meta.creation_timestamp = Timestamp(*m, "creationTimestamp", "metadata.creationTimestamp");
+  if (m->contains("deletionTimestamp") && !(*m)["deletionTimestamp"].is_null()) {
+    meta.deletion_timestamp = Timestamp(*m, "deletionTimestamp", "metadata.deletionTimestamp");
+  }
+  if (const json* refs = Array(*m, "ownerReferences", "metadata.ownerReferences")) {
+    for (size_t i = 0; i < refs->size(); ++i) {
+      const json& r = (*refs)[i];
+      std::string p = Index("metadata.ownerReferences", i);
+      meta.owner_references.push_back(OwnerReference{
+          .api_version = String(r, "apiVersion", Path(p, "apiVersion")),
+          .kind = String(r, "kind", Path(p, "kind")),
+          .name = String(r, "name", Path(p, "name")),
+          .uid = String(r, "uid", Path(p, "uid")),
+          .controller = Bool(r, "controller", Path(p, "controller")),
+      });
+    }
+  }
+  return meta;
+}
+
+std::string DescribeObject(const json& object) {
+  std::string kind = "object";
+  std::string ns, name;
+  if (object.is_object()) {
+    if (auto k = object.find("kind"); k != object.end() && k->is_string()) kind = *k;
+    if (auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+      if (auto n = m->find("namespace"); n != m->end() && n->is_string()) ns = *n;
+      if (auto n = m->find("name"); n != m->end() && n->is_string()) name = *n;
+    }
+  }
+  if (name.empty()) name = "<unnamed>";
+  return ns.empty() ? StrCat(kind, " ", name) : StrCat(kind, " ", ns, "/", name);
+}
+
+namespace {
+
+std::optional<TaintEffect> ParseEffect(FieldDecoder& d, const std::string& s, std::string_view path,
+                                       bool allow_empty) {
+  if (s == "NoSchedule") return TaintEffect::kNoSchedule;
+  if (s == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
+  if (s == "NoExecute") return TaintEffect::kNoExecute;
+  if (!(s.empty() && allow_empty)) {
+    d.Fail(path, StrCat("unknown taint effect \"", s,
+                              "\" (want NoSchedule, PreferNoSchedule or NoExecute)"));
+  }
+  return std::nullopt;
+}
+
+std::vector<NodeSelectorRequirement> DecodeRequirements(FieldDecoder& d, const json& parent,
+                                                        std::string_view key,
+                                                        std::string_view path) {
+  using Op = NodeSelectorRequirement::Operator;
+  std::vector<NodeSelectorRequirement> out;
+  const json* list = d.Array(parent, key, path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string p = Index(path, i);
+    const json& r = (*list)[i];
+    NodeSelectorRequirement req;
+    req.key = d.String(r, "key", Path(p, "key"));
+    std::string op = d.String(r, "operator", Path(p, "operator"));
+    static const std::pair<std::string_view, Op> kOps[] = {
+        {"In", Op::kIn}, {"NotIn", Op::kNotIn}, {"Exists", Op::kExists},
+        {"DoesNotExist", Op::kDoesNotExist}, {"Gt", Op::kGt}, {"Lt", Op::kLt}};
+    bool known = false;
+    for (const auto& [name, value] : kOps) {
+      if (op == name) {
+        req.op = value;
+        known = true;
+      }
+    }
+    if (!known) d.Fail(Path(p, "operator"), StrCat("unknown operator \"", op, "\""));
+    if (const json* values = d.Array(r, "values", Path(p, "values"))) {
+      for (size_t k = 0; k < values->size(); ++k) {
+        if (!(*values)[k].is_string()) {
+          d.Fail(Index(Path(p, "values"), k), "expected a string");
+          continue;
+        }
+        req.values.push_back((*values)[k].get<std::string>());
+      }
+    }
+    bool needs_values = req.op == Op::kIn || req.op == Op::kNotIn;
+    bool needs_one = req.op == Op::kGt || req.op == Op::kLt;
+    if (needs_values && req.values.empty()) {
+      d.Fail(Path(p, "values"), StrCat("must be non-empty for operator ", op));
+    } else if (needs_one && req.values.size() != 1) {
+      d.Fail(Path(p, "values"), StrCat("must have exactly one integer for operator ", op));
+    } else if (!needs_values && !needs_one && !req.values.empty() && known) {
+      d.Fail(Path(p, "values"), StrCat("must be empty for operator ", op));
+    }
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
+NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view path) {
+  return NodeSelectorTerm{
+      .match_expressions = DecodeRequirements(d, term, "matchExpressions",
+                                              Path(path, "matchExpressions")),
+      .match_fields = DecodeRequirements(d, term, "matchFields", Path(path, "matchFields")),
+  };
+}
+
+NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
+  NodeAffinity out;
+  const json* affinity = d.Object(spec, "affinity", "spec.affinity");
+  if (affinity == nullptr) return out;
+  const std::string base = "spec.affinity.nodeAffinity";
+  const json* na = d.Object(*affinity, "nodeAffinity", base);
+  if (na == nullptr) return out;
+  const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
+  if (const json* req = d.Object(*na, "requiredDuringSchedulingIgnoredDuringExecution", req_path)) {
+    std::vector<NodeSelectorTerm> terms;
+    const std::string terms_path = Path(req_path, "nodeSelectorTerms");
+    if (const json* list = d.Array(*req, "nodeSelectorTerms", terms_path)) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
+      }
+    }
+    out.required = std::move(terms);
+  }
+  const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
+  if (const json* list = d.Array(*na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string p = Index(pref_path, i);
+      const json& item = (*list)[i];
+      PreferredSchedulingTerm term;
+      term.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
+      if (term.weight < 1 || term.weight > 100) {
+        d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", term.weight));
+      }
+      if (const json* pref = d.Object(item, "preference", Path(p, "preference"))) {
+        term.preference = DecodeTerm(d, *pref, Path(p, "preference"));
+      }
+      out.preferred.push_back(std::move(term));
+    }
+  }
+  return out;
+}
+
+std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::string_view key) {
+  std::vector<Container> out;
+  const std::string path = Path("spec", key);
+  const json* list = d.Array(spec, key, path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string p = Index(path, i);
+    const json& c = (*list)[i];
+    Container container;
+    container.name = d.String(c, "name", Path(p, "name"));
+    container.restart_always = d.String(c, "restartPolicy", Path(p, "restartPolicy")) == "Always";
+    if (const json* res = d.Object(c, "resources", Path(p, "resources"))) {
+      container.requests = d.ResourceMap(*res, "requests", Path(p, "resources.requests"));
+      // Kubernetes defaults a resource's request to its limit when only the limit is given.
+      const json* given = d.Object(*res, "requests", Path(p, "resources.requests"));
+      Resources limits = d.ResourceMap(*res, "limits", Path(p, "resources.limits"));
+      for (const auto& [name, amount] : limits.Entries()) {
+        if (given == nullptr || !given->contains(name)) container.requests.Set(name, amount);
+      }
+    }
+    out.push_back(std::move(container));
+  }
+  return out;
+}
+
+std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const json& spec) {
+  std::vector<Toleration> out;
+  const json* list = d.Array(spec, "tolerations", "spec.tolerations");
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string p = Index("spec.tolerations", i);
+    const json& t = (*list)[i];
+    Toleration tol;
+    tol.key = d.String(t, "key", Path(p, "key"));
+    std::string op = d.String(t, "operator", Path(p, "operator"), "Equal");
+    if (op == "Exists") {
+      tol.op = Toleration::Operator::kExists;
+    } else if (op != "Equal") {
+      d.Fail(Path(p, "operator"), StrCat("unknown operator \"", op, "\" (want Equal or Exists)"));
+    }
+    tol.value = d.String(t, "value", Path(p, "value"));
+    tol.effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")), Path(p, "effect"), true);
+    if (t.contains("tolerationSeconds") && !t["tolerationSeconds"].is_null()) {
+      tol.toleration_seconds = d.Int(t, "tolerationSeconds", Path(p, "tolerationSeconds"));
+    }
+    out.push_back(std::move(tol));
+  }
+  return out;
+}
+
+std::optional<PreemptionPolicy> DecodePreemptionPolicy(FieldDecoder& d, const json& parent,
+                                                       std::string_view path) {
+  std::string s = d.String(parent, "preemptionPolicy", path);
+  if (s.empty()) return std::nullopt;
+  if (s == "Never") return PreemptionPolicy::kNever;
+  if (s == "PreemptLowerPriority") return PreemptionPolicy::kPreemptLowerPriority;
+  d.Fail(path, StrCat("unknown preemption policy \"", s, "\" (want PreemptLowerPriority or Never)"));
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<Pod> DecodePod(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  Pod pod;
+  pod.meta = d.Meta(object);
+  if (pod.meta.namespace_.empty()) pod.meta.namespace_ = "default";
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  if (spec == nullptr) spec = &kEmpty;
+  pod.scheduler_name = d.String(*spec, "schedulerName", "spec.schedulerName", "default-scheduler");
+  pod.node_name = d.String(*spec, "nodeName", "spec.nodeName");
+  pod.node_selector = d.StringMapField(*spec, "nodeSelector", "spec.nodeSelector");
+  pod.node_affinity = DecodeNodeAffinity(d, *spec);
+  pod.tolerations = DecodeTolerations(d, *spec);
+  if (spec->contains("priority") && !(*spec)["priority"].is_null()) {
+    int64_t p = d.Int(*spec, "priority", "spec.priority");
+    if (p < INT32_MIN || p > INT32_MAX) d.Fail("spec.priority", "out of the int32 range");
+    pod.priority = static_cast<int32_t>(p);
+  }
+  pod.priority_class_name = d.String(*spec, "priorityClassName", "spec.priorityClassName");
+  pod.preemption_policy = DecodePreemptionPolicy(d, *spec, "spec.preemptionPolicy");
+  pod.containers = DecodeContainers(d, *spec, "containers");
+  pod.init_containers = DecodeContainers(d, *spec, "initContainers");
+  pod.overhead = d.ResourceMap(*spec, "overhead", "spec.overhead");
+  if (const json* status = d.Object(object, "status", "status")) {
+    std::string phase = d.String(*status, "phase", "status.phase", "Pending");
+    static const std::pair<std::string_view, PodPhase> kPhases[] = {
+        {"Pending", PodPhase::kPending},     {"Running", PodPhase::kRunning},
+        {"Succeeded", PodPhase::kSucceeded}, {"Failed", PodPhase::kFailed},
+        {"Unknown", PodPhase::kUnknown}};
+    bool known = false;
+    for (const auto& [name, value] : kPhases) {
+      if (phase == name) {
+        pod.phase = value;
+        known = true;
+      }
+    }
+    if (!known) d.Fail("status.phase", StrCat("unknown phase \"", phase, "\""));
+    pod.nominated_node_name = d.String(*status, "nominatedNodeName", "status.nominatedNodeName");
+  }
+  if (!d.ok()) return d.status();
+  absl::StatusOr<Resources> requests = ComputePodRequests(pod);
+  if (!requests.ok()) d.Fail("spec.containers", ToStd(requests.status().message()));
+  if (!d.ok()) return d.status();
+  pod.requests = *std::move(requests);
+  return pod;
+}
+
+absl::StatusOr<Node> DecodeNode(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  Node node;
+  node.meta = d.Meta(object);
+  if (const json* spec = d.Object(object, "spec", "spec")) {
+    node.unschedulable = d.Bool(*spec, "unschedulable", "spec.unschedulable");
+    if (const json* taints = d.Array(*spec, "taints", "spec.taints")) {
+      for (size_t i = 0; i < taints->size(); ++i) {
+        std::string p = Index("spec.taints", i);
+        const json& t = (*taints)[i];
+        Taint taint{.key = d.String(t, "key", Path(p, "key")),
+                    .value = d.String(t, "value", Path(p, "value"))};
+        if (taint.key.empty()) d.Fail(Path(p, "key"), "missing");
+        if (auto effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")),
+                                      Path(p, "effect"), false)) {
+          taint.effect = *effect;
+        }
+        node.taints.push_back(std::move(taint));
+      }
+    }
+  }
+  if (const json* status = d.Object(object, "status", "status")) {
+    node.capacity = d.ResourceMap(*status, "capacity", "status.capacity");
+    node.allocatable = status->contains("allocatable")
+                           ? d.ResourceMap(*status, "allocatable", "status.allocatable")
+                           : node.capacity;
+    // A node that reports no pod limit gets the kubelet's default (maxPods 110).
+    auto has_pods = [&](const char* key) {
+      auto it = status->find(key);
+      return it != status->end() && it->is_object() && it->contains("pods");
+    };
+    if (!has_pods("allocatable") && !has_pods("capacity")) {
+      node.allocatable.pods = kDefaultMaxPods;
+      node.capacity.pods = kDefaultMaxPods;
+    }
+    if (const json* conditions = d.Array(*status, "conditions", "status.conditions")) {
+      for (size_t i = 0; i < conditions->size(); ++i) {
+        std::string p = Index("status.conditions", i);
+        const json& c = (*conditions)[i];
+        if (d.String(c, "type", Path(p, "type")) != "Ready") continue;
+        std::string s = d.String(c, "status", Path(p, "status"));
+        node.ready = s == "True"    ? ConditionStatus::kTrue
+                     : s == "False" ? ConditionStatus::kFalse
+                                    : ConditionStatus::kUnknown;
+      }
+    }
+  }
+  if (!d.ok()) return d.status();
+  return node;
+}
+
+absl::StatusOr<PriorityClass> DecodePriorityClass(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  PriorityClass pc;
+  pc.meta = d.Meta(object);
+  if (!object.contains("value")) d.Fail("value", "missing");
+  int64_t value = d.Int(object, "value", "value");
+  if (value < INT32_MIN || value > 1000000000) {
+    d.Fail("value", StrCat("must be at most 1000000000, got ", value));
+  }
+  pc.value = static_cast<int32_t>(value);
+  pc.global_default = d.Bool(object, "globalDefault", "globalDefault");
+  pc.preemption_policy = DecodePreemptionPolicy(d, object, "preemptionPolicy")
+                             .value_or(PreemptionPolicy::kPreemptLowerPriority);
+  if (!d.ok()) return d.status();
+  return pc;
+}
+
+absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
+  if (!doc.is_object()) return absl::InvalidArgumentError("not a Kubernetes List: top level is not an object");
+  auto items = doc.find("items");
+  if (items == doc.end() || !items->is_array()) {
+    return absl::InvalidArgumentError("not a Kubernetes List: no \"items\" array");
+  }
+  ObjectList out;
+  for (const json& item : *items) {
+    std::string kind;
+    if (item.is_object() && item.contains("kind") && item["kind"].is_string()) kind = item["kind"];
+    auto keep = [&](auto decoded, auto& into) {
+      if (decoded.ok()) {
+        into.push_back(*std::move(decoded));
+      } else {
+        out.warnings.push_back(std::string(decoded.status().message()));
+      }
+    };
+    if (kind == "Pod") {
+      keep(DecodePod(item), out.pods);
+    } else if (kind == "Node") {
+      keep(DecodeNode(item), out.nodes);
+    } else if (kind == "PriorityClass") {
+      keep(DecodePriorityClass(item), out.priority_classes);
+    } else if (kind.empty()) {
+      out.warnings.push_back(StrCat(DescribeObject(item), ": kind: missing"));
+    } else {
+      out.others.push_back(item);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,153 @@
+// The Kubernetes objects Tessel schedules with, reduced to the fields scheduling needs.
+// They are plain values: decode.h builds them from Kubernetes JSON, and pods carry their
+// effective requests (computed once at decode time, the way kube-scheduler computes them).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "scheduler/api/resources.h"
+
+namespace tessel {
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
+
+struct OwnerReference {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  bool controller = false;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string resource_version;
+  StringMap labels;
+  StringMap annotations;
+  absl::Time creation_timestamp = absl::UnixEpoch();
+  std::optional<absl::Time> deletion_timestamp;
+  std::vector<OwnerReference> owner_references;
+};
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  bool operator==(const Taint&) const = default;
+};
+
+struct Toleration {
+  enum class Operator { kEqual, kExists };
+  std::string key;  // empty with kExists tolerates every taint
+  Operator op = Operator::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // unset tolerates every effect
+  std::optional<int64_t> toleration_seconds;
+};
+
+struct NodeSelectorRequirement {
+  enum class Operator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+  std::string key;
+  Operator op = Operator::kIn;
+  std::vector<std::string> values;
+};
+
+// Requirements are ANDed; a term with no requirements matches nothing (as in Kubernetes).
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+  std::vector<NodeSelectorRequirement> match_fields;  // only metadata.name is defined
+};
+
+struct PreferredSchedulingTerm {
+  int32_t weight = 0;
+  NodeSelectorTerm preference;
+};
+
+struct NodeAffinity {
+  // Terms are ORed. nullopt means "no required affinity"; an empty list matches no node.
+  std::optional<std::vector<NodeSelectorTerm>> required;
+  std::vector<PreferredSchedulingTerm> preferred;
+};
+
+enum class PreemptionPolicy { kPreemptLowerPriority, kNever };
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct Container {
+  std::string name;
+  Resources requests;
+  bool restart_always = false;  // an init container with restartPolicy Always is a sidecar
+};
+
+struct Pod {
+  ObjectMeta meta;
+  std::string scheduler_name = "default-scheduler";
+  std::string node_name;
+  StringMap node_selector;
+  NodeAffinity node_affinity;
+  std::vector<Toleration> tolerations;
+  std::optional<int32_t> priority;
+  std::string priority_class_name;
+  std::optional<PreemptionPolicy> preemption_policy;
+  std::vector<Container> containers;
+  std::vector<Container> init_containers;
+  Resources overhead;
+  PodPhase phase = PodPhase::kPending;
+  std::string nominated_node_name;
+
+  // Effective requests: max(sum(containers) + sum(sidecars), any init container + the sidecars
+  // started before it) + overhead, with pods = 1. Filled by ComputePodRequests().
+  Resources requests;
+
+  std::string Key() const { return meta.namespace_ + "/" + meta.name; }
+  int32_t PriorityValue() const { return priority.value_or(0); }
+  bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+};
+
+// The kubelet's default maxPods, used for nodes whose status does not say.
+inline constexpr int64_t kDefaultMaxPods = 110;
+
+enum class ConditionStatus { kTrue, kFalse, kUnknown };
+
+struct Node {
+  ObjectMeta meta;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  Resources capacity;
+  Resources allocatable;
+  ConditionStatus ready = ConditionStatus::kUnknown;
+
+  const std::string& name() const { return meta.name; }
+};
+
+struct PriorityClass {
+  ObjectMeta meta;
+  int32_t value = 0;
+  bool global_default = false;
+  PreemptionPolicy preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
+};
+
+// kube-scheduler's request computation (see Pod::requests). Fails on overflow.
+absl::StatusOr<Resources> ComputePodRequests(const Pod& pod);
+
+std::string_view TaintEffectName(TaintEffect effect);
+// "{key: value}" as kube-scheduler prints an untolerated taint.
+std::string FormatTaint(const Taint& taint);
+
+bool ToleratesTaint(const Toleration& toleration, const Taint& taint);
+bool ToleratesTaint(const std::vector<Toleration>& tolerations, const Taint& taint);
+
+bool MatchesNodeSelectorTerm(const NodeSelectorTerm& term, const Node& node);
+// The pod's nodeSelector and required node affinity both hold for the node.
+bool MatchesRequiredNodeAffinity(const Pod& pod, const Node& node);
+
+}  // namespace tessel

@@ -1,0 +1,392 @@
+// The scheduling cycle and binding cycle.
+#include "scheduler/core/scheduler.h"
+
+#include "scheduler/util/strings.h"
+#include "scheduler/core/fit_error.h"
+
+namespace tessel {
+
+Scheduler::Scheduler(SchedulerParams p)
+    : registry_(p.registry),
+      cache_(p.cache),
+      clock_(p.clock),
+      api_(p.api),
+      observer_(p.observer),
+      bind_executor_(p.bind_executor),
+      seed_(p.seed) {}
+
+Scheduler::~Scheduler() = default;
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::New(SchedulerParams params) {
+  std::unique_ptr<Scheduler> s(new Scheduler(params));
+  std::vector<ProfileConfig> profiles = params.config->profiles;
+  if (profiles.empty()) profiles.push_back(*params.defaults);
+  for (const ProfileConfig& profile : profiles) {
+    ProfileConfig resolved = ResolveProfile(profile, *params.defaults);
+    auto fw = Framework::New(*params.registry, resolved, *s,
+                             FrameworkOptions{.parallelism = params.config->parallelism});
+    if (!fw.ok()) return fw.status();
+    s->profiles_.push_back(*std::move(fw));
+  }
+  // All profiles share one queue, so they must agree on its order (as in kube-scheduler).
+  const Framework& first = *s->profiles_.front();
+  for (const auto& fw : s->profiles_) {
+    if (fw->queue_sort().Name() != first.queue_sort().Name()) {
+      return absl::InvalidArgumentError(
+          StrCat("profiles \"", first.scheduler_name(), "\" and \"", fw->scheduler_name(),
+                       "\" use different queueSort plugins; all profiles must use the same"));
+    }
+  }
+  const QueueSortPlugin* sort = &first.queue_sort();
+  s->queue_ = std::make_unique<SchedulingQueue>(
+      params.clock,
+      [sort](const QueuedPodInfo& a, const QueuedPodInfo& b) { return sort->Less(a, b); },
+      params.queue_options);
+  return s;
+}
+
+const Framework* Scheduler::FrameworkFor(std::string_view scheduler_name) const {
+  for (const auto& fw : profiles_) {
+    if (fw->scheduler_name() == scheduler_name) return fw.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Scheduler::ProfileNames() const {
+  std::vector<std::string> out;
+  for (const auto& fw : profiles_) out.push_back(fw->scheduler_name());
+  return out;
+}
+
+std::optional<int32_t> Scheduler::PriorityClassValue(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = priority_classes_.find(name);
+  if (it == priority_classes_.end()) return std::nullopt;
+  return it->second.value;
+}
+
+void Scheduler::ResolvePriority(Pod& pod) const {
+  if (pod.priority.has_value()) return;
+  absl::MutexLock lock(&mu_);
+  const PriorityClass* pc = nullptr;
+  if (!pod.priority_class_name.empty()) {
+    auto it = priority_classes_.find(pod.priority_class_name);
+    if (it != priority_classes_.end()) pc = &it->second;
+  } else {
+    for (const auto& [name, c] : priority_classes_) {
+      if (c.global_default && (pc == nullptr || c.value > pc->value)) pc = &c;
+    }
+  }
+  if (pc == nullptr) return;
+  pod.priority = pc->value;
+  if (!pod.preemption_policy.has_value()) pod.preemption_policy = pc->preemption_policy;
+}
+
+bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_name) != nullptr; }
+
+void Scheduler::OnPodAdd(Pod pod) {
+  ResolvePriority(pod);
+  if (pod.node_name.empty()) {
+    if (Ours(pod) && !pod.IsTerminal() && !pod.meta.deletion_timestamp.has_value()) {
+      queue_->Add(std::make_shared<const Pod>(std::move(pod)));
+      queue_->OnClusterEvent(kUnassignedPodAdd);
+    }
+    return;
+  }
+  const bool releases = pod.IsTerminal();
+  queue_->Delete(pod.Key());
+  cache_->AddOrUpdatePod(std::move(pod));
+  queue_->OnClusterEvent(releases ? kAssignedPodDelete : kAssignedPodAdd);
+}
+
+void Scheduler::OnPodUpdate(Pod pod) {
+  ResolvePriority(pod);
+  if (pod.node_name.empty()) {
+    if (!Ours(pod)) return;
+    if (pod.IsTerminal() || pod.meta.deletion_timestamp.has_value()) {
+      queue_->Delete(pod.Key());
+      return;
+    }
+    const std::string key = pod.Key();
+    auto ref = std::make_shared<const Pod>(std::move(pod));
+    if (queue_->Contains(key)) {
+      queue_->Update(std::move(ref));
+    } else if (!cache_->IsAssumed(key)) {
+      queue_->Add(std::move(ref));
+    }
+    return;
+  }
+  OnPodAdd(std::move(pod));
+}
+
+void Scheduler::OnPodDelete(const std::string& key) {
+  queue_->Delete(key);
+  {
+    absl::MutexLock lock(&mu_);
+    waiting_.erase(key);
+  }
+  const bool held = cache_->NodeOf(key).has_value();
+  cache_->RemovePod(key);
+  if (held) queue_->OnClusterEvent(kAssignedPodDelete);
+}
+
+void Scheduler::OnNodeAdd(Node node) {
+  cache_->AddOrUpdateNode(std::move(node));
+  queue_->OnClusterEvent(kNodeAdd);
+}
+
+void Scheduler::OnNodeUpdate(Node node) {
+  cache_->AddOrUpdateNode(std::move(node));
+  queue_->OnClusterEvent(kNodeUpdate);
+}
+
+void Scheduler::OnNodeDelete(const std::string& name) { cache_->RemoveNode(name); }
+
+void Scheduler::OnPriorityClass(PriorityClass pc) {
+  absl::MutexLock lock(&mu_);
+  priority_classes_[pc.meta.name] = std::move(pc);
+}
+
+void Scheduler::OnPriorityClassDelete(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  priority_classes_.erase(name);
+}
+
+void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectChange); }
+
+bool Scheduler::ScheduleOne() {
+  ExpireWaitingPods();
+  auto popped = queue_->Pop();
+  if (!popped) return false;
+  RunCycle(*std::move(popped));
+  return true;
+}
+
+bool Scheduler::ScheduleOneWait(absl::Duration timeout) {
+  ExpireWaitingPods();
+  auto popped = queue_->PopWait(timeout);
+  if (!popped) return false;
+  RunCycle(*std::move(popped));
+  return true;
+}
+
+void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
+  QueuedPodInfo info = std::move(popped.info);
+  const Pod& pod = *info.pod;
+  const Framework* fw = FrameworkFor(pod.scheduler_name);
+  if (fw == nullptr || cache_->NodeOf(pod.Key()).has_value()) return;  // not ours, or placed
+  const absl::Time start = clock_->Now();
+  auto finish = [&](std::string_view result) {
+    if (observer_) observer_->AttemptFinished(pod, result, clock_->Now() - start);
+  };
+
+  cache_->UpdateSnapshot(snapshot_);
+  auto state = std::make_shared<CycleState>();
+  const size_t num_nodes = snapshot_.size();
+
+  Status pre = fw->RunPreFilter(*state, pod);
+  if (!pre.ok()) {
+    HandleFailure(*fw, std::move(info), popped.cycle, pre, FormatPreFilterError(num_nodes, pre),
+                  {pre.plugin()});
+    finish(pre.code() == Code::kError ? "error" : "unschedulable");
+    return;
+  }
+
+  // A nominated node (set by an earlier preemption) is tried first: its victims are leaving.
+  FilterOutcome outcome;
+  if (const NodeInfo* nominated = pod.nominated_node_name.empty()
+                                      ? nullptr
+                                      : snapshot_.Get(pod.nominated_node_name)) {
+    if (fw->RunFilters(*state, pod, *nominated).ok()) outcome.feasible.push_back(nominated);
+  }
+  if (outcome.feasible.empty()) outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes());
+
+  if (outcome.feasible.empty()) {
+    std::string message = FormatFitError(num_nodes, outcome.rejected);
+    std::vector<std::string> rejecting;
+    for (const auto& [node, st] : outcome.rejected) {
+      if (st.code() == Code::kError) {
+        HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
+        finish("error");
+        return;
+      }
+      if (std::find(rejecting.begin(), rejecting.end(), st.plugin()) == rejecting.end()) {
+        rejecting.push_back(st.plugin());
+      }
+    }
+    if (fw->HasPostFilter()) {
+      PostFilterResult pf = fw->RunPostFilter(*state, pod, outcome.rejected);
+      if (pf.status.ok() && !pf.nominated_node.empty()) {
+        // Victims are being evicted; the pod retries once they are gone.
+        StrAppend(&message, " Preempting pods on node ", pf.nominated_node, ".");
+        Pod nominated = pod;
+        nominated.nominated_node_name = pf.nominated_node;
+        info.pod = std::make_shared<const Pod>(std::move(nominated));
+        rejecting.clear();  // any pod deletion may be the victim leaving
+        rejecting.push_back("");
+      }
+    }
+    HandleFailure(*fw, std::move(info), popped.cycle, Status::Unschedulable(message), message,
+                  rejecting);
+    finish("unschedulable");
+    return;
+  }
+
+  std::string chosen;
+  if (outcome.feasible.size() == 1) {
+    chosen = outcome.feasible.front()->name();
+  } else {
+    Status ps = fw->RunPreScore(*state, pod, outcome.feasible);
+    absl::StatusOr<NodeScoreList> scores =
+        ps.ok() ? fw->RunScore(*state, pod, outcome.feasible)
+                : absl::StatusOr<NodeScoreList>(absl::InternalError(ps.Message()));
+    if (!scores.ok()) {
+      std::string msg(scores.status().message());
+      HandleFailure(*fw, std::move(info), popped.cycle, Status::Error(msg), msg, {});
+      finish("error");
+      return;
+    }
+    const NodeScore* best = &scores->front();
+    for (const NodeScore& s : *scores) {
+      if (s.score > best->score) best = &s;  // ties keep the first node in name order
+    }
+    chosen = best->name;
+  }
+
+  Pod assumed = pod;
+  assumed.node_name = chosen;
+  if (absl::Status st = cache_->AssumePod(std::move(assumed)); !st.ok()) {
+    HandleFailure(*fw, std::move(info), popped.cycle, Status::Error(std::string(st.message())),
+                  std::string(st.message()), {});
+    finish("error");
+    return;
+  }
+  if (Status st = fw->RunReserve(*state, pod, chosen); !st.ok()) {
+    (void)cache_->ForgetPod(pod.Key());
+    HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
+    finish(st.code() == Code::kError ? "error" : "unschedulable");
+    return;
+  }
+  PermitResult permit = fw->RunPermit(*state, pod, chosen);
+  if (permit.status.IsWait()) {
+    absl::MutexLock lock(&mu_);
+    waiting_[pod.Key()] = WaitingPod{fw, state, info, chosen, clock_->Now() + permit.timeout};
+    finish("scheduled");
+    return;
+  }
+  if (!permit.status.ok()) {
+    UndoAssume(*fw, *state, info, chosen);
+    std::string msg = permit.status.Message();
+    HandleFailure(*fw, std::move(info), popped.cycle, permit.status, msg, {permit.status.plugin()});
+    finish("unschedulable");
+    return;
+  }
+  finish("scheduled");
+  StartBinding(*fw, std::move(state), std::move(info), std::move(chosen));
+}
+
+void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
+                              const Status& status, const std::string& message,
+                              const std::vector<std::string>& rejecting_plugins) {
+  if (observer_) observer_->PodUnschedulable(*info.pod, message);
+  if (status.code() == Code::kError) {
+    queue_->AddBackoff(std::move(info));
+    return;
+  }
+  uint32_t events = kAllEvents;
+  bool any_named = false;
+  for (const std::string& p : rejecting_plugins) any_named |= !p.empty();
+  if (any_named && std::find(rejecting_plugins.begin(), rejecting_plugins.end(), "") ==
+                       rejecting_plugins.end()) {
+    events = fw.EventsFor(rejecting_plugins);
+  }
+  queue_->AddUnschedulable(std::move(info), cycle, events);
+}
+
+void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
+                           const std::string& node) {
+  fw.RunUnreserve(state, *info.pod, node);
+  (void)cache_->ForgetPod(info.pod->Key());
+}
+
+void Scheduler::StartBinding(const Framework& fw, std::shared_ptr<CycleState> state,
+                             QueuedPodInfo info, std::string node) {
+  if (bind_executor_ == nullptr) {
+    Bind(fw, std::move(state), std::move(info), std::move(node));
+    return;
+  }
+  bind_executor_->Submit([this, &fw, state = std::move(state), info = std::move(info),
+                          node = std::move(node)]() mutable {
+    Bind(fw, std::move(state), std::move(info), std::move(node));
+  });
+}
+
+void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
+                     std::string node) {
+  const Pod& pod = *info.pod;
+  Status st = fw.RunPreBind(*state, pod, node);
+  if (st.ok()) st = fw.RunBind(*state, pod, node);
+  if (st.ok()) {
+    (void)cache_->FinishBinding(pod.Key());
+    if (observer_) observer_->PodScheduled(pod, node);
+    return;
+  }
+  UndoAssume(fw, *state, info, node);
+  const std::string message = StrCat("binding rejected: ", st.Message());
+  if (observer_) observer_->PodUnschedulable(pod, message);
+  queue_->AddBackoff(std::move(info));
+  // Its resources are free again: other parked pods may fit.
+  queue_->OnClusterEvent(kAssignedPodDelete);
+}
+
+bool Scheduler::AllowWaitingPod(const std::string& key) {
+  WaitingPod w;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) return false;
+    w = std::move(it->second);
+    waiting_.erase(it);
+  }
+  StartBinding(*w.fw, std::move(w.state), std::move(w.info), std::move(w.node));
+  return true;
+}
+
+bool Scheduler::RejectWaitingPod(const std::string& key, const std::string& message) {
+  WaitingPod w;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) return false;
+    w = std::move(it->second);
+    waiting_.erase(it);
+  }
+  UndoAssume(*w.fw, *w.state, w.info, w.node);
+  if (observer_) observer_->PodUnschedulable(*w.info.pod, message);
+  queue_->AddBackoff(std::move(w.info));
+  queue_->OnClusterEvent(kAssignedPodDelete);
+  return true;
+}
+
+std::vector<std::string> Scheduler::WaitingPodKeys() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, w] : waiting_) out.push_back(key);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Scheduler::ExpireWaitingPods() {
+  std::vector<std::string> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    for (const auto& [key, w] : waiting_) {
+      if (now >= w.deadline) expired.push_back(key);
+    }
+  }
+  std::sort(expired.begin(), expired.end());
+  for (const std::string& key : expired) RejectWaitingPod(key, "rejected by permit: timed out waiting");
+}
+
+}  // namespace tessel

@@ -1,0 +1,312 @@
+// Building a profile's plugin lists and running them at each extension point.
+#include "scheduler/framework/framework.h"
+
+#include <algorithm>
+
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+template <typename T>
+bool Contains(const std::vector<T*>& list, const T* p) {
+  return std::find(list.begin(), list.end(), p) != list.end();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& registry,
+                                                          const ProfileConfig& profile,
+                                                          Handle& handle,
+                                                          FrameworkOptions options) {
+  std::unique_ptr<Framework> fw(new Framework(handle, options));
+  fw->scheduler_name_ = profile.scheduler_name;
+  const std::string where = StrCat("profile \"", profile.scheduler_name, "\"");
+
+  // Instantiate every plugin named anywhere, once.
+  StringKeyedMap<Plugin*> by_name;
+  for (const auto& [point, set] : profile.plugins) {
+    for (const PluginRef& ref : set.enabled) {
+      if (by_name.contains(ref.name)) continue;
+      const PluginFactory* factory = registry.Find(ref.name);
+      if (factory == nullptr) {
+        return absl::InvalidArgumentError(StrCat(where, ": plugins.", point,
+                                                       ": unknown plugin \"", ref.name, "\""));
+      }
+      auto args = profile.plugin_args.find(ref.name);
+      auto made = (*factory)(args == profile.plugin_args.end() ? YAML::Node() : args->second, handle);
+      if (!made.ok()) {
+        return absl::InvalidArgumentError(StrCat(where, ": pluginConfig \"", ref.name,
+                                                       "\": ", made.status().message()));
+      }
+      by_name[ref.name] = made->get();
+      fw->owned_.push_back(*std::move(made));
+    }
+  }
+  for (const auto& [name, args] : profile.plugin_args) {
+    if (!by_name.contains(name)) {
+      return absl::InvalidArgumentError(
+          StrCat(where, ": pluginConfig names \"", name, "\", which no extension point enables"));
+    }
+  }
+
+  // Adds `plugin` at `point`; `strict` fails when it does not implement the point.
+  auto add = [&](std::string_view point, Plugin* plugin, int64_t weight,
+                 bool strict) -> absl::Status {
+    auto put = [&](auto* typed, auto& list) {
+      if (typed == nullptr) return false;
+      if (!Contains(list, typed)) list.push_back(typed);
+      return true;
+    };
+    bool ok = true;
+    if (point == "queueSort") {
+      auto* qs = dynamic_cast<QueueSortPlugin*>(plugin);
+      ok = qs != nullptr;
+      if (ok && fw->queue_sort_ != nullptr && fw->queue_sort_ != qs) {
+        return absl::InvalidArgumentError(StrCat(where, ": only one queueSort plugin may be enabled"));
+      }
+      if (ok) fw->queue_sort_ = qs;
+    } else if (point == "preFilter") {
+      ok = put(dynamic_cast<PreFilterPlugin*>(plugin), fw->pre_filter_);
+    } else if (point == "filter") {
+      ok = put(dynamic_cast<FilterPlugin*>(plugin), fw->filter_);
+    } else if (point == "postFilter") {
+      ok = put(dynamic_cast<PostFilterPlugin*>(plugin), fw->post_filter_);
+    } else if (point == "preScore") {
+      ok = put(dynamic_cast<PreScorePlugin*>(plugin), fw->pre_score_);
+    } else if (point == "score") {
+      auto* sp = dynamic_cast<ScorePlugin*>(plugin);
+      ok = sp != nullptr;
+      bool present = std::any_of(fw->score_.begin(), fw->score_.end(),
+                                 [&](const WeightedScore& w) { return w.plugin == sp; });
+      if (ok && !present) fw->score_.push_back({sp, weight});
+    } else if (point == "reserve") {
+      ok = put(dynamic_cast<ReservePlugin*>(plugin), fw->reserve_);
+    } else if (point == "permit") {
+      ok = put(dynamic_cast<PermitPlugin*>(plugin), fw->permit_);
+    } else if (point == "preBind") {
+      ok = put(dynamic_cast<PreBindPlugin*>(plugin), fw->pre_bind_);
+    } else if (point == "bind") {
+      ok = put(dynamic_cast<BindPlugin*>(plugin), fw->bind_);
+    }
+    if (!ok && strict) {
+      return absl::InvalidArgumentError(StrCat(where, ": plugin \"", plugin->Name(),
+                                                     "\" does not implement ", point));
+    }
+    return absl::OkStatus();
+  };
+
+  for (std::string_view point : kExtensionPoints) {
+    auto set = profile.plugins.find(point);
+    if (set == profile.plugins.end()) continue;
+    for (const PluginRef& ref : set->second.enabled) {
+      if (absl::Status st = add(point, by_name[ref.name], ref.weight, true); !st.ok()) return st;
+    }
+  }
+  if (auto multi = profile.plugins.find("multiPoint"); multi != profile.plugins.end()) {
+    for (const PluginRef& ref : multi->second.enabled) {
+      for (std::string_view point : kExtensionPoints) {
+        auto set = profile.plugins.find(point);
+        bool disabled = false;
+        if (set != profile.plugins.end()) {
+          for (const std::string& d : set->second.disabled) disabled |= d == "*" || d == ref.name;
+        }
+        if (disabled) continue;
+        if (absl::Status st = add(point, by_name[ref.name], ref.weight, false); !st.ok()) return st;
+      }
+    }
+  }
+  if (fw->queue_sort_ == nullptr) {
+    return absl::InvalidArgumentError(StrCat(where, ": no queueSort plugin is enabled"));
+  }
+  if (fw->bind_.empty()) {
+    return absl::InvalidArgumentError(StrCat(where, ": no bind plugin is enabled"));
+  }
+  return fw;
+}
+
+Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {
+  for (PreFilterPlugin* p : pre_filter_) {
+    Status st = p->PreFilter(state, pod);
+    if (st.IsSkip()) {
+      state.skip_filter.insert(std::string(p->Name()));
+      continue;
+    }
+    if (!st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
+}
+
+Status Framework::RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  for (const FilterPlugin* p : filter_) {
+    if (state.skip_filter.contains(p->Name())) continue;
+    Status st = p->Filter(state, pod, node);
+    if (!st.ok()) {
+      if (!st.IsRejected() && st.code() != Code::kError) {
+        st = Status::Error(StrCat("filter returned ", CodeName(st.code())));
+      }
+      return st.WithPlugin(p->Name());
+    }
+  }
+  return Status::Ok();
+}
+
+FilterOutcome Framework::FindFeasibleNodes(const CycleState& state, const Pod& pod,
+                                           const std::vector<NodeInfo*>& nodes) const {
+  std::vector<Status> results(nodes.size());
+  parallelizer_.For(nodes.size(), [&](size_t i) { results[i] = RunFilters(state, pod, *nodes[i]); });
+  FilterOutcome out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (results[i].ok()) {
+      out.feasible.push_back(nodes[i]);
+    } else {
+      out.rejected.emplace(nodes[i]->name(), std::move(results[i]));
+    }
+  }
+  return out;
+}
+
+PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
+                                          const NodeStatusMap& rejected) const {
+  PostFilterResult last{Status::Unschedulable("no postFilter plugin helped")};
+  for (PostFilterPlugin* p : post_filter_) {
+    PostFilterResult r = p->PostFilter(state, pod, rejected);
+    r.status.WithPlugin(p->Name());
+    if (r.status.ok() || r.status.code() == Code::kError) return r;
+    last = std::move(r);
+  }
+  return last;
+}
+
+Status Framework::RunPreScore(CycleState& state, const Pod& pod,
+                              const std::vector<const NodeInfo*>& feasible) const {
+  for (PreScorePlugin* p : pre_score_) {
+    Status st = p->PreScore(state, pod, feasible);
+    if (st.IsSkip()) {
+      state.skip_score.insert(std::string(p->Name()));
+      continue;
+    }
+    if (!st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
+}
+
+absl::StatusOr<NodeScoreList> Framework::RunScore(const CycleState& state, const Pod& pod,
+                                                  const std::vector<const NodeInfo*>& feasible) const {
+  NodeScoreList total(feasible.size());
+  for (size_t i = 0; i < feasible.size(); ++i) total[i].name = feasible[i]->name();
+  std::vector<ScoreResult> raw(feasible.size());
+  for (const WeightedScore& ws : score_) {
+    if (state.skip_score.contains(ws.plugin->Name())) continue;
+    parallelizer_.For(feasible.size(),
+                      [&](size_t i) { raw[i] = ws.plugin->Score(state, pod, *feasible[i]); });
+    NodeScoreList scores(feasible.size());
+    for (size_t i = 0; i < feasible.size(); ++i) {
+      if (!raw[i].status.ok()) {
+        return absl::InternalError(StrCat("plugin ", ws.plugin->Name(), " failed to score node ",
+                                                feasible[i]->name(), ": ", raw[i].status.Message()));
+      }
+      scores[i] = {total[i].name, raw[i].score};
+    }
+    if (Status st = ws.plugin->NormalizeScore(state, pod, scores); !st.ok()) {
+      return absl::InternalError(StrCat("plugin ", ws.plugin->Name(),
+                                              " failed to normalize scores: ", st.Message()));
+    }
+    for (size_t i = 0; i < feasible.size(); ++i) {
+      if (scores[i].score < kMinNodeScore || scores[i].score > kMaxNodeScore) {
+        return absl::InternalError(StrCat("plugin ", ws.plugin->Name(), " scored node ",
+                                                scores[i].name, " ", scores[i].score,
+                                                ", outside 0..100"));
+      }
+      total[i].score += scores[i].score * ws.weight;
+    }
+  }
+  return total;
+}
+
+Status Framework::RunReserve(CycleState& state, const Pod& pod, const std::string& node) const {
+  for (size_t i = 0; i < reserve_.size(); ++i) {
+    Status st = reserve_[i]->Reserve(state, pod, node);
+    if (!st.ok()) {
+      for (size_t k = i + 1; k-- > 0;) reserve_[k]->Unreserve(state, pod, node);
+      return st.WithPlugin(reserve_[i]->Name());
+    }
+  }
+  return Status::Ok();
+}
+
+void Framework::RunUnreserve(CycleState& state, const Pod& pod, const std::string& node) const {
+  for (auto it = reserve_.rbegin(); it != reserve_.rend(); ++it) (*it)->Unreserve(state, pod, node);
+}
+
+PermitResult Framework::RunPermit(CycleState& state, const Pod& pod, const std::string& node) const {
+  PermitResult result{Status::Ok(), absl::ZeroDuration()};
+  for (PermitPlugin* p : permit_) {
+    PermitResult r = p->Permit(state, pod, node);
+    r.status.WithPlugin(p->Name());
+    if (r.status.IsWait()) {
+      // The pod waits for the longest-waiting plugin; any rejection wins over waiting.
+      result.status = r.status;
+      result.timeout = std::max(result.timeout, r.timeout);
+    } else if (!r.status.ok()) {
+      return r;
+    }
+  }
+  return result;
+}
+
+Status Framework::RunPreBind(CycleState& state, const Pod& pod, const std::string& node) const {
+  for (PreBindPlugin* p : pre_bind_) {
+    Status st = p->PreBind(state, pod, node);
+    if (!st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
+}
+
+Status Framework::RunBind(CycleState& state, const Pod& pod, const std::string& node) const {
+  for (BindPlugin* p : bind_) {
+    Status st = p->Bind(state, pod, node);
+    if (st.IsSkip()) continue;
+    return st.WithPlugin(p->Name());
+  }
+  return Status::Error("no bind plugin handled the pod");
+}
+
+uint32_t Framework::EventsFor(const std::vector<std::string>& plugin_names) const {
+  uint32_t events = 0;
+  for (const std::string& name : plugin_names) {
+    Plugin* p = FindPlugin(name);
+    auto* ext = dynamic_cast<EnqueueExtensions*>(p);
+    events |= ext ? ext->EventsToRegister() : kAllEvents;
+  }
+  return plugin_names.empty() ? kAllEvents : events;
+}
+
+std::vector<std::string> Framework::PluginNames(std::string_view point) const {
+  std::vector<std::string> out;
+  auto names = [&](const auto& list) {
+    for (const auto* p : list) out.emplace_back(p->Name());
+  };
+  if (point == "queueSort") out.emplace_back(queue_sort_->Name());
+  if (point == "preFilter") names(pre_filter_);
+  if (point == "filter") names(filter_);
+  if (point == "postFilter") names(post_filter_);
+  if (point == "preScore") names(pre_score_);
+  if (point == "score") {
+    for (const WeightedScore& ws : score_) out.emplace_back(ws.plugin->Name());
+  }
+  if (point == "reserve") names(reserve_);
+  if (point == "permit") names(permit_);
+  if (point == "preBind") names(pre_bind_);
+  if (point == "bind") names(bind_);
+  return out;
+}
+
+Plugin* Framework::FindPlugin(std::string_view name) const {
+  for (const auto& p : owned_) {
+    if (p->Name() == name) return p.get();
+  }
+  return nullptr;
+}
+
+}  // namespace tessel

@@ -1,0 +1,97 @@
+// One scheduling profile: its plugins, instantiated from the registry and the configuration,
+// and the code that runs them at each extension point. The scheduling loop (core/) drives a
+// Framework; plugins never call each other directly.
+//
+//   ASSIGN_OR_RETURN(auto fw, Framework::New(registry, resolved_profile, handle, {.parallelism = 2}));
+//   CycleState state;
+//   Status st = fw->RunPreFilter(state, pod);
+//   FilterOutcome f = fw->FindFeasibleNodes(state, pod, snapshot);
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/framework/config.h"
+#include "scheduler/framework/interface.h"
+#include "scheduler/framework/parallel.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessel {
+
+struct FrameworkOptions {
+  int parallelism = 0;  // workers for Filter/Score; 0 = number of cores
+};
+
+struct FilterOutcome {
+  std::vector<const NodeInfo*> feasible;  // in snapshot order
+  NodeStatusMap rejected;                 // node name -> why not
+};
+
+class Framework {
+ public:
+  static absl::StatusOr<std::unique_ptr<Framework>> New(const Registry& registry,
+                                                        const ProfileConfig& profile,
+                                                        Handle& handle,
+                                                        FrameworkOptions options = {});
+
+  const std::string& scheduler_name() const { return scheduler_name_; }
+  Handle& handle() const { return handle_; }
+  // Never null: a profile without a QueueSort plugin is rejected at construction.
+  const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
+
+  // Runs every PreFilter; stops at the first non-success (Skip marks the plugin's Filter skipped).
+  Status RunPreFilter(CycleState& state, const Pod& pod) const;
+  // Every Filter for one node, stopping at the first rejection.
+  Status RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const;
+  // RunFilters over every node of the snapshot (in parallel when there are many).
+  FilterOutcome FindFeasibleNodes(const CycleState& state, const Pod& pod,
+                                  const std::vector<NodeInfo*>& nodes) const;
+  bool HasPostFilter() const { return !post_filter_.empty(); }
+  PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
+  Status RunPreScore(CycleState& state, const Pod& pod,
+                     const std::vector<const NodeInfo*>& feasible) const;
+  // Weighted sum over Score plugins (each normalised to 0..100), one entry per feasible node.
+  absl::StatusOr<NodeScoreList> RunScore(const CycleState& state, const Pod& pod,
+                                         const std::vector<const NodeInfo*>& feasible) const;
+  // Runs Reserve in order; on failure, unreserves the ones that ran (in reverse) and returns it.
+  Status RunReserve(CycleState& state, const Pod& pod, const std::string& node) const;
+  void RunUnreserve(CycleState& state, const Pod& pod, const std::string& node) const;
+  PermitResult RunPermit(CycleState& state, const Pod& pod, const std::string& node) const;
+  Status RunPreBind(CycleState& state, const Pod& pod, const std::string& node) const;
+  Status RunBind(CycleState& state, const Pod& pod, const std::string& node) const;
+
+  // Union of EventsToRegister of the named PreFilter/Filter plugins (kAllEvents if unknown).
+  uint32_t EventsFor(const std::vector<std::string>& plugin_names) const;
+  // The enabled plugins of an extension point, in order ("filter", "score", ...).
+  std::vector<std::string> PluginNames(std::string_view point) const;
+  // A plugin by name, for plugins that cooperate (e.g. preemption reading gang state).
+  Plugin* FindPlugin(std::string_view name) const;
+
+ private:
+  Framework(Handle& handle, FrameworkOptions options)
+      : handle_(handle), parallelizer_(options.parallelism) {}
+
+  struct WeightedScore {
+    ScorePlugin* plugin;
+    int64_t weight;
+  };
+
+  Handle& handle_;
+  std::string scheduler_name_;
+  std::vector<std::unique_ptr<Plugin>> owned_;
+  const QueueSortPlugin* queue_sort_ = nullptr;
+  std::vector<PreFilterPlugin*> pre_filter_;
+  std::vector<FilterPlugin*> filter_;
+  std::vector<PostFilterPlugin*> post_filter_;
+  std::vector<PreScorePlugin*> pre_score_;
+  std::vector<WeightedScore> score_;
+  std::vector<ReservePlugin*> reserve_;
+  std::vector<PermitPlugin*> permit_;
+  std::vector<PreBindPlugin*> pre_bind_;
+  std::vector<BindPlugin*> bind_;
+  mutable Parallelizer parallelizer_;
+};
+
+}  // namespace tessel

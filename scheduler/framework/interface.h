@@ -1,0 +1,178 @@
+// The extension points of a scheduling cycle. A plugin is one class that implements the
+// interfaces of the points it needs, like kube-scheduler's framework/interface.go:
+//
+//   QueueSort   orders the queue                  PreScore    once per pod, before Score
+//   PreFilter   once per pod, before Filter       Score       per feasible node, 0..100
+//   Filter      per node: can the pod go here?    Reserve     claim resources; Unreserve undoes
+//   PostFilter  when no node fits (preemption)    Permit      allow, reject or wait
+//   PreBind     before the API bind (annotations) Bind        the bind itself
+//
+// Filter and Score are const and may run in parallel over nodes: they read only the pod, the
+// node and the CycleState, never mutate, never do I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/util/strings.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "scheduler/api/objects.h"
+#include "scheduler/framework/cycle_state.h"
+#include "scheduler/framework/status.h"
+#include "scheduler/state/node_info.h"
+#include "scheduler/state/snapshot.h"
+#include "scheduler/util/clock.h"
+
+namespace tessel {
+
+inline constexpr int64_t kMaxNodeScore = 100;
+inline constexpr int64_t kMinNodeScore = 0;
+
+// Changes in the cluster that may make an unschedulable pod schedulable. Plugins declare the
+// ones that can undo their rejections; the queue retries a pod only on those.
+enum ClusterEvent : uint32_t {
+  kNodeAdd = 1u << 0,
+  kNodeUpdate = 1u << 1,      // labels, taints, allocatable, unschedulable, readiness
+  kAssignedPodDelete = 1u << 2,  // a pod released its node (deleted, finished, preempted)
+  kAssignedPodAdd = 1u << 3,
+  kUnassignedPodAdd = 1u << 4,   // e.g. a gang member arrives
+  kCustomObjectChange = 1u << 5, // PodGroups, Queues, PriorityClasses
+  kAllEvents = 0xffffffffu,
+};
+
+// The outside world, as plugins and the scheduling loop reach it: the API server (live) or
+// the simulated cluster (bench).
+class ClusterApi {
+ public:
+  virtual ~ClusterApi() = default;
+  // POST pods/{name}/binding. Resolves once the API server has answered.
+  virtual absl::Status Bind(const Pod& pod, const std::string& node) = 0;
+  // Merges annotations into the pod (used before binding, e.g. the chosen GPU devices).
+  virtual absl::Status PatchAnnotations(const Pod& pod, const StringMap& annotations) = 0;
+  // POST pods/{name}/eviction (honours PodDisruptionBudgets).
+  virtual absl::Status Evict(const Pod& pod, std::string_view reason) = 0;
+  // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
+  virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
+                           std::string_view message) = 0;
+};
+
+// What a plugin may reach besides its arguments.
+class Handle {
+ public:
+  virtual ~Handle() = default;
+  // The snapshot of the cycle in progress.
+  virtual const Snapshot& snapshot() const = 0;
+  virtual const Clock& clock() const = 0;
+  // May be null in unit tests that never bind or evict.
+  virtual ClusterApi* api() const = 0;
+  // Seed for plugins that randomise; runs are repeatable for a given seed.
+  virtual uint64_t seed() const = 0;
+  // Priority value of a PriorityClass by name, if known.
+  virtual std::optional<int32_t> PriorityClassValue(std::string_view name) const = 0;
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual std::string_view Name() const = 0;
+};
+
+// A pod waiting in the queue, with its queueing bookkeeping.
+struct QueuedPodInfo {
+  PodRef pod;
+  absl::Time timestamp;         // when it (re-)entered the queue
+  absl::Time initial_attempt;   // first time it was popped
+  int attempts = 0;
+};
+
+class QueueSortPlugin : public virtual Plugin {
+ public:
+  virtual bool Less(const QueuedPodInfo& a, const QueuedPodInfo& b) const = 0;
+};
+
+class EnqueueExtensions : public virtual Plugin {
+ public:
+  // The events that may undo this plugin's rejection (default: any).
+  virtual uint32_t EventsToRegister() const { return kAllEvents; }
+};
+
+class PreFilterPlugin : public virtual EnqueueExtensions {
+ public:
+  virtual Status PreFilter(CycleState& state, const Pod& pod) = 0;
+};
+
+class FilterPlugin : public virtual EnqueueExtensions {
+ public:
+  virtual Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+};
+
+using NodeStatusMap = StringKeyedMap<Status>;
+
+struct PostFilterResult {
+  Status status;
+  std::string nominated_node;  // where the pod should go once its victims are gone
+};
+
+class PostFilterPlugin : public virtual Plugin {
+ public:
+  virtual PostFilterResult PostFilter(CycleState& state, const Pod& pod,
+                                      const NodeStatusMap& filtered) = 0;
+};
+
+class PreScorePlugin : public virtual Plugin {
+ public:
+  virtual Status PreScore(CycleState& state, const Pod& pod,
+                          const std::vector<const NodeInfo*>& feasible) = 0;
+};
+
+struct NodeScore {
+  std::string name;
+  int64_t score = 0;
+};
+using NodeScoreList = std::vector<NodeScore>;
+
+struct ScoreResult {
+  int64_t score = 0;
+  Status status;
+};
+
+class ScorePlugin : public virtual Plugin {
+ public:
+  virtual ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+  // Rescales the raw scores of all feasible nodes into 0..100 (default: they already are).
+  virtual Status NormalizeScore(const CycleState&, const Pod&, NodeScoreList&) const {
+    return Status::Ok();
+  }
+};
+
+class ReservePlugin : public virtual Plugin {
+ public:
+  virtual Status Reserve(CycleState& state, const Pod& pod, const std::string& node) = 0;
+  virtual void Unreserve(CycleState& state, const Pod& pod, const std::string& node) = 0;
+};
+
+struct PermitResult {
+  Status status;               // Success, Wait, or a rejection
+  absl::Duration timeout;      // for Wait
+};
+
+class PermitPlugin : public virtual Plugin {
+ public:
+  virtual PermitResult Permit(CycleState& state, const Pod& pod, const std::string& node) = 0;
+};
+
+class PreBindPlugin : public virtual Plugin {
+ public:
+  virtual Status PreBind(CycleState& state, const Pod& pod, const std::string& node) = 0;
+};
+
+class BindPlugin : public virtual Plugin {
+ public:
+  // Skip passes the pod to the next bind plugin.
+  virtual Status Bind(CycleState& state, const Pod& pod, const std::string& node) = 0;
+};
+
+}  // namespace tessel

@@ -1,0 +1,117 @@
+// The queue of pods waiting to be scheduled, in three parts as in kube-scheduler:
+//   active         ordered by the profile's QueueSort (priority, then age, then name)
+//   backoff        failed recently; back in active when their backoff (1s doubling to 10s) ends
+//   unschedulable  no node fits; they wait for a cluster event that could help them (a node
+//                  added, a pod deleted, ...), or at most `max_unschedulable_wait`
+// Thread-safe. The scheduling loop Pops; informers Add/Update/Delete and report cluster events.
+//
+//   queue.Add(pod);
+//   auto info = queue.Pop();                        // non-blocking (bench)
+//   auto info = queue.PopWait(absl::Seconds(1));    // blocking (live)
+//   queue.AddUnschedulable(*info, cycle, kNodeAdd | kAssignedPodDelete);
+//   queue.OnClusterEvent(kNodeAdd);
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduler/util/strings.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "scheduler/framework/interface.h"
+#include "scheduler/util/clock.h"
+
+namespace tessel {
+
+struct QueueOptions {
+  absl::Duration initial_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Seconds(10);
+  absl::Duration max_unschedulable_wait = absl::Minutes(5);
+};
+
+struct QueueStats {
+  size_t active = 0;
+  size_t backoff = 0;
+  size_t unschedulable = 0;
+};
+
+class SchedulingQueue {
+ public:
+  using Less = std::function<bool(const QueuedPodInfo&, const QueuedPodInfo&)>;
+
+  SchedulingQueue(const Clock* clock, Less less, QueueOptions options = {});
+
+  // A new pending pod. A pod already queued is updated instead.
+  void Add(PodRef pod);
+  // The pod object changed: it replaces the queued copy and, if it was waiting as
+  // unschedulable, moves to active (its spec may now fit somewhere).
+  void Update(PodRef pod);
+  void Delete(const std::string& key);
+
+  // Pops the head of the active queue after moving pods whose backoff ended. Also returns the
+  // scheduling cycle number, used by AddUnschedulable to detect events during the attempt.
+  struct Popped {
+    QueuedPodInfo info;
+    int64_t cycle = 0;
+  };
+  std::optional<Popped> Pop();
+  // Like Pop, but waits up to `timeout` for a pod. Returns nullopt on timeout or Close().
+  std::optional<Popped> PopWait(absl::Duration timeout);
+  void Close();
+
+  // After a failed attempt: the pod waits for one of `events` (a ClusterEvent mask). If such an
+  // event arrived while it was being scheduled (after `cycle`), it goes to backoff at once.
+  void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events);
+  // After an error (not a "no fit"): retry after backoff.
+  void AddBackoff(QueuedPodInfo info);
+  // Moves unschedulable pods that wait for any of `events` to backoff (or active if their
+  // backoff already ended).
+  void OnClusterEvent(uint32_t event);
+  // Moves every waiting pod to active or backoff (e.g. the bench's "retry all").
+  void MoveAllToActive();
+
+  bool Contains(const std::string& key) const;
+  QueueStats Stats() const;
+  // Keys of pods in the unschedulable part (for status and tests).
+  std::vector<std::string> UnschedulableKeys() const;
+  // Earliest time a backoff ends, if any pod is backing off (lets the bench advance its clock).
+  std::optional<absl::Time> NextBackoffExpiry() const;
+
+ private:
+  struct Entry {
+    QueuedPodInfo info;
+    enum class Where { kActive, kBackoff, kUnschedulable } where = Where::kActive;
+    absl::Time backoff_expiry;
+    uint32_t waiting_for = kAllEvents;
+  };
+  struct ActiveLess {
+    const SchedulingQueue* q;
+    bool operator()(const Entry* a, const Entry* b) const;
+  };
+
+  absl::Duration BackoffDuration(int attempts) const;
+  void ToActive(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ToBackoffOrActive(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Detach(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<Popped> PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Clock* clock_;
+  const Less less_;
+  const QueueOptions options_;
+  mutable absl::Mutex mu_;
+  StringKeyedMap<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  std::set<Entry*, ActiveLess> active_ ABSL_GUARDED_BY(mu_);
+  std::multimap<absl::Time, Entry*> backoff_ ABSL_GUARDED_BY(mu_);
+  size_t unschedulable_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t move_request_cycle_ ABSL_GUARDED_BY(mu_) = -1;
+  uint32_t events_since_move_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tessel

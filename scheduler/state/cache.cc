@@ -1,0 +1,218 @@
+// Cache bookkeeping. Every change stamps the touched node with a new generation so that
+// UpdateSnapshot copies only what moved.
+#include "scheduler/state/cache.h"
+
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+
+NodeInfo& Cache::NodeLocked(const std::string& name) {
+  auto& slot = nodes_[name];
+  if (!slot) {
+    slot = std::make_unique<NodeInfo>();
+    slot->set_name(name);
+    membership_generation_ = generation_ + 1;
+  }
+  return *slot;
+}
+
+void Cache::Touch(NodeInfo& info) { info.set_generation(++generation_); }
+
+void Cache::AddOrUpdateNode(Node node) {
+  absl::MutexLock lock(&mu_);
+  NodeInfo& info = NodeLocked(node.name());
+  if (info.node() == nullptr) membership_generation_ = generation_ + 1;
+  info.SetNode(std::make_shared<const Node>(std::move(node)));
+  Touch(info);
+}
+
+void Cache::RemoveNode(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  // Pods still bound to a deleted node keep a ghost entry until they are deleted too, so that
+  // their resources are not counted twice if the node comes back.
+  it->second->SetNode(nullptr);
+  Touch(*it->second);
+  membership_generation_ = generation_;
+  DropGhostIfEmpty(std::string(name));
+}
+
+void Cache::DropGhostIfEmpty(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && it->second->node() == nullptr && it->second->pods().empty()) {
+    nodes_.erase(it);
+    membership_generation_ = ++generation_;
+  }
+}
+
+void Cache::AddPodLocked(PodRef pod) {
+  NodeInfo& info = NodeLocked(pod->node_name);
+  info.AddPod(pod);
+  Touch(info);
+  std::string key = pod->Key();
+  pods_[std::move(key)] = PodState{.pod = std::move(pod)};
+}
+
+void Cache::RemovePodLocked(std::string_view key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return;
+  const std::string node = it->second.pod->node_name;
+  pods_.erase(it);
+  auto n = nodes_.find(node);
+  if (n == nodes_.end()) return;
+  n->second->RemovePod(key);
+  Touch(*n->second);
+  DropGhostIfEmpty(node);
+}
+
+void Cache::AddOrUpdatePod(Pod pod) {
+  absl::MutexLock lock(&mu_);
+  const std::string key = pod.Key();
+  if (pod.node_name.empty() || pod.IsTerminal()) {
+    // Unbound pods hold nothing. An assumed pod whose informer copy is still unbound stays
+    // assumed: the bind may not have landed yet.
+    auto it = pods_.find(key);
+    if (it != pods_.end() && !(it->second.assumed && pod.node_name.empty() && !pod.IsTerminal())) {
+      RemovePodLocked(key);
+    }
+    return;
+  }
+  auto it = pods_.find(key);
+  if (it != pods_.end()) {
+    const Pod& old = *it->second.pod;
+    if (old.node_name == pod.node_name && old.requests == pod.requests && !it->second.assumed) {
+      // Same place, same size: replace the object without touching accounting.
+      auto updated = std::make_shared<const Pod>(std::move(pod));
+      NodeInfo& info = NodeLocked(updated->node_name);
+      info.RemovePod(key);
+      info.AddPod(updated);
+      Touch(info);
+      it->second.pod = std::move(updated);
+      return;
+    }
+    RemovePodLocked(key);
+  }
+  AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
+}
+
+void Cache::RemovePod(std::string_view key) {
+  absl::MutexLock lock(&mu_);
+  RemovePodLocked(key);
+}
+
+absl::Status Cache::AssumePod(Pod pod) {
+  absl::MutexLock lock(&mu_);
+  const std::string key = pod.Key();
+  if (pods_.contains(key)) {
+    return absl::AlreadyExistsError(StrCat("pod ", key, " is already in the cache"));
+  }
+  auto node = nodes_.find(pod.node_name);
+  if (node == nodes_.end() || node->second->node() == nullptr) {
+    return absl::NotFoundError(StrCat("cannot assume pod ", key, ": node \"",
+                                            pod.node_name, "\" is not in the cache"));
+  }
+  AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
+  pods_[key].assumed = true;
+  return absl::OkStatus();
+}
+
+absl::Status Cache::FinishBinding(std::string_view key) {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end() || !it->second.assumed) {
+    // The informer may already have confirmed the pod: nothing left to do.
+    return it == pods_.end() ? absl::NotFoundError(StrCat("pod ", key, " is not assumed"))
+                             : absl::OkStatus();
+  }
+  it->second.binding_finished = true;
+  it->second.deadline = clock_->Now() + assumed_ttl_;
+  return absl::OkStatus();
+}
+
+absl::Status Cache::ForgetPod(std::string_view key) {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end() || !it->second.assumed) {
+    return absl::NotFoundError(StrCat("pod ", key, " is not assumed"));
+  }
+  RemovePodLocked(key);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Cache::CleanupExpiredAssumedPods() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  std::vector<std::string> expired;
+  for (const auto& [key, state] : pods_) {
+    if (state.assumed && state.binding_finished && now >= state.deadline) expired.push_back(key);
+  }
+  for (const std::string& key : expired) RemovePodLocked(key);
+  return expired;
+}
+
+void Cache::UpdateSnapshot(Snapshot& snapshot) {
+  absl::MutexLock lock(&mu_);
+  const bool membership_changed = membership_generation_ > snapshot.generation_;
+  for (auto& [name, info] : nodes_) {
+    if (info->generation() <= snapshot.generation_) continue;
+    auto& slot = snapshot.infos_[name];
+    if (!slot) slot = std::make_unique<NodeInfo>();
+    *slot = *info;
+  }
+  if (membership_changed) {
+    for (auto it = snapshot.infos_.begin(); it != snapshot.infos_.end();) {
+      if (!nodes_.contains(it->first)) {
+        snapshot.infos_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    snapshot.RebuildList();
+  }
+  snapshot.generation_ = generation_;
+}
+
+bool Cache::IsAssumed(std::string_view key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  return it != pods_.end() && it->second.assumed;
+}
+
+std::optional<std::string> Cache::NodeOf(std::string_view key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return std::nullopt;
+  return it->second.pod->node_name;
+}
+
+size_t Cache::NodeCount() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [name, info] : nodes_) n += info->node() != nullptr;
+  return n;
+}
+
+size_t Cache::PodCount() const {
+  absl::MutexLock lock(&mu_);
+  return pods_.size();
+}
+
+std::optional<NodeInfo> Cache::GetNodeInfo(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  return *it->second;
+}
+
+std::vector<std::string> Cache::NodeNames() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, info] : nodes_) {
+    if (info->node() != nullptr) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tessel

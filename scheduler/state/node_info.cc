@@ -1,0 +1,46 @@
+// NodeInfo bookkeeping: pods in, pods out, requests summed.
+#include "scheduler/state/node_info.h"
+
+namespace tessel {
+
+const Resources& NodeInfo::allocatable() const {
+  static const Resources kNone;
+  return node_ ? node_->allocatable : kNone;
+}
+
+Resources NodeInfo::Free() const {
+  Resources free = allocatable();
+  free.Sub(requested_);
+  return free;
+}
+
+void NodeInfo::SetNode(NodeRef node) {
+  if (node) name_ = node->name();
+  node_ = std::move(node);
+}
+
+void NodeInfo::AddPod(PodRef pod) {
+  // Requests were checked for overflow at decode time; a node's sum stays far below int64.
+  (void)requested_.Add(pod->requests);
+  pods_.push_back(std::move(pod));
+}
+
+bool NodeInfo::RemovePod(std::string_view key) {
+  for (auto it = pods_.begin(); it != pods_.end(); ++it) {
+    if ((*it)->Key() == key) {
+      requested_.Sub((*it)->requests);
+      pods_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+const Pod* NodeInfo::FindPod(std::string_view key) const {
+  for (const PodRef& p : pods_) {
+    if (p->Key() == key) return p.get();
+  }
+  return nullptr;
+}
+
+}  // namespace tessel

@@ -1,0 +1,433 @@
+#!/usr/bin/env bash
+# cluster.sh: a real local Kubernetes control plane for Tessel's tests and demo.
+#
+# It runs, on 127.0.0.1 only and with ports picked at run time: etcd, kube-apiserver (RBAC, token
+# authentication, self-signed TLS), kube-controller-manager (job, garbagecollector, namespace,
+# replicaset, deployment, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
+# every node (pods go Running, finish after tessel.io/sim-duration, deletions complete).
+# The binaries come from build-k8s.sh (Debian's kubernetes 1.20 source, built once and cached).
+#
+# Usage: cluster.sh up | down | nodes FILE | env | status | kubectl ARGS...
+#                   | stop COMPONENT... | restart COMPONENT...
+#   COMPONENT: etcd, apiserver, controller-manager, kubelet (stop/restart keep ports and data,
+#   e.g. to restart the apiserver under a running scheduler; `up` starts whatever is not running).
+#
+# State (certs, tokens, kubeconfigs, etcd data, pids, logs) lives in
+#   ${TESSEL_CLUSTER_DIR:-/tmp/tessel-cluster-$UID}
+# so several clusters can run side by side. It holds admin.kubeconfig (system:masters),
+# scheduler.kubeconfig (user system:serviceaccount:kube-system:tessel-scheduler, no rights until
+# RBAC grants them), admin-cert.kubeconfig (client certificate), *.token and pki/ca.crt.
+# `up` prints `export KUBECONFIG=<state dir>/admin.kubeconfig` as its last line on stdout
+# (preceded by an `export PATH=...` line when kubectl comes from the build cache).
+#
+# Environment: TESSEL_CLUSTER_DIR, TESSEL_APISERVER_ARGS, TESSEL_KCM_ARGS (extra flags),
+# TESSEL_KCM_CONTROLLERS (the --controllers list), TESSEL_SIM_LEASE_INTERVAL (seconds, 0 = off).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+STATE="${TESSEL_CLUSTER_DIR:-/tmp/tessel-cluster-$UID}"
+STATE=${STATE%/}
+MARKER="$STATE/.tessel-cluster"
+COMPONENTS=(etcd apiserver controller-manager kubelet)
+DEFAULT_CONTROLLERS="job,garbagecollector,namespace,replicaset,deployment,replicationcontroller,\
+statefulset,daemonset,cronjob,disruption,resourcequota,podgc,clusterrole-aggregation,\
+serviceaccount,serviceaccount-token"
+
+log() { printf '[cluster %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+as_root() {
+  if [[ $EUID -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null; then sudo -n "$@"
+  else die "need root (or sudo) to run: $*"
+  fi
+}
+
+# ---- tools ------------------------------------------------------------------------------------
+PY=
+find_python() {
+  PY=$(command -v python3 || true)
+  if [[ -z $PY ]]; then
+    log "python3 missing; installing it"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 install -y \
+      --no-install-recommends python3 >/dev/null
+    PY=/usr/bin/python3
+  fi
+}
+
+ensure_runtime_packages() {
+  local missing=()
+  command -v etcd >/dev/null || missing+=(etcd-server)
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v python3 >/dev/null || missing+=(python3)
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 install -y \
+      --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  find_python
+}
+
+# kubectl: the one on PATH, else the one build-k8s.sh built.
+KUBECTL=
+find_kubectl() {
+  KUBECTL=$(command -v kubectl || true)
+  if [[ -z $KUBECTL ]]; then
+    [[ -n ${BIN_DIR:-} ]] || load_env
+    KUBECTL="$BIN_DIR/kubectl"
+    [[ -x $KUBECTL ]] || die "no kubectl on PATH and none in $BIN_DIR"
+  fi
+}
+
+free_ports() {  # N -> N distinct free loopback ports
+  "$PY" - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+# ---- state --------------------------------------------------------------------------------------
+load_env() {
+  [[ -f $STATE/cluster.env ]] || die "no cluster in $STATE (run: $0 up)"
+  # shellcheck disable=SC1091
+  source "$STATE/cluster.env"
+}
+
+pidfile() { echo "$STATE/run/$1.pid"; }
+
+# The pid of a running component, checked against its command line (pids get reused).
+running_pid() {
+  local f pid
+  f=$(pidfile "$1")
+  [[ -f $f ]] || return 1
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$STATE/" || return 1
+  echo "$pid"
+}
+
+start_bg() {  # NAME CMD... : runs CMD detached, logging to logs/NAME.log
+  local name=$1; shift
+  mkdir -p "$STATE/run" "$STATE/logs"
+  nohup setsid "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1 &
+  echo $! >"$(pidfile "$name")"
+}
+
+stop_component() {
+  local name=$1 pid i
+  if pid=$(running_pid "$name"); then
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name did not stop in 10 s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.2
+    fi
+  fi
+  rm -f "$(pidfile "$name")"
+}
+
+wait_for() {  # NAME SECONDS CMD... : polls CMD until it succeeds while NAME keeps running
+  local name=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ! running_pid "$name" >/dev/null; then
+      log "$name exited; last lines of $STATE/logs/$name.log:"
+      tail -n 25 "$STATE/logs/$name.log" >&2 || true
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      log "$name not ready after $timeout s; last lines of $STATE/logs/$name.log:"
+      tail -n 25 "$STATE/logs/$name.log" >&2 || true
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# ---- first-time setup of the state dir ------------------------------------------------------------
+kubeconfig() {  # FILE USER AUTH-LINES...
+  local file=$1 user=$2; shift 2
+  {
+    echo "# Written by tools/cluster/cluster.sh for the local Tessel test cluster."
+    echo "apiVersion: v1"
+    echo "kind: Config"
+    echo "clusters:"
+    echo "- name: tessel-local"
+    echo "  cluster:"
+    echo "    server: $APISERVER_URL"
+    echo "    certificate-authority-data: $(base64 -w0 "$STATE/pki/ca.crt")"
+    echo "users:"
+    echo "- name: $user"
+    echo "  user:"
+    printf '    %s\n' "$@"
+    echo "contexts:"
+    echo "- name: tessel-local"
+    echo "  context:"
+    echo "    cluster: tessel-local"
+    echo "    user: $user"
+    echo "current-context: tessel-local"
+  } >"$file.tmp"
+  chmod 600 "$file.tmp"
+  mv "$file.tmp" "$file"
+}
+
+init_state() {
+  log "creating cluster state in $STATE"
+  mkdir -p "$STATE/pki" "$STATE/run" "$STATE/logs" "$STATE/etcd"
+  chmod 700 "$STATE" "$STATE/etcd"
+  touch "$MARKER"
+  local pki=$STATE/pki ossl=(openssl)
+  (
+    cd "$pki"
+    "${ossl[@]}" req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=tessel-local-ca" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    "${ossl[@]}" req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+      -keyout apiserver.key -out apiserver.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=serverAuth" \
+      "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+      >apiserver.ext
+    "${ossl[@]}" x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile apiserver.ext -out apiserver.crt 2>/dev/null
+    # A client certificate for admin (O=system:masters), for testing client-cert auth.
+    "${ossl[@]}" req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=tessel-admin" \
+      -keyout admin.key -out admin.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=clientAuth" >admin.ext
+    "${ossl[@]}" x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile admin.ext -out admin.crt 2>/dev/null
+    "${ossl[@]}" genrsa -out sa.key 2048 2>/dev/null
+    "${ossl[@]}" rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    rm -f ./*.csr ./*.ext ./*.srl
+    chmod 600 ./*.key
+  )
+  local admin_token sched_token
+  admin_token=$(openssl rand -hex 24)
+  sched_token=$(openssl rand -hex 24)
+  (umask 077
+   echo "$admin_token" >"$STATE/admin.token"
+   echo "$sched_token" >"$STATE/scheduler.token"
+   {
+     echo "$admin_token,admin,tessel-admin,\"system:masters\""
+     echo "$sched_token,system:serviceaccount:kube-system:tessel-scheduler,tessel-scheduler,\"system:serviceaccounts,system:serviceaccounts:kube-system\""
+   } >"$STATE/tokens.csv")
+
+  local ports=()
+  read -r -a ports <<<"$(free_ports 4)"
+  APISERVER_URL="https://127.0.0.1:${ports[2]}"
+  {
+    echo "# Written by cluster.sh; sourced by it. Ports are fixed for the life of the cluster."
+    echo "BIN_DIR='$BIN_DIR'"
+    echo "ETCD_CLIENT_PORT=${ports[0]}"
+    echo "ETCD_PEER_PORT=${ports[1]}"
+    echo "APISERVER_PORT=${ports[2]}"
+    echo "APISERVER_URL=$APISERVER_URL"
+    echo "KCM_PORT=${ports[3]}"
+  } >"$STATE/cluster.env"
+
+  kubeconfig "$STATE/admin.kubeconfig" admin "token: $admin_token"
+  kubeconfig "$STATE/scheduler.kubeconfig" tessel-scheduler "token: $sched_token"
+  kubeconfig "$STATE/admin-cert.kubeconfig" admin-cert \
+    "client-certificate: $STATE/pki/admin.crt" "client-key: $STATE/pki/admin.key"
+}
+
+# ---- components -----------------------------------------------------------------------------------
+start_etcd() {
+  log "starting etcd on 127.0.0.1:$ETCD_CLIENT_PORT"
+  start_bg etcd etcd --name tessel --data-dir "$STATE/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "tessel=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync --logger zap --log-level warn
+  wait_for etcd 30 curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
+}
+
+apiserver_ready() {
+  curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $(<"$STATE/admin.token")" \
+    "$APISERVER_URL/readyz"
+}
+
+start_apiserver() {
+  log "starting kube-apiserver on $APISERVER_URL"
+  local extra=()
+  read -r -a extra <<<"${TESSEL_APISERVER_ARGS:-}"
+  start_bg apiserver "$BIN_DIR/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
+    --secure-port="$APISERVER_PORT" --insecure-port=0 \
+    --cert-dir="$STATE/pki" \
+    --tls-cert-file="$STATE/pki/apiserver.crt" --tls-private-key-file="$STATE/pki/apiserver.key" \
+    --client-ca-file="$STATE/pki/ca.crt" \
+    --token-auth-file="$STATE/tokens.csv" \
+    --authorization-mode=RBAC \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$STATE/pki/sa.pub" \
+    --service-account-signing-key-file="$STATE/pki/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --endpoint-reconciler-type=none \
+    --disable-admission-plugins=ServiceAccount \
+    "${extra[@]}"
+  wait_for apiserver 120 apiserver_ready
+}
+
+start_controller_manager() {
+  log "starting kube-controller-manager"
+  local extra=()
+  read -r -a extra <<<"${TESSEL_KCM_ARGS:-}"
+  mkdir -p "$STATE/kcm-certs"
+  start_bg controller-manager "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig="$STATE/admin.kubeconfig" \
+    --use-service-account-credentials=false \
+    --controllers="${TESSEL_KCM_CONTROLLERS:-$DEFAULT_CONTROLLERS}" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 --port=0 --secure-port="$KCM_PORT" --cert-dir="$STATE/kcm-certs" \
+    --root-ca-file="$STATE/pki/ca.crt" \
+    --service-account-private-key-file="$STATE/pki/sa.key" \
+    --kube-api-qps=1000 --kube-api-burst=2000 \
+    "${extra[@]}"
+  wait_for controller-manager 60 curl -fsSk "https://127.0.0.1:$KCM_PORT/healthz"
+}
+
+start_kubelet() {
+  log "starting the simulated kubelet"
+  start_bg kubelet "$PY" -u "$HERE/sim_kubelet.py" --kubeconfig "$STATE/admin.kubeconfig"
+  wait_for kubelet 60 grep -q "pods synced" "$STATE/logs/kubelet.log"
+}
+
+start_component() {
+  case $1 in
+    etcd) start_etcd ;;
+    apiserver) start_apiserver ;;
+    controller-manager) start_controller_manager ;;
+    kubelet) start_kubelet ;;
+    *) die "unknown component '$1' (one of: ${COMPONENTS[*]})" ;;
+  esac
+}
+
+all_running() {
+  local c
+  for c in "${COMPONENTS[@]}"; do running_pid "$c" >/dev/null || return 1; done
+}
+
+print_env() {
+  load_env
+  if ! command -v kubectl >/dev/null && [[ -x $BIN_DIR/kubectl ]]; then
+    echo "export PATH=\"$BIN_DIR:\$PATH\""
+  fi
+  echo "export KUBECONFIG=$STATE/admin.kubeconfig"
+}
+
+# ---- commands ---------------------------------------------------------------------------------------
+cmd_up() {
+  ensure_runtime_packages
+  if [[ -f $STATE/cluster.env ]] && all_running && (load_env && apiserver_ready >/dev/null 2>&1); then
+    log "cluster already up in $STATE"
+    print_env
+    return
+  fi
+  local start=$SECONDS c fresh=0
+  if [[ ! -f $STATE/cluster.env ]]; then
+    if [[ -e $STATE && ! -f $MARKER && -n $(ls -A "$STATE" 2>/dev/null) ]]; then
+      die "$STATE exists and is not a Tessel cluster dir; refusing to use it"
+    fi
+    BIN_DIR=$("$HERE/build-k8s.sh")
+    init_state
+    fresh=1
+  else
+    load_env
+    log "repairing the cluster in $STATE (starting what is not running)"
+  fi
+  load_env
+  # A fresh cluster that fails to start is stopped again (its logs stay in $STATE/logs).
+  if ((fresh)); then
+    trap '[[ $? -eq 0 ]] || { log "up failed; stopping what was started (logs: $STATE/logs)"; stop_all; }' EXIT
+  fi
+  for c in "${COMPONENTS[@]}"; do
+    if running_pid "$c" >/dev/null; then continue; fi
+    start_component "$c"
+  done
+  trap - EXIT
+  if ((fresh)); then log "cluster up in $((SECONDS - start)) s"; else log "cluster up"; fi
+  log "logs: $STATE/logs; kubeconfigs: $STATE/admin.kubeconfig, $STATE/scheduler.kubeconfig"
+  print_env
+}
+
+stop_all() {
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[i]}"; done
+}
+
+cmd_down() {
+  if [[ ! -d $STATE ]]; then
+    log "no cluster in $STATE"
+    return
+  fi
+  stop_all
+  if [[ -f $MARKER ]]; then
+    rm -rf "$STATE"
+    log "removed $STATE"
+  else
+    log "$STATE has no $MARKER; not removing it"
+  fi
+}
+
+cmd_nodes() {
+  [[ $# -eq 1 ]] || die "usage: $0 nodes FILE"
+  [[ -r $1 ]] || die "cannot read $1"
+  load_env
+  find_python
+  find_kubectl
+  "$PY" "$HERE/register_nodes.py" --kubeconfig "$STATE/admin.kubeconfig" --kubectl "$KUBECTL" "$1"
+}
+
+cmd_status() {
+  local c pid
+  [[ -f $STATE/cluster.env ]] || { echo "no cluster in $STATE"; return 1; }
+  load_env
+  for c in "${COMPONENTS[@]}"; do
+    if pid=$(running_pid "$c"); then echo "$c: running (pid $pid)"; else echo "$c: stopped"; fi
+  done
+  echo "apiserver: $APISERVER_URL"
+  echo "kubeconfig: $STATE/admin.kubeconfig"
+  all_running
+}
+
+main() {
+  local cmd=${1:-}
+  shift || true
+  case $cmd in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    nodes) cmd_nodes "$@" ;;
+    env) print_env ;;
+    status) cmd_status ;;
+    kubectl) load_env; find_kubectl; KUBECONFIG="$STATE/admin.kubeconfig" exec "$KUBECTL" "$@" ;;
+    stop|restart)
+      (($#)) || die "usage: $0 $cmd COMPONENT... (${COMPONENTS[*]})"
+      load_env
+      local c
+      for c in "$@"; do
+        [[ " ${COMPONENTS[*]} " == *" $c "* ]] || die "unknown component '$c' (one of: ${COMPONENTS[*]})"
+        stop_component "$c"
+      done
+      if [[ $cmd == restart ]]; then cmd_up; fi
+      ;;
+    -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
