@@ -58,7 +58,7 @@ for f in admin.kubeconfig scheduler.kubeconfig; do
 done
 
 say "registering nodes"
-"$CLUSTER" nodes "$ROOT/tools/cluster/sample-nodes.yaml"
+"$CLUSTER" nodes "$ROOT/tools/cluster/sample-nodes.yaml" >/dev/null
 for n in gpu-a-0 gpu-a-1 gpu-a-2 gpu-a-3; do
   ready=$(kubectl get node "$n" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')
   taints=$(kubectl get node "$n" -o 'jsonpath={.spec.taints}')
@@ -76,7 +76,7 @@ done
   || fail "registering the nodes again did not update them"
 
 say "a bound pod runs and succeeds"
-kubectl apply -f - <<'EOF'
+kubectl apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: Pod
 metadata:
@@ -101,7 +101,7 @@ code=$(kubectl get pod smoke-bound -o 'jsonpath={.status.containerStatuses[0].st
 [[ $code == 0 ]] || fail "smoke-bound exit code '$code'"
 
 say "a Job completes through kube-controller-manager"
-kubectl apply -f - <<'EOF'
+kubectl apply -f - >/dev/null <<'EOF'
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -130,7 +130,7 @@ kubectl wait --for=condition=complete job/smoke-job --timeout=90s >/dev/null \
   || fail "job smoke-job: succeeded != 3"
 
 say "deleting a running bound pod completes"
-kubectl apply -f - <<'EOF'
+kubectl apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: Pod
 metadata:
@@ -152,12 +152,18 @@ answer=$("${SCHED[@]}" auth can-i create pods 2>/dev/null || true)
 [[ $answer == no ]] || fail "scheduler token: can-i create pods answered '$answer', want no"
 answer=$(kubectl auth can-i create pods 2>/dev/null || true)
 [[ $answer == yes ]] || fail "admin token: can-i create pods answered '$answer', want yes"
+answer=$(kubectl --kubeconfig "$TESSEL_CLUSTER_DIR/admin-cert.kubeconfig" auth can-i create pods \
+  2>/dev/null || true)
+[[ $answer == yes ]] || fail "admin client certificate: can-i create pods answered '$answer'"
 # A binding to the ServiceAccount applies to the scheduler's token user.
 kubectl create clusterrole smoke-pod-reader --verb=list --resource=pods >/dev/null
 kubectl create clusterrolebinding smoke-pod-reader --clusterrole=smoke-pod-reader \
   --serviceaccount=kube-system:tessel-scheduler >/dev/null
-can_list() { [[ $("${SCHED[@]}" auth can-i list pods 2>/dev/null) == yes ]]; }
-wait_until 15 "scheduler token allowed to list pods after the binding" can_list
+can_list() { [[ $(kubectl --kubeconfig "$1" auth can-i list pods 2>/dev/null) == yes ]]; }
+wait_until 15 "scheduler token allowed to list pods after the binding" \
+  can_list "$TESSEL_CLUSTER_DIR/scheduler.kubeconfig"
+can_list "$TESSEL_CLUSTER_DIR/scheduler-tokenfile.kubeconfig" \
+  || fail "scheduler-tokenfile.kubeconfig cannot list pods"
 
 say "the apiserver restarts and the simulated kubelet carries on"
 "$CLUSTER" restart apiserver >/dev/null
@@ -167,5 +173,4 @@ kubectl run smoke-after-restart --image=busybox --restart=Never \
 wait_until 60 "smoke-after-restart Running" pod_phase_is smoke-after-restart Running
 "$CLUSTER" status >/dev/null || fail "cluster status after restart"
 
-kubectl get nodes -o wide >&2
 kubectl get pods -o wide >&2

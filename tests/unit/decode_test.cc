@@ -1,1 +1,174 @@
+// Decoding Kubernetes JSON: fields land where they should, and every malformed object yields
+// an error that names the object and the field.
 #include <catch2/catch.hpp>
+
+#include "scheduler/api/decode.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+using nlohmann::json;
+
+json PodJson() {
+  return json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "train-0", "namespace": "team-a", "uid": "u1",
+                 "labels": {"app": "llm"}, "annotations": {"tessel.io/gpu-milli": "500"},
+                 "creationTimestamp": "2026-11-01T10:00:00Z",
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
+                                      "uid": "j1", "controller": true}]},
+    "spec": {
+      "schedulerName": "tessel",
+      "nodeSelector": {"nvidia.com/gpu.product": "A100"},
+      "priority": 100, "priorityClassName": "high", "preemptionPolicy": "Never",
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                      {"key": "k", "value": "v", "tolerationSeconds": 30}],
+      "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+          {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
+                                {"key": "gpus", "operator": "Gt", "values": ["3"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+          {"weight": 10, "preference": {"matchExpressions": [{"key": "fast", "operator": "Exists"}]}}]}},
+      "containers": [{"name": "main", "resources": {"requests": {"cpu": "2", "memory": "8Gi"},
+                                                    "limits": {"nvidia.com/gpu": "1"}}}],
+      "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "4"}}}],
+      "overhead": {"cpu": "100m"}
+    },
+    "status": {"phase": "Pending", "nominatedNodeName": "n1"}
+  })");
+}
+
+TEST_CASE("a full pod decodes", "[decode]") {
+  auto pod = DecodePod(PodJson());
+  REQUIRE(pod.ok());
+  CHECK(pod->Key() == "team-a/train-0");
+  CHECK(pod->meta.uid == "u1");
+  CHECK(pod->meta.labels.at("app") == "llm");
+  CHECK(pod->meta.annotations.at("tessel.io/gpu-milli") == "500");
+  CHECK(pod->meta.creation_timestamp == absl::FromUnixSeconds(1793527200));
+  REQUIRE(pod->meta.owner_references.size() == 1);
+  CHECK(pod->meta.owner_references[0].controller);
+  CHECK(pod->scheduler_name == "tessel");
+  CHECK(pod->priority == 100);
+  CHECK(pod->preemption_policy == PreemptionPolicy::kNever);
+  REQUIRE(pod->tolerations.size() == 2);
+  CHECK(pod->tolerations[0].op == Toleration::Operator::kExists);
+  CHECK(pod->tolerations[1].toleration_seconds == 30);
+  CHECK_FALSE(pod->tolerations[1].effect.has_value());
+  REQUIRE(pod->node_affinity.required.has_value());
+  CHECK(pod->node_affinity.required->at(0).match_expressions.size() == 2);
+  CHECK(pod->node_affinity.preferred.at(0).weight == 10);
+  // requests default to limits; init container (4 cpu) beats containers (2); + 100m overhead
+  CHECK(pod->requests.milli_cpu == 4100);
+  CHECK(pod->requests.Get("nvidia.com/gpu") == 1000);
+  CHECK(pod->requests.memory == int64_t{8} << 30);
+  CHECK(pod->nominated_node_name == "n1");
+}
+
+TEST_CASE("a node decodes with allocatable, taints and readiness", "[decode]") {
+  auto node = DecodeNode(json::parse(R"({"kind": "Node", "metadata": {"name": "gpu-1", "labels": {"a": "b"}},
+    "spec": {"unschedulable": true, "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+    "status": {"capacity": {"cpu": "64", "nvidia.com/gpu": "8", "pods": "110"},
+               "allocatable": {"cpu": "63500m", "nvidia.com/gpu": "8", "pods": "110", "memory": "250Gi"},
+               "conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}]}})"));
+  REQUIRE(node.ok());
+  CHECK(node->unschedulable);
+  CHECK(node->allocatable.milli_cpu == 63500);  // allocatable, not capacity
+  CHECK(node->capacity.milli_cpu == 64000);
+  CHECK(node->allocatable.pods == 110);
+  CHECK(node->ready == ConditionStatus::kTrue);
+  REQUIRE(node->taints.size() == 1);
+  CHECK(node->taints[0].effect == TaintEffect::kNoSchedule);
+
+  auto bare = DecodeNode(json::parse(R"({"kind": "Node", "metadata": {"name": "n"}})"));
+  REQUIRE(bare.ok());
+  CHECK(bare->ready == ConditionStatus::kUnknown);
+}
+
+TEST_CASE("malformed objects name the object and the field", "[decode]") {
+  struct Case {
+    std::string name;
+    std::string json_text;
+    std::string want;  // substring of the error
+  };
+  const std::vector<Case> cases = {
+      {"bad cpu", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"ten"}}}]}})",
+       "Pod ns/p: spec.containers[0].resources.requests.cpu: quantity \"ten\""},
+      {"negative request", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"-1Gi"}}}]}})",
+       "Pod ns/p: spec.containers[0].resources.requests.memory: negative quantity \"-1Gi\""},
+      {"bad init limit", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"initContainers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1.2.3"}}}]}})",
+       "Pod ns/p: spec.initContainers[0].resources.limits.nvidia.com/gpu: quantity \"1.2.3\""},
+      {"containers not a list", R"({"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":{}}})",
+       "Pod p: spec.containers: expected a list"},
+      {"priority not an integer", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"priority":"high"}})",
+       "Pod ns/p: spec.priority: expected an integer"},
+      {"unknown operator", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"Like","values":["x"]}]}]}}}}})",
+       "nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator \"Like\""},
+      {"In without values", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"In"}]}]}}}}})",
+       "matchExpressions[0].values: must be non-empty for operator In"},
+      {"bad toleration effect", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"tolerations":[{"key":"k","effect":"Sometimes"}]}})",
+       "Pod ns/p: spec.tolerations[0].effect: unknown taint effect \"Sometimes\""},
+      {"bad timestamp", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns","creationTimestamp":"yesterday"}})",
+       "Pod ns/p: metadata.creationTimestamp: timestamp \"yesterday\""},
+      {"no name", R"({"kind":"Pod","metadata":{"namespace":"ns"}})", "Pod ns/<unnamed>: metadata.name: missing"},
+      {"labels not strings", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns","labels":{"a":1}}})",
+       "Pod ns/p: metadata.labels.a: expected a string"},
+      {"unknown phase", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"status":{"phase":"Sleeping"}})",
+       "Pod ns/p: status.phase: unknown phase \"Sleeping\""},
+      {"preferred weight out of range", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":0,"preference":{}}]}}}})",
+       "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in 1..100"},
+      {"node allocatable garbage", R"({"kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"nvidia.com/gpu":"5Gb"}}})",
+       "Node n: status.allocatable.nvidia.com/gpu: quantity \"5Gb\""},
+      {"node taint without effect", R"({"kind":"Node","metadata":{"name":"n"},"spec":{"taints":[{"key":"k"}]}})",
+       "Node n: spec.taints[0].effect: unknown taint effect \"\""},
+      {"node unschedulable not bool", R"({"kind":"Node","metadata":{"name":"n"},"spec":{"unschedulable":"yes"}})",
+       "Node n: spec.unschedulable: expected true or false"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      json j = json::parse(c.json_text);
+      absl::Status st = j["kind"] == "Node" ? DecodeNode(j).status() : DecodePod(j).status();
+      REQUIRE_FALSE(st.ok());
+      CHECK_THAT(std::string(st.message()), Catch::Contains(c.want));
+    }
+  }
+}
+
+TEST_CASE("PriorityClass decodes and validates its value", "[decode]") {
+  auto pc = DecodePriorityClass(json::parse(
+      R"({"kind":"PriorityClass","metadata":{"name":"high"},"value":1000,"globalDefault":true,"preemptionPolicy":"Never"})"));
+  REQUIRE(pc.ok());
+  CHECK(pc->value == 1000);
+  CHECK(pc->global_default);
+  CHECK(pc->preemption_policy == PreemptionPolicy::kNever);
+  auto missing = DecodePriorityClass(json::parse(R"({"kind":"PriorityClass","metadata":{"name":"x"}})"));
+  CHECK_THAT(std::string(missing.status().message()), Catch::Contains("PriorityClass x: value: missing"));
+  auto huge = DecodePriorityClass(json::parse(R"({"kind":"PriorityClass","metadata":{"name":"x"},"value":2000000000})"));
+  CHECK_THAT(std::string(huge.status().message()), Catch::Contains("must be at most 1000000000"));
+}
+
+TEST_CASE("DecodeList keeps good objects and names bad ones", "[decode]") {
+  auto list = DecodeList(R"({"apiVersion":"v1","kind":"List","items":[
+      {"kind":"Node","metadata":{"name":"n1"}},
+      {"kind":"Pod","metadata":{"name":"good","namespace":"ns"}},
+      {"kind":"Pod","metadata":{"name":"bad","namespace":"ns"},"spec":{"containers":[{"resources":{"requests":{"cpu":"x"}}}]}},
+      {"kind":"PodGroup","metadata":{"name":"g","namespace":"ns"}},
+      {"metadata":{"name":"kindless"}},
+      42]})");
+  REQUIRE(list.ok());
+  CHECK(list->nodes.size() == 1);
+  CHECK(list->pods.size() == 1);
+  CHECK(list->others.size() == 1);
+  REQUIRE(list->warnings.size() == 3);
+  CHECK_THAT(list->warnings[0], Catch::Contains("Pod ns/bad: spec.containers[0].resources.requests.cpu"));
+  CHECK_THAT(list->warnings[1], Catch::Contains("object kindless: kind: missing"));
+  CHECK_THAT(list->warnings[2], Catch::Contains("object <unnamed>: kind: missing"));
+
+  CHECK_THAT(std::string(DecodeList("{not json").status().message()), Catch::Contains("not valid JSON"));
+  CHECK_THAT(std::string(DecodeList("[1,2]").status().message()), Catch::Contains("not a Kubernetes List"));
+  CHECK_THAT(std::string(DecodeList(R"({"kind":"List"})").status().message()), Catch::Contains("no \"items\" array"));
+}
+
+}  // namespace
+}  // namespace tessel

@@ -194,16 +194,26 @@ cp "${r2files[@]}" "$TREE/$R2/"
 log "replaced $R2 with ${#r2files[@]} files from golang-github-modern-go-reflect2-dev"
 
 # --- 4. build ------------------------------------------------------------------------------------
-TARGETS=(cmd/kube-apiserver cmd/kube-controller-manager)
-if want_kubectl; then TARGETS+=(cmd/kubectl); fi
+# Only what the cache lacks (e.g. kubectl alone, when it is wanted later).
+TARGETS=()
+for name in kube-apiserver kube-controller-manager kubectl; do
+  [[ $name != kubectl ]] || want_kubectl || continue
+  [[ -x $BIN/$name ]] || TARGETS+=("cmd/$name")
+done
 export HOME="$SCRATCH/home"
-export GOCACHE="$CACHE_ROOT/go-build-cache"   # kept: speeds up a rebuild of the same tree path
 export GOPROXY=off GOFLAGS='' GO111MODULE=off
-unset GOPATH GOBIN
-mkdir -p "$GOCACHE"
+unset GOPATH GOBIN GOCACHE
+# The tree's make puts the Go build cache in _output/local/go/cache; point that at a directory
+# that outlives the tree, so that a later build of the same version (kubectl, say) is quicker.
+GOCACHE_DIR="$CACHE_ROOT/go-build-cache"
+link_gocache() {
+  mkdir -p "$GOCACHE_DIR" "$TREE/_output/local/go"
+  ln -sfn "$GOCACHE_DIR" "$TREE/_output/local/go/cache"
+}
 
 build_target() {
   # Plain make (no -j): the go tool itself uses at most one process per core.
+  link_gocache
   (cd "$TREE" && nice -n 10 make WHAT="$1") >>"$LOG" 2>&1
 }
 for t in "${TARGETS[@]}"; do
@@ -211,7 +221,7 @@ for t in "${TARGETS[@]}"; do
   log "make WHAT=$t"
   if ! build_target "$t"; then
     log "make WHAT=$t failed; removing _output and retrying once"
-    rm -rf "$TREE/_output"
+    rm -rf "$TREE/_output"   # removes the cache link, not the cache
     build_target "$t" || die "make WHAT=$t failed twice (see $LOG)"
   fi
   log "built $t in $((SECONDS - t0)) s"

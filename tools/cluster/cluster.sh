@@ -16,12 +16,17 @@
 #   ${TESSEL_CLUSTER_DIR:-/tmp/tessel-cluster-$UID}
 # so several clusters can run side by side. It holds admin.kubeconfig (system:masters),
 # scheduler.kubeconfig (user system:serviceaccount:kube-system:tessel-scheduler, no rights until
-# RBAC grants them), admin-cert.kubeconfig (client certificate), *.token and pki/ca.crt.
+# RBAC grants them), scheduler-tokenfile.kubeconfig (the same, through tokenFile),
+# admin-cert.kubeconfig (client certificate), admin.token, scheduler.token and pki/ca.crt.
 # `up` prints `export KUBECONFIG=<state dir>/admin.kubeconfig` as its last line on stdout
 # (preceded by an `export PATH=...` line when kubectl comes from the build cache).
 #
+# Pids are in <state dir>/run/NAME.pid (to SIGKILL one in a test, then `up` to bring it back),
+# logs in <state dir>/logs/NAME.log.
+#
 # Environment: TESSEL_CLUSTER_DIR, TESSEL_APISERVER_ARGS, TESSEL_KCM_ARGS (extra flags),
-# TESSEL_KCM_CONTROLLERS (the --controllers list), TESSEL_SIM_LEASE_INTERVAL (seconds, 0 = off).
+# TESSEL_KCM_CONTROLLERS (the --controllers list), TESSEL_SIM_LEASE_INTERVAL (seconds, 0 = off),
+# TESSEL_STOP_GRACE (seconds between SIGTERM and SIGKILL, default 5).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -101,13 +106,21 @@ load_env() {
 
 pidfile() { echo "$STATE/run/$1.pid"; }
 
+# True if PID is a live process (a zombie waiting for its parent to reap it does not count).
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
 # The pid of a running component, checked against its command line (pids get reused).
 running_pid() {
   local f pid
   f=$(pidfile "$1")
   [[ -f $f ]] || return 1
-  pid=$(<"$f")
-  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  pid=$(cat "$f" 2>/dev/null) || return 1
+  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$STATE/" || return 1
   echo "$pid"
 }
@@ -119,22 +132,28 @@ start_bg() {  # NAME CMD... : runs CMD detached, logging to logs/NAME.log
   echo $! >"$(pidfile "$name")"
 }
 
-stop_component() {
-  local name=$1 pid i
-  if pid=$(running_pid "$name"); then
-    log "stopping $name (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
+# stop_components NAME... : SIGTERM to all of them at once, SIGKILL to those still running
+# after TESSEL_STOP_GRACE seconds (default 5: kube-apiserver waits for open watches to end).
+stop_components() {
+  local name pid i pids=() grace=${TESSEL_STOP_GRACE:-5}
+  for name in "$@"; do
+    if pid=$(running_pid "$name"); then
+      log "stopping $name (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done
+  for pid in "${pids[@]}"; do
+    for ((i = 0; i < grace * 10; i++)); do
+      alive "$pid" || break
       sleep 0.1
     done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$name did not stop in 10 s; killing it"
+    if alive "$pid"; then
+      log "pid $pid did not stop in $grace s; killing it"
       kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.2
     fi
-  fi
-  rm -f "$(pidfile "$name")"
+  done
+  for name in "$@"; do rm -f "$(pidfile "$name")"; done
 }
 
 wait_for() {  # NAME SECONDS CMD... : polls CMD until it succeeds while NAME keeps running
@@ -238,6 +257,8 @@ init_state() {
 
   kubeconfig "$STATE/admin.kubeconfig" admin "token: $admin_token"
   kubeconfig "$STATE/scheduler.kubeconfig" tessel-scheduler "token: $sched_token"
+  kubeconfig "$STATE/scheduler-tokenfile.kubeconfig" tessel-scheduler \
+    "tokenFile: $STATE/scheduler.token"
   kubeconfig "$STATE/admin-cert.kubeconfig" admin-cert \
     "client-certificate: $STATE/pki/admin.crt" "client-key: $STATE/pki/admin.key"
 }
@@ -256,7 +277,7 @@ start_etcd() {
 }
 
 apiserver_ready() {
-  curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $(<"$STATE/admin.token")" \
+  curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $(cat "$STATE/admin.token")" \
     "$APISERVER_URL/readyz"
 }
 
@@ -301,10 +322,16 @@ start_controller_manager() {
   wait_for controller-manager 60 curl -fsSk "https://127.0.0.1:$KCM_PORT/healthz"
 }
 
+log_has_since() {  # FILE OFFSET TEXT: TEXT appears in FILE after byte OFFSET
+  tail -c "+$(($2 + 1))" "$1" 2>/dev/null | grep -qF -- "$3"
+}
+
 start_kubelet() {
   log "starting the simulated kubelet"
+  local log_file="$STATE/logs/kubelet.log" offset
+  offset=$(stat -c %s "$log_file" 2>/dev/null || echo 0)
   start_bg kubelet "$PY" -u "$HERE/sim_kubelet.py" --kubeconfig "$STATE/admin.kubeconfig"
-  wait_for kubelet 60 grep -q "pods synced" "$STATE/logs/kubelet.log"
+  wait_for kubelet 60 log_has_since "$log_file" "$offset" "pods synced"
 }
 
 start_component() {
@@ -338,7 +365,14 @@ cmd_up() {
     print_env
     return
   fi
-  local start=$SECONDS c fresh=0
+  local start=$SECONDS c fresh=0 any=0
+  if [[ -f $STATE/cluster.env ]]; then
+    for c in "${COMPONENTS[@]}"; do running_pid "$c" >/dev/null && any=1; done
+    if ((!any)) && [[ -f $MARKER ]]; then
+      log "nothing runs in $STATE (stale state); starting afresh"
+      rm -rf "$STATE"
+    fi
+  fi
   if [[ ! -f $STATE/cluster.env ]]; then
     if [[ -e $STATE && ! -f $MARKER && -n $(ls -A "$STATE" 2>/dev/null) ]]; then
       die "$STATE exists and is not a Tessel cluster dir; refusing to use it"
@@ -366,8 +400,7 @@ cmd_up() {
 }
 
 stop_all() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[i]}"; done
+  stop_components kubelet controller-manager apiserver etcd
 }
 
 cmd_down() {
@@ -421,8 +454,8 @@ main() {
       local c
       for c in "$@"; do
         [[ " ${COMPONENTS[*]} " == *" $c "* ]] || die "unknown component '$c' (one of: ${COMPONENTS[*]})"
-        stop_component "$c"
       done
+      stop_components "$@"
       if [[ $cmd == restart ]]; then cmd_up; fi
       ;;
     -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;

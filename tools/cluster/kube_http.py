@@ -19,10 +19,16 @@ import threading
 import urllib.parse
 
 
+_log_lock = threading.Lock()
+
+
 def log(*parts):
-    """One line on stderr with a UTC timestamp."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    print(now[:-4] + "Z", *parts, file=sys.stderr, flush=True)
+    """One line on stderr with a UTC timestamp (whole lines, also from several threads)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    line = " ".join([now[:-3] + "Z"] + [str(p) for p in parts]) + "\n"
+    with _log_lock:
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 def now_rfc3339():

@@ -32,6 +32,7 @@ import threading
 import time
 import urllib.parse
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kube_http import Api, log, now_micro, now_rfc3339  # noqa: E402
 
@@ -219,16 +220,19 @@ class SimKubelet:
         phase = (pod.get("status") or {}).get("phase") or "Pending"
         with self.lock:
             if pod["metadata"].get("deletionTimestamp"):
+                # Grace period 0: the apiserver removes it by itself (or waits for finalizers).
+                if pod["metadata"].get("deletionGracePeriodSeconds") == 0:
+                    return
                 if uid not in self.deleting:
                     self.deleting.add(uid)
-                    self.work.put(("delete", ns, name, uid))
+                    self.work.put(("delete", ns, name, uid, pod))
                 return
             if node not in self.nodes:
                 self.waiting.setdefault(node, {})[uid] = pod
                 return
             if phase == "Pending" and uid not in self.running:
                 self.running.add(uid)
-                self.work.put(("run", ns, name, uid))
+                self.work.put(("run", ns, name, uid, pod))
                 return
             if phase == "Running":
                 self.running.add(uid)
@@ -263,7 +267,7 @@ class SimKubelet:
                     self.timer_cv.wait(min(due - now, 1.0))
                     continue
                 _, _, ns, name, uid = heapq.heappop(self.timers)
-                self.work.put(("finish", ns, name, uid))
+                self.work.put(("finish", ns, name, uid, None))
 
     # ---- API writes ----------------------------------------------------------------------------
     def worker(self):
@@ -272,14 +276,15 @@ class SimKubelet:
                 item = self.work.get(timeout=1.0)
             except queue.Empty:
                 continue
-            action, ns, name, uid = item
+            action, ns, name, uid, pod = item
             done = False
             for attempt in range(6):
                 try:
                     if action == "delete":
-                        self.delete_pod(ns, name, uid)
+                        self.delete_pod(ns, name, uid, pod)
                     else:
-                        self.set_status(action, ns, name, uid)
+                        self.set_status(action, ns, name, uid, pod)
+                        pod = None  # a retry reads the pod again
                     done = True
                     break
                 except (OSError, http.client.HTTPException, RuntimeError) as e:
@@ -291,26 +296,29 @@ class SimKubelet:
                 elif action == "run" and not done:
                     self.running.discard(uid)  # let a later event try again
 
-    def delete_pod(self, ns, name, uid):
+    def delete_pod(self, ns, name, uid, pod):
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
                 "preconditions": {"uid": uid}}
         status, resp = self.api.request("DELETE", pod_path(ns, name), body)
         if status in (200, 202):
-            log("pod %s/%s: deleted (grace period 0)" % (ns, name))
+            phase = ((pod or {}).get("status") or {}).get("phase")
+            log("pod %s/%s (%s): deleted (grace period 0)" % (ns, name, phase))
         elif status in (404, 409):
             pass  # gone already, or a new pod with the same name
         else:
             raise RuntimeError("DELETE: HTTP %s %s" % (status, resp))
 
-    def set_status(self, action, ns, name, uid):
-        """Merge-patches pods/status from a fresh GET, with uid and resourceVersion
-        preconditions so that a concurrent status writer (the scheduler) is never overwritten."""
+    def set_status(self, action, ns, name, uid, pod=None):
+        """Merge-patches pods/status, built from pod (as last seen) or from a fresh GET, with uid
+        and resourceVersion preconditions so that a concurrent status writer (the scheduler) is
+        never overwritten: on a conflict it reads the pod again."""
         for _ in range(10):
-            status, pod = self.api.request("GET", pod_path(ns, name))
-            if status == 404:
-                return
-            if status != 200:
-                raise RuntimeError("GET: HTTP %s %s" % (status, pod))
+            if pod is None:
+                status, pod = self.api.request("GET", pod_path(ns, name))
+                if status == 404:
+                    return
+                if status != 200:
+                    raise RuntimeError("GET: HTTP %s %s" % (status, pod))
             if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
                 return
             phase = (pod.get("status") or {}).get("phase") or "Pending"
@@ -333,6 +341,7 @@ class SimKubelet:
                 return
             if status != 409:
                 raise RuntimeError("PATCH status: HTTP %s %s" % (status, resp))
+            pod = None
         raise RuntimeError("PATCH status: conflicts did not stop")
 
     # ---- node leases ---------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+// A Handle for unit tests: a snapshot built from nodes, a manual clock, and a ClusterApi that
+// records what plugins asked of it.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/framework/interface.h"
+#include "scheduler/state/cache.h"
+
+namespace tessel::testing {
+
+class RecordingApi final : public ClusterApi {
+ public:
+  absl::Status Bind(const Pod& pod, const std::string& node) override {
+    binds.emplace_back(pod.Key(), node);
+    return bind_result;
+  }
+  absl::Status PatchAnnotations(const Pod& pod, const StringMap& a) override {
+    patches.emplace_back(pod.Key(), a);
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const Pod& pod, std::string_view) override {
+    evictions.push_back(pod.Key());
+    return absl::OkStatus();
+  }
+  void RecordEvent(const Pod& pod, std::string_view, std::string_view reason, std::string_view) override {
+    events.emplace_back(pod.Key(), std::string(reason));
+  }
+  absl::Status bind_result = absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> binds;
+  std::vector<std::pair<std::string, StringMap>> patches;
+  std::vector<std::string> evictions;
+  std::vector<std::pair<std::string, std::string>> events;
+};
+
+class FakeHandle final : public Handle {
+ public:
+  FakeHandle() : cache_(&clock_) {}
+  void AddNode(Node n) {
+    cache_.AddOrUpdateNode(std::move(n));
+    cache_.UpdateSnapshot(snapshot_);
+  }
+  void AddPod(Pod p) {
+    cache_.AddOrUpdatePod(std::move(p));
+    cache_.UpdateSnapshot(snapshot_);
+  }
+  const Snapshot& snapshot() const override { return snapshot_; }
+  const Clock& clock() const override { return clock_; }
+  ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
+  uint64_t seed() const override { return 7; }
+  std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
+  RecordingApi& recording_api() { return api_; }
+  ManualClock& manual_clock() { return clock_; }
+
+ private:
+  ManualClock clock_;
+  Cache cache_;
+  Snapshot snapshot_;
+  RecordingApi api_;
+};
+
+}  // namespace tessel::testing
