@@ -86,7 +86,7 @@ absl::StatusOr<ProfileConfig> ParseProfile(const YAML::Node& node, const std::st
       if (profile.plugin_args.contains(name)) {
         return FieldError(item_path, StrCat("args for \"", name, "\" given twice"));
       }
-      profile.plugin_args[name] = item["args"] ? YAML::Clone(item["args"]) : YAML::Node();
+      profile.plugin_args.emplace(name, item["args"] ? YAML::Clone(item["args"]) : YAML::Node());
     }
   }
   return profile;
@@ -146,8 +146,13 @@ absl::StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& path) {
 ProfileConfig ResolveProfile(const ProfileConfig& profile, const ProfileConfig& defaults) {
   ProfileConfig out;
   out.scheduler_name = profile.scheduler_name;
-  out.plugin_args = defaults.plugin_args;
-  for (const auto& [name, args] : profile.plugin_args) out.plugin_args[name] = args;
+  // yaml-cpp nodes are handles: assigning to one writes through to every copy, so args are
+  // cloned and inserted, never assigned over the defaults'.
+  for (const auto& [name, args] : defaults.plugin_args) out.plugin_args.emplace(name, YAML::Clone(args));
+  for (const auto& [name, args] : profile.plugin_args) {
+    out.plugin_args.erase(name);
+    out.plugin_args.emplace(name, YAML::Clone(args));
+  }
   std::vector<std::string> points(std::begin(kExtensionPoints), std::end(kExtensionPoints));
   points.push_back("multiPoint");
   for (const std::string& point : points) {

@@ -8,6 +8,29 @@
 namespace tessel {
 namespace {
 
+// Defaults for these tests, so they do not move when the shipped default profile does.
+const ProfileConfig& TestDefaults() {
+  static const ProfileConfig defaults = [] {
+    auto config = ParseSchedulerConfig(R"(
+profiles:
+- schedulerName: tessel
+  plugins:
+    queueSort: {enabled: [{name: PrioritySort}]}
+    filter:
+      enabled: [{name: NodeUnschedulable}, {name: NodeName}, {name: TaintToleration},
+                {name: NodeAffinity}, {name: NodeResourcesFit}]
+    score:
+      enabled: [{name: TaintToleration, weight: 3}, {name: NodeAffinity, weight: 2},
+                {name: NodeResourcesFit, weight: 1}]
+    bind: {enabled: [{name: DefaultBinder}]}
+  pluginConfig:
+  - {name: NodeResourcesFit, args: {scoringStrategy: {type: MostAllocated}}}
+)");
+    return config->profiles.at(0);
+  }();
+  return defaults;
+}
+
 TEST_CASE("a profile is merged onto the defaults", "[config]") {
   auto config = ParseSchedulerConfig(R"(
 apiVersion: tessel.io/v1alpha1
@@ -31,7 +54,7 @@ profiles:
   REQUIRE(config.ok());
   CHECK(config->parallelism == 3);
   REQUIRE(config->profiles.size() == 2);
-  ProfileConfig first = ResolveProfile(config->profiles[0], DefaultProfile());
+  ProfileConfig first = ResolveProfile(config->profiles[0], TestDefaults());
   const auto& score = first.plugins.at("score").enabled;
   REQUIRE(score.size() == 2);
   CHECK(score[0] == PluginRef{"NodeAffinity", 2});
@@ -39,8 +62,9 @@ profiles:
   CHECK(first.plugins.at("filter").enabled.size() == 5);  // untouched points keep the defaults
   CHECK(first.plugin_args.at("NodeResourcesFit")["scoringStrategy"]["type"].as<std::string>() == "LeastAllocated");
 
-  ProfileConfig second = ResolveProfile(config->profiles[1], DefaultProfile());
+  ProfileConfig second = ResolveProfile(config->profiles[1], TestDefaults());
   CHECK(second.plugins.at("score").enabled == std::vector<PluginRef>{{"NodeAffinity", 1}});
+  CHECK(second.plugin_args.at("NodeResourcesFit")["scoringStrategy"]["type"].as<std::string>() == "MostAllocated");
 
   testing::FakeHandle handle;
   Registry registry = InTreeRegistry();
@@ -50,6 +74,15 @@ profiles:
   CHECK((*fw)->PluginNames("filter") == std::vector<std::string>{
                                              "NodeUnschedulable", "NodeName", "TaintToleration",
                                              "NodeAffinity", "NodeResourcesFit"});
+}
+
+TEST_CASE("the shipped default profile builds", "[config]") {
+  testing::FakeHandle handle;
+  Registry registry = InTreeRegistry();
+  auto fw = Framework::New(registry, ResolveProfile(ProfileConfig{}, DefaultProfile()), handle);
+  REQUIRE(fw.ok());
+  CHECK((*fw)->scheduler_name() == "tessel");
+  CHECK_FALSE((*fw)->PluginNames("filter").empty());
 }
 
 TEST_CASE("configuration errors name the field", "[config]") {

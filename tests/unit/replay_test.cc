@@ -1,6 +1,7 @@
 // Replay scenarios: every tests/replay/NAME.json snapshot is scheduled and compared with
 // NAME.expected.json (placements exactly; reasons exactly for the pods listed; each expected
-// warning found). Also runs the tessel-bench binary for its exit codes and output file.
+// warning found; an optional "config" names a scheduler configuration beside it). Also runs
+// the tessel-bench binary for its exit codes and output file.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -43,7 +44,11 @@ TEST_CASE("replay scenarios match their expected placements", "[replay]") {
     SECTION(snapshot.filename().string()) {
       REQUIRE(fs::exists(expected_path));
       const json expected = ReadJson(expected_path);
-      auto result = RunReplay({.snapshot_path = snapshot.string()});
+      ReplayOptions options{.snapshot_path = snapshot.string()};
+      if (expected.contains("config")) {
+        options.config_path = (snapshot.parent_path() / expected["config"].get<std::string>()).string();
+      }
+      auto result = RunReplay(options);
       REQUIRE(result.ok());
       CHECK((*result)["placements"] == expected["placements"]);
       for (const auto& [pod, reason] : expected["reasons"].items()) {
