@@ -14,6 +14,8 @@ profiles:
   plugins:
     queueSort:
       enabled: [{name: PrioritySort}]
+    preFilter:
+      enabled: [{name: GpuShare}, {name: Tessel}]
     filter:
       enabled:
       - {name: NodeUnschedulable}
@@ -21,20 +23,30 @@ profiles:
       - {name: TaintToleration}
       - {name: NodeAffinity}
       - {name: NodeResourcesFit}
+      - {name: GpuShare}
+    preScore:
+      enabled: [{name: GpuShare}, {name: Tessel}]
     score:
       enabled:
       - {name: TaintToleration, weight: 3}
       - {name: NodeAffinity, weight: 2}
       - {name: NodeResourcesFit, weight: 1}
+      - {name: GpuShare, weight: 2}
+      - {name: Tessel, weight: 10}
+    reserve:
+      enabled: [{name: GpuShare}]
+    preBind:
+      enabled: [{name: GpuShare}]
     bind:
       enabled: [{name: DefaultBinder}]
   pluginConfig:
   - name: NodeResourcesFit
     args:
+      # GPUs are fitted per device by GpuShare (a fraction requests nvidia.com/gpu: 1 but holds less).
+      ignoredResources: [nvidia.com/gpu, nvidia.com/gpu.shared]
       scoringStrategy:
         type: MostAllocated
         resources:
-        - {name: nvidia.com/gpu, weight: 10}
         - {name: cpu, weight: 1}
         - {name: memory, weight: 1}
 )";

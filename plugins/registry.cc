@@ -4,13 +4,22 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "plugins/best_fit/best_fit.h"
 #include "plugins/default_binder/default_binder.h"
+#include "plugins/dot_prod/dot_prod.h"
+#include "plugins/fgd/fgd.h"
+#include "plugins/gpu_binpack/gpu_binpack.h"
+#include "plugins/gpu_clustering/gpu_clustering.h"
+#include "plugins/gpu_packing/gpu_packing.h"
+#include "plugins/gpu_share/gpu_share.h"
 #include "plugins/node_affinity/node_affinity.h"
 #include "plugins/node_name/node_name.h"
 #include "plugins/node_resources_fit/node_resources_fit.h"
 #include "plugins/node_unschedulable/node_unschedulable.h"
 #include "plugins/priority_sort/priority_sort.h"
+#include "plugins/random/random.h"
 #include "plugins/taint_toleration/taint_toleration.h"
+#include "plugins/tessel_gpu/tessel_gpu.h"
 
 namespace tessel {
 
@@ -29,6 +38,16 @@ Registry InTreeRegistry() {
   add(taint_toleration::TaintToleration::kName, FactoryOf<taint_toleration::TaintToleration>());
   add(node_resources_fit::NodeResourcesFit::kName, FactoryOf<node_resources_fit::NodeResourcesFit>());
   add(default_binder::DefaultBinder::kName, FactoryOf<default_binder::DefaultBinder>());
+  // GPUs: device-level fit and sharing, then one placement policy per plugin.
+  add(gpu_share::GpuShare::kName, FactoryOf<gpu_share::GpuShare>());
+  add(tessel_gpu::Tessel::kName, FactoryOf<tessel_gpu::Tessel>());
+  add(gpu_binpack::GpuBinPack::kName, FactoryOf<gpu_binpack::GpuBinPack>());
+  add(best_fit::BestFit::kName, FactoryOf<best_fit::BestFit>());
+  add(fgd::FGD::kName, FactoryOf<fgd::FGD>());
+  add(random::Random::kName, FactoryOf<random::Random>());
+  add(dot_prod::DotProd::kName, FactoryOf<dot_prod::DotProd>());
+  add(gpu_clustering::GpuClustering::kName, FactoryOf<gpu_clustering::GpuClustering>());
+  add(gpu_packing::GpuPacking::kName, FactoryOf<gpu_packing::GpuPacking>());
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "scheduler/util/strings.h"
 #include "scheduler/util/strings.h"
 #include "bench/sim/simulated_cluster.h"
+#include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
@@ -26,7 +27,46 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buf.str();
 }
 
-json Metrics(const Cache& cache, const SimulatedCluster& sim) {
+// GPU metrics in physical GPU-equivalents (3 replicas of one GPU are one GPU; a MIG slice N/7),
+// and FGD's fragmentation measured against the mix of pods in the snapshot itself: the idle GPU
+// milli that those pod shapes could not use where it sits.
+json GpuMetrics(const Cache& cache, const ObjectList& objects) {
+  std::vector<fgd::TargetClass> shapes;
+  for (const Pod& pod : objects.pods) {
+    fgd::TargetClass c = fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod));
+    c.weight = 1;
+    shapes.push_back(std::move(c));
+  }
+  const fgd::FragModel model(fgd::TypicalClasses(shapes, 100));
+  int64_t devices = 0, allocated = 0, whole_free = 0, partial_free = 0, mig_cap = 0, mig_alloc = 0;
+  int64_t frag_scaled = 0;
+  for (const std::string& name : cache.NodeNames()) {
+    auto info = cache.GetNodeInfo(name);
+    const GpuDevices& gpus = info->gpus();
+    devices += gpus.count();
+    allocated += gpus.total_allocated_milli();
+    whole_free += gpus.whole_free_devices();
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (gpus.AllocatedMilli(i) > 0) partial_free += gpus.FreeMilli(i);
+    }
+    mig_cap += gpus.inventory().mig_sevenths;
+    mig_alloc += gpus.mig_allocated_sevenths();
+    frag_scaled += model.NodeFrag(fgd::NodeShape::Of(*info, model.ModelId(gpus.inventory().product)));
+  }
+  const int64_t capacity = devices * kMilliPerGpu + mig_cap * kMilliPerGpu / kMigSlicesPerGpu;
+  const int64_t used = allocated + mig_alloc * kMilliPerGpu / kMigSlicesPerGpu;
+  const int64_t frag = model.total_weight() > 0 ? frag_scaled / model.total_weight() : 0;
+  const int64_t idle = devices * kMilliPerGpu - allocated;
+  return json{{"gpu_devices", devices},
+              {"gpu_equivalent_capacity_milli", capacity},
+              {"gpu_equivalent_allocated_milli", used},
+              {"gpu_whole_free_devices", whole_free},
+              {"gpu_partially_used_free_milli", partial_free},
+              {"gpu_fragmented_milli", frag},
+              {"gpu_fragmentation_pct_of_idle", idle > 0 ? static_cast<double>(frag) * 100.0 / static_cast<double>(idle) : 0.0}};
+}
+
+json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& objects) {
   int64_t placed = 0;
   for (const auto& [key, node] : sim.placements()) placed += !node.empty();
   Resources allocatable, allocated;
@@ -35,7 +75,8 @@ json Metrics(const Cache& cache, const SimulatedCluster& sim) {
     (void)allocatable.Add(info->allocatable());
     (void)allocated.Add(info->requested());
   }
-  return json{
+  json gpu = GpuMetrics(cache, objects);
+  json out = json{
       {"nodes", cache.NodeNames().size()},
       {"pods_pending", sim.placements().size()},
       {"pods_scheduled", placed},
@@ -47,6 +88,8 @@ json Metrics(const Cache& cache, const SimulatedCluster& sim) {
       {"gpu_allocatable_milli", allocatable.Get(kNvidiaGpu)},
       {"gpu_allocated_milli", allocated.Get(kNvidiaGpu)},
   };
+  out.update(gpu);
+  return out;
 }
 
 }  // namespace
@@ -92,7 +135,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
               {"reasons", reasons},
               {"evicted", sim.evicted()},
               {"warnings", warnings},
-              {"metrics", Metrics(cache, sim)}};
+              {"metrics", Metrics(cache, sim, *objects)}};
 }
 
 absl::StatusOr<json> RunReplay(const ReplayOptions& options) {

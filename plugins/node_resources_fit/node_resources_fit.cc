@@ -68,7 +68,28 @@ std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& n
   return out;
 }
 
+namespace {
+// Allocation-free check for the common case (the node fits); reasons are built only on misses.
+bool FitsAll(const Pod& pod, const NodeInfo& node, const std::vector<std::string>& ignored) {
+  const Resources& alloc = node.allocatable();
+  const Resources& used = node.requested();
+  if (used.pods + 1 > alloc.pods) return false;
+  const Resources& req = pod.requests;
+  if ((req.milli_cpu > 0 && used.milli_cpu + req.milli_cpu > alloc.milli_cpu) ||
+      (req.memory > 0 && used.memory + req.memory > alloc.memory) ||
+      (req.ephemeral_storage > 0 && used.ephemeral_storage + req.ephemeral_storage > alloc.ephemeral_storage)) {
+    return false;
+  }
+  for (const auto& [name, amount] : req.scalar) {
+    if (amount <= 0 || std::find(ignored.begin(), ignored.end(), name) != ignored.end()) continue;
+    if (used.Get(name) + amount > alloc.Get(name)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 Status NodeResourcesFit::Filter(const CycleState&, const Pod& pod, const NodeInfo& node) const {
+  if (FitsAll(pod, node, args_.ignored)) return Status::Ok();
   std::vector<std::string> missing = InsufficientResources(pod, node, args_.ignored);
   if (missing.empty()) return Status::Ok();
   return Status(Code::kUnschedulable, std::move(missing));

@@ -467,8 +467,11 @@ absl::StatusOr<PriorityClass> DecodePriorityClass(const json& object) {
   pc.meta = d.Meta(object);
   if (!object.contains("value")) d.Fail("value", "missing");
   int64_t value = d.Int(object, "value", "value");
-  if (value < INT32_MIN || value > 1000000000) {
-    d.Fail("value", StrCat("must be at most 1000000000, got ", value));
+  // User classes stop at 1e9 (HighestUserDefinablePriority); the API server's built-in
+  // system-cluster-critical (2e9) and system-node-critical (2e9 + 1000) sit above it.
+  const int64_t max = pc.meta.name.rfind("system-", 0) == 0 ? 2000001000 : 1000000000;
+  if (value < INT32_MIN || value > max) {
+    d.Fail("value", StrCat("must be at most ", max, ", got ", value));
   }
   pc.value = static_cast<int32_t>(value);
   pc.global_default = d.Bool(object, "globalDefault", "globalDefault");

@@ -255,6 +255,13 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
 
   Pod assumed = pod;
   assumed.node_name = chosen;
+  if (const NodeInfo* target = snapshot_.Get(chosen); target != nullptr) {
+    if (Status st = fw->RunPreAssume(*state, assumed, *target); !st.ok()) {
+      HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
+      finish(st.code() == Code::kError ? "error" : "unschedulable");
+      return;
+    }
+  }
   if (absl::Status st = cache_->AssumePod(std::move(assumed)); !st.ok()) {
     HandleFailure(*fw, std::move(info), popped.cycle, Status::Error(std::string(st.message())),
                   std::string(st.message()), {});

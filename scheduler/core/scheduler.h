@@ -4,7 +4,7 @@
 //
 // One cycle (ScheduleOne): pop a pod -> refresh the snapshot -> PreFilter -> Filter over all
 // nodes -> (none: PostFilter, report Unschedulable, park the pod) -> PreScore/Score -> pick the
-// best node (ties: first by name) -> assume in the cache -> Reserve -> Permit -> binding cycle
+// best node (ties: first by name) -> PreAssume (e.g. pick GPU devices) -> assume in the cache -> Reserve -> Permit -> binding cycle
 // (PreBind, Bind). A failure after assuming forgets the pod, unreserves and requeues it with
 // backoff. The binding cycle runs inline, or on a BindExecutor (the live binder pool).
 //

@@ -116,6 +116,9 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
       }
     }
   }
+  for (const auto& p : fw->owned_) {
+    if (auto* pa = dynamic_cast<PreAssumePlugin*>(p.get())) fw->pre_assume_.push_back(pa);
+  }
   if (fw->queue_sort_ == nullptr) {
     return absl::InvalidArgumentError(StrCat(where, ": no queueSort plugin is enabled"));
   }
@@ -222,6 +225,14 @@ absl::StatusOr<NodeScoreList> Framework::RunScore(const CycleState& state, const
     }
   }
   return total;
+}
+
+Status Framework::RunPreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) const {
+  for (PreAssumePlugin* p : pre_assume_) {
+    Status st = p->PreAssume(state, assumed, node);
+    if (!st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
 }
 
 Status Framework::RunReserve(CycleState& state, const Pod& pod, const std::string& node) const {

@@ -55,6 +55,8 @@ class Framework {
   // Weighted sum over Score plugins (each normalised to 0..100), one entry per feasible node.
   absl::StatusOr<NodeScoreList> RunScore(const CycleState& state, const Pod& pod,
                                          const std::vector<const NodeInfo*>& feasible) const;
+  // Every PreAssume plugin on the pod copy about to be assumed on `node`; stops at a failure.
+  Status RunPreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) const;
   // Runs Reserve in order; on failure, unreserves the ones that ran (in reverse) and returns it.
   Status RunReserve(CycleState& state, const Pod& pod, const std::string& node) const;
   void RunUnreserve(CycleState& state, const Pod& pod, const std::string& node) const;
@@ -87,6 +89,7 @@ class Framework {
   std::vector<PostFilterPlugin*> post_filter_;
   std::vector<PreScorePlugin*> pre_score_;
   std::vector<WeightedScore> score_;
+  std::vector<PreAssumePlugin*> pre_assume_;
   std::vector<ReservePlugin*> reserve_;
   std::vector<PermitPlugin*> permit_;
   std::vector<PreBindPlugin*> pre_bind_;

@@ -148,6 +148,15 @@ class ScorePlugin : public virtual Plugin {
   }
 };
 
+// Runs once a node is chosen, before the cache assumes the pod there, on the copy of the pod
+// the cache will account: a plugin records placement details the accounting must honour, e.g.
+// which GPU devices (the tessel.io/gpu-devices annotation). Every plugin of the profile that
+// implements it runs, in the order the profile first names them; it needs no configuration.
+class PreAssumePlugin : public virtual Plugin {
+ public:
+  virtual Status PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) = 0;
+};
+
 class ReservePlugin : public virtual Plugin {
  public:
   virtual Status Reserve(CycleState& state, const Pod& pod, const std::string& node) = 0;

@@ -17,11 +17,17 @@ Resources NodeInfo::Free() const {
 void NodeInfo::SetNode(NodeRef node) {
   if (node) name_ = node->name();
   node_ = std::move(node);
+  GpuInventory inventory = node_ ? ReadGpuInventory(*node_) : GpuInventory{};
+  if (inventory == gpus_.inventory() && gpus_.count() == inventory.count) return;
+  // The devices changed: account every pod again on the new inventory.
+  gpus_.SetInventory(std::move(inventory));
+  for (const PodRef& p : pods_) gpus_.AddPod(p.get());
 }
 
 void NodeInfo::AddPod(PodRef pod) {
   // Requests were checked for overflow at decode time; a node's sum stays far below int64.
   (void)requested_.Add(pod->requests);
+  gpus_.AddPod(pod.get());
   pods_.push_back(std::move(pod));
 }
 
@@ -29,6 +35,7 @@ bool NodeInfo::RemovePod(std::string_view key) {
   for (auto it = pods_.begin(); it != pods_.end(); ++it) {
     if ((*it)->Key() == key) {
       requested_.Sub((*it)->requests);
+      gpus_.RemovePod(it->get());
       pods_.erase(it);
       return true;
     }

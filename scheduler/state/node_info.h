@@ -3,6 +3,7 @@
 // snapshot copy, so plugins never see a node change under them.
 //
 // Invariant (checked by tests after every operation): requested() + Free() == allocatable.
+// GPUs are also accounted per device (gpus(), see gpu_devices.h).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "scheduler/api/objects.h"
+#include "scheduler/state/gpu_devices.h"
 
 namespace tessel {
 
@@ -21,7 +23,7 @@ using NodeRef = std::shared_ptr<const Node>;
 class NodeInfo {
  public:
   NodeInfo() = default;
-  explicit NodeInfo(NodeRef node) : node_(std::move(node)) {}
+  explicit NodeInfo(NodeRef node) { SetNode(std::move(node)); }
 
   // Null for a node the cache knows only through pods bound to it ("ghost" node).
   const Node* node() const { return node_.get(); }
@@ -34,6 +36,8 @@ class NodeInfo {
   const Resources& requested() const { return requested_; }
   // allocatable - requested, element-wise (negative only if the node shrank under its pods).
   Resources Free() const;
+  // Per-device GPU accounting of the pods on the node.
+  const GpuDevices& gpus() const { return gpus_; }
 
   // Monotonic stamp from the cache; a snapshot copies nodes whose generation moved.
   int64_t generation() const { return generation_; }
@@ -51,6 +55,7 @@ class NodeInfo {
   std::string name_;
   std::vector<PodRef> pods_;
   Resources requested_;
+  GpuDevices gpus_;
   int64_t generation_ = 0;
 };
 

@@ -1,0 +1,184 @@
+// Fragmentation under a target workload (see fragmentation.h).
+#include "plugins/fgd/fragmentation.h"
+
+#include <algorithm>
+#include <map>
+
+#include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::fgd {
+
+int64_t NodeShape::idle() const {
+  int64_t sum = 0;
+  for (int32_t i = 0; i < n; ++i) sum += free[i];
+  return sum;
+}
+
+NodeShape NodeShape::Of(const NodeInfo& node, int32_t model) {
+  NodeShape s;
+  s.model = model;
+  s.cpu_free = node.allocatable().milli_cpu - node.requested().milli_cpu;
+  const GpuDevices& gpus = node.gpus();
+  s.n = std::min(gpus.count(), kMaxDevices);
+  for (int32_t i = 0; i < s.n; ++i) s.free[i] = gpus.FreeMilli(i);
+  return s;
+}
+
+FragModel::FragModel(std::vector<TargetClass> classes) : classes_(std::move(classes)) {
+  for (const TargetClass& c : classes_) {
+    for (const std::string& m : c.models) {
+      if (std::find(models_.begin(), models_.end(), m) == models_.end() && models_.size() < 64) {
+        models_.push_back(m);
+      }
+    }
+  }
+  for (const TargetClass& c : classes_) {
+    uint64_t mask = c.models.empty() ? ~uint64_t{0} : 0;
+    for (const std::string& m : c.models) {
+      int32_t id = ModelId(m);
+      if (id >= 0) mask |= uint64_t{1} << id;
+    }
+    compiled_.push_back({c.cpu_milli, c.gpu_milli, c.num_gpu, mask, c.weight});
+    total_weight_ += c.weight;
+  }
+}
+
+int32_t FragModel::ModelId(std::string_view product) const {
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i] == product) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+int64_t FragModel::ClassFrag(const NodeShape& node, size_t m) const {
+  const Compiled& c = compiled_[m];
+  const int64_t idle = node.idle();
+  if (c.num_gpu == 0 || node.cpu_free < c.cpu) return idle;
+  const bool allowed = c.model_mask == ~uint64_t{0} ||
+                       (node.model >= 0 && (c.model_mask >> node.model & 1) != 0);
+  if (!allowed) return idle;
+  int32_t fitting = 0;
+  int64_t stranded = 0;
+  for (int32_t i = 0; i < node.n; ++i) {
+    if (node.free[i] >= c.threshold) {
+      ++fitting;
+    } else {
+      stranded += node.free[i];
+    }
+  }
+  return fitting >= c.num_gpu ? stranded : idle;
+}
+
+int64_t FragModel::NodeFrag(const NodeShape& node) const {
+  const int64_t idle = node.idle();
+  if (idle == 0) return 0;
+  int64_t total = 0;
+  for (const Compiled& c : compiled_) {
+    int64_t frag = idle;
+    if (c.num_gpu > 0 && node.cpu_free >= c.cpu &&
+        (c.model_mask == ~uint64_t{0} || (node.model >= 0 && (c.model_mask >> node.model & 1) != 0))) {
+      int32_t fitting = 0;
+      int64_t stranded = 0;
+      for (int32_t i = 0; i < node.n; ++i) {
+        if (node.free[i] >= c.threshold) {
+          ++fitting;
+        } else {
+          stranded += node.free[i];
+        }
+      }
+      if (fitting >= c.num_gpu) frag = stranded;
+    }
+    total += c.weight * frag;
+  }
+  return total;
+}
+
+std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, int64_t coverage_pct) {
+  struct Entry {
+    TargetClass cls;
+    size_t first;
+  };
+  std::map<std::tuple<int64_t, int64_t, int32_t, std::vector<std::string>>, Entry> by_key;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const TargetClass& p = pods[i];
+    auto key = std::make_tuple(p.cpu_milli, p.gpu_milli, p.num_gpu, p.models);
+    auto [it, inserted] = by_key.try_emplace(key, Entry{p, i});
+    if (inserted) {
+      it->second.cls.weight = p.weight;
+    } else {
+      it->second.cls.weight += p.weight;
+    }
+  }
+  std::vector<Entry> entries;
+  int64_t total = 0;
+  for (auto& [k, e] : by_key) {
+    entries.push_back(e);
+    total += e.cls.weight;
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.cls.weight != b.cls.weight) return a.cls.weight > b.cls.weight;
+    return a.first < b.first;
+  });
+  std::vector<TargetClass> out;
+  int64_t covered = 0;
+  for (const Entry& e : entries) {
+    if (covered * 100 >= coverage_pct * total) break;
+    out.push_back(e.cls);
+    covered += e.cls.weight;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list) {
+  std::vector<TargetClass> out;
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    ArgsReader item(list[i]);
+    const std::string where = StrCat("args.targetWorkload[", i, "]");
+    if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
+      return absl::InvalidArgumentError(StrCat(where, ": ", st.message()));
+    }
+    auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
+    auto gpu = item.Int("gpuMilli", 0, 0, 1000);
+    auto num = item.Int("numGpu", 0, 0, 1024);
+    auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
+    for (const auto* st : {&cpu, &gpu, &num, &weight}) {
+      if (!st->ok()) return absl::InvalidArgumentError(StrCat(where, ": ", st->status().message()));
+    }
+    if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
+      return absl::InvalidArgumentError(StrCat(
+          where, ": gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
+                 "or >1 with 1000)"));
+    }
+    TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
+                  .models = {}, .weight = *weight};
+    if (YAML::Node models = item.Child("models"); models && !models.IsNull()) {
+      if (!models.IsSequence()) return absl::InvalidArgumentError(StrCat(where, ".models: want a list"));
+      for (const auto& m : models) c.models.push_back(m.as<std::string>());
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const TargetClass& c : classes) {
+    YAML::Node item;
+    item["cpuMilli"] = c.cpu_milli;
+    item["gpuMilli"] = c.gpu_milli;
+    item["numGpu"] = c.num_gpu;
+    if (!c.models.empty()) {
+      YAML::Node models(YAML::NodeType::Sequence);
+      for (const std::string& m : c.models) models.push_back(m);
+      item["models"] = models;
+    }
+    item["weight"] = c.weight;
+    list.push_back(item);
+  }
+  return list;
+}
+
+}  // namespace tessel::fgd

@@ -1,0 +1,93 @@
+// GPU fragmentation under a target workload, as defined by FGD (Weng et al., "Beware of
+// Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+// USENIX ATC'23), in exact integers.
+//
+// The target workload is a set of pod classes m (CPU milli, GPU milli per GPU, GPU count,
+// allowed GPU models) with integer weights w_m (counts). For a node n with idle GPU milli I:
+//   frag_n(m) = I                                   if m needs no GPU, or the node's model is
+//                                                   not allowed, or m does not fit (CPU or GPU)
+//             = sum of free milli of devices whose  if m fits: num_gpu devices with free >= m's
+//               free < m's gpu_milli                milli (for a whole GPU, fully free ones)
+//   F_n = sum_m w_m * frag_n(m)       (milli-GPU x weight; divide by W = sum_m w_m for milli-GPU)
+// The paper's F_n is F_n / W. Keeping it scaled by W keeps everything an integer.
+//
+//   FragModel model(classes);
+//   NodeShape s = NodeShape::Of(node, model);
+//   int64_t f = model.NodeFrag(s);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <array>
+#include <span>
+#include "absl/status/statusor.h"
+#include "scheduler/state/node_info.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tessel::fgd {
+
+struct TargetClass {
+  int64_t cpu_milli = 0;
+  int64_t gpu_milli = 0;  // per GPU: 1..1000 (1000 for whole GPUs); 0 for CPU-only
+  int32_t num_gpu = 0;
+  std::vector<std::string> models;  // empty = any
+  int64_t weight = 1;
+  bool operator==(const TargetClass&) const = default;
+};
+
+// The GPU-relevant state of one node.
+struct NodeShape {
+  static constexpr int kMaxDevices = 32;  // devices beyond this are left out of the shape
+  int32_t model = -1;      // index into FragModel::models(), -1 when no class names it
+  int64_t cpu_free = 0;
+  int32_t n = 0;           // devices
+  std::array<int64_t, kMaxDevices> free{};  // free milli per device, in device order
+
+  int64_t idle() const;
+  static NodeShape Of(const NodeInfo& node, int32_t model);
+};
+
+class FragModel {
+ public:
+  FragModel() = default;
+  explicit FragModel(std::vector<TargetClass> classes);
+
+  const std::vector<TargetClass>& classes() const { return classes_; }
+  int64_t total_weight() const { return total_weight_; }
+  bool empty() const { return classes_.empty(); }
+  const std::vector<std::string>& models() const { return models_; }
+  // Index of a GPU product among the models the classes name; -1 if none names it.
+  int32_t ModelId(std::string_view product) const;
+
+  // F_n scaled by total_weight().
+  int64_t NodeFrag(const NodeShape& node) const;
+  // frag_n(m) for one class, in milli-GPU.
+  int64_t ClassFrag(const NodeShape& node, size_t m) const;
+
+ private:
+  struct Compiled {
+    int64_t cpu;
+    int64_t threshold;  // gpu_milli
+    int32_t num_gpu;
+    uint64_t model_mask;  // bit i: models_[i] allowed; all ones = any
+    int64_t weight;
+  };
+  std::vector<TargetClass> classes_;
+  std::vector<Compiled> compiled_;
+  std::vector<std::string> models_;
+  int64_t total_weight_ = 0;
+};
+
+// The classes (cpu_milli, gpu_milli, num_gpu, models) of a pod list, most frequent first (ties
+// in first-seen order), kept until they cover `coverage_pct`% of the pods, as FGD picks its
+// "typical pods". `pods` are (class, count 1) entries.
+std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, int64_t coverage_pct);
+
+// Args: targetWorkload: [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...]
+absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list);
+YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes);
+
+}  // namespace tessel::fgd

@@ -1,0 +1,36 @@
+// GpuClustering: keep pods of one kind together (see gpu_clustering.h).
+#include "plugins/gpu_clustering/gpu_clustering.h"
+
+#include "scheduler/framework/plugin_util.h"
+
+namespace tessel::gpu_clustering {
+
+absl::StatusOr<std::unique_ptr<GpuClustering>> GpuClustering::New(const YAML::Node& args, Handle&) {
+  ArgsReader reader(args);
+  if (absl::Status st = reader.OnlyKeys({"maxGpuMilli"}); !st.ok()) return st;
+  auto gpu = reader.Int("maxGpuMilli", 8000, 1, int64_t{1} << 32);
+  if (!gpu.ok()) return gpu.status();
+  return std::make_unique<GpuClustering>(*gpu);
+}
+
+int64_t GpuClustering::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
+  const GpuRequest& req = pod.request;
+  if (!req.needs_devices()) return 0;
+  const GpuDevices& gpus = node.gpus();
+  const GpuDemand demand = DemandOn(req, gpus.inventory());
+  const bool sharing = demand.kind == GpuDemand::Kind::kMilli || demand.kind == GpuDemand::Kind::kSlots;
+  const int32_t same = sharing ? gpus.sharing_pods() : gpus.whole_pods(demand.count);
+  const int32_t others = gpus.gpu_pods() - same;
+  int64_t base = 0;
+  if (gpus.gpu_pods() == 0) {
+    base = 25;
+  } else if (others == 0) {
+    base = 75;
+  } else if (same > 0) {
+    base = 50;
+  }
+  const int64_t used = max_gpu_ - std::clamp<int64_t>(gpus.total_free_milli(), 0, max_gpu_);
+  return base + 25 * used / max_gpu_;
+}
+
+}  // namespace tessel::gpu_clustering

@@ -1,0 +1,71 @@
+// Shared pieces of the GPU policies (see gpu_policy.h).
+#include "plugins/gpu_share/gpu_policy.h"
+
+namespace tessel::gpu {
+
+std::vector<std::string> AllowedGpuModels(const Pod& pod) {
+  std::vector<std::string> out;
+  if (auto it = pod.node_selector.find(kGpuProductLabel); it != pod.node_selector.end()) {
+    out.push_back(it->second);
+    return out;
+  }
+  // One required term restricting the product with In: the bench's gpu_spec, or a user's.
+  if (!pod.node_affinity.required.has_value() || pod.node_affinity.required->size() != 1) return out;
+  for (const NodeSelectorRequirement& r : pod.node_affinity.required->front().match_expressions) {
+    if (r.key == kGpuProductLabel && r.op == NodeSelectorRequirement::Operator::kIn) {
+      out = r.values;
+    }
+  }
+  return out;
+}
+
+PodGpu MakePodGpu(const Pod& pod) {
+  return PodGpu{.request = ReadGpuRequest(pod),
+                .cpu_milli = pod.requests.milli_cpu,
+                .memory = pod.requests.memory,
+                .models = AllowedGpuModels(pod)};
+}
+
+void EnsurePodGpu(CycleState& state, const Pod& pod) {
+  if (state.ReadValue<PodGpu>(kPodStateKey) == nullptr) state.WriteValue(kPodStateKey, MakePodGpu(pod));
+}
+
+const PodGpu& PodGpuOf(const CycleState& state, const Pod& pod, PodGpu& scratch) {
+  if (const PodGpu* p = state.ReadValue<PodGpu>(kPodStateKey)) return *p;
+  scratch = MakePodGpu(pod);
+  return scratch;
+}
+
+void SetChosenDevices(CycleState& state, Pod& assumed, const DeviceList& devices) {
+  state.WriteValue(kDevicesStateKey, devices);
+  assumed.meta.annotations[std::string(kGpuDevicesAnnotation)] = FormatDeviceList(devices);
+}
+
+const DeviceList* ChosenDevices(const CycleState& state) {
+  return state.ReadValue<DeviceList>(kDevicesStateKey);
+}
+
+Status GpuPolicy::PreScore(CycleState& state, const Pod& pod,
+                           const std::vector<const NodeInfo*>& feasible) {
+  EnsurePodGpu(state, pod);
+  return AfterPreScore(state, *state.ReadValue<PodGpu>(kPodStateKey), feasible);
+}
+
+ScoreResult GpuPolicy::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  PodGpu scratch;
+  return {ScoreNode(PodGpuOf(state, pod, scratch), node), Status::Ok()};
+}
+
+Status GpuPolicy::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {
+  EnsurePodGpu(state, assumed);
+  const PodGpu& pod = *state.ReadValue<PodGpu>(kPodStateKey);
+  GpuDemand demand = DemandOn(pod.request, node.gpus().inventory());
+  if (demand.kind == GpuDemand::Kind::kNone) return Status::Ok();
+  std::optional<DeviceList> devices = ChooseDevices(pod, demand, node);
+  if (devices.has_value() && node.gpus().ValidChoice(demand, *devices)) {
+    SetChosenDevices(state, assumed, *devices);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessel::gpu

@@ -1,0 +1,79 @@
+// What every GPU placement policy shares, written once: the pod's GPU request parsed once per
+// cycle (in CycleState), the node numbers policies read, the hand-off of the chosen GPU devices
+// from the policy to the cache (PreAssume writes the tessel.io/gpu-devices annotation on the
+// pod copy the cache assumes), and a base class for score policies.
+//
+// A policy derives from GpuPolicy and implements ScoreNode (0..100, or a raw value that its
+// NormalizeScore brings into 0..100) and, if it has its own device choice, ChooseDevices:
+//
+//   class MyPolicy final : public gpu::GpuPolicy {
+//     int64_t ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const override;
+//   };
+//
+// Without ChooseDevices, GpuShare's PreAssume (or, failing that, the cache) takes the default
+// device choice of GpuDevices::DefaultChoice (whole GPUs lowest index first, a fraction on the
+// best-fit device, replicas least-loaded first).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/framework/interface.h"
+#include "scheduler/state/gpu_devices.h"
+
+namespace tessel::gpu {
+
+inline constexpr std::string_view kPodStateKey = "tessel.io/gpu-pod";
+inline constexpr std::string_view kDevicesStateKey = "tessel.io/gpu-devices";
+
+// The pod as GPU policies see it.
+struct PodGpu {
+  GpuRequest request;
+  int64_t cpu_milli = 0;
+  int64_t memory = 0;
+  // GPU models the pod allows (from a required nvidia.com/gpu.product In [...] term or a
+  // nodeSelector on that label); empty = any.
+  std::vector<std::string> models;
+};
+PodGpu MakePodGpu(const Pod& pod);
+// The GPU models a pod's required affinity or nodeSelector restricts it to (empty = any).
+std::vector<std::string> AllowedGpuModels(const Pod& pod);
+
+// Writes the PodGpu into the cycle state unless a plugin already did.
+void EnsurePodGpu(CycleState& state, const Pod& pod);
+// The PodGpu of the cycle, or one computed into `scratch` when no plugin wrote it.
+const PodGpu& PodGpuOf(const CycleState& state, const Pod& pod, PodGpu& scratch);
+
+// Records the devices chosen on the node in the cycle state and on the pod about to be assumed.
+void SetChosenDevices(CycleState& state, Pod& assumed, const DeviceList& devices);
+const DeviceList* ChosenDevices(const CycleState& state);
+
+inline int64_t CpuFree(const NodeInfo& node) {
+  return node.allocatable().milli_cpu - node.requested().milli_cpu;
+}
+
+// Floor division for possibly negative numerators (positive denominators).
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlugin {
+ public:
+  Status PreScore(CycleState& state, const Pod& pod,
+                  const std::vector<const NodeInfo*>& feasible) override;
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  Status PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) override;
+
+ protected:
+  virtual int64_t ScoreNode(const PodGpu& pod, const NodeInfo& node) const = 0;
+  // The devices this policy wants on the chosen node; nullopt leaves the default.
+  virtual std::optional<DeviceList> ChooseDevices(const PodGpu& /*pod*/, const GpuDemand& /*demand*/,
+                                                  const NodeInfo& /*node*/) {
+    return std::nullopt;
+  }
+  virtual Status AfterPreScore(CycleState& /*state*/, const PodGpu& /*pod*/,
+                               const std::vector<const NodeInfo*>& /*feasible*/) {
+    return Status::Ok();
+  }
+};
+
+}  // namespace tessel::gpu

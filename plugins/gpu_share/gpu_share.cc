@@ -1,0 +1,94 @@
+// GpuShare: device-level fit, sharing opt-in, memory hint, device hand-off (see gpu_share.h).
+#include "plugins/gpu_share/gpu_share.h"
+
+#include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::gpu_share {
+
+absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(const YAML::Node& args, Handle& handle) {
+  ArgsReader reader(args);
+  if (absl::Status st = reader.OnlyKeys({"annotateDevices"}); !st.ok()) return st;
+  auto annotate = reader.Bool("annotateDevices", true);
+  if (!annotate.ok()) return annotate.status();
+  return std::make_unique<GpuShare>(handle, *annotate);
+}
+
+Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {
+  const GpuRequest& req = pod.request;
+  if (!req.needs_devices()) return Status::Ok();
+  const GpuDevices& gpus = node.gpus();
+  if (gpus.count() == 0) return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
+  GpuDemand demand = DemandOn(req, gpus.inventory());
+  if (!demand.ineligible.empty()) return Status::Unresolvable(std::string(demand.ineligible));
+  if (gpus.Fits(demand)) return Status::Ok();
+  GpuDemand without_memory = demand;
+  without_memory.memory_bytes = 0;
+  if (demand.memory_bytes > 0 && gpus.Fits(without_memory)) {
+    return Status::Unschedulable(
+        StrCat("Insufficient GPU memory for ", kGpuMemoryAnnotation, " ",
+               FormatResourceQuantity(kMemory, demand.memory_bytes)));
+  }
+  switch (demand.kind) {
+    case GpuDemand::Kind::kMilli:
+      return Status::Unschedulable(StrCat("no single GPU with ", demand.milli, " milli-GPU free"));
+    case GpuDemand::Kind::kSlots:
+      return Status::Unschedulable(StrCat("Insufficient ", gpus.inventory().replica_resource,
+                                          " (GPU replicas)"));
+    default:
+      return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
+  }
+}
+
+Status GpuShare::PreFilter(CycleState& state, const Pod& pod) {
+  gpu::EnsurePodGpu(state, pod);
+  const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
+  if (!p.request.error.empty()) return Status::Unresolvable(p.request.error);
+  return p.request.needs_devices() ? Status::Ok() : Status::Skip();
+}
+
+Status GpuShare::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  gpu::PodGpu scratch;
+  return CheckFit(gpu::PodGpuOf(state, pod, scratch), node);
+}
+
+Status GpuShare::PreScore(CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>&) {
+  gpu::EnsurePodGpu(state, pod);
+  const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
+  return p.request.needs_devices() && p.request.opt_in ? Status::Ok() : Status::Skip();
+}
+
+ScoreResult GpuShare::Score(const CycleState&, const Pod&, const NodeInfo& node) const {
+  const GpuDevices& gpus = node.gpus();
+  if (!gpus.inventory().shared()) return {0, Status::Ok()};
+  for (int32_t i = 0; i < gpus.count(); ++i) {
+    if (gpus.UsedSlots(i) > 0) return {kMaxNodeScore, Status::Ok()};
+  }
+  return {kMaxNodeScore / 2, Status::Ok()};
+}
+
+Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {
+  if (gpu::ChosenDevices(state) != nullptr) return Status::Ok();  // a policy chose
+  gpu::EnsurePodGpu(state, assumed);
+  const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
+  GpuDemand demand = DemandOn(p.request, node.gpus().inventory());
+  if (demand.kind == GpuDemand::Kind::kNone) return Status::Ok();
+  std::optional<DeviceList> devices = node.gpus().DefaultChoice(demand);
+  if (!devices.has_value()) {
+    return Status::Unschedulable(StrCat("no GPU devices left on node ", node.name()));
+  }
+  gpu::SetChosenDevices(state, assumed, *devices);
+  return Status::Ok();
+}
+
+Status GpuShare::PreBind(CycleState& state, const Pod& pod, const std::string&) {
+  const DeviceList* devices = gpu::ChosenDevices(state);
+  if (!annotate_ || devices == nullptr || handle_.api() == nullptr) return Status::Ok();
+  StringMap annotations{{std::string(kGpuDevicesAnnotation), FormatDeviceList(*devices)}};
+  if (absl::Status st = handle_.api()->PatchAnnotations(pod, annotations); !st.ok()) {
+    return Status::Error(StrCat("writing ", kGpuDevicesAnnotation, ": ", st.message()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessel::gpu_share

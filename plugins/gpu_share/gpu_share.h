@@ -1,0 +1,63 @@
+// GpuShare (PreFilter, Filter, PreScore, Score, PreAssume, Reserve, PreBind): device-level GPU
+// fit and the sharing rules.
+//
+// Filter, per node (see scheduler/state/gpu_devices.h for the accounting):
+//   - whole GPUs need that many fully free devices ("Insufficient nvidia.com/gpu");
+//   - a fraction (tessel.io/gpu-milli) needs one device with that much room;
+//   - on a time-sliced or MPS node, each GPU the pod asks for is one replica slot; the node
+//     needs that many free slots;
+//   - opt-in: a pod lands on shared (time-sliced, MPS) GPUs only with the annotation
+//     tessel.io/gpu-sharing: allowed or a request for nvidia.com/gpu.shared; otherwise the node
+//     is not eligible, and the reason says so;
+//   - memory hint: tessel.io/gpu-memory must fit the device's memory (nvidia.com/gpu.memory)
+//     minus what the other pods on that device declared.
+// Score: a pod that opted in prefers capacity already shared, so whole GPUs stay free for
+// exclusive jobs: 100 on a shared node with slots in use, 50 on an unused shared node, 0 on
+// exclusive GPUs. (Other pods: PreScore skips.)
+// PreAssume: when no policy chose devices, takes the default choice; PreBind writes the
+// chosen devices to the pod as tessel.io/gpu-devices (a cooperating device plugin honours it).
+//
+// NodeResourcesFit must ignore nvidia.com/gpu and nvidia.com/gpu.shared when this plugin runs
+// (the default profile does): a fraction requests nvidia.com/gpu: 1 but holds less.
+//
+// Args: {annotateDevices: true}   # false: do not patch pods with tessel.io/gpu-devices
+#pragma once
+
+#include "plugins/gpu_share/gpu_policy.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessel::gpu_share {
+
+// The Filter's verdict for one pod on one node (shared with tests and the fit-error message).
+Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node);
+
+class GpuShare final : public PreFilterPlugin,
+                       public FilterPlugin,
+                       public PreScorePlugin,
+                       public ScorePlugin,
+                       public PreAssumePlugin,
+                       public ReservePlugin,
+                       public PreBindPlugin {
+ public:
+  static constexpr std::string_view kName = "GpuShare";
+  static absl::StatusOr<std::unique_ptr<GpuShare>> New(const YAML::Node& args, Handle& handle);
+  GpuShare(Handle& handle, bool annotate) : handle_(handle), annotate_(annotate) {}
+  std::string_view Name() const override { return kName; }
+  uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
+
+  Status PreFilter(CycleState& state, const Pod& pod) override;
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  Status PreScore(CycleState& state, const Pod& pod,
+                  const std::vector<const NodeInfo*>& feasible) override;
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  Status PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) override;
+  Status Reserve(CycleState&, const Pod&, const std::string&) override { return Status::Ok(); }
+  void Unreserve(CycleState&, const Pod&, const std::string&) override {}
+  Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
+
+ private:
+  Handle& handle_;
+  bool annotate_;
+};
+
+}  // namespace tessel::gpu_share

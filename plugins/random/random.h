@@ -1,0 +1,35 @@
+// Random (PreScore, Score, PreAssume): the FGD paper's Random baseline. PreScore picks one
+// feasible node uniformly at random; it scores 100 and every other node 0. On the chosen node
+// a fractional pod takes a random device that fits; whole GPUs the lowest-index free ones.
+// The stream is seeded from the scheduler's seed (Handle::seed), so runs repeat.
+//
+// Args: {seed: N}   # optional; default the scheduler's seed
+#pragma once
+
+#include <random>
+
+#include "plugins/gpu_share/gpu_policy.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessel::random {
+
+class Random final : public gpu::GpuPolicy {
+ public:
+  static constexpr std::string_view kName = "Random";
+  static absl::StatusOr<std::unique_ptr<Random>> New(const YAML::Node& args, Handle& handle);
+  explicit Random(uint64_t seed) : rng_(seed) {}
+  std::string_view Name() const override { return kName; }
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+
+ protected:
+  int64_t ScoreNode(const gpu::PodGpu&, const NodeInfo&) const override { return 0; }
+  Status AfterPreScore(CycleState& state, const gpu::PodGpu& pod,
+                       const std::vector<const NodeInfo*>& feasible) override;
+  std::optional<DeviceList> ChooseDevices(const gpu::PodGpu& pod, const GpuDemand& demand,
+                                          const NodeInfo& node) override;
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+}  // namespace tessel::random

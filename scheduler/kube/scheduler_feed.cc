@@ -1,0 +1,146 @@
+// Informer handlers that feed the Scheduler.
+#include "scheduler/kube/scheduler_feed.h"
+
+#include "absl/time/clock.h"
+#include "scheduler/api/decode.h"
+#include "spdlog/spdlog.h"
+
+namespace tessel::kube {
+
+using nlohmann::json;
+
+namespace {
+
+void WarnUndecodable(const absl::Status& st) {
+  spdlog::warn("skipping an object that does not decode: {}", st.message());
+}
+
+class PodHandler final : public InformerHandler {
+ public:
+  PodHandler(Scheduler* s, std::function<void(const std::string&)> bound,
+             std::function<void(const std::string&)> gone)
+      : s_(s), bound_(std::move(bound)), gone_(std::move(gone)) {}
+  void OnAdd(const json& object) override {
+    absl::StatusOr<Pod> pod = DecodePod(object);
+    if (!pod.ok()) return WarnUndecodable(pod.status());
+    if (!pod->node_name.empty() && bound_) bound_(pod->Key());
+    s_->OnPodAdd(*std::move(pod));
+  }
+  void OnUpdate(const json& object) override {
+    absl::StatusOr<Pod> pod = DecodePod(object);
+    if (!pod.ok()) return WarnUndecodable(pod.status());
+    if (!pod->node_name.empty() && bound_) bound_(pod->Key());
+    s_->OnPodUpdate(*std::move(pod));
+  }
+  void OnDelete(const std::string& key, const json*) override {
+    s_->OnPodDelete(key);
+    if (gone_) gone_(key);
+  }
+
+ private:
+  Scheduler* s_;
+  std::function<void(const std::string&)> bound_;
+  std::function<void(const std::string&)> gone_;
+};
+
+class NodeHandler final : public InformerHandler {
+ public:
+  explicit NodeHandler(Scheduler* s) : s_(s) {}
+  void OnAdd(const json& object) override {
+    absl::StatusOr<Node> node = DecodeNode(object);
+    if (!node.ok()) return WarnUndecodable(node.status());
+    s_->OnNodeAdd(*std::move(node));
+  }
+  void OnUpdate(const json& object) override {
+    absl::StatusOr<Node> node = DecodeNode(object);
+    if (!node.ok()) return WarnUndecodable(node.status());
+    s_->OnNodeUpdate(*std::move(node));
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnNodeDelete(key); }
+
+ private:
+  Scheduler* s_;
+};
+
+class PriorityClassHandler final : public InformerHandler {
+ public:
+  explicit PriorityClassHandler(Scheduler* s) : s_(s) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    absl::StatusOr<PriorityClass> pc = DecodePriorityClass(object);
+    if (!pc.ok()) return WarnUndecodable(pc.status());
+    s_->OnPriorityClass(*std::move(pc));
+    s_->OnCustomObjectChange();
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnPriorityClassDelete(key); }
+
+ private:
+  Scheduler* s_;
+};
+
+// PodGroups and Queues: decoded by later layers; for now any change may unpark pods.
+class CustomObjectHandler final : public InformerHandler {
+ public:
+  explicit CustomObjectHandler(Scheduler* s) : s_(s) {}
+  void OnAdd(const json&) override { s_->OnCustomObjectChange(); }
+  void OnUpdate(const json&) override { s_->OnCustomObjectChange(); }
+  void OnDelete(const std::string&, const json*) override { s_->OnCustomObjectChange(); }
+
+ private:
+  Scheduler* s_;
+};
+
+}  // namespace
+
+SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptions options) {
+  auto add = [&](ResourceSpec spec, std::unique_ptr<InformerHandler> handler) {
+    informers_.push_back(
+        std::make_unique<Informer>(client, std::move(spec), handler.get(), options.informer));
+    handlers_.push_back(std::move(handler));
+  };
+  // Priority classes and nodes first, so that pods find them when the informers start together.
+  add({.name = "priorityclasses", .path = "/apis/scheduling.k8s.io/v1/priorityclasses"},
+      std::make_unique<PriorityClassHandler>(scheduler));
+  add({.name = "nodes", .path = "/api/v1/nodes"}, std::make_unique<NodeHandler>(scheduler));
+  add({.name = "pods", .path = "/api/v1/pods"},
+      std::make_unique<PodHandler>(scheduler, options.on_pod_bound, options.on_pod_gone));
+  add({.name = "podgroups",
+       .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+       .optional = true},
+      std::make_unique<CustomObjectHandler>(scheduler));
+  add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
+      std::make_unique<CustomObjectHandler>(scheduler));
+  for (ResourceSpec& spec : options.extra_custom) {
+    spec.optional = true;
+    add(std::move(spec), std::make_unique<CustomObjectHandler>(scheduler));
+  }
+}
+
+SchedulerFeed::~SchedulerFeed() { Stop(); }
+
+void SchedulerFeed::Start() {
+  for (auto& i : informers_) i->Start();
+}
+
+void SchedulerFeed::Stop() {
+  for (auto& i : informers_) i->RequestStop();  // all at once: each may take a second to notice
+  for (auto& i : informers_) i->Stop();
+}
+
+bool SchedulerFeed::HasSynced() const {
+  for (const auto& i : informers_) {
+    if (!i->HasSynced()) return false;
+  }
+  return true;
+}
+
+bool SchedulerFeed::WaitForSync(absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!HasSynced()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace tessel::kube

@@ -1,0 +1,49 @@
+// The informers the live scheduler runs, and the handlers that decode what they deliver and
+// hand it to the Scheduler's thread-safe inputs:
+//   pods (all namespaces, every scheduler: pods bound by others hold capacity too), nodes,
+//   priorityclasses, and the optional CRDs PodGroup (scheduling.x-k8s.io/v1alpha1) and Queue
+//   (tessel.io/v1alpha1), which for now only wake parked pods (later layers decode them).
+// An object that fails to decode is logged and skipped, once per resourceVersion.
+//
+//   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});
+//   feed.Start();
+//   feed.WaitForSync(absl::Seconds(60));
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/core/scheduler.h"
+#include "scheduler/kube/informer.h"
+
+namespace tessel::kube {
+
+struct FeedOptions {
+  // A pod was seen bound to a node / deleted: observers may drop what they remember about it.
+  std::function<void(const std::string& key)> on_pod_bound;
+  std::function<void(const std::string& key)> on_pod_gone;
+  // Extra optional (CRD) collections to watch, beyond PodGroup and Queue.
+  std::vector<ResourceSpec> extra_custom;
+  InformerOptions informer;
+};
+
+class SchedulerFeed {
+ public:
+  SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptions options = {});
+  ~SchedulerFeed();
+
+  void Start();
+  void Stop();
+  bool HasSynced() const;
+  // Waits until every informer has synced; false on timeout.
+  bool WaitForSync(absl::Duration timeout) const;
+  const std::vector<std::unique_ptr<Informer>>& informers() const { return informers_; }
+
+ private:
+  std::vector<std::unique_ptr<InformerHandler>> handlers_;
+  std::vector<std::unique_ptr<Informer>> informers_;
+};
+
+}  // namespace tessel::kube

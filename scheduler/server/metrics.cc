@@ -1,0 +1,258 @@
+// Prometheus text rendering and Tessel's scheduler metrics.
+#include "scheduler/server/metrics.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "scheduler/util/strings.h"
+
+namespace tessel::server {
+
+std::string FormatValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return fmt::format("{}", static_cast<int64_t>(value));
+  }
+  return fmt::format("{}", value);
+}
+
+std::string FormatSeries(std::string_view name, const Labels& labels) {
+  std::string out(name);
+  if (labels.empty()) return out;
+  out.push_back('{');
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    if (!first) out.push_back(',');
+    first = false;
+    StrAppend(&out, k, "=\"");
+    for (char c : v) {
+      if (c == '\\') out += "\\\\";
+      else if (c == '"') out += "\\\"";
+      else if (c == '\n') out += "\\n";
+      else out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+namespace {
+
+Labels Zip(const std::vector<std::string>& names, const std::vector<std::string>& values) {
+  Labels out;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) out.emplace_back(names[i], values[i]);
+  return out;
+}
+
+// Help text: backslashes and newlines escaped.
+std::string EscapeHelp(std::string_view help) {
+  std::string out;
+  for (char c : help) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void CounterFamily::Inc(const std::vector<std::string>& label_values, double by) {
+  absl::MutexLock lock(&mu_);
+  values_[label_values] += by;
+}
+
+double CounterFamily::Get(const std::vector<std::string>& label_values) const {
+  absl::MutexLock lock(&mu_);
+  auto it = values_.find(label_values);
+  return it == values_.end() ? 0 : it->second;
+}
+
+void HistogramFamily::Observe(const std::vector<std::string>& label_values, double value) {
+  absl::MutexLock lock(&mu_);
+  Series& s = series_[label_values];
+  if (s.counts.empty()) s.counts.assign(bounds_.size(), 0);
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    if (value <= bounds_[i]) {
+      ++s.counts[i];
+      break;
+    }
+  }
+  ++s.count;
+  s.sum += value;
+}
+
+CounterFamily& MetricsRegistry::Counter(std::string name, std::string help,
+                                        std::vector<std::string> labels) {
+  auto f = std::make_unique<Family>();
+  f->name = std::move(name);
+  f->help = std::move(help);
+  f->type = "counter";
+  f->counter = std::make_unique<CounterFamily>();
+  f->counter->label_names_ = std::move(labels);
+  CounterFamily& ref = *f->counter;
+  absl::MutexLock lock(&mu_);
+  families_.push_back(std::move(f));
+  return ref;
+}
+
+HistogramFamily& MetricsRegistry::Histogram(std::string name, std::string help,
+                                            std::vector<std::string> labels,
+                                            std::vector<double> bounds) {
+  auto f = std::make_unique<Family>();
+  f->name = std::move(name);
+  f->help = std::move(help);
+  f->type = "histogram";
+  f->histogram = std::make_unique<HistogramFamily>();
+  f->histogram->label_names_ = std::move(labels);
+  f->histogram->bounds_ = std::move(bounds);
+  HistogramFamily& ref = *f->histogram;
+  absl::MutexLock lock(&mu_);
+  families_.push_back(std::move(f));
+  return ref;
+}
+
+void MetricsRegistry::Gauge(std::string name, std::string help,
+                            std::function<std::vector<GaugeSample>()> fn) {
+  auto f = std::make_unique<Family>();
+  f->name = std::move(name);
+  f->help = std::move(help);
+  f->type = "gauge";
+  f->gauge = std::move(fn);
+  absl::MutexLock lock(&mu_);
+  families_.push_back(std::move(f));
+}
+
+std::string MetricsRegistry::Render() const {
+  absl::MutexLock lock(&mu_);
+  std::string out;
+  for (const auto& f : families_) {
+    StrAppend(&out, "# HELP ", f->name, " ", EscapeHelp(f->help), "\n# TYPE ", f->name, " ",
+              f->type, "\n");
+    if (f->counter) {
+      absl::MutexLock l(&f->counter->mu_);
+      for (const auto& [values, v] : f->counter->values_) {
+        StrAppend(&out, FormatSeries(f->name, Zip(f->counter->label_names_, values)), " ",
+                  FormatValue(v), "\n");
+      }
+    } else if (f->histogram) {
+      const HistogramFamily& h = *f->histogram;
+      absl::MutexLock l(&h.mu_);
+      for (const auto& [values, s] : h.series_) {
+        Labels labels = Zip(h.label_names_, values);
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < h.bounds_.size(); ++i) {
+          cumulative += s.counts[i];
+          Labels with_le = labels;
+          with_le.emplace_back("le", FormatValue(h.bounds_[i]));
+          StrAppend(&out, FormatSeries(f->name + "_bucket", with_le), " ", cumulative, "\n");
+        }
+        Labels inf = labels;
+        inf.emplace_back("le", "+Inf");
+        StrAppend(&out, FormatSeries(f->name + "_bucket", inf), " ", s.count, "\n");
+        StrAppend(&out, FormatSeries(f->name + "_sum", labels), " ", FormatValue(s.sum), "\n");
+        StrAppend(&out, FormatSeries(f->name + "_count", labels), " ", s.count, "\n");
+      }
+    } else if (f->gauge) {
+      for (const GaugeSample& s : f->gauge()) {
+        StrAppend(&out, FormatSeries(f->name, s.labels), " ", FormatValue(s.value), "\n");
+      }
+    }
+  }
+  return out;
+}
+
+GpuTotals ComputeGpuTotals(const Cache& cache) {
+  GpuTotals t;
+  double free_total = 0, free_on_partial = 0;
+  for (const std::string& name : cache.NodeNames()) {
+    std::optional<NodeInfo> info = cache.GetNodeInfo(name);
+    if (!info.has_value() || info->node() == nullptr) continue;
+    double replicas = 1;
+    const auto& labels = info->node()->meta.labels;
+    if (auto it = labels.find("nvidia.com/gpu.replicas"); it != labels.end()) {
+      double parsed = 1;
+      const std::string& v = it->second;
+      if (std::from_chars(v.data(), v.data() + v.size(), parsed).ec == std::errc()) {
+        replicas = std::max(1.0, parsed);
+      }
+    }
+    auto gpus = [&](const Resources& r, std::string_view res, double per) {
+      return static_cast<double>(r.Get(res)) / 1000.0 / per;
+    };
+    // Whole GPUs are nvidia.com/gpu; renamed time-slicing replicas are nvidia.com/gpu.shared.
+    const bool shared_renamed = info->allocatable().Get(kNvidiaGpuShared) > 0;
+    const double alloc = gpus(info->allocatable(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
+                         gpus(info->allocatable(), kNvidiaGpuShared, replicas);
+    const double used = gpus(info->requested(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
+                        gpus(info->requested(), kNvidiaGpuShared, replicas);
+    t.allocatable += alloc;
+    t.allocated += used;
+    const double free = std::max(0.0, alloc - used);
+    free_total += free;
+    if (used > 0) free_on_partial += free;
+  }
+  t.fragmentation = free_total > 0 ? free_on_partial / free_total : 0;
+  return t;
+}
+
+SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
+                                   GpuFragmentationFn fragmentation)
+    : scheduler_(scheduler), fragmentation_(std::move(fragmentation)) {
+  attempts_ = &registry->Counter("scheduler_schedule_attempts_total",
+                                 "Number of attempts to schedule pods, by the result. "
+                                 "'unschedulable' means a pod could not be scheduled, while "
+                                 "'error' means an internal scheduler problem.",
+                                 {"result", "profile"});
+  attempt_duration_ = &registry->Histogram(
+      "scheduler_scheduling_attempt_duration_seconds",
+      "Scheduling attempt latency in seconds (scheduling algorithm + binding)", {"result", "profile"},
+      {0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
+       8.192, 16.384});
+  preemption_victims_ = &registry->Histogram("scheduler_preemption_victims",
+                                             "Number of selected preemption victims", {},
+                                             {1, 2, 4, 8, 16, 32, 64});
+  registry->Gauge("scheduler_pending_pods",
+                  "Number of pending pods, by the queue type. 'active' means number of pods in "
+                  "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+                  "number of pods in unschedulablePods.",
+                  [this] {
+                    QueueStats s = scheduler_->queue().Stats();
+                    return std::vector<GaugeSample>{
+                        {{{"queue", "active"}}, static_cast<double>(s.active)},
+                        {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
+                        {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
+                  });
+  // The three GPU gauges share one computation per scrape.
+  auto totals = std::make_shared<GpuTotals>();
+  registry->Gauge("tessel_gpu_allocatable",
+                  "Allocatable GPUs in the cluster, in physical-GPU equivalents", [this, totals] {
+                    *totals = ComputeGpuTotals(scheduler_->cache());
+                    return std::vector<GaugeSample>{{{}, totals->allocatable}};
+                  });
+  registry->Gauge("tessel_gpu_allocated",
+                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
+                  [totals] { return std::vector<GaugeSample>{{{}, totals->allocated}}; });
+  registry->Gauge("tessel_gpu_fragmentation",
+                  "Share of free GPUs that sit on partly used nodes (0..1); lower packs better",
+                  [this, totals] {
+                    std::optional<double> f;
+                    if (fragmentation_) f = fragmentation_(scheduler_->cache());
+                    return std::vector<GaugeSample>{{{}, f.value_or(totals->fragmentation)}};
+                  });
+}
+
+void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
+                                       absl::Duration latency) {
+  std::vector<std::string> labels{std::string(result), pod.scheduler_name};
+  attempts_->Inc(labels);
+  attempt_duration_->Observe(labels, absl::ToDoubleSeconds(latency));
+}
+
+void SchedulerMetrics::RecordPreemption(int victims) {
+  preemption_victims_->Observe({}, static_cast<double>(victims));
+}
+
+}  // namespace tessel::server

@@ -1,0 +1,314 @@
+// Device-level GPU accounting: inventory from GFD labels, pod requests, whole / fractional /
+// replica placements, and the cache lifecycles (assume, forget, finish binding). After every
+// operation each device must satisfy allocated + free == capacity and agree with its pods.
+#include <catch2/catch.hpp>
+
+#include "builders.h"
+#include "scheduler/state/cache.h"
+#include "scheduler/state/gpu_devices.h"
+
+namespace tessel {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+Pod GpuPod(std::string name, std::string_view requests, StringMap annotations = {}, std::string node = "") {
+  PodBuilder b(std::move(name));
+  b.Requests(requests);
+  if (!node.empty()) b.Node(std::move(node));
+  for (auto& [k, v] : annotations) b.mutable_pod().meta.annotations[k] = v;
+  return b.Build();
+}
+
+// A GFD-labelled node: `count` GPUs, `replicas` slots each (1 = unshared).
+Node GfdNode(std::string name, int count, int replicas = 1, std::string memory_mib = "") {
+  NodeBuilder b(std::move(name));
+  b.Allocatable(fmt::format("cpu:64,memory:256Gi,nvidia.com/gpu:{}", count * replicas));
+  b.Label("nvidia.com/gpu.count", std::to_string(count));
+  b.Label("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB");
+  if (replicas > 1) {
+    b.Label("nvidia.com/gpu.replicas", std::to_string(replicas));
+    b.Label("nvidia.com/gpu.sharing-strategy", "time-slicing");
+  }
+  if (!memory_mib.empty()) b.Label("nvidia.com/gpu.memory", memory_mib);
+  return b.Build();
+}
+
+void CheckDevices(const GpuDevices& gpus) {
+  INFO(gpus.CheckInvariants());
+  CHECK(gpus.CheckInvariants().empty());
+  int64_t sum = 0;
+  for (int32_t i = 0; i < gpus.count(); ++i) {
+    CHECK(gpus.AllocatedMilli(i) + gpus.FreeMilli(i) == 1000);
+    CHECK(gpus.AllocatedMilli(i) >= 0);
+    CHECK(gpus.FreeMilli(i) >= 0);
+    sum += gpus.AllocatedMilli(i);
+  }
+  CHECK(sum == gpus.total_allocated_milli());
+}
+
+void CheckCache(const Cache& cache) {
+  for (const std::string& name : cache.NodeNames()) {
+    CAPTURE(name);
+    CheckDevices(cache.GetNodeInfo(name)->gpus());
+  }
+}
+
+TEST_CASE("GPU inventory comes from GFD labels, else from allocatable nvidia.com/gpu", "[gpu]") {
+  struct Case {
+    std::string name;
+    Node node;
+    int32_t count, replicas;
+    SharingStrategy strategy;
+    int64_t memory_bytes;
+  };
+  Node mig = NodeBuilder("mig").Allocatable("cpu:8,nvidia.com/mig-3g.20gb:2,nvidia.com/mig-1g.5gb:1").Build();
+  Node mps = GfdNode("mps", 2, 4);
+  mps.meta.labels["nvidia.com/gpu.sharing-strategy"] = "mps";
+  Node renamed = GfdNode("renamed", 1, 3);
+  renamed.allocatable.Set("nvidia.com/gpu", 0);
+  renamed.allocatable.Set("nvidia.com/gpu.shared", 3000);
+  std::vector<Case> cases = {
+      {"labels", GfdNode("a", 8, 1, "40960"), 8, 1, SharingStrategy::kNone, int64_t{40960} << 20},
+      {"time-slicing", GfdNode("t", 2, 3), 2, 3, SharingStrategy::kTimeSlicing, 0},
+      {"mps", mps, 2, 4, SharingStrategy::kMps, 0},
+      {"renamed replicas", renamed, 1, 3, SharingStrategy::kTimeSlicing, 0},
+      {"fallback", NodeBuilder("f").Allocatable("cpu:8,nvidia.com/gpu:4").Build(), 4, 1, SharingStrategy::kNone, 0},
+      {"no GPUs", NodeBuilder("c").Allocatable("cpu:8").Build(), 0, 1, SharingStrategy::kNone, 0},
+      {"MIG only", mig, 0, 1, SharingStrategy::kNone, 0},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      GpuInventory inv = ReadGpuInventory(c.node);
+      CHECK(inv.count == c.count);
+      CHECK(inv.replicas == c.replicas);
+      CHECK(inv.strategy == c.strategy);
+      CHECK(inv.memory_bytes == c.memory_bytes);
+    }
+  }
+  // 2 x 3g (3/7 each) + 1 x 1g (1/7) = 7/7: one GPU-equivalent.
+  CHECK(ReadGpuInventory(mig).mig_sevenths == 7);
+  CHECK(ReadGpuInventory(renamed).replica_resource == "nvidia.com/gpu.shared");
+}
+
+TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annotations", "[gpu]") {
+  using K = GpuRequest::Kind;
+  struct Case {
+    std::string name;
+    Pod pod;
+    K kind;
+    int32_t count;
+    int64_t milli;
+    bool opt_in;
+    bool error;
+  };
+  std::vector<Case> cases = {
+      {"cpu only", GpuPod("a", "cpu:1"), K::kNone, 0, 0, false, false},
+      {"two whole", GpuPod("b", "nvidia.com/gpu:2"), K::kWhole, 2, 0, false, false},
+      {"fraction", GpuPod("c", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kFraction, 1, 250, false, false},
+      {"fraction of 1000 is whole", GpuPod("d", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "1000"}}), K::kWhole, 1, 0, false, false},
+      {"opt-in annotation", GpuPod("e", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}}), K::kWhole, 1, 0, true, false},
+      {"shared resource", GpuPod("f", "nvidia.com/gpu.shared:2"), K::kReplicas, 2, 0, true, false},
+      {"milli without a GPU", GpuPod("g", "cpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kNone, 0, 0, false, true},
+      {"milli with two GPUs", GpuPod("h", "nvidia.com/gpu:2", {{"tessel.io/gpu-milli", "250"}}), K::kWhole, 2, 0, false, true},
+      {"milli not a number", GpuPod("i", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "half"}}), K::kWhole, 1, 0, false, true},
+      {"bad memory hint", GpuPod("j", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "lots"}}), K::kWhole, 1, 0, false, true},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      GpuRequest r = ReadGpuRequest(c.pod);
+      CHECK(r.kind == c.kind);
+      CHECK(r.count == c.count);
+      CHECK(r.milli == c.milli);
+      CHECK(r.opt_in == c.opt_in);
+      CHECK(r.error.empty() != c.error);
+    }
+  }
+  CHECK(ReadGpuRequest(GpuPod("m", "nvidia.com/mig-2g.10gb:3")).mig_sevenths == 6);
+  CHECK(ReadGpuRequest(GpuPod("k", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "8Gi"}})).memory_bytes ==
+        int64_t{8} << 30);
+}
+
+TEST_CASE("device lists parse and print", "[gpu]") {
+  CHECK(ParseDeviceList("0,3") == DeviceList{0, 3});
+  CHECK(ParseDeviceList("2") == DeviceList{2});
+  CHECK_FALSE(ParseDeviceList("").has_value());
+  CHECK_FALSE(ParseDeviceList("1,").has_value());
+  CHECK_FALSE(ParseDeviceList("a").has_value());
+  CHECK_FALSE(ParseDeviceList("-1").has_value());
+  CHECK(FormatDeviceList({1, 2, 5}) == "1,2,5");
+}
+
+TEST_CASE("placements take devices and give them back exactly", "[gpu]") {
+  // Each step adds (or removes) one pod; `want` is every device's allocated milli afterwards.
+  struct Step {
+    std::string pod;  // "-name" removes
+    std::string requests;
+    StringMap annotations;
+    std::vector<int64_t> want;
+  };
+  struct Case {
+    std::string name;
+    Node node;
+    std::vector<Step> steps;
+  };
+  const StringMap share = {{"tessel.io/gpu-sharing", "allowed"}};
+  std::vector<Case> cases = {
+      {"whole GPUs take the lowest free devices",
+       GfdNode("n", 4),
+       {{"a", "nvidia.com/gpu:2", {}, {1000, 1000, 0, 0}},
+        {"b", "nvidia.com/gpu:1", {}, {1000, 1000, 1000, 0}},
+        {"-a", "", {}, {0, 0, 1000, 0}},
+        {"c", "nvidia.com/gpu:1", {}, {1000, 0, 1000, 0}}}},
+      {"fractions go to the best-fit device",
+       GfdNode("n", 2),
+       {{"a", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "600"}}, {600, 0}},
+        {"b", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "300"}}, {900, 0}},
+        {"c", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "200"}}, {900, 200}},
+        {"d", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "100"}}, {1000, 200}},
+        {"-b", "", {}, {700, 200}}}},
+      {"the devices annotation is honoured when it fits",
+       GfdNode("n", 4),
+       {{"a", "nvidia.com/gpu:2", {{"tessel.io/gpu-devices", "1,3"}}, {0, 1000, 0, 1000}},
+        {"b", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "500"}, {"tessel.io/gpu-devices", "2"}}, {0, 1000, 500, 1000}},
+        // Device 1 is taken: the annotation is ignored and the default choice applies.
+        {"c", "nvidia.com/gpu:1", {{"tessel.io/gpu-devices", "1"}}, {1000, 1000, 500, 1000}}}},
+      {"replicas: least-loaded device first, R slots make 1000 milli",
+       GfdNode("n", 2, 3),
+       {{"a", "nvidia.com/gpu:1", share, {333, 0}},
+        {"b", "nvidia.com/gpu:1", share, {333, 333}},
+        {"c", "nvidia.com/gpu:2", share, {666, 666}},
+        {"d", "nvidia.com/gpu:1", share, {1000, 666}},
+        {"-c", "", {}, {666, 333}}}},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      GpuDevices gpus(ReadGpuInventory(c.node));
+      std::vector<std::shared_ptr<const Pod>> pods;
+      CheckDevices(gpus);
+      for (const Step& s : c.steps) {
+        CAPTURE(s.pod);
+        if (s.pod[0] == '-') {
+          auto it = std::find_if(pods.begin(), pods.end(), [&](const auto& p) { return p->meta.name == s.pod.substr(1); });
+          REQUIRE(it != pods.end());
+          CHECK(gpus.RemovePod(it->get()));
+          pods.erase(it);
+        } else {
+          pods.push_back(std::make_shared<const Pod>(GpuPod(s.pod, s.requests, s.annotations)));
+          gpus.AddPod(pods.back().get());
+        }
+        std::vector<int64_t> got;
+        for (int32_t i = 0; i < gpus.count(); ++i) got.push_back(gpus.AllocatedMilli(i));
+        CHECK(got == s.want);
+        CheckDevices(gpus);
+      }
+    }
+  }
+}
+
+TEST_CASE("time-slicing: 1 GPU x 3 replicas hosts 3 pods and counts as 1 GPU", "[gpu]") {
+  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 3)));
+  const GpuRequest req = ReadGpuRequest(GpuPod("x", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}}));
+  const GpuDemand demand = DemandOn(req, gpus.inventory());
+  CHECK(demand.kind == GpuDemand::Kind::kSlots);
+  std::vector<std::shared_ptr<const Pod>> pods;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(gpus.Fits(demand));
+    pods.push_back(std::make_shared<const Pod>(
+        GpuPod(fmt::format("p{}", i), "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}})));
+    gpus.AddPod(pods.back().get());
+    CheckDevices(gpus);
+  }
+  CHECK_FALSE(gpus.Fits(demand));
+  CHECK(gpus.total_allocated_milli() == 1000);  // 3 replicas are one physical GPU
+  CHECK(gpus.UsedSlots(0) == 3);
+  // Not opted in: the shared node is not eligible at all.
+  CHECK_FALSE(DemandOn(ReadGpuRequest(GpuPod("y", "nvidia.com/gpu:1")), gpus.inventory()).ineligible.empty());
+}
+
+TEST_CASE("six replicas on a node with R=4 are 1.5 GPUs", "[gpu]") {
+  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 2, 4)));
+  std::vector<std::shared_ptr<const Pod>> pods;
+  for (int i = 0; i < 6; ++i) {
+    pods.push_back(std::make_shared<const Pod>(
+        GpuPod(fmt::format("p{}", i), "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}})));
+    gpus.AddPod(pods.back().get());
+  }
+  CHECK(gpus.total_allocated_milli() == 1500);
+  CheckDevices(gpus);
+}
+
+TEST_CASE("the memory hint must fit the device minus what other sharers declared", "[gpu]") {
+  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 4, "16384")));  // one 16 GiB GPU, 4 slots
+  auto demand = [&](std::string_view mem) {
+    return DemandOn(ReadGpuRequest(GpuPod("q", "nvidia.com/gpu:1",
+                                          {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", std::string(mem)}})),
+                    gpus.inventory());
+  };
+  CHECK(gpus.Fits(demand("16Gi")));
+  CHECK_FALSE(gpus.Fits(demand("17Gi")));
+  auto a = std::make_shared<const Pod>(GpuPod("a", "nvidia.com/gpu:1",
+                                              {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", "10Gi"}}));
+  gpus.AddPod(a.get());
+  CHECK(gpus.DeclaredMemory(0) == int64_t{10} << 30);
+  CHECK(gpus.Fits(demand("6Gi")));
+  CHECK_FALSE(gpus.Fits(demand("7Gi")));
+  CHECK(gpus.RemovePod(a.get()));
+  CHECK(gpus.Fits(demand("7Gi")));
+  CheckDevices(gpus);
+}
+
+TEST_CASE("cache lifecycles keep every device exact", "[gpu][cache]") {
+  ManualClock clock;
+  Cache cache(&clock, absl::Seconds(30));
+  cache.AddOrUpdateNode(GfdNode("n1", 4));
+  const Pod frac = GpuPod("f", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "400"}}, "n1");
+  const Pod whole = GpuPod("w", "nvidia.com/gpu:2", {}, "n1");
+  REQUIRE(cache.AssumePod(frac).ok());
+  REQUIRE(cache.AssumePod(whole).ok());
+  CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2400);
+  CheckCache(cache);
+
+  SECTION("forget releases the devices") {
+    REQUIRE(cache.ForgetPod("default/w").ok());
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 400);
+    CHECK(cache.GetNodeInfo("n1")->gpus().whole_free_devices() == 3);
+    CheckCache(cache);
+    REQUIRE(cache.ForgetPod("default/f").ok());
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 0);
+    CheckCache(cache);
+  }
+  SECTION("finish binding and the informer's confirmation do not count twice") {
+    REQUIRE(cache.FinishBinding("default/f").ok());
+    CheckCache(cache);
+    cache.AddOrUpdatePod(frac);
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2400);
+    CheckCache(cache);
+    cache.RemovePod("default/f");
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2000);
+    CheckCache(cache);
+  }
+  SECTION("an expired assumption releases the devices") {
+    REQUIRE(cache.FinishBinding("default/w").ok());
+    clock.Advance(absl::Minutes(1));
+    CHECK(cache.CleanupExpiredAssumedPods() == std::vector<std::string>{"default/w"});
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 400);
+    CheckCache(cache);
+  }
+  SECTION("a node update re-accounts its pods on the new inventory") {
+    cache.AddOrUpdateNode(GfdNode("n1", 8));
+    CHECK(cache.GetNodeInfo("n1")->gpus().count() == 8);
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2400);
+    CheckCache(cache);
+  }
+  SECTION("pods that no longer fit are counted as unplaced, never on a device") {
+    cache.AddOrUpdateNode(GfdNode("n1", 2));
+    const std::optional<NodeInfo> info = cache.GetNodeInfo("n1");
+    CHECK(info->gpus().total_allocated_milli() + info->gpus().unplaced_milli() == 2400);
+    CheckCache(cache);
+  }
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,364 @@
+// GpuShare's fit and sharing rules, and every GPU score plugin's formula on small cases whose
+// expected values are worked out by hand in the comments.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "builders.h"
+#include "plugins/best_fit/best_fit.h"
+#include "plugins/dot_prod/dot_prod.h"
+#include "plugins/fgd/fgd.h"
+#include "plugins/gpu_binpack/gpu_binpack.h"
+#include "plugins/gpu_clustering/gpu_clustering.h"
+#include "plugins/gpu_packing/gpu_packing.h"
+#include "plugins/gpu_share/gpu_share.h"
+#include "plugins/random/random.h"
+#include "plugins/tessel_gpu/tessel_gpu.h"
+
+namespace tessel {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+Pod MakePod(std::string name, std::string_view requests, StringMap annotations = {}) {
+  PodBuilder b(std::move(name));
+  b.Requests(requests);
+  for (auto& [k, v] : annotations) b.mutable_pod().meta.annotations[k] = v;
+  return b.Build();
+}
+
+Pod Frac(std::string name, int milli, std::string_view cpu = "cpu:1") {
+  return MakePod(std::move(name), StrCat(cpu, ",nvidia.com/gpu:1"), {{"tessel.io/gpu-milli", StrCat(milli)}});
+}
+
+// A node with its pods; pods keep their annotations (e.g. tessel.io/gpu-devices).
+struct TestNode {
+  std::vector<std::shared_ptr<const Pod>> pods;
+  NodeInfo info;
+
+  TestNode(std::string name, std::string_view allocatable, int gpus, StringMap labels = {}) {
+    NodeBuilder b(std::move(name));
+    b.Allocatable(allocatable);
+    if (gpus > 0) {
+      b.Label("nvidia.com/gpu.count", StrCat(gpus));
+      b.Label("nvidia.com/gpu.product", "T4");
+    }
+    for (auto& [k, v] : labels) b.Label(k, v);
+    info = NodeInfo(std::make_shared<const Node>(b.Build()));
+  }
+  TestNode& Add(Pod pod) {
+    pods.push_back(std::make_shared<const Pod>(std::move(pod)));
+    info.AddPod(pods.back());
+    return *this;
+  }
+};
+
+// A Handle for plugin construction.
+class FakeHandle final : public Handle {
+ public:
+  const Snapshot& snapshot() const override { return snap_; }
+  const Clock& clock() const override { return clock_; }
+  ClusterApi* api() const override { return nullptr; }
+  uint64_t seed() const override { return 7; }
+  std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
+
+ private:
+  Snapshot snap_;
+  ManualClock clock_;
+};
+
+int64_t ScoreOf(const ScorePlugin& plugin, const Pod& pod, const NodeInfo& node) {
+  CycleState state;
+  ScoreResult r = plugin.Score(state, pod, node);
+  REQUIRE(r.status.ok());
+  return r.score;
+}
+
+gpu::PodGpu PodGpuOf(const Pod& pod) { return gpu::MakePodGpu(pod); }
+
+TEST_CASE("GpuShare: opt-in, fit and memory hint, with reasons", "[gpu][plugins]") {
+  const StringMap slicing = {{"nvidia.com/gpu.replicas", "2"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"},
+                             {"nvidia.com/gpu.memory", "16384"}};
+  TestNode sliced("sliced", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 1, slicing);
+  TestNode whole("whole", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  TestNode cpu("cpu", "cpu:16,memory:64Gi", 0);
+  const StringMap allowed = {{"tessel.io/gpu-sharing", "allowed"}};
+  struct Case {
+    std::string name;
+    Pod pod;
+    const TestNode* node;
+    Code code;
+    std::string reason;  // a substring of the first reason
+  };
+  std::vector<Case> cases = {
+      {"not opted in: shared node not eligible", MakePod("a", "nvidia.com/gpu:1"), &sliced,
+       Code::kUnschedulableAndUnresolvable, "did not opt in"},
+      {"opted in by annotation", MakePod("b", "nvidia.com/gpu:1", allowed), &sliced, Code::kSuccess, ""},
+      {"opted in by nvidia.com/gpu.shared, node advertises nvidia.com/gpu", MakePod("c", "nvidia.com/gpu.shared:1"),
+       &sliced, Code::kUnschedulableAndUnresolvable, "nvidia.com/gpu.shared"},
+      {"more replicas than slots", MakePod("d", "nvidia.com/gpu:3", allowed), &sliced, Code::kUnschedulable,
+       "GPU replicas"},
+      {"memory hint fits", MakePod("e", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", "16Gi"}}),
+       &sliced, Code::kSuccess, ""},
+      {"memory hint too big", MakePod("f", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", "20Gi"}}),
+       &sliced, Code::kUnschedulable, "GPU memory"},
+      {"whole GPUs fit", MakePod("g", "nvidia.com/gpu:2"), &whole, Code::kSuccess, ""},
+      {"too many whole GPUs", MakePod("h", "nvidia.com/gpu:3"), &whole, Code::kUnschedulable, "Insufficient nvidia.com/gpu"},
+      {"no GPUs at all", MakePod("i", "nvidia.com/gpu:1"), &cpu, Code::kUnschedulable, "Insufficient nvidia.com/gpu"},
+      {"a fraction fits an unshared node without opting in", Frac("j", 500), &whole, Code::kSuccess, ""},
+      {"CPU-only pods are not GpuShare's business", MakePod("k", "cpu:1"), &sliced, Code::kSuccess, ""},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Status st = gpu_share::CheckFit(PodGpuOf(c.pod), c.node->info);
+      CHECK(st.code() == c.code);
+      if (!c.reason.empty()) {
+        REQUIRE_FALSE(st.reasons().empty());
+        CHECK_THAT(st.reasons().front(), Catch::Contains(c.reason));
+      }
+    }
+  }
+  SECTION("a fraction needs room on one device, not in total") {
+    TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+    n.Add(Frac("x", 600)).Add(Frac("y", 600));  // 400 free on each device, 800 in total
+    CHECK(gpu_share::CheckFit(PodGpuOf(Frac("z", 400)), n.info).ok());
+    Status st = gpu_share::CheckFit(PodGpuOf(Frac("z", 500)), n.info);
+    CHECK(st.code() == Code::kUnschedulable);
+  }
+}
+
+TEST_CASE("GpuShare: an opted-in pod prefers GPUs already shared", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto plugin = gpu_share::GpuShare::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  const StringMap slicing = {{"nvidia.com/gpu.replicas", "4"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}};
+  const StringMap allowed = {{"tessel.io/gpu-sharing", "allowed"}};
+  TestNode busy("busy", "cpu:16,memory:64Gi,nvidia.com/gpu:4", 1, slicing);
+  busy.Add(MakePod("o", "nvidia.com/gpu:1", allowed));
+  TestNode fresh("fresh", "cpu:16,memory:64Gi,nvidia.com/gpu:4", 1, slicing);
+  TestNode exclusive("excl", "cpu:16,memory:64Gi,nvidia.com/gpu:1", 1);
+  const Pod pod = MakePod("p", "nvidia.com/gpu:1", allowed);
+  CHECK(ScoreOf(**plugin, pod, busy.info) > ScoreOf(**plugin, pod, fresh.info));
+  CHECK(ScoreOf(**plugin, pod, fresh.info) > ScoreOf(**plugin, pod, exclusive.info));
+}
+
+TEST_CASE("BestFit: raw score and min-max normalisation", "[gpu][plugins]") {
+  // 96 cores with 32 used, 8 GPUs with 4 used; pod 8 cores + 1 GPU:
+  // cpu left 56000, GPU left 3000: 100 * (1 - (56000/256000 + 3000/16000)) = 59.375 -> 59.
+  CHECK(best_fit::BestFitRaw(56000, 3000, 128000, 8000) == 59);
+  FakeHandle handle;
+  auto plugin = best_fit::BestFit::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
+  CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), n.info) == 59);
+  NodeScoreList scores = {{"a", 59}, {"b", 20}, {"c", 40}};
+  best_fit::MinMaxNormalize(scores);
+  // (59-20)*100/39 = 100, 0, (40-20)*100/39 = 51.28 -> 51
+  CHECK(scores[0].score == 100);
+  CHECK(scores[1].score == 0);
+  CHECK(scores[2].score == 51);
+  NodeScoreList equal = {{"a", 7}, {"b", 7}};
+  best_fit::MinMaxNormalize(equal);
+  CHECK((equal[0].score == 0 && equal[1].score == 0));
+}
+
+TEST_CASE("DotProd: Tetris alignment", "[gpu][plugins]") {
+  // 64000*8000/128000^2 + 4000*1000/8000^2 = 0.03125 + 0.0625; 100*(1 - 0.046875) = 95.3 -> 95
+  CHECK(dot_prod::DotProdScore(64000, 8000, 4000, 1000, 128000, 8000) == 95);
+  // Free CPU below the request scores 0.
+  CHECK(dot_prod::DotProdScore(4000, 8000, 4000, 1000, 128000, 8000) == 0);
+  // An empty 128-core 8-GPU node and an 8-GPU 128-core pod: 100*(1 - (1 + 1)/2) = 0.
+  CHECK(dot_prod::DotProdScore(128000, 128000, 8000, 8000, 128000, 8000) == 0);
+  FakeHandle handle;
+  auto plugin = dot_prod::DotProd::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
+  CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), n.info) == 95);
+}
+
+TEST_CASE("GpuClustering: same kind together", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto plugin = gpu_clustering::GpuClustering::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  TestNode empty("e", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  TestNode shared("s", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  shared.Add(Frac("x", 500));
+  TestNode mixed("m", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  mixed.Add(Frac("x", 500)).Add(MakePod("w", "cpu:1,nvidia.com/gpu:1"));
+  const Pod share = Frac("p", 300), one = MakePod("q", "cpu:1,nvidia.com/gpu:1");
+  CHECK(ScoreOf(**plugin, share, empty.info) == 25);       // no GPU pods: 25 + 25*0/8000
+  CHECK(ScoreOf(**plugin, share, shared.info) == 75 + 1);  // only its kind: 75 + floor(25*500/8000)
+  CHECK(ScoreOf(**plugin, one, shared.info) == 0 + 1);     // only other kinds: 0 + 1
+  CHECK(ScoreOf(**plugin, share, mixed.info) == 50 + 4);   // among others: 50 + floor(25*1500/8000)
+  CHECK(ScoreOf(**plugin, MakePod("c", "cpu:1"), mixed.info) == 0);
+}
+
+TEST_CASE("GpuPacking: shared GPUs, then partly used nodes, then free nodes", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto plugin = gpu_packing::GpuPacking::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  TestNode free8("f8", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  TestNode free2("f2", "cpu:96,memory:384Gi,nvidia.com/gpu:2", 2);
+  TestNode part("p", "cpu:96,memory:384Gi,nvidia.com/gpu:4", 4);
+  part.Add(Frac("x", 700));  // device 0 has 300 left
+  CHECK(ScoreOf(**plugin, Frac("a", 200), free8.info) == 25);   // max(33-8, 8)
+  CHECK(ScoreOf(**plugin, Frac("a", 200), free2.info) == 31);   // max(33-2, 2)
+  CHECK(ScoreOf(**plugin, Frac("a", 200), part.info) == 97);    // r=300: 100 - floor(30/10)
+  CHECK(ScoreOf(**plugin, Frac("a", 500), part.info) == 49);    // opens a fresh GPU: max(50-1, 33)
+  CHECK(ScoreOf(**plugin, MakePod("w", "cpu:1,nvidia.com/gpu:2"), part.info) == 48);  // max(50-2, 33)
+  CHECK(ScoreOf(**plugin, MakePod("c", "cpu:1"), part.info) == 0);
+}
+
+TEST_CASE("GpuBinPack: MostAllocated on GPU, CPU as the tie-break", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto plugin = gpu_binpack::GpuBinPack::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
+  // GPU 5000/8000 -> 9*62.5 = 562 (integer 562); CPU 40000/96000 -> 41; (562 + 41) / 10 = 60
+  CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), n.info) == 60);
+  TestNode idle("i", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
+  CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), idle.info) < 60);
+  auto bad = gpu_binpack::GpuBinPack::New(YAML::Load("{gpuWeight: 0, cpuWeight: 0}"), handle);
+  CHECK_FALSE(bad.ok());
+}
+
+TEST_CASE("FGD: the sigmoid thresholds reproduce floor(100 * sigmoid(d / 1000 W))", "[gpu][plugins]") {
+  for (int64_t w : {1, 7, 8152}) {
+    fgd::SigmoidScorer s;
+    s.Reset(w);
+    for (int64_t d = -9000; d <= 9000; d += 37) {
+      const int64_t scaled = d * w;
+      const double x = static_cast<double>(scaled) / (1000.0 * static_cast<double>(w));
+      const int64_t want = static_cast<int64_t>(std::floor(100.0 / (1.0 + std::exp(-x))));
+      CAPTURE(w, d);
+      CHECK(s.Score(scaled) == want);
+    }
+  }
+}
+
+TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][plugins]") {
+  // Target workload: one class, 500 milli on one GPU. Node: two GPUs, device 0 has 600 free.
+  // Before: the class fits (device 1), nothing below 500 is free: F = 0.
+  //  300 on device 0 -> it has 300 < 500 left: F = 300, d = -300: floor(100 sigmoid(-0.3)) = 42
+  //  300 on device 1 -> 700 left, device 0 600: F = 0, d = 0: 50   => device 1, score 50
+  //  600 on device 0 -> 0 left: F = 0: 50; on device 1 -> 400 left: F = 400: 40 => device 0
+  std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}};
+  YAML::Node args;
+  args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+  FakeHandle handle;
+  auto plugin = fgd::FGD::New(args, handle);
+  REQUIRE(plugin.ok());
+  TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  n.Add(Frac("x", 400));
+  fgd::FGD::Choice c = (*plugin)->Evaluate(PodGpuOf(Frac("a", 300)), n.info);
+  CHECK(c.score == 50);
+  CHECK(c.devices == DeviceList{1});
+  c = (*plugin)->Evaluate(PodGpuOf(Frac("b", 600)), n.info);
+  CHECK(c.score == 50);
+  CHECK(c.devices == DeviceList{0});
+  // The fragmentation itself: frag(600 free, 1000 free) = 0; (300, 1000) = 300.
+  fgd::FragModel model(classes);
+  fgd::NodeShape s{.model = -1, .cpu_free = 1000, .n = 2, .free = {}};
+  s.free[0] = 300;
+  s.free[1] = 1000;
+  CHECK(model.NodeFrag(s) == 300);
+  s.free[1] = 400;  // nothing fits any more: all idle counts
+  CHECK(model.NodeFrag(s) == 700);
+  s.cpu_free = 0;
+  s.free[1] = 1000;
+  std::vector<fgd::TargetClass> with_cpu = {{.cpu_milli = 4000, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 3}};
+  CHECK(fgd::FragModel(with_cpu).NodeFrag(s) == 3 * 1300);  // short of CPU: all idle, x weight 3
+}
+
+TEST_CASE("FGD typical pods: most frequent classes up to the coverage", "[gpu][plugins]") {
+  auto cls = [](int64_t gpu, int64_t weight) {
+    return fgd::TargetClass{.cpu_milli = 1000, .gpu_milli = gpu, .num_gpu = gpu > 0 ? 1 : 0, .models = {}, .weight = weight};
+  };
+  // 10 pods: 6 x A, 3 x B, 1 x C. 90% coverage keeps A and B; 95% keeps all three.
+  std::vector<fgd::TargetClass> pods;
+  for (int i = 0; i < 6; ++i) pods.push_back(cls(500, 1));
+  for (int i = 0; i < 3; ++i) pods.push_back(cls(1000, 1));
+  pods.push_back(cls(0, 1));
+  auto t90 = fgd::TypicalClasses(pods, 90);
+  REQUIRE(t90.size() == 2);
+  CHECK(t90[0].gpu_milli == 500);
+  CHECK(t90[0].weight == 6);
+  CHECK(t90[1].weight == 3);
+  CHECK(fgd::TypicalClasses(pods, 95).size() == 3);
+}
+
+TEST_CASE("Random: one uniformly chosen feasible node scores 100", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto plugin = random::Random::New(YAML::Node(), handle);
+  REQUIRE(plugin.ok());
+  std::vector<TestNode> nodes;
+  for (int i = 0; i < 4; ++i) nodes.emplace_back(StrCat("n", i), "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  std::vector<const NodeInfo*> feasible;
+  for (const TestNode& n : nodes) feasible.push_back(&n.info);
+  std::vector<int> wins(4, 0);
+  const Pod pod = Frac("p", 300);
+  for (int k = 0; k < 400; ++k) {
+    CycleState state;
+    REQUIRE((*plugin)->PreScore(state, pod, feasible).ok());
+    int hundred = 0;
+    for (int i = 0; i < 4; ++i) {
+      ScoreResult r = (*plugin)->Score(state, pod, nodes[i].info);
+      CHECK((r.score == 0 || r.score == 100));
+      if (r.score == 100) {
+        ++hundred;
+        ++wins[i];
+      }
+    }
+    CHECK(hundred == 1);
+  }
+  for (int w : wins) CHECK(w > 50);  // 100 expected each; far from a fixed or skewed pick
+}
+
+TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]") {
+  std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1},
+                                           {.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}};
+  YAML::Node args;
+  args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+  FakeHandle handle;
+  auto plugin = tessel_gpu::Tessel::New(args, handle);
+  REQUIRE(plugin.ok());
+  // Devices at 600 and 1000 free; classes 500 and 1000 milli, weight 1 each (W = 2).
+  // Before: 500 fits, nothing below 500 free (0); 1000 fits, device 0's 600 stranded: F = 600.
+  //  300 on device 0 (300, 1000 left): 500 -> 300 stranded; 1000 -> 300 stranded: F = 600,
+  //    dF = 0: floor(100 sigmoid(0)) = 50
+  //  300 on device 1 (600, 700 left): 500 -> 0; 1000 no longer fits: all 1300 idle: F = 1300,
+  //    dF = -700 / W = -350 milli: floor(100 sigmoid(-350/1000)) = 41
+  // So the pod fills the partly used device and keeps the whole one (key 2*50+1 vs 2*41+1).
+  TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  n.Add(Frac("x", 400));
+  tessel_gpu::Tessel::Choice c = (*plugin)->Evaluate(PodGpuOf(Frac("a", 300)), n.info);
+  CHECK(c.devices == DeviceList{0});
+  CHECK(c.key == 2 * 50 + 1);
+  // Whole-node preservation: the gradient ties (whole devices only, F = 0 before and after);
+  // the node already in use wins and the idle node stays whole.
+  TestNode used("used", "cpu:16,memory:64Gi,nvidia.com/gpu:8", 8);
+  used.Add(MakePod("cpu-job", "cpu:1"));
+  TestNode idle("idle", "cpu:16,memory:64Gi,nvidia.com/gpu:8", 8);
+  const Pod one = MakePod("w", "cpu:1,nvidia.com/gpu:1");
+  const int64_t used_key = ScoreOf(**plugin, one, used.info), idle_key = ScoreOf(**plugin, one, idle.info);
+  CHECK(used_key == idle_key + 1);  // same gradient bucket (50), +1 for in use
+  CHECK(idle_key == 2 * 50);
+  NodeScoreList scores = {{"idle", idle_key}, {"used", used_key}};
+  CycleState state;
+  REQUIRE((*plugin)->NormalizeScore(state, one, scores).ok());
+  CHECK(scores[1].score == 100);
+  CHECK(scores[0].score < 100);
+  // Without preservation the two nodes tie.
+  args["preserveIdleNodes"] = false;
+  auto plain = tessel_gpu::Tessel::New(args, handle);
+  REQUIRE(plain.ok());
+  CHECK(ScoreOf(**plain, one, used.info) == ScoreOf(**plain, one, idle.info));
+  CHECK_FALSE(tessel_gpu::Tessel::New(YAML::Load("{sigmoidScaleMilli: 0}"), handle).ok());
+}
+
+}  // namespace
+}  // namespace tessel

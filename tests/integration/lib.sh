@@ -1,0 +1,191 @@
+# lib.sh: shared helpers for Tessel's integration tests (sourced, not run).
+#
+# The tests share one control plane, started by cluster_up.sh (ctest fixture) in
+# $TESSEL_CLUSTER_DIR and stopped by cluster_down.sh. Each test works in its own namespace
+# (tessel-it-<test>) on its own simulated nodes (label tessel-it=<test>; its pods select them),
+# runs the real tessel-scheduler binary with the scheduler's own token (scheduler.kubeconfig,
+# bound to the manifests' RBAC), and removes what it created on exit, stopping every process it
+# started.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   it_begin bind
+#   it_nodes bind-a:8:pool=a bind-b:8
+#   it_start_scheduler main
+#   it_pod p1 --gpus 1 --select pool=a
+#   it_wait 30 "p1 bound" it_bound p1
+set -euo pipefail
+
+: "${TESSEL_ROOT:?}" "${TESSEL_CLUSTER_DIR:?}" "${TESSEL_SCHEDULER_BIN:?}"
+CLUSTER="$TESSEL_ROOT/tools/cluster/cluster.sh"
+export TESSEL_CLUSTER_DIR
+
+say() { printf '[%s %(%H:%M:%S)T] %s\n' "${IT_NAME:-it}" -1 "$*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+
+IT_PIDS=()
+IT_WORK=
+IT_NAME=
+NS=
+
+it_cleanup() {
+  local rc=$? pid
+  for pid in "${IT_PIDS[@]}"; do
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if ((rc)) && [[ -n $IT_WORK ]]; then
+    local f
+    for f in "$IT_WORK"/*.log; do
+      [[ -f $f ]] || continue
+      say "--- last lines of $f"
+      tail -n 40 "$f" >&2 || true
+    done
+    kubectl get pods -n "$NS" -o wide >&2 2>/dev/null || true
+  fi
+  if [[ -n $IT_NAME ]]; then
+    kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+    kubectl delete nodes -l "tessel-it=$IT_NAME" --wait=false >/dev/null 2>&1 || true
+  fi
+  [[ -n $IT_WORK ]] && rm -rf "$IT_WORK"
+  if ((rc)); then say "FAILED"; else say "PASSED in $((SECONDS - IT_START)) s"; fi
+}
+
+# it_begin NAME: the test's namespace, scratch dir and cleanup.
+it_begin() {
+  IT_NAME=$1
+  NS="tessel-it-$1"
+  IT_START=$SECONDS
+  IT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/tessel-it-$1.XXXXXX")
+  trap it_cleanup EXIT
+  [[ -f $TESSEL_CLUSTER_DIR/cluster.env ]] || fail "no cluster in $TESSEL_CLUSTER_DIR (run the cluster_up fixture)"
+  eval "$("$CLUSTER" env)"
+  export KUBECONFIG
+  SCHED_KUBECONFIG="$TESSEL_CLUSTER_DIR/scheduler.kubeconfig"
+  # Leftovers of an earlier, interrupted run.
+  kubectl delete nodes -l "tessel-it=$IT_NAME" --wait=false >/dev/null 2>&1 || true
+  if kubectl get namespace "$NS" >/dev/null 2>&1; then
+    kubectl delete namespace "$NS" --timeout=60s >/dev/null 2>&1 || true
+  fi
+  kubectl create namespace "$NS" >/dev/null
+}
+
+# it_wait SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s.
+it_wait() {
+  local timeout=$1 what=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail "timed out after ${timeout}s waiting for: $what"
+    sleep 0.2
+  done
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# it_nodes NAME:GPUS[:k=v,k=v][:taint] ...: registers simulated nodes labelled tessel-it=<test>.
+it_nodes() {
+  local spec file="$IT_WORK/nodes.yaml"
+  {
+    echo "apiVersion: v1"
+    echo "kind: List"
+    echo "items:"
+    for spec in "$@"; do
+      local name gpus labels
+      IFS=: read -r name gpus labels <<<"$spec"
+      echo "- apiVersion: v1"
+      echo "  kind: Node"
+      echo "  metadata:"
+      echo "    name: $name"
+      echo "    labels:"
+      echo "      tessel-it: $IT_NAME"
+      echo "      nvidia.com/gpu.count: \"$gpus\""
+      if [[ -n $labels ]]; then
+        local kv
+        IFS=, read -r -a kvs <<<"$labels"
+        for kv in "${kvs[@]}"; do echo "      ${kv%%=*}: \"${kv#*=}\""; done
+      fi
+      echo "  status:"
+      echo "    capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", nvidia.com/gpu: \"$gpus\"}"
+    done
+  } >"$file"
+  "$CLUSTER" nodes "$file" >/dev/null
+}
+
+# it_pod NAME [--gpus N] [--select k=v]... [--scheduler S] [--priority-class PC]: a pod in $NS
+# that selects this test's nodes.
+it_pod() {
+  local name=$1; shift
+  local gpus=0 scheduler=tessel selectors=("tessel-it: $IT_NAME") extra=""
+  while (($#)); do
+    case $1 in
+      --gpus) gpus=$2; shift 2 ;;
+      --select) selectors+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
+      --scheduler) scheduler=$2; shift 2 ;;
+      --priority-class) extra="  priorityClassName: $2"; shift 2 ;;
+      *) fail "it_pod: unknown option $1" ;;
+    esac
+  done
+  {
+    echo "apiVersion: v1"
+    echo "kind: Pod"
+    echo "metadata: {name: $name, namespace: $NS}"
+    echo "spec:"
+    echo "  schedulerName: $scheduler"
+    echo "  terminationGracePeriodSeconds: 0"
+    [[ -n $extra ]] && echo "$extra"
+    echo "  nodeSelector:"
+    local s
+    for s in "${selectors[@]}"; do echo "    $s"; done
+    echo "  containers:"
+    echo "  - name: main"
+    echo "    image: busybox"
+    echo "    resources:"
+    echo "      requests: {cpu: 100m, memory: 64Mi}"
+    if ((gpus > 0)); then echo "      limits: {nvidia.com/gpu: \"$gpus\"}"; fi
+  } | kubectl apply -f - >/dev/null
+}
+
+node_of() { kubectl get pod -n "$NS" "$1" -o 'jsonpath={.spec.nodeName}'; }
+it_bound() { [[ -n $(node_of "$1") ]]; }
+it_count_bound() {
+  kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true
+}
+
+# it_start_scheduler NAME [FLAGS...]: runs tessel-scheduler in the background with the
+# scheduler's token; sets SCHED_PID_<NAME>, SCHED_PORT_<NAME>; waits for /healthz.
+it_start_scheduler() {
+  local name=$1; shift
+  local port log="$IT_WORK/scheduler-$name.log"
+  port=$(free_port)
+  "$TESSEL_SCHEDULER_BIN" --kubeconfig "$SCHED_KUBECONFIG" --bind-address 127.0.0.1 --port "$port" \
+    "$@" >>"$log" 2>&1 &
+  local pid=$!
+  IT_PIDS+=("$pid")
+  printf -v "SCHED_PID_$name" '%s' "$pid"
+  printf -v "SCHED_PORT_$name" '%s' "$port"
+  local deadline=$((SECONDS + 20))
+  until curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || fail "scheduler $name exited: $(tail -n 20 "$log")"
+    ((SECONDS < deadline)) || fail "scheduler $name not serving /healthz after 20 s"
+    sleep 0.1
+  done
+}
+
+scheduler_ready() { curl -fsS "http://127.0.0.1:$1/readyz" >/dev/null; }
+scheduler_log() { echo "$IT_WORK/scheduler-$1.log"; }
+# metric PORT SERIES: the value of one series on /metrics ("" if absent).
+metric() {
+  curl -fsS "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s { print $2 }'
+}
+
+# it_stop_scheduler NAME: SIGTERM and wait.
+it_stop_scheduler() {
+  local var="SCHED_PID_$1"
+  local pid=${!var}
+  kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && fail "scheduler $1 did not stop within 10 s of SIGTERM"
+  wait "$pid" 2>/dev/null || true
+}

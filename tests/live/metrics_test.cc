@@ -1,0 +1,90 @@
+// Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
+// count), gauges, escaping; GPU totals in physical-GPU equivalents.
+#include <catch2/catch.hpp>
+
+#include "scheduler/server/metrics.h"
+
+namespace tessel::server {
+namespace {
+
+TEST_CASE("series names and values are formatted as Prometheus expects") {
+  CHECK(FormatSeries("m", {}) == "m");
+  CHECK(FormatSeries("m", {{"a", "x"}, {"b", "q\"u\\o\nte"}}) == R"(m{a="x",b="q\"u\\o\nte"})");
+  CHECK(FormatValue(3) == "3");
+  CHECK(FormatValue(0.25) == "0.25");
+  CHECK(FormatValue(std::numeric_limits<double>::infinity()) == "+Inf");
+}
+
+TEST_CASE("registry renders counters, histograms and gauges") {
+  MetricsRegistry r;
+  CounterFamily& c = r.Counter("scheduler_schedule_attempts_total", "Attempts.", {"result", "profile"});
+  c.Inc({"scheduled", "tessel"});
+  c.Inc({"scheduled", "tessel"});
+  c.Inc({"unschedulable", "tessel"});
+  HistogramFamily& h = r.Histogram("lat_seconds", "Latency.", {"result"}, {0.1, 1});
+  h.Observe({"scheduled"}, 0.05);
+  h.Observe({"scheduled"}, 0.5);
+  h.Observe({"scheduled"}, 5);
+  r.Gauge("scheduler_pending_pods", "Pending.", [] {
+    return std::vector<GaugeSample>{{{{"queue", "active"}}, 2}, {{{"queue", "backoff"}}, 0}};
+  });
+  const std::string want = R"(# HELP scheduler_schedule_attempts_total Attempts.
+# TYPE scheduler_schedule_attempts_total counter
+scheduler_schedule_attempts_total{result="scheduled",profile="tessel"} 2
+scheduler_schedule_attempts_total{result="unschedulable",profile="tessel"} 1
+# HELP lat_seconds Latency.
+# TYPE lat_seconds histogram
+lat_seconds_bucket{result="scheduled",le="0.1"} 1
+lat_seconds_bucket{result="scheduled",le="1"} 2
+lat_seconds_bucket{result="scheduled",le="+Inf"} 3
+lat_seconds_sum{result="scheduled"} 5.55
+lat_seconds_count{result="scheduled"} 3
+# HELP scheduler_pending_pods Pending.
+# TYPE scheduler_pending_pods gauge
+scheduler_pending_pods{queue="active"} 2
+scheduler_pending_pods{queue="backoff"} 0
+)";
+  CHECK(r.Render() == want);
+  CHECK(c.Get({"scheduled", "tessel"}) == 2);
+}
+
+Node GpuNode(const std::string& name, int64_t gpus, int replicas) {
+  Node n;
+  n.meta.name = name;
+  n.meta.labels["nvidia.com/gpu.replicas"] = std::to_string(replicas);
+  n.allocatable.scalar[std::string(kNvidiaGpu)] = gpus * 1000;
+  n.allocatable.pods = 110;
+  n.capacity = n.allocatable;
+  n.ready = ConditionStatus::kTrue;
+  return n;
+}
+
+Pod GpuPod(const std::string& name, const std::string& node, int64_t gpus) {
+  Pod p;
+  p.meta.namespace_ = "ns";
+  p.meta.name = name;
+  p.node_name = node;
+  p.phase = PodPhase::kRunning;
+  p.requests.scalar[std::string(kNvidiaGpu)] = gpus * 1000;
+  p.requests.pods = 1;
+  return p;
+}
+
+TEST_CASE("GPU totals count time-slicing replicas as fractions of a GPU") {
+  RealClock clock;
+  Cache cache(&clock);
+  cache.AddOrUpdateNode(GpuNode("whole-0", 8, 1));
+  cache.AddOrUpdateNode(GpuNode("whole-1", 8, 1));
+  cache.AddOrUpdateNode(GpuNode("sliced", 32, 4));  // 8 GPUs x 4 replicas
+  cache.AddOrUpdatePod(GpuPod("a", "whole-0", 2));
+  cache.AddOrUpdatePod(GpuPod("b", "sliced", 4));   // 4 replicas = 1 GPU
+  GpuTotals t = ComputeGpuTotals(cache);
+  CHECK(t.allocatable == Approx(24));
+  CHECK(t.allocated == Approx(3));
+  // Free: whole-0 6 (partly used), whole-1 8 (empty), sliced 7 (partly used) -> 13 of 21.
+  CHECK(t.fragmentation == Approx(13.0 / 21.0));
+  CHECK(t.allocated + (6 + 8 + 7) == Approx(t.allocatable));
+}
+
+}  // namespace
+}  // namespace tessel::server
