@@ -26,10 +26,12 @@ profiles:
       - {name: GpuShare}
     preScore:
       enabled: [{name: GpuShare}, {name: Tessel}]
+    # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
+    # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
     score:
       enabled:
-      - {name: TaintToleration, weight: 3}
-      - {name: NodeAffinity, weight: 2}
+      - {name: TaintToleration, weight: 10}
+      - {name: NodeAffinity, weight: 10}
       - {name: NodeResourcesFit, weight: 1}
       - {name: GpuShare, weight: 2}
       - {name: Tessel, weight: 10}

@@ -303,12 +303,13 @@ int Run(const Flags& flags) {
     const bool leading = !flags.leader_elect || (elector && elector->IsLeader());
     return std::vector<server::GaugeSample>{{{}, leading ? 1.0 : 0.0}};
   });
-  metrics_registry.Gauge("tessel_binds_total", "Binds the API server accepted", [&] {
-    return std::vector<server::GaugeSample>{{{}, static_cast<double>(cluster.binds())}};
-  });
-  metrics_registry.Gauge("tessel_kube_requests_total", "Requests sent to the API server", [&] {
-    return std::vector<server::GaugeSample>{{{}, static_cast<double>((*client)->requests_sent())}};
-  });
+  metrics_registry.CounterFunc("tessel_binds_total", "Binds the API server accepted",
+                               [&] { return static_cast<double>(cluster.binds()); });
+  metrics_registry.CounterFunc("tessel_kube_requests_total", "Requests sent to the API server",
+                               [&] { return static_cast<double>((*client)->requests_sent()); });
+  metrics_registry.CounterFunc("tessel_events_suppressed_total",
+                               "Events not posted: deduplicated or rate-limited",
+                               [&] { return static_cast<double>(cluster.events_suppressed()); });
 
   kube::SchedulerFeed feed(client->get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },

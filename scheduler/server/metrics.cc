@@ -125,6 +125,16 @@ void MetricsRegistry::Gauge(std::string name, std::string help,
   families_.push_back(std::move(f));
 }
 
+void MetricsRegistry::CounterFunc(std::string name, std::string help, std::function<double()> fn) {
+  auto f = std::make_unique<Family>();
+  f->name = std::move(name);
+  f->help = std::move(help);
+  f->type = "counter";
+  f->gauge = [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; };
+  absl::MutexLock lock(&mu_);
+  families_.push_back(std::move(f));
+}
+
 std::string MetricsRegistry::Render() const {
   absl::MutexLock lock(&mu_);
   std::string out;

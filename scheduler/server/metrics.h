@@ -77,6 +77,8 @@ class MetricsRegistry {
                              std::vector<double> bounds);
   // A gauge whose samples are computed at every scrape.
   void Gauge(std::string name, std::string help, std::function<std::vector<GaugeSample>()> fn);
+  // A counter kept elsewhere (a monotonic number read at every scrape).
+  void CounterFunc(std::string name, std::string help, std::function<double()> fn);
   std::string Render() const;
 
  private:
