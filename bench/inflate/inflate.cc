@@ -1,6 +1,8 @@
 // The inflation experiment: trace loading, inflation, one scheduler per run, metrics, outputs.
 #include "bench/inflate/inflate.h"
 
+#include "scheduler/util/file.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,14 +29,6 @@ namespace tessel::bench {
 namespace {
 
 using nlohmann::json;
-
-absl::StatusOr<std::string> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat("cannot open ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 std::optional<int64_t> ToInt(std::string_view s) {
   if (s.empty()) return std::nullopt;
@@ -169,7 +163,7 @@ struct Reference {
 
 Reference LoadReference(const std::string& path) {
   Reference ref;
-  auto text = ReadAll(path);
+  auto text = ReadFileToString(path);
   if (!text.ok()) return ref;
   auto csv = ParseCsv(*text, {"workload", "policy", "arrived_pct", "alloc_pct_mean",
                               "frag_amount_pct_of_capacity_median"});
@@ -267,7 +261,7 @@ absl::StatusOr<std::vector<TracePod>> ParseTracePods(std::string_view text) {
 }
 
 absl::StatusOr<std::vector<TraceNode>> LoadTraceNodes(const std::string& path) {
-  auto text = ReadAll(path);
+  auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   auto nodes = ParseTraceNodes(*text);
   if (!nodes.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", nodes.status().message()));
@@ -275,7 +269,7 @@ absl::StatusOr<std::vector<TraceNode>> LoadTraceNodes(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<TracePod>> LoadTracePods(const std::string& path) {
-  auto text = ReadAll(path);
+  auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   auto pods = ParseTracePods(*text);
   if (!pods.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", pods.status().message()));

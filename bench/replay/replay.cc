@@ -12,20 +12,13 @@
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/util/file.h"
 
 namespace tessel::bench {
 
 using nlohmann::json;
 
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat("cannot open ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 // GPU metrics in physical GPU-equivalents (3 replicas of one GPU are one GPU; a MIG slice N/7),
 // and FGD's fragmentation measured against the mix of pods in the snapshot itself: the idle GPU
@@ -139,7 +132,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
 }
 
 absl::StatusOr<json> RunReplay(const ReplayOptions& options) {
-  auto text = ReadFile(options.snapshot_path);
+  auto text = ReadFileToString(options.snapshot_path);
   if (!text.ok()) return text.status();
   auto result = RunReplayText(*text, options);
   if (!result.ok()) {

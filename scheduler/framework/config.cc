@@ -2,6 +2,8 @@
 // leave this file.
 #include "scheduler/framework/config.h"
 
+#include "scheduler/util/file.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -136,11 +138,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml_text)
 }
 
 absl::StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(StrCat("cannot read configuration file ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseSchedulerConfig(buf.str());
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  return ParseSchedulerConfig(*text);
 }
 
 ProfileConfig ResolveProfile(const ProfileConfig& profile, const ProfileConfig& defaults) {

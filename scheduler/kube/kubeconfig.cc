@@ -9,19 +9,11 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
+#include "scheduler/util/file.h"
 #include "scheduler/util/strings.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tessel::kube {
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat("cannot read ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(StrCat("error reading ", path));
-  return buf.str();
-}
 
 namespace {
 
@@ -67,7 +59,7 @@ absl::StatusOr<std::string> PemField(const YAML::Node& map, const std::string& k
   }
   const std::string file = Str(map, key.c_str());
   if (file.empty()) return std::string();
-  return ReadWholeFile(Resolve(base_dir, file));
+  return ReadFileToString(Resolve(base_dir, file));
 }
 
 }  // namespace
@@ -137,7 +129,7 @@ absl::StatusOr<ClientConfig> ParseKubeconfig(std::string_view text, std::string_
 }
 
 absl::StatusOr<ClientConfig> LoadKubeconfig(const std::string& path, std::string_view context) {
-  auto text = ReadWholeFile(path);
+  auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   std::string dir = ".";
   if (size_t slash = path.rfind('/'); slash != std::string::npos) {
@@ -162,10 +154,10 @@ absl::StatusOr<ClientConfig> InClusterConfig(const InClusterPaths& paths) {
   // IPv6 literals need brackets in a URL.
   config.server = h.find(':') != std::string::npos ? StrCat("https://[", h, "]:", port)
                                                    : StrCat("https://", h, ":", port);
-  auto token = ReadWholeFile(paths.token_file);
+  auto token = ReadFileToString(paths.token_file);
   if (!token.ok()) return token.status();
   config.token_file = paths.token_file;
-  auto ca = ReadWholeFile(paths.ca_file);
+  auto ca = ReadFileToString(paths.ca_file);
   if (!ca.ok()) return ca.status();
   config.ca_pem = *std::move(ca);
   return config;
@@ -186,7 +178,7 @@ std::string TokenSource::Token() {
       st.st_size == size_) {
     return token_;
   }
-  auto text = ReadWholeFile(token_file_);
+  auto text = ReadFileToString(token_file_);
   if (!text.ok()) return token_;
   std::string fresh = Trim(*std::move(text));
   if (fresh.empty()) return token_;  // caught mid-rewrite: keep the last good one

@@ -43,7 +43,6 @@ struct InClusterPaths {
 // From KUBERNETES_SERVICE_HOST/PORT and the mounted service account.
 absl::StatusOr<ClientConfig> InClusterConfig(const InClusterPaths& paths = {});
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
 // The bearer token to send: the static one, or the token file's contents, re-read when the
 // file's modification time or size changes (checked at most once per `recheck`). Thread-safe.
