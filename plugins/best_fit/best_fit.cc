@@ -26,13 +26,9 @@ void MinMaxNormalize(NodeScoreList& scores) {
 }
 
 absl::StatusOr<std::unique_ptr<BestFit>> BestFit::New(const YAML::Node& args, Handle&) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"maxCpuMilli", "maxGpuMilli"}); !st.ok()) return st;
-  auto cpu = reader.Int("maxCpuMilli", 128000, 1, int64_t{1} << 32);
-  if (!cpu.ok()) return cpu.status();
-  auto gpu = reader.Int("maxGpuMilli", 8000, 1, int64_t{1} << 32);
-  if (!gpu.ok()) return gpu.status();
-  return std::make_unique<BestFit>(*cpu, *gpu);
+  auto scale = gpu::ParseNodeScale(args);
+  if (!scale.ok()) return scale.status();
+  return std::make_unique<BestFit>(scale->max_cpu_milli, scale->max_gpu_milli);
 }
 
 int64_t BestFit::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

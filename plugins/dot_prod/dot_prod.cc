@@ -19,13 +19,9 @@ int64_t DotProdScore(int64_t cpu_free, int64_t cpu_req, int64_t gpu_free, int64_
 }
 
 absl::StatusOr<std::unique_ptr<DotProd>> DotProd::New(const YAML::Node& args, Handle&) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"maxCpuMilli", "maxGpuMilli"}); !st.ok()) return st;
-  auto cpu = reader.Int("maxCpuMilli", 128000, 1, int64_t{1} << 32);
-  if (!cpu.ok()) return cpu.status();
-  auto gpu = reader.Int("maxGpuMilli", 8000, 1, int64_t{1} << 32);
-  if (!gpu.ok()) return gpu.status();
-  return std::make_unique<DotProd>(*cpu, *gpu);
+  auto scale = gpu::ParseNodeScale(args);
+  if (!scale.ok()) return scale.status();
+  return std::make_unique<DotProd>(scale->max_cpu_milli, scale->max_gpu_milli);
 }
 
 int64_t DotProd::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

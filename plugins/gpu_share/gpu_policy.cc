@@ -1,6 +1,8 @@
 // Shared pieces of the GPU policies (see gpu_policy.h).
 #include "plugins/gpu_share/gpu_policy.h"
 
+#include "scheduler/framework/plugin_util.h"
+
 namespace tessel::gpu {
 
 std::vector<std::string> AllowedGpuModels(const Pod& pod) {
@@ -66,6 +68,17 @@ Status GpuPolicy::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& nod
     SetChosenDevices(state, assumed, *devices);
   }
   return Status::Ok();
+}
+
+absl::StatusOr<NodeScale> ParseNodeScale(const YAML::Node& args) {
+  ArgsReader reader(args);
+  if (absl::Status st = reader.OnlyKeys({"maxCpuMilli", "maxGpuMilli"}); !st.ok()) return st;
+  NodeScale scale;
+  auto cpu = reader.Int("maxCpuMilli", scale.max_cpu_milli, 1, int64_t{1} << 32);
+  if (!cpu.ok()) return cpu.status();
+  auto gpu = reader.Int("maxGpuMilli", scale.max_gpu_milli, 1, int64_t{1} << 32);
+  if (!gpu.ok()) return gpu.status();
+  return NodeScale{.max_cpu_milli = *cpu, .max_gpu_milli = *gpu};
 }
 
 }  // namespace tessel::gpu

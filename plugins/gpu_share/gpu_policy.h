@@ -19,7 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "scheduler/framework/interface.h"
+#include "yaml-cpp/yaml.h"
 #include "scheduler/state/gpu_devices.h"
 
 namespace tessel::gpu {
@@ -75,5 +77,13 @@ class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlu
     return Status::Ok();
   }
 };
+
+// The largest node's CPU and GPU milli, which the paper's DotProd and BestFit scale by.
+// Args {maxCpuMilli: 128000, maxGpuMilli: 8000}; anything else is an error.
+struct NodeScale {
+  int64_t max_cpu_milli = 128000;
+  int64_t max_gpu_milli = 8000;
+};
+absl::StatusOr<NodeScale> ParseNodeScale(const YAML::Node& args);
 
 }  // namespace tessel::gpu
