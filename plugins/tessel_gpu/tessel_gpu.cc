@@ -9,7 +9,8 @@ absl::StatusOr<std::unique_ptr<Tessel>> Tessel::New(const YAML::Node& args, Hand
   auto workload = fgd::TargetWorkload::FromArgs(args, {"sigmoidScaleMilli", "preserveIdleNodes"});
   if (!workload.ok()) return workload.status();
   ArgsReader reader(args);
-  auto scale = reader.Int("sigmoidScaleMilli", 1000, 1, 1'000'000);
+  // Absent: chosen from the target workload (AutoSigmoidScaleMilli); 0 stands for that.
+  auto scale = reader.Int("sigmoidScaleMilli", 0, 1, 1'000'000);
   if (!scale.ok()) return scale.status();
   auto preserve = reader.Bool("preserveIdleNodes", true);
   if (!preserve.ok()) return preserve.status();
@@ -22,11 +23,27 @@ Tessel::Tessel(fgd::TargetWorkload workload, Options options)
   ResetScorer();
 }
 
+int64_t AutoSigmoidScaleMilli(const fgd::FragModel& model) {
+  using i128 = __int128;
+  i128 total = 0, multi = 0;  // GPU milli requested by the classes, weighted; multi: num_gpu > 1
+  for (const fgd::TargetClass& c : model.classes()) {
+    const i128 v = static_cast<i128>(c.weight) * c.gpu_milli * c.num_gpu;
+    total += v;
+    if (c.num_gpu > 1) multi += v;
+  }
+  if (total <= 0) return 1000;
+  // 1000 + 1000 * min(1, share / 15%) = 1000 + min(1000, multi * 20000 / (3 * total)).
+  const i128 extra = multi * 20000 / (3 * total);
+  return 1000 + static_cast<int64_t>(std::min<i128>(extra, 1000));
+}
+
 void Tessel::ResetScorer() {
+  scale_milli_ = options_.sigmoid_scale_milli > 0 ? options_.sigmoid_scale_milli
+                                                  : AutoSigmoidScaleMilli(workload_.model());
   // Thresholds for floor(100 sigmoid(dF / scale)) with dF scaled by the workload weight W:
   // the same as FGD's for a weight of W * scale / 1000.
   const int64_t w = std::max<int64_t>(workload_.model().total_weight(), 1);
-  sigmoid_.Reset(w * options_.sigmoid_scale_milli / 1000 > 0 ? w * options_.sigmoid_scale_milli / 1000 : 1);
+  sigmoid_.Reset(w * scale_milli_ / 1000 > 0 ? w * scale_milli_ / 1000 : 1);
 }
 
 Status Tessel::PreFilter(CycleState& state, const Pod& pod) {

@@ -2,7 +2,11 @@
 // fragmentation gradient of FGD (plugins/fgd, Weng et al., ATC'23) and adds whole-node
 // preservation, which the inflation experiment (bench/inflate; numbers in docs/gpu.md) shows to
 // lower unallocated GPU on every openb workload shipped:
-//   - Gradient: floor(100 * sigmoid(dF / scale)), scale 1000 milli-GPU as in FGD. Ranking by the
+//   - Gradient: floor(100 * sigmoid(dF / scale)). The scale is FGD's 1000 milli-GPU, raised in
+//     proportion to the multi-GPU pods' share of the target workload's GPU milli, up to 2000 at a
+//     share of 15% (AutoSigmoidScaleMilli). Coarser buckets leave more nodes tied, so the
+//     preservation tie-break below decides more often; that pays off when multi-GPU jobs are a
+//     large part of the demand and costs on sharing-heavy mixes (docs/gpu.md). Ranking by the
 //     exact dF instead is *worse* than FGD (about +1 pp): nodes whose fragmentation changes by a
 //     similar amount are equally good for the future, and sending every pod to the arg-max
 //     drains one kind of node. The integer buckets leave near-equal nodes tied, and ties fall
@@ -15,7 +19,8 @@
 // Raw scores are (gradient score * 2 + in-use); NormalizeScore maps the best to 100 and the
 // rest to 0..99, so the order survives other plugins' weights as far as possible.
 //
-// Args: target_workload.h's, plus {sigmoidScaleMilli: 1000, preserveIdleNodes: true}.
+// Args: target_workload.h's, plus {sigmoidScaleMilli: <auto>, preserveIdleNodes: true}.
+// sigmoidScaleMilli, when given, fixes the scale (1000 is FGD's); absent, it follows the workload.
 #pragma once
 
 #include "plugins/fgd/fgd.h"
@@ -23,8 +28,12 @@
 
 namespace tessel::tessel_gpu {
 
+// 1000 + 1000 * min(1, s / 15%), s = the share of the workload's GPU milli (weight * gpu_milli *
+// num_gpu) requested by classes with num_gpu > 1. 1000 (FGD's) with no multi-GPU class.
+int64_t AutoSigmoidScaleMilli(const fgd::FragModel& model);
+
 struct Options {
-  int64_t sigmoid_scale_milli = 1000;
+  int64_t sigmoid_scale_milli = 0;  // 0: AutoSigmoidScaleMilli of the current target workload
   bool preserve_idle_nodes = true;
 };
 
@@ -43,6 +52,7 @@ class Tessel final : public gpu::GpuPolicy, public PreFilterPlugin {
     DeviceList devices;
   };
   Choice Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const;
+  int64_t scale_milli() const { return scale_milli_; }
 
  protected:
   int64_t ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const override;
@@ -54,6 +64,7 @@ class Tessel final : public gpu::GpuPolicy, public PreFilterPlugin {
 
   fgd::TargetWorkload workload_;
   Options options_;
+  int64_t scale_milli_ = 1000;
   fgd::SigmoidScorer sigmoid_;
 };
 

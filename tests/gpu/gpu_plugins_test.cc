@@ -360,5 +360,33 @@ TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]"
   CHECK_FALSE(tessel_gpu::Tessel::New(YAML::Load("{sigmoidScaleMilli: 0}"), handle).ok());
 }
 
+TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload", "[gpu][plugins]") {
+  FakeHandle handle;
+  auto scale_for = [&](std::vector<fgd::TargetClass> classes) {
+    YAML::Node args;
+    args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+    auto plugin = tessel_gpu::Tessel::New(args, handle);
+    REQUIRE(plugin.ok());
+    CHECK((*plugin)->scale_milli() == tessel_gpu::AutoSigmoidScaleMilli(fgd::FragModel(classes)));
+    return (*plugin)->scale_milli();
+  };
+  auto cls = [](int64_t milli, int32_t n, int64_t weight) {
+    return fgd::TargetClass{.cpu_milli = 0, .gpu_milli = milli, .num_gpu = n, .models = {}, .weight = weight};
+  };
+  // No multi-GPU class: FGD's 1000.
+  CHECK(scale_for({cls(500, 1, 3), cls(1000, 1, 1), cls(0, 0, 5)}) == 1000);
+  // Multi-GPU share of GPU milli 2000 / (2000 + 18000) = 10%: 1000 + 1000 * 10 / 15 = 1666.
+  CHECK(scale_for({cls(1000, 2, 1), cls(1000, 1, 18)}) == 1666);
+  // 15% and beyond: 2000.
+  CHECK(scale_for({cls(1000, 8, 1), cls(1000, 1, 8)}) == 2000);
+  // An explicit scale wins.
+  YAML::Node args;
+  args["targetWorkload"] = fgd::TargetWorkloadYaml({cls(1000, 8, 1)});
+  args["sigmoidScaleMilli"] = 1000;
+  auto fixed = tessel_gpu::Tessel::New(args, handle);
+  REQUIRE(fixed.ok());
+  CHECK((*fixed)->scale_milli() == 1000);
+}
+
 }  // namespace
 }  // namespace tessel
