@@ -85,37 +85,10 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
   const NodeShape before = NodeShape::Of(node, model.ModelId(gpus.inventory().product));
   const int64_t f_before = model.NodeFrag(before);
   const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
-  Choice best;
-  if (demand.kind == GpuDemand::Kind::kMilli) {
-    int32_t best_device = -1;
-    int32_t one[1];
-    for (int32_t i = 0; i < gpus.count(); ++i) {
-      if (!gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) continue;
-      // A device with the same free milli as an earlier one scores the same; the earlier wins.
-      bool repeat = false;
-      for (int32_t j = 0; j < i && !repeat; ++j) {
-        repeat = gpus.FreeMilli(j) == gpus.FreeMilli(i) && gpus.DeviceFits(j, demand.milli, demand.memory_bytes);
-      }
-      if (repeat) continue;
-      one[0] = i;
-      const int64_t s =
-          sigmoid_.Score(f_before - model.NodeFrag(ShapeAfter(before, gpus, demand, one, pod.cpu_milli)));
-      if (best_device < 0 || s > best.score) {
-        best.score = s;
-        best_device = i;
-      }
-    }
-    if (best_device >= 0) best.devices = {best_device};
-    return best;
-  }
-  if (demand.kind != GpuDemand::Kind::kNone) {
-    std::optional<DeviceList> d = gpus.DefaultChoice(demand);
-    if (!d.has_value()) return best;
-    best.devices = *std::move(d);
-  }
-  best.score = sigmoid_.Score(
-      f_before - model.NodeFrag(ShapeAfter(before, gpus, demand, best.devices, pod.cpu_milli)));
-  return best;
+  DeviceChoice c = ChooseByKey(gpus, demand, [&](std::span<const int32_t> devices) {
+    return sigmoid_.Score(f_before - model.NodeFrag(ShapeAfter(before, gpus, demand, devices, pod.cpu_milli)));
+  });
+  return Choice{.score = c.key, .devices = std::move(c.devices)};
 }
 
 int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <span>
 
 #include "plugins/fgd/target_workload.h"
 #include "scheduler/framework/registry.h"
@@ -34,6 +36,47 @@ class SigmoidScorer {
 // The node shape after placing `pod` with `devices` (empty devices: CPU only).
 NodeShape ShapeAfter(const NodeShape& before, const GpuDevices& gpus, const GpuDemand& demand,
                      std::span<const int32_t> devices, int64_t cpu_milli);
+
+// The devices a pod takes on a node under a fragmentation score, and that score. A fraction
+// (kMilli) tries every device it fits on and keeps the highest `key_of(devices)`, the first
+// device on ties (devices with equal free milli leave the same shape, so only the first of
+// them is scored); whole GPUs take the default choice. `key_of` is called with a span of the
+// candidate device indices (empty for a CPU-only pod). No devices: the pod fits nowhere here.
+struct DeviceChoice {
+  int64_t key = 0;
+  DeviceList devices;
+};
+template <typename KeyFn>
+DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, KeyFn key_of) {
+  DeviceChoice best;
+  if (demand.kind == GpuDemand::Kind::kMilli) {
+    int32_t best_device = -1;
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (!gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) continue;
+      bool repeat = false;
+      for (int32_t j = 0; j < i && !repeat; ++j) {
+        repeat = gpus.FreeMilli(j) == gpus.FreeMilli(i) &&
+                 gpus.DeviceFits(j, demand.milli, demand.memory_bytes);
+      }
+      if (repeat) continue;
+      const int32_t one[1] = {i};
+      const int64_t k = key_of(std::span<const int32_t>(one));
+      if (best_device < 0 || k > best.key) {
+        best.key = k;
+        best_device = i;
+      }
+    }
+    if (best_device >= 0) best.devices = {best_device};
+    return best;
+  }
+  if (demand.kind != GpuDemand::Kind::kNone) {
+    std::optional<DeviceList> d = gpus.DefaultChoice(demand);
+    if (!d.has_value()) return best;
+    best.devices = *std::move(d);
+  }
+  best.key = key_of(std::span<const int32_t>(best.devices));
+  return best;
+}
 
 class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
  public:

@@ -66,29 +66,7 @@ Tessel::Choice Tessel::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) co
     const fgd::NodeShape after = fgd::ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
     return sigmoid_.Score(f_before - model.NodeFrag(after)) * 2 + tie;
   };
-  Choice best;
-  if (demand.kind == GpuDemand::Kind::kMilli) {
-    int32_t best_device = -1;
-    int32_t one[1];
-    for (int32_t i = 0; i < gpus.count(); ++i) {
-      if (!gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) continue;
-      one[0] = i;
-      const int64_t k = key_of(one);
-      if (best_device < 0 || k > best.key) {
-        best.key = k;
-        best_device = i;
-      }
-    }
-    if (best_device >= 0) best.devices = {best_device};
-    return best;
-  }
-  if (demand.kind != GpuDemand::Kind::kNone) {
-    std::optional<DeviceList> d = gpus.DefaultChoice(demand);
-    if (!d.has_value()) return best;
-    best.devices = *std::move(d);
-  }
-  best.key = key_of(best.devices);
-  return best;
+  return fgd::ChooseByKey(gpus, demand, key_of);
 }
 
 int64_t Tessel::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

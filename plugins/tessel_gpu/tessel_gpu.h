@@ -47,10 +47,7 @@ class Tessel final : public gpu::GpuPolicy, public PreFilterPlugin {
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
 
-  struct Choice {
-    int64_t key = 0;  // larger is better
-    DeviceList devices;
-  };
+  using Choice = fgd::DeviceChoice;  // key: larger is better
   Choice Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const;
   int64_t scale_milli() const { return scale_milli_; }
 
