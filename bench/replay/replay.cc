@@ -155,10 +155,12 @@ std::string FormatPlacementTable(const json& result) {
     }
   }
   const json& m = result["metrics"];
-  fmt::format_to(std::back_inserter(out), "\n{} of {} pending pods placed on {} nodes; GPUs allocated {} of {}\n",
-                        m["pods_scheduled"].get<int64_t>(), m["pods_pending"].get<int64_t>(),
-                        m["nodes"].get<int64_t>(), FormatMilli(m["gpu_allocated_milli"].get<int64_t>()),
-                        FormatMilli(m["gpu_allocatable_milli"].get<int64_t>()));
+  // GPUs in physical-GPU equivalents: time-sliced replicas and fractions are not whole GPUs.
+  fmt::format_to(std::back_inserter(out),
+                 "\n{} of {} pending pods placed on {} nodes; GPUs allocated {} of {} (physical-GPU equivalents)\n",
+                 m["pods_scheduled"].get<int64_t>(), m["pods_pending"].get<int64_t>(),
+                 m["nodes"].get<int64_t>(), FormatMilli(m["gpu_equivalent_allocated_milli"].get<int64_t>()),
+                 FormatMilli(m["gpu_equivalent_capacity_milli"].get<int64_t>()));
   for (const auto& w : result["warnings"]) StrAppend(&out, "warning: ", w.get<std::string>(), "\n");
   return out;
 }
