@@ -51,9 +51,12 @@ int32_t FragModel::ModelId(std::string_view product) const {
   return -1;
 }
 
-int64_t FragModel::ClassFrag(const NodeShape& node, size_t m) const {
-  const Compiled& c = compiled_[m];
-  const int64_t idle = node.idle();
+namespace {
+
+// The idle milli of `node` that class `c` cannot use (`idle` is node.idle(), passed in so a
+// caller looping over classes computes it once).
+template <typename CompiledClass>
+int64_t FragOfClass(const CompiledClass& c, const NodeShape& node, int64_t idle) {
   if (c.num_gpu == 0 || node.cpu_free < c.cpu) return idle;
   const bool allowed = c.model_mask == ~uint64_t{0} ||
                        (node.model >= 0 && (c.model_mask >> node.model & 1) != 0);
@@ -70,27 +73,17 @@ int64_t FragModel::ClassFrag(const NodeShape& node, size_t m) const {
   return fitting >= c.num_gpu ? stranded : idle;
 }
 
+}  // namespace
+
+int64_t FragModel::ClassFrag(const NodeShape& node, size_t m) const {
+  return FragOfClass(compiled_[m], node, node.idle());
+}
+
 int64_t FragModel::NodeFrag(const NodeShape& node) const {
   const int64_t idle = node.idle();
   if (idle == 0) return 0;
   int64_t total = 0;
-  for (const Compiled& c : compiled_) {
-    int64_t frag = idle;
-    if (c.num_gpu > 0 && node.cpu_free >= c.cpu &&
-        (c.model_mask == ~uint64_t{0} || (node.model >= 0 && (c.model_mask >> node.model & 1) != 0))) {
-      int32_t fitting = 0;
-      int64_t stranded = 0;
-      for (int32_t i = 0; i < node.n; ++i) {
-        if (node.free[i] >= c.threshold) {
-          ++fitting;
-        } else {
-          stranded += node.free[i];
-        }
-      }
-      if (fitting >= c.num_gpu) frag = stranded;
-    }
-    total += c.weight * frag;
-  }
+  for (const Compiled& c : compiled_) total += c.weight * FragOfClass(c, node, idle);
   return total;
 }
 
