@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "nlohmann/json.hpp"
@@ -16,7 +17,8 @@ template <typename T>
 void CheckNamed(const absl::StatusOr<T>& decoded, std::string_view kind) {
   if (decoded.ok()) return;
   if (decoded.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
-  if (decoded.status().message().find(kind) == std::string_view::npos) std::abort();
+  // (Debian's Abseil has its own string_view: compare as std::string.)
+  if (std::string(decoded.status().message()).find(kind) == std::string::npos) std::abort();
 }
 
 }  // namespace

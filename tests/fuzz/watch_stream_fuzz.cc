@@ -5,6 +5,7 @@
 // Node or PriorityClass decoder by its kind. Checked for every input:
 //   - the lines delivered are exactly the input's complete non-empty lines, whatever the chunks;
 //   - a consumer that stops after k lines receives exactly k.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
