@@ -14,13 +14,14 @@
 // Score: a pod that opted in prefers capacity already shared, so whole GPUs stay free for
 // exclusive jobs: 100 on a shared node with slots in use, 50 on an unused shared node, 0 on
 // exclusive GPUs. (Other pods: PreScore skips.)
-// PreAssume: when no policy chose devices, takes the default choice; PreBind writes the
-// chosen devices to the pod as tessel.io/gpu-devices (a cooperating device plugin honours it).
+// PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen
+// devices to the bind as the binding annotation tessel.io/gpu-devices (the API server puts it on
+// the pod with the bind; a cooperating device plugin honours it).
 //
 // NodeResourcesFit must ignore nvidia.com/gpu and nvidia.com/gpu.shared when this plugin runs
 // (the default profile does): a fraction requests nvidia.com/gpu: 1 but holds less.
 //
-// Args: {annotateDevices: true}   # false: do not patch pods with tessel.io/gpu-devices
+// Args: {annotateDevices: true}   # false: do not annotate pods with tessel.io/gpu-devices
 #pragma once
 
 #include "plugins/gpu_share/gpu_policy.h"
