@@ -79,6 +79,9 @@ class MetricsRegistry {
   void Gauge(std::string name, std::string help, std::function<std::vector<GaugeSample>()> fn);
   // A counter kept elsewhere (a monotonic number read at every scrape).
   void CounterFunc(std::string name, std::string help, std::function<double()> fn);
+  // Labelled counters kept elsewhere, read at every scrape.
+  void CounterSamplesFunc(std::string name, std::string help,
+                          std::function<std::vector<GaugeSample>()> fn);
   std::string Render() const;
 
  private:
@@ -113,7 +116,7 @@ class SchedulerMetrics final : public SchedulingObserver {
                    GpuFragmentationFn fragmentation = nullptr);
 
   void PodScheduled(const Pod&, const std::string&) override {}
-  void PodUnschedulable(const Pod&, const std::string&) override {}
+  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
   // A preemption evicted `victims` pods (called by the preemption layer).
   void RecordPreemption(int victims);
