@@ -126,11 +126,17 @@ void MetricsRegistry::Gauge(std::string name, std::string help,
 }
 
 void MetricsRegistry::CounterFunc(std::string name, std::string help, std::function<double()> fn) {
+  CounterSamplesFunc(std::move(name), std::move(help),
+                     [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; });
+}
+
+void MetricsRegistry::CounterSamplesFunc(std::string name, std::string help,
+                                         std::function<std::vector<GaugeSample>()> fn) {
   auto f = std::make_unique<Family>();
   f->name = std::move(name);
   f->help = std::move(help);
   f->type = "counter";
-  f->gauge = [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; };
+  f->gauge = std::move(fn);
   absl::MutexLock lock(&mu_);
   families_.push_back(std::move(f));
 }
