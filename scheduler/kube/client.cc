@@ -217,16 +217,27 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   // The rate limiter first, then the leadership check, so the check is as late as possible.
-  limiter_.Wait();
-  absl::Duration timeout = request.timeout.value_or(options_.timeout);
-  if (request.write_budget) {
-    const std::optional<absl::Duration> budget = request.write_budget();
-    if (!budget.has_value() || *budget <= absl::ZeroDuration()) {
-      return absl::FailedPreconditionError(StrCat(request.method, " ", request.path,
-                                                  ": not sent: this replica may not write"));
+  // A write waiting for its token gives up as soon as the replica may no longer write (lost
+  // lease, SIGTERM), instead of sleeping out the wait.
+  // The time this replica may still write, or the refusal.
+  auto budget = [&]() -> absl::StatusOr<absl::Duration> {
+    if (!request.write_budget) return absl::InfiniteDuration();
+    const std::optional<absl::Duration> left = request.write_budget();
+    if (left.has_value() && *left > absl::ZeroDuration()) return *left;
+    return absl::FailedPreconditionError(StrCat(request.method, " ", request.path,
+                                                ": not sent: this replica may not write"));
+  };
+  for (absl::Duration wait = limiter_.Reserve(absl::Now()); wait > absl::ZeroDuration();) {
+    const absl::Duration slice = std::min(wait, absl::Milliseconds(100));
+    absl::SleepFor(slice);
+    wait -= slice;
+    if (request.write_budget && wait > absl::ZeroDuration()) {
+      if (absl::StatusOr<absl::Duration> left = budget(); !left.ok()) return left.status();
     }
-    timeout = std::min(timeout, *budget);
   }
+  absl::StatusOr<absl::Duration> left = budget();
+  if (!left.ok()) return left.status();
+  const absl::Duration timeout = std::min(request.timeout.value_or(options_.timeout), *left);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnWrite);
