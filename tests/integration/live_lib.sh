@@ -21,8 +21,10 @@ live_check() { python3 "$LIVE_CHECK" --kubeconfig "$KUBECONFIG" "$@"; }
 live_check_as() { local kc=$1; shift; python3 "$LIVE_CHECK" --kubeconfig "$kc" "$@"; }
 
 # The shared cluster's settings (BIN_DIR, ETCD_CLIENT_PORT, ...).
-# shellcheck disable=SC1091
-source "$TESSEL_CLUSTER_DIR/cluster.env"
+if [[ -f $TESSEL_CLUSTER_DIR/cluster.env ]]; then
+  # shellcheck disable=SC1091
+  source "$TESSEL_CLUSTER_DIR/cluster.env"
+fi
 
 side_ready() {
   curl -fsS --cacert "$TESSEL_CLUSTER_DIR/pki/ca.crt" \
