@@ -223,6 +223,7 @@ int Run(const Flags& flags) {
     }
     config = *std::move(loaded);
   }
+  for (const std::string& note : config.notes) spdlog::warn("configuration: {}", note);
 
   std::string kubeconfig = flags.kubeconfig;
   if (kubeconfig.empty()) {
