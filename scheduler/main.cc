@@ -10,13 +10,13 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "plugins/registry.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/kube/client.h"
-#include "scheduler/kube/client_settings.h"
 #include "scheduler/kube/event_recorder.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
@@ -72,7 +72,29 @@ struct Flags {
   std::optional<int64_t> burst;   // unset: clientConnection.burst, else 100
   int bind_workers = 8;
   int verbosity = 2;
+  std::set<std::string, std::less<>> given;  // the flags on the command line, by name
 };
+
+// The configuration file's leaderElection settings, where no flag was given for them (a flag
+// on the command line wins, as in kube-scheduler).
+absl::Status ApplyLeaderElectionConfig(const LeaderElectionConfig& le, Flags& f) {
+  auto unset = [&](std::string_view flag) { return !f.given.contains(flag); };
+  if (le.leader_elect && unset("--leader-elect")) f.leader_elect = *le.leader_elect;
+  if (le.lease_duration && unset("--leader-elect-lease-duration")) f.lease_duration = *le.lease_duration;
+  if (le.renew_deadline && unset("--leader-elect-renew-deadline")) f.renew_deadline = *le.renew_deadline;
+  if (le.retry_period && unset("--leader-elect-retry-period")) f.retry_period = *le.retry_period;
+  if (le.resource_name && unset("--lock-name")) f.lock_name = *le.resource_name;
+  if (le.resource_namespace && unset("--lock-namespace")) f.lock_namespace = *le.resource_namespace;
+  if (f.renew_deadline >= f.lease_duration) {
+    return absl::InvalidArgumentError(
+        "leaderElection: renewDeadline must be shorter than leaseDuration");
+  }
+  if (f.retry_period >= f.renew_deadline) {
+    return absl::InvalidArgumentError(
+        "leaderElection: retryPeriod must be shorter than renewDeadline");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags f;
@@ -93,6 +115,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       has_value = true;
     }
     if (arg == "--v") arg = "-v";
+    f.given.insert(arg);
     auto need = [&]() -> absl::StatusOr<std::string> {
       if (has_value) return value;
       if (i + 1 >= argc) return absl::InvalidArgumentError(StrCat(arg, " needs a value"));
@@ -236,7 +259,7 @@ absl::StatusOr<Clients> MakeClients(const kube::ClientConfig& config, double qps
   return c;
 }
 
-int Run(const Flags& flags) {
+int Run(Flags flags) {
   // Signals are taken by sigwait on the main thread; every thread started later inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -253,19 +276,17 @@ int Run(const Flags& flags) {
     }
     config = *std::move(loaded);
   }
-  absl::StatusOr<kube::ClientConnection> connection = kube::ReadClientConnection(config.raw);
-  if (!connection.ok()) {
-    spdlog::critical("{}", connection.status().message());
+  for (const std::string& note : config.notes) spdlog::warn("configuration: {}", note);
+  if (absl::Status st = ApplyLeaderElectionConfig(config.leader_election, flags); !st.ok()) {
+    spdlog::critical("{}", st.message());
     return 1;
   }
-  const double qps = flags.qps.value_or(connection->qps);
-  const int64_t burst = flags.burst.value_or(connection->burst);
-  if (connection->content_type != "application/json") {
-    spdlog::warn("clientConnection.contentType {}: Tessel talks JSON to the API server",
-                 connection->content_type);
-  }
+  const ClientConnectionConfig& connection = config.client_connection;
+  const double qps = flags.qps.value_or(connection.qps.value_or(50));
+  const int64_t burst = flags.burst.value_or(connection.burst.value_or(100));
 
-  std::string kubeconfig = flags.kubeconfig.empty() ? connection->kubeconfig : flags.kubeconfig;
+  std::string kubeconfig =
+      flags.kubeconfig.empty() ? connection.kubeconfig.value_or("") : flags.kubeconfig;
   if (kubeconfig.empty()) {
     if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') kubeconfig = env;
   }
@@ -330,7 +351,9 @@ int Run(const Flags& flags) {
                                      .clock = &clock,
                                      .api = &cluster,
                                      .observer = &observers,
-                                     .bind_executor = &binder});
+                                     .bind_executor = &binder,
+                                     .queue_options = {.initial_backoff = config.pod_initial_backoff,
+                                                       .max_backoff = config.pod_max_backoff}});
   if (!scheduler.ok()) {
     spdlog::critical("configuration: {}", scheduler.status().message());
     return 1;
