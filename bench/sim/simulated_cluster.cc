@@ -2,6 +2,7 @@
 // informer would confirm them.
 #include "bench/sim/simulated_cluster.h"
 
+#include "scheduler/gpu/device_list.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -42,6 +43,7 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {
   bound.node_name = node;
   bound.phase = PodPhase::kRunning;
   for (const auto& [k, v] : annotations_[pod.Key()]) bound.meta.annotations[k] = v;
+  ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
   pods_[pod.Key()] = std::make_shared<const Pod>(bound);
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
   return absl::OkStatus();
