@@ -10,6 +10,11 @@
 // GPU or CPU allocated), so among nodes tied on the gradient an idle node stays whole; then
 // NormalizeScore maps the best to 100 and the rest to 0..99. Without it (FGD), the score is
 // used as it is.
+// With packWholeGpus (Tessel) and a learned workload, a whole-GPU pod ranks nodes by (in use,
+// GPU fill after placement, the raw score above) instead: at cold start the learned workload
+// is a guess, and FGD's coarse buckets would leave the choice among used nodes to the node
+// order; best fit never does worse than GpuBinPack on whole-GPU jobs (tests/gpu/
+// gpu_properties_test.cc).
 // For a fractional pod every device that fits is tried; the first device in index order with
 // the highest integer score gives both the node's score and the device. A pod that opted into
 // sharing only tries devices already shared (partly allocated) when one fits, so it does not
@@ -22,7 +27,8 @@
 // integer comparisons only (and thresholds are rebuilt when a learned workload changes).
 //
 // Args: target_workload.h's (targetWorkload, learnHalfLife, coveragePercent, wholeNodePrior),
-// plus {sigmoidScaleMilli: <FGD 1000, Tessel auto>, preserveIdleNodes: <FGD false, Tessel true>}.
+// plus {sigmoidScaleMilli: <FGD 1000, Tessel auto>, preserveIdleNodes: <FGD false, Tessel true>,
+// packWholeGpus: <FGD false, Tessel true>}.
 #pragma once
 
 #include <array>
@@ -105,6 +111,10 @@ struct Options {
   std::string_view name = "FGD";     // the plugin name the instance answers to
   int64_t sigmoid_scale_milli = 1000;  // 0: AutoSigmoidScaleMilli of the current target workload
   bool preserve_idle_nodes = false;
+  // With a learned workload (no targetWorkload): whole-GPU pods go to a node in use before an
+  // idle one, then to the node whose GPUs are fullest after placement (best fit, as
+  // GpuBinPack); the gradient only breaks ties. Fractions and CPU pods keep the gradient.
+  bool pack_whole_gpus_when_learning = false;
 };
 
 class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {

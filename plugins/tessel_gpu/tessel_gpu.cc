@@ -5,7 +5,8 @@ namespace tessel::tessel_gpu {
 
 absl::StatusOr<std::unique_ptr<fgd::FGD>> Tessel::New(const YAML::Node& args, Handle& handle) {
   return fgd::FGD::NewWithDefaults(
-      args, handle, fgd::Options{.name = kName, .sigmoid_scale_milli = 0, .preserve_idle_nodes = true});
+      args, handle, fgd::Options{.name = kName, .sigmoid_scale_milli = 0, .preserve_idle_nodes = true,
+                                .pack_whole_gpus_when_learning = true});
 }
 
 }  // namespace tessel::tessel_gpu

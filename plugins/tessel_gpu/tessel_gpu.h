@@ -8,10 +8,14 @@
 //     integer buckets leave them tied, to fall to the seeded node order.
 //   - preserveIdleNodes: true. Among nodes tied on the gradient, a node already in use wins
 //     over an idle one, so idle nodes stay whole for large jobs.
-// With a learned workload (no targetWorkload), the whole-node prior of target_workload.h keeps
-// a fresh scheduler packing before it opens idle nodes.
+//   - packWholeGpus: true. With a learned workload (no targetWorkload), whole-GPU pods go to a
+//     node in use before an idle one, then best fit (the fullest GPUs after placement); the
+//     gradient breaks ties. Fractions keep the gradient, which the whole-node prior of
+//     target_workload.h keeps from opening idle nodes. A configured workload (the bench) is
+//     not affected.
 //
-// Args: as FGD's; {sigmoidScaleMilli: 1000, preserveIdleNodes: false} makes it exactly FGD.
+// Args: as FGD's; {sigmoidScaleMilli: 1000, preserveIdleNodes: false, packWholeGpus: false}
+// makes it exactly FGD.
 #pragma once
 
 #include "plugins/fgd/fgd.h"
