@@ -28,12 +28,14 @@ profiles:
       enabled: [{name: GpuShare}, {name: Tessel}]
     # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
+    # GpuShare scores only pods that opted into sharing; its weight makes shared room win over
+    # a whole exclusive GPU whatever the others say (80 x 40 > 100 x (10 + 10 + 1 + 10)).
     score:
       enabled:
       - {name: TaintToleration, weight: 10}
       - {name: NodeAffinity, weight: 10}
       - {name: NodeResourcesFit, weight: 1}
-      - {name: GpuShare, weight: 2}
+      - {name: GpuShare, weight: 40}
       - {name: Tessel, weight: 10}
     reserve:
       enabled: [{name: GpuShare}]

@@ -2,6 +2,7 @@
 // informer would confirm them.
 #include "bench/sim/simulated_cluster.h"
 
+#include "scheduler/gpu/device_list.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -49,6 +50,7 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
     annotations_[pod.Key()][k] = v;
     bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations
   }
+  ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
   pods_[pod.Key()] = std::make_shared<const Pod>(bound);
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
   return absl::OkStatus();

@@ -59,13 +59,28 @@ Status GpuShare::PreScore(CycleState& state, const Pod& pod, const std::vector<c
   return p.request.needs_devices() && p.request.opt_in ? Status::Ok() : Status::Skip();
 }
 
-ScoreResult GpuShare::Score(const CycleState&, const Pod&, const NodeInfo& node) const {
+int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node) {
   const GpuDevices& gpus = node.gpus();
-  if (!gpus.inventory().shared()) return {0, Status::Ok()};
-  for (int32_t i = 0; i < gpus.count(); ++i) {
-    if (gpus.UsedSlots(i) > 0) return {kMaxNodeScore, Status::Ok()};
+  if (gpus.inventory().shared()) {
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (gpus.UsedSlots(i) > 0) return kSharedInUseScore;
+    }
+    return kSharedIdleScore;
   }
-  return {kMaxNodeScore / 2, Status::Ok()};
+  const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
+  if (demand.kind == GpuDemand::Kind::kMilli) {
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (gpus.AllocatedMilli(i) > 0 && gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) {
+        return kSharedInUseScore;  // a fraction on a device already shared
+      }
+    }
+  }
+  return 0;  // the pod would open an exclusive GPU
+}
+
+ScoreResult GpuShare::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  gpu::PodGpu scratch;
+  return {SharingScore(gpu::PodGpuOf(state, pod, scratch), node), Status::Ok()};
 }
 
 Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {

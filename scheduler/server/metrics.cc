@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "scheduler/gpu/fragmentation.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
@@ -181,37 +182,23 @@ std::string MetricsRegistry::Render() const {
 }
 
 GpuTotals ComputeGpuTotals(const Cache& cache) {
-  GpuTotals t;
-  double free_total = 0, free_on_partial = 0;
-  for (const std::string& name : cache.NodeNames()) {
-    std::optional<NodeInfo> info = cache.GetNodeInfo(name);
-    if (!info.has_value() || info->node() == nullptr) continue;
-    double replicas = 1;
-    const auto& labels = info->node()->meta.labels;
-    if (auto it = labels.find("nvidia.com/gpu.replicas"); it != labels.end()) {
-      double parsed = 1;
-      const std::string& v = it->second;
-      if (std::from_chars(v.data(), v.data() + v.size(), parsed).ec == std::errc()) {
-        replicas = std::max(1.0, parsed);
-      }
-    }
-    auto gpus = [&](const Resources& r, std::string_view res, double per) {
-      return static_cast<double>(r.Get(res)) / 1000.0 / per;
-    };
-    // Whole GPUs are nvidia.com/gpu; renamed time-slicing replicas are nvidia.com/gpu.shared.
-    const bool shared_renamed = info->allocatable().Get(kNvidiaGpuShared) > 0;
-    const double alloc = gpus(info->allocatable(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
-                         gpus(info->allocatable(), kNvidiaGpuShared, replicas);
-    const double used = gpus(info->requested(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
-                        gpus(info->requested(), kNvidiaGpuShared, replicas);
-    t.allocatable += alloc;
-    t.allocated += used;
-    const double free = std::max(0.0, alloc - used);
-    free_total += free;
-    if (used > 0) free_on_partial += free;
+  const std::vector<std::string> names = cache.NodeNames();
+  std::vector<NodeInfo> infos;
+  infos.reserve(names.size());
+  for (const std::string& name : names) {
+    if (std::optional<NodeInfo> info = cache.GetNodeInfo(name); info.has_value()) infos.push_back(*std::move(info));
   }
-  t.fragmentation = free_total > 0 ? free_on_partial / free_total : 0;
-  return t;
+  std::vector<const NodeInfo*> nodes;
+  std::vector<const Pod*> pods;
+  for (const NodeInfo& info : infos) {
+    nodes.push_back(&info);
+    for (const PodRef& pod : info.pods()) pods.push_back(pod.get());
+  }
+  const fgd::GpuEquivalents sum = fgd::SumGpuEquivalents(nodes);
+  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, fgd::WorkloadOfPods(pods));
+  return GpuTotals{.allocatable = static_cast<double>(sum.capacity_milli) / 1000.0,
+                   .allocated = static_cast<double>(sum.allocated_milli) / 1000.0,
+                   .fragmentation = static_cast<double>(frag.fragmented_milli) / 1000.0};
 }
 
 SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
@@ -252,7 +239,8 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                   "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
                   [totals] { return std::vector<GaugeSample>{{{}, totals->allocated}}; });
   registry->Gauge("tessel_gpu_fragmentation",
-                  "Share of free GPUs that sit on partly used nodes (0..1); lower packs better",
+                  "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
+                  "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
                   [this, totals] {
                     std::optional<double> f;
                     if (fragmentation_) f = fragmentation_(scheduler_->cache());
