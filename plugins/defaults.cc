@@ -15,17 +15,29 @@ profiles:
     queueSort:
       enabled: [{name: PrioritySort}]
     preFilter:
-      enabled: [{name: GpuShare}, {name: Tessel}]
+      enabled:
+      - {name: NodePorts}
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
+      - {name: GpuShare}
+      - {name: Tessel}
     filter:
       enabled:
       - {name: NodeUnschedulable}
       - {name: NodeName}
       - {name: TaintToleration}
       - {name: NodeAffinity}
+      - {name: NodePorts}
       - {name: NodeResourcesFit}
       - {name: GpuShare}
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
     preScore:
-      enabled: [{name: GpuShare}, {name: Tessel}]
+      enabled:
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
+      - {name: GpuShare}
+      - {name: Tessel}
     # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
     score:
@@ -33,6 +45,9 @@ profiles:
       - {name: TaintToleration, weight: 10}
       - {name: NodeAffinity, weight: 10}
       - {name: NodeResourcesFit, weight: 1}
+      # kube-scheduler's default weights for the pod-to-pod rules.
+      - {name: PodTopologySpread, weight: 2}
+      - {name: InterPodAffinity, weight: 2}
       - {name: GpuShare, weight: 2}
       - {name: Tessel, weight: 10}
     reserve:
