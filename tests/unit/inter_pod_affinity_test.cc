@@ -27,7 +27,8 @@ PodAffinityTerm Term(StringMap labels, std::string key) {
 // n1, n2 in zone a; n3 in zone b; n4 without a zone. A cache pod on n1; on n3 a web pod that
 // refuses db pods on its node; in namespace "team" a pod app=batch on n3.
 void Cluster(FakeHandle& h) {
-  for (auto [name, zone] : {std::pair{"n1", "a"}, {"n2", "a"}, {"n3", "b"}, {"n4", ""}}) {
+  const std::pair<const char*, const char*> nodes[] = {{"n1", "a"}, {"n2", "a"}, {"n3", "b"}, {"n4", ""}};
+  for (auto [name, zone] : nodes) {
     NodeBuilder b(name);
     b.Label(kHost, name);
     if (*zone) b.Label(kZone, zone);

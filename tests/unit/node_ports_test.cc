@@ -54,7 +54,11 @@ TEST_CASE("NodePorts counts init containers' ports too", "[plugins][nodeports]")
   FakeHandle h;
   h.AddNode(NodeBuilder("n1").Build());
   Pod sidecar = LabeledPod("proxy", {}, "n1");
-  sidecar.init_containers.push_back(Container{.name = "proxy", .restart_always = true, .host_ports = {{.port = 15001}}});
+  Container proxy;
+  proxy.name = "proxy";
+  proxy.restart_always = true;
+  proxy.host_ports.push_back({.port = 15001});
+  sidecar.init_containers.push_back(proxy);
   h.AddPod(sidecar);
   auto plugin = NodePorts::New(YAML::Node(), h);
   REQUIRE(plugin.ok());

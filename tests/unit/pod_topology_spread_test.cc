@@ -30,7 +30,8 @@ TopologySpreadConstraint ZoneSpread(int32_t skew, When when = When::kDoNotSchedu
 // za-1, za-2 in zone a; zb-1 in zone b; zc-1 in zone c (tainted NoSchedule); nz without a zone.
 // Two web pods in a, one in b; pods that must not count: another namespace, terminating, other app.
 void Cluster(FakeHandle& h) {
-  for (auto [name, zone] : {std::pair{"za-1", "a"}, {"za-2", "a"}, {"zb-1", "b"}, {"zc-1", "c"}, {"nz", ""}}) {
+  const std::pair<const char*, const char*> nodes[] = {{"za-1", "a"}, {"za-2", "a"}, {"zb-1", "b"}, {"zc-1", "c"}, {"nz", ""}};
+  for (auto [name, zone] : nodes) {
     NodeBuilder b(name);
     b.Label(std::string(kHostnameKey), name);
     if (*zone) b.Label(std::string(kZoneKey), zone);
@@ -84,14 +85,14 @@ TEST_CASE("PodTopologySpread Filter applies the skew rule", "[plugins][podtopolo
       {"nodeAffinityPolicy Honor (default) counts only zones the pod may use",
        web([](Pod& p) {
          p.topology_spread_constraints = {ZoneSpread(1)};
-         p.node_affinity.required = {NodeSelectorTerm{.match_expressions = {{.key = std::string(kZoneKey), .op = NodeSelectorRequirement::Operator::kIn, .values = {"a", "b"}}}}};
+         p.node_affinity.required = std::vector<NodeSelectorTerm>{NodeSelectorTerm{.match_expressions = {{.key = std::string(kZoneKey), .op = NodeSelectorRequirement::Operator::kIn, .values = {"a", "b"}}}}};
        }),
        {{"za-1", kSkew}, {"za-2", kSkew}, {"zb-1", "ok"}, {"zc-1", "ok"}, {"nz", kMissing}}},
       {"nodeAffinityPolicy Ignore counts zone c too",
        web([](Pod& p) {
          p.topology_spread_constraints = {ZoneSpread(1)};
          p.topology_spread_constraints[0].node_affinity_policy = NodeInclusionPolicy::kIgnore;
-         p.node_affinity.required = {NodeSelectorTerm{.match_expressions = {{.key = std::string(kZoneKey), .op = NodeSelectorRequirement::Operator::kIn, .values = {"a", "b"}}}}};
+         p.node_affinity.required = std::vector<NodeSelectorTerm>{NodeSelectorTerm{.match_expressions = {{.key = std::string(kZoneKey), .op = NodeSelectorRequirement::Operator::kIn, .values = {"a", "b"}}}}};
        }),
        {{"za-1", kSkew}, {"za-2", kSkew}, {"zb-1", kSkew}, {"zc-1", "ok"}, {"nz", kMissing}}},
       {"hostname spread: each node is a domain (nz has no zone but a hostname)",
