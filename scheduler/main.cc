@@ -341,20 +341,8 @@ int Run(const Flags& flags) {
       while (!loop_stop.load() && !feed.WaitForSync(absl::Milliseconds(500))) {
       }
       spdlog::info("caches synced; scheduling");
-      absl::Time next_cleanup = absl::Now();
-      while (!loop_stop.load()) {
-        if (!cluster.MayWrite()) {
-          absl::SleepFor(absl::Milliseconds(100));  // leadership is being lost: do nothing
-          continue;
-        }
-        sched.ScheduleOneWait(absl::Milliseconds(500));
-        if (absl::Now() >= next_cleanup) {
-          for (const std::string& key : cache.CleanupExpiredAssumedPods()) {
-            spdlog::warn("assumed pod {} was never confirmed by the informer; dropped", key);
-          }
-          next_cleanup = absl::Now() + absl::Seconds(1);
-        }
-      }
+      sched.Run(loop_stop, {.wait = absl::Milliseconds(500),
+                            .may_schedule = [&] { return cluster.MayWrite(); }});
     });
   };
 

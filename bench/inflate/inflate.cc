@@ -380,11 +380,12 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   const std::vector<TracePod> sequence = InflatePods(pods, capacity, tune_milli, seed);
   result.events.reserve(sequence.size());
   int64_t arrived = 0, allocated = 0;
+  const std::atomic<bool> never{false};
   for (const TracePod& t : sequence) {
     Pod pod = MakePod(t, t.name);
     const std::string key = pod.Key();
     s.OnPodAdd(std::move(pod));
-    s.ScheduleOne();
+    s.Run(never, {.max_cycles = 1});
     arrived += t.total_gpu_milli();
     if (std::optional<std::string> node = cache.NodeOf(key)) {
       ++result.placed;

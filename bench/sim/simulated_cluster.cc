@@ -20,16 +20,19 @@ void SimulatedCluster::Load(const ObjectList& objects) {
 
 void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
   if (max_cycles <= 0) max_cycles = 50 * static_cast<int64_t>(placements_.size()) + 100;
-  while (cycles_ < max_cycles) {
-    if (scheduler_->ScheduleOne()) {
-      ++cycles_;
-      continue;
-    }
-    // Nothing ready: let virtual time pass to the next backoff expiry, if any.
-    std::optional<absl::Time> next = scheduler_->queue().NextBackoffExpiry();
-    if (!next.has_value()) break;
-    clock_->Set(std::max(*next, clock_->Now()));
-  }
+  if (cycles_ >= max_cycles) return;
+  const std::atomic<bool> never{false};
+  cycles_ += scheduler_->Run(
+      never, {.on_idle =
+                  [&] {
+                    // Nothing ready: let virtual time pass to the next backoff expiry or
+                    // permit timeout, if any.
+                    std::optional<absl::Time> next = scheduler_->NextWakeup();
+                    if (!next.has_value()) return false;
+                    clock_->Set(std::max(*next, clock_->Now()));
+                    return true;
+                  },
+              .max_cycles = max_cycles - cycles_});
 }
 
 absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {

@@ -154,8 +154,14 @@ void Scheduler::OnPriorityClassDelete(const std::string& name) {
 
 void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectChange); }
 
-bool Scheduler::ScheduleOne() {
+void Scheduler::Housekeeping() {
+  // Assumed pods are not expired here: they are held until the informer confirms them or the
+  // pod is deleted (see cache.h).
   ExpireWaitingPods();
+}
+
+bool Scheduler::ScheduleOne() {
+  Housekeeping();
   auto popped = queue_->Pop();
   if (!popped) return false;
   RunCycle(*std::move(popped));
@@ -163,16 +169,52 @@ bool Scheduler::ScheduleOne() {
 }
 
 bool Scheduler::ScheduleOneWait(absl::Duration timeout) {
-  ExpireWaitingPods();
+  Housekeeping();
   auto popped = queue_->PopWait(timeout);
   if (!popped) return false;
   RunCycle(*std::move(popped));
   return true;
 }
 
+int64_t Scheduler::Run(const std::atomic<bool>& stop, const RunOptions& options) {
+  int64_t cycles = 0;
+  while (!stop.load()) {
+    if (options.max_cycles > 0 && cycles >= options.max_cycles) break;
+    if (options.may_schedule && !options.may_schedule()) {
+      // Not allowed to write (leadership is being lost): pop nothing, look again shortly.
+      absl::SleepFor(std::min(options.wait, absl::Milliseconds(100)));
+      continue;
+    }
+    const bool ran = options.wait > absl::ZeroDuration() ? ScheduleOneWait(options.wait)
+                                                         : ScheduleOne();
+    if (ran) {
+      ++cycles;
+      continue;
+    }
+    if (options.on_idle) {
+      if (!options.on_idle()) break;
+    } else if (options.wait <= absl::ZeroDuration()) {
+      break;
+    }
+  }
+  return cycles;
+}
+
+std::optional<absl::Time> Scheduler::NextWakeup() const {
+  std::optional<absl::Time> next = queue_->NextBackoffExpiry();
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, w] : waiting_) {
+    if (!next.has_value() || w.deadline < *next) next = w.deadline;
+  }
+  return next;
+}
+
 void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   QueuedPodInfo info = std::move(popped.info);
-  const Pod& pod = *info.pod;
+  // Held for the whole cycle: HandleFailure hands `info` (and its pod) to the queue, where an
+  // informer update may replace and free it before the cycle's last read.
+  const PodRef pod_ref = info.pod;
+  const Pod& pod = *pod_ref;
   const Framework* fw = FrameworkFor(pod.scheduler_name);
   if (fw == nullptr || cache_->NodeOf(pod.Key()).has_value()) return;  // not ours, or placed
   const absl::Time start = clock_->Now();
