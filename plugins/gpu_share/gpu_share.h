@@ -15,8 +15,8 @@
 // that did not opt in: 100 on a shared (time-sliced, MPS) node with slots in use, or for a
 // fraction on an unshared node with a partly allocated device it fits on; 80 on an unused
 // shared node; 0 where it would take a whole exclusive GPU. (Other pods: PreScore skips.) The
-// default profile weighs GpuShare 40, so 80 points outweigh every other score plugin together
-// (100 x (10 + 10 + 1 + 10) = 3100 < 80 x 40): shared room always wins over an exclusive GPU,
+// default profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
+// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): shared room always wins over an exclusive GPU,
 // and the GPU policy decides among the nodes of one tier. A fraction's device choice follows the
 // same rule (fgd::ChooseByKey, and the default best-fit choice).
 // PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen

@@ -78,6 +78,9 @@ class Handle {
   virtual uint64_t seed() const = 0;
   // Priority value of a PriorityClass by name, if known.
   virtual std::optional<int32_t> PriorityClassValue(std::string_view name) const = 0;
+  // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
+  // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
+  virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
 };
 
 class Plugin {

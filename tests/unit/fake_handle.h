@@ -46,6 +46,11 @@ class FakeHandle final : public Handle {
   ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
   uint64_t seed() const override { return 7; }
   std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
+  const StringMap* NamespaceLabels(std::string_view ns) const override {
+    auto it = namespace_labels_.find(ns);
+    return it == namespace_labels_.end() ? nullptr : &it->second;
+  }
+  void SetNamespaceLabels(std::string ns, StringMap labels) { namespace_labels_[std::move(ns)] = std::move(labels); }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
 
@@ -54,6 +59,7 @@ class FakeHandle final : public Handle {
   Cache cache_;
   Snapshot snapshot_;
   RecordingApi api_;
+  std::map<std::string, StringMap, std::less<>> namespace_labels_;
 };
 
 }  // namespace tessel::testing
