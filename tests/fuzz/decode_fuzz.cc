@@ -1,7 +1,7 @@
 // libFuzzer target: the object decoders (scheduler/api/decode.h) on arbitrary JSON text, as the
 // API server or a snapshot file could send it. The text goes to DecodeList, and, when it parses
 // as JSON, to DecodePod, DecodeNode and DecodePriorityClass (each must answer with a value or an
-// error, never throw). An error message must name the object it is about.
+// error, never throw). An error message must name the object it is about (kind and name).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,12 +13,14 @@
 
 namespace {
 
+// A decoder's error is InvalidArgument and names the object (its kind and name, as
+// DescribeObject says them).
 template <typename T>
-void CheckNamed(const absl::StatusOr<T>& decoded, std::string_view kind) {
+void CheckNamed(const absl::StatusOr<T>& decoded, const std::string& object) {
   if (decoded.ok()) return;
   if (decoded.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
   // (Debian's Abseil has its own string_view: compare as std::string.)
-  if (std::string(decoded.status().message()).find(kind) == std::string::npos) std::abort();
+  if (std::string(decoded.status().message()).find(object) == std::string::npos) std::abort();
 }
 
 }  // namespace
@@ -28,9 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)tessel::DecodeList(text);
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return 0;
-  CheckNamed(tessel::DecodePod(object), "Pod");
-  CheckNamed(tessel::DecodeNode(object), "Node");
-  CheckNamed(tessel::DecodePriorityClass(object), "PriorityClass");
-  (void)tessel::DescribeObject(object);
+  const std::string described = tessel::DescribeObject(object);
+  CheckNamed(tessel::DecodePod(object), described);
+  CheckNamed(tessel::DecodeNode(object), described);
+  CheckNamed(tessel::DecodePriorityClass(object), described);
   return 0;
 }

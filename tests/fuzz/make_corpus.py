@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the seed corpora of tests/fuzz/corpus/ from the project's own tests.
 
-  quantity/      every quoted argument of ParseMilli/ParseValue in tests/unit/quantity_test.cc
+  quantity/      every string literal of tests/unit/quantity_test.cc
   decode/        the snapshots of tests/replay and tests/gpu/replay, whole and object by object
   kubeconfig/    the raw-string kubeconfigs of tests/live/kubeconfig_test.cc
   watch_stream/  watch streams (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR lines) of those objects,
@@ -40,8 +40,7 @@ def read(path):
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     quantity_test = read("tests/unit/quantity_test.cc")
-    for q in sorted(set(re.findall(r'(?:Parse(?:Milli|Value)\(|\{)"((?:[^"\\]|\\.)*)"',
-                                   quantity_test))):
+    for q in sorted(set(re.findall(r'"((?:[^"\\\n]|\\.)*)"', quantity_test))):
         write("quantity", unescape(q))
 
     snapshots = sorted(glob.glob(os.path.join(ROOT, "tests/replay/*.json")) +
