@@ -4,6 +4,7 @@
 #include "scheduler/util/strings.h"
 #include "absl/time/time.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 
@@ -617,6 +618,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   if (!requests.ok()) d.Fail("spec.containers", ToStd(requests.status().message()));
   if (!d.ok()) return d.status();
   pod.requests = *std::move(requests);
+  ReadGpuDevicesAnnotation(pod);
   return pod;
 }
 
@@ -711,7 +713,11 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       }
     };
     if (kind == "Pod") {
+      const size_t decoded_before = out.pods.size();
       keep(DecodePod(item), out.pods);
+      if (out.pods.size() > decoded_before) {
+        for (const std::string& w : out.pods.back().decode_warnings) out.warnings.push_back(w);
+      }
     } else if (kind == "Node") {
       keep(DecodeNode(item), out.nodes);
     } else if (kind == "PriorityClass") {

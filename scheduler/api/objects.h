@@ -109,6 +109,12 @@ struct Pod {
   Resources overhead;
   PodPhase phase = PodPhase::kPending;
   std::string nominated_node_name;
+  // The GPU devices chosen for the pod: set by the scheduler when it assumes the pod, and read
+  // from the tessel.io/gpu-devices annotation when a pod is decoded (scheduler/gpu/device_list.h).
+  // nullopt: none chosen; the cache then takes the default choice.
+  std::optional<std::vector<int32_t>> gpu_devices;
+  // Problems in optional fields that did not stop decoding, each naming the field.
+  std::vector<std::string> decode_warnings;
 
   // Effective requests: max(sum(containers) + sum(sidecars), any init container + the sidecars
   // started before it) + overhead, with pods = 1. Filled by ComputePodRequests().

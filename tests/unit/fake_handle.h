@@ -11,13 +11,10 @@ namespace tessel::testing {
 
 class RecordingApi final : public ClusterApi {
  public:
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& a) override {
     binds.emplace_back(pod.Key(), node);
+    bind_annotations.emplace_back(pod.Key(), a);
     return bind_result;
-  }
-  absl::Status PatchAnnotations(const Pod& pod, const StringMap& a) override {
-    patches.emplace_back(pod.Key(), a);
-    return absl::OkStatus();
   }
   absl::Status Evict(const Pod& pod, std::string_view) override {
     evictions.push_back(pod.Key());
@@ -28,7 +25,7 @@ class RecordingApi final : public ClusterApi {
   }
   absl::Status bind_result = absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> binds;
-  std::vector<std::pair<std::string, StringMap>> patches;
+  std::vector<std::pair<std::string, StringMap>> bind_annotations;
   std::vector<std::string> evictions;
   std::vector<std::pair<std::string, std::string>> events;
 };
