@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "nlohmann/json.hpp"
+#include "scheduler/kube/line_splitter.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
 
@@ -137,7 +138,7 @@ struct Transfer {
   CURL* curl = nullptr;
   const std::function<bool(std::string_view)>* on_line = nullptr;
   const std::atomic<bool>* cancel = nullptr;
-  std::string pending;  // an incomplete line of a stream
+  LineSplitter lines;  // the lines of a stream
   bool stopped = false;  // on_line asked to stop
   bool streaming_decided = false;
   bool streaming = false;
@@ -160,17 +161,10 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
     t->response->body.append(data, n);
     return n;
   }
-  t->pending.append(data, n);
-  size_t start = 0;
-  for (size_t nl; (nl = t->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(t->pending.data() + start, nl - start);
-    if (line.empty()) continue;
-    if (!(*t->on_line)(line)) {
-      t->stopped = true;
-      return 0;  // aborts the transfer
-    }
+  if (!t->lines.Feed(std::string_view(data, n), *t->on_line)) {
+    t->stopped = true;
+    return 0;  // aborts the transfer
   }
-  t->pending.erase(0, start);
   return n;
 }
 
