@@ -77,7 +77,7 @@ NamespaceLabelsFn InterPodAffinity::NamespaceLabels() const {
   return [handle](std::string_view ns) { return handle->NamespaceLabels(ns); };
 }
 
-Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
+std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) const {
   auto s = std::make_unique<PreFilterState>();
   s->affinity = ResolveRequired(pod.pod_affinity, pod);
   s->anti_affinity = ResolveRequired(pod.pod_anti_affinity, pod);
@@ -93,14 +93,25 @@ Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
       s->UpdateWithPod(pod, *existing, *info->node(), ns, +1);
     }
   }
-  if (!own_terms && s->existing_anti_affinity.empty()) return Status::Skip();
+  if (!own_terms && s->existing_anti_affinity.empty()) return nullptr;
+  return s;
+}
+
+Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
+  std::unique_ptr<PreFilterState> s = ComputeState(pod);
+  if (s == nullptr) return Status::Skip();
   state.Write(kName, std::move(s));
   return Status::Ok();
 }
 
-Status InterPodAffinity::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
+Status InterPodAffinity::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* s = state.Read<PreFilterState>(kName);
-  if (s == nullptr) return Status::Error("InterPodAffinity: PreFilter state is missing");
+  std::unique_ptr<PreFilterState> computed;
+  if (s == nullptr) {  // a profile that filters without the PreFilter: compute it here (slow)
+    computed = ComputeState(pod);
+    if (computed == nullptr) return Status::Ok();
+    s = computed.get();
+  }
   const StringMap& labels = node.node()->meta.labels;
   if (!s->affinity.empty()) {
     bool pods_exist = true;
@@ -161,7 +172,7 @@ Status InterPodAffinity::PreScore(CycleState& state, const Pod& pod,
 
 ScoreResult InterPodAffinity::Score(const CycleState& state, const Pod&, const NodeInfo& node) const {
   const auto* scores = state.ReadValue<DomainScores>(kPreScoreKey);
-  if (scores == nullptr) return {0, Status::Error("InterPodAffinity: PreScore state is missing")};
+  if (scores == nullptr) return {0, Status::Error("InterPodAffinity: PreScore state is missing (enable it at preScore too)")};
   int64_t sum = 0;
   for (const auto& [key, values] : *scores) {
     auto label = node.node()->meta.labels.find(key);

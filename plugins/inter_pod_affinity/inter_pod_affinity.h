@@ -77,6 +77,8 @@ class InterPodAffinity final : public PreFilterPlugin,
 
  private:
   NamespaceLabelsFn NamespaceLabels() const;
+  // PreFilter's state; null when nothing constrains the pod (Skip).
+  std::unique_ptr<PreFilterState> ComputeState(const Pod& pod) const;
   Args args_;
   Handle& handle_;
 };

@@ -22,9 +22,13 @@ Status NodePorts::PreFilter(CycleState& state, const Pod& pod) {
   return Status::Ok();
 }
 
-Status NodePorts::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
+Status NodePorts::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* wanted = state.ReadValue<std::vector<HostPort>>(kName);
-  if (wanted == nullptr) return Status::Error("NodePorts: PreFilter state is missing");
+  std::vector<HostPort> own;
+  if (wanted == nullptr) {  // a profile that filters without the PreFilter
+    own = PodHostPorts(pod);
+    wanted = &own;
+  }
   for (const PodRef& existing : node.pods()) {
     for (const HostPort& used : PodHostPorts(*existing)) {
       for (const HostPort& w : *wanted) {

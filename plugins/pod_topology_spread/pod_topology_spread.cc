@@ -198,10 +198,10 @@ std::vector<Constraint> PodTopologySpread::ConstraintsFor(const Pod& pod, When w
   return out;
 }
 
-Status PodTopologySpread::PreFilter(CycleState& state, const Pod& pod) {
+std::unique_ptr<PreFilterState> PodTopologySpread::ComputeState(const Pod& pod) const {
   auto s = std::make_unique<PreFilterState>();
   s->constraints = ConstraintsFor(pod, When::kDoNotSchedule);
-  if (s->constraints.empty()) return Status::Skip();
+  if (s->constraints.empty()) return nullptr;
   s->counts.resize(s->constraints.size());
   s->min_counts.resize(s->constraints.size());
   for (const NodeInfo* info : handle_.snapshot().nodes()) {
@@ -216,13 +216,24 @@ Status PodTopologySpread::PreFilter(CycleState& state, const Pod& pod) {
     }
   }
   for (size_t i = 0; i < s->constraints.size(); ++i) s->RecomputeMinimum(i);
+  return s;
+}
+
+Status PodTopologySpread::PreFilter(CycleState& state, const Pod& pod) {
+  std::unique_ptr<PreFilterState> s = ComputeState(pod);
+  if (s == nullptr) return Status::Skip();
   state.Write(kName, std::move(s));
   return Status::Ok();
 }
 
 Status PodTopologySpread::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* s = state.Read<PreFilterState>(kName);
-  if (s == nullptr) return Status::Error("PodTopologySpread: PreFilter state is missing");
+  std::unique_ptr<PreFilterState> computed;
+  if (s == nullptr) {  // a profile that filters without the PreFilter: compute it here (slow)
+    computed = ComputeState(pod);
+    if (computed == nullptr) return Status::Ok();
+    s = computed.get();
+  }
   const StringMap& labels = node.node()->meta.labels;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
@@ -286,7 +297,7 @@ Status PodTopologySpread::PreScore(CycleState& state, const Pod& pod,
 
 ScoreResult PodTopologySpread::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* s = state.ReadValue<PreScoreState>(kPreScoreKey);
-  if (s == nullptr) return {0, Status::Error("PodTopologySpread: PreScore state is missing")};
+  if (s == nullptr) return {0, Status::Error("PodTopologySpread: PreScore state is missing (enable it at preScore too)")};
   if (s->ignored.contains(node.name())) return {0, Status::Ok()};
   const StringMap& labels = node.node()->meta.labels;
   int64_t micro = 0;
@@ -308,7 +319,7 @@ ScoreResult PodTopologySpread::Score(const CycleState& state, const Pod& pod, co
 
 Status PodTopologySpread::NormalizeScore(const CycleState& state, const Pod&, NodeScoreList& scores) const {
   const auto* s = state.ReadValue<PreScoreState>(kPreScoreKey);
-  if (s == nullptr) return Status::Error("PodTopologySpread: PreScore state is missing");
+  if (s == nullptr) return Status::Error("PodTopologySpread: PreScore state is missing (enable it at preScore too)");
   int64_t min = std::numeric_limits<int64_t>::max();
   int64_t max = 0;
   for (const NodeScore& score : scores) {

@@ -101,6 +101,8 @@ class PodTopologySpread final : public PreFilterPlugin,
                                          TopologySpreadConstraint::WhenUnsatisfiable when) const;
 
  private:
+  // PreFilter's state; null when the pod has no DoNotSchedule constraint (Skip).
+  std::unique_ptr<PreFilterState> ComputeState(const Pod& pod) const;
   Args args_;
   Handle& handle_;
 };

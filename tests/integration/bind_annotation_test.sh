@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 it_begin bindann
 
-it_nodes bindann-a:4 bindann-b:2
+it_nodes bindann-a:8 bindann-b:4
 
 # The apiserver itself: a Binding with annotations, posted by hand.
 it_pod raw --scheduler nobody

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # live_lib.sh: helpers for the churn and failure-mode integration tests (sourced after lib.sh).
 #
 # A test that must see every request the scheduler sends, or must cut the scheduler off from

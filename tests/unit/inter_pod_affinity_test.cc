@@ -190,6 +190,19 @@ TEST_CASE("InterPodAffinity Score weighs preferred terms both ways", "[plugins][
   }
 }
 
+TEST_CASE("InterPodAffinity Filter without its PreFilter computes the same answer", "[plugins][interpodaffinity]") {
+  FakeHandle h;
+  Cluster(h);
+  auto plugin = InterPodAffinity::New(YAML::Node(), h);
+  REQUIRE(plugin.ok());
+  Pod pod = LabeledPod("db", {{"app", "db"}});
+  pod.pod_affinity.required.push_back(Term({{"app", "cache"}}, kZone));
+  const CycleState empty;
+  std::map<std::string, std::string> without;
+  for (const NodeInfo* n : h.snapshot().nodes()) without[n->name()] = testing::Describe((*plugin)->Filter(empty, pod, *n));
+  CHECK(without == std::map<std::string, std::string>{{"n1", "ok"}, {"n2", "ok"}, {"n3", kUnresolvable}, {"n4", kUnresolvable}});
+}
+
 TEST_CASE("InterPodAffinity args are validated", "[plugins][interpodaffinity]") {
   FakeHandle h;
   CHECK(InterPodAffinity::New(YAML::Load("{hardPodAffinityWeight: 101}"), h).status().message() ==

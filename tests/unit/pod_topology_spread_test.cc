@@ -135,6 +135,21 @@ TEST_CASE("PodTopologySpread PreFilter state answers what-if questions", "[plugi
   CHECK((*plugin)->Filter(state, pod, *za1).IsRejected());
 }
 
+TEST_CASE("PodTopologySpread Filter without its PreFilter computes the same answer", "[plugins][podtopologyspread]") {
+  FakeHandle h;
+  Cluster(h);
+  auto plugin = PodTopologySpread::New(YAML::Node(), h);
+  REQUIRE(plugin.ok());
+  Pod pod = LabeledPod("new", {{"app", "web"}});
+  pod.topology_spread_constraints = {ZoneSpread(2)};
+  const CycleState empty;
+  std::map<std::string, std::string> without;
+  for (const NodeInfo* n : h.snapshot().nodes()) without[n->name()] = testing::Describe((*plugin)->Filter(empty, pod, *n));
+  CHECK(without == testing::RunFilter(**plugin, h, pod).by_node);
+  CHECK(without.at("zb-1") == "ok");
+  CHECK(without.at("za-1") == kSkew);
+}
+
 TEST_CASE("LnMicro is ln in integers", "[plugins][podtopologyspread]") {
   CHECK(LnMicro(1) == 0);
   CHECK(LnMicro(2) == 693147);
