@@ -188,8 +188,11 @@ class Observers final : public SchedulingObserver {
   void PodScheduled(const Pod& pod, const std::string& node) override {
     for (auto* o : list_) o->PodScheduled(pod, node);
   }
-  void PodUnschedulable(const Pod& pod, const std::string& message) override {
-    for (auto* o : list_) o->PodUnschedulable(pod, message);
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
+    for (auto* o : list_) o->PodUnschedulable(pod, kind, message);
+  }
+  void PodSchedulingGated(const Pod& pod) override {
+    for (auto* o : list_) o->PodSchedulingGated(pod);
   }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);

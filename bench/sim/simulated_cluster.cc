@@ -70,7 +70,7 @@ void SimulatedCluster::PodScheduled(const Pod& pod, const std::string& node) {
   last_failure_.erase(pod.Key());
 }
 
-void SimulatedCluster::PodUnschedulable(const Pod& pod, const std::string& message) {
+void SimulatedCluster::PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) {
   last_failure_[pod.Key()] = message;
 }
 

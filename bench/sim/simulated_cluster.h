@@ -41,7 +41,7 @@ class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
                    std::string_view message) override;
   // SchedulingObserver
   void PodScheduled(const Pod& pod, const std::string& node) override;
-  void PodUnschedulable(const Pod& pod, const std::string& message) override;
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
 
   // Every pending pod of ours: its node, or "" if it was not placed.
   const std::map<std::string, std::string>& placements() const { return placements_; }

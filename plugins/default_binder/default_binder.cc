@@ -13,9 +13,9 @@ absl::StatusOr<std::unique_ptr<DefaultBinder>> DefaultBinder::New(const YAML::No
 Status DefaultBinder::Bind(CycleState&, const Pod& pod, const std::string& node) {
   ClusterApi* api = handle_.api();
   if (api == nullptr) return Status::Error("no cluster API to bind with");
-  absl::Status st = api->Bind(pod, node);
-  if (!st.ok()) return Status::Error(std::string(st.message()));
-  return Status::Ok();
+  // The API code travels with the failure: the core ends a deleted pod's life (kNotFound)
+  // instead of retrying it.
+  return Status::FromApi(api->Bind(pod, node));
 }
 
 }  // namespace tessel::default_binder

@@ -103,6 +103,8 @@ struct Pod {
   Resources overhead;
   PodPhase phase = PodPhase::kPending;
   std::string nominated_node_name;
+  // spec.schedulingGates[].name: while any is set the pod is not scheduled (Kubernetes 1.26+).
+  std::vector<std::string> scheduling_gates;
 
   // Effective requests: max(sum(containers) + sum(sidecars), any init container + the sidecars
   // started before it) + overhead, with pods = 1. Filled by ComputePodRequests().

@@ -2,7 +2,6 @@
 #include "scheduler/framework/status.h"
 
 #include "scheduler/util/strings.h"
-#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -22,6 +21,13 @@ std::string_view CodeName(Code code) {
       return "Skip";
   }
   return "Unknown";
+}
+
+Status Status::FromApi(const absl::Status& st) {
+  if (st.ok()) return Status::Ok();
+  Status out = Status::Error(std::string(st.message()));
+  out.api_code_ = st.code();
+  return out;
 }
 
 std::string Status::Message() const {

@@ -271,7 +271,8 @@ void StatusReporter::PodScheduled(const Pod& pod, const std::string& node) {
                         StrCat("Successfully assigned ", pod.Key(), " to ", node));
 }
 
-void StatusReporter::PodUnschedulable(const Pod& pod, const std::string& message) {
+void StatusReporter::PodUnschedulable(const Pod& pod, FailureKind /*kind*/,
+                                      const std::string& message) {
   if (cluster_->FoundBoundElsewhere(pod.Key())) return;  // it is bound: nothing to report
   const bool error = message.rfind("binding rejected", 0) == 0;
   if (!cluster_->MayWrite()) return;

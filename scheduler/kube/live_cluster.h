@@ -101,7 +101,7 @@ class StatusReporter final : public SchedulingObserver {
   StatusReporter(LiveCluster* cluster, WorkerPool* pool) : cluster_(cluster), pool_(pool) {}
 
   void PodScheduled(const Pod& pod, const std::string& node) override;
-  void PodUnschedulable(const Pod& pod, const std::string& message) override;
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   // The informer saw the pod bound: a condition write still queued for it is dropped (it would
   // turn the apiserver's PodScheduled=True back to False).
   void Bound(const std::string& key);

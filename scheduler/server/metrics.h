@@ -113,7 +113,7 @@ class SchedulerMetrics final : public SchedulingObserver {
                    GpuFragmentationFn fragmentation = nullptr);
 
   void PodScheduled(const Pod&, const std::string&) override {}
-  void PodUnschedulable(const Pod&, const std::string&) override {}
+  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
   // A preemption evicted `victims` pods (called by the preemption layer).
   void RecordPreemption(int victims);

@@ -135,7 +135,7 @@ TEST_CASE("bind: a pod bound elsewhere fails and is not reported unschedulable")
   CHECK(absl::IsAlreadyExists(st));
   CHECK(f.cluster->FoundBoundElsewhere("ns/p"));
   StatusReporter reporter(f.cluster.get(), &f.pool);
-  reporter.PodUnschedulable(TestPod(), "binding rejected: already bound");
+  reporter.PodUnschedulable(TestPod(), FailureKind::kBindFailed, "binding rejected: already bound");
   f.pool.Shutdown();
   CHECK(f.api.Count("POST /api/v1/namespaces/ns/events") == 0);
   CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 0);
@@ -147,7 +147,7 @@ TEST_CASE("a replica that may not write sends nothing") {
   CHECK(absl::IsUnavailable(f.cluster->Bind(TestPod(), "node-1")));
   CHECK(absl::IsUnavailable(f.cluster->Evict(TestPod(), "preempted")));
   StatusReporter reporter(f.cluster.get(), &f.pool);
-  reporter.PodUnschedulable(TestPod(), "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+  reporter.PodUnschedulable(TestPod(), FailureKind::kUnschedulable, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
   f.pool.Shutdown();
   absl::MutexLock lock(&f.api.mu);
   CHECK(f.api.requests.empty());
@@ -157,8 +157,8 @@ TEST_CASE("unschedulable: one event and one condition per distinct message") {
   Fixture f;
   StatusReporter reporter(f.cluster.get(), &f.pool);
   const std::string msg = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
-  for (int i = 0; i < 5; ++i) reporter.PodUnschedulable(TestPod(), msg);
-  reporter.PodUnschedulable(TestPod(), "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
+  for (int i = 0; i < 5; ++i) reporter.PodUnschedulable(TestPod(), FailureKind::kUnschedulable, msg);
+  reporter.PodUnschedulable(TestPod(), FailureKind::kUnschedulable, "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
   f.pool.Shutdown();
   CHECK(f.api.Count("POST /api/v1/namespaces/ns/events") == 2);
   CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
