@@ -3,6 +3,7 @@
 
 #include "scheduler/util/strings.h"
 #include "scheduler/core/fit_error.h"
+#include "scheduler/framework/binding.h"
 
 namespace tessel {
 
@@ -456,7 +457,9 @@ void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, Que
     return;
   }
   UndoAssume(fw, *state, info, node);
-  switch (st.api_code()) {
+  // The bind plugin recorded the API server's typed answer (scheduler/framework/binding.h).
+  const absl::Status* answer = BindResult(*state);
+  switch (answer != nullptr ? answer->code() : absl::StatusCode::kOk) {
     case absl::StatusCode::kNotFound:
       // The pod no longer exists (deleted, or its name holds another UID): its life here ends.
     case absl::StatusCode::kAlreadyExists:

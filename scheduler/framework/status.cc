@@ -23,13 +23,6 @@ std::string_view CodeName(Code code) {
   return "Unknown";
 }
 
-Status Status::FromApi(const absl::Status& st) {
-  if (st.ok()) return Status::Ok();
-  Status out = Status::Error(std::string(st.message()));
-  out.api_code_ = st.code();
-  return out;
-}
-
 std::string Status::Message() const {
   if (reasons_.empty()) return std::string(CodeName(code_));
   return StrCat(CodeName(code_), ": ", StrJoin(reasons_, "; "));

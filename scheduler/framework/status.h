@@ -13,8 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
-
 namespace tessel {
 
 enum class Code { kSuccess, kError, kUnschedulable, kUnschedulableAndUnresolvable, kWait, kSkip };
@@ -35,11 +33,6 @@ class Status {
   static Status Error(std::string reason) { return {Code::kError, std::move(reason)}; }
   static Status Skip() { return {Code::kSkip, std::vector<std::string>{}}; }
   static Status Wait() { return {Code::kWait, std::vector<std::string>{}}; }
-  // The answer of the API server (a bind): OK is Success, anything else an Error that keeps the
-  // API code, so the core tells "the pod is gone" (kNotFound) from "already bound"
-  // (kAlreadyExists), "not the leader" (kFailedPrecondition) and "try again" without reading
-  // the message.
-  static Status FromApi(const absl::Status& st);
 
   Code code() const { return code_; }
   bool ok() const { return code_ == Code::kSuccess; }
@@ -49,8 +42,7 @@ class Status {
     return code_ == Code::kUnschedulable || code_ == Code::kUnschedulableAndUnresolvable;
   }
   const std::vector<std::string>& reasons() const { return reasons_; }
-  // kOk unless the status came from FromApi with an error.
-  absl::StatusCode api_code() const { return api_code_; }
+
   // The plugin that produced the status (set by the framework).
   const std::string& plugin() const { return plugin_; }
   Status& WithPlugin(std::string_view plugin) {
@@ -64,7 +56,6 @@ class Status {
   Code code_ = Code::kSuccess;
   std::vector<std::string> reasons_;
   std::string plugin_;
-  absl::StatusCode api_code_ = absl::StatusCode::kOk;
 };
 
 }  // namespace tessel

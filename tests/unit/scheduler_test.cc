@@ -55,14 +55,13 @@ class Gate final : public ReservePlugin, public PermitPlugin {
 // Binds succeed unless `next_bind` says otherwise (consumed by the next Bind).
 class FakeApi final : public ClusterApi {
  public:
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
     binds.emplace_back(pod.Key(), node);
     absl::Status st = next_bind;
     next_bind = absl::OkStatus();
     if (st.ok() && on_bind) on_bind(pod, node);
     return st;
   }
-  absl::Status PatchAnnotations(const Pod&, const StringMap&) override { return absl::OkStatus(); }
   absl::Status Evict(const Pod& pod, std::string_view) override {
     evictions.push_back(pod.Key());
     return absl::OkStatus();
@@ -349,7 +348,7 @@ class ChurnCluster final : public ClusterApi, public BindExecutor {
     std::string name;
   };
 
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
     ++binds;
     if (scheduler != nullptr && !scheduler->cache().HasNode(node)) ++binds_to_known_deleted_node;
     auto it = pods.find(pod.Key());
@@ -369,7 +368,6 @@ class ChurnCluster final : public ClusterApi, public BindExecutor {
     informer.push_back({Event::Kind::kPodUpsert, it->second, {}});
     return absl::OkStatus();
   }
-  absl::Status PatchAnnotations(const Pod&, const StringMap&) override { return absl::OkStatus(); }
   absl::Status Evict(const Pod&, std::string_view) override { return absl::OkStatus(); }
   void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
   void Submit(std::function<void()> task) override { backlog.push_back(std::move(task)); }
