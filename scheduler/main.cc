@@ -220,6 +220,9 @@ class Observers final : public SchedulingObserver {
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     for (auto* o : list_) o->PodUnschedulable(pod, kind, message);
   }
+  void PodSchedulingGated(const Pod& pod) override {
+    for (auto* o : list_) o->PodSchedulingGated(pod);
+  }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
   }

@@ -597,6 +597,17 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   pod.containers = DecodeContainers(d, *spec, "containers");
   pod.init_containers = DecodeContainers(d, *spec, "initContainers");
   pod.overhead = d.ResourceMap(*spec, "overhead", "spec.overhead");
+  if (const json* gates = d.Array(*spec, "schedulingGates", "spec.schedulingGates")) {
+    for (size_t i = 0; i < gates->size(); ++i) {
+      const std::string p = Index("spec.schedulingGates", i);
+      std::string name = d.String((*gates)[i], "name", Path(p, "name"));
+      if (name.empty()) {
+        d.Fail(Path(p, "name"), "missing");
+        continue;
+      }
+      pod.scheduling_gates.push_back(std::move(name));
+    }
+  }
   if (const json* status = d.Object(object, "status", "status")) {
     std::string phase = d.String(*status, "phase", "status.phase", "Pending");
     static const std::pair<std::string_view, PodPhase> kPhases[] = {

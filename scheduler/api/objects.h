@@ -109,6 +109,8 @@ struct Pod {
   Resources overhead;
   PodPhase phase = PodPhase::kPending;
   std::string nominated_node_name;
+  // spec.schedulingGates[].name: while any is set the pod is not scheduled (Kubernetes 1.26+).
+  std::vector<std::string> scheduling_gates;
   // The GPU devices chosen for the pod: set by the scheduler when it assumes the pod, and read
   // from the tessel.io/gpu-devices annotation when a pod is decoded (scheduler/gpu/device_list.h).
   // nullopt: none chosen; the cache then takes the default choice.

@@ -3,6 +3,7 @@
 
 #include "scheduler/util/strings.h"
 #include "scheduler/core/fit_error.h"
+#include "scheduler/framework/binding.h"
 
 namespace tessel {
 
@@ -84,51 +85,90 @@ void Scheduler::ResolvePriority(Pod& pod) const {
 
 bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_name) != nullptr; }
 
-void Scheduler::OnPodAdd(Pod pod) {
+namespace {
+
+bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
+
+}  // namespace
+
+void Scheduler::OnPodAdd(Pod pod) { OnPodObserved(std::move(pod)); }
+
+void Scheduler::OnPodUpdate(Pod pod) { OnPodObserved(std::move(pod)); }
+
+void Scheduler::OnPodObserved(Pod pod) {
   ResolvePriority(pod);
-  if (pod.node_name.empty()) {
-    if (Ours(pod) && !pod.IsTerminal() && !pod.meta.deletion_timestamp.has_value()) {
-      queue_->Add(std::make_shared<const Pod>(std::move(pod)));
-      queue_->OnClusterEvent(kUnassignedPodAdd);
-    }
+  const std::string key = pod.Key();
+  const std::string uid = pod.meta.uid;
+  std::optional<Cache::HeldPod> held = cache_->Held(key);
+  if (held.has_value() && !SameUid(held->uid, uid)) {
+    // Same name, new pod (a StatefulSet re-created it): the old one is gone with all it held.
+    EndPod(key, held->uid);
+    held.reset();
+  }
+  if (!pod.node_name.empty() || pod.IsTerminal()) {
+    // Bound (by us or anyone) or finished: it is the cache's, and never queued again.
+    EndGated(key);
+    queue_->Delete(key, uid);
+    const bool releases = pod.IsTerminal();
+    cache_->AddOrUpdatePod(std::move(pod));
+    queue_->OnClusterEvent(releases ? kAssignedPodDelete : kAssignedPodAdd);
     return;
   }
-  const bool releases = pod.IsTerminal();
-  queue_->Delete(pod.Key());
-  cache_->AddOrUpdatePod(std::move(pod));
-  queue_->OnClusterEvent(releases ? kAssignedPodDelete : kAssignedPodAdd);
-}
-
-void Scheduler::OnPodUpdate(Pod pod) {
-  ResolvePriority(pod);
-  if (pod.node_name.empty()) {
-    if (!Ours(pod)) return;
-    if (pod.IsTerminal() || pod.meta.deletion_timestamp.has_value()) {
-      queue_->Delete(pod.Key());
-      return;
-    }
-    const std::string key = pod.Key();
-    auto ref = std::make_shared<const Pod>(std::move(pod));
-    if (queue_->Contains(key)) {
-      queue_->Update(std::move(ref));
-    } else if (!cache_->IsAssumed(key)) {
-      queue_->Add(std::move(ref));
-    }
+  if (!Ours(pod)) return;
+  if (pod.meta.deletion_timestamp.has_value()) {
+    EndGated(key);
+    queue_->Delete(key, uid);
     return;
   }
-  OnPodAdd(std::move(pod));
+  // Only a pod the apiserver shows unbound and the core does not hold (assumed, or bound per an
+  // informer that is ahead of this copy) enters the queue; the queue keeps in-flight pods out.
+  if (held.has_value()) return;
+  if (!pod.scheduling_gates.empty()) {
+    queue_->Delete(key, uid);
+    bool first_seen = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto [it, inserted] = gated_.try_emplace(key, uid);
+      first_seen = inserted || it->second != uid;
+      it->second = uid;
+    }
+    if (first_seen && observer_) observer_->PodSchedulingGated(pod);
+    return;
+  }
+  EndGated(key);  // its gates are gone
+  auto ref = std::make_shared<const Pod>(std::move(pod));
+  if (queue_->Add(std::move(ref)) == SchedulingQueue::AddResult::kQueued) {
+    queue_->OnClusterEvent(kUnassignedPodAdd);
+  }
 }
 
-void Scheduler::OnPodDelete(const std::string& key) {
-  queue_->Delete(key);
+bool Scheduler::EndGated(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  return gated_.erase(key) > 0;
+}
+
+void Scheduler::EndPod(const std::string& key, const std::string& uid) {
+  EndGated(key);
+  queue_->Delete(key, uid);  // an in-flight pod is marked ended: it is not requeued
+  std::optional<WaitingPod> waiting;
   {
     absl::MutexLock lock(&mu_);
-    waiting_.erase(key);
+    auto it = waiting_.find(key);
+    if (it != waiting_.end() && SameUid(it->second.info.pod->meta.uid, uid)) {
+      waiting = std::move(it->second);
+      waiting_.erase(it);
+    }
   }
-  const bool held = cache_->NodeOf(key).has_value();
-  cache_->RemovePod(key);
-  if (held) queue_->OnClusterEvent(kAssignedPodDelete);
+  if (waiting.has_value()) {
+    UndoAssume(*waiting->fw, *waiting->state, waiting->info, waiting->node);
+    queue_->Done(key, waiting->info.pod->meta.uid);
+  }
+  const bool held = cache_->Held(key).has_value();
+  cache_->RemovePod(key, uid);
+  if (held && !cache_->Held(key).has_value()) queue_->OnClusterEvent(kAssignedPodDelete);
 }
+
+void Scheduler::OnPodDelete(const std::string& key, const std::string& uid) { EndPod(key, uid); }
 
 void Scheduler::OnNodeAdd(Node node) {
   cache_->AddOrUpdateNode(std::move(node));
@@ -136,8 +176,8 @@ void Scheduler::OnNodeAdd(Node node) {
 }
 
 void Scheduler::OnNodeUpdate(Node node) {
-  cache_->AddOrUpdateNode(std::move(node));
-  queue_->OnClusterEvent(kNodeUpdate);
+  // A heartbeat (resourceVersion, condition timestamps) cannot make a parked pod fit.
+  if (cache_->AddOrUpdateNode(std::move(node))) queue_->OnClusterEvent(kNodeUpdate);
 }
 
 void Scheduler::OnNodeDelete(const std::string& name) { cache_->RemoveNode(name); }
@@ -216,7 +256,11 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   const PodRef pod_ref = info.pod;
   const Pod& pod = *pod_ref;
   const Framework* fw = FrameworkFor(pod.scheduler_name);
-  if (fw == nullptr || cache_->NodeOf(pod.Key()).has_value()) return;  // not ours, or placed
+  std::optional<Cache::HeldPod> held = cache_->Held(pod.Key());
+  if (fw == nullptr || (held.has_value() && SameUid(held->uid, pod.meta.uid))) {
+    queue_->Done(pod.Key(), pod.meta.uid);  // not ours, or already placed: never again
+    return;
+  }
   const absl::Time start = clock_->Now();
   auto finish = [&](std::string_view result) {
     if (observer_) observer_->AttemptFinished(pod, result, clock_->Now() - start);
@@ -311,20 +355,25 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     return;
   }
   if (Status st = fw->RunReserve(*state, pod, chosen); !st.ok()) {
-    (void)cache_->ForgetPod(pod.Key());
+    (void)cache_->ForgetPod(pod.Key(), pod.meta.uid);
     HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
     finish(st.code() == Code::kError ? "error" : "unschedulable");
     return;
   }
   PermitResult permit = fw->RunPermit(*state, pod, chosen);
   if (permit.status.IsWait()) {
-    absl::MutexLock lock(&mu_);
-    waiting_[pod.Key()] = WaitingPod{fw, state, info, chosen, clock_->Now() + permit.timeout};
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_[pod.Key()] = WaitingPod{fw, state, info, chosen, clock_->Now() + permit.timeout};
+    }
+    // Deleted during the cycle, before it waited: let go at once.
+    if (queue_->Ended(pod.Key(), pod.meta.uid)) RejectWaitingPod(pod.Key(), "deleted");
     finish("scheduled");
     return;
   }
   if (!permit.status.ok()) {
-    UndoAssume(*fw, *state, info, chosen);
+    // Held only during this cycle, in which no other pod was parked: nobody to wake.
+    UndoAssume(*fw, *state, info, chosen, /*notify=*/false);
     std::string msg = permit.status.Message();
     HandleFailure(*fw, std::move(info), popped.cycle, permit.status, msg, {permit.status.plugin()});
     finish("unschedulable");
@@ -337,6 +386,11 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
                               const Status& status, const std::string& message,
                               const std::vector<std::string>& rejecting_plugins) {
+  if (queue_->Ended(info.pod->Key(), info.pod->meta.uid)) {
+    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry.
+    queue_->Done(info.pod->Key(), info.pod->meta.uid);
+    return;
+  }
   if (observer_) {
     observer_->PodUnschedulable(*info.pod,
                                 status.code() == Code::kError ? FailureKind::kError
@@ -358,9 +412,12 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
 }
 
 void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
-                           const std::string& node) {
+                           const std::string& node, bool notify) {
   fw.RunUnreserve(state, *info.pod, node);
-  (void)cache_->ForgetPod(info.pod->Key());
+  if (cache_->ForgetPod(info.pod->Key(), info.pod->meta.uid).ok() && notify) {
+    // Its resources are free again: pods parked while they were held may fit now.
+    queue_->OnClusterEvent(kAssignedPodDelete);
+  }
 }
 
 void Scheduler::StartBinding(const Framework& fw, std::shared_ptr<CycleState> state,
@@ -377,20 +434,50 @@ void Scheduler::StartBinding(const Framework& fw, std::shared_ptr<CycleState> st
 
 void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
                      std::string node) {
-  const Pod& pod = *info.pod;
-  Status st = fw.RunPreBind(*state, pod, node);
+  const PodRef pod_ref = info.pod;
+  const Pod& pod = *pod_ref;
+  const std::string key = pod.Key();
+  // The pod may have been deleted while its bind waited in the backlog: then it is not sent.
+  if (queue_->Ended(key, pod.meta.uid)) {
+    UndoAssume(fw, *state, info, node);
+    queue_->Done(key, pod.meta.uid);
+    return;
+  }
+  // Recheck the node right before binding: a bind to a node deleted meanwhile would succeed,
+  // and pod GC would then delete the pod.
+  Status st = cache_->HasNode(node)
+                  ? Status::Ok()
+                  : Status::Error(StrCat("node \"", node, "\" was deleted before the bind"));
+  if (st.ok()) st = fw.RunPreBind(*state, pod, node);
   if (st.ok()) st = fw.RunBind(*state, pod, node);
   if (st.ok()) {
-    (void)cache_->FinishBinding(pod.Key());
+    (void)cache_->FinishBinding(key, pod.meta.uid);
+    queue_->Done(key, pod.meta.uid);
     if (observer_) observer_->PodScheduled(pod, node);
     return;
   }
   UndoAssume(fw, *state, info, node);
+  // The bind plugin recorded the API server's typed answer (scheduler/framework/binding.h).
+  const absl::Status* answer = BindResult(*state);
+  switch (answer != nullptr ? answer->code() : absl::StatusCode::kOk) {
+    case absl::StatusCode::kNotFound:
+      // The pod no longer exists (deleted, or its name holds another UID): its life here ends.
+    case absl::StatusCode::kAlreadyExists:
+      // Already bound: the informer's update accounts the real binding.
+    case absl::StatusCode::kFailedPrecondition:
+      // Not (or no longer) the leader, or shutting down: nothing to retry or report.
+      queue_->Done(key, pod.meta.uid);
+      return;
+    default:
+      break;
+  }
+  if (queue_->Ended(key, pod.meta.uid)) {
+    queue_->Done(key, pod.meta.uid);
+    return;
+  }
   const std::string message = StrCat("binding rejected: ", st.Message());
   if (observer_) observer_->PodUnschedulable(pod, FailureKind::kBindFailed, message);
   queue_->AddBackoff(std::move(info));
-  // Its resources are free again: other parked pods may fit.
-  queue_->OnClusterEvent(kAssignedPodDelete);
 }
 
 bool Scheduler::AllowWaitingPod(const std::string& key) {
@@ -416,9 +503,12 @@ bool Scheduler::RejectWaitingPod(const std::string& key, const std::string& mess
     waiting_.erase(it);
   }
   UndoAssume(*w.fw, *w.state, w.info, w.node);
+  if (queue_->Ended(key, w.info.pod->meta.uid)) {
+    queue_->Done(key, w.info.pod->meta.uid);
+    return true;
+  }
   if (observer_) observer_->PodUnschedulable(*w.info.pod, FailureKind::kUnschedulable, message);
   queue_->AddBackoff(std::move(w.info));
-  queue_->OnClusterEvent(kAssignedPodDelete);
   return true;
 }
 

@@ -33,10 +33,12 @@
 
 namespace tessel {
 
-// Why a pod was not placed: no node fits (kUnschedulable), something broke (kError), or the
-// binding cycle failed after a node was chosen (kBindFailed). Reporters map it to the
-// PodScheduled reason (Unschedulable / SchedulerError) without reading the message.
-enum class FailureKind { kUnschedulable, kError, kBindFailed };
+// Why an attempt failed, for the live reporter (Events, PodScheduled=False) and metrics.
+enum class FailureKind {
+  kUnschedulable,  // no node fits, or a plugin rejected the pod (incl. Permit)
+  kError,          // a plugin or the cache failed; retried with backoff
+  kBindFailed,     // the binding cycle failed (PreBind, Bind, the node vanished); retried
+};
 
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
@@ -44,8 +46,11 @@ class SchedulingObserver {
  public:
   virtual ~SchedulingObserver() = default;
   virtual void PodScheduled(const Pod& pod, const std::string& node) = 0;
-  // No node fits (or binding failed); `message` reads like kube-scheduler's.
+  // No node fits, or the attempt failed (see `kind`); `message` reads like kube-scheduler's.
   virtual void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) = 0;
+  // The pod has scheduling gates (spec.schedulingGates): it waits outside the queue until they
+  // are removed. Called once per pod; live, this is PodScheduled=False, reason SchedulingGated.
+  virtual void PodSchedulingGated(const Pod& /*pod*/) {}
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -93,10 +98,15 @@ class Scheduler final : public Handle {
   ~Scheduler() override;
 
   // --- Inputs (informers, loaders). Thread-safe. ---
-  // Pending pods of one of our profiles go to the queue; pods with a node go to the cache.
+  // Pending pods of one of our profiles go to the queue, unless the core already holds them
+  // (in flight, assumed or bound) or they are gated; pods with a node go to the cache. Identity
+  // is the UID: a known name with a new UID ends the old pod first.
   void OnPodAdd(Pod pod);
   void OnPodUpdate(Pod pod);
-  void OnPodDelete(const std::string& key);
+  // The pod is gone: it leaves the queue, the cache and Permit; an in-flight cycle or bind of it
+  // ends without a retry. With a UID, only that pod (a late delete of an older pod of the same
+  // name leaves the new one alone).
+  void OnPodDelete(const std::string& key, const std::string& uid = {});
   void OnNodeAdd(Node node);
   void OnNodeUpdate(Node node);
   void OnNodeDelete(const std::string& name);
@@ -154,6 +164,12 @@ class Scheduler final : public Handle {
   void ResolvePriority(Pod& pod) const;
   bool Ours(const Pod& pod) const;
   void ExpireWaitingPods();
+  void OnPodObserved(Pod pod);
+  // Ends a pod's life in the scheduler: out of the queue, Permit and the cache; in flight, it is
+  // marked ended so that nothing requeues it.
+  void EndPod(const std::string& key, const std::string& uid);
+  // Forgets that a pod waits on its gates; true if it did.
+  bool EndGated(const std::string& key);
   void RunCycle(SchedulingQueue::Popped popped);
   void HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle, const Status& status,
                      const std::string& message, const std::vector<std::string>& rejecting_plugins);
@@ -161,8 +177,10 @@ class Scheduler final : public Handle {
                     std::string node);
   void Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
             std::string node);
+  // Unreserve and forget the pod's assumption; `notify` raises the event that its resources
+  // are free (not for an assumption made and dropped within one cycle).
   void UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
-                  const std::string& node);
+                  const std::string& node, bool notify = true);
 
   const Registry* registry_;
   Cache* cache_;
@@ -178,6 +196,7 @@ class Scheduler final : public Handle {
   mutable absl::Mutex mu_;
   StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<WaitingPod> waiting_ ABSL_GUARDED_BY(mu_);
+  StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
 };
 
 }  // namespace tessel

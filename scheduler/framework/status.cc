@@ -2,7 +2,6 @@
 #include "scheduler/framework/status.h"
 
 #include "scheduler/util/strings.h"
-#include "scheduler/util/strings.h"
 
 namespace tessel {
 

@@ -42,6 +42,7 @@ class Status {
     return code_ == Code::kUnschedulable || code_ == Code::kUnschedulableAndUnresolvable;
   }
   const std::vector<std::string>& reasons() const { return reasons_; }
+
   // The plugin that produced the status (set by the framework).
   const std::string& plugin() const { return plugin_; }
   Status& WithPlugin(std::string_view plugin) {

@@ -1,6 +1,8 @@
 // SchedulingQueue: one map of entries; the active set and the backoff multimap index into it.
 #include "scheduler/queue/scheduling_queue.h"
 
+#include "scheduler/api/changes.h"
+
 namespace tessel {
 
 bool SchedulingQueue::ActiveLess::operator()(const Entry* a, const Entry* b) const {
@@ -31,10 +33,30 @@ void SchedulingQueue::Detach(Entry& e) {
         }
       }
       break;
-    case Entry::Where::kUnschedulable:
+    case Entry::Where::kUnschedulable: {
       --unschedulable_count_;
+      auto group = parked_by_events_.find(e.waiting_for);
+      if (group != parked_by_events_.end()) {
+        group->second.erase(&e);
+        if (group->second.empty()) parked_by_events_.erase(group);
+      }
+      for (auto [it, end] = parked_by_time_.equal_range(e.parked_until); it != end; ++it) {
+        if (it->second == &e) {
+          parked_by_time_.erase(it);
+          break;
+        }
+      }
       break;
+    }
   }
+}
+
+void SchedulingQueue::Park(Entry& e) {
+  e.where = Entry::Where::kUnschedulable;
+  e.parked_until = e.info.timestamp + options_.max_unschedulable_wait;
+  ++unschedulable_count_;
+  parked_by_events_[e.waiting_for].insert(&e);
+  parked_by_time_.emplace(e.parked_until, &e);
 }
 
 void SchedulingQueue::ToActive(Entry& e) {
@@ -56,47 +78,111 @@ void SchedulingQueue::ToBackoffOrActive(Entry& e) {
   backoff_.emplace(e.backoff_expiry, &e);
 }
 
-void SchedulingQueue::Add(PodRef pod) {
-  absl::MutexLock lock(&mu_);
+namespace {
+
+bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
+
+}  // namespace
+
+SchedulingQueue::AddResult SchedulingQueue::UpsertLocked(PodRef pod, bool create) {
   const std::string key = pod->Key();
+  // In flight under this name: the same pod keeps its latest copy; another UID ends it.
+  bool replaced_in_flight = false;
+  for (auto it = in_flight_.lower_bound(std::make_pair(key, std::string()));
+       it != in_flight_.end() && it->first.first == key; ++it) {
+    if (SameUid(it->first.second, pod->meta.uid)) {
+      if (!it->second.ended) it->second.latest = pod;
+      return AddResult::kInFlight;
+    }
+    it->second.ended = true;
+    replaced_in_flight = true;
+  }
   if (auto it = entries_.find(key); it != entries_.end()) {
     Entry& e = *it->second;
+    const Entry::Where was = e.where;
     Detach(e);
+    if (!SameUid(e.info.pod->meta.uid, pod->meta.uid)) {
+      // A new pod under a known name: it starts afresh.
+      e.info = QueuedPodInfo{.pod = std::move(pod), .timestamp = clock_->Now()};
+      e.waiting_for = kAllEvents;
+      ToActive(e);
+      return AddResult::kQueued;
+    }
+    // Only a change to something scheduling reads can make a parked pod fit: its own status
+    // writes and relists of the same object leave it where it is.
+    const bool changed = PodSchedulingChanged(*e.info.pod, *pod);
     e.info.pod = std::move(pod);
-    ToActive(e);
-    return;
+    if (was == Entry::Where::kActive) {
+      ToActive(e);
+    } else if (was == Entry::Where::kUnschedulable) {
+      if (changed) {
+        ToBackoffOrActive(e);
+      } else {
+        Park(e);
+      }
+    } else {
+      e.where = Entry::Where::kBackoff;
+      backoff_.emplace(e.backoff_expiry, &e);
+    }
+    return AddResult::kUpdated;
   }
+  if (!create && !replaced_in_flight) return AddResult::kIgnored;
   auto e = std::make_unique<Entry>();
   e->info.pod = std::move(pod);
   e->info.timestamp = clock_->Now();
   ToActive(*e);
   entries_.emplace(key, std::move(e));
+  return AddResult::kQueued;
 }
 
-void SchedulingQueue::Update(PodRef pod) {
+SchedulingQueue::AddResult SchedulingQueue::Add(PodRef pod) {
   absl::MutexLock lock(&mu_);
-  auto it = entries_.find(pod->Key());
-  if (it == entries_.end()) return;
-  Entry& e = *it->second;
-  const Entry::Where was = e.where;
-  Detach(e);
-  e.info.pod = std::move(pod);
-  if (was == Entry::Where::kUnschedulable) {
-    ToBackoffOrActive(e);
-  } else if (was == Entry::Where::kBackoff) {
-    e.where = Entry::Where::kBackoff;
-    backoff_.emplace(e.backoff_expiry, &e);
-  } else {
-    ToActive(e);
+  return UpsertLocked(std::move(pod), /*create=*/true);
+}
+
+SchedulingQueue::AddResult SchedulingQueue::Update(PodRef pod) {
+  absl::MutexLock lock(&mu_);
+  return UpsertLocked(std::move(pod), /*create=*/false);
+}
+
+void SchedulingQueue::Delete(const std::string& key, std::string_view uid) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = in_flight_.lower_bound(std::make_pair(key, std::string()));
+       it != in_flight_.end() && it->first.first == key; ++it) {
+    if (SameUid(it->first.second, uid)) {
+      it->second.ended = true;
+      it->second.latest = nullptr;
+    }
   }
-}
-
-void SchedulingQueue::Delete(const std::string& key) {
-  absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) return;
+  if (it == entries_.end() || !SameUid(it->second->info.pod->meta.uid, uid)) return;
   Detach(*it->second);
   entries_.erase(it);
+}
+
+void SchedulingQueue::Done(const std::string& key, std::string_view uid) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(std::make_pair(key, std::string(uid)));
+}
+
+bool SchedulingQueue::Ended(const std::string& key, std::string_view uid) const {
+  absl::MutexLock lock(&mu_);
+  auto it = in_flight_.find(std::make_pair(key, std::string(uid)));
+  return it != in_flight_.end() && it->second.ended;
+}
+
+size_t SchedulingQueue::InFlightCount() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_.size();
+}
+
+bool SchedulingQueue::ReturnLocked(QueuedPodInfo& info) {
+  auto it = in_flight_.find(std::make_pair(info.pod->Key(), info.pod->meta.uid));
+  if (it == in_flight_.end()) return true;  // not popped from here (tests, the bench)
+  const bool ended = it->second.ended;
+  if (!ended && it->second.latest != nullptr) info.pod = std::move(it->second.latest);
+  in_flight_.erase(it);
+  return !ended;
 }
 
 void SchedulingQueue::FlushLocked() {
@@ -106,13 +192,10 @@ void SchedulingQueue::FlushLocked() {
     backoff_.erase(backoff_.begin());
     ToActive(*e);
   }
-  if (unschedulable_count_ == 0) return;
-  for (auto& [key, e] : entries_) {
-    if (e->where == Entry::Where::kUnschedulable &&
-        now - e->info.timestamp >= options_.max_unschedulable_wait) {
-      Detach(*e);
-      ToBackoffOrActive(*e);
-    }
+  while (!parked_by_time_.empty() && parked_by_time_.begin()->first <= now) {
+    Entry* e = parked_by_time_.begin()->second;
+    Detach(*e);
+    ToBackoffOrActive(*e);
   }
 }
 
@@ -123,6 +206,7 @@ std::optional<SchedulingQueue::Popped> SchedulingQueue::PopLocked() {
   active_.erase(active_.begin());
   QueuedPodInfo info = e->info;
   entries_.erase(info.pod->Key());
+  in_flight_[std::make_pair(info.pod->Key(), info.pod->meta.uid)] = InFlight{};
   ++info.attempts;
   if (info.attempts == 1) info.initial_attempt = clock_->Now();
   return Popped{std::move(info), ++cycle_};
@@ -156,6 +240,7 @@ void SchedulingQueue::Close() {
 
 void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events) {
   absl::MutexLock lock(&mu_);
+  if (!ReturnLocked(info)) return;
   const std::string key = info.pod->Key();
   if (entries_.contains(key)) return;  // re-added by an informer meanwhile: that copy is newer
   auto e = std::make_unique<Entry>();
@@ -165,14 +250,14 @@ void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32
   if (move_request_cycle_ >= cycle && (events_since_move_ & events) != 0) {
     ToBackoffOrActive(*e);
   } else {
-    e->where = Entry::Where::kUnschedulable;
-    ++unschedulable_count_;
+    Park(*e);
   }
   entries_.emplace(key, std::move(e));
 }
 
 void SchedulingQueue::AddBackoff(QueuedPodInfo info) {
   absl::MutexLock lock(&mu_);
+  if (!ReturnLocked(info)) return;
   const std::string key = info.pod->Key();
   if (entries_.contains(key)) return;
   auto e = std::make_unique<Entry>();
@@ -187,12 +272,14 @@ void SchedulingQueue::OnClusterEvent(uint32_t event) {
   if (move_request_cycle_ != cycle_) events_since_move_ = 0;
   move_request_cycle_ = cycle_;
   events_since_move_ |= event;
-  if (unschedulable_count_ == 0) return;
-  for (auto& [key, e] : entries_) {
-    if (e->where == Entry::Where::kUnschedulable && (e->waiting_for & event) != 0) {
-      Detach(*e);
-      ToBackoffOrActive(*e);
-    }
+  // Only the groups of parked pods whose rejecting plugins registered this event.
+  std::vector<Entry*> moving;
+  for (const auto& [mask, group] : parked_by_events_) {
+    if ((mask & event) != 0) moving.insert(moving.end(), group.begin(), group.end());
+  }
+  for (Entry* e : moving) {
+    Detach(*e);
+    ToBackoffOrActive(*e);
   }
 }
 

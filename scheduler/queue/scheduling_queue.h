@@ -5,6 +5,13 @@
 //                  added, a pod deleted, ...), or at most `max_unschedulable_wait`
 // Thread-safe. The scheduling loop Pops; informers Add/Update/Delete and report cluster events.
 //
+// In flight: a popped pod is in flight until the core hands it back (AddUnschedulable,
+// AddBackoff) or says it is Done (bound, or its life ended). While in flight, an informer's copy
+// of the same pod (same UID) is not queued again: it is kept as the pod's latest copy, which a
+// requeue then uses. A delete marks the in-flight pod ended, and its requeue is dropped. A pod
+// under the same name with another UID is a new pod: it replaces the old one, queued or in
+// flight.
+//
 //   queue.Add(pod);
 //   auto info = queue.Pop();                        // non-blocking (bench)
 //   auto info = queue.PopWait(absl::Seconds(1));    // blocking (live)
@@ -45,12 +52,26 @@ class SchedulingQueue {
 
   SchedulingQueue(const Clock* clock, Less less, QueueOptions options = {});
 
-  // A new pending pod. A pod already queued is updated instead.
-  void Add(PodRef pod);
+  // What Add and Update did with a pod.
+  enum class AddResult {
+    kQueued,    // a new entry (a new pod, or a new UID under a known name)
+    kUpdated,   // the queued copy was replaced
+    kInFlight,  // the pod is in flight: kept as its latest copy, not queued
+    kIgnored,   // Update of a pod the queue does not hold
+  };
+  // A new pending pod. A pod already queued is updated instead (and moves to active).
+  AddResult Add(PodRef pod);
   // The pod object changed: it replaces the queued copy and, if it was waiting as
-  // unschedulable, moves to active (its spec may now fit somewhere).
-  void Update(PodRef pod);
-  void Delete(const std::string& key);
+  // unschedulable, moves to backoff or active (its spec may now fit somewhere).
+  AddResult Update(PodRef pod);
+  // The pod is gone (or bound by someone else): a queued entry is dropped, an in-flight pod is
+  // marked ended. With a UID, only that pod.
+  void Delete(const std::string& key, std::string_view uid = {});
+  // The core is done with an in-flight pod (bound, or its life ended): forget it.
+  void Done(const std::string& key, std::string_view uid);
+  // Whether an in-flight pod was deleted (or replaced, or bound elsewhere) since it was popped.
+  bool Ended(const std::string& key, std::string_view uid) const;
+  size_t InFlightCount() const;
 
   // Pops the head of the active queue after moving pods whose backoff ended. Also returns the
   // scheduling cycle number, used by AddUnschedulable to detect events during the attempt.
@@ -65,6 +86,7 @@ class SchedulingQueue {
 
   // After a failed attempt: the pod waits for one of `events` (a ClusterEvent mask). If such an
   // event arrived while it was being scheduled (after `cycle`), it goes to backoff at once.
+  // An in-flight pod comes back as its latest copy, or not at all if it ended meanwhile.
   void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events);
   // After an error (not a "no fit"): retry after backoff.
   void AddBackoff(QueuedPodInfo info);
@@ -87,6 +109,11 @@ class SchedulingQueue {
     enum class Where { kActive, kBackoff, kUnschedulable } where = Where::kActive;
     absl::Time backoff_expiry;
     uint32_t waiting_for = kAllEvents;
+    absl::Time parked_until;  // kUnschedulable: retried by then at the latest
+  };
+  struct InFlight {
+    PodRef latest;  // the newest informer copy seen while in flight, if any
+    bool ended = false;
   };
   struct ActiveLess {
     const SchedulingQueue* q;
@@ -96,8 +123,12 @@ class SchedulingQueue {
   absl::Duration BackoffDuration(int attempts) const;
   void ToActive(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ToBackoffOrActive(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Park(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Detach(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  AddResult UpsertLocked(PodRef pod, bool create) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the in-flight record of the pod back: false if it ended (then drop it).
+  bool ReturnLocked(QueuedPodInfo& info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<Popped> PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock* clock_;
@@ -107,7 +138,15 @@ class SchedulingQueue {
   StringKeyedMap<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   std::set<Entry*, ActiveLess> active_ ABSL_GUARDED_BY(mu_);
   std::multimap<absl::Time, Entry*> backoff_ ABSL_GUARDED_BY(mu_);
+  // In-flight pods by (namespace/name, UID).
+  std::map<std::pair<std::string, std::string>, InFlight, std::less<>> in_flight_
+      ABSL_GUARDED_BY(mu_);
   size_t unschedulable_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // Parked (unschedulable) pods, indexed so that neither a cluster event nor a pop scans the
+  // whole queue: by the event mask their rejecting plugins registered (few distinct masks), and
+  // by the time their longest wait ends.
+  std::map<uint32_t, std::set<Entry*>> parked_by_events_ ABSL_GUARDED_BY(mu_);
+  std::multimap<absl::Time, Entry*> parked_by_time_ ABSL_GUARDED_BY(mu_);
   int64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t move_request_cycle_ ABSL_GUARDED_BY(mu_) = -1;
   uint32_t events_since_move_ ABSL_GUARDED_BY(mu_) = 0;

@@ -2,6 +2,7 @@
 // UpdateSnapshot copies only what moved.
 #include "scheduler/state/cache.h"
 
+#include "scheduler/api/changes.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -18,12 +19,15 @@ NodeInfo& Cache::NodeLocked(const std::string& name) {
 
 void Cache::Touch(NodeInfo& info) { info.set_generation(++generation_); }
 
-void Cache::AddOrUpdateNode(Node node) {
+bool Cache::AddOrUpdateNode(Node node) {
   absl::MutexLock lock(&mu_);
   NodeInfo& info = NodeLocked(node.name());
+  const bool changed = info.node() == nullptr || NodeSchedulingChanged(*info.node(), node);
   if (info.node() == nullptr) membership_generation_ = generation_ + 1;
   info.SetNode(std::make_shared<const Node>(std::move(node)));
-  Touch(info);
+  // The snapshot copies the node only when something a plugin reads moved.
+  if (changed) Touch(info);
+  return changed;
 }
 
 void Cache::RemoveNode(std::string_view name) {
@@ -66,19 +70,31 @@ void Cache::RemovePodLocked(std::string_view key) {
   DropGhostIfEmpty(node);
 }
 
+namespace {
+
+// Whether `uid` names the pod held as `held` (an empty UID on either side matches).
+bool SamePod(const Pod& held, std::string_view uid) {
+  return uid.empty() || held.meta.uid.empty() || held.meta.uid == uid;
+}
+
+}  // namespace
+
 void Cache::AddOrUpdatePod(Pod pod) {
   absl::MutexLock lock(&mu_);
   const std::string key = pod.Key();
+  auto it = pods_.find(key);
+  if (it != pods_.end() && !SamePod(*it->second.pod, pod.meta.uid)) {
+    // Another pod now holds the name: the old one is gone, with whatever it held.
+    RemovePodLocked(key);
+    it = pods_.end();
+  }
   if (pod.node_name.empty() || pod.IsTerminal()) {
-    // Unbound pods hold nothing. An assumed pod whose informer copy is still unbound stays
-    // assumed: the bind may not have landed yet.
-    auto it = pods_.find(key);
-    if (it != pods_.end() && !(it->second.assumed && pod.node_name.empty() && !pod.IsTerminal())) {
-      RemovePodLocked(key);
-    }
+    // Unbound pods hold nothing. An unbound, unfinished copy of a pod held here is stale: the
+    // bind may not have landed yet (assumed), or the informer is behind (bound pods never
+    // become unbound). Only a finished pod releases.
+    if (it != pods_.end() && pod.IsTerminal()) RemovePodLocked(key);
     return;
   }
-  auto it = pods_.find(key);
   if (it != pods_.end()) {
     const Pod& old = *it->second.pod;
     if (old.node_name == pod.node_name && old.requests == pod.requests && !it->second.assumed) {
@@ -96,8 +112,10 @@ void Cache::AddOrUpdatePod(Pod pod) {
   AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
 }
 
-void Cache::RemovePod(std::string_view key) {
+void Cache::RemovePod(std::string_view key, std::string_view uid) {
   absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end() || !SamePod(*it->second.pod, uid)) return;
   RemovePodLocked(key);
 }
 
@@ -113,42 +131,53 @@ absl::Status Cache::AssumePod(Pod pod) {
                                             pod.node_name, "\" is not in the cache"));
   }
   AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
-  pods_[key].assumed = true;
+  PodState& state = pods_[key];
+  state.assumed = true;
+  state.assumed_at = clock_->Now();
   return absl::OkStatus();
 }
 
-absl::Status Cache::FinishBinding(std::string_view key) {
+absl::Status Cache::FinishBinding(std::string_view key, std::string_view uid) {
   absl::MutexLock lock(&mu_);
   auto it = pods_.find(key);
-  if (it == pods_.end() || !it->second.assumed) {
-    // The informer may already have confirmed the pod: nothing left to do.
-    return it == pods_.end() ? absl::NotFoundError(StrCat("pod ", key, " is not assumed"))
-                             : absl::OkStatus();
+  if (it == pods_.end() || !SamePod(*it->second.pod, uid)) {
+    return absl::NotFoundError(StrCat("pod ", key, " is not assumed"));
   }
-  it->second.binding_finished = true;
-  it->second.deadline = clock_->Now() + assumed_ttl_;
+  // The informer may already have confirmed the pod: then nothing is left to do.
+  if (it->second.assumed) it->second.binding_finished = true;
   return absl::OkStatus();
 }
 
-absl::Status Cache::ForgetPod(std::string_view key) {
+absl::Status Cache::ForgetPod(std::string_view key, std::string_view uid) {
   absl::MutexLock lock(&mu_);
   auto it = pods_.find(key);
-  if (it == pods_.end() || !it->second.assumed) {
+  if (it == pods_.end() || !it->second.assumed || !SamePod(*it->second.pod, uid)) {
     return absl::NotFoundError(StrCat("pod ", key, " is not assumed"));
   }
   RemovePodLocked(key);
   return absl::OkStatus();
 }
 
-std::vector<std::string> Cache::CleanupExpiredAssumedPods() {
+absl::Status Cache::CheckNodesFit() const {
   absl::MutexLock lock(&mu_);
-  const absl::Time now = clock_->Now();
-  std::vector<std::string> expired;
-  for (const auto& [key, state] : pods_) {
-    if (state.assumed && state.binding_finished && now >= state.deadline) expired.push_back(key);
+  std::vector<std::string> problems;
+  for (const auto& [name, info] : nodes_) {
+    if (info->node() == nullptr) continue;  // a ghost: its pods wait for their own deletes
+    if (!info->requested().FitsIn(info->allocatable())) {
+      problems.push_back(StrCat(name, ": pods request ", info->requested().DebugString(),
+                                " of ", info->allocatable().DebugString()));
+    }
+    if (info->gpus().unplaced_milli() > 0) {
+      problems.push_back(StrCat(name, ": ", info->gpus().unplaced_milli(),
+                                " milli-GPU held by pods that fit on no device"));
+    }
+    if (std::string bad = info->gpus().CheckInvariants(); !bad.empty()) {
+      problems.push_back(StrCat(name, ": ", bad));
+    }
   }
-  for (const std::string& key : expired) RemovePodLocked(key);
-  return expired;
+  if (problems.empty()) return absl::OkStatus();
+  std::sort(problems.begin(), problems.end());
+  return absl::InternalError(StrCat("overcommitted: ", StrJoin(problems, "; ")));
 }
 
 void Cache::UpdateSnapshot(Snapshot& snapshot) {
@@ -173,10 +202,10 @@ void Cache::UpdateSnapshot(Snapshot& snapshot) {
   snapshot.generation_ = generation_;
 }
 
-bool Cache::IsAssumed(std::string_view key) const {
+bool Cache::IsAssumed(std::string_view key, std::string_view uid) const {
   absl::MutexLock lock(&mu_);
   auto it = pods_.find(key);
-  return it != pods_.end() && it->second.assumed;
+  return it != pods_.end() && it->second.assumed && SamePod(*it->second.pod, uid);
 }
 
 std::optional<std::string> Cache::NodeOf(std::string_view key) const {
@@ -184,6 +213,20 @@ std::optional<std::string> Cache::NodeOf(std::string_view key) const {
   auto it = pods_.find(key);
   if (it == pods_.end()) return std::nullopt;
   return it->second.pod->node_name;
+}
+
+std::optional<Cache::HeldPod> Cache::Held(std::string_view key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return std::nullopt;
+  return HeldPod{.uid = it->second.pod->meta.uid, .node = it->second.pod->node_name,
+                 .assumed = it->second.assumed};
+}
+
+bool Cache::HasNode(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(name);
+  return it != nodes_.end() && it->second->node() != nullptr;
 }
 
 size_t Cache::NodeCount() const {

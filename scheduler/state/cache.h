@@ -5,10 +5,14 @@
 // Optimistic binding, as in kube-scheduler:
 //   cache.AssumePod(pod_with_node);   // after Reserve: resources are held at once
 //   ... bind through the API ...
-//   cache.FinishBinding(key);         // bind accepted; the informer's update confirms it
-//   cache.ForgetPod(key);             // bind failed: resources are released
-// An assumed pod whose binding finished but that the informer never confirms expires after
-// `assumed_ttl` (CleanupExpiredAssumedPods).
+//   cache.FinishBinding(key, uid);    // bind accepted; the informer's update confirms it
+//   cache.ForgetPod(key, uid);        // bind failed: resources are released
+// An assumed pod is held until the informer confirms it or the pod is deleted, however long the
+// informer lags: releasing it earlier would let the next pods overcommit its node.
+//
+// Identity is the UID: a pod that the informer shows under a known name with another UID is a
+// new pod, and the old one's charge is released. Calls that name a UID act only on that pod
+// (an empty UID matches any, for callers that have none).
 #pragma once
 
 #include <optional>
@@ -28,29 +32,46 @@ namespace tessel {
 
 class Cache {
  public:
-  explicit Cache(const Clock* clock, absl::Duration assumed_ttl = absl::Seconds(30))
-      : clock_(clock), assumed_ttl_(assumed_ttl) {}
+  explicit Cache(const Clock* clock) : clock_(clock) {}
 
-  void AddOrUpdateNode(Node node);
+  // Returns whether anything the scheduling filters read changed (or the node is new): a
+  // heartbeat that only moves resourceVersion or condition timestamps returns false.
+  bool AddOrUpdateNode(Node node);
   void RemoveNode(std::string_view name);
 
   // An informer's view of a pod. Pods without a node, and finished pods (Succeeded, Failed),
-  // hold nothing and are dropped; a pod the scheduler assumed is confirmed.
+  // hold nothing and are dropped; a pod the scheduler assumed is confirmed. An unbound copy of
+  // a pod the cache holds under the same UID is stale (a bound pod never becomes unbound) and
+  // changes nothing.
   void AddOrUpdatePod(Pod pod);
-  void RemovePod(std::string_view key);
+  // The pod is gone. With a UID, only that pod: a late delete of an older pod of the same name
+  // leaves the new one alone.
+  void RemovePod(std::string_view key, std::string_view uid = {});
 
   // `pod.node_name` must name a node in the cache.
   absl::Status AssumePod(Pod pod);
-  absl::Status FinishBinding(std::string_view key);
-  absl::Status ForgetPod(std::string_view key);
-  // Drops assumed pods whose binding finished more than assumed_ttl ago; returns their keys.
-  std::vector<std::string> CleanupExpiredAssumedPods();
+  absl::Status FinishBinding(std::string_view key, std::string_view uid = {});
+  absl::Status ForgetPod(std::string_view key, std::string_view uid = {});
+
+  // The invariant that the cache never accounts less than is bound: on every node, the bound and
+  // assumed pods fit its allocatable resources and its GPU devices. OK, or a description of
+  // every node that is overcommitted.
+  absl::Status CheckNodesFit() const;
 
   void UpdateSnapshot(Snapshot& snapshot);
 
-  bool IsAssumed(std::string_view key) const;
+  bool IsAssumed(std::string_view key, std::string_view uid = {}) const;
   // The node a pod is accounted on, if any.
   std::optional<std::string> NodeOf(std::string_view key) const;
+  // What the cache holds under a pod's name: which pod (UID), where, and whether assumed.
+  struct HeldPod {
+    std::string uid;
+    std::string node;
+    bool assumed = false;
+  };
+  std::optional<HeldPod> Held(std::string_view key) const;
+  // Whether the node exists (has its Node object; not a ghost kept for its pods).
+  bool HasNode(std::string_view name) const;
   size_t NodeCount() const;
   size_t PodCount() const;
   // A copy of one node's state (tests, metrics).
@@ -62,7 +83,7 @@ class Cache {
     PodRef pod;
     bool assumed = false;
     bool binding_finished = false;
-    absl::Time deadline;
+    absl::Time assumed_at;
   };
 
   NodeInfo& NodeLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -72,7 +93,6 @@ class Cache {
   void DropGhostIfEmpty(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock* clock_;
-  const absl::Duration assumed_ttl_;
   mutable absl::Mutex mu_;
   StringKeyedMap<std::unique_ptr<NodeInfo>> nodes_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<PodState> pods_ ABSL_GUARDED_BY(mu_);

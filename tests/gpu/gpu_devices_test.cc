@@ -288,7 +288,7 @@ TEST_CASE("the memory hint must fit the device minus what other sharers declared
 
 TEST_CASE("cache lifecycles keep every device exact", "[gpu][cache]") {
   ManualClock clock;
-  Cache cache(&clock, absl::Seconds(30));
+  Cache cache(&clock);
   cache.AddOrUpdateNode(GfdNode("n1", 4));
   const Pod frac = GpuPod("f", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "400"}}, "n1");
   const Pod whole = GpuPod("w", "nvidia.com/gpu:2", {}, "n1");
@@ -316,10 +316,11 @@ TEST_CASE("cache lifecycles keep every device exact", "[gpu][cache]") {
     CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2000);
     CheckCache(cache);
   }
-  SECTION("an expired assumption releases the devices") {
+  SECTION("an unconfirmed assumption holds its devices until the pod is deleted") {
     REQUIRE(cache.FinishBinding("default/w").ok());
     clock.Advance(absl::Minutes(1));
-    CHECK(cache.CleanupExpiredAssumedPods() == std::vector<std::string>{"default/w"});
+    CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 2400);
+    cache.RemovePod("default/w");
     CHECK(cache.GetNodeInfo("n1")->gpus().total_allocated_milli() == 400);
     CheckCache(cache);
   }

@@ -31,7 +31,7 @@ Pod Bound(std::string name, std::string node, std::string_view req) {
 
 TEST_CASE("assume, finish binding and confirm keep the accounting exact", "[cache]") {
   ManualClock clock;
-  Cache cache(&clock, absl::Seconds(30));
+  Cache cache(&clock);
   cache.AddOrUpdateNode(NodeBuilder("n1").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:4").Build());
   CheckInvariant(cache);
 
@@ -52,16 +52,19 @@ TEST_CASE("assume, finish binding and confirm keep the accounting exact", "[cach
     CHECK_FALSE(cache.IsAssumed("default/a"));
     CHECK(cache.GetNodeInfo("n1")->requested().Get("nvidia.com/gpu") == 1000);  // not twice
     CHECK_FALSE(cache.ForgetPod("default/a").ok());  // confirmed pods cannot be forgotten
-    clock.Advance(absl::Minutes(5));
-    CHECK(cache.CleanupExpiredAssumedPods().empty());
     CheckInvariant(cache);
   }
-  SECTION("an unconfirmed binding expires") {
+  SECTION("an unconfirmed binding is held however long the informer lags") {
     REQUIRE(cache.FinishBinding("default/a").ok());
-    clock.Advance(absl::Seconds(29));
-    CHECK(cache.CleanupExpiredAssumedPods().empty());
-    clock.Advance(absl::Seconds(1));
-    CHECK(cache.CleanupExpiredAssumedPods() == std::vector<std::string>{"default/a"});
+    clock.Advance(absl::Hours(1));
+    CHECK(cache.IsAssumed("default/a"));
+    CHECK(cache.GetNodeInfo("n1")->requested().Get("nvidia.com/gpu") == 1000);
+    // A late unbound copy (the watch is behind the bind) releases nothing either.
+    cache.AddOrUpdatePod(PodBuilder("a").Requests("cpu:2,nvidia.com/gpu:1").Build());
+    CHECK(cache.IsAssumed("default/a"));
+    CHECK(cache.GetNodeInfo("n1")->requested().Get("nvidia.com/gpu") == 1000);
+    // Only the delete does.
+    cache.RemovePod("default/a");
     CHECK(cache.GetNodeInfo("n1")->requested().IsZero());
     CheckInvariant(cache);
   }
@@ -77,6 +80,61 @@ TEST_CASE("assume, finish binding and confirm keep the accounting exact", "[cach
     CHECK_FALSE(cache.AssumePod(Bound("b", "nowhere", "cpu:1")).ok());
     CheckInvariant(cache);
   }
+}
+
+Pod WithUid(Pod pod, std::string uid) {
+  pod.meta.uid = std::move(uid);
+  return pod;
+}
+
+TEST_CASE("identity is the UID: a same-name pod is another pod", "[cache]") {
+  ManualClock clock;
+  Cache cache(&clock);
+  cache.AddOrUpdateNode(NodeBuilder("n1").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:8").Build());
+  cache.AddOrUpdateNode(NodeBuilder("n2").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:8").Build());
+  REQUIRE(cache.AssumePod(WithUid(Bound("a", "n1", "nvidia.com/gpu:1"), "old")).ok());
+
+  SECTION("a late delete of the old pod leaves the new one alone") {
+    cache.RemovePod("default/a", "old");
+    REQUIRE(cache.AssumePod(WithUid(Bound("a", "n2", "nvidia.com/gpu:2"), "new")).ok());
+    cache.RemovePod("default/a", "old");
+    CHECK(cache.NodeOf("default/a") == "n2");
+    CHECK_FALSE(cache.ForgetPod("default/a", "old").ok());  // the old bind's failure
+    CHECK_FALSE(cache.FinishBinding("default/a", "old").ok());
+    CHECK(cache.IsAssumed("default/a", "new"));
+    CHECK(cache.GetNodeInfo("n2")->requested().Get("nvidia.com/gpu") == 2000);
+    CHECK(cache.Held("default/a")->uid == "new");
+  }
+  SECTION("the informer shows the name under a new UID: the old charge is released") {
+    cache.AddOrUpdatePod(WithUid(PodBuilder("a").Requests("nvidia.com/gpu:2").Build(), "new"));
+    CHECK_FALSE(cache.NodeOf("default/a").has_value());
+    CHECK(cache.GetNodeInfo("n1")->requested().IsZero());
+    cache.AddOrUpdatePod(WithUid(Bound("a", "n2", "nvidia.com/gpu:2"), "new"));
+    CHECK(cache.GetNodeInfo("n2")->requested().Get("nvidia.com/gpu") == 2000);
+    CHECK_FALSE(cache.IsAssumed("default/a"));
+  }
+  SECTION("an unbound copy of a confirmed pod is stale and releases nothing") {
+    cache.AddOrUpdatePod(WithUid(Bound("a", "n1", "nvidia.com/gpu:1"), "old"));
+    cache.AddOrUpdatePod(WithUid(PodBuilder("a").Requests("nvidia.com/gpu:1").Build(), "old"));
+    CHECK(cache.NodeOf("default/a") == "n1");
+    CHECK(cache.GetNodeInfo("n1")->requested().Get("nvidia.com/gpu") == 1000);
+  }
+  CheckInvariant(cache);
+  CHECK(cache.CheckNodesFit().ok());
+}
+
+TEST_CASE("CheckNodesFit names every overcommitted node", "[cache]") {
+  ManualClock clock;
+  Cache cache(&clock);
+  cache.AddOrUpdateNode(NodeBuilder("n1").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:2").Build());
+  cache.AddOrUpdatePod(Bound("a", "n1", "nvidia.com/gpu:2"));
+  CHECK(cache.CheckNodesFit().ok());
+  cache.AddOrUpdatePod(Bound("b", "n1", "nvidia.com/gpu:1"));
+  const absl::Status st = cache.CheckNodesFit();
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(std::string(st.message()), Catch::Contains("n1: pods request"));
+  cache.RemovePod("default/b");
+  CHECK(cache.CheckNodesFit().ok());
 }
 
 TEST_CASE("pods and nodes arrive in any order", "[cache]") {

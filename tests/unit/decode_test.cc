@@ -33,7 +33,8 @@ json PodJson() {
       "containers": [{"name": "main", "resources": {"requests": {"cpu": "2", "memory": "8Gi"},
                                                     "limits": {"nvidia.com/gpu": "1"}}}],
       "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "4"}}}],
-      "overhead": {"cpu": "100m"}
+      "overhead": {"cpu": "100m"},
+      "schedulingGates": [{"name": "example.com/quota"}, {"name": "example.com/data"}]
     },
     "status": {"phase": "Pending", "nominatedNodeName": "n1"}
   })");
@@ -64,6 +65,7 @@ TEST_CASE("a full pod decodes", "[decode]") {
   CHECK(pod->requests.Get("nvidia.com/gpu") == 1000);
   CHECK(pod->requests.memory == int64_t{8} << 30);
   CHECK(pod->nominated_node_name == "n1");
+  CHECK(pod->scheduling_gates == std::vector<std::string>{"example.com/quota", "example.com/data"});
 }
 
 TEST_CASE("a node decodes with allocatable, taints and readiness", "[decode]") {
@@ -118,6 +120,10 @@ TEST_CASE("malformed objects name the object and the field", "[decode]") {
        "Pod ns/p: status.phase: unknown phase \"Sleeping\""},
       {"preferred weight out of range", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":0,"preference":{}}]}}}})",
        "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in 1..100"},
+      {"scheduling gate without a name", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"schedulingGates":[{"name":"a"},{}]}})",
+       "Pod ns/p: spec.schedulingGates[1].name: missing"},
+      {"scheduling gates not a list", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"schedulingGates":{"name":"a"}}})",
+       "Pod ns/p: spec.schedulingGates: expected a list"},
       {"node allocatable garbage", R"({"kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"nvidia.com/gpu":"5Gb"}}})",
        "Node n: status.allocatable.nvidia.com/gpu: quantity \"5Gb\""},
       {"node taint without effect", R"({"kind":"Node","metadata":{"name":"n"},"spec":{"taints":[{"key":"k"}]}})",

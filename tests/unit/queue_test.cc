@@ -1,6 +1,8 @@
 // The scheduling queue: order, backoff, parking unschedulable pods until a helpful event.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <random>
 #include <thread>
 
 #include "builders.h"
@@ -117,8 +119,97 @@ TEST_CASE("updates and deletes", "[queue]") {
   q.Add(P("c", 0, 0));
   auto popped = q.Pop();
   q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
-  q.Update(P("c", 0, 0));  // the spec changed: worth another try
+  Pod status_write = *P("c", 0, 0);
+  status_write.meta.resource_version = "2";
+  q.Update(std::make_shared<const Pod>(status_write));  // its own status write: stays parked
+  CHECK(q.Stats().unschedulable == 1);
+  q.Add(std::make_shared<const Pod>(status_write));  // a relist of the same object: the same
+  CHECK(q.Stats().unschedulable == 1);
+  q.Update(P("c", 5, 0));  // the spec changed: worth another try
   CHECK(q.Stats().unschedulable == 0);
+}
+
+TEST_CASE("a new UID under a queued name is a new pod", "[queue]") {
+  ManualClock clock;
+  SchedulingQueue q(&clock, PrioritySortLess());
+  Pod old_pod = *P("a", 0, 0);
+  old_pod.meta.uid = "u1";
+  q.Add(std::make_shared<const Pod>(old_pod));
+  auto popped = q.Pop();
+  REQUIRE(popped.has_value());
+  SECTION("in flight: the old pod's requeue is dropped, the new pod is queued") {
+    Pod new_pod = old_pod;
+    new_pod.meta.uid = "u2";
+    CHECK(q.Add(std::make_shared<const Pod>(new_pod)) == SchedulingQueue::AddResult::kQueued);
+    CHECK(q.Ended("default/a", "u1"));
+    q.AddBackoff(popped->info);  // the old pod's cycle failed
+    auto next = q.Pop();
+    REQUIRE(next.has_value());
+    CHECK(next->info.pod->meta.uid == "u2");
+    CHECK(next->info.attempts == 1);
+  }
+  SECTION("in flight: its own update is kept for the requeue, not queued") {
+    Pod newer = old_pod;
+    newer.meta.labels["x"] = "y";
+    CHECK(q.Add(std::make_shared<const Pod>(newer)) == SchedulingQueue::AddResult::kInFlight);
+    CHECK_FALSE(q.Contains("default/a"));
+    q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
+    CHECK(q.Contains("default/a"));
+    q.OnClusterEvent(kNodeAdd);
+    clock.Advance(absl::Seconds(10));
+    auto next = q.Pop();
+    REQUIRE(next.has_value());
+    CHECK(next->info.pod->meta.labels.at("x") == "y");
+  }
+  SECTION("deleted in flight: the requeue is dropped") {
+    q.Delete("default/a", "u1");
+    q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
+    CHECK_FALSE(q.Contains("default/a"));
+    CHECK(q.InFlightCount() == 0);
+  }
+}
+
+TEST_CASE("cluster events move exactly the parked pods that registered them", "[queue]") {
+  // A model: pods parked with random masks; after each random event, the parked set is the
+  // model's. Seeded families, so that the index can never drift from a full scan.
+  constexpr uint32_t kEvents[] = {kNodeAdd, kNodeUpdate, kAssignedPodDelete, kAssignedPodAdd,
+                                  kUnassignedPodAdd, kCustomObjectChange};
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    auto roll = [&](uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(rng); };
+    ManualClock clock;
+    SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Hours(24)});
+    std::map<std::string, uint32_t> parked;  // the model
+    for (int step = 0; step < 60; ++step) {
+      if (roll(2) == 0) {
+        const std::string name = "p" + std::to_string(roll(20));
+        if (q.Contains("default/" + name)) continue;
+        q.Add(P(name, 0, 0));
+        auto popped = q.Pop();
+        REQUIRE(popped.has_value());
+        uint32_t mask = roll(8) == 0 ? uint32_t{kAllEvents} : 0u;
+        for (uint32_t e : kEvents) mask |= roll(3) == 0 ? e : 0u;
+        if (mask == 0) mask = kNodeAdd;
+        // A cycle number no event follows: the pod parks.
+        q.AddUnschedulable(popped->info, popped->cycle + 1'000'000, mask);
+        parked[popped->info.pod->Key()] = mask;
+      } else {
+        const uint32_t event = kEvents[roll(6)];
+        q.OnClusterEvent(event);
+        for (auto it = parked.begin(); it != parked.end();) {
+          it = (it->second & event) != 0 ? parked.erase(it) : std::next(it);
+        }
+        // Moved pods go to backoff; pop them all (they are retried, then dropped here).
+        clock.Advance(absl::Seconds(10));
+        while (auto p = q.Pop()) q.Done(p->info.pod->Key(), p->info.pod->meta.uid);
+      }
+      std::vector<std::string> want;
+      for (const auto& [key, mask] : parked) want.push_back(key);
+      REQUIRE(q.UnschedulableKeys() == want);
+      REQUIRE(q.Stats().unschedulable == want.size());
+    }
+  }
 }
 
 TEST_CASE("PopWait returns when a pod arrives or times out", "[queue]") {

@@ -5,12 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
+#include <random>
+#include <set>
+#include <utility>
 
 #include "builders.h"
 #include "plugins/registry.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 namespace {
@@ -24,6 +29,7 @@ struct GateScript {
   PermitResult permit{Status::Ok(), absl::ZeroDuration()};
   std::vector<std::string> reserved;    // "key@node"
   std::vector<std::string> unreserved;  // "key@node"
+  std::function<void()> on_permit;      // runs inside Permit (e.g. a delete racing the cycle)
 };
 
 class Gate final : public ReservePlugin, public PermitPlugin {
@@ -38,6 +44,7 @@ class Gate final : public ReservePlugin, public PermitPlugin {
     script_->unreserved.push_back(pod.Key() + "@" + node);
   }
   PermitResult Permit(CycleState&, const Pod&, const std::string&) override {
+    if (script_->on_permit) std::exchange(script_->on_permit, nullptr)();
     return script_->permit;
   }
 
@@ -72,8 +79,9 @@ class RecordingObserver final : public SchedulingObserver {
   void PodScheduled(const Pod& pod, const std::string& node) override {
     scheduled[pod.Key()] = node;
   }
-  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     failures[pod.Key()] = message;
+    kinds[pod.Key()] = kind;
     if (on_unschedulable) on_unschedulable(pod);
   }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration) override {
@@ -82,6 +90,7 @@ class RecordingObserver final : public SchedulingObserver {
   std::function<void(const Pod&)> on_unschedulable;
   std::map<std::string, std::string> scheduled;
   std::map<std::string, std::string> failures;
+  std::map<std::string, FailureKind> kinds;
   std::vector<std::string> attempts;
 };
 
@@ -247,6 +256,8 @@ TEST_CASE("a Reserve failure releases the assumed pod", "[scheduler]") {
   CHECK(f.script.unreserved == f.script.reserved);  // the failing plugin is unreserved too
   CHECK(f.api.binds.empty());
   CHECK(f.s->queue().Contains("default/a"));
+  CHECK(f.observer.kinds.at("default/a") ==
+        (error ? FailureKind::kError : FailureKind::kUnschedulable));
   if (error) {
     CHECK(f.s->queue().Stats().backoff == 1);
     CHECK(f.observer.attempts == std::vector<std::string>{"default/a:error"});
@@ -266,6 +277,7 @@ TEST_CASE("a failed bind rolls back the assumption and retries after backoff", "
   CHECK(GpusOn(f.cache, "n1") == 0);
   CHECK(f.script.unreserved == std::vector<std::string>{"default/a@n1"});
   CHECK(f.observer.failures.contains("default/a"));
+  CHECK(f.observer.kinds.at("default/a") == FailureKind::kBindFailed);
   CHECK_FALSE(f.observer.scheduled.contains("default/a"));
   CHECK(f.s->queue().Stats().backoff == 1);
   // The node is whole again, and the retry after the backoff takes it.
@@ -319,6 +331,473 @@ TEST_CASE("a pod updated during its own cycle is read safely to the cycle's end"
   CHECK(f.observer.attempts ==
         std::vector<std::string>{"default/too-big-with-a-long-name-that-does-not-fit-in-sso:unschedulable"});
   CHECK(f.s->queue().Contains("default/too-big-with-a-long-name-that-does-not-fit-in-sso"));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Churn: a fake API server with a lagging informer and a deferred binder pool. Seeded families
+// of creates, deletes in flight, same-name re-creates with other sizes, node deletions and long
+// informer lags; after every step nothing is overcommitted, no bound pod is bound again, and no
+// bind goes to a node the scheduler already saw deleted.
+
+class ChurnCluster final : public ClusterApi, public BindExecutor {
+ public:
+  struct Event {
+    enum class Kind { kPodUpsert, kPodDelete, kNodeDelete } kind;
+    Pod pod;
+    std::string name;
+  };
+
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
+    ++binds;
+    if (scheduler != nullptr && !scheduler->cache().HasNode(node)) ++binds_to_known_deleted_node;
+    auto it = pods.find(pod.Key());
+    if (it == pods.end() || it->second.meta.uid != pod.meta.uid) {
+      return absl::NotFoundError(StrCat("pods \"", pod.meta.name, "\" not found"));
+    }
+    if (!it->second.node_name.empty()) {
+      ++binds_of_bound_pods;
+      return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already assigned to node \"",
+                                             it->second.node_name, "\""));
+    }
+    if (fail_next_bind) {
+      fail_next_bind = false;
+      return absl::UnavailableError("apiserver busy");
+    }
+    it->second.node_name = node;
+    informer.push_back({Event::Kind::kPodUpsert, it->second, {}});
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const Pod&, std::string_view) override { return absl::OkStatus(); }
+  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
+  void Submit(std::function<void()> task) override { backlog.push_back(std::move(task)); }
+
+  void Create(Pod pod) {
+    pods[pod.Key()] = pod;
+    informer.push_back({Event::Kind::kPodUpsert, std::move(pod), {}});
+  }
+  void Delete(const std::string& key) {
+    auto it = pods.find(key);
+    if (it == pods.end()) return;
+    informer.push_back({Event::Kind::kPodDelete, it->second, {}});
+    pods.erase(it);
+  }
+  void DeleteNode(const std::string& name) {
+    nodes.erase(name);
+    informer.push_back({Event::Kind::kNodeDelete, {}, name});
+  }
+  void Deliver(size_t n) {
+    for (; n > 0 && !informer.empty(); --n) {
+      Event e = std::move(informer.front());
+      informer.pop_front();
+      switch (e.kind) {
+        case Event::Kind::kPodUpsert:
+          scheduler->OnPodUpdate(std::move(e.pod));
+          break;
+        case Event::Kind::kPodDelete:
+          scheduler->OnPodDelete(e.pod.Key(), e.pod.meta.uid);
+          break;
+        case Event::Kind::kNodeDelete:
+          scheduler->OnNodeDelete(e.name);
+          break;
+      }
+    }
+  }
+  void RunBinds(size_t n, std::mt19937_64& rng) {
+    for (; n > 0 && !backlog.empty(); --n) {
+      // The pool's threads finish in any order.
+      const size_t i = std::uniform_int_distribution<size_t>(0, backlog.size() - 1)(rng);
+      std::function<void()> task = std::move(backlog[i]);
+      backlog.erase(backlog.begin() + static_cast<std::ptrdiff_t>(i));
+      task();
+    }
+  }
+  // Every node's bound pods fit its GPUs, as the API server sees them.
+  std::string Overcommitted() const {
+    std::map<std::string, int64_t> gpus;
+    for (const auto& [key, pod] : pods) {
+      if (!pod.node_name.empty()) gpus[pod.node_name] += pod.requests.Get("nvidia.com/gpu");
+    }
+    for (const auto& [node, milli] : gpus) {
+      if (milli > 8000) return StrCat(node, " holds ", milli, " milli-GPU of 8000");
+    }
+    return "";
+  }
+
+  Scheduler* scheduler = nullptr;
+  std::map<std::string, Pod> pods;  // what the API server holds
+  std::set<std::string> nodes;
+  std::deque<Event> informer;
+  std::vector<std::function<void()>> backlog;
+  bool fail_next_bind = false;
+  int64_t binds = 0;
+  int64_t binds_of_bound_pods = 0;
+  int64_t binds_to_known_deleted_node = 0;
+};
+
+struct ChurnFixture {
+  explicit ChurnFixture(int nodes) : cache(&clock) {
+    registry = InTreeRegistry();
+    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
+                                               .config = &config,
+                                               .defaults = &DefaultProfile(),
+                                               .cache = &cache,
+                                               .clock = &clock,
+                                               .api = &cluster,
+                                               .observer = &observer,
+                                               .bind_executor = &cluster});
+    REQUIRE(made.ok());
+    s = *std::move(made);
+    cluster.scheduler = s.get();
+    for (int i = 0; i < nodes; ++i) {
+      const std::string name = "n" + std::to_string(i);
+      cluster.nodes.insert(name);
+      s->OnNodeAdd(NodeBuilder(name).Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
+    }
+  }
+  void Cycles(int64_t n) {
+    const std::atomic<bool> never{false};
+    s->Run(never, {.max_cycles = n});
+  }
+
+  ManualClock clock;
+  Cache cache;
+  ChurnCluster cluster;
+  RecordingObserver observer;
+  Registry registry;
+  SchedulerConfig config;
+  std::unique_ptr<Scheduler> s;
+};
+
+Pod ChurnPod(const std::string& name, int64_t uid, int gpus) {
+  Pod p = GpuPod(name, gpus);
+  p.meta.uid = "uid-" + std::to_string(uid);
+  return p;
+}
+
+TEST_CASE("under churn nothing is overcommitted, rebound or bound to a deleted node", "[scheduler][churn]") {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    auto roll = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+    ChurnFixture f(6);
+    int64_t next_uid = 0;
+    std::vector<std::string> names;
+    for (int step = 0; step < 120; ++step) {
+      CAPTURE(step);
+      switch (roll(9)) {
+        case 0:
+        case 1: {  // a new pod; at most 24 GPUs asked, so all fit even on 5 of the 6 nodes
+          int64_t asked = 0;
+          for (const auto& [key, pod] : f.cluster.pods) asked += pod.requests.Get("nvidia.com/gpu");
+          const int gpus = 1 + roll(4);
+          if (asked + gpus * 1000 > 24000) break;
+          const std::string name = "p" + std::to_string(names.size());
+          names.push_back(name);
+          f.cluster.Create(ChurnPod(name, ++next_uid, gpus));
+          break;
+        }
+        case 2:  // a delete, whatever stage the pod is at
+          if (!names.empty()) f.cluster.Delete("default/" + names[roll(static_cast<int>(names.size()))]);
+          break;
+        case 3: {  // the same name again, as another pod of another size
+          if (names.empty()) break;
+          const std::string& name = names[roll(static_cast<int>(names.size()))];
+          f.cluster.Delete("default/" + name);
+          if (roll(2) == 0) f.cluster.Create(ChurnPod(name, ++next_uid, 1 + roll(2)));
+          break;
+        }
+        case 4:
+          f.Cycles(1 + roll(4));
+          break;
+        case 5:
+          f.cluster.RunBinds(1 + roll(4), rng);
+          break;
+        case 6:
+          f.cluster.Deliver(1 + roll(6));
+          break;
+        case 7:  // the informer lags for a long time (beyond any assumed-pod expiry)
+          f.clock.Advance(absl::Seconds(roll(45)));
+          break;
+        case 8:
+          if (roll(10) == 0 && f.cluster.nodes.size() > 5) {
+            f.cluster.DeleteNode(*std::next(f.cluster.nodes.begin(), roll(static_cast<int>(f.cluster.nodes.size()))));
+          } else if (roll(3) == 0) {
+            f.cluster.fail_next_bind = true;
+          }
+          break;
+      }
+      const absl::Status fit = f.cache.CheckNodesFit();
+      INFO(fit.message());
+      REQUIRE(fit.ok());
+      INFO(f.cluster.Overcommitted());
+      REQUIRE(f.cluster.Overcommitted().empty());
+      REQUIRE(f.cluster.binds_of_bound_pods == 0);
+      REQUIRE(f.cluster.binds_to_known_deleted_node == 0);
+    }
+    // Quiesce: every pod that still exists ends bound, and the core holds nothing in flight.
+    for (int round = 0; round < 40; ++round) {
+      f.cluster.Deliver(f.cluster.informer.size());
+      f.Cycles(100);
+      f.cluster.RunBinds(f.cluster.backlog.size(), rng);
+      f.cluster.Deliver(f.cluster.informer.size());
+      f.clock.Advance(absl::Seconds(11));
+    }
+    for (const auto& [key, pod] : f.cluster.pods) {
+      CAPTURE(key);
+      if (!pod.node_name.empty() && !f.cluster.nodes.contains(pod.node_name)) continue;  // node gone
+      CHECK_FALSE(pod.node_name.empty());
+      CHECK(f.cache.NodeOf(key) == pod.node_name);
+      CHECK_FALSE(f.cache.IsAssumed(key));
+    }
+    CHECK(f.s->queue().InFlightCount() == 0);
+    CHECK(f.cluster.binds_of_bound_pods == 0);
+    REQUIRE(f.cache.CheckNodesFit().ok());
+  }
+}
+
+TEST_CASE("the bind's API answer decides the pod's fate", "[scheduler]") {
+  struct Case {
+    absl::Status answer;
+    bool retried;
+    bool reported;
+  };
+  const std::vector<Case> cases = {
+      {absl::NotFoundError("pods \"a\" not found"), false, false},
+      {absl::AlreadyExistsError("pod default/a is already assigned to node \"n2\""), false, false},
+      {absl::FailedPreconditionError("not the leader"), false, false},
+      {absl::UnavailableError("connection refused"), true, true},
+      {absl::InternalError("500"), true, true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.answer.ToString());
+    Fixture f(1);
+    f.api.next_bind = c.answer;
+    f.s->OnPodAdd(GpuPod("a", 2));
+    f.RunUntilIdle();
+    CHECK(f.api.binds.size() == 1);
+    CHECK_FALSE(f.cache.NodeOf("default/a").has_value());  // its own assumption is forgotten
+    CHECK(GpusOn(f.cache, "n1") == 0);
+    CHECK(f.script.unreserved.size() == 1);
+    CHECK(f.s->queue().Contains("default/a") == c.retried);
+    CHECK(f.observer.failures.contains("default/a") == c.reported);
+    CHECK(f.s->queue().InFlightCount() == 0);
+    // Nothing comes back by itself: no requeue for an ended pod even after long waits.
+    f.clock.Advance(absl::Minutes(10));
+    f.RunUntilIdle();
+    CHECK(f.api.binds.size() == (c.retried ? 2u : 1u));
+  }
+}
+
+// A binder pool that holds tasks until the test runs them.
+class HeldBinds final : public BindExecutor {
+ public:
+  void Submit(std::function<void()> task) override { tasks.push_back(std::move(task)); }
+  void RunAll() {
+    auto run = std::move(tasks);
+    tasks.clear();
+    for (auto& t : run) t();
+  }
+  std::vector<std::function<void()>> tasks;
+};
+
+struct PoolFixture : Fixture {
+  PoolFixture() : Fixture(2) {
+    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
+                                               .config = &config,
+                                               .defaults = &DefaultProfile(),
+                                               .cache = &cache,
+                                               .clock = &clock,
+                                               .api = &api,
+                                               .observer = &observer,
+                                               .bind_executor = &pool});
+    REQUIRE(made.ok());
+    s = *std::move(made);  // on the same cache, which holds n1 and n2
+    api.on_bind = nullptr;  // the informer's confirmation is sent by each test
+  }
+  HeldBinds pool;
+};
+
+TEST_CASE("a pod in flight is never queued again by its own updates", "[scheduler]") {
+  PoolFixture f;
+  Pod pod = GpuPod("a", 2);
+  pod.meta.uid = "u1";
+  f.s->OnPodAdd(pod);
+  f.RunUntilIdle();
+  REQUIRE(f.pool.tasks.size() == 1);  // assumed; its bind waits in the backlog
+  // Status writes and the annotation patch come back through the informer, still unbound.
+  Pod touched = pod;
+  touched.meta.resource_version = "7";
+  f.s->OnPodUpdate(touched);
+  f.s->OnPodAdd(touched);  // a relist
+  CHECK_FALSE(f.s->queue().Contains("default/a"));
+  CHECK(f.RunUntilIdle() == 0);
+  f.pool.RunAll();
+  REQUIRE(f.api.binds.size() == 1);
+  // Bound, but the informer has not said so yet: a late unbound copy still changes nothing.
+  f.s->OnPodUpdate(touched);
+  CHECK(f.RunUntilIdle() == 0);
+  Pod bound = pod;
+  bound.node_name = f.api.binds[0].second;
+  f.s->OnPodUpdate(bound);
+  f.s->OnPodUpdate(touched);  // even a stale copy after the confirmation
+  CHECK(f.RunUntilIdle() == 0);
+  CHECK(f.api.binds.size() == 1);
+  CHECK(GpusOn(f.cache, bound.node_name) == 2000);
+  CHECK(f.s->queue().InFlightCount() == 0);
+}
+
+TEST_CASE("a pod deleted in flight ends without a bind, an event or a retry", "[scheduler]") {
+  PoolFixture f;
+  Pod pod = GpuPod("a", 2);
+  pod.meta.uid = "u1";
+  SECTION("deleted while its bind waits in the backlog") {
+    f.s->OnPodAdd(pod);
+    f.RunUntilIdle();
+    REQUIRE(f.pool.tasks.size() == 1);
+    f.s->OnPodDelete("default/a", "u1");
+    f.pool.RunAll();
+    CHECK(f.api.binds.empty());
+    CHECK(f.script.unreserved.size() == 1);
+  }
+  SECTION("deleted during its scheduling cycle, which then fails") {
+    f.script.permit = {Status::Unschedulable("not yet"), absl::ZeroDuration()};
+    f.script.on_permit = [&] { f.s->OnPodDelete("default/a", "u1"); };
+    f.s->OnPodAdd(pod);
+    f.RunUntilIdle();
+    CHECK_FALSE(f.s->queue().Contains("default/a"));
+    CHECK(f.script.unreserved.size() == 1);
+  }
+  SECTION("deleted during its scheduling cycle, which then succeeds") {
+    f.script.on_permit = [&] { f.s->OnPodDelete("default/a", "u1"); };
+    f.s->OnPodAdd(pod);
+    f.RunUntilIdle();
+    f.pool.RunAll();
+    CHECK(f.api.binds.empty());
+    CHECK_FALSE(f.s->queue().Contains("default/a"));
+  }
+  SECTION("deleted while waiting at Permit") {
+    f.script.permit = {Status::Wait(), absl::Seconds(30)};
+    f.s->OnPodAdd(pod);
+    f.RunUntilIdle();
+    REQUIRE(f.s->WaitingPodKeys().size() == 1);
+    f.s->OnPodDelete("default/a", "u1");
+    CHECK(f.s->WaitingPodKeys().empty());
+    CHECK(f.script.unreserved.size() == 1);
+    CHECK_FALSE(f.s->AllowWaitingPod("default/a"));
+    f.pool.RunAll();
+    CHECK(f.api.binds.empty());
+  }
+  SECTION("the name is re-created as a new pod while the old one's bind waits") {
+    f.s->OnPodAdd(pod);
+    f.RunUntilIdle();
+    REQUIRE(f.pool.tasks.size() == 1);
+    Pod again = GpuPod("a", 4);
+    again.meta.uid = "u2";
+    f.s->OnPodAdd(again);  // the delete of u1 was missed (relist): the new UID says enough
+    CHECK(f.s->queue().Contains("default/a"));
+    f.pool.RunAll();  // the old bind is not sent
+    CHECK(f.api.binds.empty());
+    f.RunUntilIdle();
+    f.pool.RunAll();
+    REQUIRE(f.api.binds.size() == 1);
+    CHECK(f.cache.Held("default/a")->uid == "u2");
+    CHECK(GpusOn(f.cache, f.api.binds[0].second) == 4000);
+    f.s->OnPodDelete("default/a", "u1");  // the late delete of the old pod
+    CHECK(f.cache.Held("default/a")->uid == "u2");
+    CHECK(GpusOn(f.cache, f.api.binds[0].second) == 4000);
+  }
+  CHECK(f.observer.failures.empty());
+  CHECK(f.s->queue().InFlightCount() == 0);
+  CHECK(f.cache.CheckNodesFit().ok());
+}
+
+TEST_CASE("a bind to a node deleted meanwhile is not sent, and the pod goes elsewhere", "[scheduler]") {
+  PoolFixture f;
+  f.s->OnPodAdd(GpuPod("a", 2));
+  f.RunUntilIdle();
+  REQUIRE(f.pool.tasks.size() == 1);
+  const std::string first = *f.cache.NodeOf("default/a");
+  f.s->OnNodeDelete(first);
+  f.pool.RunAll();
+  CHECK(f.api.binds.empty());
+  CHECK_THAT(f.observer.failures.at("default/a"), Catch::Contains("was deleted before the bind"));
+  f.clock.Advance(absl::Seconds(1));
+  f.RunUntilIdle();
+  f.pool.RunAll();
+  REQUIRE(f.api.binds.size() == 1);
+  CHECK(f.api.binds[0].second != first);
+}
+
+class GateObserver final : public SchedulingObserver {
+ public:
+  void PodScheduled(const Pod&, const std::string&) override {}
+  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
+  void PodSchedulingGated(const Pod& pod) override { gated.push_back(pod.Key() + "/" + pod.meta.uid); }
+  std::vector<std::string> gated;
+};
+
+TEST_CASE("a gated pod waits outside the queue until its gates are removed", "[scheduler]") {
+  Fixture f;
+  GateObserver gates;
+  auto made = Scheduler::New(SchedulerParams{.registry = &f.registry, .config = &f.config,
+                                             .defaults = &DefaultProfile(), .cache = &f.cache,
+                                             .clock = &f.clock, .api = &f.api, .observer = &gates});
+  REQUIRE(made.ok());
+  f.s = *std::move(made);
+  Pod pod = GpuPod("a");
+  pod.meta.uid = "u1";
+  pod.scheduling_gates = {"example.com/quota", "example.com/data"};
+  f.s->OnPodAdd(pod);
+  f.s->OnPodUpdate(pod);  // still gated: reported once
+  CHECK(gates.gated == std::vector<std::string>{"default/a/u1"});
+  CHECK_FALSE(f.s->queue().Contains("default/a"));
+  pod.scheduling_gates = {"example.com/data"};
+  f.s->OnPodUpdate(pod);
+  CHECK_FALSE(f.s->queue().Contains("default/a"));
+  CHECK(gates.gated.size() == 1);
+  pod.scheduling_gates.clear();
+  f.s->OnPodUpdate(pod);
+  CHECK(f.s->queue().Contains("default/a"));
+  SECTION("deleted while gated: forgotten") {
+    Pod other = GpuPod("b");
+    other.scheduling_gates = {"g"};
+    f.s->OnPodAdd(other);
+    f.s->OnPodDelete("default/b");
+    other.meta.uid = "u9";
+    f.s->OnPodAdd(other);  // a new pod of that name is reported afresh
+    CHECK(gates.gated.back() == "default/b/u9");
+  }
+}
+
+TEST_CASE("heartbeats and a pod's own status writes do not requeue a parked pod", "[scheduler][queue]") {
+  Fixture f(1, "cpu:8,memory:32Gi,nvidia.com/gpu:2");
+  Pod pod = GpuPod("a", 4);
+  pod.meta.uid = "u1";
+  f.s->OnPodAdd(pod);
+  f.RunUntilIdle();
+  REQUIRE(f.s->queue().UnschedulableKeys() == std::vector<std::string>{"default/a"});
+  const size_t attempts = f.observer.attempts.size();
+
+  Node node = NodeBuilder("n1").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:2").Build();
+  for (int beat = 1; beat <= 5; ++beat) {
+    node.meta.resource_version = std::to_string(beat);
+    f.s->OnNodeUpdate(node);
+    Pod status_write = pod;
+    status_write.meta.resource_version = std::to_string(100 + beat);
+    f.s->OnPodUpdate(status_write);
+    f.clock.Advance(absl::Seconds(30));
+    f.RunUntilIdle();
+  }
+  CHECK(f.observer.attempts.size() == attempts);  // not tried again
+  CHECK(f.s->queue().UnschedulableKeys() == std::vector<std::string>{"default/a"});
+
+  // The node grows: that is worth a retry, and now it fits.
+  node.allocatable = testing::Res("cpu:8,memory:32Gi,nvidia.com/gpu:4,pods:110");
+  f.s->OnNodeUpdate(node);
+  f.clock.Advance(absl::Seconds(10));
+  f.RunUntilIdle();
+  CHECK(f.observer.scheduled.at("default/a") == "n1");
 }
 
 }  // namespace
