@@ -5,6 +5,15 @@ set(TESSEL_SANITIZER_FLAGS "")
 if(TESSEL_SANITIZE)
   set(TESSEL_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 endif()
+if(TESSEL_FUZZ)
+  # libFuzzer builds (clang only): every project target gets coverage instrumentation and the
+  # sanitizers; the fuzz executables add -fsanitize=fuzzer at link time (tests/fuzz/).
+  set(TESSEL_SANITIZER_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+      -fno-sanitize-recover=undefined)
+  # clang warns about things gcc (the project's compiler, which keeps -Werror) does not; here
+  # they are shown but do not stop the fuzz build.
+  list(APPEND TESSEL_WARNINGS -Wno-error)
+endif()
 
 function(tessel_target_options target)
   target_compile_options(${target} PRIVATE ${TESSEL_WARNINGS} ${TESSEL_SANITIZER_FLAGS})

@@ -36,7 +36,8 @@ void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
               .max_cycles = max_cycles - cycles_});
 }
 
-absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {
+absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
+                                    const StringMap& annotations) {
   Pod bound = pod;
   auto it = pods_.find(pod.Key());
   if (it != pods_.end()) bound = *it->second;
@@ -45,15 +46,13 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {
   }
   bound.node_name = node;
   bound.phase = PodPhase::kRunning;
-  for (const auto& [k, v] : annotations_[pod.Key()]) bound.meta.annotations[k] = v;
+  for (const auto& [k, v] : annotations) {
+    annotations_[pod.Key()][k] = v;
+    bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations
+  }
   ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
   pods_[pod.Key()] = std::make_shared<const Pod>(bound);
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
-  return absl::OkStatus();
-}
-
-absl::Status SimulatedCluster::PatchAnnotations(const Pod& pod, const StringMap& annotations) {
-  for (const auto& [k, v] : annotations) annotations_[pod.Key()][k] = v;
   return absl::OkStatus();
 }
 
@@ -72,7 +71,7 @@ void SimulatedCluster::PodScheduled(const Pod& pod, const std::string& node) {
   last_failure_.erase(pod.Key());
 }
 
-void SimulatedCluster::PodUnschedulable(const Pod& pod, const std::string& message) {
+void SimulatedCluster::PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) {
   last_failure_[pod.Key()] = message;
 }
 

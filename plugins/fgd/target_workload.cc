@@ -14,17 +14,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
   std::vector<std::string_view> keys = {"targetWorkload", "learnHalfLife", "coveragePercent",
                                         "wholeNodePrior"};
   keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
-  if (args && args.IsMap()) {
-    for (const auto& kv : args) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        return absl::InvalidArgumentError(
-            StrCat("args.", key, ": unknown field (known: ", StrJoin(keys, ", "), ")"));
-      }
-    }
-  } else if (args && !args.IsNull()) {
-    return absl::InvalidArgumentError("args: expected a map");
-  }
+  if (absl::Status st = reader.OnlyKeys(keys); !st.ok()) return st;
   TargetWorkload w;
   auto classes = ParseTargetWorkload(reader.Child("targetWorkload"));
   if (!classes.ok()) return classes.status();

@@ -1,6 +1,7 @@
 // GpuShare: device-level fit, sharing opt-in, memory hint, device hand-off (see gpu_share.h).
 #include "plugins/gpu_share/gpu_share.h"
 
+#include "scheduler/framework/binding.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/strings.h"
 
@@ -96,13 +97,11 @@ Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node
   return Status::Ok();
 }
 
-Status GpuShare::PreBind(CycleState& state, const Pod& pod, const std::string&) {
+Status GpuShare::PreBind(CycleState& state, const Pod&, const std::string&) {
   const DeviceList* devices = gpu::ChosenDevices(state);
-  if (!annotate_ || devices == nullptr || handle_.api() == nullptr) return Status::Ok();
-  StringMap annotations{{std::string(kGpuDevicesAnnotation), FormatDeviceList(*devices)}};
-  if (absl::Status st = handle_.api()->PatchAnnotations(pod, annotations); !st.ok()) {
-    return Status::Error(StrCat("writing ", kGpuDevicesAnnotation, ": ", st.message()));
-  }
+  if (!annotate_ || devices == nullptr) return Status::Ok();
+  // No write of its own: the Bind plugin sends it with the bind (one API write per pod).
+  AddBindingAnnotation(state, kGpuDevicesAnnotation, FormatDeviceList(*devices));
   return Status::Ok();
 }
 

@@ -15,17 +15,18 @@
 // that did not opt in: 100 on a shared (time-sliced, MPS) node with slots in use, or for a
 // fraction on an unshared node with a partly allocated device it fits on; 80 on an unused
 // shared node; 0 where it would take a whole exclusive GPU. (Other pods: PreScore skips.) The
-// default profile weighs GpuShare 40, so 80 points outweigh every other score plugin together
-// (100 x (10 + 10 + 1 + 10) = 3100 < 80 x 40): shared room always wins over an exclusive GPU,
+// default profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
+// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): shared room always wins over an exclusive GPU,
 // and the GPU policy decides among the nodes of one tier. A fraction's device choice follows the
 // same rule (fgd::ChooseByKey, and the default best-fit choice).
-// PreAssume: when no policy chose devices, takes the default choice; PreBind writes the
-// chosen devices to the pod as tessel.io/gpu-devices (a cooperating device plugin honours it).
+// PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen
+// devices to the bind as the binding annotation tessel.io/gpu-devices (the API server puts it on
+// the pod with the bind; a cooperating device plugin honours it).
 //
 // NodeResourcesFit must ignore nvidia.com/gpu and nvidia.com/gpu.shared when this plugin runs
 // (the default profile does): a fraction requests nvidia.com/gpu: 1 but holds less.
 //
-// Args: {annotateDevices: true}   # false: do not patch pods with tessel.io/gpu-devices
+// Args: {annotateDevices: true}   # false: do not annotate pods with tessel.io/gpu-devices
 #pragma once
 
 #include "plugins/gpu_share/gpu_policy.h"

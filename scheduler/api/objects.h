@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "scheduler/api/label_selector.h"
 #include "scheduler/api/resources.h"
 
 namespace tessel {
@@ -86,6 +87,7 @@ struct Container {
   std::string name;
   Resources requests;
   bool restart_always = false;  // an init container with restartPolicy Always is a sidecar
+  std::vector<HostPort> host_ports;  // ports[] entries with hostPort > 0
 };
 
 struct Pod {
@@ -95,6 +97,10 @@ struct Pod {
   StringMap node_selector;
   NodeAffinity node_affinity;
   std::vector<Toleration> tolerations;
+  // spec.affinity.podAffinity / podAntiAffinity and spec.topologySpreadConstraints.
+  PodAffinityRules pod_affinity;
+  PodAffinityRules pod_anti_affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::optional<int32_t> priority;
   std::string priority_class_name;
   std::optional<PreemptionPolicy> preemption_policy;
@@ -141,6 +147,9 @@ struct PriorityClass {
   bool global_default = false;
   PreemptionPolicy preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
 };
+
+// Every host port the pod binds: its containers' and init containers' (as kube-scheduler).
+std::vector<HostPort> PodHostPorts(const Pod& pod);
 
 // kube-scheduler's request computation (see Pod::requests). Fails on overflow.
 absl::StatusOr<Resources> ComputePodRequests(const Pod& pod);

@@ -118,9 +118,10 @@ absl::StatusOr<int64_t> Scale(std::string_view text, const Parsed& p, int extra1
   int exp10 = p.pow10 + extra10 - p.fraction_digits;
   bool sticky = p.sticky;
   while (exp10 > 0) {
+    // Checked before multiplying: 10 * kLimit itself would overflow Int128.
+    if (num > kLimit / 10) return Invalid(text, "out of range for a 64-bit integer");
     num *= 10;
     --exp10;
-    if (num > kLimit) return Invalid(text, "out of range for a 64-bit integer");
   }
   while (exp10 < 0 && num != 0) {
     if (num % 10 != 0) sticky = true;

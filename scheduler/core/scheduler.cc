@@ -337,7 +337,12 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
                               const Status& status, const std::string& message,
                               const std::vector<std::string>& rejecting_plugins) {
-  if (observer_) observer_->PodUnschedulable(*info.pod, message);
+  if (observer_) {
+    observer_->PodUnschedulable(*info.pod,
+                                status.code() == Code::kError ? FailureKind::kError
+                                                              : FailureKind::kUnschedulable,
+                                message);
+  }
   if (status.code() == Code::kError) {
     queue_->AddBackoff(std::move(info));
     return;
@@ -382,7 +387,7 @@ void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, Que
   }
   UndoAssume(fw, *state, info, node);
   const std::string message = StrCat("binding rejected: ", st.Message());
-  if (observer_) observer_->PodUnschedulable(pod, message);
+  if (observer_) observer_->PodUnschedulable(pod, FailureKind::kBindFailed, message);
   queue_->AddBackoff(std::move(info));
   // Its resources are free again: other parked pods may fit.
   queue_->OnClusterEvent(kAssignedPodDelete);
@@ -411,7 +416,7 @@ bool Scheduler::RejectWaitingPod(const std::string& key, const std::string& mess
     waiting_.erase(it);
   }
   UndoAssume(*w.fw, *w.state, w.info, w.node);
-  if (observer_) observer_->PodUnschedulable(*w.info.pod, message);
+  if (observer_) observer_->PodUnschedulable(*w.info.pod, FailureKind::kUnschedulable, message);
   queue_->AddBackoff(std::move(w.info));
   queue_->OnClusterEvent(kAssignedPodDelete);
   return true;

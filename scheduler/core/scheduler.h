@@ -33,6 +33,11 @@
 
 namespace tessel {
 
+// Why a pod was not placed: no node fits (kUnschedulable), something broke (kError), or the
+// binding cycle failed after a node was chosen (kBindFailed). Reporters map it to the
+// PodScheduled reason (Unschedulable / SchedulerError) without reading the message.
+enum class FailureKind { kUnschedulable, kError, kBindFailed };
+
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
 class SchedulingObserver {
@@ -40,7 +45,7 @@ class SchedulingObserver {
   virtual ~SchedulingObserver() = default;
   virtual void PodScheduled(const Pod& pod, const std::string& node) = 0;
   // No node fits (or binding failed); `message` reads like kube-scheduler's.
-  virtual void PodUnschedulable(const Pod& pod, const std::string& message) = 0;
+  virtual void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) = 0;
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,

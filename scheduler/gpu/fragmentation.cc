@@ -179,17 +179,17 @@ absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& l
   if (!list || list.IsNull()) return out;
   if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
   for (size_t i = 0; i < list.size(); ++i) {
-    ArgsReader item(list[i]);
     const std::string where = StrCat("args.targetWorkload[", i, "]");
+    ArgsReader item(list[i], where);
     if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
-      return absl::InvalidArgumentError(StrCat(where, ": ", st.message()));
+      return st;
     }
     auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
     auto gpu = item.Int("gpuMilli", 0, 0, 1000);
     auto num = item.Int("numGpu", 0, 0, 1024);
     auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
     for (const auto* st : {&cpu, &gpu, &num, &weight}) {
-      if (!st->ok()) return absl::InvalidArgumentError(StrCat(where, ": ", st->status().message()));
+      if (!st->ok()) return st->status();
     }
     if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
       return absl::InvalidArgumentError(StrCat(
@@ -198,10 +198,9 @@ absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& l
     }
     TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
                   .models = {}, .weight = *weight};
-    if (YAML::Node models = item.Child("models"); models && !models.IsNull()) {
-      if (!models.IsSequence()) return absl::InvalidArgumentError(StrCat(where, ".models: want a list"));
-      for (const auto& m : models) c.models.push_back(m.as<std::string>());
-    }
+    auto models = item.StringList("models");
+    if (!models.ok()) return models.status();
+    c.models = *std::move(models);
     out.push_back(std::move(c));
   }
   return out;

@@ -127,11 +127,17 @@ void MetricsRegistry::Gauge(std::string name, std::string help,
 }
 
 void MetricsRegistry::CounterFunc(std::string name, std::string help, std::function<double()> fn) {
+  CounterSamplesFunc(std::move(name), std::move(help),
+                     [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; });
+}
+
+void MetricsRegistry::CounterSamplesFunc(std::string name, std::string help,
+                                         std::function<std::vector<GaugeSample>()> fn) {
   auto f = std::make_unique<Family>();
   f->name = std::move(name);
   f->help = std::move(help);
   f->type = "counter";
-  f->gauge = [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; };
+  f->gauge = std::move(fn);
   absl::MutexLock lock(&mu_);
   families_.push_back(std::move(f));
 }
@@ -244,9 +250,44 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
 
 void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
                                        absl::Duration latency) {
+  if (result == "scheduled") {
+    // A node was chosen; the attempt ends with the binding cycle.
+    const absl::Time now = scheduler_->clock().Now();
+    absl::MutexLock lock(&mu_);
+    if (binding_since_.size() > 100000) {
+      std::erase_if(binding_since_, [&](const auto& kv) { return now - kv.second > absl::Hours(1); });
+    }
+    binding_since_[pod.Key()] = now - latency;
+    return;
+  }
   std::vector<std::string> labels{std::string(result), pod.scheduler_name};
   attempts_->Inc(labels);
   attempt_duration_->Observe(labels, absl::ToDoubleSeconds(latency));
+}
+
+void SchedulerMetrics::BindingEnded(const Pod& pod, std::string_view result) {
+  absl::Time since;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = binding_since_.find(pod.Key());
+    if (it == binding_since_.end()) return;
+    since = it->second;
+    binding_since_.erase(it);
+  }
+  std::vector<std::string> labels{std::string(result), pod.scheduler_name};
+  attempts_->Inc(labels);
+  attempt_duration_->Observe(labels, absl::ToDoubleSeconds(scheduler_->clock().Now() - since));
+}
+
+void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
+  BindingEnded(pod, "scheduled");
+}
+
+void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string&) {
+  // A failure of the binding cycle (or a Permit rejection) ends the attempt that chose a node.
+  if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable) {
+    BindingEnded(pod, kind == FailureKind::kBindFailed ? "error" : "unschedulable");
+  }
 }
 
 void SchedulerMetrics::RecordPreemption(int victims) {

@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/state/cache.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::server {
 
@@ -79,6 +80,9 @@ class MetricsRegistry {
   void Gauge(std::string name, std::string help, std::function<std::vector<GaugeSample>()> fn);
   // A counter kept elsewhere (a monotonic number read at every scrape).
   void CounterFunc(std::string name, std::string help, std::function<double()> fn);
+  // Labelled counters kept elsewhere, read at every scrape.
+  void CounterSamplesFunc(std::string name, std::string help,
+                          std::function<std::vector<GaugeSample>()> fn);
   std::string Render() const;
 
  private:
@@ -108,20 +112,30 @@ GpuTotals ComputeGpuTotals(const Cache& cache);
 // nullopt falls back to ComputeGpuTotals' measure.
 using GpuFragmentationFn = std::function<std::optional<double>(const Cache&)>;
 
+// An attempt that chose a node is counted, and its duration observed, when its binding cycle
+// ends (as kube-scheduler's attempt duration covers binding): "scheduled" once the bind
+// succeeded, "error" if it failed. Other attempts are counted when they finish.
 class SchedulerMetrics final : public SchedulingObserver {
  public:
   SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
                    GpuFragmentationFn fragmentation = nullptr);
 
-  void PodScheduled(const Pod&, const std::string&) override {}
-  void PodUnschedulable(const Pod&, const std::string&) override {}
+  void PodScheduled(const Pod& pod, const std::string& node) override;
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
   // A preemption evicted `victims` pods (called by the preemption layer).
   void RecordPreemption(int victims);
 
  private:
+  // Ends an attempt whose binding cycle was running: counts and observes it.
+  void BindingEnded(const Pod& pod, std::string_view result);
+
   Scheduler* scheduler_;
   GpuFragmentationFn fragmentation_;
+  absl::Mutex mu_;
+  // Pods in their binding cycle -> when their attempt started (a bind whose pod vanished
+  // without an outcome is pruned after an hour).
+  StringKeyedMap<absl::Time> binding_since_ ABSL_GUARDED_BY(mu_);
   CounterFamily* attempts_;
   HistogramFamily* attempt_duration_;
   HistogramFamily* preemption_victims_;

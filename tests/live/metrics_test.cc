@@ -1,7 +1,9 @@
 // Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
-// count), gauges, escaping; GPU totals in physical-GPU equivalents.
+// count), gauges, escaping; GPU totals in physical-GPU equivalents; the attempt duration of a
+// pod that chose a node ends with its binding cycle.
 #include <catch2/catch.hpp>
 
+#include "plugins/registry.h"
 #include "scheduler/server/metrics.h"
 
 namespace tessel::server {
@@ -97,6 +99,45 @@ TEST_CASE("GPU totals count physical-GPU equivalents; fragmentation is FGD's mea
   //   sliced:  2 x 1000 and 4 x 1000 strand 4 x 750 each; 400 fits        6000
   // F = 7200 / 3 = 2400 milli-GPU.
   CHECK(t.fragmentation == Approx(2.4));
+}
+
+TEST_CASE("an attempt that chose a node is measured to the end of its binding cycle") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
+                           .cache = &cache, .clock = &clock});
+  REQUIRE(s.ok());
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, s->get());
+  Pod a, b, c;
+  a.meta.name = "a";
+  b.meta.name = "b";
+  c.meta.name = "c";
+  a.scheduler_name = b.scheduler_name = c.scheduler_name = "tessel";
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  m.AttemptFinished(a, "scheduled", absl::Seconds(2));  // the scheduling cycle took 2 s
+  m.AttemptFinished(b, "scheduled", absl::Seconds(1));
+  m.AttemptFinished(c, "unschedulable", absl::Seconds(1));
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "absent");
+  clock.Advance(absl::Seconds(3));  // binding takes 3 s
+  m.PodScheduled(a, "n");
+  m.PodUnschedulable(b, FailureKind::kBindFailed, "binding rejected");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="error",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="unschedulable",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled",profile="tessel"})") == "5");
+  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="error",profile="tessel"})") == "4");
+  // An outcome without a binding cycle in progress is not counted twice.
+  m.PodScheduled(a, "n");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
 }
 
 }  // namespace

@@ -48,14 +48,13 @@ class Gate final : public ReservePlugin, public PermitPlugin {
 // Binds succeed unless `next_bind` says otherwise (consumed by the next Bind).
 class FakeApi final : public ClusterApi {
  public:
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
     binds.emplace_back(pod.Key(), node);
     absl::Status st = next_bind;
     next_bind = absl::OkStatus();
     if (st.ok() && on_bind) on_bind(pod, node);
     return st;
   }
-  absl::Status PatchAnnotations(const Pod&, const StringMap&) override { return absl::OkStatus(); }
   absl::Status Evict(const Pod& pod, std::string_view) override {
     evictions.push_back(pod.Key());
     return absl::OkStatus();
@@ -73,7 +72,7 @@ class RecordingObserver final : public SchedulingObserver {
   void PodScheduled(const Pod& pod, const std::string& node) override {
     scheduled[pod.Key()] = node;
   }
-  void PodUnschedulable(const Pod& pod, const std::string& message) override {
+  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
     failures[pod.Key()] = message;
     if (on_unschedulable) on_unschedulable(pod);
   }

@@ -1,0 +1,633 @@
+// `tessel-bench e2e`: see e2e.h. The objects are written with Tessel's own Kubernetes client
+// (scheduler/kube) from 16 threads; the pods are watched with one watch stream.
+#include "bench/e2e/e2e.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "bench/e2e/workload.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/client.h"
+#include "scheduler/kube/kubeconfig.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using kube::KubeClient;
+using kube::Request;
+using kube::Response;
+
+constexpr int kWriters = 16;  // client threads that create objects and bind the ceiling plan
+constexpr std::string_view kLabel = "tessel.io/e2e";
+
+struct Options {
+  int64_t nodes = 0;
+  int64_t pods = 0;
+  double qps = 50;     // kube-scheduler's default client QPS, given to both schedulers
+  int64_t burst = 100;  // kube-scheduler's default burst
+  std::vector<std::string> compare;
+  uint64_t seed = 42;
+  bool json_out = false;
+  std::string kubeconfig;
+  std::string ns = "tessel-e2e";
+  std::string tessel_scheduler;  // default: next to this binary
+  std::string kube_scheduler = "kube-scheduler";
+  std::string log_dir;
+  int64_t timeout_s = 900;  // a run ends at the latest after this
+  int64_t idle_s = 20;      // ... or when no pod was bound for this long
+};
+
+// One run's measurements.
+struct RunResult {
+  std::string scheduler;
+  double seconds = 0;            // start until the last bind
+  std::optional<double> all_placeable_s;  // start until the placeable count was reached
+  int64_t bound = 0;
+  int64_t pending = 0;
+  int64_t gpus_idle = 0;
+  int64_t whole_nodes = 0;
+  int64_t overcommitted_nodes = 0;  // nodes with more GPUs bound than they have
+  int64_t peak_rss_kib = -1;        // -1: no scheduler process (the ceiling)
+  double binds_per_s() const { return seconds > 0 ? static_cast<double>(bound) / seconds : 0; }
+};
+
+std::string NodeName(int64_t i) { return fmt::format("e2e-node-{:05d}", i); }
+std::string PodName(int64_t i) { return fmt::format("e2e-pod-{:05d}", i); }
+
+[[noreturn]] void Die(std::string_view message) {
+  std::cerr << "tessel-bench e2e: " << message << "\n";
+  std::exit(1);
+}
+
+void Check(const absl::StatusOr<Response>& r, std::string_view what, bool allow_conflict = false) {
+  if (!r.ok()) Die(StrCat(what, ": ", r.status().ToString()));
+  if (r->ok() || (allow_conflict && r->code == 409)) return;
+  Die(StrCat(what, ": HTTP ", r->code, ": ", r->ErrorMessage()));
+}
+
+// Runs fn(i) for i in [0, n) on kWriters threads.
+void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&] {
+      for (int64_t i; (i = next.fetch_add(1)) < n;) fn(i);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+json NodeObject(int64_t i) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", NodeName(i)},
+            {"labels",
+             {{std::string(kLabel), "true"},
+              {"kubernetes.io/hostname", NodeName(i)},
+              {"nvidia.com/gpu.count", std::to_string(e2e::kGpusPerNode)},
+              {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"},
+              {"nvidia.com/gpu.memory", "81920"},
+              {"nvidia.com/gpu.replicas", "1"},
+              {"nvidia.com/gpu.sharing-strategy", "none"}}}}}};
+}
+
+json NodeStatus() {
+  const json resources = {{"cpu", "64"},
+                          {"memory", "256Gi"},
+                          {"pods", "110"},
+                          {"nvidia.com/gpu", std::to_string(e2e::kGpusPerNode)}};
+  return {{"status",
+           {{"capacity", resources},
+            {"allocatable", resources},
+            {"conditions",
+             {{{"type", "Ready"},
+               {"status", "True"},
+               {"reason", "KubeletReady"},
+               {"message", "simulated by tessel-bench e2e"}}}}}}};
+}
+
+json PodObject(const Options& o, int64_t i, int64_t gpus, std::string_view scheduler_name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", PodName(i)}, {"namespace", o.ns}, {"labels", {{std::string(kLabel), "true"}}}}},
+          {"spec",
+           {{"schedulerName", scheduler_name},
+            {"nodeSelector", {{std::string(kLabel), "true"}}},
+            {"containers",
+             {{{"name", "work"},
+               {"image", "registry.example/e2e:1"},
+               {"resources",
+                {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
+                 {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+}
+
+std::string PodsPath(const Options& o) { return StrCat("/api/v1/namespaces/", o.ns, "/pods"); }
+
+// Deletes the bench's pods (at once: no kubelet would finish a graceful delete) and waits
+// until they are gone.
+void DeletePods(KubeClient& client, const Options& o) {
+  Check(client.Do({.method = "DELETE",
+                   .path = StrCat(PodsPath(o), "?labelSelector=", kLabel, "%3Dtrue"),
+                   .body = R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})"}),
+        "delete the previous pods");
+  for (int i = 0; i < 600; ++i) {
+    auto r = client.Do({.path = StrCat(PodsPath(o), "?limit=1")});
+    Check(r, "list pods");
+    json list = json::parse(r->body, nullptr, false);
+    if (list.is_object() && list.contains("items") && list["items"].empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  Die("pods of an earlier run are still there after 2 minutes");
+}
+
+void SetUpNodes(KubeClient& client, const Options& o) {
+  Check(client.Do({.method = "POST",
+                   .path = "/api/v1/namespaces",
+                   .body = json{{"apiVersion", "v1"},
+                                {"kind", "Namespace"},
+                                {"metadata", {{"name", o.ns}}}}
+                               .dump()}),
+        StrCat("create namespace ", o.ns), /*allow_conflict=*/true);
+  DeletePods(client, o);
+  Check(client.Do({.method = "DELETE",
+                   .path = StrCat("/api/v1/nodes?labelSelector=", kLabel, "%3Dtrue")}),
+        "delete the previous nodes");
+  const std::string status = NodeStatus().dump();
+  ParallelFor(o.nodes, [&](int64_t i) {
+    const std::string name = NodeName(i);
+    Check(client.Do({.method = "POST", .path = "/api/v1/nodes", .body = NodeObject(i).dump()}),
+          StrCat("create node ", name), /*allow_conflict=*/true);
+    Check(client.Do({.method = "PATCH",
+                     .path = StrCat("/api/v1/nodes/", name, "/status"),
+                     .body = status,
+                     .content_type = std::string(kube::kMergePatch)}),
+          StrCat("set the status of node ", name));
+    // The apiserver taints new nodes not-ready; only a node controller would lift it.
+    Check(client.Do({.method = "PATCH",
+                     .path = StrCat("/api/v1/nodes/", name),
+                     .body = R"({"spec":{"taints":null}})",
+                     .content_type = std::string(kube::kMergePatch)}),
+          StrCat("untaint node ", name));
+  });
+}
+
+// Creates the pods (all pending) and returns the resourceVersion to watch from.
+std::string CreatePods(KubeClient& client, const Options& o, const std::vector<int64_t>& sizes,
+                       std::string_view scheduler_name) {
+  ParallelFor(static_cast<int64_t>(sizes.size()), [&](int64_t i) {
+    Check(client.Do({.method = "POST",
+                     .path = PodsPath(o),
+                     .body = PodObject(o, i, sizes[i], scheduler_name).dump()}),
+          StrCat("create pod ", PodName(i)));
+  });
+  auto r = client.Do({.path = StrCat(PodsPath(o), "?limit=1")});
+  Check(r, "list pods");
+  json list = json::parse(r->body, nullptr, false);
+  if (!list.is_object()) Die("list pods: the answer is not JSON");
+  return kube::JsonString(list.value("metadata", json::object()), "resourceVersion");
+}
+
+// Follows the bench's pods through one watch (re-opened when the server ends it) and records
+// the first node each pod is bound to and when.
+class BindWatcher {
+ public:
+  BindWatcher(KubeClient& client, const Options& o, std::string resource_version)
+      : client_(client), o_(o), rv_(std::move(resource_version)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~BindWatcher() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  void Start() {
+    absl::MutexLock lock(&mu_);
+    start_ = Clock::now();
+  }
+  int64_t bound() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(node_of_.size());
+  }
+  // Seconds from Start() to the last bind so far (0 with none).
+  double last_bind_s() {
+    absl::MutexLock lock(&mu_);
+    return node_of_.empty() ? 0 : std::chrono::duration<double>(last_bind_ - start_).count();
+  }
+  std::map<int64_t, std::string> bindings() {
+    absl::MutexLock lock(&mu_);
+    return node_of_;
+  }
+  std::optional<std::string> error() {
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      Request req{.path = StrCat(PodsPath(o_), "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300",
+                                 "&resourceVersion=", rv_),
+                  .timeout = absl::Seconds(330),
+                  .retry = false};
+      auto r = client_.Stream(req, [this](std::string_view line) { return OnEvent(line); }, &stop_);
+      if (stop_ || error().has_value()) return;
+      if (!r.ok() || r->code != 200) {
+        absl::MutexLock lock(&mu_);
+        error_ = r.ok() ? StrCat("watch pods: HTTP ", r->code, ": ", r->ErrorMessage())
+                        : StrCat("watch pods: ", r.status().ToString());
+        return;
+      }
+    }
+  }
+
+  bool OnEvent(std::string_view line) {
+    const auto now = Clock::now();
+    json event = json::parse(line, nullptr, false);
+    if (!event.is_object() || !event.contains("object") || !event["object"].is_object()) return true;
+    const json& pod = event["object"];
+    const json meta = pod.value("metadata", json::object());
+    const std::string rv = kube::JsonString(meta, "resourceVersion");
+    if (!rv.empty()) rv_ = rv;
+    if (kube::JsonString(event, "type") == "ERROR") {  // e.g. 410: events may have been missed
+      absl::MutexLock lock(&mu_);
+      error_ = StrCat("watch pods: ", kube::JsonString(pod, "message"));
+      return false;
+    }
+    const std::string node = kube::JsonString(pod.value("spec", json::object()), "nodeName");
+    const std::string name = kube::JsonString(meta, "name");
+    if (node.empty() || name.rfind("e2e-pod-", 0) != 0) return true;
+    const int64_t index = std::strtoll(name.c_str() + 8, nullptr, 10);
+    absl::MutexLock lock(&mu_);
+    if (node_of_.emplace(index, node).second) last_bind_ = now;
+    return true;
+  }
+
+  KubeClient& client_;
+  const Options& o_;
+  std::string rv_;  // only the watch thread touches it
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  absl::Mutex mu_;
+  Clock::time_point start_ ABSL_GUARDED_BY(mu_) = Clock::now();
+  Clock::time_point last_bind_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::string> node_of_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> error_ ABSL_GUARDED_BY(mu_);
+};
+
+// A scheduler process, its output in a log file.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::string& log_path) : log_(log_path) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ < 0) Die("fork failed");
+    if (pid_ == 0) {
+      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execv(args[0], args.data());
+      std::perror(args[0]);
+      _exit(127);
+    }
+  }
+  ~Process() { Stop(); }
+
+  bool Running() {
+    if (exited_) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
+    return !exited_;
+  }
+  // The process's peak resident set (VmHWM) in KiB, -1 when it is gone.
+  int64_t PeakRssKib() const {
+    std::ifstream in(StrCat("/proc/", pid_, "/status"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::strtoll(line.c_str() + 6, nullptr, 10);
+    }
+    return -1;
+  }
+  void Stop() {
+    if (exited_ || pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 100 && Running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (Running()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      exited_ = true;
+    }
+  }
+  const std::string& log() const { return log_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string log_;
+};
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : exe.parent_path().string();
+}
+
+std::vector<std::string> SchedulerCommand(const Options& o, std::string_view which) {
+  const std::string qps = fmt::format("{}", o.qps);
+  const std::string burst = std::to_string(o.burst);
+  if (which == "tessel") {
+    return {o.tessel_scheduler, "--kubeconfig", o.kubeconfig, "--leader-elect=false",
+            "--bind-address", "127.0.0.1", "--port", "0", "--kube-api-qps", qps,
+            "--kube-api-burst", burst};
+  }
+  // kube-scheduler 1.20: no serving ports at all (nothing here reads them).
+  return {o.kube_scheduler, "--kubeconfig", o.kubeconfig, "--leader-elect=false", "--port=0",
+          "--secure-port=0", "--kube-api-qps", qps, "--kube-api-burst", burst, "-v=1"};
+}
+
+RunResult Measure(const std::string& scheduler, BindWatcher& watcher, const Options& o,
+                  const std::vector<int64_t>& sizes, int64_t placeable, Process* process) {
+  RunResult result{.scheduler = scheduler};
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int64_t bound = watcher.bound();
+    if (bound >= placeable) {
+      result.all_placeable_s = watcher.last_bind_s();
+      break;
+    }
+    if (auto err = watcher.error()) Die(*err);
+    if (process != nullptr && !process->Running()) {
+      Die(StrCat(scheduler, " exited; its log: ", process->log()));
+    }
+    const double idle = bound == 0 ? elapsed() : elapsed() - watcher.last_bind_s();
+    if ((bound > 0 && idle > static_cast<double>(o.idle_s)) ||
+        elapsed() > static_cast<double>(o.timeout_s)) {
+      break;
+    }
+  }
+  if (process != nullptr) result.peak_rss_kib = process->PeakRssKib();
+  result.seconds = watcher.last_bind_s();
+  std::map<std::string, int64_t> gpus_on;
+  for (const auto& [index, node] : watcher.bindings()) {
+    ++result.bound;
+    gpus_on[node] += sizes[static_cast<size_t>(index)];
+  }
+  int64_t used = 0;
+  for (const auto& [node, gpus] : gpus_on) {
+    used += gpus;
+    if (gpus > e2e::kGpusPerNode) ++result.overcommitted_nodes;
+  }
+  result.pending = static_cast<int64_t>(sizes.size()) - result.bound;
+  result.gpus_idle = o.nodes * e2e::kGpusPerNode - used;
+  result.whole_nodes = o.nodes - static_cast<int64_t>(gpus_on.size());
+  return result;
+}
+
+RunResult RunScheduler(KubeClient& client, const Options& o, const std::vector<int64_t>& sizes,
+                       int64_t placeable, const std::string& which) {
+  const std::string scheduler_name = which == "tessel" ? "tessel" : "default-scheduler";
+  DeletePods(client, o);
+  std::cerr << "tessel-bench e2e: " << which << ": creating " << sizes.size() << " pods\n";
+  BindWatcher watcher(client, o, CreatePods(client, o, sizes, scheduler_name));
+  if (which == "ceiling") {
+    const std::vector<int64_t> plan = e2e::PerfectPlan(sizes, o.nodes);
+    std::cerr << "tessel-bench e2e: ceiling: binding the perfect plan from " << kWriters
+              << " threads\n";
+    watcher.Start();
+    std::thread binder([&] {
+      ParallelFor(static_cast<int64_t>(sizes.size()), [&](int64_t i) {
+        if (plan[static_cast<size_t>(i)] < 0) return;
+        const json binding = {
+            {"apiVersion", "v1"},
+            {"kind", "Binding"},
+            {"metadata", {{"name", PodName(i)}}},
+            {"target", {{"kind", "Node"}, {"name", NodeName(plan[static_cast<size_t>(i)])}}}};
+        Check(client.Do({.method = "POST",
+                         .path = StrCat(PodsPath(o), "/", PodName(i), "/binding"),
+                         .body = binding.dump()}),
+              StrCat("bind pod ", PodName(i)));
+      });
+    });
+    RunResult r = Measure(which, watcher, o, sizes, placeable, nullptr);
+    binder.join();
+    return r;
+  }
+  const std::string log = StrCat(o.log_dir, "/", which, ".log");
+  std::cerr << "tessel-bench e2e: " << which << ": starting the scheduler (log: " << log << ")\n";
+  watcher.Start();
+  Process process(SchedulerCommand(o, which), log);
+  RunResult r = Measure(which, watcher, o, sizes, placeable, &process);
+  process.Stop();
+  return r;
+}
+
+json ToJson(const RunResult& r) {
+  json j = {{"scheduler", r.scheduler},
+            {"seconds", r.seconds},
+            {"binds_per_s", r.binds_per_s()},
+            {"bound", r.bound},
+            {"pending", r.pending},
+            {"gpus_idle", r.gpus_idle},
+            {"whole_nodes", r.whole_nodes},
+            {"overcommitted_nodes", r.overcommitted_nodes}};
+  j["all_placeable_bound_s"] = r.all_placeable_s ? json(*r.all_placeable_s) : json(nullptr);
+  j["peak_rss_mib"] = r.peak_rss_kib >= 0 ? json(r.peak_rss_kib / 1024) : json(nullptr);
+  return j;
+}
+
+void PrintTable(const Options& o, int64_t gpus_asked, int64_t placeable,
+                const std::vector<RunResult>& runs) {
+  std::cout << fmt::format(
+      "{} nodes x {} GPUs, {} pods asking {} GPUs ({}%), {} placeable; client QPS {}, burst {}, "
+      "seed {}\n",
+      o.nodes, e2e::kGpusPerNode, o.pods, gpus_asked,
+      gpus_asked * 100 / std::max<int64_t>(1, o.nodes * e2e::kGpusPerNode), placeable, o.qps,
+      o.burst, o.seed);
+  auto row = [&](std::string_view label, auto cell) {
+    std::cout << fmt::format("{:<28}", label);
+    for (const RunResult& r : runs) std::cout << fmt::format("{:>18}", cell(r));
+    std::cout << "\n";
+  };
+  row("", [](const RunResult& r) { return r.scheduler; });
+  row("binds/s", [](const RunResult& r) { return fmt::format("{:.1f}", r.binds_per_s()); });
+  row("all placeable bound after", [](const RunResult& r) {
+    return r.all_placeable_s ? fmt::format("{:.1f} s", *r.all_placeable_s) : std::string("never");
+  });
+  row("last bind after", [](const RunResult& r) { return fmt::format("{:.1f} s", r.seconds); });
+  row("bound", [](const RunResult& r) { return std::to_string(r.bound); });
+  row("pending", [](const RunResult& r) { return std::to_string(r.pending); });
+  row("GPUs idle", [](const RunResult& r) { return std::to_string(r.gpus_idle); });
+  row("whole nodes left", [](const RunResult& r) { return std::to_string(r.whole_nodes); });
+  row("overcommitted nodes", [](const RunResult& r) { return std::to_string(r.overcommitted_nodes); });
+  row("scheduler peak RSS", [](const RunResult& r) {
+    return r.peak_rss_kib >= 0 ? fmt::format("{} MiB", r.peak_rss_kib / 1024) : std::string("-");
+  });
+  if (runs.size() > 1) {
+    row("binds/s, tessel / this", [&](const RunResult& r) {
+      return r.binds_per_s() > 0 ? fmt::format("{:.2f}x", runs[0].binds_per_s() / r.binds_per_s())
+                                 : std::string("-");
+    });
+  }
+}
+
+constexpr std::string_view kUsage =
+    "usage: tessel-bench e2e --nodes N --pods M [--qps Q] [--burst B]\n"
+    "                        [--compare kube-scheduler|ceiling[,...]] [--seed S] [--json]\n"
+    "                        [--kubeconfig FILE] [--namespace NS] [--tessel-scheduler PATH]\n"
+    "                        [--kube-scheduler PATH] [--log-dir DIR] [--timeout S] [--idle S]\n"
+    "Runs on the cluster of --kubeconfig (default $KUBECONFIG; admin rights), e.g. the one of\n"
+    "tools/cluster/cluster.sh up. Creates N nodes labelled tessel.io/e2e=true and M pods in NS\n"
+    "(default tessel-e2e), replacing those of earlier runs. See docs/bench.md.\n";
+
+Options ParseFlags(int argc, char** argv) {
+  Options o;
+  if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
+  auto number = [](std::string_view flag, const char* v, int64_t min) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || n < min) Die(StrCat(flag, ": \"", v, "\" is not a whole number >= ", min));
+    return static_cast<int64_t>(n);
+  };
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (arg == "--json") {
+      o.json_out = true;
+      continue;
+    }
+    if (i + 1 >= argc) Die(StrCat(arg, " needs a value (or is unknown)\n", kUsage));
+    const char* v = argv[++i];
+    if (arg == "--nodes") o.nodes = number(arg, v, 1);
+    else if (arg == "--pods") o.pods = number(arg, v, 1);
+    else if (arg == "--qps") {
+      char* end = nullptr;
+      o.qps = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(o.qps > 0)) Die(StrCat("--qps: \"", v, "\" is not a positive number"));
+    } else if (arg == "--burst") o.burst = number(arg, v, 1);
+    else if (arg == "--seed") o.seed = static_cast<uint64_t>(number(arg, v, 0));
+    else if (arg == "--kubeconfig") o.kubeconfig = v;
+    else if (arg == "--namespace") o.ns = v;
+    else if (arg == "--tessel-scheduler") o.tessel_scheduler = v;
+    else if (arg == "--kube-scheduler") o.kube_scheduler = v;
+    else if (arg == "--log-dir") o.log_dir = v;
+    else if (arg == "--timeout") o.timeout_s = number(arg, v, 1);
+    else if (arg == "--idle") o.idle_s = number(arg, v, 1);
+    else if (arg == "--compare") {
+      for (std::string_view rest = v; !rest.empty();) {
+        const size_t comma = rest.find(',');
+        const std::string what(rest.substr(0, comma));
+        if (what != "kube-scheduler" && what != "ceiling") {
+          Die(StrCat("--compare: \"", what, "\" is not kube-scheduler or ceiling"));
+        }
+        o.compare.push_back(what);
+        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+      }
+    } else {
+      Die(StrCat("unknown flag ", arg, "\n", kUsage));
+    }
+  }
+  if (o.nodes == 0 || o.pods == 0) Die(StrCat("--nodes and --pods are required\n", kUsage));
+  if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
+  if (o.tessel_scheduler.empty()) o.tessel_scheduler = SelfDir() + "/tessel-scheduler";
+  if (access(o.tessel_scheduler.c_str(), X_OK) != 0) {
+    Die(StrCat(o.tessel_scheduler, " is not an executable (build tessel-scheduler, or pass --tessel-scheduler)"));
+  }
+  if (std::find(o.compare.begin(), o.compare.end(), "kube-scheduler") != o.compare.end() &&
+      o.kube_scheduler.find('/') == std::string::npos) {
+    // execv does not search PATH.
+    const char* path = std::getenv("PATH");
+    for (std::string_view rest = path ? path : ""; !rest.empty();) {
+      const size_t colon = rest.find(':');
+      const std::string candidate = StrCat(rest.substr(0, colon), "/", o.kube_scheduler);
+      if (access(candidate.c_str(), X_OK) == 0) {
+        o.kube_scheduler = candidate;
+        break;
+      }
+      rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+    }
+    if (o.kube_scheduler.find('/') == std::string::npos) {
+      Die("kube-scheduler is not on PATH: pass --kube-scheduler \"$(TESSEL_BUILD_KUBE_SCHEDULER=1 "
+          "tools/cluster/build-k8s.sh)/kube-scheduler\"");
+    }
+  }
+  if (o.log_dir.empty()) o.log_dir = StrCat(std::filesystem::temp_directory_path().string(), "/tessel-e2e-", getpid());
+  std::filesystem::create_directories(o.log_dir);
+  return o;
+}
+
+}  // namespace
+
+int E2eMain(int argc, char** argv) {
+  const Options o = ParseFlags(argc, argv);
+  auto config = kube::LoadKubeconfig(o.kubeconfig);
+  if (!config.ok()) Die(config.status().ToString());
+  // The bench's own client is not throttled: object creation is not what is measured.
+  auto client = KubeClient::New(*config, {.qps = 1e6, .burst = 1000000,
+                                          .user_agent = "tessel-bench-e2e"});
+  if (!client.ok()) Die(client.status().ToString());
+
+  const std::vector<int64_t> sizes = e2e::GeneratePodSizes(o.seed, o.pods);
+  int64_t gpus_asked = 0;
+  for (int64_t s : sizes) gpus_asked += s;
+  const int64_t placeable = e2e::PlaceableCount(sizes, o.nodes);
+
+  std::cerr << "tessel-bench e2e: registering " << o.nodes << " nodes\n";
+  SetUpNodes(**client, o);
+  std::vector<RunResult> runs;
+  runs.push_back(RunScheduler(**client, o, sizes, placeable, "tessel"));
+  for (const std::string& what : o.compare) {
+    runs.push_back(RunScheduler(**client, o, sizes, placeable, what));
+  }
+  DeletePods(**client, o);
+
+  if (o.json_out) {
+    json out = {{"nodes", o.nodes},         {"gpus_per_node", e2e::kGpusPerNode},
+                {"pods", o.pods},           {"gpus_asked", gpus_asked},
+                {"placeable", placeable},   {"qps", o.qps},
+                {"burst", o.burst},         {"seed", o.seed},
+                {"runs", json::array()}};
+    for (const RunResult& r : runs) out["runs"].push_back(ToJson(r));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    PrintTable(o, gpus_asked, placeable, runs);
+  }
+  for (const RunResult& r : runs) {
+    if (r.overcommitted_nodes > 0) return 3;  // a correctness failure, whatever the speed
+  }
+  return 0;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,38 @@
+// libFuzzer target: the object decoders (scheduler/api/decode.h) on arbitrary JSON text, as the
+// API server or a snapshot file could send it. The text goes to DecodeList, and, when it parses
+// as JSON, to DecodePod, DecodeNode and DecodePriorityClass (each must answer with a value or an
+// error, never throw). An error message must name the object it is about (kind and name).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "nlohmann/json.hpp"
+#include "scheduler/api/decode.h"
+
+namespace {
+
+// A decoder's error is InvalidArgument and names the object (its kind and name, as
+// DescribeObject says them).
+template <typename T>
+void CheckNamed(const absl::StatusOr<T>& decoded, const std::string& object) {
+  if (decoded.ok()) return;
+  if (decoded.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
+  // (Debian's Abseil has its own string_view: compare as std::string.)
+  if (std::string(decoded.status().message()).find(object) == std::string::npos) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  (void)tessel::DecodeList(text);
+  const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return 0;
+  const std::string described = tessel::DescribeObject(object);
+  CheckNamed(tessel::DecodePod(object), described);
+  CheckNamed(tessel::DecodeNode(object), described);
+  CheckNamed(tessel::DecodePriorityClass(object), described);
+  return 0;
+}
