@@ -32,8 +32,16 @@ class PodHandler final : public InformerHandler {
     if (!pod->node_name.empty() && bound_) bound_(pod->Key());
     s_->OnPodUpdate(*std::move(pod));
   }
-  void OnDelete(const std::string& key, const json*) override {
-    s_->OnPodDelete(key);
+  void OnDelete(const std::string& key, const json* last) override {
+    // The UID of the deleted object: a late delete of an old pod must not end a new pod that
+    // took its name.
+    std::string uid;
+    if (last != nullptr) {
+      if (auto m = last->find("metadata"); m != last->end() && m->is_object()) {
+        if (auto u = m->find("uid"); u != m->end() && u->is_string()) uid = u->get<std::string>();
+      }
+    }
+    s_->OnPodDelete(key, uid);
     if (gone_) gone_(key);
   }
 

@@ -37,15 +37,23 @@ void StatusReporter::PodScheduled(const Pod& pod, const std::string& node) {
 
 void StatusReporter::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) {
   events_->Record(pod, "Warning", "FailedScheduling", message);
-  PodCondition want{.reason = std::string(ConditionReason(kind)), .message = message};
+  Want(pod, PodCondition{.reason = std::string(ConditionReason(kind)), .message = message});
+}
+
+void StatusReporter::PodSchedulingGated(const Pod& pod) {
+  Want(pod, PodCondition{.reason = "SchedulingGated",
+                         .message = "Scheduling is blocked due to non-empty scheduling gates"});
+}
+
+void StatusReporter::Want(const Pod& pod, PodCondition condition) {
   {
     absl::MutexLock lock(&mu_);
     PodRecord& r = pods_[pod.Key()];
     r.namespace_ = pod.meta.namespace_;
     r.name = pod.meta.name;
     r.uid = pod.meta.uid;
-    r.wanted = want;
-    if (r.written == want) return;  // the server has it already
+    r.wanted = std::move(condition);
+    if (r.written == r.wanted) return;  // the server has it already
   }
   queue_->Add(pod.Key());
 }

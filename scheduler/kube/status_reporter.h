@@ -36,7 +36,7 @@ struct StatusReporterOptions {
 };
 
 struct PodCondition {
-  std::string reason;  // "Unschedulable" or "SchedulerError"
+  std::string reason;  // "Unschedulable", "SchedulerError" or "SchedulingGated"
   std::string message;
   bool operator==(const PodCondition&) const = default;
 };
@@ -51,6 +51,8 @@ class StatusReporter final : public SchedulingObserver {
 
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
+  // PodScheduled=False, reason SchedulingGated, as kube-scheduler writes it (no Event).
+  void PodSchedulingGated(const Pod& pod) override;
 
   // The informer saw the pod bound: a condition write still queued for it is dropped (it
   // would turn the apiserver's PodScheduled=True back to False).
@@ -74,6 +76,8 @@ class StatusReporter final : public SchedulingObserver {
     std::optional<PodCondition> written;  // only what a 2xx confirmed
   };
   KeyedQueue::Outcome Write(const std::string& key);
+  // Records the condition the pod should show and queues its write unless the server has it.
+  void Want(const Pod& pod, PodCondition condition);
 
   KubeClient* client_;
   EventRecorder* events_;

@@ -205,6 +205,24 @@ TEST_CASE("status: one condition per distinct wish, reason from the failure kind
   CHECK(ConditionReason(FailureKind::kError) == "SchedulerError");
 }
 
+TEST_CASE("status: a gated pod shows PodScheduled=False SchedulingGated, without an Event") {
+  FlakyServer server;
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  const Pod pod = MakePod("p");
+  reporter.PodSchedulingGated(pod);
+  reporter.PodSchedulingGated(pod);
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  CHECK(reporter.WrittenCondition("ns/p") ==
+        PodCondition{"SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"});
+  CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 1);
+  CHECK(events.created() == 0);
+  // Once the gates are gone and it fits nowhere, the reason changes to Unschedulable.
+  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
+}
+
 TEST_CASE("status: failed writes are retried; a refused one is not claimed as written") {
   SECTION("500s, then accepted") {
     FlakyServer server;
