@@ -1,9 +1,11 @@
 // tessel-bench: replays snapshots and traces through Tessel's scheduling core.
 //   tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]
+//   tessel-bench gang [--gangs 20] [--members 500] [--nodes 5000]
 //   tessel-bench inflate --nodes NODES.csv --pods PODS.csv --policy NAME[,NAME...] --seeds 42-51 --tune 1.3 --out DIR
 #include <iostream>
 #include <string_view>
 
+#include "bench/gang/gang_bench.h"
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
 
@@ -13,7 +15,8 @@ void Usage() {
   std::cerr << "usage: tessel-bench <command> [flags]\n"
                "commands:\n"
                "  replay   schedule the pending pods of a cluster snapshot (kubectl get -o json)\n"
-               "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n";
+               "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n"
+               "  gang     time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)\n";
 }
 
 }  // namespace
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   std::string_view command = argv[1];
   if (command == "replay") return tessel::bench::ReplayMain(argc - 2, argv + 2);
   if (command == "inflate") return tessel::bench::InflateMain(argc - 2, argv + 2);
+  if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);
   if (command == "--help" || command == "-h" || command == "help") {
     Usage();
     return 0;

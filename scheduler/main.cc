@@ -17,6 +17,7 @@
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
+#include "scheduler/kube/podgroup_status.h"
 #include "scheduler/kube/scheduler_feed.h"
 #include "scheduler/kube/work_queue.h"
 #include "scheduler/server/http_server.h"
@@ -280,6 +281,7 @@ int Run(const Flags& flags) {
   Registry registry = InTreeRegistry();
   RealClock clock;
   Cache cache(&clock);
+  kube::PodGroupStatusWriter podgroup_status(client->get());
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::New(SchedulerParams{.registry = &registry,
                                      .config = &config,
@@ -288,7 +290,8 @@ int Run(const Flags& flags) {
                                      .clock = &clock,
                                      .api = &cluster,
                                      .observer = &observers,
-                                     .bind_executor = &binder});
+                                     .bind_executor = &binder,
+                                     .gang_status = &podgroup_status});
   if (!scheduler.ok()) {
     spdlog::critical("configuration: {}", scheduler.status().message());
     return 1;

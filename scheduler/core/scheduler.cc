@@ -13,7 +13,9 @@ Scheduler::Scheduler(SchedulerParams p)
       api_(p.api),
       observer_(p.observer),
       bind_executor_(p.bind_executor),
-      seed_(p.seed) {}
+      seed_(p.seed),
+      gang_status_(p.gang_status),
+      gang_bind_attempts_(std::max(1, p.gang_bind_attempts)) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -88,11 +90,13 @@ void Scheduler::OnPodAdd(Pod pod) {
   ResolvePriority(pod);
   if (pod.node_name.empty()) {
     if (Ours(pod) && !pod.IsTerminal() && !pod.meta.deletion_timestamp.has_value()) {
-      queue_->Add(std::make_shared<const Pod>(std::move(pod)));
+      auto ref = std::make_shared<const Pod>(std::move(pod));
+      if (!AdmitGangMember(ref)) queue_->Add(std::move(ref));
       queue_->OnClusterEvent(kUnassignedPodAdd);
     }
     return;
   }
+  NoteGangMemberPlaced(pod);
   const bool releases = pod.IsTerminal();
   queue_->Delete(pod.Key());
   cache_->AddOrUpdatePod(std::move(pod));
@@ -104,11 +108,13 @@ void Scheduler::OnPodUpdate(Pod pod) {
   if (pod.node_name.empty()) {
     if (!Ours(pod)) return;
     if (pod.IsTerminal() || pod.meta.deletion_timestamp.has_value()) {
+      ForgetGangMember(pod.Key());
       queue_->Delete(pod.Key());
       return;
     }
     const std::string key = pod.Key();
     auto ref = std::make_shared<const Pod>(std::move(pod));
+    if (!cache_->IsAssumed(key) && AdmitGangMember(ref)) return;
     if (queue_->Contains(key)) {
       queue_->Update(std::move(ref));
     } else if (!cache_->IsAssumed(key)) {
@@ -120,6 +126,7 @@ void Scheduler::OnPodUpdate(Pod pod) {
 }
 
 void Scheduler::OnPodDelete(const std::string& key) {
+  ForgetGangMember(key);
   queue_->Delete(key);
   {
     absl::MutexLock lock(&mu_);
@@ -175,6 +182,10 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   const Pod& pod = *info.pod;
   const Framework* fw = FrameworkFor(pod.scheduler_name);
   if (fw == nullptr || cache_->NodeOf(pod.Key()).has_value()) return;  // not ours, or placed
+  if (IsGangHead(pod)) {
+    RunGangCycle(std::move(info), popped.cycle);
+    return;
+  }
   const absl::Time start = clock_->Now();
   auto finish = [&](std::string_view result) {
     if (observer_) observer_->AttemptFinished(pod, result, clock_->Now() - start);
@@ -394,6 +405,7 @@ void Scheduler::ExpireWaitingPods() {
   }
   std::sort(expired.begin(), expired.end());
   for (const std::string& key : expired) RejectWaitingPod(key, "rejected by permit: timed out waiting");
+  ExpireGangWaits();
 }
 
 }  // namespace tessel
