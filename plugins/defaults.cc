@@ -15,25 +15,42 @@ profiles:
     queueSort:
       enabled: [{name: PrioritySort}]
     preFilter:
-      enabled: [{name: GpuShare}, {name: Tessel}]
+      enabled:
+      - {name: NodePorts}
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
+      - {name: GpuShare}
+      - {name: Tessel}
     filter:
       enabled:
       - {name: NodeUnschedulable}
       - {name: NodeName}
       - {name: TaintToleration}
       - {name: NodeAffinity}
+      - {name: NodePorts}
       - {name: NodeResourcesFit}
       - {name: GpuShare}
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
     preScore:
-      enabled: [{name: GpuShare}, {name: Tessel}]
+      enabled:
+      - {name: PodTopologySpread}
+      - {name: InterPodAffinity}
+      - {name: GpuShare}
+      - {name: Tessel}
     # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
+    # GpuShare scores only pods that opted into sharing; its weight makes shared room win over
+    # a whole exclusive GPU whatever the others say (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10)).
     score:
       enabled:
       - {name: TaintToleration, weight: 10}
       - {name: NodeAffinity, weight: 10}
       - {name: NodeResourcesFit, weight: 1}
-      - {name: GpuShare, weight: 2}
+      # kube-scheduler's default weights for the pod-to-pod rules.
+      - {name: PodTopologySpread, weight: 2}
+      - {name: InterPodAffinity, weight: 2}
+      - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
     reserve:
       enabled: [{name: GpuShare}]

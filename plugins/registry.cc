@@ -12,10 +12,13 @@
 #include "plugins/gpu_clustering/gpu_clustering.h"
 #include "plugins/gpu_packing/gpu_packing.h"
 #include "plugins/gpu_share/gpu_share.h"
+#include "plugins/inter_pod_affinity/inter_pod_affinity.h"
 #include "plugins/node_affinity/node_affinity.h"
 #include "plugins/node_name/node_name.h"
+#include "plugins/node_ports/node_ports.h"
 #include "plugins/node_resources_fit/node_resources_fit.h"
 #include "plugins/node_unschedulable/node_unschedulable.h"
+#include "plugins/pod_topology_spread/pod_topology_spread.h"
 #include "plugins/priority_sort/priority_sort.h"
 #include "plugins/random/random.h"
 #include "plugins/taint_toleration/taint_toleration.h"
@@ -38,6 +41,10 @@ Registry InTreeRegistry() {
   add(taint_toleration::TaintToleration::kName, FactoryOf<taint_toleration::TaintToleration>());
   add(node_resources_fit::NodeResourcesFit::kName, FactoryOf<node_resources_fit::NodeResourcesFit>());
   add(default_binder::DefaultBinder::kName, FactoryOf<default_binder::DefaultBinder>());
+  // Pod-to-pod placement rules, as kube-scheduler (docs/kube-scheduler-parity.md).
+  add(node_ports::NodePorts::kName, FactoryOf<node_ports::NodePorts>());
+  add(inter_pod_affinity::InterPodAffinity::kName, FactoryOf<inter_pod_affinity::InterPodAffinity>());
+  add(pod_topology_spread::PodTopologySpread::kName, FactoryOf<pod_topology_spread::PodTopologySpread>());
   // GPUs: device-level fit and sharing, then one placement policy per plugin.
   add(gpu_share::GpuShare::kName, FactoryOf<gpu_share::GpuShare>());
   add(tessel_gpu::Tessel::kName, FactoryOf<tessel_gpu::Tessel>());

@@ -8,17 +8,21 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "plugins/registry.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/kube/client.h"
+#include "scheduler/kube/event_recorder.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
 #include "scheduler/kube/podgroup_status.h"
 #include "scheduler/kube/scheduler_feed.h"
+#include "scheduler/kube/status_reporter.h"
 #include "scheduler/kube/work_queue.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/server/metrics.h"
@@ -44,8 +48,10 @@ constexpr std::string_view kUsage = R"(usage: tessel-scheduler [flags]
   --leader-elect-retry-period D     (default 2s)
   --bind-address ADDR        address for /healthz, /readyz, /metrics (default 0.0.0.0)
   --port N                   port for them (default 10251; 0 picks a free one)
-  --kube-api-qps Q           client-side QPS to the API server (default 50)
-  --kube-api-burst N         client-side burst (default 100)
+  --kube-api-qps Q           client-side QPS of each API client (default 50, or the config's
+                             clientConnection.qps); binding, events+status, leader election
+                             and informers each have their own budget
+  --kube-api-burst N         client-side burst of each client (default 100, or clientConnection.burst)
   --bind-workers N           binder threads (default 8)
   -v N                       log verbosity: 0-3 info, 4-5 debug, 6+ trace (default 2)
 )";
@@ -63,11 +69,33 @@ struct Flags {
   absl::Duration retry_period = absl::Seconds(2);
   std::string bind_address = "0.0.0.0";
   int port = 10251;
-  double qps = 50;
-  int64_t burst = 100;
+  std::optional<double> qps;      // unset: clientConnection.qps, else 50
+  std::optional<int64_t> burst;   // unset: clientConnection.burst, else 100
   int bind_workers = 8;
   int verbosity = 2;
+  std::set<std::string, std::less<>> given;  // the flags on the command line, by name
 };
+
+// The configuration file's leaderElection settings, where no flag was given for them (a flag
+// on the command line wins, as in kube-scheduler).
+absl::Status ApplyLeaderElectionConfig(const LeaderElectionConfig& le, Flags& f) {
+  auto unset = [&](std::string_view flag) { return !f.given.contains(flag); };
+  if (le.leader_elect && unset("--leader-elect")) f.leader_elect = *le.leader_elect;
+  if (le.lease_duration && unset("--leader-elect-lease-duration")) f.lease_duration = *le.lease_duration;
+  if (le.renew_deadline && unset("--leader-elect-renew-deadline")) f.renew_deadline = *le.renew_deadline;
+  if (le.retry_period && unset("--leader-elect-retry-period")) f.retry_period = *le.retry_period;
+  if (le.resource_name && unset("--lock-name")) f.lock_name = *le.resource_name;
+  if (le.resource_namespace && unset("--lock-namespace")) f.lock_namespace = *le.resource_namespace;
+  if (f.renew_deadline >= f.lease_duration) {
+    return absl::InvalidArgumentError(
+        "leaderElection: renewDeadline must be shorter than leaseDuration");
+  }
+  if (f.retry_period >= f.renew_deadline) {
+    return absl::InvalidArgumentError(
+        "leaderElection: retryPeriod must be shorter than renewDeadline");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags f;
@@ -88,6 +116,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       has_value = true;
     }
     if (arg == "--v") arg = "-v";
+    f.given.insert(arg);
     auto need = [&]() -> absl::StatusOr<std::string> {
       if (has_value) return value;
       if (i + 1 >= argc) return absl::InvalidArgumentError(StrCat(arg, " needs a value"));
@@ -156,13 +185,13 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(std::string v, need());
       char* end = nullptr;
       f.qps = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || f.qps < 0) {
+      if (v.empty() || *end != '\0' || *f.qps < 0) {
         return absl::InvalidArgumentError(StrCat("--kube-api-qps: \"", v, "\" is not a number"));
       }
     } else if (arg == "--kube-api-burst") {
       ASSIGN_OR_RETURN(std::string v, need());
       ASSIGN_OR_RETURN(f.burst, as_int(v));
-      if (f.burst < 1) return absl::InvalidArgumentError("--kube-api-burst must be at least 1");
+      if (*f.burst < 1) return absl::InvalidArgumentError("--kube-api-burst must be at least 1");
     } else if (arg == "--bind-workers") {
       ASSIGN_OR_RETURN(std::string v, need());
       ASSIGN_OR_RETURN(int64_t n, as_int(v));
@@ -189,8 +218,8 @@ class Observers final : public SchedulingObserver {
   void PodScheduled(const Pod& pod, const std::string& node) override {
     for (auto* o : list_) o->PodScheduled(pod, node);
   }
-  void PodUnschedulable(const Pod& pod, const std::string& message) override {
-    for (auto* o : list_) o->PodUnschedulable(pod, message);
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
+    for (auto* o : list_) o->PodUnschedulable(pod, kind, message);
   }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
@@ -207,7 +236,31 @@ std::string Identity() {
   return fmt::format("{}_{:08x}", host, static_cast<uint32_t>(rng()));
 }
 
-int Run(const Flags& flags) {
+// The API clients, one per kind of traffic, each with its own QPS budget (kube-scheduler has
+// separate clients for scheduling, events and leader election): a burst of events never delays
+// a bind, and binds never delay the lease renewal.
+struct Clients {
+  std::unique_ptr<kube::KubeClient> binding;   // binds, evictions, discovery
+  std::unique_ptr<kube::KubeClient> status;    // events and pod conditions
+  std::unique_ptr<kube::KubeClient> election;  // the lease
+  std::unique_ptr<kube::KubeClient> informers; // lists and watches
+};
+
+absl::StatusOr<Clients> MakeClients(const kube::ClientConfig& config, double qps, int64_t burst) {
+  Clients c;
+  auto make = [&](std::string_view role) {
+    return kube::KubeClient::New(config, {.qps = qps,
+                                          .burst = burst,
+                                          .user_agent = StrCat("tessel-scheduler/0.1 (", role, ")")});
+  };
+  ASSIGN_OR_RETURN(c.binding, make("scheduler"));
+  ASSIGN_OR_RETURN(c.status, make("events"));
+  ASSIGN_OR_RETURN(c.election, make("leader-election"));
+  ASSIGN_OR_RETURN(c.informers, make("informers"));
+  return c;
+}
+
+int Run(Flags flags) {
   // Signals are taken by sigwait on the main thread; every thread started later inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -224,8 +277,17 @@ int Run(const Flags& flags) {
     }
     config = *std::move(loaded);
   }
+  for (const std::string& note : config.notes) spdlog::warn("configuration: {}", note);
+  if (absl::Status st = ApplyLeaderElectionConfig(config.leader_election, flags); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 1;
+  }
+  const ClientConnectionConfig& connection = config.client_connection;
+  const double qps = flags.qps.value_or(connection.qps.value_or(50));
+  const int64_t burst = flags.burst.value_or(connection.burst.value_or(100));
 
-  std::string kubeconfig = flags.kubeconfig;
+  std::string kubeconfig =
+      flags.kubeconfig.empty() ? connection.kubeconfig.value_or("") : flags.kubeconfig;
   if (kubeconfig.empty()) {
     if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') kubeconfig = env;
   }
@@ -235,21 +297,19 @@ int Run(const Flags& flags) {
     spdlog::critical("{}", client_config.status().message());
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
-      kube::KubeClient::New(*client_config, {.qps = flags.qps, .burst = flags.burst});
-  if (!client.ok()) {
-    spdlog::critical("{}", client.status().message());
+  absl::StatusOr<Clients> clients = MakeClients(*client_config, qps, burst);
+  if (!clients.ok()) {
+    spdlog::critical("{}", clients.status().message());
     return 1;
   }
-  spdlog::info("API server {} (client QPS {}, burst {})", client_config->server, flags.qps,
-               flags.burst);
+  spdlog::info("API server {} (per client: QPS {}, burst {})", client_config->server, qps, burst);
 
   // Discovery, retried until the server answers (it may still be starting).
   std::string eviction_api;
   {
     kube::Backoff backoff({.initial = absl::Milliseconds(500), .max = absl::Seconds(10)});
     for (;;) {
-      absl::StatusOr<std::string> api = kube::DiscoverEvictionApi(**client);
+      absl::StatusOr<std::string> api = kube::DiscoverEvictionApi(*clients->binding);
       if (api.ok()) {
         eviction_api = *api;
         break;
@@ -266,22 +326,25 @@ int Run(const Flags& flags) {
   const std::string identity = Identity();
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<kube::LeaderElector> elector;
+  // How long this replica may still write: the rest of its lease, checked before every write.
+  auto write_budget = [&]() -> std::optional<absl::Duration> {
+    if (shutting_down.load()) return std::nullopt;
+    if (!flags.leader_elect) return absl::InfiniteDuration();
+    return elector ? elector->WriteBudget() : std::nullopt;
+  };
   kube::WorkerPool binder("bind", flags.bind_workers);
-  kube::WorkerPool status_pool("status", 2, 10000);
-  kube::LiveCluster cluster(client->get(), &status_pool,
-                            {.eviction_api = eviction_api,
-                             .identity = identity,
-                             .may_write = [&]() -> bool {
-                               return !flags.leader_elect || (elector && elector->IsLeader());
-                             }});
-  kube::StatusReporter reporter(&cluster, &status_pool);
+  kube::EventRecorder events(clients->status.get(),
+                             {.identity = identity, .write_budget = write_budget});
+  kube::LiveCluster cluster(clients->binding.get(), &events,
+                            {.eviction_api = eviction_api, .write_budget = write_budget});
+  kube::StatusReporter reporter(clients->status.get(), &events, {.write_budget = write_budget});
   Observers observers;
   observers.Add(&reporter);
 
   Registry registry = InTreeRegistry();
   RealClock clock;
   Cache cache(&clock);
-  kube::PodGroupStatusWriter podgroup_status(client->get());
+  kube::PodGroupStatusWriter podgroup_status(clients->status.get());
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::New(SchedulerParams{.registry = &registry,
                                      .config = &config,
@@ -291,6 +354,8 @@ int Run(const Flags& flags) {
                                      .api = &cluster,
                                      .observer = &observers,
                                      .bind_executor = &binder,
+                                     .queue_options = {.initial_backoff = config.pod_initial_backoff,
+                                                       .max_backoff = config.pod_max_backoff},
                                      .gang_status = &podgroup_status});
   if (!scheduler.ok()) {
     spdlog::critical("configuration: {}", scheduler.status().message());
@@ -308,13 +373,52 @@ int Run(const Flags& flags) {
   });
   metrics_registry.CounterFunc("tessel_binds_total", "Binds the API server accepted",
                                [&] { return static_cast<double>(cluster.binds()); });
-  metrics_registry.CounterFunc("tessel_kube_requests_total", "Requests sent to the API server",
-                               [&] { return static_cast<double>((*client)->requests_sent()); });
-  metrics_registry.CounterFunc("tessel_events_suppressed_total",
-                               "Events not posted: deduplicated or rate-limited",
-                               [&] { return static_cast<double>(cluster.events_suppressed()); });
+  metrics_registry.CounterFunc("tessel_binds_pod_gone_total",
+                               "Binds answered: the pod is gone (deleted or replaced)",
+                               [&] { return static_cast<double>(cluster.binds_of_gone_pods()); });
+  metrics_registry.CounterSamplesFunc(
+      "tessel_kube_requests_total", "Requests sent to the API server, by client and method", [&] {
+        std::vector<server::GaugeSample> out;
+        const std::pair<const char*, kube::KubeClient*> all[] = {
+            {"binding", clients->binding.get()},
+            {"status", clients->status.get()},
+            {"election", clients->election.get()},
+            {"informers", clients->informers.get()}};
+        for (const auto& [name, client] : all) {
+          for (std::string_view verb : kube::KubeClient::kMethods) {
+            const int64_t n = client->requests_sent(verb);
+            if (n > 0) {
+              out.push_back({{{"client", name}, {"verb", std::string(verb)}},
+                             static_cast<double>(n)});
+            }
+          }
+        }
+        return out;
+      });
+  metrics_registry.CounterFunc("tessel_events_created_total", "Event objects created",
+                               [&] { return static_cast<double>(events.created()); });
+  metrics_registry.CounterFunc("tessel_events_correlated_total",
+                               "Events folded into an identical recent Event (count bumped)",
+                               [&] { return static_cast<double>(events.correlated()); });
+  metrics_registry.CounterFunc("tessel_events_dropped_total",
+                               "Events the API server refused for good",
+                               [&] { return static_cast<double>(events.dropped()); });
+  metrics_registry.CounterFunc("tessel_status_writes_total", "PodScheduled conditions written",
+                               [&] { return static_cast<double>(reporter.conditions_written()); });
+  metrics_registry.CounterFunc("tessel_status_write_retries_total",
+                               "PodScheduled condition writes retried after a failure",
+                               [&] { return static_cast<double>(reporter.condition_retries()); });
+  metrics_registry.CounterFunc("tessel_status_writes_dropped_total",
+                               "PodScheduled condition writes the API server refused for good",
+                               [&] { return static_cast<double>(reporter.conditions_dropped()); });
+  metrics_registry.Gauge("tessel_status_writes_pending",
+                         "Pods whose condition or events wait to be written", [&] {
+                           return std::vector<server::GaugeSample>{
+                               {{{"kind", "condition"}}, static_cast<double>(reporter.pending())},
+                               {{{"kind", "event"}}, static_cast<double>(events.pending())}};
+                         });
 
-  kube::SchedulerFeed feed(client->get(), &sched,
+  kube::SchedulerFeed feed(clients->informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); }});
   feed.Start();
@@ -344,26 +448,14 @@ int Run(const Flags& flags) {
       while (!loop_stop.load() && !feed.WaitForSync(absl::Milliseconds(500))) {
       }
       spdlog::info("caches synced; scheduling");
-      absl::Time next_cleanup = absl::Now();
-      while (!loop_stop.load()) {
-        if (!cluster.MayWrite()) {
-          absl::SleepFor(absl::Milliseconds(100));  // leadership is being lost: do nothing
-          continue;
-        }
-        sched.ScheduleOneWait(absl::Milliseconds(500));
-        if (absl::Now() >= next_cleanup) {
-          for (const std::string& key : cache.CleanupExpiredAssumedPods()) {
-            spdlog::warn("assumed pod {} was never confirmed by the informer; dropped", key);
-          }
-          next_cleanup = absl::Now() + absl::Seconds(1);
-        }
-      }
+      sched.Run(loop_stop, {.wait = absl::Milliseconds(500),
+                            .may_schedule = [&] { return cluster.MayWrite(); }});
     });
   };
 
   if (flags.leader_elect) {
     elector = std::make_unique<kube::LeaderElector>(
-        client->get(),
+        clients->election.get(),
         kube::LeaderElectionConfig{.namespace_ = flags.lock_namespace,
                                    .name = flags.lock_name,
                                    .identity = identity,
@@ -391,18 +483,26 @@ int Run(const Flags& flags) {
 
   int sig = 0;
   sigwait(&signals, &sig);
+  // Within the 30 s grace period: stop binding (the backlog is not drained; the next leader
+  // schedules those pods again), let binds in flight end (their timeouts are bounded by the
+  // lease), release the lease, and go.
   spdlog::info("received signal {}; shutting down", sig);
-  shutting_down.store(true);
+  shutting_down.store(true);  // every write from now on is refused before it is sent
+  cluster.StopWriting();
   {
     absl::MutexLock lock(&loop_mu);
     loop_stop.store(true);
   }
   sched.queue().Close();
+  const size_t discarded = binder.DiscardPending();
+  if (discarded > 0) spdlog::info("{} binds not started; the next leader schedules them", discarded);
   if (loop.joinable()) loop.join();
-  binder.Shutdown();  // in-flight binds finish while we still hold the lease
+  binder.DiscardPending();  // what the loop queued while it finished its cycle
+  binder.Shutdown();
+  reporter.Shutdown();
+  events.Shutdown();
   if (elector) elector->Stop(/*release=*/true);
   feed.Stop();
-  status_pool.Shutdown();
   http.Stop();
   spdlog::info("stopped");
   return 0;

@@ -24,39 +24,32 @@ namespace {
 // and FGD's fragmentation measured against the mix of pods in the snapshot itself: the idle GPU
 // milli that those pod shapes could not use where it sits.
 json GpuMetrics(const Cache& cache, const ObjectList& objects) {
-  std::vector<fgd::TargetClass> shapes;
-  for (const Pod& pod : objects.pods) {
-    fgd::TargetClass c = fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod));
-    c.weight = 1;
-    shapes.push_back(std::move(c));
-  }
-  const fgd::FragModel model(fgd::TypicalClasses(shapes, 100));
-  int64_t devices = 0, allocated = 0, whole_free = 0, partial_free = 0, mig_cap = 0, mig_alloc = 0;
-  int64_t frag_scaled = 0;
-  for (const std::string& name : cache.NodeNames()) {
-    auto info = cache.GetNodeInfo(name);
-    const GpuDevices& gpus = info->gpus();
-    devices += gpus.count();
-    allocated += gpus.total_allocated_milli();
+  std::vector<const Pod*> pods;
+  for (const Pod& pod : objects.pods) pods.push_back(&pod);
+  const fgd::FragModel model = fgd::WorkloadOfPods(pods);
+  std::vector<NodeInfo> infos;
+  infos.reserve(cache.NodeNames().size());
+  for (const std::string& name : cache.NodeNames()) infos.push_back(*cache.GetNodeInfo(name));
+  std::vector<const NodeInfo*> nodes;
+  int64_t whole_free = 0, partial_free = 0;
+  for (const NodeInfo& info : infos) {
+    nodes.push_back(&info);
+    const GpuDevices& gpus = info.gpus();
     whole_free += gpus.whole_free_devices();
     for (int32_t i = 0; i < gpus.count(); ++i) {
       if (gpus.AllocatedMilli(i) > 0) partial_free += gpus.FreeMilli(i);
     }
-    mig_cap += gpus.inventory().mig_sevenths;
-    mig_alloc += gpus.mig_allocated_sevenths();
-    frag_scaled += model.NodeFrag(fgd::NodeShape::Of(*info, model.ModelId(gpus.inventory().product)));
   }
-  const int64_t capacity = devices * kMilliPerGpu + mig_cap * kMilliPerGpu / kMigSlicesPerGpu;
-  const int64_t used = allocated + mig_alloc * kMilliPerGpu / kMigSlicesPerGpu;
-  const int64_t frag = model.total_weight() > 0 ? frag_scaled / model.total_weight() : 0;
-  const int64_t idle = devices * kMilliPerGpu - allocated;
-  return json{{"gpu_devices", devices},
-              {"gpu_equivalent_capacity_milli", capacity},
-              {"gpu_equivalent_allocated_milli", used},
+  const fgd::GpuEquivalents totals = fgd::SumGpuEquivalents(nodes);
+  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, model);
+  return json{{"gpu_devices", totals.devices},
+              {"gpu_equivalent_capacity_milli", totals.capacity_milli},
+              {"gpu_equivalent_allocated_milli", totals.allocated_milli},
               {"gpu_whole_free_devices", whole_free},
               {"gpu_partially_used_free_milli", partial_free},
-              {"gpu_fragmented_milli", frag},
-              {"gpu_fragmentation_pct_of_idle", idle > 0 ? static_cast<double>(frag) * 100.0 / static_cast<double>(idle) : 0.0}};
+              {"gpu_fragmented_milli", frag.fragmented_milli},
+              {"gpu_fragmentation_pct_of_idle",
+               frag.idle_milli > 0 ? static_cast<double>(frag.fragmented_milli) * 100.0 / static_cast<double>(frag.idle_milli) : 0.0}};
 }
 
 json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& objects) {

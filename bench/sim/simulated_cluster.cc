@@ -2,6 +2,7 @@
 // informer would confirm them.
 #include "bench/sim/simulated_cluster.h"
 
+#include "scheduler/gpu/device_list.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -30,19 +31,23 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
 
 void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
   if (max_cycles <= 0) max_cycles = 50 * static_cast<int64_t>(placements_.size()) + 100;
-  while (cycles_ < max_cycles) {
-    if (scheduler_->ScheduleOne()) {
-      ++cycles_;
-      continue;
-    }
-    // Nothing ready: let virtual time pass to the next backoff expiry, if any.
-    std::optional<absl::Time> next = scheduler_->queue().NextBackoffExpiry();
-    if (!next.has_value()) break;
-    clock_->Set(std::max(*next, clock_->Now()));
-  }
+  if (cycles_ >= max_cycles) return;
+  const std::atomic<bool> never{false};
+  cycles_ += scheduler_->Run(
+      never, {.on_idle =
+                  [&] {
+                    // Nothing ready: let virtual time pass to the next backoff expiry or
+                    // permit timeout, if any.
+                    std::optional<absl::Time> next = scheduler_->NextWakeup();
+                    if (!next.has_value()) return false;
+                    clock_->Set(std::max(*next, clock_->Now()));
+                    return true;
+                  },
+              .max_cycles = max_cycles - cycles_});
 }
 
-absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {
+absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
+                                    const StringMap& annotations) {
   Pod bound = pod;
   auto it = pods_.find(pod.Key());
   if (it != pods_.end()) bound = *it->second;
@@ -51,14 +56,13 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node) {
   }
   bound.node_name = node;
   bound.phase = PodPhase::kRunning;
-  for (const auto& [k, v] : annotations_[pod.Key()]) bound.meta.annotations[k] = v;
+  for (const auto& [k, v] : annotations) {
+    annotations_[pod.Key()][k] = v;
+    bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations
+  }
+  ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
   pods_[pod.Key()] = std::make_shared<const Pod>(bound);
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
-  return absl::OkStatus();
-}
-
-absl::Status SimulatedCluster::PatchAnnotations(const Pod& pod, const StringMap& annotations) {
-  for (const auto& [k, v] : annotations) annotations_[pod.Key()][k] = v;
   return absl::OkStatus();
 }
 
@@ -77,7 +81,7 @@ void SimulatedCluster::PodScheduled(const Pod& pod, const std::string& node) {
   last_failure_.erase(pod.Key());
 }
 
-void SimulatedCluster::PodUnschedulable(const Pod& pod, const std::string& message) {
+void SimulatedCluster::PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) {
   last_failure_[pod.Key()] = message;
 }
 

@@ -1,5 +1,5 @@
-// An in-memory Kubernetes for the bench: it implements ClusterApi (binds, evictions, annotation
-// patches, events) and observes the scheduler's outcomes, so `tessel-bench` runs the very same
+// An in-memory Kubernetes for the bench: it implements ClusterApi (binds with their annotations,
+// evictions, events) and observes the scheduler's outcomes, so `tessel-bench` runs the very same
 // Scheduler as the live binary, with a virtual clock and no network.
 //
 //   SimulatedCluster sim(&clock);
@@ -38,14 +38,13 @@ class SimulatedCluster final : public ClusterApi,
   void RunUntilIdle(int64_t max_cycles = 0);
 
   // ClusterApi
-  absl::Status Bind(const Pod& pod, const std::string& node) override;
-  absl::Status PatchAnnotations(const Pod& pod, const StringMap& annotations) override;
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override;
   absl::Status Evict(const Pod& pod, std::string_view reason) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
   // SchedulingObserver
   void PodScheduled(const Pod& pod, const std::string& node) override;
-  void PodUnschedulable(const Pod& pod, const std::string& message) override;
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   // GangStatusSink
   void GangStatusChanged(const gang::GangId& id, const gang::GangStatusUpdate& update) override;
 

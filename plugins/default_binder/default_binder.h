@@ -1,5 +1,7 @@
 // DefaultBinder (Bind): binds the pod through ClusterApi (POST pods/{name}/binding live; the
-// simulated cluster in the bench).
+// simulated cluster in the bench) in one write, carrying the binding annotations that PreBind
+// plugins left in the CycleState, and records the API's typed answer there for the core
+// (scheduler/framework/binding.h).
 #pragma once
 
 #include "scheduler/framework/registry.h"

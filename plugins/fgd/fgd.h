@@ -1,17 +1,34 @@
-// FGD (PreFilter, PreScore, Score, PreAssume): fragmentation gradient descent (Weng et al.,
-// USENIX ATC'23). A node scores by how much placing the pod lowers its expected fragmentation
-// under the target workload (fragmentation.h):
-//   score = floor(100 * sigmoid((F_n,before - F_n,after) / 1000))      (F in milli-GPU)
+// FGD and Tessel (PreFilter, PreScore, Score, NormalizeScore, PreAssume): one implementation
+// of fragmentation gradient descent (Weng et al., USENIX ATC'23) with options; the plugin "FGD"
+// is the paper's rule, "Tessel" (plugins/tessel_gpu) the same code with Tessel's defaults.
+//
+// A node scores by how much placing the pod lowers its expected fragmentation under the target
+// workload (fragmentation.h):
+//   score = floor(100 * sigmoid((F_n,before - F_n,after) / scale))     (F in milli-GPU)
+// with scale = sigmoidScaleMilli (FGD: 1000; Tessel: AutoSigmoidScaleMilli of the workload).
+// With preserveIdleNodes (Tessel), the raw score is 2 * score + 1 on a node already in use (any
+// GPU or CPU allocated), so among nodes tied on the gradient an idle node stays whole; then
+// NormalizeScore maps the best to 100 and the rest to 0..99. Without it (FGD), the score is
+// used as it is.
+// With packWholeGpus (Tessel) and a learned workload, a whole-GPU pod ranks nodes by (in use,
+// GPU fill after placement, the raw score above) instead: at cold start the learned workload
+// is a guess, and FGD's coarse buckets would leave the choice among used nodes to the node
+// order; best fit never does worse than GpuBinPack on whole-GPU jobs (tests/gpu/
+// gpu_properties_test.cc).
 // For a fractional pod every device that fits is tried; the first device in index order with
-// the highest integer score gives both the node's score and the device. Whole-GPU and CPU-only
-// pods take the lowest-index free GPUs.
+// the highest integer score gives both the node's score and the device. A pod that opted into
+// sharing only tries devices already shared (partly allocated) when one fits, so it does not
+// open a whole GPU while shared room is free. Whole-GPU and CPU-only pods take the default
+// choice (lowest-index free GPUs).
 //
 // Exactness: F is kept as an integer scaled by the workload's total weight W. The sigmoid is
 // evaluated once, at construction, to turn "score >= k" into integer thresholds on the scaled
-// difference: score >= k  <=>  d >= ceil(1000 * W * ln(k / (100 - k))). Scoring itself is
+// difference: score >= k  <=>  d >= ceil(scale * W * ln(k / (100 - k))). Scoring itself is
 // integer comparisons only (and thresholds are rebuilt when a learned workload changes).
 //
-// Args: see target_workload.h (targetWorkload, learnHalfLife, coveragePercent).
+// Args: target_workload.h's (targetWorkload, learnHalfLife, coveragePercent, wholeNodePrior),
+// plus {sigmoidScaleMilli: <FGD 1000, Tessel auto>, preserveIdleNodes: <FGD false, Tessel true>,
+// packWholeGpus: <FGD false, Tessel true>}.
 #pragma once
 
 #include <array>
@@ -40,19 +57,27 @@ NodeShape ShapeAfter(const NodeShape& before, const GpuDevices& gpus, const GpuD
 // The devices a pod takes on a node under a fragmentation score, and that score. A fraction
 // (kMilli) tries every device it fits on and keeps the highest `key_of(devices)`, the first
 // device on ties (devices with equal free milli leave the same shape, so only the first of
-// them is scored); whole GPUs take the default choice. `key_of` is called with a span of the
-// candidate device indices (empty for a CPU-only pod). No devices: the pod fits nowhere here.
+// them is scored); with `shared_first` (the pod opted into sharing) only devices already partly
+// allocated are tried when one of them fits. Whole GPUs take the default choice. `key_of` is
+// called with a span of the candidate device indices (empty for a CPU-only pod). No devices:
+// the pod fits nowhere here.
 struct DeviceChoice {
   int64_t key = 0;
   DeviceList devices;
 };
 template <typename KeyFn>
-DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, KeyFn key_of) {
+DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, bool shared_first,
+                         KeyFn key_of) {
   DeviceChoice best;
   if (demand.kind == GpuDemand::Kind::kMilli) {
+    bool only_shared = false;
+    for (int32_t i = 0; i < gpus.count() && shared_first && !only_shared; ++i) {
+      only_shared = gpus.AllocatedMilli(i) > 0 && gpus.DeviceFits(i, demand.milli, demand.memory_bytes);
+    }
     int32_t best_device = -1;
     for (int32_t i = 0; i < gpus.count(); ++i) {
       if (!gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) continue;
+      if (only_shared && gpus.AllocatedMilli(i) == 0) continue;
       bool repeat = false;
       for (int32_t j = 0; j < i && !repeat; ++j) {
         repeat = gpus.FreeMilli(j) == gpus.FreeMilli(i) &&
@@ -78,22 +103,41 @@ DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, KeyFn 
   return best;
 }
 
+// 1000 + 1000 * min(1, s / 15%), s = the share of the workload's GPU milli (weight * gpu_milli *
+// num_gpu) requested by classes with num_gpu > 1. 1000 (FGD's) with no multi-GPU class.
+int64_t AutoSigmoidScaleMilli(const FragModel& model);
+
+struct Options {
+  std::string_view name = "FGD";     // the plugin name the instance answers to
+  int64_t sigmoid_scale_milli = 1000;  // 0: AutoSigmoidScaleMilli of the current target workload
+  bool preserve_idle_nodes = false;
+  // With a learned workload (no targetWorkload): whole-GPU pods go to a node in use before an
+  // idle one, then to the node whose GPUs are fullest after placement (best fit, as
+  // GpuBinPack); the gradient only breaks ties. Fractions and CPU pods keep the gradient.
+  bool pack_whole_gpus_when_learning = false;
+};
+
 class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
  public:
   static constexpr std::string_view kName = "FGD";
   static absl::StatusOr<std::unique_ptr<FGD>> New(const YAML::Node& args, Handle& handle);
-  explicit FGD(TargetWorkload workload);
-  std::string_view Name() const override { return kName; }
+  // Reads the args over `defaults` (sigmoidScaleMilli, preserveIdleNodes and the workload's).
+  static absl::StatusOr<std::unique_ptr<FGD>> NewWithDefaults(const YAML::Node& args, Handle& handle,
+                                                              Options defaults);
+  FGD(TargetWorkload workload, Options options, const Handle* handle = nullptr);
+  std::string_view Name() const override { return options_.name; }
 
+  // Counts the pod in a learned workload (once per pod) and keeps the whole-node prior in step
+  // with the cluster's node sizes.
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
 
-  // The score and the device FGD picks for a pod on a node (devices empty for CPU-only pods).
-  struct Choice {
-    int64_t score = 0;
-    DeviceList devices;
-  };
+  // The raw score (see above) and the device the policy picks for a pod on a node (devices
+  // empty for CPU-only pods).
+  using Choice = DeviceChoice;
   Choice Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const;
   const TargetWorkload& workload() const { return workload_; }
+  int64_t scale_milli() const { return scale_milli_; }
 
  protected:
   int64_t ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const override;
@@ -101,7 +145,12 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
                                           const NodeInfo& node) override;
 
  private:
+  void ResetScorer();
+
   TargetWorkload workload_;
+  Options options_;
+  const Handle* handle_;
+  int64_t scale_milli_ = 1000;
   SigmoidScorer sigmoid_;
 };
 

@@ -11,19 +11,10 @@ namespace tessel::fgd {
 absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
     const YAML::Node& args, std::initializer_list<std::string_view> extra_keys) {
   ArgsReader reader(args);
-  std::vector<std::string_view> keys = {"targetWorkload", "learnHalfLife", "coveragePercent"};
+  std::vector<std::string_view> keys = {"targetWorkload", "learnHalfLife", "coveragePercent",
+                                        "wholeNodePrior"};
   keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
-  if (args && args.IsMap()) {
-    for (const auto& kv : args) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        return absl::InvalidArgumentError(
-            StrCat("args.", key, ": unknown field (known: ", StrJoin(keys, ", "), ")"));
-      }
-    }
-  } else if (args && !args.IsNull()) {
-    return absl::InvalidArgumentError("args: expected a map");
-  }
+  if (absl::Status st = reader.OnlyKeys(keys); !st.ok()) return st;
   TargetWorkload w;
   auto classes = ParseTargetWorkload(reader.Child("targetWorkload"));
   if (!classes.ok()) return classes.status();
@@ -31,6 +22,9 @@ absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
   if (!half_life.ok()) return half_life.status();
   auto coverage = reader.Int("coveragePercent", 95, 1, 100);
   if (!coverage.ok()) return coverage.status();
+  auto prior = reader.Bool("wholeNodePrior", true);
+  if (!prior.ok()) return prior.status();
+  w.whole_node_prior_ = *prior;
   w.half_life_ = *half_life;
   w.coverage_pct_ = *coverage;
   w.learning_ = classes->empty();
@@ -38,23 +32,41 @@ absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
   return w;
 }
 
-TargetClass TargetWorkload::ClassOf(const gpu::PodGpu& pod) {
-  TargetClass c;
-  c.cpu_milli = pod.cpu_milli;
-  const GpuRequest& r = pod.request;
-  if (r.kind == GpuRequest::Kind::kFraction) {
-    c.num_gpu = 1;
-    c.gpu_milli = r.milli;
-  } else if (r.needs_devices()) {
-    c.num_gpu = r.count;
-    c.gpu_milli = kMilliPerGpu;
-  }
-  c.models = pod.models;
-  return c;
+TargetClass TargetWorkload::ClassOf(const gpu::PodGpu& pod) { return ClassOfPod(pod); }
+
+std::string TargetWorkload::PodId(const Pod& pod) {
+  return pod.meta.uid.empty() ? pod.Key() : pod.meta.uid;
 }
 
-bool TargetWorkload::Observe(const gpu::PodGpu& pod) {
-  if (!learning_) return false;
+bool TargetWorkload::Remember(std::string_view pod_id) {
+  constexpr size_t kRemembered = size_t{1} << 16;
+  if (!seen_ids_.emplace(pod_id).second) return false;
+  seen_order_.emplace_back(pod_id);
+  if (seen_order_.size() > kRemembered) {
+    seen_ids_.erase(seen_order_.front());
+    seen_order_.pop_front();
+  }
+  return true;
+}
+
+int64_t TargetWorkload::CountOf(const TargetClass& c) const {
+  auto it = counts_.find(std::make_tuple(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models));
+  return it == counts_.end() ? 0 : it->second.first;
+}
+
+bool TargetWorkload::SetNodeSizes(std::vector<int32_t> sizes) {
+  if (!learning_ || !whole_node_prior_) return false;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::erase_if(sizes, [](int32_t g) { return g <= 0; });
+  if (sizes == node_sizes_) return false;
+  node_sizes_ = std::move(sizes);
+  Rebuild();
+  return true;
+}
+
+bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
+  if (!learning_ || !Remember(pod_id)) return false;
   TargetClass c = ClassOf(pod);
   auto key = std::make_tuple(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models);
   auto [it, inserted] = counts_.try_emplace(key, 0, observed_);
@@ -67,15 +79,33 @@ bool TargetWorkload::Observe(const gpu::PodGpu& pod) {
     }
   }
   if (observed_ > 32 && observed_ % 32 != 0) return false;
-  std::vector<TargetClass> seen;
-  for (const auto& [k, v] : counts_) {
-    seen.push_back(TargetClass{.cpu_milli = std::get<0>(k), .gpu_milli = std::get<1>(k),
-                               .num_gpu = std::get<2>(k), .models = std::get<3>(k),
-                               .weight = v.first});
-  }
-  model_ = FragModel(TypicalClasses(seen, coverage_pct_));
-  ++version_;
+  Rebuild();
   return true;
+}
+
+void TargetWorkload::Rebuild() {
+  // Classes in first-seen order, so that TypicalClasses breaks count ties by first sight.
+  std::vector<std::pair<int64_t, TargetClass>> seen;
+  for (const auto& [k, v] : counts_) {
+    seen.emplace_back(v.second, TargetClass{.cpu_milli = std::get<0>(k), .gpu_milli = std::get<1>(k),
+                                            .num_gpu = std::get<2>(k), .models = std::get<3>(k),
+                                            .weight = v.first});
+  }
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<TargetClass> classes;
+  for (auto& [first, c] : seen) classes.push_back(std::move(c));
+  classes = TypicalClasses(classes, coverage_pct_);
+  int64_t learned = 0;
+  for (const TargetClass& c : classes) learned += c.weight;
+  if (whole_node_prior_) {
+    for (int32_t g : node_sizes_) {
+      classes.push_back(TargetClass{.cpu_milli = 0, .gpu_milli = kMilliPerGpu, .num_gpu = g,
+                                    .models = {}, .weight = std::max<int64_t>(learned, 1),
+                                    .node_gpus = g});
+    }
+  }
+  model_ = FragModel(std::move(classes));
+  ++version_;
 }
 
 }  // namespace tessel::fgd

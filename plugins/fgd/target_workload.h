@@ -3,19 +3,37 @@
 //
 // Learning keeps a count per pod class; every `half_life` observed pods all counts are halved
 // (integer), so the distribution follows the recent mix. The model is the most frequent classes
-// covering `coverage_pct`% of the counts, rebuilt every 32 observations.
+// covering `coverage_pct`% of the counts, rebuilt every 32 observations. Each pod is counted
+// once, by its UID (or namespace/name when it has none): a pod retried after a failed attempt
+// is not counted again (the last 65536 pods are remembered).
+//
+// Whole-node prior (learning mode only): for every node size in the cluster (GPU count G), the
+// model also holds the class "G whole GPUs, on a G-GPU node" with a weight equal to the total
+// weight of the learned classes (at least 1). The rule, not a fit: with that weight, placing a
+// pod of at most G/2 whole GPUs on an idle G-GPU node always raises the node's fragmentation by
+// more than placing it on a G-GPU node already in use that fits it
+//   (prior: -(G-k)w on the idle node vs +k w on the used one; the learned classes: at most
+//    0 on the idle node vs at least -(G-1-k)W on the used one; w >= W makes the sum favour the
+//    used node),
+// so a fresh scheduler packs before it opens idle nodes, whatever small pods it has seen, and
+// the prior keeps its share however many pods are learned. With no pods seen yet the model is
+// the prior alone.
 //
 // Args (shared by FGD and Tessel):
 //   targetWorkload: [{cpuMilli: 8000, gpuMilli: 500, numGpu: 1, models: [T4], weight: 12}, ...]
 //   learnHalfLife: 2000       # pods; used when targetWorkload is empty
 //   coveragePercent: 95
+//   wholeNodePrior: true      # learning mode: add the whole-node classes above
 #pragma once
 
+#include <deque>
 #include <map>
+#include <string>
 #include <tuple>
+#include <unordered_set>
 
 #include "absl/status/statusor.h"
-#include "plugins/fgd/fragmentation.h"
+#include "scheduler/gpu/fragmentation.h"
 #include "plugins/gpu_share/gpu_policy.h"
 
 namespace tessel::fgd {
@@ -27,16 +45,32 @@ class TargetWorkload {
 
   const FragModel& model() const { return model_; }
   bool learning() const { return learning_; }
-  // Counts the pod's class (learning mode only). Returns true when the model was rebuilt.
-  bool Observe(const gpu::PodGpu& pod);
+  // Counts the pod's class once per `pod_id` (learning mode only; a repeated id is ignored).
+  // Returns true when the model was rebuilt.
+  bool Observe(const gpu::PodGpu& pod, std::string_view pod_id);
+  // The GPU counts of the cluster's GPU nodes, for the whole-node prior (learning mode only).
+  // Returns true when the set changed and the model was rebuilt.
+  bool SetNodeSizes(std::vector<int32_t> sizes);
+  // The learned counts of one class (doubled; see Observe), 0 when absent. For tests.
+  int64_t CountOf(const TargetClass& c) const;
+  int64_t observed() const { return observed_; }
   // Bumped whenever the model changes (for caches keyed on it).
   int64_t version() const { return version_; }
 
   static TargetClass ClassOf(const gpu::PodGpu& pod);
+  // The pod's identity for Observe: its UID, or namespace/name when it has none.
+  static std::string PodId(const Pod& pod);
 
  private:
+  void Rebuild();
+  bool Remember(std::string_view pod_id);
+
   FragModel model_;
   bool learning_ = false;
+  bool whole_node_prior_ = true;
+  std::vector<int32_t> node_sizes_;
+  std::unordered_set<std::string> seen_ids_;
+  std::deque<std::string> seen_order_;
   int64_t half_life_ = 2000;
   int64_t coverage_pct_ = 95;
   int64_t observed_ = 0;

@@ -1,7 +1,7 @@
 // What every GPU placement policy shares, written once: the pod's GPU request parsed once per
 // cycle (in CycleState), the node numbers policies read, the hand-off of the chosen GPU devices
-// from the policy to the cache (PreAssume writes the tessel.io/gpu-devices annotation on the
-// pod copy the cache assumes), and a base class for score policies.
+// from the policy to the cache (PreAssume sets the typed Pod::gpu_devices on the pod copy the
+// cache assumes), and a base class for score policies.
 //
 // A policy derives from GpuPolicy and implements ScoreNode (0..100, or a raw value that its
 // NormalizeScore brings into 0..100) and, if it has its own device choice, ChooseDevices:
@@ -22,25 +22,13 @@
 #include "absl/status/statusor.h"
 #include "scheduler/framework/interface.h"
 #include "yaml-cpp/yaml.h"
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/gpu/pod_gpu.h"
 
 namespace tessel::gpu {
 
 inline constexpr std::string_view kPodStateKey = "tessel.io/gpu-pod";
 inline constexpr std::string_view kDevicesStateKey = "tessel.io/gpu-devices";
-
-// The pod as GPU policies see it.
-struct PodGpu {
-  GpuRequest request;
-  int64_t cpu_milli = 0;
-  int64_t memory = 0;
-  // GPU models the pod allows (from a required nvidia.com/gpu.product In [...] term or a
-  // nodeSelector on that label); empty = any.
-  std::vector<std::string> models;
-};
-PodGpu MakePodGpu(const Pod& pod);
-// The GPU models a pod's required affinity or nodeSelector restricts it to (empty = any).
-std::vector<std::string> AllowedGpuModels(const Pod& pod);
 
 // Writes the PodGpu into the cycle state unless a plugin already did.
 void EnsurePodGpu(CycleState& state, const Pod& pod);

@@ -1,6 +1,7 @@
 // GpuShare: device-level fit, sharing opt-in, memory hint, device hand-off (see gpu_share.h).
 #include "plugins/gpu_share/gpu_share.h"
 
+#include "scheduler/framework/binding.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/strings.h"
 
@@ -58,13 +59,28 @@ Status GpuShare::PreScore(CycleState& state, const Pod& pod, const std::vector<c
   return p.request.needs_devices() && p.request.opt_in ? Status::Ok() : Status::Skip();
 }
 
-ScoreResult GpuShare::Score(const CycleState&, const Pod&, const NodeInfo& node) const {
+int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node) {
   const GpuDevices& gpus = node.gpus();
-  if (!gpus.inventory().shared()) return {0, Status::Ok()};
-  for (int32_t i = 0; i < gpus.count(); ++i) {
-    if (gpus.UsedSlots(i) > 0) return {kMaxNodeScore, Status::Ok()};
+  if (gpus.inventory().shared()) {
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (gpus.UsedSlots(i) > 0) return kSharedInUseScore;
+    }
+    return kSharedIdleScore;
   }
-  return {kMaxNodeScore / 2, Status::Ok()};
+  const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
+  if (demand.kind == GpuDemand::Kind::kMilli) {
+    for (int32_t i = 0; i < gpus.count(); ++i) {
+      if (gpus.AllocatedMilli(i) > 0 && gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) {
+        return kSharedInUseScore;  // a fraction on a device already shared
+      }
+    }
+  }
+  return 0;  // the pod would open an exclusive GPU
+}
+
+ScoreResult GpuShare::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  gpu::PodGpu scratch;
+  return {SharingScore(gpu::PodGpuOf(state, pod, scratch), node), Status::Ok()};
 }
 
 Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {
@@ -81,13 +97,11 @@ Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node
   return Status::Ok();
 }
 
-Status GpuShare::PreBind(CycleState& state, const Pod& pod, const std::string&) {
+Status GpuShare::PreBind(CycleState& state, const Pod&, const std::string&) {
   const DeviceList* devices = gpu::ChosenDevices(state);
-  if (!annotate_ || devices == nullptr || handle_.api() == nullptr) return Status::Ok();
-  StringMap annotations{{std::string(kGpuDevicesAnnotation), FormatDeviceList(*devices)}};
-  if (absl::Status st = handle_.api()->PatchAnnotations(pod, annotations); !st.ok()) {
-    return Status::Error(StrCat("writing ", kGpuDevicesAnnotation, ": ", st.message()));
-  }
+  if (!annotate_ || devices == nullptr) return Status::Ok();
+  // No write of its own: the Bind plugin sends it with the bind (one API write per pod).
+  AddBindingAnnotation(state, kGpuDevicesAnnotation, FormatDeviceList(*devices));
   return Status::Ok();
 }
 

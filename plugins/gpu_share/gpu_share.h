@@ -1,7 +1,7 @@
 // GpuShare (PreFilter, Filter, PreScore, Score, PreAssume, Reserve, PreBind): device-level GPU
 // fit and the sharing rules.
 //
-// Filter, per node (see scheduler/state/gpu_devices.h for the accounting):
+// Filter, per node (see scheduler/gpu/gpu_devices.h for the accounting):
 //   - whole GPUs need that many fully free devices ("Insufficient nvidia.com/gpu");
 //   - a fraction (tessel.io/gpu-milli) needs one device with that much room;
 //   - on a time-sliced or MPS node, each GPU the pod asks for is one replica slot; the node
@@ -11,16 +11,22 @@
 //     is not eligible, and the reason says so;
 //   - memory hint: tessel.io/gpu-memory must fit the device's memory (nvidia.com/gpu.memory)
 //     minus what the other pods on that device declared.
-// Score: a pod that opted in prefers capacity already shared, so whole GPUs stay free for
-// exclusive jobs: 100 on a shared node with slots in use, 50 on an unused shared node, 0 on
-// exclusive GPUs. (Other pods: PreScore skips.)
-// PreAssume: when no policy chose devices, takes the default choice; PreBind writes the
-// chosen devices to the pod as tessel.io/gpu-devices (a cooperating device plugin honours it).
+// Score: a pod that opted in goes to shared room when it fits, so whole GPUs stay free for pods
+// that did not opt in: 100 on a shared (time-sliced, MPS) node with slots in use, or for a
+// fraction on an unshared node with a partly allocated device it fits on; 80 on an unused
+// shared node; 0 where it would take a whole exclusive GPU. (Other pods: PreScore skips.) The
+// default profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
+// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): shared room always wins over an exclusive GPU,
+// and the GPU policy decides among the nodes of one tier. A fraction's device choice follows the
+// same rule (fgd::ChooseByKey, and the default best-fit choice).
+// PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen
+// devices to the bind as the binding annotation tessel.io/gpu-devices (the API server puts it on
+// the pod with the bind; a cooperating device plugin honours it).
 //
 // NodeResourcesFit must ignore nvidia.com/gpu and nvidia.com/gpu.shared when this plugin runs
 // (the default profile does): a fraction requests nvidia.com/gpu: 1 but holds less.
 //
-// Args: {annotateDevices: true}   # false: do not patch pods with tessel.io/gpu-devices
+// Args: {annotateDevices: true}   # false: do not annotate pods with tessel.io/gpu-devices
 #pragma once
 
 #include "plugins/gpu_share/gpu_policy.h"
@@ -30,6 +36,11 @@ namespace tessel::gpu_share {
 
 // The Filter's verdict for one pod on one node (shared with tests and the fit-error message).
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node);
+
+inline constexpr int64_t kSharedInUseScore = 100;
+inline constexpr int64_t kSharedIdleScore = 80;
+// The Score of a pod that opted into sharing (see above).
+int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node);
 
 class GpuShare final : public PreFilterPlugin,
                        public FilterPlugin,

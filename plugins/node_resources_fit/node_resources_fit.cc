@@ -2,49 +2,45 @@
 
 #include <algorithm>
 
-#include "scheduler/util/strings.h"
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::node_resources_fit {
 
 absl::StatusOr<Args> ParseArgs(const YAML::Node& node) {
   ArgsReader reader(node);
-  if (absl::Status st = reader.OnlyKeys({"scoringStrategy", "ignoredResources"}); !st.ok()) return st;
+  RETURN_IF_ERROR(reader.OnlyKeys({"scoringStrategy", "ignoredResources"}));
   Args args;
   if (YAML::Node strategy = reader.Child("scoringStrategy"); strategy && !strategy.IsNull()) {
-    ArgsReader s(strategy);
-    if (absl::Status st = s.OnlyKeys({"type", "resources"}); !st.ok()) {
-      return absl::InvalidArgumentError(StrCat("scoringStrategy: ", st.message()));
-    }
-    auto type = s.String("type", "LeastAllocated");
-    if (!type.ok()) return type.status();
-    if (*type == "MostAllocated") {
+    ArgsReader s = reader.At("scoringStrategy");
+    RETURN_IF_ERROR(s.OnlyKeys({"type", "resources"}));
+    ASSIGN_OR_RETURN(std::string type, s.String("type", "LeastAllocated"));
+    if (type == "MostAllocated") {
       args.strategy = Strategy::kMostAllocated;
-    } else if (*type != "LeastAllocated") {
+    } else if (type != "LeastAllocated") {
       return absl::InvalidArgumentError(StrCat(
-          "args.scoringStrategy.type: unknown \"", *type, "\" (want LeastAllocated or MostAllocated)"));
+          s.PathOf("type"), ": unknown \"", type, "\" (want LeastAllocated or MostAllocated)"));
     }
     if (YAML::Node res = s.Child("resources"); res && !res.IsNull()) {
       if (!res.IsSequence() || res.size() == 0) {
-        return absl::InvalidArgumentError("args.scoringStrategy.resources: want a non-empty list");
+        return absl::InvalidArgumentError(StrCat(s.PathOf("resources"), ": want a non-empty list"));
       }
       args.resources.clear();
       for (size_t i = 0; i < res.size(); ++i) {
-        ArgsReader item(res[i]);
-        auto name = item.String("name", "");
-        auto weight = item.Int("weight", 1, 1, 100);
-        if (!name.ok() || name->empty() || !weight.ok()) {
-          return absl::InvalidArgumentError(StrCat(
-              "args.scoringStrategy.resources[", i, "]: want {name: <resource>, weight: 1..100}"));
+        ArgsReader item = s.Item("resources", i);
+        if (!res[i].IsMap()) {
+          return absl::InvalidArgumentError(StrCat(item.path(), ": want {name: <resource>, weight: 1..100}"));
         }
-        args.resources.push_back({*name, *weight});
+        RETURN_IF_ERROR(item.OnlyKeys({"name", "weight"}));
+        ASSIGN_OR_RETURN(std::string name, item.String("name", ""));
+        if (name.empty()) return absl::InvalidArgumentError(StrCat(item.PathOf("name"), ": want a resource name"));
+        ASSIGN_OR_RETURN(int64_t weight, item.Int("weight", 1, 1, 100));
+        args.resources.push_back({std::move(name), weight});
       }
     }
   }
-  if (YAML::Node ignored = reader.Child("ignoredResources"); ignored && !ignored.IsNull()) {
-    if (!ignored.IsSequence()) return absl::InvalidArgumentError("args.ignoredResources: want a list");
-    for (const auto& item : ignored) args.ignored.push_back(item.as<std::string>());
-  }
+  ASSIGN_OR_RETURN(args.ignored, reader.StringList("ignoredResources"));
   return args;
 }
 

@@ -4,6 +4,7 @@
 #include "scheduler/util/strings.h"
 #include "absl/time/time.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 
@@ -301,6 +302,210 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   return out;
 }
 
+// --- Pod-to-pod terms: label selectors, podAffinity/podAntiAffinity, topology spread. ---
+
+std::vector<std::string> DecodeStringList(FieldDecoder& d, const json& parent, std::string_view key,
+                                          std::string_view path) {
+  std::vector<std::string> out;
+  const json* list = d.Array(parent, key, path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (!(*list)[i].is_string()) {
+      d.Fail(Index(path, i), StrCat("expected a string, got ", TypeName((*list)[i])));
+      continue;
+    }
+    out.push_back((*list)[i].get<std::string>());
+  }
+  return out;
+}
+
+// nullopt when the field is absent or null (a nil selector, which selects nothing).
+std::optional<LabelSelector> DecodeLabelSelector(FieldDecoder& d, const json& parent,
+                                                 std::string_view key, std::string_view path) {
+  const json* sel = d.Object(parent, key, path);
+  if (sel == nullptr) return std::nullopt;
+  using Op = LabelSelectorRequirement::Operator;
+  LabelSelector out;
+  out.match_labels = d.StringMapField(*sel, "matchLabels", Path(path, "matchLabels"));
+  const std::string exprs_path = Path(path, "matchExpressions");
+  if (const json* list = d.Array(*sel, "matchExpressions", exprs_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string p = Index(exprs_path, i);
+      const json& r = (*list)[i];
+      LabelSelectorRequirement req;
+      req.key = d.String(r, "key", Path(p, "key"));
+      if (req.key.empty()) d.Fail(Path(p, "key"), "missing");
+      const std::string op = d.String(r, "operator", Path(p, "operator"));
+      if (op == "In") {
+        req.op = Op::kIn;
+      } else if (op == "NotIn") {
+        req.op = Op::kNotIn;
+      } else if (op == "Exists") {
+        req.op = Op::kExists;
+      } else if (op == "DoesNotExist") {
+        req.op = Op::kDoesNotExist;
+      } else {
+        d.Fail(Path(p, "operator"),
+               StrCat("unknown operator \"", op, "\" (want In, NotIn, Exists or DoesNotExist)"));
+      }
+      req.values = DecodeStringList(d, r, "values", Path(p, "values"));
+      const bool set_based = req.op == Op::kIn || req.op == Op::kNotIn;
+      if (set_based && req.values.empty()) {
+        d.Fail(Path(p, "values"), StrCat("must be non-empty for operator ", op));
+      } else if (!set_based && !req.values.empty()) {
+        d.Fail(Path(p, "values"), StrCat("must be empty for operator ", op));
+      }
+      out.match_expressions.push_back(std::move(req));
+    }
+  }
+  return out;
+}
+
+// matchLabelKeys / mismatchLabelKeys: `key In (value)` / `key NotIn (value)` for each key the
+// pod carries, ANDed into the selector (the API server does the same when it admits the pod;
+// merging twice adds an identical requirement, which changes nothing).
+void MergeLabelKeys(std::optional<LabelSelector>& selector, const std::vector<std::string>& keys,
+                    const StringMap& pod_labels, LabelSelectorRequirement::Operator op) {
+  if (!selector.has_value()) return;  // a nil selector stays nil: it selects nothing
+  for (const std::string& key : keys) {
+    auto it = pod_labels.find(key);
+    if (it == pod_labels.end()) continue;
+    selector->match_expressions.push_back({.key = key, .op = op, .values = {it->second}});
+  }
+}
+
+PodAffinityTerm DecodePodAffinityTerm(FieldDecoder& d, const json& t, std::string_view path,
+                                      const StringMap& pod_labels) {
+  using Op = LabelSelectorRequirement::Operator;
+  PodAffinityTerm term;
+  term.label_selector = DecodeLabelSelector(d, t, "labelSelector", Path(path, "labelSelector"));
+  term.namespaces = DecodeStringList(d, t, "namespaces", Path(path, "namespaces"));
+  term.namespace_selector =
+      DecodeLabelSelector(d, t, "namespaceSelector", Path(path, "namespaceSelector"));
+  term.topology_key = d.String(t, "topologyKey", Path(path, "topologyKey"));
+  if (term.topology_key.empty()) d.Fail(Path(path, "topologyKey"), "missing");
+  term.match_label_keys = DecodeStringList(d, t, "matchLabelKeys", Path(path, "matchLabelKeys"));
+  term.mismatch_label_keys =
+      DecodeStringList(d, t, "mismatchLabelKeys", Path(path, "mismatchLabelKeys"));
+  if (!term.label_selector && (!term.match_label_keys.empty() || !term.mismatch_label_keys.empty())) {
+    d.Fail(Path(path, "matchLabelKeys"), "needs labelSelector to be set");
+  }
+  MergeLabelKeys(term.label_selector, term.match_label_keys, pod_labels, Op::kIn);
+  MergeLabelKeys(term.label_selector, term.mismatch_label_keys, pod_labels, Op::kNotIn);
+  return term;
+}
+
+PodAffinityRules DecodePodAffinityRules(FieldDecoder& d, const json& affinity, std::string_view key,
+                                        const StringMap& pod_labels) {
+  PodAffinityRules out;
+  const std::string base = Path("spec.affinity", key);
+  const json* rules = d.Object(affinity, key, base);
+  if (rules == nullptr) return out;
+  const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
+  if (const json* list = d.Array(*rules, "requiredDuringSchedulingIgnoredDuringExecution", req_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      out.required.push_back(DecodePodAffinityTerm(d, (*list)[i], Index(req_path, i), pod_labels));
+    }
+  }
+  const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
+  if (const json* list = d.Array(*rules, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string p = Index(pref_path, i);
+      const json& item = (*list)[i];
+      WeightedPodAffinityTerm w;
+      w.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
+      if (w.weight < 1 || w.weight > 100) {
+        d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", w.weight));
+      }
+      const std::string term_path = Path(p, "podAffinityTerm");
+      if (const json* t = d.Object(item, "podAffinityTerm", term_path)) {
+        w.term = DecodePodAffinityTerm(d, *t, term_path, pod_labels);
+      } else {
+        d.Fail(term_path, "missing");
+      }
+      out.preferred.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+std::optional<NodeInclusionPolicy> DecodeInclusionPolicy(FieldDecoder& d, const json& c,
+                                                         std::string_view key, std::string_view path) {
+  const std::string s = d.String(c, key, path);
+  if (s.empty()) return std::nullopt;
+  if (s == "Honor") return NodeInclusionPolicy::kHonor;
+  if (s == "Ignore") return NodeInclusionPolicy::kIgnore;
+  d.Fail(path, StrCat("unknown policy \"", s, "\" (want Honor or Ignore)"));
+  return std::nullopt;
+}
+
+std::vector<TopologySpreadConstraint> DecodeTopologySpread(FieldDecoder& d, const json& spec,
+                                                           const StringMap& pod_labels) {
+  std::vector<TopologySpreadConstraint> out;
+  const std::string path = "spec.topologySpreadConstraints";
+  const json* list = d.Array(spec, "topologySpreadConstraints", path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string p = Index(path, i);
+    const json& c = (*list)[i];
+    TopologySpreadConstraint tsc;
+    const int64_t skew = d.Int(c, "maxSkew", Path(p, "maxSkew"));
+    if (skew < 1 || skew > INT32_MAX) d.Fail(Path(p, "maxSkew"), StrCat("must be at least 1, got ", skew));
+    tsc.max_skew = static_cast<int32_t>(skew);
+    tsc.topology_key = d.String(c, "topologyKey", Path(p, "topologyKey"));
+    if (tsc.topology_key.empty()) d.Fail(Path(p, "topologyKey"), "missing");
+    const std::string when = d.String(c, "whenUnsatisfiable", Path(p, "whenUnsatisfiable"));
+    if (when == "ScheduleAnyway") {
+      tsc.when_unsatisfiable = TopologySpreadConstraint::WhenUnsatisfiable::kScheduleAnyway;
+    } else if (when != "DoNotSchedule") {
+      d.Fail(Path(p, "whenUnsatisfiable"),
+             StrCat("unknown value \"", when, "\" (want DoNotSchedule or ScheduleAnyway)"));
+    }
+    tsc.label_selector = DecodeLabelSelector(d, c, "labelSelector", Path(p, "labelSelector"));
+    if (c.is_object() && c.contains("minDomains") && !c["minDomains"].is_null()) {
+      const int64_t min_domains = d.Int(c, "minDomains", Path(p, "minDomains"));
+      if (min_domains < 1 || min_domains > INT32_MAX) {
+        d.Fail(Path(p, "minDomains"), StrCat("must be at least 1, got ", min_domains));
+      } else if (tsc.when_unsatisfiable != TopologySpreadConstraint::WhenUnsatisfiable::kDoNotSchedule) {
+        d.Fail(Path(p, "minDomains"), "may only be set with whenUnsatisfiable DoNotSchedule");
+      }
+      tsc.min_domains = static_cast<int32_t>(min_domains);
+    }
+    tsc.node_affinity_policy =
+        DecodeInclusionPolicy(d, c, "nodeAffinityPolicy", Path(p, "nodeAffinityPolicy"));
+    tsc.node_taints_policy = DecodeInclusionPolicy(d, c, "nodeTaintsPolicy", Path(p, "nodeTaintsPolicy"));
+    tsc.match_label_keys = DecodeStringList(d, c, "matchLabelKeys", Path(p, "matchLabelKeys"));
+    MergeLabelKeys(tsc.label_selector, tsc.match_label_keys, pod_labels,
+                   LabelSelectorRequirement::Operator::kIn);
+    out.push_back(std::move(tsc));
+  }
+  return out;
+}
+
+std::vector<HostPort> DecodeHostPorts(FieldDecoder& d, const json& container, std::string_view path) {
+  std::vector<HostPort> out;
+  const json* list = d.Array(container, "ports", path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string p = Index(path, i);
+    const json& port = (*list)[i];
+    const int64_t host_port = d.Int(port, "hostPort", Path(p, "hostPort"));
+    if (host_port < 0 || host_port > 65535) {
+      d.Fail(Path(p, "hostPort"), StrCat("must be in 0..65535, got ", host_port));
+    }
+    const std::string protocol = d.String(port, "protocol", Path(p, "protocol"), "TCP");
+    if (protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") {
+      d.Fail(Path(p, "protocol"), StrCat("unknown protocol \"", protocol, "\" (want TCP, UDP or SCTP)"));
+    }
+    if (host_port <= 0) continue;  // not bound on the node
+    std::string ip = d.String(port, "hostIP", Path(p, "hostIP"));
+    if (ip == "0.0.0.0") ip.clear();
+    out.push_back({.host_ip = std::move(ip), .protocol = protocol,
+                   .port = static_cast<int32_t>(host_port)});
+  }
+  return out;
+}
+
 std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::string_view key) {
   std::vector<Container> out;
   const std::string path = Path("spec", key);
@@ -312,6 +517,7 @@ std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::
     Container container;
     container.name = d.String(c, "name", Path(p, "name"));
     container.restart_always = d.String(c, "restartPolicy", Path(p, "restartPolicy")) == "Always";
+    container.host_ports = DecodeHostPorts(d, c, Path(p, "ports"));
     if (const json* res = d.Object(c, "resources", Path(p, "resources"))) {
       container.requests = d.ResourceMap(*res, "requests", Path(p, "resources.requests"));
       // Kubernetes defaults a resource's request to its limit when only the limit is given.
@@ -376,6 +582,11 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   pod.node_selector = d.StringMapField(*spec, "nodeSelector", "spec.nodeSelector");
   pod.node_affinity = DecodeNodeAffinity(d, *spec);
   pod.tolerations = DecodeTolerations(d, *spec);
+  if (const json* affinity = d.Object(*spec, "affinity", "spec.affinity")) {
+    pod.pod_affinity = DecodePodAffinityRules(d, *affinity, "podAffinity", pod.meta.labels);
+    pod.pod_anti_affinity = DecodePodAffinityRules(d, *affinity, "podAntiAffinity", pod.meta.labels);
+  }
+  pod.topology_spread_constraints = DecodeTopologySpread(d, *spec, pod.meta.labels);
   if (spec->contains("priority") && !(*spec)["priority"].is_null()) {
     int64_t p = d.Int(*spec, "priority", "spec.priority");
     if (p < INT32_MIN || p > INT32_MAX) d.Fail("spec.priority", "out of the int32 range");
@@ -421,6 +632,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   if (!requests.ok()) d.Fail("spec.containers", ToStd(requests.status().message()));
   if (!d.ok()) return d.status();
   pod.requests = *std::move(requests);
+  ReadGpuDevicesAnnotation(pod);
   return pod;
 }
 
@@ -515,7 +727,11 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       }
     };
     if (kind == "Pod") {
+      const size_t decoded_before = out.pods.size();
       keep(DecodePod(item), out.pods);
+      if (out.pods.size() > decoded_before) {
+        for (const std::string& w : out.pods.back().decode_warnings) out.warnings.push_back(w);
+      }
     } else if (kind == "Node") {
       keep(DecodeNode(item), out.nodes);
     } else if (kind == "PriorityClass") {

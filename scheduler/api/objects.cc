@@ -33,6 +33,14 @@ absl::StatusOr<Resources> ComputePodRequests(const Pod& pod) {
   return sum;
 }
 
+std::vector<HostPort> PodHostPorts(const Pod& pod) {
+  std::vector<HostPort> out;
+  for (const auto* list : {&pod.init_containers, &pod.containers}) {
+    for (const Container& c : *list) out.insert(out.end(), c.host_ports.begin(), c.host_ports.end());
+  }
+  return out;
+}
+
 std::string_view TaintEffectName(TaintEffect effect) {
   switch (effect) {
     case TaintEffect::kNoSchedule:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "scheduler/api/label_selector.h"
 #include "scheduler/api/resources.h"
 
 namespace tessel {
@@ -94,6 +95,7 @@ struct Container {
   std::string name;
   Resources requests;
   bool restart_always = false;  // an init container with restartPolicy Always is a sidecar
+  std::vector<HostPort> host_ports;  // ports[] entries with hostPort > 0
 };
 
 struct Pod {
@@ -103,6 +105,10 @@ struct Pod {
   StringMap node_selector;
   NodeAffinity node_affinity;
   std::vector<Toleration> tolerations;
+  // spec.affinity.podAffinity / podAntiAffinity and spec.topologySpreadConstraints.
+  PodAffinityRules pod_affinity;
+  PodAffinityRules pod_anti_affinity;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::optional<int32_t> priority;
   std::string priority_class_name;
   std::optional<PreemptionPolicy> preemption_policy;
@@ -111,6 +117,12 @@ struct Pod {
   Resources overhead;
   PodPhase phase = PodPhase::kPending;
   std::string nominated_node_name;
+  // The GPU devices chosen for the pod: set by the scheduler when it assumes the pod, and read
+  // from the tessel.io/gpu-devices annotation when a pod is decoded (scheduler/gpu/device_list.h).
+  // nullopt: none chosen; the cache then takes the default choice.
+  std::optional<std::vector<int32_t>> gpu_devices;
+  // Problems in optional fields that did not stop decoding, each naming the field.
+  std::vector<std::string> decode_warnings;
   // Gang membership through the upstream APIs (the scheduler-plugins PodGroup is a label):
   // spec.workloadRef (v1alpha1 Workload) and spec.schedulingGroup.podGroupName (its successor,
   // the scheduling.k8s.io/v1alpha2 PodGroup).
@@ -148,6 +160,9 @@ struct PriorityClass {
   bool global_default = false;
   PreemptionPolicy preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
 };
+
+// Every host port the pod binds: its containers' and init containers' (as kube-scheduler).
+std::vector<HostPort> PodHostPorts(const Pod& pod);
 
 // kube-scheduler's request computation (see Pod::requests). Fails on overflow.
 absl::StatusOr<Resources> ComputePodRequests(const Pod& pod);

@@ -11,6 +11,7 @@
 #include <atomic>
 
 #include "scheduler/core/scheduler.h"
+#include "scheduler/framework/binding.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -256,8 +257,10 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
         timed_out = g.timed_out;
       }
     }
+    const FailureKind kind =
+        plan.code == Code::kError ? FailureKind::kError : FailureKind::kUnschedulable;
     for (const PodRef& m : members) {
-      if (observer_) observer_->PodUnschedulable(*m, plan.message);
+      if (observer_) observer_->PodUnschedulable(*m, kind, plan.message);
     }
     ReportGang(spec.id, gang::GangStatusUpdate{
                             .phase = timed_out ? "Failed" : "Pending",
@@ -341,7 +344,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
     }
     const std::string message = StrCat(spec.id.Describe(), ": ", failure.Message());
     for (const PodRef& m : members) {
-      if (observer_) observer_->PodUnschedulable(*m, message);
+      if (observer_) observer_->PodUnschedulable(*m, FailureKind::kError, message);
     }
     queue_->AddBackoff(std::move(info));
     finish("error");
@@ -386,6 +389,14 @@ void Scheduler::BindGangMember(const std::shared_ptr<GangBinding>& b, size_t i) 
     st = b->fw->RunPreBind(*m.state, *m.pod, m.node);
     if (st.ok()) st = b->fw->RunBind(*m.state, *m.pod, m.node);
     if (st.ok()) break;
+    // The API's typed answer (scheduler/framework/binding.h): only transient failures retry.
+    const absl::Status* answer = BindResult(*m.state);
+    if (answer == nullptr) continue;
+    if (absl::IsAlreadyExists(*answer)) {
+      st = Status::Ok();  // bound already; the informer says where
+      break;
+    }
+    if (absl::IsNotFound(*answer) || absl::IsFailedPrecondition(*answer)) break;
   }
   b->results[i] = std::move(st);
   if (b->left.fetch_sub(1) == 1) FinishGangBinding(b);
@@ -403,28 +414,36 @@ void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
     }
     return;
   }
-  // Roll back: no half-started gang keeps its nodes.
+  // A replica that may no longer write (not the leader) leaves the gang to the next leader,
+  // which sees the bound members as running and plans the rest. Otherwise: roll back, so no
+  // half-started gang keeps its nodes.
+  bool may_write = true;
+  for (const gang::MemberPlacement& m : b->members) {
+    const absl::Status* answer = BindResult(*m.state);
+    if (answer != nullptr && absl::IsFailedPrecondition(*answer)) may_write = false;
+  }
   int64_t bound = 0;
   for (const Status& st : b->results) bound += st.ok();
   const std::string message =
-      StrCat(b->id.Describe(), ": binding ", b->members[failed].pod->Key(), " failed ",
-             Plural(gang_bind_attempts_, "time", "times"), " (", b->results[failed].Message(),
-             "); the gang was rolled back and ", Plural(bound, "bound member was", "bound members were"),
-             " evicted");
+      StrCat(b->id.Describe(), ": binding ", b->members[failed].pod->Key(), " failed (",
+             b->results[failed].Message(), "); the gang was rolled back and ",
+             Plural(bound, "bound member was", "bound members were"), " evicted");
   {
     absl::MutexLock lock(&gang_mu_);
     auto it = gang_states_.find(b->id.Key());
     for (size_t i = 0; i < b->members.size() && it != gang_states_.end(); ++i) {
-      const gang::MemberPlacement& m = b->members[i];
-      const std::string key = m.pod->Key();
-      it->second.placed.erase(key);
+      const std::string key = b->members[i].pod->Key();
       if (b->results[i].ok()) {
-        it->second.evicting.insert(key);
-      } else if (gang_of_.contains(key)) {
-        it->second.pending[key] = m.pod;
+        if (may_write) {
+          it->second.placed.erase(key);
+          it->second.evicting.insert(key);
+        }
+      } else {
+        it->second.placed.erase(key);
+        if (gang_of_.contains(key)) it->second.pending[key] = b->members[i].pod;
       }
     }
-    if (it != gang_states_.end()) {
+    if (it != gang_states_.end() && may_write) {
       GangState& g = it->second;
       if (!g.head.empty() && !g.pending.contains(g.head)) g.head.clear();
       if (g.head.empty()) RequeueGangHead(g, b->head_info, /*backoff=*/true);
@@ -434,13 +453,14 @@ void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
     gang::MemberPlacement& m = b->members[i];
     if (b->results[i].ok()) {
       (void)cache_->FinishBinding(m.pod->Key());  // bound: it holds its node until deleted
-      if (api_ != nullptr) (void)api_->Evict(*m.pod, message);
+      if (may_write && api_ != nullptr) (void)api_->Evict(*m.pod, message);
     } else {
       b->fw->RunUnreserve(*m.state, *m.pod, m.node);
       (void)cache_->ForgetPod(m.pod->Key());
     }
-    if (observer_) observer_->PodUnschedulable(*m.pod, message);
+    if (may_write && observer_) observer_->PodUnschedulable(*m.pod, FailureKind::kBindFailed, message);
   }
+  if (!may_write) return;
   ReportGang(b->id, gang::GangStatusUpdate{.phase = "Pending",
                                            .condition_status = "False",
                                            .reason = "BindFailed",

@@ -161,8 +161,14 @@ void Scheduler::OnPriorityClassDelete(const std::string& name) {
 
 void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectChange); }
 
-bool Scheduler::ScheduleOne() {
+void Scheduler::Housekeeping() {
+  // Assumed pods are not expired here: they are held until the informer confirms them or the
+  // pod is deleted (see cache.h).
   ExpireWaitingPods();
+}
+
+bool Scheduler::ScheduleOne() {
+  Housekeeping();
   auto popped = queue_->Pop();
   if (!popped) return false;
   RunCycle(*std::move(popped));
@@ -170,16 +176,52 @@ bool Scheduler::ScheduleOne() {
 }
 
 bool Scheduler::ScheduleOneWait(absl::Duration timeout) {
-  ExpireWaitingPods();
+  Housekeeping();
   auto popped = queue_->PopWait(timeout);
   if (!popped) return false;
   RunCycle(*std::move(popped));
   return true;
 }
 
+int64_t Scheduler::Run(const std::atomic<bool>& stop, const RunOptions& options) {
+  int64_t cycles = 0;
+  while (!stop.load()) {
+    if (options.max_cycles > 0 && cycles >= options.max_cycles) break;
+    if (options.may_schedule && !options.may_schedule()) {
+      // Not allowed to write (leadership is being lost): pop nothing, look again shortly.
+      absl::SleepFor(std::min(options.wait, absl::Milliseconds(100)));
+      continue;
+    }
+    const bool ran = options.wait > absl::ZeroDuration() ? ScheduleOneWait(options.wait)
+                                                         : ScheduleOne();
+    if (ran) {
+      ++cycles;
+      continue;
+    }
+    if (options.on_idle) {
+      if (!options.on_idle()) break;
+    } else if (options.wait <= absl::ZeroDuration()) {
+      break;
+    }
+  }
+  return cycles;
+}
+
+std::optional<absl::Time> Scheduler::NextWakeup() const {
+  std::optional<absl::Time> next = queue_->NextBackoffExpiry();
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, w] : waiting_) {
+    if (!next.has_value() || w.deadline < *next) next = w.deadline;
+  }
+  return next;
+}
+
 void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   QueuedPodInfo info = std::move(popped.info);
-  const Pod& pod = *info.pod;
+  // Held for the whole cycle: HandleFailure hands `info` (and its pod) to the queue, where an
+  // informer update may replace and free it before the cycle's last read.
+  const PodRef pod_ref = info.pod;
+  const Pod& pod = *pod_ref;
   const Framework* fw = FrameworkFor(pod.scheduler_name);
   if (fw == nullptr || cache_->NodeOf(pod.Key()).has_value()) return;  // not ours, or placed
   if (IsGangHead(pod)) {
@@ -306,7 +348,12 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
                               const Status& status, const std::string& message,
                               const std::vector<std::string>& rejecting_plugins) {
-  if (observer_) observer_->PodUnschedulable(*info.pod, message);
+  if (observer_) {
+    observer_->PodUnschedulable(*info.pod,
+                                status.code() == Code::kError ? FailureKind::kError
+                                                              : FailureKind::kUnschedulable,
+                                message);
+  }
   if (status.code() == Code::kError) {
     queue_->AddBackoff(std::move(info));
     return;
@@ -351,7 +398,7 @@ void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, Que
   }
   UndoAssume(fw, *state, info, node);
   const std::string message = StrCat("binding rejected: ", st.Message());
-  if (observer_) observer_->PodUnschedulable(pod, message);
+  if (observer_) observer_->PodUnschedulable(pod, FailureKind::kBindFailed, message);
   queue_->AddBackoff(std::move(info));
   // Its resources are free again: other parked pods may fit.
   queue_->OnClusterEvent(kAssignedPodDelete);
@@ -380,7 +427,7 @@ bool Scheduler::RejectWaitingPod(const std::string& key, const std::string& mess
     waiting_.erase(it);
   }
   UndoAssume(*w.fw, *w.state, w.info, w.node);
-  if (observer_) observer_->PodUnschedulable(*w.info.pod, message);
+  if (observer_) observer_->PodUnschedulable(*w.info.pod, FailureKind::kUnschedulable, message);
   queue_->AddBackoff(std::move(w.info));
   queue_->OnClusterEvent(kAssignedPodDelete);
   return true;

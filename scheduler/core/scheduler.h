@@ -11,9 +11,11 @@
 //   ASSIGN_OR_RETURN(auto s, Scheduler::New({.registry = &r, .config = &cfg, .cache = &cache,
 //                                            .clock = &clock, .api = &api}));
 //   s->OnPodAdd(pod);
-//   while (s->ScheduleOne()) {}
+//   s->Run(stop, {.wait = absl::Milliseconds(500)});          // live: until `stop` is set
+//   s->Run(never, {.on_idle = [&] { return AdvanceClock(); }});  // bench: until idle
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +37,11 @@
 
 namespace tessel {
 
+// Why a pod was not placed: no node fits (kUnschedulable), something broke (kError), or the
+// binding cycle failed after a node was chosen (kBindFailed). Reporters map it to the
+// PodScheduled reason (Unschedulable / SchedulerError) without reading the message.
+enum class FailureKind { kUnschedulable, kError, kBindFailed };
+
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
 class SchedulingObserver {
@@ -42,7 +49,7 @@ class SchedulingObserver {
   virtual ~SchedulingObserver() = default;
   virtual void PodScheduled(const Pod& pod, const std::string& node) = 0;
   // No node fits (or binding failed); `message` reads like kube-scheduler's.
-  virtual void PodUnschedulable(const Pod& pod, const std::string& message) = 0;
+  virtual void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) = 0;
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -54,6 +61,20 @@ class BindExecutor {
  public:
   virtual ~BindExecutor() = default;
   virtual void Submit(std::function<void()> task) = 0;
+};
+
+// How Scheduler::Run loops. The live binary blocks for pods and pauses while it may not write;
+// the bench does not block and moves its virtual clock when nothing is ready.
+struct RunOptions {
+  // How long one wait for a pod may block (zero: never block).
+  absl::Duration wait = absl::ZeroDuration();
+  // While this returns false no pod is popped (the leader lease is being lost); null: always.
+  std::function<bool()> may_schedule;
+  // Called when no pod was ready: true goes on looping (e.g. the bench advanced its clock to
+  // NextWakeup()), false returns. Null: return when idle, unless `wait` is set (live).
+  std::function<bool()> on_idle;
+  // Stop after this many scheduling cycles (0: no limit).
+  int64_t max_cycles = 0;
 };
 
 struct SchedulerParams {
@@ -98,12 +119,20 @@ class Scheduler final : public Handle {
   void OnGangObjectDelete(const nlohmann::json& object);
 
   // --- The loop (one thread). ---
-  // Schedules the next pod from the queue; false when the queue has no ready pod.
+  // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
+  // timeouts), then one cycle for the next ready pod; until `stop` is set, `max_cycles` ran, or
+  // (see RunOptions::on_idle) nothing is ready. Returns the number of cycles run.
+  int64_t Run(const std::atomic<bool>& stop, const RunOptions& options = {});
+  // When something next becomes due without any outside event: a backoff ends or a permit
+  // wait times out. The bench moves its virtual clock there when idle.
+  std::optional<absl::Time> NextWakeup() const;
+  // One step of Run: housekeeping, then schedules the next pod from the queue; false when the
+  // queue has no ready pod.
   bool ScheduleOne();
   // Like ScheduleOne, but waits up to `timeout` for a pod.
   bool ScheduleOneWait(absl::Duration timeout);
-  // Rejects permit-waiting pods whose timeout passed; called by the loop each cycle.
-  void ExpireWaitingPods();
+  // Rejects permit-waiting pods whose timeout passed; called by the loop each step.
+  void Housekeeping();
 
   SchedulingQueue& queue() { return *queue_; }
   const gang::GangBook& gangs() const { return gangs_; }
@@ -138,6 +167,7 @@ class Scheduler final : public Handle {
   // Fills in priority from the PriorityClass, as admission would.
   void ResolvePriority(Pod& pod) const;
   bool Ours(const Pod& pod) const;
+  void ExpireWaitingPods();
   void RunCycle(SchedulingQueue::Popped popped);
   void HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle, const Status& status,
                      const std::string& message, const std::vector<std::string>& rejecting_plugins);

@@ -48,10 +48,16 @@ enum ClusterEvent : uint32_t {
 class ClusterApi {
  public:
   virtual ~ClusterApi() = default;
-  // POST pods/{name}/binding. Resolves once the API server has answered.
-  virtual absl::Status Bind(const Pod& pod, const std::string& node) = 0;
-  // Merges annotations into the pod (used before binding, e.g. the chosen GPU devices).
-  virtual absl::Status PatchAnnotations(const Pod& pod, const StringMap& annotations) = 0;
+  // POST pods/{name}/binding, one write: `annotations` (e.g. the chosen GPU devices) travel in
+  // the Binding's metadata and land on the pod with the bind. Resolves once the API server has
+  // answered. The code says what happened (see scheduler/framework/binding.h):
+  //   OK                  bound;
+  //   NotFound            the pod is gone (deleted, or another pod holds its name now);
+  //   AlreadyExists       the pod is bound already (the informer tells where);
+  //   FailedPrecondition  this replica may not write (not the leader, shutting down);
+  //   anything else       transient (Unavailable, DeadlineExceeded, ...): retry later.
+  virtual absl::Status Bind(const Pod& pod, const std::string& node,
+                            const StringMap& annotations) = 0;
   // POST pods/{name}/eviction (honours PodDisruptionBudgets).
   virtual absl::Status Evict(const Pod& pod, std::string_view reason) = 0;
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
@@ -72,6 +78,9 @@ class Handle {
   virtual uint64_t seed() const = 0;
   // Priority value of a PriorityClass by name, if known.
   virtual std::optional<int32_t> PriorityClassValue(std::string_view name) const = 0;
+  // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
+  // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
+  virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
 };
 
 class Plugin {

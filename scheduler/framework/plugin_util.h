@@ -2,8 +2,10 @@
 // errors, and kube-scheduler's default score normalisation.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/interface.h"
@@ -14,20 +16,42 @@ namespace tessel {
 // Scales scores so the highest becomes 100 (reverse: the highest becomes 0, the lowest 100).
 void DefaultNormalizeScore(NodeScoreList& scores, bool reverse = false);
 
-// Reads plugin args. Each getter returns the fallback when the key is absent, and an
-// InvalidArgument "args.<key>: ..." when it has the wrong type or fails `check`.
+// Reads plugin args without letting a yaml-cpp conversion throw. Each getter returns the
+// fallback when the key is absent, and an InvalidArgument naming the field ("args.<key>: ...",
+// or "args.a.b[2].c: ..." for a reader made by At/Item) when the value has the wrong type or
+// is out of range.
+//
+//   ArgsReader reader(args);
+//   RETURN_IF_ERROR(reader.OnlyKeys({"scoringStrategy", "ignoredResources"}));
+//   ASSIGN_OR_RETURN(std::vector<std::string> ignored, reader.StringList("ignoredResources"));
+//   ArgsReader strategy = reader.At("scoringStrategy");   // errors say args.scoringStrategy.*
 class ArgsReader {
  public:
-  explicit ArgsReader(const YAML::Node& args) : args_(args) {}
-  // Fails if args has keys outside `known` (catches typos in configurations).
-  absl::Status OnlyKeys(std::initializer_list<std::string_view> known) const;
+  explicit ArgsReader(const YAML::Node& args, std::string path = "args")
+      : args_(args), path_(std::move(path)) {}
+  // Fails if args is not a map (absent or null is fine) or has keys outside `known` (catches
+  // typos in configurations).
+  absl::Status OnlyKeys(std::span<const std::string_view> known) const;
+  absl::Status OnlyKeys(std::initializer_list<std::string_view> known) const {
+    return OnlyKeys(std::span<const std::string_view>(known.begin(), known.size()));
+  }
   absl::StatusOr<int64_t> Int(std::string_view key, int64_t fallback, int64_t min, int64_t max) const;
   absl::StatusOr<std::string> String(std::string_view key, std::string fallback) const;
   absl::StatusOr<bool> Bool(std::string_view key, bool fallback) const;
+  // A list of strings; absent or null gives an empty list.
+  absl::StatusOr<std::vector<std::string>> StringList(std::string_view key) const;
+  // The raw value (undefined when absent).
   YAML::Node Child(std::string_view key) const;
+  // Readers for a nested map and for the i-th element of a list under `key`.
+  ArgsReader At(std::string_view key) const;
+  ArgsReader Item(std::string_view key, size_t i) const;
+  // "args.<key>" for this reader.
+  std::string PathOf(std::string_view key) const;
+  const std::string& path() const { return path_; }
 
  private:
   YAML::Node args_;
+  std::string path_;
 };
 
 }  // namespace tessel

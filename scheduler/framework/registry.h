@@ -35,12 +35,18 @@ class Registry {
 };
 
 // Adapts `static absl::StatusOr<std::unique_ptr<T>> T::New(const YAML::Node&, Handle&)`.
+// Plugins read args through ArgsReader (plugin_util.h), which never throws; a yaml-cpp
+// conversion that throws anyway becomes an args error here instead of ending the process.
 template <typename T>
 PluginFactory FactoryOf() {
   return [](const YAML::Node& args, Handle& handle) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-    auto made = T::New(args, handle);
-    if (!made.ok()) return made.status();
-    return std::unique_ptr<Plugin>(std::move(*made));
+    try {
+      auto made = T::New(args, handle);
+      if (!made.ok()) return made.status();
+      return std::unique_ptr<Plugin>(std::move(*made));
+    } catch (const YAML::Exception& e) {
+      return absl::InvalidArgumentError(std::string("args: ") + e.what());
+    }
   };
 }
 

@@ -7,7 +7,7 @@
 
 #include "scheduler/api/quantity.h"
 #include "scheduler/core/fit_error.h"
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::gang {

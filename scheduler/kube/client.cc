@@ -216,8 +216,30 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
   curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str());
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
-  const absl::Duration timeout = request.timeout.value_or(options_.timeout);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(timeout)));
+  // The rate limiter first, then the leadership check, so the check is as late as possible.
+  // A write waiting for its token gives up as soon as the replica may no longer write (lost
+  // lease, SIGTERM), instead of sleeping out the wait.
+  // The time this replica may still write, or the refusal.
+  auto budget = [&]() -> absl::StatusOr<absl::Duration> {
+    if (!request.write_budget) return absl::InfiniteDuration();
+    const std::optional<absl::Duration> left = request.write_budget();
+    if (left.has_value() && *left > absl::ZeroDuration()) return *left;
+    return absl::FailedPreconditionError(StrCat(request.method, " ", request.path,
+                                                ": not sent: this replica may not write"));
+  };
+  for (absl::Duration wait = limiter_.Reserve(absl::Now()); wait > absl::ZeroDuration();) {
+    const absl::Duration slice = std::min(wait, absl::Milliseconds(100));
+    absl::SleepFor(slice);
+    wait -= slice;
+    if (request.write_budget && wait > absl::ZeroDuration()) {
+      if (absl::StatusOr<absl::Duration> left = budget(); !left.ok()) return left.status();
+    }
+  }
+  absl::StatusOr<absl::Duration> left = budget();
+  if (!left.ok()) return left.status();
+  const absl::Duration timeout = std::min(request.timeout.value_or(options_.timeout), *left);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnWrite);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -270,8 +292,10 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
   }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 
-  limiter_.Wait();
   requests_sent_.fetch_add(1);
+  for (size_t i = 0; i < std::size(kMethods); ++i) {
+    if (request.method == kMethods[i]) by_method_[i].fetch_add(1);
+  }
   const CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(headers);
   long code = 0;
@@ -295,14 +319,12 @@ absl::StatusOr<Response> KubeClient::Do(const Request& request) {
   const int attempts = request.retry ? options_.max_attempts : 1;
   absl::StatusOr<Response> result;
   for (int attempt = 1;; ++attempt) {
-    if (request.may_send && !request.may_send()) {
-      return absl::UnavailableError(StrCat(request.method, " ", request.path, ": not sent: no longer allowed to write"));
-    }
     auto handle = Acquire();
     result = Once(*handle, request, nullptr, nullptr);
-    if (result.ok()) {
+    if (result.ok() || absl::IsFailedPrecondition(result.status())) {
       Release(std::move(handle));
     }  // after a transport error the handle's connection is suspect: drop it
+    if (!result.ok() && absl::IsFailedPrecondition(result.status())) return result;  // not sent
     const bool retryable = result.ok() ? IsRetryableCode(result->code) : true;
     if (!retryable || attempt >= attempts) return result;
     absl::Duration delay = backoff.Next();
@@ -312,6 +334,13 @@ absl::StatusOr<Response> KubeClient::Do(const Request& request) {
                   absl::FormatDuration(delay));
     absl::SleepFor(delay);
   }
+}
+
+int64_t KubeClient::requests_sent(std::string_view method) const {
+  for (size_t i = 0; i < std::size(kMethods); ++i) {
+    if (method == kMethods[i]) return by_method_[i].load();
+  }
+  return 0;
 }
 
 absl::StatusOr<Response> KubeClient::Stream(const Request& request,

@@ -8,7 +8,10 @@
 //   ASSIGN_OR_RETURN(Response r, client->Do({.method = "GET", .path = "/api/v1/nodes"}));
 //   if (!r.ok()) return r.ToStatus("list nodes");
 //
-// Watches use Stream(), which hands over the response line by line.
+// Watches use Stream(), which hands over the response line by line. Each client has its own
+// QPS budget; the live scheduler runs one per kind of traffic (binding, events and status,
+// leader election, informers), as kube-scheduler does, so that events never delay binds and
+// binds never delay the lease.
 #pragma once
 
 #include <atomic>
@@ -49,8 +52,12 @@ struct Request {
   std::string content_type = std::string(kJson);
   std::optional<absl::Duration> timeout;  // default: ClientOptions::timeout
   bool retry = true;
-  // Checked before every attempt (e.g. "still the leader"); false ends with Unavailable.
-  std::function<bool()> may_send;
+  // For writes only the leader may send: how long this replica may still write (the time left
+  // on its lease; InfiniteDuration without leader election), or nullopt when it may not write.
+  // Checked right before every attempt, after the rate limiter's wait, and the attempt's
+  // timeout is cut to it, so no write is in flight after the lease may have passed to another
+  // replica. A refusal ends the request with FailedPrecondition.
+  std::function<std::optional<absl::Duration>()> write_budget;
 };
 
 struct Response {
@@ -97,8 +104,10 @@ class KubeClient {
 
   const ClientConfig& config() const { return config_; }
   const ClientOptions& options() const { return options_; }
-  // Requests sent (attempts, retries included), for metrics.
+  // Requests sent (attempts, retries included), for metrics: in all, and by HTTP method.
   int64_t requests_sent() const { return requests_sent_.load(); }
+  static constexpr std::string_view kMethods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+  int64_t requests_sent(std::string_view method) const;
 
  private:
   struct Handle;
@@ -114,6 +123,7 @@ class KubeClient {
   TokenSource token_;
   TokenBucket limiter_;
   std::atomic<int64_t> requests_sent_{0};
+  std::atomic<int64_t> by_method_[std::size(kMethods)] = {};
   absl::Mutex mu_;
   std::vector<std::unique_ptr<Handle>> idle_ ABSL_GUARDED_BY(mu_);
 };

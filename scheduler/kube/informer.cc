@@ -23,12 +23,15 @@ std::string ObjectKey(const json& object) {
 
 namespace {
 
-std::string ResourceVersionOf(const json& object) {
+std::string MetaString(const json& object, const char* field) {
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return "";
-  auto rv = meta->find("resourceVersion");
-  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
+  auto v = meta->find(field);
+  return v != meta->end() && v->is_string() ? v->get<std::string>() : "";
 }
+
+std::string ResourceVersionOf(const json& object) { return MetaString(object, "resourceVersion"); }
+std::string UidOf(const json& object) { return MetaString(object, "uid"); }
 
 }  // namespace
 
@@ -132,9 +135,18 @@ void Informer::Run() {
   }
 }
 
+void Informer::Prune(json& object) const {
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
+  if (spec_.prune) spec_.prune(object);
+}
+
 absl::Status Informer::List() {
   relists_.fetch_add(1);
-  std::vector<json> items;
+  // Pages are reconciled as they arrive: adds and updates at once, deletes (what the store has
+  // and no page listed) at the end. `fresh` holds what the list has shown so far.
+  StringKeyedMap<Seen> fresh;
   std::string continue_token;
   std::string list_rv;
   for (;;) {
@@ -144,18 +156,39 @@ absl::Status Informer::List() {
     absl::StatusOr<Response> resp = client_->Do(req);
     if (!resp.ok()) return resp.status();
     if (resp->code == 410 && !continue_token.empty()) {
-      // The continue token expired: start over with a fresh list.
-      items.clear();
+      // The continue token expired: start over with a fresh list. What was delivered from the
+      // first pages is in the store already, so it is not delivered twice.
       continue_token.clear();
+      fresh.clear();
       continue;
     }
     if (!resp->ok()) return resp->ToStatus(StrCat("list ", spec_.name));
     json page = json::parse(resp->body, nullptr, false);
+    resp->body.clear();
+    resp->body.shrink_to_fit();
     if (page.is_discarded() || !page.is_object()) {
       return absl::DataLossError(StrCat("list ", spec_.name, ": reply is not JSON"));
     }
     if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-      for (json& item : *it) items.push_back(std::move(item));
+      for (json& item : *it) {
+        const std::string key = ObjectKey(item);
+        if (key.empty()) continue;
+        Prune(item);
+        Seen seen{UidOf(item), ResourceVersionOf(item)};
+        auto old = store_.find(key);
+        if (old == store_.end()) {
+          handler_->OnAdd(item);
+        } else if (!seen.uid.empty() && !old->second.uid.empty() && old->second.uid != seen.uid) {
+          // Same name, new object: the old one is gone.
+          handler_->OnDelete(key, nullptr);
+          handler_->OnAdd(item);
+        } else if (old->second.resource_version != seen.resource_version) {
+          handler_->OnUpdate(item);
+        }
+        store_[key] = seen;
+        fresh[key] = std::move(seen);
+        item = nullptr;  // free it now, not with the page
+      }
     }
     const json meta = page.contains("metadata") ? page["metadata"] : json::object();
     list_rv = JsonString(meta, "resourceVersion");
@@ -163,22 +196,7 @@ absl::Status Informer::List() {
     if (continue_token.empty()) break;
   }
 
-  // Reconcile: adds and updates for what is listed, deletes for what disappeared.
-  StringKeyedMap<std::string> fresh;
-  fresh.reserve(items.size());
-  for (json& item : items) {
-    const std::string key = ObjectKey(item);
-    if (key.empty()) continue;
-    std::string rv = ResourceVersionOf(item);
-    auto old = store_.find(key);
-    if (old == store_.end()) {
-      handler_->OnAdd(item);
-    } else if (old->second != rv) {
-      handler_->OnUpdate(item);
-    }
-    fresh[key] = std::move(rv);
-  }
-  for (const auto& [key, rv] : store_) {
+  for (const auto& [key, seen] : store_) {
     if (!fresh.contains(key)) handler_->OnDelete(key, nullptr);
   }
   store_ = std::move(fresh);
@@ -197,21 +215,32 @@ absl::Status Informer::List() {
 void Informer::Deliver(const std::string& type, json& object) {
   const std::string key = ObjectKey(object);
   if (key.empty()) return;
+  Prune(object);
+  Seen seen{UidOf(object), ResourceVersionOf(object)};
+  auto it = store_.find(key);
   if (type == "DELETED") {
-    store_.erase(key);
+    if (it == store_.end()) return;
+    // A delete of an older object under this name, after the new one was added: stale.
+    if (!seen.uid.empty() && !it->second.uid.empty() && seen.uid != it->second.uid) return;
+    store_.erase(it);
     handler_->OnDelete(key, &object);
     return;
   }
-  std::string rv = ResourceVersionOf(object);
-  auto it = store_.find(key);
   if (it == store_.end()) {
-    store_[key] = std::move(rv);
+    store_[key] = std::move(seen);
     handler_->OnAdd(object);
-  } else {
-    if (it->second == rv) return;  // already delivered
-    it->second = std::move(rv);
-    handler_->OnUpdate(object);
+    return;
   }
+  if (!seen.uid.empty() && !it->second.uid.empty() && seen.uid != it->second.uid) {
+    // The name now belongs to another object (its delete was missed): replace, never update.
+    it->second = std::move(seen);
+    handler_->OnDelete(key, nullptr);
+    handler_->OnAdd(object);
+    return;
+  }
+  if (it->second.resource_version == seen.resource_version) return;  // already delivered
+  it->second = std::move(seen);
+  handler_->OnUpdate(object);
 }
 
 absl::Status Informer::Watch() {

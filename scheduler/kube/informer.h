@@ -1,8 +1,15 @@
 // A generic list+watch informer, as client-go's reflector: it lists a resource (in pages),
 // then watches from the list's resourceVersion with bookmarks, resumes from the last
 // resourceVersion when a watch ends or breaks, relists on 410 Gone, and backs off between
-// failed attempts. It keeps the key and resourceVersion of every object it has delivered, so a
-// relist turns into exact adds, updates and deletes: nothing is lost and nothing counted twice.
+// failed attempts. It keeps the key, UID and resourceVersion of every object it has delivered,
+// so a relist turns into exact adds, updates and deletes: nothing is lost and nothing counted
+// twice. Identity is the UID: an object deleted and re-created under the same name (a
+// StatefulSet pod) while the watch was down arrives as a delete of the old one and an add of
+// the new one, never as an update.
+//
+// Memory: list pages are delivered as they arrive (one page of parsed JSON at a time, never the
+// whole list), and every object is pruned before delivery: managedFields always, and whatever
+// the resource's `prune` drops (fields scheduling never reads).
 //
 // A resource that may not exist (a CRD that is not installed) is declared `optional`: while
 // the server answers 404 the informer counts as synced with no objects, and checks again every
@@ -17,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -34,6 +42,9 @@ struct ResourceSpec {
   std::string path;            // collection path: "/api/v1/pods"
   std::string field_selector;  // optional
   bool optional = false;       // may be absent (a CRD)
+  // Drops what the handler does not read, before delivery (metadata.managedFields is always
+  // dropped).
+  std::function<void(nlohmann::json& object)> prune;
 };
 
 class InformerHandler {
@@ -84,6 +95,7 @@ class Informer {
   // (FailedPrecondition: relist), or something breaks.
   absl::Status Watch();
   void Deliver(const std::string& type, nlohmann::json& object);
+  void Prune(nlohmann::json& object) const;
   bool Sleep(absl::Duration d);  // false when stopped meanwhile
   std::string Query(std::initializer_list<std::pair<std::string_view, std::string>> params) const;
 
@@ -99,8 +111,12 @@ class Informer {
   std::atomic<int64_t> relists_{0};
   mutable absl::Mutex mu_;
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
-  // Key -> resourceVersion of every object delivered. Touched only by the informer thread.
-  StringKeyedMap<std::string> store_;
+  struct Seen {
+    std::string uid;
+    std::string resource_version;
+  };
+  // Key -> identity and version of every object delivered. Touched only by the informer thread.
+  StringKeyedMap<Seen> store_;
 };
 
 // Percent-encodes a query parameter value.

@@ -33,6 +33,14 @@ bool LeaderElector::IsLeader() const {
   return leading_ && absl::Now() < renewed_at_ + config_.renew_deadline;
 }
 
+std::optional<absl::Duration> LeaderElector::WriteBudget() const {
+  absl::MutexLock lock(&mu_);
+  if (!leading_) return std::nullopt;
+  const absl::Duration left = renewed_at_ + config_.renew_deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return std::nullopt;
+  return left;
+}
+
 std::string LeaderElector::leader() const {
   absl::MutexLock lock(&mu_);
   return holder_;

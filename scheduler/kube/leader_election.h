@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -58,6 +59,10 @@ class LeaderElector {
   void Stop(bool release);
 
   bool IsLeader() const;
+  // How long this replica may still write as the leader: the time until its renew deadline
+  // runs out unless it renews; nullopt when it is not the leader. Writers cut their request
+  // timeouts to it (Request::write_budget), so no write of an expired term is in flight.
+  std::optional<absl::Duration> WriteBudget() const;
   // The holder last seen ("" when unknown or free).
   std::string leader() const;
   bool leader_known() const { return !leader().empty(); }

@@ -1,10 +1,7 @@
 // API writes of the live scheduler.
 #include "scheduler/kube/live_cluster.h"
 
-#include <random>
-
 #include "nlohmann/json.hpp"
-#include "scheduler/kube/leader_election.h"
 #include "spdlog/spdlog.h"
 
 namespace tessel::kube {
@@ -20,11 +17,7 @@ std::string PodPath(const Pod& pod, std::string_view sub = "") {
 }
 
 absl::Status NotLeader() {
-  return absl::UnavailableError("not the leader: this replica must not write");
-}
-
-std::string Describe(const absl::StatusOr<Response>& r) {
-  return r.ok() ? StrCat("HTTP ", r->code, ": ", r->ErrorMessage()) : std::string(r.status().message());
+  return absl::FailedPreconditionError("not the leader (or shutting down): this replica must not write");
 }
 
 }  // namespace
@@ -52,84 +45,108 @@ absl::StatusOr<std::string> DiscoverEvictionApi(KubeClient& client) {
   return absl::NotFoundError("the server serves no Eviction API (policy/v1 or policy/v1beta1)");
 }
 
-LiveCluster::LiveCluster(KubeClient* client, WorkerPool* event_pool, LiveClusterOptions options)
-    : client_(client),
-      event_pool_(event_pool),
-      options_(std::move(options)),
-      event_limiter_(options_.events_qps, options_.events_burst) {}
+LiveCluster::LiveCluster(KubeClient* client, EventRecorder* events, LiveClusterOptions options)
+    : client_(client), events_(events), options_(std::move(options)) {}
 
-absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node) {
+std::optional<absl::Duration> LiveCluster::WriteBudget() const {
+  if (stopped_.load()) return std::nullopt;
+  if (!options_.write_budget) return absl::InfiniteDuration();
+  return options_.write_budget();
+}
+
+bool LiveCluster::MayWrite() const {
+  std::optional<absl::Duration> budget = WriteBudget();
+  return budget.has_value() && *budget > absl::ZeroDuration();
+}
+
+absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node,
+                               const StringMap& annotations) {
   if (!MayWrite()) return NotLeader();
   // metadata.uid makes the bind fail if the pod was deleted and recreated under the same name.
+  // metadata.annotations are copied onto the pod by the bind itself: one write per pod.
   json binding = {{"apiVersion", "v1"},
                   {"kind", "Binding"},
                   {"metadata",
                    {{"name", pod.meta.name}, {"namespace", pod.meta.namespace_}, {"uid", pod.meta.uid}}},
                   {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   if (pod.meta.uid.empty()) binding["metadata"].erase("uid");
+  if (!annotations.empty()) {
+    json& a = binding["metadata"]["annotations"];
+    a = json::object();
+    for (const auto& [k, v] : annotations) a[k] = v;
+  }
   absl::StatusOr<Response> resp =
       client_->Do({.method = "POST",
                    .path = PodPath(pod, "binding"),
                    .body = binding.dump(),
-                   .may_send = [this] { return MayWrite(); }});
-  if (!resp.ok()) return resp.status();
+                   .write_budget = [this] { return WriteBudget(); }});
+  if (!resp.ok()) {
+    if (absl::IsFailedPrecondition(resp.status())) return resp.status();  // not sent
+    spdlog::warn("bind of pod {} to {}: {}", pod.Key(), node, resp.status().message());
+    if (absl::IsDeadlineExceeded(resp.status())) return resp.status();
+    return absl::UnavailableError(resp.status().message());
+  }
   if (resp->ok()) {
     binds_.fetch_add(1);
     spdlog::info("bound pod {} to node {}", pod.Key(), node);
     return absl::OkStatus();
   }
-  if (resp->code == 409) {
-    // Already bound. Ours (a retried request whose first answer was lost) or someone else's?
-    absl::StatusOr<Response> got = client_->Do({.path = PodPath(pod)});
-    if (got.ok() && got->ok()) {
-      json current = json::parse(got->body, nullptr, false);
-      const std::string bound_to =
-          current.is_object() && current.contains("spec") ? JsonString(current["spec"], "nodeName") : "";
-      if (bound_to == node) {
-        binds_.fetch_add(1);
-        spdlog::info("bound pod {} to node {} (an earlier attempt landed)", pod.Key(), node);
-        return absl::OkStatus();
-      }
-      if (!bound_to.empty()) {
-        bind_conflicts_.fetch_add(1);
-        absl::MutexLock lock(&mu_);
-        if (bound_elsewhere_.insert(pod.Key()).second) bound_elsewhere_order_.push_back(pod.Key());
-        while (bound_elsewhere_order_.size() > 10000) {
-          bound_elsewhere_.erase(bound_elsewhere_order_.front());
-          bound_elsewhere_order_.pop_front();
-        }
-        spdlog::warn("bind of pod {} to {}: already bound to {}", pod.Key(), node, bound_to);
-        return absl::AlreadyExistsError(
-            StrCat("pod ", pod.Key(), " is already bound to node ", bound_to));
-      }
-    }
-    bind_conflicts_.fetch_add(1);
+  if (resp->code == 404) {
+    binds_gone_.fetch_add(1);
+    spdlog::info("bind of pod {} to {}: the pod is gone", pod.Key(), node);
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone: ", resp->ErrorMessage()));
   }
-  spdlog::warn("bind of pod {} to {} failed: {}", pod.Key(), node, resp->ErrorMessage());
-  return resp->ToStatus(StrCat("bind pod ", pod.Key(), " to node ", node));
+  if (resp->code == 409) return ResolveConflict(pod, node, *resp);
+  spdlog::warn("bind of pod {} to {} failed: HTTP {}: {}", pod.Key(), node, resp->code,
+               resp->ErrorMessage());
+  absl::Status st = resp->ToStatus(StrCat("bind pod ", pod.Key(), " to node ", node));
+  // 429 and 5xx that outlasted the client's retries are transient.
+  if (IsRetryableCode(resp->code)) return absl::UnavailableError(st.message());
+  return st;
 }
 
-bool LiveCluster::FoundBoundElsewhere(const std::string& key) const {
-  absl::MutexLock lock(&mu_);
-  return bound_elsewhere_.contains(key);
-}
-
-void LiveCluster::ForgetPod(const std::string& key) {
-  absl::MutexLock lock(&mu_);
-  events_.erase(key);
-}
-
-absl::Status LiveCluster::PatchAnnotations(const Pod& pod, const StringMap& annotations) {
-  if (!MayWrite()) return NotLeader();
-  json patch = {{"metadata", {{"annotations", json::object()}}}};
-  for (const auto& [k, v] : annotations) patch["metadata"]["annotations"][k] = v;
-  absl::StatusOr<Response> resp = client_->Do({.method = "PATCH",
-                                               .path = PodPath(pod),
-                                               .body = patch.dump(),
-                                               .content_type = std::string(kMergePatch),
-                                               .may_send = [this] { return MayWrite(); }});
-  if (!resp.ok()) return resp.status();
-  return resp->ToStatus(StrCat("annotate pod ", pod.Key()));
+absl::Status LiveCluster::ResolveConflict(const Pod& pod, const std::string& node,
+                                          const Response& answer) {
+  bind_conflicts_.fetch_add(1);
+  // Already bound (ours: a retried request whose first answer was lost; or someone else's), a
+  // pod being deleted, or a UID precondition that failed: the pod as it is now tells which.
+  absl::StatusOr<Response> got = client_->Do({.path = PodPath(pod)});
+  if (!got.ok()) return absl::UnavailableError(StrCat("bind pod ", pod.Key(), ": HTTP 409 (",
+                                                      answer.ErrorMessage(), "), then ",
+                                                      got.status().message()));
+  if (got->code == 404) {
+    binds_gone_.fetch_add(1);
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone"));
+  }
+  if (!got->ok()) return absl::UnavailableError(got->ToStatus(StrCat("get pod ", pod.Key())).message());
+  json current = json::parse(got->body, nullptr, false);
+  const json empty = json::object();
+  const json& meta = current.is_object() && current.contains("metadata") ? current["metadata"] : empty;
+  const json& spec = current.is_object() && current.contains("spec") ? current["spec"] : empty;
+  const std::string uid = JsonString(meta, "uid");
+  if (!pod.meta.uid.empty() && !uid.empty() && uid != pod.meta.uid) {
+    binds_gone_.fetch_add(1);
+    spdlog::info("bind of pod {}: the name belongs to a new pod (uid {}, was {})", pod.Key(), uid,
+                 pod.meta.uid);
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " (uid ", pod.meta.uid,
+                                      ") is gone; a new pod holds its name"));
+  }
+  const std::string bound_to = JsonString(spec, "nodeName");
+  if (bound_to == node) {
+    binds_.fetch_add(1);
+    spdlog::info("bound pod {} to node {} (an earlier attempt landed)", pod.Key(), node);
+    return absl::OkStatus();
+  }
+  if (!bound_to.empty()) {
+    spdlog::warn("bind of pod {} to {}: already bound to {}", pod.Key(), node, bound_to);
+    return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already bound to node ", bound_to));
+  }
+  if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) {
+    binds_gone_.fetch_add(1);
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " is being deleted"));
+  }
+  return absl::UnavailableError(StrCat("bind pod ", pod.Key(), " to node ", node, ": HTTP 409: ",
+                                       answer.ErrorMessage()));
 }
 
 absl::Status LiveCluster::Evict(const Pod& pod, std::string_view reason) {
@@ -144,7 +161,7 @@ absl::Status LiveCluster::Evict(const Pod& pod, std::string_view reason) {
       client_->Do({.method = "POST",
                    .path = PodPath(pod, "eviction"),
                    .body = eviction.dump(),
-                   .may_send = [this] { return MayWrite(); }});
+                   .write_budget = [this] { return WriteBudget(); }});
   if (!resp.ok()) return resp.status();
   if (resp->ok() || resp->code == 404) {
     evictions_.fetch_add(1);
@@ -157,163 +174,7 @@ absl::Status LiveCluster::Evict(const Pod& pod, std::string_view reason) {
 
 void LiveCluster::RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                               std::string_view message) {
-  if (!MayWrite()) return;
-  const absl::Time now = absl::Now();
-  std::string bump_name;
-  int64_t count = 1;
-  {
-    absl::MutexLock lock(&mu_);
-    EventState& s = events_[pod.Key()];
-    if (s.reason == reason && s.message == message) {
-      if (now - s.last_posted < options_.same_event_interval) {
-        events_suppressed_.fetch_add(1);
-        return;  // deduplicated
-      }
-      bump_name = s.event_name;
-      count = ++s.count;
-    } else {
-      s.reason = std::string(reason);
-      s.message = std::string(message);
-      s.count = 1;
-      s.event_name.clear();
-    }
-    if (!event_limiter_.TryTake(now)) {
-      events_suppressed_.fetch_add(1);
-      return;  // rate-limited
-    }
-    s.last_posted = now;
-  }
-  if (!bump_name.empty()) {
-    // A repeat: bump count and lastTimestamp on the existing Event, as client-go's aggregator.
-    event_pool_->Submit([this, ns = pod.meta.namespace_, name = bump_name, count, now] {
-      json patch = {{"count", count}, {"lastTimestamp", FormatRfc3339(now)}};
-      auto resp = client_->Do({.method = "PATCH",
-                               .path = StrCat("/api/v1/namespaces/", ns, "/events/", name),
-                               .body = patch.dump(),
-                               .content_type = std::string(kMergePatch)});
-      if (resp.ok() && resp->ok()) events_posted_.fetch_add(1);
-    });
-    return;
-  }
-  event_pool_->Submit([this, pod, type = std::string(type), reason = std::string(reason),
-                       message = std::string(message)]() mutable {
-    PostEvent(pod, std::move(type), std::move(reason), std::move(message));
-  });
-}
-
-void LiveCluster::PostEvent(const Pod& pod, std::string type, std::string reason,
-                            std::string message) {
-  if (!MayWrite()) return;
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  const absl::Time now = absl::Now();
-  // Like client-go: "<object name>.<unique hex>".
-  const std::string name = fmt::format("{}.{:x}{:04x}", pod.meta.name, absl::ToUnixNanos(now),
-                                       static_cast<unsigned>(rng() & 0xffff));
-  if (message.size() > 1024) message.resize(1024);  // the API caps event messages
-  json event = {{"apiVersion", "v1"},
-                {"kind", "Event"},
-                {"metadata", {{"name", name}, {"namespace", pod.meta.namespace_}}},
-                {"involvedObject",
-                 {{"apiVersion", "v1"},
-                  {"kind", "Pod"},
-                  {"name", pod.meta.name},
-                  {"namespace", pod.meta.namespace_},
-                  {"uid", pod.meta.uid}}},
-                {"reason", reason},
-                {"message", message},
-                {"type", type},
-                {"source", {{"component", options_.component}}},
-                {"reportingComponent", options_.component},
-                {"reportingInstance", options_.identity},
-                {"firstTimestamp", FormatRfc3339(now)},
-                {"lastTimestamp", FormatRfc3339(now)},
-                {"count", 1}};
-  absl::StatusOr<Response> resp = client_->Do({.method = "POST",
-                                               .path = StrCat("/api/v1/namespaces/",
-                                                              pod.meta.namespace_, "/events"),
-                                               .body = event.dump()});
-  if (!resp.ok() || !resp->ok()) {
-    spdlog::warn("event {} for pod {}: {}", reason, pod.Key(), Describe(resp));
-    return;
-  }
-  events_posted_.fetch_add(1);
-  absl::MutexLock lock(&mu_);
-  auto it = events_.find(pod.Key());
-  if (it != events_.end() && it->second.reason == reason && it->second.message == message) {
-    it->second.event_name = name;
-  }
-}
-
-absl::Status LiveCluster::SetUnschedulableCondition(const Pod& pod, std::string_view reason,
-                                                    std::string_view message) {
-  if (!MayWrite()) return NotLeader();
-  json condition = {{"type", "PodScheduled"},
-                    {"status", "False"},
-                    {"reason", reason},
-                    {"message", message},
-                    {"lastProbeTime", nullptr},
-                    {"lastTransitionTime", FormatRfc3339(absl::Now())}};
-  // Strategic merge: conditions merge by "type", so other conditions stay.
-  json patch = {{"status", {{"conditions", json::array({condition})}}}};
-  absl::StatusOr<Response> resp = client_->Do({.method = "PATCH",
-                                               .path = PodPath(pod, "status"),
-                                               .body = patch.dump(),
-                                               .content_type = std::string(kStrategicMergePatch),
-                                               .may_send = [this] { return MayWrite(); }});
-  if (!resp.ok()) return resp.status();
-  if (resp->code == 404) return absl::OkStatus();  // the pod is gone
-  return resp->ToStatus(StrCat("set PodScheduled condition of pod ", pod.Key()));
-}
-
-void StatusReporter::PodScheduled(const Pod& pod, const std::string& node) {
-  Bound(pod.Key());
-  cluster_->RecordEvent(pod, "Normal", "Scheduled",
-                        StrCat("Successfully assigned ", pod.Key(), " to ", node));
-}
-
-void StatusReporter::PodUnschedulable(const Pod& pod, const std::string& message) {
-  if (cluster_->FoundBoundElsewhere(pod.Key())) return;  // it is bound: nothing to report
-  const bool error = message.rfind("binding rejected", 0) == 0;
-  if (!cluster_->MayWrite()) return;
-  cluster_->RecordEvent(pod, "Warning", "FailedScheduling", message);
-  {
-    absl::MutexLock lock(&mu_);
-    auto [it, inserted] = condition_.try_emplace(pod.Key(), message);
-    if (!inserted) {
-      if (it->second == message) return;  // unchanged: no write
-      it->second = message;
-    }
-  }
-  pool_->Submit([this, pod, message, error] {
-    if (Placed(pod.Key())) return;  // bound meanwhile: the condition is True now
-    absl::Status st =
-        cluster_->SetUnschedulableCondition(pod, error ? "SchedulerError" : "Unschedulable", message);
-    if (!st.ok()) {
-      spdlog::warn("{}", st.message());
-      absl::MutexLock lock(&mu_);
-      condition_.erase(pod.Key());  // try again next time
-    }
-  });
-}
-
-void StatusReporter::Bound(const std::string& key) {
-  absl::MutexLock lock(&mu_);
-  condition_.erase(key);
-  placed_.insert(key);
-}
-
-bool StatusReporter::Placed(const std::string& key) {
-  absl::MutexLock lock(&mu_);
-  return placed_.contains(key);
-}
-
-void StatusReporter::Forget(const std::string& key) {
-  {
-    absl::MutexLock lock(&mu_);
-    condition_.erase(key);
-    placed_.erase(key);
-  }
-  cluster_->ForgetPod(key);
+  events_->Record(pod, type, reason, message);
 }
 
 }  // namespace tessel::kube

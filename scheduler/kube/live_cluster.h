@@ -1,29 +1,28 @@
-// The live ClusterApi: the scheduler's binds, annotation patches, evictions and events as
-// requests to the API server, plus StatusReporter, the SchedulingObserver that tells users
-// (and cluster autoscalers) what happened to their pods.
+// The live ClusterApi: the scheduler's binds (one write each, annotations included) and
+// evictions as requests to the API server, and its events through an EventRecorder.
 //
-//   LiveCluster cluster(client, {.eviction_api = *DiscoverEvictionApi(*client),
-//                                .may_write = [&] { return elector.IsLeader(); }});
-//   StatusReporter reporter(&cluster, &status_pool, {});
+//   LiveCluster cluster(binding_client, &events, {.eviction_api = *DiscoverEvictionApi(*client),
+//                                                 .write_budget = [&] { return elector.WriteBudget(); }});
 //
-// Bind semantics: a 201 is final and never repeated. A 409 means the pod is bound already: if
-// it is bound to the node we chose (an earlier attempt of ours whose answer was lost), the bind
-// counts as done; otherwise it fails, the core forgets the assumed pod, and the informer
-// delivers where the pod really is.
+// Bind answers are typed (the contract of ClusterApi::Bind):
+//   201                                   OK
+//   404, or 409 on a pod that is gone, being deleted, or has another UID now   NotFound
+//   409 on a pod bound to another node    AlreadyExists
+//   409 on a pod bound to the chosen node OK (an earlier attempt whose answer was lost)
+//   not the leader, or shutting down      FailedPrecondition (nothing sent)
+//   429/5xx after retries, no answer      Unavailable / DeadlineExceeded (transient)
+//   other 4xx                             their own code (InvalidArgument, PermissionDenied, ...)
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/core/scheduler.h"
-#include "scheduler/kube/backoff.h"
 #include "scheduler/kube/client.h"
-#include "scheduler/kube/work_queue.h"
-#include "scheduler/util/strings.h"
+#include "scheduler/kube/event_recorder.h"
 
 namespace tessel::kube {
 
@@ -32,90 +31,40 @@ absl::StatusOr<std::string> DiscoverEvictionApi(KubeClient& client);
 
 struct LiveClusterOptions {
   std::string eviction_api = "policy/v1";
-  std::string component = "tessel";  // Event source
-  std::string identity;              // Event reportingInstance
-  // False while this replica must not write (not the leader): writes fail with Unavailable.
-  std::function<bool()> may_write;
-  // Event spam limits: all events, and per pod.
-  double events_qps = 10;
-  int64_t events_burst = 50;
-  absl::Duration same_event_interval = absl::Minutes(1);  // an identical event is not repeated sooner
+  // How long this replica may still write; nullopt: it may not (see Request::write_budget).
+  // Unset: always (no leader election).
+  std::function<std::optional<absl::Duration>()> write_budget;
 };
 
 class LiveCluster final : public ClusterApi {
  public:
-  // Events are posted on `event_pool` (not on the caller's thread).
-  LiveCluster(KubeClient* client, WorkerPool* event_pool, LiveClusterOptions options);
+  LiveCluster(KubeClient* client, EventRecorder* events, LiveClusterOptions options);
 
-  absl::Status Bind(const Pod& pod, const std::string& node) override;
-  absl::Status PatchAnnotations(const Pod& pod, const StringMap& annotations) override;
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override;
   absl::Status Evict(const Pod& pod, std::string_view reason) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
 
-  // Sets PodScheduled=False with `reason` and `message` through pods/status (synchronous).
-  absl::Status SetUnschedulableCondition(const Pod& pod, std::string_view reason,
-                                         std::string_view message);
-  // Whether a bind of this pod found it bound elsewhere recently (then it must not be reported
-  // unschedulable).
-  bool FoundBoundElsewhere(const std::string& key) const;
-  // The pod is gone: drop what is remembered about it.
-  void ForgetPod(const std::string& key);
+  // No bind or eviction is started after this (SIGTERM): they fail with FailedPrecondition.
+  void StopWriting() { stopped_.store(true); }
+  bool MayWrite() const;
+  std::optional<absl::Duration> WriteBudget() const;
 
-  bool MayWrite() const { return !options_.may_write || options_.may_write(); }
   int64_t binds() const { return binds_.load(); }
   int64_t bind_conflicts() const { return bind_conflicts_.load(); }
+  int64_t binds_of_gone_pods() const { return binds_gone_.load(); }
   int64_t evictions() const { return evictions_.load(); }
-  int64_t events_posted() const { return events_posted_.load(); }
-  int64_t events_suppressed() const { return events_suppressed_.load(); }
   const LiveClusterOptions& options() const { return options_; }
 
  private:
-  struct EventState {
-    std::string reason;
-    std::string message;
-    std::string event_name;  // the Event object to bump for repeats
-    int64_t count = 0;
-    absl::Time last_posted = absl::InfinitePast();
-  };
-  void PostEvent(const Pod& pod, std::string type, std::string reason, std::string message);
+  // A 409: decides from the pod as it is now what the bind's outcome is.
+  absl::Status ResolveConflict(const Pod& pod, const std::string& node, const Response& answer);
 
   KubeClient* client_;
-  WorkerPool* event_pool_;
+  EventRecorder* events_;
   const LiveClusterOptions options_;
-  TokenBucket event_limiter_;
-  std::atomic<int64_t> binds_{0}, bind_conflicts_{0}, evictions_{0}, events_posted_{0},
-      events_suppressed_{0};
-  mutable absl::Mutex mu_;
-  StringKeyedMap<EventState> events_ ABSL_GUARDED_BY(mu_);  // by pod key
-  StringSet bound_elsewhere_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> bound_elsewhere_order_ ABSL_GUARDED_BY(mu_);
-};
-
-// Turns scheduling outcomes into what users see: a Scheduled event for a bound pod; a
-// FailedScheduling event and the PodScheduled=False condition (reason Unschedulable, or
-// SchedulerError for errors) for a pod that could not be placed. Writes run on `pool`, never
-// on the scheduling thread; the condition is written only when its message changes.
-class StatusReporter final : public SchedulingObserver {
- public:
-  StatusReporter(LiveCluster* cluster, WorkerPool* pool) : cluster_(cluster), pool_(pool) {}
-
-  void PodScheduled(const Pod& pod, const std::string& node) override;
-  void PodUnschedulable(const Pod& pod, const std::string& message) override;
-  // The informer saw the pod bound: a condition write still queued for it is dropped (it would
-  // turn the apiserver's PodScheduled=True back to False).
-  void Bound(const std::string& key);
-  // The informer saw the pod deleted: forget everything about it.
-  void Forget(const std::string& key);
-
- private:
-  bool Placed(const std::string& key);
-
-  LiveCluster* cluster_;
-  WorkerPool* pool_;
-  absl::Mutex mu_;
-  StringKeyedMap<std::string> condition_ ABSL_GUARDED_BY(mu_);  // last message set, by pod key
-  StringSet placed_ ABSL_GUARDED_BY(mu_);                       // bound pods
+  std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> binds_{0}, bind_conflicts_{0}, binds_gone_{0}, evictions_{0};
 };
 
 }  // namespace tessel::kube

@@ -118,7 +118,55 @@ class CustomObjectHandler final : public InformerHandler {
   Scheduler* s_;
 };
 
+void EraseKeys(json& object, std::initializer_list<const char*> keys) {
+  if (!object.is_object()) return;
+  for (const char* k : keys) object.erase(k);
+}
+
+json* Field(json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 }  // namespace
+
+void PrunePod(json& pod) {
+  if (json* meta = Field(pod, "metadata")) {
+    if (json* a = Field(*meta, "annotations"); a != nullptr && a->is_object()) {
+      a->erase("kubectl.kubernetes.io/last-applied-configuration");  // a copy of the whole spec
+    }
+  }
+  if (json* spec = Field(pod, "spec")) {
+    EraseKeys(*spec, {"volumes", "dnsConfig", "readinessGates", "securityContext", "hostAliases"});
+    for (const char* list : {"containers", "initContainers", "ephemeralContainers"}) {
+      json* containers = Field(*spec, list);
+      if (containers == nullptr || !containers->is_array()) continue;
+      for (json& c : *containers) {
+        EraseKeys(c, {"env", "envFrom", "command", "args", "volumeMounts", "volumeDevices",
+                      "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+                      "securityContext", "workingDir", "terminationMessagePath",
+                      "terminationMessagePolicy", "imagePullPolicy"});
+      }
+    }
+  }
+  if (json* status = Field(pod, "status")) {
+    EraseKeys(*status, {"containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
+                        "podIPs", "podIP", "hostIP", "message"});
+  }
+}
+
+void PruneNode(json& node) {
+  if (json* meta = Field(node, "metadata")) {
+    if (json* a = Field(*meta, "annotations"); a != nullptr && a->is_object()) {
+      a->erase("kubectl.kubernetes.io/last-applied-configuration");
+    }
+  }
+  if (json* status = Field(node, "status")) {
+    EraseKeys(*status, {"images", "volumesInUse", "volumesAttached", "daemonEndpoints",
+                        "nodeInfo", "addresses", "config"});
+  }
+}
 
 SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptions options) {
   auto add = [&](ResourceSpec spec, std::unique_ptr<InformerHandler> handler) {
@@ -129,8 +177,14 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
   // Priority classes and nodes first, so that pods find them when the informers start together.
   add({.name = "priorityclasses", .path = "/apis/scheduling.k8s.io/v1/priorityclasses"},
       std::make_unique<PriorityClassHandler>(scheduler));
-  add({.name = "nodes", .path = "/api/v1/nodes"}, std::make_unique<NodeHandler>(scheduler));
-  add({.name = "pods", .path = "/api/v1/pods"},
+  add({.name = "nodes", .path = "/api/v1/nodes", .prune = PruneNode},
+      std::make_unique<NodeHandler>(scheduler));
+  // Finished pods hold nothing and are never scheduled: as kube-scheduler, neither listed nor
+  // watched (a pod that finishes leaves the watch as a delete).
+  add({.name = "pods",
+       .path = "/api/v1/pods",
+       .field_selector = std::string(kActivePodsSelector),
+       .prune = PrunePod},
       std::make_unique<PodHandler>(scheduler, options.on_pod_bound, options.on_pod_gone));
   // Gangs: the scheduler-plugins PodGroup, and the upstream APIs where the server has them (an
   // optional informer finds out, and looks again every absent_recheck).

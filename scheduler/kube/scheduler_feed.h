@@ -1,10 +1,10 @@
 // The informers the live scheduler runs, and the handlers that decode what they deliver and
 // hand it to the Scheduler's thread-safe inputs:
-//   pods (all namespaces, every scheduler: pods bound by others hold capacity too), nodes,
-//   priorityclasses, the gang objects (PodGroup scheduling.x-k8s.io/v1alpha1, and where served
-//   Workload scheduling.k8s.io/v1alpha1 and PodGroup scheduling.k8s.io/v1alpha2; Jobs for
-//   implicit gangs), and the optional CRD Queue (tessel.io/v1alpha1), which for now only wakes
-//   parked pods.
+//   pods (all namespaces, every scheduler: pods bound by others hold capacity too; finished
+//   pods excluded by a field selector), nodes, priorityclasses, the gang objects (PodGroup
+//   scheduling.x-k8s.io/v1alpha1, and where served Workload scheduling.k8s.io/v1alpha1 and
+//   PodGroup scheduling.k8s.io/v1alpha2; Jobs for implicit gangs), and the optional CRD Queue
+//   (tessel.io/v1alpha1), which for now only wakes parked pods.
 // An object that fails to decode is logged and skipped, once per resourceVersion.
 //
 //   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});
@@ -21,6 +21,15 @@
 #include "scheduler/kube/informer.h"
 
 namespace tessel::kube {
+
+// Pods that are not finished: what kube-scheduler lists and watches.
+inline constexpr std::string_view kActivePodsSelector = "status.phase!=Succeeded,status.phase!=Failed";
+
+// Drop from a pod / node what no decoder reads (volumes, env, probes, container statuses,
+// images, the last-applied-configuration annotation, ...), so the informer's transient JSON
+// and the decoded objects stay small.
+void PrunePod(nlohmann::json& pod);
+void PruneNode(nlohmann::json& node);
 
 struct FeedOptions {
   // A pod was seen bound to a node / deleted: observers may drop what they remember about it.

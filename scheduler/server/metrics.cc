@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "scheduler/gpu/fragmentation.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
@@ -126,11 +127,17 @@ void MetricsRegistry::Gauge(std::string name, std::string help,
 }
 
 void MetricsRegistry::CounterFunc(std::string name, std::string help, std::function<double()> fn) {
+  CounterSamplesFunc(std::move(name), std::move(help),
+                     [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; });
+}
+
+void MetricsRegistry::CounterSamplesFunc(std::string name, std::string help,
+                                         std::function<std::vector<GaugeSample>()> fn) {
   auto f = std::make_unique<Family>();
   f->name = std::move(name);
   f->help = std::move(help);
   f->type = "counter";
-  f->gauge = [fn = std::move(fn)] { return std::vector<GaugeSample>{{{}, fn()}}; };
+  f->gauge = std::move(fn);
   absl::MutexLock lock(&mu_);
   families_.push_back(std::move(f));
 }
@@ -175,37 +182,23 @@ std::string MetricsRegistry::Render() const {
 }
 
 GpuTotals ComputeGpuTotals(const Cache& cache) {
-  GpuTotals t;
-  double free_total = 0, free_on_partial = 0;
-  for (const std::string& name : cache.NodeNames()) {
-    std::optional<NodeInfo> info = cache.GetNodeInfo(name);
-    if (!info.has_value() || info->node() == nullptr) continue;
-    double replicas = 1;
-    const auto& labels = info->node()->meta.labels;
-    if (auto it = labels.find("nvidia.com/gpu.replicas"); it != labels.end()) {
-      double parsed = 1;
-      const std::string& v = it->second;
-      if (std::from_chars(v.data(), v.data() + v.size(), parsed).ec == std::errc()) {
-        replicas = std::max(1.0, parsed);
-      }
-    }
-    auto gpus = [&](const Resources& r, std::string_view res, double per) {
-      return static_cast<double>(r.Get(res)) / 1000.0 / per;
-    };
-    // Whole GPUs are nvidia.com/gpu; renamed time-slicing replicas are nvidia.com/gpu.shared.
-    const bool shared_renamed = info->allocatable().Get(kNvidiaGpuShared) > 0;
-    const double alloc = gpus(info->allocatable(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
-                         gpus(info->allocatable(), kNvidiaGpuShared, replicas);
-    const double used = gpus(info->requested(), kNvidiaGpu, shared_renamed ? 1 : replicas) +
-                        gpus(info->requested(), kNvidiaGpuShared, replicas);
-    t.allocatable += alloc;
-    t.allocated += used;
-    const double free = std::max(0.0, alloc - used);
-    free_total += free;
-    if (used > 0) free_on_partial += free;
+  const std::vector<std::string> names = cache.NodeNames();
+  std::vector<NodeInfo> infos;
+  infos.reserve(names.size());
+  for (const std::string& name : names) {
+    if (std::optional<NodeInfo> info = cache.GetNodeInfo(name); info.has_value()) infos.push_back(*std::move(info));
   }
-  t.fragmentation = free_total > 0 ? free_on_partial / free_total : 0;
-  return t;
+  std::vector<const NodeInfo*> nodes;
+  std::vector<const Pod*> pods;
+  for (const NodeInfo& info : infos) {
+    nodes.push_back(&info);
+    for (const PodRef& pod : info.pods()) pods.push_back(pod.get());
+  }
+  const fgd::GpuEquivalents sum = fgd::SumGpuEquivalents(nodes);
+  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, fgd::WorkloadOfPods(pods));
+  return GpuTotals{.allocatable = static_cast<double>(sum.capacity_milli) / 1000.0,
+                   .allocated = static_cast<double>(sum.allocated_milli) / 1000.0,
+                   .fragmentation = static_cast<double>(frag.fragmented_milli) / 1000.0};
 }
 
 SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
@@ -246,7 +239,8 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                   "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
                   [totals] { return std::vector<GaugeSample>{{{}, totals->allocated}}; });
   registry->Gauge("tessel_gpu_fragmentation",
-                  "Share of free GPUs that sit on partly used nodes (0..1); lower packs better",
+                  "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
+                  "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
                   [this, totals] {
                     std::optional<double> f;
                     if (fragmentation_) f = fragmentation_(scheduler_->cache());
@@ -256,9 +250,44 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
 
 void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
                                        absl::Duration latency) {
+  if (result == "scheduled") {
+    // A node was chosen; the attempt ends with the binding cycle.
+    const absl::Time now = scheduler_->clock().Now();
+    absl::MutexLock lock(&mu_);
+    if (binding_since_.size() > 100000) {
+      std::erase_if(binding_since_, [&](const auto& kv) { return now - kv.second > absl::Hours(1); });
+    }
+    binding_since_[pod.Key()] = now - latency;
+    return;
+  }
   std::vector<std::string> labels{std::string(result), pod.scheduler_name};
   attempts_->Inc(labels);
   attempt_duration_->Observe(labels, absl::ToDoubleSeconds(latency));
+}
+
+void SchedulerMetrics::BindingEnded(const Pod& pod, std::string_view result) {
+  absl::Time since;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = binding_since_.find(pod.Key());
+    if (it == binding_since_.end()) return;
+    since = it->second;
+    binding_since_.erase(it);
+  }
+  std::vector<std::string> labels{std::string(result), pod.scheduler_name};
+  attempts_->Inc(labels);
+  attempt_duration_->Observe(labels, absl::ToDoubleSeconds(scheduler_->clock().Now() - since));
+}
+
+void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
+  BindingEnded(pod, "scheduled");
+}
+
+void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string&) {
+  // A failure of the binding cycle (or a Permit rejection) ends the attempt that chose a node.
+  if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable) {
+    BindingEnded(pod, kind == FailureKind::kBindFailed ? "error" : "unschedulable");
+  }
 }
 
 void SchedulerMetrics::RecordPreemption(int victims) {

@@ -9,7 +9,7 @@
 //   scheduler_pending_pods{queue="active|backoff|unschedulable|gated"}  gauge
 //   scheduler_preemption_victims                                histogram (RecordPreemption)
 //   tessel_gpu_allocatable / tessel_gpu_allocated               gauges, physical-GPU equivalents
-//   tessel_gpu_fragmentation                                    gauge 0..1 (see GpuFragmentationFn)
+//   tessel_gpu_fragmentation                                    gauge, physical-GPU equivalents (FGD)
 //
 //   MetricsRegistry registry;
 //   SchedulerMetrics metrics(&registry, &scheduler);
@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/state/cache.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::server {
 
@@ -79,6 +80,9 @@ class MetricsRegistry {
   void Gauge(std::string name, std::string help, std::function<std::vector<GaugeSample>()> fn);
   // A counter kept elsewhere (a monotonic number read at every scrape).
   void CounterFunc(std::string name, std::string help, std::function<double()> fn);
+  // Labelled counters kept elsewhere, read at every scrape.
+  void CounterSamplesFunc(std::string name, std::string help,
+                          std::function<std::vector<GaugeSample>()> fn);
   std::string Render() const;
 
  private:
@@ -92,35 +96,46 @@ class MetricsRegistry {
   std::vector<std::unique_ptr<Family>> families_ ABSL_GUARDED_BY(mu_);
 };
 
-// Physical-GPU accounting read from the cache. Time-slicing and MPS replicas count as
-// 1/replicas of a GPU (node label nvidia.com/gpu.replicas), so 4 replicas of one GPU are 1 GPU.
+// GPU accounting read from the cache's device ledgers (scheduler/gpu), in physical-GPU
+// equivalents: R time-slicing or MPS replicas of one GPU are 1 GPU, a 400-milli fraction is 0.4.
 struct GpuTotals {
   double allocatable = 0;
   double allocated = 0;
-  // Free GPUs on nodes that are partly used, as a fraction of all free GPUs (0 when none free):
-  // a simple stand-in until the GPU layer provides a device-level measure.
+  // FGD's fragmentation (scheduler/gpu/fragmentation.h, the measure replay and inflate report)
+  // against the mix of pods running in the cluster: idle GPUs those pods could not use where
+  // they sit.
   double fragmentation = 0;
 };
 GpuTotals ComputeGpuTotals(const Cache& cache);
 
-// The hook for a better fragmentation measure (the GPU layer sets it); returning nullopt
-// falls back to ComputeGpuTotals' estimate.
+// Replaces the fragmentation measure (e.g. against a configured target workload); returning
+// nullopt falls back to ComputeGpuTotals' measure.
 using GpuFragmentationFn = std::function<std::optional<double>(const Cache&)>;
 
+// An attempt that chose a node is counted, and its duration observed, when its binding cycle
+// ends (as kube-scheduler's attempt duration covers binding): "scheduled" once the bind
+// succeeded, "error" if it failed. Other attempts are counted when they finish.
 class SchedulerMetrics final : public SchedulingObserver {
  public:
   SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
                    GpuFragmentationFn fragmentation = nullptr);
 
-  void PodScheduled(const Pod&, const std::string&) override {}
-  void PodUnschedulable(const Pod&, const std::string&) override {}
+  void PodScheduled(const Pod& pod, const std::string& node) override;
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
   // A preemption evicted `victims` pods (called by the preemption layer).
   void RecordPreemption(int victims);
 
  private:
+  // Ends an attempt whose binding cycle was running: counts and observes it.
+  void BindingEnded(const Pod& pod, std::string_view result);
+
   Scheduler* scheduler_;
   GpuFragmentationFn fragmentation_;
+  absl::Mutex mu_;
+  // Pods in their binding cycle -> when their attempt started (a bind whose pod vanished
+  // without an outcome is pruned after an hour).
+  StringKeyedMap<absl::Time> binding_since_ ABSL_GUARDED_BY(mu_);
   CounterFamily* attempts_;
   HistogramFamily* attempt_duration_;
   HistogramFamily* preemption_victims_;

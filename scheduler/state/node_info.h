@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "scheduler/api/objects.h"
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/gpu_devices.h"
 
 namespace tessel {
 

@@ -20,7 +20,7 @@ using testing::PodBuilder;
 // Binds succeed unless the pod is told to fail (a number of times, or always).
 class FakeBinder final : public ClusterApi {
  public:
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
     ++attempts[pod.Key()];
     if (auto it = failures.find(pod.Key()); it != failures.end() && it->second != 0) {
       if (it->second > 0) --it->second;
@@ -29,7 +29,6 @@ class FakeBinder final : public ClusterApi {
     bound[pod.Key()] = node;
     return absl::OkStatus();
   }
-  absl::Status PatchAnnotations(const Pod&, const StringMap&) override { return absl::OkStatus(); }
   absl::Status Evict(const Pod& pod, std::string_view) override {
     evicted.push_back(pod.Key());
     bound.erase(pod.Key());
@@ -46,7 +45,7 @@ class FakeBinder final : public ClusterApi {
 class Recorder final : public SchedulingObserver, public GangStatusSink {
  public:
   void PodScheduled(const Pod& pod, const std::string& node) override { scheduled[pod.Key()] = node; }
-  void PodUnschedulable(const Pod& pod, const std::string& message) override {
+  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
     unschedulable[pod.Key()] = message;
   }
   void GangStatusChanged(const GangId& id, const GangStatusUpdate& update) override {
@@ -259,7 +258,7 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
     CHECK_FALSE(c.cache.NodeOf("default/ring-2").has_value());  // forgotten, resources free
     CHECK(c.rec.status.at("PodGroup default/ring").reason == "BindFailed");
     CHECK_THAT(c.rec.unschedulable.at("default/ring-0"),
-               Catch::Contains("binding default/ring-2 failed 3 times"));
+               Catch::Contains("binding default/ring-2 failed ("));
     // The evicted pods are deleted (a Job would recreate them); the gang comes back whole.
     for (const std::string& key : evicted) c.s->OnPodDelete(key);
     c.api.failures.clear();

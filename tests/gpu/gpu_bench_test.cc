@@ -134,6 +134,17 @@ TEST_CASE("the bundled default trace: 8152 pods, 1213 nodes, 35 typical pod clas
   CHECK(TypicalPods(*pods).size() == 35);
 }
 
+TEST_CASE("the bundled variants: one per openb family, all parse", "[gpu][inflate]") {
+  const std::pair<const char*, size_t> kVariants[] = {
+      {"cpu050", 7439}, {"gpushare40", 8152}, {"gpuspec10", 8152}, {"multigpu20", 8324}};
+  for (const auto& [name, count] : kVariants) {
+    CAPTURE(name);
+    auto pods = LoadTracePods(std::string(TESSEL_BENCH_DATA_DIR) + "/openb_pod_list_" + name + ".csv");
+    REQUIRE(pods.ok());
+    CHECK(pods->size() == count);
+  }
+}
+
 TEST_CASE("a tiny inflation run keeps the books: allocated never exceeds arrived", "[gpu][inflate]") {
   auto nodes = ParseTraceNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,16000,65536,2,T4\nn1,16000,65536,4,V100\n");
   auto pods = ParseTracePods(

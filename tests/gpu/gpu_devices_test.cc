@@ -4,8 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "builders.h"
+#include "scheduler/api/decode.h"
 #include "scheduler/state/cache.h"
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/gpu_devices.h"
 
 namespace tessel {
 namespace {
@@ -18,7 +19,9 @@ Pod GpuPod(std::string name, std::string_view requests, StringMap annotations = 
   b.Requests(requests);
   if (!node.empty()) b.Node(std::move(node));
   for (auto& [k, v] : annotations) b.mutable_pod().meta.annotations[k] = v;
-  return b.Build();
+  Pod pod = b.Build();
+  ReadGpuDevicesAnnotation(pod);  // as the decoder does
+  return pod;
 }
 
 // A GFD-labelled node: `count` GPUs, `replicas` slots each (1 = unshared).
@@ -138,6 +141,30 @@ TEST_CASE("device lists parse and print", "[gpu]") {
   CHECK_FALSE(ParseDeviceList("a").has_value());
   CHECK_FALSE(ParseDeviceList("-1").has_value());
   CHECK(FormatDeviceList({1, 2, 5}) == "1,2,5");
+  CHECK_FALSE(ParseDeviceList("1024").has_value());
+  CHECK_FALSE(ParseDeviceList(",1").has_value());
+  // Decoding: the annotation becomes the typed field; a malformed one leaves a warning that
+  // names the field, and no choice.
+  Pod ok = GpuPod("ok", "nvidia.com/gpu:2", {{"tessel.io/gpu-devices", "0,3"}});
+  CHECK(ok.gpu_devices == DeviceList{0, 3});
+  CHECK(ok.decode_warnings.empty());
+  Pod bad = GpuPod("bad", "nvidia.com/gpu:2", {{"tessel.io/gpu-devices", "0;3"}});
+  CHECK_FALSE(bad.gpu_devices.has_value());
+  REQUIRE(bad.decode_warnings.size() == 1);
+  CHECK_THAT(bad.decode_warnings[0], Catch::Contains("metadata.annotations[tessel.io/gpu-devices]"));
+  CHECK_FALSE(GpuPod("none", "nvidia.com/gpu:2").gpu_devices.has_value());
+  // Through the decoder: the typed field, and the warning in the List's warnings.
+  auto list = DecodeList(R"({"kind": "List", "items": [
+    {"kind": "Pod", "metadata": {"name": "good", "annotations": {"tessel.io/gpu-devices": "1,2"}},
+     "spec": {"containers": [{"name": "c"}]}},
+    {"kind": "Pod", "metadata": {"name": "bad", "annotations": {"tessel.io/gpu-devices": "x"}},
+     "spec": {"containers": [{"name": "c"}]}}]})");
+  REQUIRE(list.ok());
+  REQUIRE(list->pods.size() == 2);
+  CHECK(list->pods[0].gpu_devices == DeviceList{1, 2});
+  CHECK_FALSE(list->pods[1].gpu_devices.has_value());
+  REQUIRE(list->warnings.size() == 1);
+  CHECK_THAT(list->warnings[0], Catch::Contains("default/bad") && Catch::Contains("tessel.io/gpu-devices"));
 }
 
 TEST_CASE("placements take devices and give them back exactly", "[gpu]") {
@@ -168,7 +195,7 @@ TEST_CASE("placements take devices and give them back exactly", "[gpu]") {
         {"c", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "200"}}, {900, 200}},
         {"d", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "100"}}, {1000, 200}},
         {"-b", "", {}, {700, 200}}}},
-      {"the devices annotation is honoured when it fits",
+      {"the typed device choice (from the annotation) is honoured when it fits",
        GfdNode("n", 4),
        {{"a", "nvidia.com/gpu:2", {{"tessel.io/gpu-devices", "1,3"}}, {0, 1000, 0, 1000}},
         {"b", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "500"}, {"tessel.io/gpu-devices", "2"}}, {0, 1000, 500, 1000}},

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <random>
 
 #include "builders.h"
 #include "plugins/best_fit/best_fit.h"
@@ -254,11 +255,11 @@ TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][pl
   REQUIRE(plugin.ok());
   TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
   n.Add(Frac("x", 400));
-  fgd::FGD::Choice c = (*plugin)->Evaluate(PodGpuOf(Frac("a", 300)), n.info);
-  CHECK(c.score == 50);
+  auto c = (*plugin)->Evaluate(PodGpuOf(Frac("a", 300)), n.info);
+  CHECK(c.key == 50);
   CHECK(c.devices == DeviceList{1});
   c = (*plugin)->Evaluate(PodGpuOf(Frac("b", 600)), n.info);
-  CHECK(c.score == 50);
+  CHECK(c.key == 50);
   CHECK(c.devices == DeviceList{0});
   // The fragmentation itself: frag(600 free, 1000 free) = 0; (300, 1000) = 300.
   fgd::FragModel model(classes);
@@ -386,6 +387,158 @@ TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload
   auto fixed = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(fixed.ok());
   CHECK((*fixed)->scale_milli() == 1000);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+fgd::TargetWorkload Learner(std::string_view args_yaml) {
+  auto w = fgd::TargetWorkload::FromArgs(YAML::Load(std::string(args_yaml)), {});
+  REQUIRE(w.ok());
+  REQUIRE(w->learning());
+  return *std::move(w);
+}
+
+fgd::TargetClass ClassOfPod(const Pod& pod) { return fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod)); }
+
+TEST_CASE("learned workload: each pod is counted once, however often it is retried", "[gpu][learning]") {
+  fgd::TargetWorkload w = Learner("{}");
+  const Pod pod = MakePod("a", "cpu:1,nvidia.com/gpu:2");
+  for (int i = 0; i < 10; ++i) w.Observe(gpu::MakePodGpu(pod), "uid-a");
+  CHECK(w.observed() == 1);
+  CHECK(w.CountOf(ClassOfPod(pod)) == 2);  // counts are doubled
+  w.Observe(gpu::MakePodGpu(pod), "uid-b");
+  CHECK(w.CountOf(ClassOfPod(pod)) == 4);
+
+  SECTION("through the plugin: PreFilter on every attempt counts the pod once") {
+    FakeHandle handle;
+    auto plugin = tessel_gpu::Tessel::New(YAML::Node(), handle);
+    REQUIRE(plugin.ok());
+    Pod p = MakePod("retried", "cpu:1,nvidia.com/gpu:1");
+    p.meta.uid = "uid-retried";
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      CycleState state;
+      REQUIRE((*plugin)->PreFilter(state, p).ok());
+    }
+    CHECK((*plugin)->workload().observed() == 1);
+    // Without a UID the pod is known by namespace/name.
+    Pod q = MakePod("no-uid", "cpu:1,nvidia.com/gpu:1");
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      CycleState state;
+      REQUIRE((*plugin)->PreFilter(state, q).ok());
+    }
+    CHECK((*plugin)->workload().observed() == 2);
+  }
+}
+
+TEST_CASE("learned workload: counts halve every learnHalfLife pods", "[gpu][learning]") {
+  fgd::TargetWorkload w = Learner("{learnHalfLife: 4}");
+  const Pod a = MakePod("a", "cpu:1,nvidia.com/gpu:1"), b = MakePod("b", "cpu:2");
+  int id = 0;
+  auto observe = [&](const Pod& p, int n) {
+    for (int i = 0; i < n; ++i) w.Observe(gpu::MakePodGpu(p), StrCat("uid-", id++));
+  };
+  observe(a, 3);
+  observe(b, 1);  // 4th pod: halve. a: 6 -> 3, b: 2 -> 1
+  CHECK(w.CountOf(ClassOfPod(a)) == 3);
+  CHECK(w.CountOf(ClassOfPod(b)) == 1);
+  observe(b, 4);  // b: 1 + 8 = 9 -> 4; a: 3 -> 1
+  CHECK(w.CountOf(ClassOfPod(a)) == 1);
+  CHECK(w.CountOf(ClassOfPod(b)) == 4);
+  observe(b, 4);  // a: 1 -> 0, forgotten; b: 12 -> 6
+  CHECK(w.CountOf(ClassOfPod(a)) == 0);
+  CHECK(w.CountOf(ClassOfPod(b)) == 6);
+  // The model follows: only b is left.
+  REQUIRE(w.model().classes().size() == 1);
+  CHECK(w.model().classes()[0].cpu_milli == 2000);
+}
+
+TEST_CASE("learned workload: the model keeps the most frequent classes up to coveragePercent", "[gpu][learning]") {
+  // Counts (doubled) a: 12, b: 6, c: 2 of 20.
+  const Pod a = MakePod("a", "cpu:1,nvidia.com/gpu:1"), b = MakePod("b", "cpu:1,nvidia.com/gpu:2"),
+            c = MakePod("c", "cpu:1");
+  auto model_for = [&](std::string_view args) {
+    fgd::TargetWorkload w = Learner(args);
+    int id = 0;
+    for (auto [pod, n] : {std::pair{&a, 6}, std::pair{&b, 3}, std::pair{&c, 1}}) {
+      for (int i = 0; i < n; ++i) w.Observe(gpu::MakePodGpu(*pod), StrCat("uid-", id++));
+    }
+    return w.model().classes();
+  };
+  // 60%: a alone covers 12/20.
+  auto m = model_for("{coveragePercent: 60}");
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].num_gpu == 1);
+  CHECK(m[0].weight == 12);
+  // 90%: a and b (18/20).
+  m = model_for("{coveragePercent: 90}");
+  REQUIRE(m.size() == 2);
+  CHECK(m[1].num_gpu == 2);
+  // 100%: every class.
+  CHECK(model_for("{coveragePercent: 100}").size() == 3);
+}
+
+TEST_CASE("learned workload: the whole-node prior keeps its weight", "[gpu][learning]") {
+  fgd::TargetWorkload w = Learner("{learnHalfLife: 50}");
+  CHECK(w.SetNodeSizes({8, 4, 8, 0}));
+  CHECK_FALSE(w.SetNodeSizes({4, 8}));  // the same set: no rebuild
+  // Nothing learned yet: the prior alone, weight 1 per node size.
+  REQUIRE(w.model().classes().size() == 2);
+  CHECK(w.model().classes()[0].num_gpu == 4);
+  CHECK(w.model().classes()[0].node_gpus == 4);
+  CHECK(w.model().classes()[1].node_gpus == 8);
+  CHECK(w.model().total_weight() == 2);
+  // After many small pods (and decay), each node size still weighs as much as all learned
+  // classes together.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    const int gpus = std::uniform_int_distribution<int>(0, 2)(rng);
+    w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), gpus ? StrCat("cpu:1,nvidia.com/gpu:", gpus) : "cpu:1")),
+              StrCat("uid-", i));
+    int64_t learned = 0, prior4 = 0, prior8 = 0;
+    for (const fgd::TargetClass& c : w.model().classes()) {
+      if (c.node_gpus == 4) prior4 = c.weight;
+      else if (c.node_gpus == 8) prior8 = c.weight;
+      else learned += c.weight;
+    }
+    CAPTURE(i);
+    REQUIRE(prior4 == std::max<int64_t>(learned, 1));
+    REQUIRE(prior8 == prior4);
+  }
+  // Configured workloads get no prior.
+  auto configured = fgd::TargetWorkload::FromArgs(YAML::Load("{targetWorkload: [{gpuMilli: 500, numGpu: 1}]}"), {});
+  REQUIRE(configured.ok());
+  CHECK_FALSE(configured->SetNodeSizes({8}));
+  CHECK(configured->model().classes().size() == 1);
+  // wholeNodePrior: false turns it off.
+  fgd::TargetWorkload off = Learner("{wholeNodePrior: false}");
+  CHECK_FALSE(off.SetNodeSizes({8}));
+  CHECK(off.model().empty());
+}
+
+TEST_CASE("FGD device choice: an opted-in fraction fills a shared device before opening one", "[gpu][plugins]") {
+  FakeHandle handle;
+  YAML::Node args;
+  args["targetWorkload"] = fgd::TargetWorkloadYaml({{.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}});
+  auto plugin = tessel_gpu::Tessel::New(args, handle);
+  REQUIRE(plugin.ok());
+  TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  n.Add(Frac("x", 300));  // best fit: device 0
+  Pod opted = Frac("a", 500);
+  opted.meta.annotations["tessel.io/gpu-sharing"] = "allowed";
+  CHECK((*plugin)->Evaluate(PodGpuOf(opted), n.info).devices == DeviceList{0});
+  // Too big for the shared device: it may open device 1.
+  Pod big = Frac("b", 800);
+  big.meta.annotations["tessel.io/gpu-sharing"] = "allowed";
+  CHECK((*plugin)->Evaluate(PodGpuOf(big), n.info).devices == DeviceList{1});
+  // GpuShare's score says the same at node level.
+  TestNode fresh("fresh", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  CHECK(gpu_share::SharingScore(PodGpuOf(opted), n.info) == gpu_share::kSharedInUseScore);
+  CHECK(gpu_share::SharingScore(PodGpuOf(opted), fresh.info) == 0);
+  CHECK(gpu_share::SharingScore(PodGpuOf(big), n.info) == 0);
 }
 
 }  // namespace

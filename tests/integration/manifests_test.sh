@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # manifests_test.sh: `kubectl apply --dry-run=server -k manifests/` (and the samples) is clean:
-# the API server accepts every object, with no warnings.
+# the API server accepts every object, with no warnings; the API Priority and Fairness objects
+# classify the scheduler's lease traffic apart from the rest.
 source "$(dirname "$0")/lib.sh"
 it_begin manifests
 for dir in manifests manifests/samples; do
@@ -13,4 +14,24 @@ rendered=$(kubectl kustomize "$TESSEL_ROOT/manifests")
 grep -q "replicas: 2" <<<"$rendered" || fail "Deployment replicas != 2"
 grep -q -- "--leader-elect=true" <<<"$rendered" || fail "leader election not on"
 grep -q "runAsNonRoot: true" <<<"$rendered" || fail "not non-root"
+
+# API Priority and Fairness: applied for real, the scheduler's lease requests are classified
+# into the lease flow and its other requests into its own flow (the apiserver names the
+# FlowSchema of every request in the X-Kubernetes-PF-FlowSchema-UID response header).
+fc="$TESSEL_ROOT/manifests/flowcontrol.yaml"
+kubectl apply -f "$fc" >/dev/null || fail "flowcontrol.yaml does not apply"
+trap 'rc=$?; kubectl delete -f "$fc" --wait=false >/dev/null 2>&1; (exit $rc); it_cleanup' EXIT
+uid_of() { kubectl get flowschema "$1" -o 'jsonpath={.metadata.uid}'; }
+lease_uid=$(uid_of tessel-scheduler-leader-election)
+rest_uid=$(uid_of tessel-scheduler)
+[[ -n $lease_uid && -n $rest_uid ]] || fail "FlowSchemas not created"
+flow_of() {  # the FlowSchema UID the apiserver reports for a request of the scheduler's
+  kubectl --kubeconfig "$SCHED_KUBECONFIG" -v=8 "$@" 2>&1 >/dev/null \
+    | sed -n 's/.*X-Kubernetes-Pf-Flowschema-Uid: *\([0-9a-f-]*\).*/\1/Ip' | head -n1
+}
+classified() { [[ $(flow_of "${@:2}") == "$1" ]]; }
+# The FlowSchemas take effect within seconds of their creation.
+it_wait 30 "lease requests in tessel-scheduler-leader-election" \
+  classified "$lease_uid" get lease -n kube-system tessel-scheduler
+it_wait 30 "other requests in tessel-scheduler" classified "$rest_uid" get pods -n "$NS"
 exit 0

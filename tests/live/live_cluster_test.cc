@@ -1,16 +1,15 @@
-// LiveCluster against a fake API server: a bind the server accepted is final; a 409 on a pod
-// already bound to the chosen node counts as done (a retried request whose first answer was
-// lost), a 409 on a pod bound elsewhere fails and marks the pod so it is not reported
-// unschedulable; a replica that may not write sends nothing; events are deduplicated; the
-// PodScheduled condition is a strategic merge patch on pods/status.
+// LiveCluster against a fake API server: a bind is one POST carrying the pod's UID and the
+// binding annotations; the answer is typed (ClusterApi::Bind's contract): 201 OK; 404 or a 409
+// on a pod that is gone, being deleted or replaced (new UID) NotFound; a 409 on a pod bound
+// elsewhere AlreadyExists; a 409 on a pod bound to the chosen node OK (a lost answer); lasting
+// 5xx Unavailable; a replica that may not write sends nothing (FailedPrecondition); and a
+// request's timeout is cut to the time this replica may still write.
 #include <catch2/catch.hpp>
 
-#include <httplib.h>
-
-#include <atomic>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "fake_api_server.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/live_cluster.h"
 
@@ -18,68 +17,7 @@ namespace tessel::kube {
 namespace {
 
 using nlohmann::json;
-
-struct FakeApi {
-  httplib::Server server;
-  std::thread thread;
-  int port = 0;
-  absl::Mutex mu;
-  std::vector<std::string> requests;  // "METHOD path"
-  std::vector<std::string> bodies;
-  std::string bound_to;               // spec.nodeName of pod ns/p
-  bool lose_first_answer = false;     // answer 503 to a bind that did land
-
-  FakeApi() {
-    auto record = [this](const httplib::Request& req) {
-      absl::MutexLock lock(&mu);
-      requests.push_back(req.method + " " + req.path);
-      bodies.push_back(req.body);
-    };
-    server.Post("/api/v1/namespaces/ns/pods/p/binding", [this, record](const httplib::Request& req, httplib::Response& res) {
-      record(req);
-      absl::MutexLock lock(&mu);
-      if (!bound_to.empty()) {
-        res.status = 409;
-        res.set_content(R"({"kind":"Status","code":409,"message":"pod p is already assigned to node \")" + bound_to + "\\\"\"}",
-                        "application/json");
-        return;
-      }
-      json b = json::parse(req.body);
-      bound_to = b["target"]["name"];
-      res.status = lose_first_answer ? 503 : 201;
-      lose_first_answer = false;
-    });
-    server.Get("/api/v1/namespaces/ns/pods/p", [this, record](const httplib::Request& req, httplib::Response& res) {
-      record(req);
-      absl::MutexLock lock(&mu);
-      res.set_content(json{{"spec", {{"nodeName", bound_to}}}}.dump(), "application/json");
-    });
-    server.Post("/api/v1/namespaces/ns/events", [record](const httplib::Request& req, httplib::Response& res) {
-      record(req);
-      res.status = 201;
-    });
-    server.Patch("/api/v1/namespaces/ns/pods/p/status", [record](const httplib::Request& req, httplib::Response& res) {
-      record(req);
-      res.set_content("{}", "application/json");
-    });
-    server.Get("/apis/policy", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"kind":"APIGroup","name":"policy","versions":[{"groupVersion":"policy/v1beta1","version":"v1beta1"}]})",
-                      "application/json");
-    });
-    port = server.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { server.listen_after_bind(); });
-    // stop() before the loop runs would be lost (cpp-httplib): wait until it serves.
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~FakeApi() {
-    server.stop();
-    thread.join();
-  }
-  int Count(const std::string& request) {
-    absl::MutexLock lock(&mu);
-    return static_cast<int>(std::count(requests.begin(), requests.end(), request));
-  }
-};
+using testing::FakeApiServer;
 
 Pod TestPod() {
   Pod p;
@@ -90,88 +28,178 @@ Pod TestPod() {
   return p;
 }
 
-struct Fixture {
-  FakeApi api;
-  std::unique_ptr<KubeClient> client;
-  WorkerPool pool{"events", 1};
-  std::atomic<bool> leader{true};
-  std::unique_ptr<LiveCluster> cluster;
-  Fixture() {
-    auto c = KubeClient::New({.server = "http://127.0.0.1:" + std::to_string(api.port)},
-                             {.qps = 0, .retry_backoff = {.initial = absl::Milliseconds(1),
-                                                          .max = absl::Milliseconds(2)}});
-    REQUIRE(c.ok());
-    client = *std::move(c);
-    cluster = std::make_unique<LiveCluster>(client.get(), &pool,
-                                            LiveClusterOptions{.identity = "test",
-                                                               .may_write = [this] { return leader.load(); }});
-  }
+constexpr char kBindPath[] = "POST /api/v1/namespaces/ns/pods/p/binding";
+
+// The pod ns/p as the server holds it.
+struct PodOnServer {
+  bool exists = true;
+  std::string uid = "uid-1";
+  std::string node;      // spec.nodeName
+  bool deleting = false;
+  int bind_answer = 0;   // forced HTTP code for binds (0: behave like the apiserver)
+  bool lose_first_answer = false;  // the first bind lands but answers 503
 };
 
-TEST_CASE("bind: accepted once, with the pod's UID as precondition") {
+struct Fixture {
+  absl::Mutex mu;
+  PodOnServer pod;
+  FakeApiServer api{[this](const FakeApiServer::Call& call, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    if (call.line() == kBindPath) {
+      if (pod.bind_answer != 0) {
+        res.status = pod.bind_answer;
+        return;
+      }
+      json b = json::parse(call.body);
+      if (!pod.exists) {
+        res.status = 404;
+      } else if (b["metadata"].contains("uid") && b["metadata"]["uid"] != pod.uid) {
+        res.status = 409;  // "Precondition failed: UID in precondition ..."
+      } else if (!pod.node.empty() || pod.deleting) {
+        res.status = 409;
+      } else {
+        pod.node = b["target"]["name"];
+        res.status = pod.lose_first_answer ? 503 : 201;
+        pod.lose_first_answer = false;
+      }
+      return;
+    }
+    if (call.line() == "GET /api/v1/namespaces/ns/pods/p") {
+      if (!pod.exists) {
+        res.status = 404;
+        return;
+      }
+      json meta = {{"name", "p"}, {"namespace", "ns"}, {"uid", pod.uid}};
+      if (pod.deleting) meta["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+      res.set_content(json{{"metadata", meta}, {"spec", {{"nodeName", pod.node}}}}.dump(),
+                      "application/json");
+      return;
+    }
+    if (call.line() == "GET /apis/policy") {
+      res.set_content(R"({"kind":"APIGroup","name":"policy","versions":[{"groupVersion":"policy/v1beta1","version":"v1beta1"}]})",
+                      "application/json");
+      return;
+    }
+    res.status = 404;
+  }};
+  std::unique_ptr<KubeClient> client = api.Client();
+  EventRecorder events{client.get(), {}};
+  std::optional<absl::Duration> budget = absl::InfiniteDuration();
+  LiveCluster cluster{client.get(), &events,
+                      LiveClusterOptions{.write_budget = [this] {
+                        absl::MutexLock lock(&mu);
+                        return budget;
+                      }}};
+};
+
+TEST_CASE("bind: one POST with the pod's UID and the binding annotations") {
   Fixture f;
-  REQUIRE(f.cluster->Bind(TestPod(), "node-1").ok());
-  CHECK(f.api.Count("POST /api/v1/namespaces/ns/pods/p/binding") == 1);
-  json body = json::parse(f.api.bodies.front());
+  REQUIRE(f.cluster.Bind(TestPod(), "node-1", {{"tessel.io/gpu-devices", "0,3"}}).ok());
+  std::vector<FakeApiServer::Call> calls = f.api.calls();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].line() == kBindPath);
+  json body = json::parse(calls[0].body);
   CHECK(body["metadata"]["uid"] == "uid-1");
+  CHECK(body["metadata"]["annotations"] == json{{"tessel.io/gpu-devices", "0,3"}});
   CHECK(body["target"]["name"] == "node-1");
-  CHECK(f.cluster->binds() == 1);
+  CHECK(f.cluster.binds() == 1);
 }
 
-TEST_CASE("bind: a lost answer and a 409 on the same node count as one bind") {
+TEST_CASE("bind: no annotations, no annotations field") {
   Fixture f;
-  f.api.lose_first_answer = true;  // the first POST lands but answers 503; the retry gets 409
-  REQUIRE(f.cluster->Bind(TestPod(), "node-1").ok());
-  CHECK(f.api.Count("POST /api/v1/namespaces/ns/pods/p/binding") == 2);
-  CHECK(f.api.Count("GET /api/v1/namespaces/ns/pods/p") == 1);
-  CHECK(f.cluster->binds() == 1);
-  CHECK_FALSE(f.cluster->FoundBoundElsewhere("ns/p"));
+  REQUIRE(f.cluster.Bind(TestPod(), "node-1", {}).ok());
+  json body = json::parse(f.api.calls().at(0).body);
+  CHECK_FALSE(body["metadata"].contains("annotations"));
 }
 
-TEST_CASE("bind: a pod bound elsewhere fails and is not reported unschedulable") {
-  Fixture f;
-  f.api.bound_to = "other-node";
-  absl::Status st = f.cluster->Bind(TestPod(), "node-1");
-  CHECK(absl::IsAlreadyExists(st));
-  CHECK(f.cluster->FoundBoundElsewhere("ns/p"));
-  StatusReporter reporter(f.cluster.get(), &f.pool);
-  reporter.PodUnschedulable(TestPod(), "binding rejected: already bound");
-  f.pool.Shutdown();
-  CHECK(f.api.Count("POST /api/v1/namespaces/ns/events") == 0);
-  CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 0);
-}
-
-TEST_CASE("a replica that may not write sends nothing") {
-  Fixture f;
-  f.leader = false;
-  CHECK(absl::IsUnavailable(f.cluster->Bind(TestPod(), "node-1")));
-  CHECK(absl::IsUnavailable(f.cluster->Evict(TestPod(), "preempted")));
-  StatusReporter reporter(f.cluster.get(), &f.pool);
-  reporter.PodUnschedulable(TestPod(), "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
-  f.pool.Shutdown();
-  absl::MutexLock lock(&f.api.mu);
-  CHECK(f.api.requests.empty());
-}
-
-TEST_CASE("unschedulable: one event and one condition per distinct message") {
-  Fixture f;
-  StatusReporter reporter(f.cluster.get(), &f.pool);
-  const std::string msg = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
-  for (int i = 0; i < 5; ++i) reporter.PodUnschedulable(TestPod(), msg);
-  reporter.PodUnschedulable(TestPod(), "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
-  f.pool.Shutdown();
-  CHECK(f.api.Count("POST /api/v1/namespaces/ns/events") == 2);
-  CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
-  CHECK(f.cluster->events_suppressed() == 4);
-  absl::MutexLock lock(&f.api.mu);
-  for (size_t i = 0; i < f.api.requests.size(); ++i) {
-    if (f.api.requests[i] != "PATCH /api/v1/namespaces/ns/pods/p/status") continue;
-    json patch = json::parse(f.api.bodies[i]);
-    const json& c = patch["status"]["conditions"][0];
-    CHECK(c["type"] == "PodScheduled");
-    CHECK(c["status"] == "False");
-    CHECK(c["reason"] == "Unschedulable");
+TEST_CASE("bind: the answer is typed") {
+  struct Case {
+    std::string name;
+    PodOnServer pod;
+    absl::StatusCode want;
+    int binds;  // binds() afterwards
+  };
+  const std::vector<Case> cases = {
+      {"accepted", {}, absl::StatusCode::kOk, 1},
+      {"a lost answer, then 409 on the chosen node", {.lose_first_answer = true}, absl::StatusCode::kOk, 1},
+      {"404: deleted", {.exists = false}, absl::StatusCode::kNotFound, 0},
+      {"409: bound elsewhere", {.node = "other-node"}, absl::StatusCode::kAlreadyExists, 0},
+      {"409: a new pod holds the name", {.uid = "uid-2"}, absl::StatusCode::kNotFound, 0},
+      {"409: being deleted", {.deleting = true}, absl::StatusCode::kNotFound, 0},
+      {"503 that lasts", {.bind_answer = 503}, absl::StatusCode::kUnavailable, 0},
+      {"429 that lasts", {.bind_answer = 429}, absl::StatusCode::kUnavailable, 0},
+      {"403", {.bind_answer = 403}, absl::StatusCode::kPermissionDenied, 0},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Fixture f;
+      {
+        absl::MutexLock lock(&f.mu);
+        f.pod = c.pod;
+      }
+      absl::Status st = f.cluster.Bind(TestPod(), "node-1", {});
+      CAPTURE(st.ToString());
+      CHECK(st.code() == c.want);
+      CHECK(f.cluster.binds() == c.binds);
+    }
   }
+}
+
+TEST_CASE("a replica that may not write sends nothing: FailedPrecondition") {
+  SECTION("not the leader") {
+    Fixture f;
+    {
+      absl::MutexLock lock(&f.mu);
+      f.budget = std::nullopt;
+    }
+    CHECK(absl::IsFailedPrecondition(f.cluster.Bind(TestPod(), "node-1", {})));
+    CHECK(absl::IsFailedPrecondition(f.cluster.Evict(TestPod(), "preempted")));
+    CHECK(f.api.calls().empty());
+  }
+  SECTION("the lease has run out") {
+    Fixture f;
+    {
+      absl::MutexLock lock(&f.mu);
+      f.budget = absl::ZeroDuration();
+    }
+    CHECK(absl::IsFailedPrecondition(f.cluster.Bind(TestPod(), "node-1", {})));
+    CHECK(f.api.calls().empty());
+  }
+  SECTION("shutting down") {
+    Fixture f;
+    f.cluster.StopWriting();
+    CHECK(absl::IsFailedPrecondition(f.cluster.Bind(TestPod(), "node-1", {})));
+    CHECK(f.api.calls().empty());
+  }
+}
+
+TEST_CASE("leadership is checked before every attempt, retries included") {
+  // The server answers 503; leadership ends after the second check: two attempts are sent,
+  // the third is refused before it leaves.
+  FakeApiServer api([](const FakeApiServer::Call&, httplib::Response& res) { res.status = 503; });
+  auto client = api.Client();
+  int checks = 0;
+  absl::StatusOr<Response> r = client->Do(
+      {.method = "POST", .path = "/api/v1/namespaces/ns/pods/p/binding", .body = "{}",
+       .write_budget = [&]() -> std::optional<absl::Duration> {
+         if (++checks > 2) return std::nullopt;
+         return absl::Seconds(10);
+       }});
+  CHECK(absl::IsFailedPrecondition(r.status()));
+  CHECK(api.CountMethod("POST") == 2);
+  CHECK(checks == 3);
+}
+
+TEST_CASE("a request's timeout is cut to the time left to write") {
+  FakeApiServer api([](const FakeApiServer::Call&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    res.status = 201;
+  });
+  auto client = api.Client({.qps = 0, .max_attempts = 1});
+  absl::StatusOr<Response> r =
+      client->Do({.method = "POST", .path = "/x", .body = "{}",
+                  .write_budget = [] { return std::optional<absl::Duration>(absl::Milliseconds(200)); }});
+  CHECK(absl::IsDeadlineExceeded(r.status()));
 }
 
 TEST_CASE("discovery picks the Eviction version the server serves") {

@@ -1,7 +1,9 @@
 // Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
-// count), gauges, escaping; GPU totals in physical-GPU equivalents.
+// count), gauges, escaping; GPU totals in physical-GPU equivalents; the attempt duration of a
+// pod that chose a node ends with its binding cycle.
 #include <catch2/catch.hpp>
 
+#include "plugins/registry.h"
 #include "scheduler/server/metrics.h"
 
 namespace tessel::server {
@@ -48,18 +50,23 @@ scheduler_pending_pods{queue="backoff"} 0
   CHECK(c.Get({"scheduled", "tessel"}) == 2);
 }
 
+// A GFD-labelled node with `gpus` physical GPUs of `replicas` slots each.
 Node GpuNode(const std::string& name, int64_t gpus, int replicas) {
   Node n;
   n.meta.name = name;
-  n.meta.labels["nvidia.com/gpu.replicas"] = std::to_string(replicas);
-  n.allocatable.scalar[std::string(kNvidiaGpu)] = gpus * 1000;
+  n.meta.labels["nvidia.com/gpu.count"] = std::to_string(gpus);
+  if (replicas > 1) {
+    n.meta.labels["nvidia.com/gpu.replicas"] = std::to_string(replicas);
+    n.meta.labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing";
+  }
+  n.allocatable.scalar[std::string(kNvidiaGpu)] = gpus * replicas * 1000;
   n.allocatable.pods = 110;
   n.capacity = n.allocatable;
   n.ready = ConditionStatus::kTrue;
   return n;
 }
 
-Pod GpuPod(const std::string& name, const std::string& node, int64_t gpus) {
+Pod GpuPod(const std::string& name, const std::string& node, int64_t gpus, int64_t milli = 0) {
   Pod p;
   p.meta.namespace_ = "ns";
   p.meta.name = name;
@@ -67,23 +74,70 @@ Pod GpuPod(const std::string& name, const std::string& node, int64_t gpus) {
   p.phase = PodPhase::kRunning;
   p.requests.scalar[std::string(kNvidiaGpu)] = gpus * 1000;
   p.requests.pods = 1;
+  if (milli > 0) p.meta.annotations["tessel.io/gpu-milli"] = std::to_string(milli);
+  p.meta.annotations["tessel.io/gpu-sharing"] = "allowed";
   return p;
 }
 
-TEST_CASE("GPU totals count time-slicing replicas as fractions of a GPU") {
+TEST_CASE("GPU totals count physical-GPU equivalents; fragmentation is FGD's measure") {
   RealClock clock;
   Cache cache(&clock);
   cache.AddOrUpdateNode(GpuNode("whole-0", 8, 1));
   cache.AddOrUpdateNode(GpuNode("whole-1", 8, 1));
-  cache.AddOrUpdateNode(GpuNode("sliced", 32, 4));  // 8 GPUs x 4 replicas
+  cache.AddOrUpdateNode(GpuNode("sliced", 8, 4));  // 8 GPUs x 4 replicas
   cache.AddOrUpdatePod(GpuPod("a", "whole-0", 2));
   cache.AddOrUpdatePod(GpuPod("b", "sliced", 4));   // 4 replicas = 1 GPU
+  cache.AddOrUpdatePod(GpuPod("c", "whole-1", 1, 400));  // a 400-milli fraction is 0.4 GPU
   GpuTotals t = ComputeGpuTotals(cache);
   CHECK(t.allocatable == Approx(24));
-  CHECK(t.allocated == Approx(3));
-  // Free: whole-0 6 (partly used), whole-1 8 (empty), sliced 7 (partly used) -> 13 of 21.
-  CHECK(t.fragmentation == Approx(13.0 / 21.0));
-  CHECK(t.allocated + (6 + 8 + 7) == Approx(t.allocatable));
+  CHECK(t.allocated == Approx(3.4));
+  // The running mix: classes (2 x 1000), (4 x 1000) and (1 x 400), weight 1 each. Free per
+  // device: whole-0 six whole GPUs; whole-1 600 + seven whole; sliced: the 4 replicas went to
+  // 4 devices (least-loaded first), so 4 x 750 + four whole.
+  //   whole-0: every class fits, nothing stranded                          0
+  //   whole-1: 2 x 1000 and 4 x 1000 strand the 600; 400 fits             1200
+  //   sliced:  2 x 1000 and 4 x 1000 strand 4 x 750 each; 400 fits        6000
+  // F = 7200 / 3 = 2400 milli-GPU.
+  CHECK(t.fragmentation == Approx(2.4));
+}
+
+TEST_CASE("an attempt that chose a node is measured to the end of its binding cycle") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
+                           .cache = &cache, .clock = &clock});
+  REQUIRE(s.ok());
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, s->get());
+  Pod a, b, c;
+  a.meta.name = "a";
+  b.meta.name = "b";
+  c.meta.name = "c";
+  a.scheduler_name = b.scheduler_name = c.scheduler_name = "tessel";
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  m.AttemptFinished(a, "scheduled", absl::Seconds(2));  // the scheduling cycle took 2 s
+  m.AttemptFinished(b, "scheduled", absl::Seconds(1));
+  m.AttemptFinished(c, "unschedulable", absl::Seconds(1));
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "absent");
+  clock.Advance(absl::Seconds(3));  // binding takes 3 s
+  m.PodScheduled(a, "n");
+  m.PodUnschedulable(b, FailureKind::kBindFailed, "binding rejected");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="error",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="unschedulable",profile="tessel"})") == "1");
+  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled",profile="tessel"})") == "5");
+  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="error",profile="tessel"})") == "4");
+  // An outcome without a binding cycle in progress is not counted twice.
+  m.PodScheduled(a, "n");
+  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
 }
 
 }  // namespace

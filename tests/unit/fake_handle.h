@@ -11,13 +11,10 @@ namespace tessel::testing {
 
 class RecordingApi final : public ClusterApi {
  public:
-  absl::Status Bind(const Pod& pod, const std::string& node) override {
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& a) override {
     binds.emplace_back(pod.Key(), node);
+    bind_annotations.emplace_back(pod.Key(), a);
     return bind_result;
-  }
-  absl::Status PatchAnnotations(const Pod& pod, const StringMap& a) override {
-    patches.emplace_back(pod.Key(), a);
-    return absl::OkStatus();
   }
   absl::Status Evict(const Pod& pod, std::string_view) override {
     evictions.push_back(pod.Key());
@@ -28,7 +25,7 @@ class RecordingApi final : public ClusterApi {
   }
   absl::Status bind_result = absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> binds;
-  std::vector<std::pair<std::string, StringMap>> patches;
+  std::vector<std::pair<std::string, StringMap>> bind_annotations;
   std::vector<std::string> evictions;
   std::vector<std::pair<std::string, std::string>> events;
 };
@@ -49,6 +46,11 @@ class FakeHandle final : public Handle {
   ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
   uint64_t seed() const override { return 7; }
   std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
+  const StringMap* NamespaceLabels(std::string_view ns) const override {
+    auto it = namespace_labels_.find(ns);
+    return it == namespace_labels_.end() ? nullptr : &it->second;
+  }
+  void SetNamespaceLabels(std::string ns, StringMap labels) { namespace_labels_[std::move(ns)] = std::move(labels); }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
 
@@ -57,6 +59,7 @@ class FakeHandle final : public Handle {
   Cache cache_;
   Snapshot snapshot_;
   RecordingApi api_;
+  std::map<std::string, StringMap, std::less<>> namespace_labels_;
 };
 
 }  // namespace tessel::testing

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "scheduler/api/objects.h"
+#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 
@@ -33,7 +34,6 @@ inline constexpr int64_t kMigSlicesPerGpu = 7;
 
 // Pod annotations.
 inline constexpr std::string_view kGpuMilliAnnotation = "tessel.io/gpu-milli";
-inline constexpr std::string_view kGpuDevicesAnnotation = "tessel.io/gpu-devices";
 inline constexpr std::string_view kGpuSharingAnnotation = "tessel.io/gpu-sharing";
 inline constexpr std::string_view kGpuMemoryAnnotation = "tessel.io/gpu-memory";
 // NVIDIA GPU feature discovery node labels.
@@ -99,13 +99,6 @@ struct GpuDemand {
 };
 GpuDemand DemandOn(const GpuRequest& request, const GpuInventory& inventory);
 
-// Device indices, one entry per whole device, per slot, or the one device of a fraction.
-using DeviceList = std::vector<int32_t>;
-
-// "0,3" <-> {0, 3}. Parsing fails (nullopt) on anything but comma-separated indices >= 0.
-std::string FormatDeviceList(const DeviceList& devices);
-std::optional<DeviceList> ParseDeviceList(std::string_view text);
-
 class GpuDevices {
  public:
   GpuDevices() = default;
@@ -143,7 +136,7 @@ class GpuDevices {
   // Whether one device has room for `milli` (and the memory hint).
   bool DeviceFits(int32_t device, int64_t milli, int64_t memory_bytes) const;
 
-  // Accounts the pod on the node: devices from its tessel.io/gpu-devices annotation when valid,
+  // Accounts the pod on the node: its typed device choice (Pod::gpu_devices) when valid here,
   // else the default choice. Pods without GPU requests are ignored. Never fails: a pod that
   // fits nowhere is counted in unplaced_milli().
   void AddPod(const Pod* pod);

@@ -1,5 +1,5 @@
 // Fragmentation under a target workload (see fragmentation.h).
-#include "plugins/fgd/fragmentation.h"
+#include "scheduler/gpu/fragmentation.h"
 
 #include <algorithm>
 #include <map>
@@ -39,7 +39,7 @@ FragModel::FragModel(std::vector<TargetClass> classes) : classes_(std::move(clas
       int32_t id = ModelId(m);
       if (id >= 0) mask |= uint64_t{1} << id;
     }
-    compiled_.push_back({c.cpu_milli, c.gpu_milli, c.num_gpu, mask, c.weight});
+    compiled_.push_back({c.cpu_milli, c.gpu_milli, c.num_gpu, mask, c.weight, c.node_gpus});
     total_weight_ += c.weight;
   }
 }
@@ -58,6 +58,7 @@ namespace {
 template <typename CompiledClass>
 int64_t FragOfClass(const CompiledClass& c, const NodeShape& node, int64_t idle) {
   if (c.num_gpu == 0 || node.cpu_free < c.cpu) return idle;
+  if (c.node_gpus > 0 && node.n != c.node_gpus) return idle;
   const bool allowed = c.model_mask == ~uint64_t{0} ||
                        (node.model >= 0 && (c.model_mask >> node.model & 1) != 0);
   if (!allowed) return idle;
@@ -85,6 +86,56 @@ int64_t FragModel::NodeFrag(const NodeShape& node) const {
   int64_t total = 0;
   for (const Compiled& c : compiled_) total += c.weight * FragOfClass(c, node, idle);
   return total;
+}
+
+TargetClass ClassOfPod(const gpu::PodGpu& pod) {
+  TargetClass c;
+  c.cpu_milli = pod.cpu_milli;
+  const GpuRequest& r = pod.request;
+  if (r.kind == GpuRequest::Kind::kFraction) {
+    c.num_gpu = 1;
+    c.gpu_milli = r.milli;
+  } else if (r.needs_devices()) {
+    c.num_gpu = r.count;
+    c.gpu_milli = kMilliPerGpu;
+  }
+  c.models = pod.models;
+  return c;
+}
+
+FragModel WorkloadOfPods(const std::vector<const Pod*>& pods) {
+  std::vector<TargetClass> classes;
+  classes.reserve(pods.size());
+  for (const Pod* pod : pods) classes.push_back(ClassOfPod(gpu::MakePodGpu(*pod)));
+  return FragModel(TypicalClasses(classes, 100));
+}
+
+ClusterFragmentation MeasureFragmentation(const std::vector<const NodeInfo*>& nodes, const FragModel& model) {
+  ClusterFragmentation out;
+  int64_t scaled = 0;
+  for (const NodeInfo* node : nodes) {
+    const GpuDevices& gpus = node->gpus();
+    out.idle_milli += gpus.total_free_milli();
+    scaled += model.NodeFrag(NodeShape::Of(*node, model.ModelId(gpus.inventory().product)));
+  }
+  out.fragmented_milli = model.total_weight() > 0 ? scaled / model.total_weight() : 0;
+  return out;
+}
+
+GpuEquivalents SumGpuEquivalents(const std::vector<const NodeInfo*>& nodes) {
+  GpuEquivalents out;
+  int64_t mig_capacity = 0, mig_allocated = 0;  // sevenths
+  for (const NodeInfo* node : nodes) {
+    const GpuDevices& gpus = node->gpus();
+    out.devices += gpus.count();
+    out.capacity_milli += gpus.inventory().capacity_milli();
+    out.allocated_milli += gpus.total_allocated_milli();
+    mig_capacity += gpus.inventory().mig_sevenths;
+    mig_allocated += gpus.mig_allocated_sevenths();
+  }
+  out.capacity_milli += mig_capacity * kMilliPerGpu / kMigSlicesPerGpu;
+  out.allocated_milli += mig_allocated * kMilliPerGpu / kMigSlicesPerGpu;
+  return out;
 }
 
 std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, int64_t coverage_pct) {
@@ -128,17 +179,17 @@ absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& l
   if (!list || list.IsNull()) return out;
   if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
   for (size_t i = 0; i < list.size(); ++i) {
-    ArgsReader item(list[i]);
     const std::string where = StrCat("args.targetWorkload[", i, "]");
+    ArgsReader item(list[i], where);
     if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
-      return absl::InvalidArgumentError(StrCat(where, ": ", st.message()));
+      return st;
     }
     auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
     auto gpu = item.Int("gpuMilli", 0, 0, 1000);
     auto num = item.Int("numGpu", 0, 0, 1024);
     auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
     for (const auto* st : {&cpu, &gpu, &num, &weight}) {
-      if (!st->ok()) return absl::InvalidArgumentError(StrCat(where, ": ", st->status().message()));
+      if (!st->ok()) return st->status();
     }
     if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
       return absl::InvalidArgumentError(StrCat(
@@ -147,10 +198,9 @@ absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& l
     }
     TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
                   .models = {}, .weight = *weight};
-    if (YAML::Node models = item.Child("models"); models && !models.IsNull()) {
-      if (!models.IsSequence()) return absl::InvalidArgumentError(StrCat(where, ".models: want a list"));
-      for (const auto& m : models) c.models.push_back(m.as<std::string>());
-    }
+    auto models = item.StringList("models");
+    if (!models.ok()) return models.status();
+    c.models = *std::move(models);
     out.push_back(std::move(c));
   }
   return out;

@@ -5,7 +5,8 @@
 // The target workload is a set of pod classes m (CPU milli, GPU milli per GPU, GPU count,
 // allowed GPU models) with integer weights w_m (counts). For a node n with idle GPU milli I:
 //   frag_n(m) = I                                   if m needs no GPU, or the node's model is
-//                                                   not allowed, or m does not fit (CPU or GPU)
+//                                                   not allowed (or its GPU count, for a class
+//                                                   bound to one node size), or m does not fit
 //             = sum of free milli of devices whose  if m fits: num_gpu devices with free >= m's
 //               free < m's gpu_milli                milli (for a whole GPU, fully free ones)
 //   F_n = sum_m w_m * frag_n(m)       (milli-GPU x weight; divide by W = sum_m w_m for milli-GPU)
@@ -24,6 +25,7 @@
 #include <array>
 #include <span>
 #include "absl/status/statusor.h"
+#include "scheduler/gpu/pod_gpu.h"
 #include "scheduler/state/node_info.h"
 #include "yaml-cpp/yaml.h"
 
@@ -35,6 +37,10 @@ struct TargetClass {
   int32_t num_gpu = 0;
   std::vector<std::string> models;  // empty = any
   int64_t weight = 1;
+  // Only nodes with exactly this many GPUs count for the class (0 = every node); on other nodes
+  // it counts all idle GPU as fragmented, the same before and after any placement, so it does
+  // not move the gradient there. The learned workload's whole-node prior uses it.
+  int32_t node_gpus = 0;
   bool operator==(const TargetClass&) const = default;
 };
 
@@ -74,6 +80,7 @@ class FragModel {
     int32_t num_gpu;
     uint64_t model_mask;  // bit i: models_[i] allowed; all ones = any
     int64_t weight;
+    int32_t node_gpus;    // 0 = any node
   };
   std::vector<TargetClass> classes_;
   std::vector<Compiled> compiled_;
@@ -85,6 +92,29 @@ class FragModel {
 // in first-seen order), kept until they cover `coverage_pct`% of the pods, as FGD picks its
 // "typical pods". `pods` are (class, count 1) entries.
 std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, int64_t coverage_pct);
+
+// The class of one pod (weight 1): a fraction is one GPU of that milli, k whole GPUs are k x 1000.
+TargetClass ClassOfPod(const gpu::PodGpu& pod);
+// The workload of a set of pods: every class among them, weighted by its count.
+FragModel WorkloadOfPods(const std::vector<const Pod*>& pods);
+
+// FGD's measure over a whole cluster: the idle GPU milli that the workload's classes cannot use
+// where it sits (sum over nodes of F_n / W), and all idle GPU milli. The one definition behind
+// replay's and inflate's fragmentation numbers and the tessel_gpu_fragmentation metric.
+struct ClusterFragmentation {
+  int64_t fragmented_milli = 0;
+  int64_t idle_milli = 0;
+};
+ClusterFragmentation MeasureFragmentation(const std::vector<const NodeInfo*>& nodes, const FragModel& model);
+
+// GPU capacity and allocation in physical-GPU equivalents (milli): every device is 1000, R
+// replicas of one GPU together are 1000, a fraction is its milli, a MIG slice N/7 of 1000.
+struct GpuEquivalents {
+  int64_t devices = 0;
+  int64_t capacity_milli = 0;
+  int64_t allocated_milli = 0;
+};
+GpuEquivalents SumGpuEquivalents(const std::vector<const NodeInfo*>& nodes);
 
 // Args: targetWorkload: [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...]
 absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list);

@@ -1,5 +1,5 @@
 // GPU inventory, pod GPU requests and per-device bookkeeping (see gpu_devices.h).
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/gpu_devices.h"
 
 #include <algorithm>
 #include <charconv>
@@ -172,23 +172,6 @@ GpuDemand DemandOn(const GpuRequest& req, const GpuInventory& inv) {
       break;
   }
   return d;
-}
-
-std::string FormatDeviceList(const DeviceList& devices) { return StrJoin(devices, ","); }
-
-std::optional<DeviceList> ParseDeviceList(std::string_view text) {
-  DeviceList out;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    auto v = ParseInt(text.substr(0, comma));
-    if (!v.has_value() || *v < 0 || *v > 1023) return std::nullopt;
-    out.push_back(static_cast<int32_t>(*v));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-    if (text.empty()) return std::nullopt;
-  }
-  if (out.empty()) return std::nullopt;
-  return out;
 }
 
 void GpuDevices::SetInventory(GpuInventory inventory) {
@@ -370,11 +353,8 @@ void GpuDevices::AddPod(const Pod* pod) {
             .unplaced_milli = 0,
             .devices = {}};
   if (demand.kind != GpuDemand::Kind::kNone) {
-    std::optional<DeviceList> chosen;
-    if (auto it = pod->meta.annotations.find(kGpuDevicesAnnotation); it != pod->meta.annotations.end()) {
-      chosen = ParseDeviceList(it->second);
-      if (chosen.has_value() && !ValidChoice(demand, *chosen)) chosen.reset();
-    }
+    std::optional<DeviceList> chosen = pod->gpu_devices;
+    if (chosen.has_value() && !ValidChoice(demand, *chosen)) chosen.reset();
     if (!chosen.has_value()) chosen = DefaultChoice(demand);
     if (chosen.has_value()) {
       h.devices = *std::move(chosen);

@@ -1,0 +1,187 @@
+#include "plugins/inter_pod_affinity/inter_pod_affinity.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "scheduler/framework/plugin_util.h"
+
+namespace tessel::inter_pod_affinity {
+namespace {
+
+// topology key -> value -> summed weight, for PreScore/Score.
+using DomainScores = StringKeyedMap<StringKeyedMap<int64_t>>;
+
+bool MatchesAll(const std::vector<ResolvedTerm>& terms, const Pod& pod, const NamespaceLabelsFn& ns) {
+  for (const ResolvedTerm& t : terms) {
+    if (!t.Matches(pod, ns)) return false;
+  }
+  return true;
+}
+
+bool HasAnyAffinity(const Pod& pod) { return !pod.pod_affinity.empty() || !pod.pod_anti_affinity.empty(); }
+
+// Adds `weight * sign` to the domain of `node` for each term matching `candidate`.
+void AddTermScores(const std::vector<ResolvedTerm>& terms, const Pod& candidate, const Node& node,
+                   const NamespaceLabelsFn& ns, int64_t sign, DomainScores& scores) {
+  for (const ResolvedTerm& t : terms) {
+    if (t.weight == 0 || !t.Matches(candidate, ns)) continue;
+    auto label = node.meta.labels.find(t.topology_key);
+    if (label == node.meta.labels.end()) continue;
+    scores[t.topology_key][label->second] += t.weight * sign;
+  }
+}
+
+}  // namespace
+
+void PreFilterState::UpdateWithPod(const Pod& incoming, const Pod& existing, const Node& node,
+                                   const NamespaceLabelsFn& namespace_labels, int64_t delta) {
+  const StringMap& labels = node.meta.labels;
+  auto domain_of = [&](const ResolvedTerm& t) -> const std::string* {
+    auto it = labels.find(t.topology_key);
+    return it == labels.end() ? nullptr : &it->second;
+  };
+  for (const PodAffinityTerm& term : existing.pod_anti_affinity.required) {
+    ResolvedTerm t = ResolvedTerm::Of(term, existing);
+    if (!t.Matches(incoming, namespace_labels)) continue;
+    if (const std::string* v = domain_of(t)) existing_anti_affinity.Add(t.topology_key, *v, delta);
+  }
+  if (!affinity.empty() && MatchesAll(affinity, existing, namespace_labels)) {
+    for (const ResolvedTerm& t : affinity) {
+      if (const std::string* v = domain_of(t)) affinity_counts.Add(t.topology_key, *v, delta);
+    }
+  }
+  for (const ResolvedTerm& t : anti_affinity) {
+    if (!t.Matches(existing, namespace_labels)) continue;
+    if (const std::string* v = domain_of(t)) anti_affinity_counts.Add(t.topology_key, *v, delta);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<InterPodAffinity>> InterPodAffinity::New(const YAML::Node& args,
+                                                                        Handle& handle) {
+  ArgsReader reader(args);
+  if (absl::Status st = reader.OnlyKeys({"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"});
+      !st.ok()) {
+    return st;
+  }
+  auto weight = reader.Int("hardPodAffinityWeight", 1, 0, 100);
+  if (!weight.ok()) return weight.status();
+  auto ignore = reader.Bool("ignorePreferredTermsOfExistingPods", false);
+  if (!ignore.ok()) return ignore.status();
+  return std::make_unique<InterPodAffinity>(
+      Args{.hard_pod_affinity_weight = *weight, .ignore_preferred_terms_of_existing_pods = *ignore},
+      handle);
+}
+
+NamespaceLabelsFn InterPodAffinity::NamespaceLabels() const {
+  const Handle* handle = &handle_;
+  return [handle](std::string_view ns) { return handle->NamespaceLabels(ns); };
+}
+
+Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
+  auto s = std::make_unique<PreFilterState>();
+  s->affinity = ResolveRequired(pod.pod_affinity, pod);
+  s->anti_affinity = ResolveRequired(pod.pod_anti_affinity, pod);
+  const NamespaceLabelsFn ns = NamespaceLabels();
+  s->matches_own_affinity = !s->affinity.empty() && MatchesAll(s->affinity, pod, ns);
+  const bool own_terms = !s->affinity.empty() || !s->anti_affinity.empty();
+  for (const NodeInfo* info : handle_.snapshot().nodes()) {
+    if (info->node() == nullptr) continue;
+    for (const PodRef& existing : info->pods()) {
+      if (existing->Key() == pod.Key()) continue;
+      // Without terms of its own, only the existing pods' anti-affinity concerns the pod.
+      if (!own_terms && existing->pod_anti_affinity.required.empty()) continue;
+      s->UpdateWithPod(pod, *existing, *info->node(), ns, +1);
+    }
+  }
+  if (!own_terms && s->existing_anti_affinity.empty()) return Status::Skip();
+  state.Write(kName, std::move(s));
+  return Status::Ok();
+}
+
+Status InterPodAffinity::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
+  const auto* s = state.Read<PreFilterState>(kName);
+  if (s == nullptr) return Status::Error("InterPodAffinity: PreFilter state is missing");
+  const StringMap& labels = node.node()->meta.labels;
+  if (!s->affinity.empty()) {
+    bool pods_exist = true;
+    for (const ResolvedTerm& t : s->affinity) {
+      auto it = labels.find(t.topology_key);
+      if (it == labels.end()) return Status::Unresolvable(std::string(kAffinityReason));
+      if (s->affinity_counts.Get(t.topology_key, it->second) <= 0) pods_exist = false;
+    }
+    // The first pod of a group with affinity to itself: nothing matches anywhere yet.
+    const bool first_of_group = s->affinity_counts.empty() && s->matches_own_affinity;
+    if (!pods_exist && !first_of_group) return Status::Unresolvable(std::string(kAffinityReason));
+  }
+  if (!s->anti_affinity_counts.empty()) {
+    for (const ResolvedTerm& t : s->anti_affinity) {
+      auto it = labels.find(t.topology_key);
+      if (it != labels.end() && s->anti_affinity_counts.Get(t.topology_key, it->second) > 0) {
+        return Status::Unschedulable(std::string(kAntiAffinityReason));
+      }
+    }
+  }
+  if (s->existing_anti_affinity.AnyPositive(labels)) {
+    return Status::Unschedulable(std::string(kExistingAntiAffinityReason));
+  }
+  return Status::Ok();
+}
+
+Status InterPodAffinity::PreScore(CycleState& state, const Pod& pod,
+                                  const std::vector<const NodeInfo*>&) {
+  const bool has_preferred = !pod.pod_affinity.preferred.empty() || !pod.pod_anti_affinity.preferred.empty();
+  if (args_.ignore_preferred_terms_of_existing_pods && !has_preferred) return Status::Skip();
+  const std::vector<ResolvedTerm> affinity = ResolvePreferred(pod.pod_affinity, pod);
+  const std::vector<ResolvedTerm> anti_affinity = ResolvePreferred(pod.pod_anti_affinity, pod);
+  const NamespaceLabelsFn ns = NamespaceLabels();
+  DomainScores scores;
+  for (const NodeInfo* info : handle_.snapshot().nodes()) {
+    const Node* node = info->node();
+    if (node == nullptr || node->meta.labels.empty()) continue;
+    for (const PodRef& existing : info->pods()) {
+      if (existing->Key() == pod.Key()) continue;
+      if (!has_preferred && !HasAnyAffinity(*existing)) continue;
+      AddTermScores(affinity, *existing, *node, ns, +1, scores);
+      AddTermScores(anti_affinity, *existing, *node, ns, -1, scores);
+      if (!HasAnyAffinity(*existing)) continue;
+      if (args_.hard_pod_affinity_weight > 0) {
+        std::vector<ResolvedTerm> hard = ResolveRequired(existing->pod_affinity, *existing);
+        for (ResolvedTerm& t : hard) t.weight = args_.hard_pod_affinity_weight;
+        AddTermScores(hard, pod, *node, ns, +1, scores);
+      }
+      if (args_.ignore_preferred_terms_of_existing_pods) continue;
+      AddTermScores(ResolvePreferred(existing->pod_affinity, *existing), pod, *node, ns, +1, scores);
+      AddTermScores(ResolvePreferred(existing->pod_anti_affinity, *existing), pod, *node, ns, -1, scores);
+    }
+  }
+  if (scores.empty()) return Status::Skip();
+  state.WriteValue(kPreScoreKey, std::move(scores));
+  return Status::Ok();
+}
+
+ScoreResult InterPodAffinity::Score(const CycleState& state, const Pod&, const NodeInfo& node) const {
+  const auto* scores = state.ReadValue<DomainScores>(kPreScoreKey);
+  if (scores == nullptr) return {0, Status::Error("InterPodAffinity: PreScore state is missing")};
+  int64_t sum = 0;
+  for (const auto& [key, values] : *scores) {
+    auto label = node.node()->meta.labels.find(key);
+    if (label == node.node()->meta.labels.end()) continue;
+    if (auto v = values.find(label->second); v != values.end()) sum += v->second;
+  }
+  return {sum, Status::Ok()};
+}
+
+Status InterPodAffinity::NormalizeScore(const CycleState&, const Pod&, NodeScoreList& scores) const {
+  if (scores.empty()) return Status::Ok();
+  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t max = std::numeric_limits<int64_t>::min();
+  for (const NodeScore& s : scores) {
+    min = std::min(min, s.score);
+    max = std::max(max, s.score);
+  }
+  const int64_t range = max - min;
+  for (NodeScore& s : scores) s.score = range > 0 ? (s.score - min) * kMaxNodeScore / range : 0;
+  return Status::Ok();
+}
+
+}  // namespace tessel::inter_pod_affinity

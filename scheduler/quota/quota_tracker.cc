@@ -1,0 +1,233 @@
+// Quota accounting and reclaim (see quota_tracker.h for the rules).
+#include "scheduler/quota/quota_tracker.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+
+int64_t LimitOf(const ResourceLimits& limits, std::string_view r, int64_t fallback) {
+  auto it = limits.find(r);
+  return it == limits.end() ? fallback : it->second;
+}
+
+int64_t Lendable(const Queue& q, std::string_view r) {
+  return LimitOf(q.lending_limit, r, q.nominal.Get(r));
+}
+
+int64_t Guaranteed(const Queue& q, std::string_view r) { return q.nominal.Get(r) - Lendable(q, r); }
+
+// Saturating a + b for the "nominal + unlimited borrowing" sums.
+int64_t SatAdd(int64_t a, int64_t b) { return b > kUnlimited - a ? kUnlimited : a + b; }
+
+}  // namespace
+
+void QuotaTracker::Add(const std::string& key, const std::string& queue, const Resources& usage) {
+  Remove(key);
+  if (directory_->Find(queue) == nullptr) return;
+  (void)usage_[queue].Add(usage);
+  charges_[key] = Charge{.queue = queue, .usage = usage};
+}
+
+void QuotaTracker::Remove(const std::string& key) {
+  auto it = charges_.find(key);
+  if (it == charges_.end()) return;
+  usage_[it->second.queue].Sub(it->second.usage);
+  charges_.erase(it);
+}
+
+const Resources& QuotaTracker::UsageRef(std::string_view queue) const {
+  static const Resources kNone;
+  auto it = usage_.find(queue);
+  return it == usage_.end() ? kNone : it->second;
+}
+
+Resources QuotaTracker::Usage(std::string_view queue) const { return UsageRef(queue); }
+
+std::vector<const Queue*> QuotaTracker::CohortOf(const Queue& queue) const {
+  if (queue.cohort.empty()) return {&queue};
+  std::vector<const Queue*> out;
+  for (const Queue& q : directory_->queues()) {
+    if (q.cohort == queue.cohort) out.push_back(&q);
+  }
+  return out;
+}
+
+std::vector<std::string> QuotaTracker::Governed(const Queue& queue) const {
+  std::set<std::string> names;
+  for (const Queue* m : CohortOf(queue)) {
+    for (const auto& [name, amount] : m->nominal.Entries()) names.insert(name);
+    for (const auto& [name, amount] : m->borrowing_limit) names.insert(name);
+  }
+  return {names.begin(), names.end()};
+}
+
+QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& request) const {
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr) return {};
+  QuotaVerdict verdict;
+  const std::vector<const Queue*> cohort = CohortOf(*queue);
+  for (const std::string& r : Governed(*queue)) {
+    const int64_t asked = request.Get(r);
+    if (asked == 0) continue;
+    const int64_t used = UsageRef(queue->name()).Get(r);
+    const int64_t want = SatAdd(used, asked);
+    const int64_t nominal = queue->nominal.Get(r);
+    auto fail = [&](std::string_view why) {
+      verdict.fits = false;
+      verdict.reason = StrCat("queue ", queue->name(), ": ", r, " ", FormatResourceQuantity(r, want),
+                              " of nominal ", FormatResourceQuantity(r, nominal), "; ", why);
+    };
+    if (queue->cohort.empty()) {
+      if (want > nominal) {
+        fail("it is in no cohort, so it cannot borrow");
+        return verdict;
+      }
+      continue;
+    }
+    const int64_t limit = SatAdd(nominal, LimitOf(queue->borrowing_limit, r, kUnlimited));
+    if (want > limit) {
+      fail(StrCat("its borrowing limit is ",
+                  FormatResourceQuantity(r, LimitOf(queue->borrowing_limit, r, 0))));
+      return verdict;
+    }
+    // The cohort's pool: what every member lends, against what members use beyond what they
+    // keep back for themselves.
+    int64_t lent_by_others = 0;
+    int64_t used_by_others = 0;
+    for (const Queue* m : cohort) {
+      if (m == queue) continue;
+      lent_by_others += Lendable(*m, r);
+      used_by_others += std::max<int64_t>(0, UsageRef(m->name()).Get(r) - Guaranteed(*m, r));
+    }
+    const int64_t pool_room = lent_by_others + Lendable(*queue, r) - used_by_others;
+    if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
+      if (used_by_others > lent_by_others) {
+        fail(StrCat("the cohort ", queue->cohort, " borrows ",
+                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of it"));
+      } else {
+        const int64_t left = std::max<int64_t>(
+            0, lent_by_others - used_by_others - std::max<int64_t>(0, used - nominal));
+        fail(StrCat("the cohort ", queue->cohort, " has ", FormatResourceQuantity(r, left),
+                    " to lend"));
+      }
+      return verdict;
+    }
+    verdict.borrows |= want > nominal;
+  }
+  return verdict;
+}
+
+Resources QuotaTracker::Borrowed(std::string_view queue_name) const {
+  Resources out;
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr) return out;
+  if (queue->cohort.empty()) return out;
+  for (const std::string& r : Governed(*queue)) {
+    const int64_t over = UsageRef(queue_name).Get(r) - queue->nominal.Get(r);
+    if (over > 0) out.Set(r, over);
+  }
+  return out;
+}
+
+int64_t QuotaTracker::WeightedDominantShare(std::string_view queue_name) const {
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr) return 0;
+  int64_t dominant = 0;
+  for (const auto& [r, borrowed] : Borrowed(queue_name).Entries()) {
+    int64_t pool = 0;
+    for (const Queue* m : CohortOf(*queue)) pool += Lendable(*m, r);
+    if (pool <= 0) continue;
+    dominant = std::max(dominant, borrowed * 1000 / pool);
+  }
+  return dominant * 1000 / queue->weight_milli;
+}
+
+std::optional<std::vector<QuotaWorkload>> QuotaTracker::ReclaimVictims(
+    const ReclaimRequest& req, const std::vector<QuotaWorkload>& running) const {
+  if (Check(req.queue, req.request).fits) return std::vector<QuotaWorkload>{};
+  const Queue* queue = directory_->Find(req.queue);
+  if (queue == nullptr) return std::nullopt;
+
+  // Reclaim applies to a queue that stays within its nominal quota with the request.
+  bool within_nominal = true;
+  for (const std::string& r : Governed(*queue)) {
+    if (req.request.Get(r) > 0 &&
+        UsageRef(queue->name()).Get(r) + req.request.Get(r) > queue->nominal.Get(r)) {
+      within_nominal = false;
+    }
+  }
+  auto older_last = [](const QuotaWorkload* a, const QuotaWorkload* b) {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    if (a->start_time != b->start_time) return a->start_time > b->start_time;
+    return a->key < b->key;
+  };
+  std::vector<const QuotaWorkload*> from_cohort, from_own;
+  for (const QuotaWorkload& w : running) {
+    const Queue* owner = directory_->Find(w.queue);
+    if (owner == nullptr) continue;
+    if (owner == queue) {
+      if (queue->within_queue == WithinQueuePolicy::kLowerPriority && w.priority < req.priority) {
+        from_own.push_back(&w);
+      }
+      continue;
+    }
+    if (queue->cohort.empty() || owner->cohort != queue->cohort || !within_nominal) continue;
+    if (queue->reclaim_within_cohort == ReclaimPolicy::kNever) continue;
+    if (queue->reclaim_within_cohort == ReclaimPolicy::kLowerPriority &&
+        w.priority >= req.priority) {
+      continue;
+    }
+    from_cohort.push_back(&w);
+  }
+  std::sort(from_cohort.begin(), from_cohort.end(), older_last);
+  std::sort(from_own.begin(), from_own.end(), older_last);
+
+  // Simulate on a copy: evict in order until the request fits.
+  QuotaTracker sim = *this;
+  std::vector<const QuotaWorkload*> victims;
+  auto fits = [&] { return sim.Check(req.queue, req.request).fits; };
+  for (const QuotaWorkload* w : from_cohort) {
+    if (fits()) break;
+    const Queue& owner = *directory_->Find(w->queue);
+    bool keeps_nominal = true;
+    bool relieves = false;
+    for (const auto& [r, amount] : w->usage.Entries()) {
+      const int64_t used = sim.UsageRef(owner.name()).Get(r);
+      if (used - amount < owner.nominal.Get(r)) keeps_nominal = false;
+      if (req.request.Get(r) > 0 && used > owner.nominal.Get(r)) relieves = true;
+    }
+    if (!keeps_nominal || !relieves) continue;
+    sim.Remove(w->key);
+    victims.push_back(w);
+  }
+  for (const QuotaWorkload* w : from_own) {
+    if (fits()) break;
+    sim.Remove(w->key);
+    victims.push_back(w);
+  }
+  if (!fits()) return std::nullopt;
+
+  // Reprieve: put back every victim the request does not need, highest priority first.
+  std::vector<const QuotaWorkload*> by_value = victims;
+  std::sort(by_value.begin(), by_value.end(),
+            [&](const QuotaWorkload* a, const QuotaWorkload* b) { return older_last(b, a); });
+  std::vector<QuotaWorkload> evict;
+  for (const QuotaWorkload* w : by_value) {
+    sim.Add(w->key, w->queue, w->usage);
+    if (fits()) continue;  // reprieved
+    sim.Remove(w->key);
+    evict.push_back(*w);
+  }
+  std::sort(evict.begin(), evict.end(),
+            [](const QuotaWorkload& a, const QuotaWorkload& b) { return a.key < b.key; });
+  return evict;
+}
+
+}  // namespace tessel

@@ -1,0 +1,94 @@
+// Quota accounting per queue and cohort: whether a pod fits its team's quota, how much a queue
+// borrows, and which running pods to evict to reclaim lent quota. Exact integers throughout;
+// GPUs are counted in physical-GPU equivalents (milli), converted by the caller.
+//
+// The rules are Kueue's ClusterQueue rules, per resource r:
+//   guaranteed(q) = nominal(q) - lendingLimit(q)        (all of nominal is lendable by default)
+//   pool          = sum over the cohort of lendable(m)   (what members lend each other)
+//   pool use      = sum over the cohort of max(0, usage(m) - guaranteed(m))
+//   q may hold U  when U <= nominal(q) + borrowingLimit(q) and the pool use stays <= pool.
+// A queue without a cohort never exceeds its nominal quota. A resource that no queue of the
+// cohort lists in nominalQuota is not limited.
+//
+//   QuotaTracker t(&directory);
+//   t.Add("team-a/train-0", "team-a", usage);
+//   QuotaVerdict v = t.Check("team-a", request);   // v.fits, v.reason ("queue team-a: ...")
+//   auto victims = t.ReclaimVictims({.queue = "team-b", .request = r, .priority = 10}, running);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "scheduler/quota/queue.h"
+
+namespace tessel {
+
+struct QuotaVerdict {
+  bool fits = true;
+  bool borrows = false;  // fits only by borrowing from the cohort
+  std::string reason;    // when !fits: "queue team-a: nvidia.com/gpu 21 of nominal 20; ..."
+};
+
+// A running pod (or a whole gang, as one unit) that holds quota.
+struct QuotaWorkload {
+  std::string key;
+  std::string queue;
+  int32_t priority = 0;
+  absl::Time start_time = absl::UnixEpoch();
+  Resources usage;
+};
+
+struct ReclaimRequest {
+  std::string queue;
+  Resources request;
+  int32_t priority = 0;
+};
+
+class QuotaTracker {
+ public:
+  explicit QuotaTracker(const QueueDirectory* directory) : directory_(directory) {}
+
+  // Charges `usage` to `queue` under `key`; a key already charged is first released, so
+  // informer replays are idempotent. Unknown queues are ignored (their pods are not limited).
+  void Add(const std::string& key, const std::string& queue, const Resources& usage);
+  void Remove(const std::string& key);
+
+  // Whether `queue` can take `request` on top of its usage now.
+  QuotaVerdict Check(std::string_view queue, const Resources& request) const;
+
+  Resources Usage(std::string_view queue) const;
+  // How far above nominal the queue is, per resource (what it borrows from its cohort).
+  Resources Borrowed(std::string_view queue) const;
+  // The queue's dominant share of its cohort's pool, per mille, divided by its weight
+  // (weight 1 = 1000 milli): borrowing is shared in increasing order of this (DRF).
+  int64_t WeightedDominantShare(std::string_view queue) const;
+
+  // The running workloads to evict so that `req` fits its queue's quota, or nullopt when no
+  // set allowed by the queues' preemption policies makes it fit. Empty when it fits already.
+  // Victims come from cohort members that borrow (reclaimWithinCohort: only when the
+  // preemptor's queue stays within its nominal quota), lowest priority and most recently
+  // started first, never pushing a member below its nominal; then, if withinQueue allows,
+  // lower-priority workloads of the preemptor's own queue. Afterwards every victim that is not
+  // needed is reprieved (highest priority first), so no more than needed are evicted.
+  std::optional<std::vector<QuotaWorkload>> ReclaimVictims(
+      const ReclaimRequest& req, const std::vector<QuotaWorkload>& running) const;
+
+ private:
+  struct Charge {
+    std::string queue;
+    Resources usage;
+  };
+  // Resources listed in nominalQuota by any queue sharing `queue`'s cohort (or by the queue).
+  std::vector<std::string> Governed(const Queue& queue) const;
+  std::vector<const Queue*> CohortOf(const Queue& queue) const;
+  const Resources& UsageRef(std::string_view queue) const;
+
+  const QueueDirectory* directory_;
+  std::map<std::string, Charge, std::less<>> charges_;
+  std::map<std::string, Resources, std::less<>> usage_;
+};
+
+}  // namespace tessel

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# churn_test.sh: no overcommit under churn (issue 10 §1.1, §1.9). 24 simulated nodes x 8 GPUs;
+# 150 one-GPU pods are created, a third of them (every third name) deleted while the scheduler
+# binds them (client QPS 20, so binds are in flight), and half of the deleted names re-created
+# asking 2 GPUs. While it settles and at the end, on every node the bound pods' GPUs fit its
+# capacity and no GPU device (tessel.io/gpu-devices) is given to two whole-GPU pods; in the end
+# every live pod is bound. The apiserver never answered a bind with 409 (a pod bound twice, the
+# "already bound" rescheduling) and the scheduler log has no "already bound".
+# Demand: 100 x 1 + 25 x 2 = 150 of 192 GPUs, so every pod fits whatever the holes.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/live_lib.sh"
+it_begin churn
+
+it_nodes_n churn 24 8
+side_apiserver_start
+it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
+  --kube-api-qps 20 --kube-api-burst 20
+it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+
+mapfile -t all < <(pod_names p $(seq 0 149))
+mapfile -t deleted < <(pod_names p $(seq 0 3 149))     # 50
+mapfile -t recreated < <(pod_names p $(seq 0 6 149))   # 25
+say "creating ${#all[@]} one-GPU pods"
+live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${all[@]}"
+bound_now=$(it_count_bound)
+say "deleting ${#deleted[@]} pods while they are scheduled ($bound_now bound so far)"
+unbound_at_delete=$(live_check delete --ns "$NS" --report-unbound "${deleted[@]}")
+n_inflight=$(wc -w <<<"$unbound_at_delete")
+say "$n_inflight of them were still unbound when deleted"
+((n_inflight > 0)) || fail "every deleted pod was already bound: nothing was deleted in flight"
+live_check check --ns "$NS" --nodes "tessel-it=$IT_NAME" >/dev/null || fail "overcommit after the deletes"
+say "re-creating ${#recreated[@]} of the deleted names asking 2 GPUs"
+live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 2 "${recreated[@]}"
+
+live_check check --ns "$NS" --nodes "tessel-it=$IT_NAME" --settle 60 \
+  || fail "the cluster did not settle with every pod bound and no overcommit"
+(($(kubectl get pods -n "$NS" --no-headers | wc -l) == 125)) || fail "want 125 live pods"
+
+# Every bind the apiserver took: none answered 409 (the pod was already bound).
+binds=$(live_check audit-binds --audit "$SIDE_AUDIT" --ns "$NS")
+conflicts=$(awk '$2 == 409' <<<"$binds" | wc -l)
+((conflicts == 0)) || fail "$conflicts binds answered 409 (pod already bound): $(awk '$2 == 409 {print $1}' <<<"$binds" | sort | uniq -c | head)"
+say "the apiserver saw $(wc -l <<<"$binds") bind requests: $(awk '{print $2}' <<<"$binds" | sort | uniq -c | tr '\n' ' ')"
+grep -q "already bound" "$(scheduler_log main)" && fail "the scheduler log shows binds of already bound pods"
+kill -0 "$SCHED_PID_main" 2>/dev/null || fail "the scheduler exited"
+it_stop_scheduler main
+exit 0

@@ -1,0 +1,268 @@
+// EventRecorder and StatusReporter against a fake API server, and the KeyedQueue under them.
+//   - Identical events within the window are one Event whose count ends equal to the number of
+//     records (over seeded random bursts); distinct events are distinct Events; none is lost
+//     to a flaky server; a server that refuses for good is counted as dropped.
+//   - A pod's condition is written once per distinct wish, with the reason from the typed
+//     FailureKind; failed writes are retried; a write the server refused is not recorded as
+//     written (and counted dropped); a bound or deleted pod is not written.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "fake_api_server.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/event_recorder.h"
+#include "scheduler/kube/keyed_queue.h"
+#include "scheduler/kube/status_reporter.h"
+
+namespace tessel::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+using testing::WaitUntil;
+
+Pod MakePod(const std::string& name) {
+  Pod p;
+  p.meta.namespace_ = "ns";
+  p.meta.name = name;
+  p.meta.uid = "uid-" + name;
+  return p;
+}
+
+const KeyedQueueOptions kFastRetries = {.initial_backoff = absl::Milliseconds(1),
+                                        .max_backoff = absl::Milliseconds(4)};
+
+// A server that fails the first `failures` writes with `failure_code`, then accepts.
+struct FlakyServer {
+  absl::Mutex mu;
+  int failures = 0;
+  int failure_code = 500;
+  // Count written per event name (the last POST or PATCH).
+  std::map<std::string, int64_t> counts;
+  std::map<std::string, std::string> messages;
+  FakeApiServer api{[this](const FakeApiServer::Call& call, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    if (failures != 0) {
+      if (failures > 0) --failures;
+      res.status = failure_code;
+      return;
+    }
+    if (call.method == "POST") {
+      json e = json::parse(call.body);
+      counts[e["metadata"]["name"]] = e["count"];
+      messages[e["metadata"]["name"]] = e["message"];
+      res.status = 201;
+    } else if (call.method == "PATCH" && call.path.find("/events/") != std::string::npos) {
+      const std::string name = call.path.substr(call.path.rfind('/') + 1);
+      counts[name] = json::parse(call.body)["count"];
+      res.status = 200;
+    } else {
+      res.status = 200;  // pods/status
+    }
+    res.set_content("{}", "application/json");
+  }};
+  std::unique_ptr<KubeClient> client = api.Client();
+};
+
+TEST_CASE("keyed queue: a burst of one key is one write; a key added while written is written again") {
+  absl::Mutex mu;
+  int runs = 0;
+  absl::Notification release;
+  KeyedQueue q("t", {}, [&](const std::string&) {
+    {
+      absl::MutexLock lock(&mu);
+      ++runs;
+    }
+    release.WaitForNotification();
+    return KeyedQueue::Outcome::kDone;
+  });
+  q.Add("a");
+  WaitUntil([&] {
+    absl::MutexLock lock(&mu);
+    return runs == 1;
+  });
+  for (int i = 0; i < 100; ++i) q.Add("a");  // while "a" is being processed
+  release.Notify();
+  WaitUntil([&] { return q.pending() == 0; });
+  absl::MutexLock lock(&mu);
+  CHECK(runs == 2);
+}
+
+TEST_CASE("keyed queue: retries with backoff, gives up after max_attempts and counts it") {
+  for (int max_attempts : {1, 2, 5}) {
+    std::atomic<int> runs{0};
+    KeyedQueue q("t", {.max_attempts = max_attempts, .initial_backoff = absl::Milliseconds(1)},
+                 [&](const std::string&) {
+                   runs.fetch_add(1);
+                   return KeyedQueue::Outcome::kRetry;
+                 });
+    q.Add("a");
+    WaitUntil([&] { return q.dropped() == 1; });
+    CHECK(runs.load() == max_attempts);
+    CHECK(q.retries() == max_attempts - 1);
+  }
+}
+
+TEST_CASE("events: identical records in a burst are one Event with the full count") {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    FlakyServer server;
+    {
+      absl::MutexLock lock(&server.mu);
+      server.failures = static_cast<int>(rng() % 4);  // a few 500s on the way
+    }
+    EventRecorder events(server.client.get(), {.queue = kFastRetries});
+    std::map<std::pair<std::string, std::string>, int64_t> want;  // (pod, message) -> records
+    const int records = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < records; ++i) {
+      const std::string pod = "p" + std::to_string(rng() % 3);
+      const std::string message = "0/" + std::to_string(rng() % 2) + " nodes are available";
+      events.Record(MakePod(pod), "Warning", "FailedScheduling", message);
+      ++want[{pod, message}];
+    }
+    WaitUntil([&] { return events.pending() == 0; });
+    CHECK(events.dropped() == 0);
+    CHECK(events.created() == static_cast<int64_t>(want.size()));  // one Event per distinct one
+    for (const auto& [k, n] : want) {
+      CAPTURE(k.first, k.second);
+      CHECK(events.WrittenCount("ns/" + k.first, "FailedScheduling", k.second) == n);
+    }
+    absl::MutexLock lock(&server.mu);
+    REQUIRE(server.counts.size() == want.size());
+    int64_t total = 0;
+    for (const auto& [name, count] : server.counts) total += count;
+    CHECK(total == records);  // the server's counts add up to every record
+  }
+}
+
+TEST_CASE("events: many pods' FailedScheduling all arrive through a flaky server") {
+  FlakyServer server;
+  {
+    absl::MutexLock lock(&server.mu);
+    server.failures = 25;
+  }
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  for (int i = 0; i < 300; ++i) {
+    events.Record(MakePod("p" + std::to_string(i)), "Warning", "FailedScheduling", "no fit");
+  }
+  WaitUntil([&] { return events.pending() == 0; });
+  CHECK(events.created() == 300);
+  CHECK(events.dropped() == 0);
+}
+
+TEST_CASE("events: refused for good is dropped and counted; a forgotten pod is not written") {
+  SECTION("403") {
+    FlakyServer server;
+    {
+      absl::MutexLock lock(&server.mu);
+      server.failures = -1;  // forever
+      server.failure_code = 403;
+    }
+    EventRecorder events(server.client.get(), {.queue = kFastRetries});
+    events.Record(MakePod("p"), "Warning", "FailedScheduling", "no fit");
+    WaitUntil([&] { return events.pending() == 0; });
+    CHECK(events.dropped() == 1);
+    CHECK(events.created() == 0);
+  }
+  SECTION("not the leader") {
+    FlakyServer server;
+    EventRecorder events(server.client.get(),
+                         {.write_budget = [] { return std::optional<absl::Duration>(); },
+                          .queue = kFastRetries});
+    events.Record(MakePod("p"), "Warning", "FailedScheduling", "no fit");
+    WaitUntil([&] { return events.pending() == 0; });
+    CHECK(server.api.calls().empty());
+  }
+}
+
+TEST_CASE("status: one condition per distinct wish, reason from the failure kind") {
+  FlakyServer server;
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  const Pod pod = MakePod("p");
+  for (int i = 0; i < 5; ++i) {
+    reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+  }
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
+  reporter.PodUnschedulable(pod, FailureKind::kBindFailed, "binding rejected: timeout");
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"SchedulerError", "binding rejected: timeout"});
+  CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
+  CHECK(events.created() == 2);
+  for (const auto& call : server.api.calls()) {
+    if (call.path != "/api/v1/namespaces/ns/pods/p/status") continue;
+    json patch = json::parse(call.body);
+    CHECK(patch["metadata"]["uid"] == "uid-p");
+    CHECK(patch["status"]["conditions"][0]["type"] == "PodScheduled");
+    CHECK(patch["status"]["conditions"][0]["status"] == "False");
+  }
+  CHECK(ConditionReason(FailureKind::kError) == "SchedulerError");
+}
+
+TEST_CASE("status: failed writes are retried; a refused one is not claimed as written") {
+  SECTION("500s, then accepted") {
+    FlakyServer server;
+    {
+      absl::MutexLock lock(&server.mu);
+      server.failures = 12;  // more than the client's own retries
+    }
+    EventRecorder events(server.client.get(), {.write_budget = [] { return std::optional<absl::Duration>(); }});
+    StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+    reporter.PodUnschedulable(MakePod("p"), FailureKind::kUnschedulable, "no fit");
+    WaitUntil([&] { return reporter.pending() == 0; });
+    CHECK(reporter.WrittenCondition("ns/p").has_value());
+    CHECK(reporter.condition_retries() >= 1);
+    CHECK(reporter.conditions_dropped() == 0);
+  }
+  SECTION("422 forever") {
+    FlakyServer server;
+    {
+      absl::MutexLock lock(&server.mu);
+      server.failures = -1;
+      server.failure_code = 422;
+    }
+    EventRecorder events(server.client.get(), {.write_budget = [] { return std::optional<absl::Duration>(); }});
+    StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+    reporter.PodUnschedulable(MakePod("p"), FailureKind::kUnschedulable, "no fit");
+    WaitUntil([&] { return reporter.pending() == 0; });
+    CHECK_FALSE(reporter.WrittenCondition("ns/p").has_value());
+    CHECK(reporter.conditions_dropped() == 1);
+    // Not claimed: the same wish is tried again on the next attempt of the pod.
+    reporter.PodUnschedulable(MakePod("p"), FailureKind::kUnschedulable, "no fit");
+    WaitUntil([&] { return reporter.pending() == 0; });
+    CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
+  }
+  SECTION("bound or deleted before the write: nothing written") {
+    FlakyServer server;
+    EventRecorder events(server.client.get(), {.write_budget = [] { return std::optional<absl::Duration>(); }});
+    // Not the leader yet: the wish waits in the record, the write is refused (not claimed).
+    std::atomic<bool> leading{false};
+    StatusReporter reporter(server.client.get(), &events,
+                            {.write_budget = [&]() -> std::optional<absl::Duration> {
+                               if (!leading.load()) return std::nullopt;
+                               return absl::InfiniteDuration();
+                             },
+                             .queue = kFastRetries});
+    reporter.PodUnschedulable(MakePod("p"), FailureKind::kUnschedulable, "no fit");
+    reporter.PodUnschedulable(MakePod("q"), FailureKind::kUnschedulable, "no fit");
+    WaitUntil([&] { return reporter.pending() == 0; });
+    CHECK_FALSE(reporter.WrittenCondition("ns/p").has_value());
+    reporter.Bound("ns/p");
+    reporter.Forget("ns/q");
+    leading = true;
+    reporter.PodUnschedulable(MakePod("r"), FailureKind::kUnschedulable, "no fit");
+    WaitUntil([&] { return reporter.pending() == 0; });
+    CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 0);
+    CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/q/status") == 0);
+    CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/r/status") == 1);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::kube

@@ -1,0 +1,324 @@
+// Queues and quota: decoding with field errors, pods onto queues, Kueue's borrowing rules as
+// seeded properties over generated cohorts, and reclaim that evicts no more than needed.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "builders.h"
+#include "scheduler/quota/quota_tracker.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+using nlohmann::json;
+using testing::Res;
+
+Queue MakeQueue(std::string name, std::string cohort, std::string_view nominal) {
+  Queue q;
+  q.meta.name = std::move(name);
+  q.cohort = std::move(cohort);
+  q.nominal = Res(nominal);
+  return q;
+}
+
+QueueDirectory Directory(std::vector<Queue> queues) {
+  QueueDirectory d;
+  REQUIRE(d.Set(std::move(queues)).ok());
+  return d;
+}
+
+TEST_CASE("Queue decodes every field", "[quota]") {
+  auto q = DecodeQueue(json::parse(R"({
+    "apiVersion": "tessel.io/v1alpha1", "kind": "Queue",
+    "metadata": {"name": "team-a"},
+    "spec": {"namespaces": ["a1", "a2"], "cohort": "research",
+             "nominalQuota": {"nvidia.com/gpu": "20", "cpu": "200"},
+             "borrowingLimit": {"nvidia.com/gpu": "10", "cpu": "0"},
+             "lendingLimit": {"nvidia.com/gpu": "1.5"},
+             "preemption": {"reclaimWithinCohort": "LowerPriority", "withinQueue": "LowerPriority"},
+             "weight": "2"}})"));
+  REQUIRE(q.ok());
+  CHECK(q->name() == "team-a");
+  CHECK(q->namespaces == std::vector<std::string>{"a1", "a2"});
+  CHECK(q->cohort == "research");
+  CHECK(q->nominal == Res("nvidia.com/gpu:20,cpu:200"));
+  CHECK(q->borrowing_limit == ResourceLimits{{"nvidia.com/gpu", 10000}, {"cpu", 0}});
+  CHECK(q->lending_limit == ResourceLimits{{"nvidia.com/gpu", 1500}});
+  CHECK(q->reclaim_within_cohort == ReclaimPolicy::kLowerPriority);
+  CHECK(q->within_queue == WithinQueuePolicy::kLowerPriority);
+  CHECK(q->weight_milli == 2000);
+}
+
+TEST_CASE("Queue decoding errors name the object and the field", "[quota]") {
+  struct Case {
+    std::string spec;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {R"({"nominalQuota": {"nvidia.com/gpu": "many"}})",
+       "Queue q: spec.nominalQuota.nvidia.com/gpu: quantity \"many\" is not valid"},
+      {R"({"namespaces": ["a", 3]})", "Queue q: spec.namespaces[1]: expected a namespace name"},
+      {R"({"cohort": "c", "nominalQuota": {"cpu": "1"}, "lendingLimit": {"cpu": "2"}})",
+       "Queue q: spec.lendingLimit.cpu: lends 2 but the nominal quota is 1"},
+      {R"({"borrowingLimit": {"cpu": "2"}})",
+       "Queue q: spec.borrowingLimit: is only meaningful with spec.cohort"},
+      {R"({"preemption": {"reclaimWithinCohort": "Sometimes"}})",
+       "Queue q: spec.preemption.reclaimWithinCohort: \"Sometimes\" is not one of Never, "
+       "LowerPriority, Any"},
+      {R"({"weight": "0"})", "Queue q: spec.weight: must be positive"},
+      {R"({"nominalQuota": {"cpu": "-1"}})", "Queue q: spec.nominalQuota.cpu"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    json object = {{"kind", "Queue"}, {"metadata", {{"name", "q"}}}, {"spec", json::parse(c.spec)}};
+    auto q = DecodeQueue(object);
+    REQUIRE_FALSE(q.ok());
+    CHECK_THAT(std::string(q.status().message()), Catch::StartsWith(c.want));
+  }
+}
+
+TEST_CASE("pods map to queues by label, then namespace; a missing labelled queue is named",
+          "[quota]") {
+  Queue a = MakeQueue("team-a", "", "nvidia.com/gpu:4");
+  a.namespaces = {"ns-a"};
+  Queue b = MakeQueue("team-b", "", "nvidia.com/gpu:4");
+  b.namespaces = {"ns-b"};
+  QueueDirectory d = Directory({a, b});
+  CHECK(d.QueueFor(testing::PodBuilder("p", "ns-a").Build()).queue->name() == "team-a");
+  Pod labelled = testing::PodBuilder("p", "ns-a").Build();
+  labelled.meta.labels[std::string(kQueueLabel)] = "team-b";
+  CHECK(d.QueueFor(labelled).queue->name() == "team-b");
+  labelled.meta.labels[std::string(kQueueLabel)] = "team-typo";
+  CHECK(d.QueueFor(labelled).queue == nullptr);
+  CHECK(d.QueueFor(labelled).missing == "team-typo");
+  auto free = d.QueueFor(testing::PodBuilder("p", "elsewhere").Build());
+  CHECK(free.queue == nullptr);
+  CHECK(free.missing.empty());
+
+  Queue clash = MakeQueue("team-c", "", "cpu:1");
+  clash.namespaces = {"ns-a"};
+  QueueDirectory bad;
+  absl::Status st = bad.Set({a, clash});
+  CHECK(st.message() ==
+        "Queue team-c: spec.namespaces: namespace \"ns-a\" already belongs to Queue team-a");
+}
+
+TEST_CASE("the greedy team is capped at its nominal quota", "[quota]") {
+  // The seed's cluster: 40 GPUs, two teams told to use 20 each; team A asks for 30.
+  QueueDirectory d = Directory(
+      {MakeQueue("team-a", "", "nvidia.com/gpu:20"), MakeQueue("team-b", "", "nvidia.com/gpu:20")});
+  QuotaTracker t(&d);
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) {
+    if (!t.Check("team-a", Res("nvidia.com/gpu:1")).fits) continue;
+    t.Add(StrCat("team-a/j", i), "team-a", Res("nvidia.com/gpu:1"));
+    ++admitted;
+  }
+  CHECK(admitted == 20);
+  QuotaVerdict v = t.Check("team-a", Res("nvidia.com/gpu:1"));
+  CHECK_FALSE(v.fits);
+  CHECK(v.reason ==
+        "queue team-a: nvidia.com/gpu 21 of nominal 20; it is in no cohort, so it cannot borrow");
+  CHECK(t.Check("team-b", Res("nvidia.com/gpu:20")).fits);
+  // Resources no queue lists are not limited.
+  CHECK(t.Check("team-a", Res("cpu:1000")).fits);
+}
+
+TEST_CASE("idle quota is borrowed, then reclaimed when its owner submits", "[quota]") {
+  Queue a = MakeQueue("team-a", "research", "nvidia.com/gpu:20");
+  Queue b = MakeQueue("team-b", "research", "nvidia.com/gpu:20");
+  b.reclaim_within_cohort = ReclaimPolicy::kAny;
+  QueueDirectory d = Directory({a, b});
+  QuotaTracker t(&d);
+  std::vector<QuotaWorkload> running;
+  for (int i = 0; i < 8; ++i) {  // team A: 8 jobs of 4 GPUs = 32, borrowing 12 of B's
+    QuotaVerdict v = t.Check("team-a", Res("nvidia.com/gpu:4"));
+    REQUIRE(v.fits);
+    CHECK(v.borrows == (i >= 5));
+    QuotaWorkload w{.key = StrCat("team-a/j", i), .queue = "team-a", .priority = i % 2,
+                    .start_time = absl::FromUnixSeconds(100 + i), .usage = Res("nvidia.com/gpu:4")};
+    t.Add(w.key, w.queue, w.usage);
+    running.push_back(w);
+  }
+  CHECK(t.Borrowed("team-a") == Res("nvidia.com/gpu:12"));
+  QuotaVerdict v = t.Check("team-a", Res("nvidia.com/gpu:9"));
+  CHECK(v.reason == "queue team-a: nvidia.com/gpu 41 of nominal 20; the cohort research has 8 to lend");
+
+  // B now submits 16 GPUs: only 8 are left in the cohort, so 2 of A's jobs must go, and
+  // they are the lowest-priority, most recently started ones (priority 0: j6, then j4).
+  ReclaimRequest req{.queue = "team-b", .request = Res("nvidia.com/gpu:16"), .priority = 0};
+  CHECK_FALSE(t.Check("team-b", req.request).fits);
+  auto victims = t.ReclaimVictims(req, running);
+  REQUIRE(victims.has_value());
+  std::vector<std::string> keys;
+  for (const QuotaWorkload& w : *victims) keys.push_back(w.key);
+  CHECK(keys == std::vector<std::string>{"team-a/j4", "team-a/j6"});
+
+  SECTION("a queue with reclaimWithinCohort Never waits instead") {
+    Queue never = b;
+    never.reclaim_within_cohort = ReclaimPolicy::kNever;
+    QueueDirectory d2 = Directory({a, never});
+    QuotaTracker t2(&d2);
+    for (const QuotaWorkload& w : running) t2.Add(w.key, w.queue, w.usage);
+    CHECK_FALSE(t2.ReclaimVictims(req, running).has_value());
+  }
+  SECTION("LowerPriority spares equal-priority borrowers") {
+    Queue lower = b;
+    lower.reclaim_within_cohort = ReclaimPolicy::kLowerPriority;
+    QueueDirectory d2 = Directory({a, lower});
+    QuotaTracker t2(&d2);
+    for (const QuotaWorkload& w : running) t2.Add(w.key, w.queue, w.usage);
+    ReclaimRequest low = req;
+    low.priority = 0;
+    CHECK_FALSE(t2.ReclaimVictims(low, running).has_value());
+    low.priority = 1;
+    auto v2 = t2.ReclaimVictims(low, running);
+    REQUIRE(v2.has_value());
+    for (const QuotaWorkload& w : *v2) CHECK(w.priority == 0);
+  }
+}
+
+// --- Generated properties -------------------------------------------------------------------
+
+struct World {
+  std::vector<Queue> queues;
+  std::vector<QuotaWorkload> running;
+};
+
+World RandomWorld(std::mt19937_64& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  World w;
+  const int n = pick(1, 5);
+  for (int i = 0; i < n; ++i) {
+    Queue q = MakeQueue(StrCat("q", i), pick(0, 3) == 0 ? "" : StrCat("c", pick(0, 1)),
+                        StrCat("nvidia.com/gpu:", pick(0, 16), ",cpu:", pick(0, 64)));
+    if (!q.cohort.empty() && pick(0, 1)) q.borrowing_limit["nvidia.com/gpu"] = pick(0, 8) * 1000;
+    if (!q.cohort.empty() && pick(0, 2) == 0) {
+      q.lending_limit["nvidia.com/gpu"] = pick(0, int(q.nominal.Get("nvidia.com/gpu") / 1000)) * 1000;
+    }
+    q.reclaim_within_cohort = static_cast<ReclaimPolicy>(pick(0, 2));
+    q.within_queue = static_cast<WithinQueuePolicy>(pick(0, 1));
+    q.weight_milli = pick(1, 4) * 500;
+    w.queues.push_back(q);
+  }
+  return w;
+}
+
+// Admits random requests one by one, each only when Check says it fits.
+void Fill(std::mt19937_64& rng, const World& world, QuotaTracker& t,
+          std::vector<QuotaWorkload>& running) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const Queue& q = world.queues[pick(0, int(world.queues.size()) - 1)];
+    // Fractions too: 250-milli steps of a GPU.
+    Resources r = Res(StrCat("cpu:", pick(0, 8)));
+    r.Set("nvidia.com/gpu", pick(0, 16) * 250);
+    if (!t.Check(q.name(), r).fits) continue;
+    QuotaWorkload w{.key = StrCat(q.name(), "/w", i), .queue = q.name(), .priority = pick(0, 3),
+                    .start_time = absl::FromUnixSeconds(pick(0, 1000)), .usage = r};
+    t.Add(w.key, w.queue, w.usage);
+    running.push_back(w);
+  }
+}
+
+TEST_CASE("property: admitted usage never breaks nominal, borrowing and lending limits",
+          "[quota][property]") {
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    World world = RandomWorld(rng);
+    QueueDirectory d = Directory(world.queues);
+    QuotaTracker t(&d);
+    Fill(rng, world, t, world.running);
+    for (const Queue& q : world.queues) {
+      for (std::string r : {"nvidia.com/gpu", "cpu"}) {
+        const int64_t used = t.Usage(q.name()).Get(r);
+        bool governed = false;
+        int64_t pool = 0, pool_use = 0;
+        for (const Queue& m : world.queues) {
+          if (!(&m == &q || (!q.cohort.empty() && m.cohort == q.cohort))) continue;
+          governed |= m.nominal.Get(r) > 0 || m.borrowing_limit.contains(r);
+          const int64_t lendable =
+              m.lending_limit.contains(r) ? m.lending_limit.at(r) : m.nominal.Get(r);
+          pool += lendable;
+          pool_use += std::max<int64_t>(0, t.Usage(m.name()).Get(r) - (m.nominal.Get(r) - lendable));
+        }
+        if (!governed) continue;
+        if (q.cohort.empty()) CHECK(used <= q.nominal.Get(r));
+        if (q.borrowing_limit.contains(r)) {
+          CHECK(used <= q.nominal.Get(r) + q.borrowing_limit.at(r));
+        }
+        if (!q.cohort.empty()) CHECK(pool_use <= pool);
+        // What a queue keeps back from lending is always there for it.
+        const int64_t guaranteed =
+            q.nominal.Get(r) - (q.lending_limit.contains(r) ? q.lending_limit.at(r) : q.nominal.Get(r));
+        if (used < guaranteed) {
+          Resources rest;
+          rest.Set(r, guaranteed - used);
+          CHECK(t.Check(q.name(), rest).fits);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("property: reclaim makes the request fit, evicts no more than needed, and keeps "
+          "every lender at or above nominal",
+          "[quota][property]") {
+  int reclaimed = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    World world = RandomWorld(rng);
+    QueueDirectory d = Directory(world.queues);
+    QuotaTracker t(&d);
+    Fill(rng, world, t, world.running);
+    const Queue& q = world.queues[seed % world.queues.size()];
+    Resources r;
+    r.Set("nvidia.com/gpu", int64_t(1 + seed % 12) * 500);
+    ReclaimRequest req{.queue = q.name(), .request = r, .priority = int32_t(seed % 5)};
+    auto victims = t.ReclaimVictims(req, world.running);
+    if (!victims.has_value() || victims->empty()) continue;
+    ++reclaimed;
+    QuotaTracker after = t;
+    for (const QuotaWorkload& v : *victims) after.Remove(v.key);
+    CHECK(after.Check(q.name(), r).fits);
+    for (const QuotaWorkload& v : *victims) {
+      const Queue& owner = *d.Find(v.queue);
+      if (owner.name() == q.name()) {
+        CHECK(q.within_queue == WithinQueuePolicy::kLowerPriority);
+        CHECK(v.priority < req.priority);
+        continue;
+      }
+      CHECK(owner.cohort == q.cohort);
+      CHECK(q.reclaim_within_cohort != ReclaimPolicy::kNever);
+      if (q.reclaim_within_cohort == ReclaimPolicy::kLowerPriority) CHECK(v.priority < req.priority);
+      for (const auto& [res, amount] : v.usage.Entries()) {
+        CHECK(after.Usage(owner.name()).Get(res) >= owner.nominal.Get(res));
+      }
+      // Every victim is needed: sparing it alone leaves the request unfit.
+      QuotaTracker spared = after;
+      spared.Add(v.key, v.queue, v.usage);
+      CHECK_FALSE(spared.Check(q.name(), r).fits);
+    }
+  }
+  CHECK(reclaimed > 20);  // the generator does reach reclaim
+}
+
+TEST_CASE("borrowing is ordered by weighted dominant share", "[quota]") {
+  Queue a = MakeQueue("a", "c", "nvidia.com/gpu:10,cpu:10");
+  Queue b = MakeQueue("b", "c", "nvidia.com/gpu:10,cpu:10");
+  Queue idle = MakeQueue("idle", "c", "nvidia.com/gpu:20,cpu:20");
+  b.weight_milli = 2000;
+  QueueDirectory d = Directory({a, b, idle});
+  QuotaTracker t(&d);
+  t.Add("a/1", "a", Res("nvidia.com/gpu:14,cpu:10"));  // borrows 4 of 40 GPUs: 100 per mille
+  t.Add("b/1", "b", Res("nvidia.com/gpu:14,cpu:16"));  // borrows 6 of 40 CPUs: 150, weight 2
+  CHECK(t.WeightedDominantShare("a") == 100);
+  CHECK(t.WeightedDominantShare("b") == 75);
+  CHECK(t.WeightedDominantShare("idle") == 0);
+}
+
+}  // namespace
+}  // namespace tessel
