@@ -1,11 +1,13 @@
 // tessel-bench: replays snapshots and traces through Tessel's scheduling core.
 //   tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]
+//   tessel-bench gang [--gangs 20] [--members 500] [--nodes 5000]
 //   tessel-bench inflate --nodes NODES.csv --pods PODS.csv --policy NAME[,NAME...] --seeds 42-51 --tune 1.3 --out DIR
 //   tessel-bench e2e --nodes N --pods M [--qps Q] [--compare kube-scheduler|ceiling] [--json]
 #include <iostream>
 #include <string_view>
 
 #include "bench/e2e/e2e.h"
+#include "bench/gang/gang_bench.h"
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
 
@@ -16,7 +18,9 @@ void Usage() {
                "commands:\n"
                "  replay   schedule the pending pods of a cluster snapshot (kubectl get -o json)\n"
                "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n"
-               "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n";
+               "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n"
+
+               "  gang     time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)\n";
 }
 
 }  // namespace
@@ -30,6 +34,7 @@ int main(int argc, char** argv) {
   if (command == "replay") return tessel::bench::ReplayMain(argc - 2, argv + 2);
   if (command == "inflate") return tessel::bench::InflateMain(argc - 2, argv + 2);
   if (command == "e2e") return tessel::bench::E2eMain(argc - 2, argv + 2);
+  if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);
   if (command == "--help" || command == "-h" || command == "help") {
     Usage();
     return 0;

@@ -20,6 +20,7 @@
 #include "scheduler/kube/event_recorder.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
+#include "scheduler/kube/podgroup_status.h"
 #include "scheduler/kube/scheduler_feed.h"
 #include "scheduler/kube/status_reporter.h"
 #include "scheduler/kube/work_queue.h"
@@ -346,6 +347,7 @@ int Run(Flags flags) {
   Registry registry = InTreeRegistry();
   RealClock clock;
   Cache cache(&clock);
+  kube::PodGroupStatusWriter podgroup_status(clients->status.get());
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::New(SchedulerParams{.registry = &registry,
                                      .config = &config,
@@ -356,7 +358,8 @@ int Run(Flags flags) {
                                      .observer = &observers,
                                      .bind_executor = &binder,
                                      .queue_options = {.initial_backoff = config.pod_initial_backoff,
-                                                       .max_backoff = config.pod_max_backoff}});
+                                                       .max_backoff = config.pod_max_backoff},
+                                     .gang_status = &podgroup_status});
   if (!scheduler.ok()) {
     spdlog::critical("configuration: {}", scheduler.status().message());
     return 1;

@@ -90,9 +90,6 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
     config = *std::move(loaded);
   }
   std::vector<std::string> warnings = objects->warnings;
-  for (const json& other : objects->others) {
-    warnings.push_back(StrCat(DescribeObject(other), ": kind not used by replay; skipped"));
-  }
 
   ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
   Cache cache(&clock);
@@ -105,10 +102,11 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
                                                   .clock = &clock,
                                                   .api = &sim,
                                                   .observer = &sim,
-                                                  .seed = options.seed});
+                                                  .seed = options.seed,
+                                                  .gang_status = &sim});
   if (!scheduler.ok()) return scheduler.status();
   sim.Attach(scheduler->get());
-  sim.Load(*objects);
+  for (std::string& w : sim.Load(*objects)) warnings.push_back(std::move(w));
   sim.RunUntilIdle();
 
   json placements = json::object();
@@ -117,11 +115,21 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
   }
   json reasons = json::object();
   for (const auto& [key, why] : sim.reasons()) reasons[key] = why;
-  return json{{"placements", placements},
+  // Each gang's outcome: its last reported status.
+  json gangs = json::object();
+  for (const auto& [name, g] : sim.gangs()) {
+    json entry{{"phase", g.phase}, {"reason", g.reason}, {"message", g.message},
+               {"scheduled", g.scheduled}, {"members", g.members}, {"min_member", g.min_member}};
+    if (!g.domain.empty()) entry["domain"] = g.domain;
+    gangs[name] = std::move(entry);
+  }
+  json result{{"placements", placements},
               {"reasons", reasons},
               {"evicted", sim.evicted()},
               {"warnings", warnings},
               {"metrics", Metrics(cache, sim, *objects)}};
+  if (!gangs.empty()) result["gangs"] = std::move(gangs);
+  return result;
 }
 
 absl::StatusOr<json> RunReplay(const ReplayOptions& options) {

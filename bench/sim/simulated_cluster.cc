@@ -7,9 +7,18 @@
 
 namespace tessel::bench {
 
-void SimulatedCluster::Load(const ObjectList& objects) {
+std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
+  std::vector<std::string> warnings;
   for (const PriorityClass& pc : objects.priority_classes) scheduler_->OnPriorityClass(pc);
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
+  for (const nlohmann::json& other : objects.others) {
+    absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);
+    if (!gang.ok()) {
+      warnings.push_back(std::string(gang.status().message()));
+    } else if (!*gang) {
+      warnings.push_back(StrCat(DescribeObject(other), ": kind not used by replay; skipped"));
+    }
+  }
   const std::vector<std::string> profiles = scheduler_->ProfileNames();
   for (const Pod& pod : objects.pods) {
     pods_[pod.Key()] = std::make_shared<const Pod>(pod);
@@ -17,6 +26,7 @@ void SimulatedCluster::Load(const ObjectList& objects) {
     if (ours && pod.node_name.empty() && !pod.IsTerminal()) placements_[pod.Key()] = "";
     scheduler_->OnPodAdd(pod);
   }
+  return warnings;
 }
 
 void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
@@ -73,6 +83,11 @@ void SimulatedCluster::PodScheduled(const Pod& pod, const std::string& node) {
 
 void SimulatedCluster::PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) {
   last_failure_[pod.Key()] = message;
+}
+
+void SimulatedCluster::GangStatusChanged(const gang::GangId& id,
+                                         const gang::GangStatusUpdate& update) {
+  gangs_[id.Describe()] = update;
 }
 
 std::map<std::string, std::string> SimulatedCluster::reasons() const {

@@ -21,14 +21,18 @@
 
 namespace tessel::bench {
 
-class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
+class SimulatedCluster final : public ClusterApi,
+                               public SchedulingObserver,
+                               public gang::GangStatusSink {
  public:
   explicit SimulatedCluster(ManualClock* clock) : clock_(clock) {}
   void Attach(Scheduler* scheduler) { scheduler_ = scheduler; }
 
-  // Feeds objects to the scheduler: priority classes first, then nodes, then pods. Pending
-  // pods of a Tessel profile are recorded as awaiting a placement, in queue order.
-  void Load(const ObjectList& objects);
+  // Feeds objects to the scheduler: priority classes first, then nodes, then gang objects
+  // (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
+  // awaiting a placement, in queue order. Returns a warning for every object of `others` that
+  // is neither a gang object nor decodable.
+  std::vector<std::string> Load(const ObjectList& objects);
   // Schedules until no pod is ready; pods in backoff are waited for on the virtual clock.
   // Stops after `max_cycles` attempts in all.
   void RunUntilIdle(int64_t max_cycles = 0);
@@ -41,6 +45,8 @@ class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
   // SchedulingObserver
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
+  // GangStatusSink
+  void GangStatusChanged(const gang::GangId& id, const gang::GangStatusUpdate& update) override;
 
   // Every pending pod of ours: its node, or "" if it was not placed.
   const std::map<std::string, std::string>& placements() const { return placements_; }
@@ -49,6 +55,8 @@ class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
   const std::vector<std::string>& evicted() const { return evicted_; }
   const std::map<std::string, StringMap>& annotations() const { return annotations_; }
   int64_t cycles() const { return cycles_; }
+  // The last status reported for each gang, by GangId::Describe().
+  const std::map<std::string, gang::GangStatusUpdate>& gangs() const { return gangs_; }
 
  private:
   ManualClock* clock_;
@@ -59,6 +67,7 @@ class SimulatedCluster final : public ClusterApi, public SchedulingObserver {
   std::vector<std::string> evicted_;
   std::map<std::string, StringMap> annotations_;
   int64_t cycles_ = 0;
+  std::map<std::string, gang::GangStatusUpdate> gangs_;
 };
 
 }  // namespace tessel::bench

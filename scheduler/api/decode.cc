@@ -608,6 +608,20 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
       pod.scheduling_gates.push_back(std::move(name));
     }
   }
+  if (const json* ref = d.Object(*spec, "workloadRef", "spec.workloadRef")) {
+    pod.workload_ref = WorkloadReference{
+        .name = d.String(*ref, "name", "spec.workloadRef.name"),
+        .pod_group = d.String(*ref, "podGroup", "spec.workloadRef.podGroup"),
+        .pod_group_replica_key =
+            d.String(*ref, "podGroupReplicaKey", "spec.workloadRef.podGroupReplicaKey")};
+    if (pod.workload_ref->name.empty()) d.Fail("spec.workloadRef.name", "missing");
+    if (pod.workload_ref->pod_group.empty()) d.Fail("spec.workloadRef.podGroup", "missing");
+  }
+  if (const json* group = d.Object(*spec, "schedulingGroup", "spec.schedulingGroup")) {
+    pod.scheduling_group =
+        d.String(*group, "podGroupName", "spec.schedulingGroup.podGroupName");
+    if (pod.scheduling_group.empty()) d.Fail("spec.schedulingGroup.podGroupName", "missing");
+  }
   if (const json* status = d.Object(object, "status", "status")) {
     std::string phase = d.String(*status, "phase", "status.phase", "Pending");
     static const std::pair<std::string_view, PodPhase> kPhases[] = {

@@ -83,6 +83,14 @@ enum class PreemptionPolicy { kPreemptLowerPriority, kNever };
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
+// spec.workloadRef (KEP-4671, scheduling.k8s.io/v1alpha1 Workload, Kubernetes 1.35): the pod
+// group of a Workload the pod belongs to; each replica key is a separate group.
+struct WorkloadReference {
+  std::string name;
+  std::string pod_group;
+  std::string pod_group_replica_key;
+};
+
 struct Container {
   std::string name;
   Resources requests;
@@ -117,6 +125,11 @@ struct Pod {
   std::optional<std::vector<int32_t>> gpu_devices;
   // Problems in optional fields that did not stop decoding, each naming the field.
   std::vector<std::string> decode_warnings;
+  // Gang membership through the upstream APIs (the scheduler-plugins PodGroup is a label):
+  // spec.workloadRef (v1alpha1 Workload) and spec.schedulingGroup.podGroupName (its successor,
+  // the scheduling.k8s.io/v1alpha2 PodGroup).
+  std::optional<WorkloadReference> workload_ref;
+  std::string scheduling_group;
 
   // Effective requests: max(sum(containers) + sum(sidecars), any init container + the sidecars
   // started before it) + overhead, with pods = 1. Filled by ComputePodRequests().

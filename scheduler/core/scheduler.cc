@@ -14,7 +14,9 @@ Scheduler::Scheduler(SchedulerParams p)
       api_(p.api),
       observer_(p.observer),
       bind_executor_(p.bind_executor),
-      seed_(p.seed) {}
+      seed_(p.seed),
+      gang_status_(p.gang_status),
+      gang_bind_attempts_(std::max(1, p.gang_bind_attempts)) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -108,6 +110,11 @@ void Scheduler::OnPodObserved(Pod pod) {
   if (!pod.node_name.empty() || pod.IsTerminal()) {
     // Bound (by us or anyone) or finished: it is the cache's, and never queued again.
     EndGated(key);
+    if (pod.node_name.empty()) {
+      ForgetGangMember(key);
+    } else {
+      NoteGangMemberPlaced(pod);
+    }
     queue_->Delete(key, uid);
     const bool releases = pod.IsTerminal();
     cache_->AddOrUpdatePod(std::move(pod));
@@ -117,6 +124,7 @@ void Scheduler::OnPodObserved(Pod pod) {
   if (!Ours(pod)) return;
   if (pod.meta.deletion_timestamp.has_value()) {
     EndGated(key);
+    ForgetGangMember(key);
     queue_->Delete(key, uid);
     return;
   }
@@ -137,6 +145,10 @@ void Scheduler::OnPodObserved(Pod pod) {
   }
   EndGated(key);  // its gates are gone
   auto ref = std::make_shared<const Pod>(std::move(pod));
+  if (AdmitGangMember(ref)) {  // the gang's head stands for it in the queue
+    queue_->OnClusterEvent(kUnassignedPodAdd);
+    return;
+  }
   if (queue_->Add(std::move(ref)) == SchedulingQueue::AddResult::kQueued) {
     queue_->OnClusterEvent(kUnassignedPodAdd);
   }
@@ -149,6 +161,7 @@ bool Scheduler::EndGated(const std::string& key) {
 
 void Scheduler::EndPod(const std::string& key, const std::string& uid) {
   EndGated(key);
+  ForgetGangMember(key);
   queue_->Delete(key, uid);  // an in-flight pod is marked ended: it is not requeued
   std::optional<WaitingPod> waiting;
   {
@@ -259,6 +272,10 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   std::optional<Cache::HeldPod> held = cache_->Held(pod.Key());
   if (fw == nullptr || (held.has_value() && SameUid(held->uid, pod.meta.uid))) {
     queue_->Done(pod.Key(), pod.meta.uid);  // not ours, or already placed: never again
+    return;
+  }
+  if (IsGangHead(pod)) {
+    RunGangCycle(std::move(info), popped.cycle);
     return;
   }
   const absl::Time start = clock_->Now();
@@ -531,6 +548,7 @@ void Scheduler::ExpireWaitingPods() {
   }
   std::sort(expired.begin(), expired.end());
   for (const std::string& key : expired) RejectWaitingPod(key, "rejected by permit: timed out waiting");
+  ExpireGangWaits();
 }
 
 }  // namespace tessel

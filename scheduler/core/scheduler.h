@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -28,6 +29,9 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/framework/framework.h"
+#include "scheduler/gang/gang_book.h"
+#include "scheduler/gang/gang_status.h"
+#include "scheduler/gang/planner.h"
 #include "scheduler/queue/scheduling_queue.h"
 #include "scheduler/state/cache.h"
 
@@ -90,6 +94,10 @@ struct SchedulerParams {
   BindExecutor* bind_executor = nullptr;   // null: bind inline
   uint64_t seed = 42;
   QueueOptions queue_options;
+  // Gangs (scheduler/gang): PodGroup status reports go here; optional.
+  gang::GangStatusSink* gang_status = nullptr;
+  // How often one member's failed bind is tried before the gang is rolled back.
+  int gang_bind_attempts = 3;
 };
 
 class Scheduler final : public Handle {
@@ -114,6 +122,11 @@ class Scheduler final : public Handle {
   void OnPriorityClassDelete(const std::string& name);
   // Other watched objects (PodGroups, Queues) changed: parked pods may now be schedulable.
   void OnCustomObjectChange();
+  // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
+  // True when it was one of those kinds; an object that does not decode is an error naming it
+  // and the field.
+  absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
+  void OnGangObjectDelete(const nlohmann::json& object);
 
   // --- The loop (one thread). ---
   // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
@@ -132,6 +145,7 @@ class Scheduler final : public Handle {
   void Housekeeping();
 
   SchedulingQueue& queue() { return *queue_; }
+  const gang::GangBook& gangs() const { return gangs_; }
   Cache& cache() { return *cache_; }
   const Framework* FrameworkFor(std::string_view scheduler_name) const;
   std::vector<std::string> ProfileNames() const;
@@ -182,6 +196,36 @@ class Scheduler final : public Handle {
   void UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
                   const std::string& node, bool notify = true);
 
+  // --- Gangs (gang_cycle.cc). A pending gang is one queue entry: its "head" member stands for
+  // it; the other pending members wait here. One cycle plans the whole gang. ---
+  struct GangState {
+    gang::GangId id;
+    StringKeyedMap<PodRef> pending;  // members without a node, not assumed
+    StringSet placed;                // members bound, assumed or being bound
+    StringSet evicting;              // bound members evicted by a rollback (not counted)
+    std::string head;                // the member in the queue or in a cycle; "" when none
+    std::optional<absl::Time> waiting_since;  // first failed attempt of the current wait
+    std::optional<absl::Duration> timeout;    // scheduleTimeoutSeconds
+    bool timed_out = false;                   // reported Failed for the current wait
+    int32_t min_member = 0;
+    std::string last_message;                 // why the last attempt fell short
+  };
+  struct GangBinding;
+  // Takes a pending pod of ours if it belongs to a gang (true), else leaves it (false).
+  bool AdmitGangMember(const PodRef& pod);
+  void NoteGangMemberPlaced(const Pod& pod);
+  void ForgetGangMember(const std::string& key);
+  bool IsGangHead(const Pod& pod) const;
+  void RunGangCycle(QueuedPodInfo info, int64_t cycle);
+  void BindGangMember(const std::shared_ptr<GangBinding>& binding, size_t i);
+  void FinishGangBinding(const std::shared_ptr<GangBinding>& binding);
+  // Puts the earliest pending member in the queue as the gang's head, if there is none.
+  void RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(gang_mu_);
+  void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
+  void ExpireGangWaits();
+
   const Registry* registry_;
   Cache* cache_;
   const Clock* clock_;
@@ -192,6 +236,13 @@ class Scheduler final : public Handle {
   std::unique_ptr<SchedulingQueue> queue_;
   std::vector<std::unique_ptr<Framework>> profiles_;
   Snapshot snapshot_;
+
+  gang::GangStatusSink* gang_status_;
+  int gang_bind_attempts_;
+  gang::GangBook gangs_;
+  mutable absl::Mutex gang_mu_;
+  std::map<std::string, GangState> gang_states_ ABSL_GUARDED_BY(gang_mu_);  // by GangId::Key()
+  StringKeyedMap<std::string> gang_of_ ABSL_GUARDED_BY(gang_mu_);          // pod key -> gang key
 
   mutable absl::Mutex mu_;
   StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);

@@ -86,7 +86,35 @@ class PriorityClassHandler final : public InformerHandler {
   Scheduler* s_;
 };
 
-// PodGroups and Queues: decoded by later layers; for now any change may unpark pods.
+// Gang objects (scheduler/gang): PodGroups, Workloads, v1alpha2 PodGroups and Jobs. List items
+// of built-in kinds carry no apiVersion/kind, so the handler knows what it watches.
+class GangObjectHandler final : public InformerHandler {
+ public:
+  GangObjectHandler(Scheduler* s, std::string api_version, std::string kind)
+      : s_(s), api_version_(std::move(api_version)), kind_(std::move(kind)) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    json typed = object;
+    typed["apiVersion"] = api_version_;
+    typed["kind"] = kind_;
+    absl::StatusOr<bool> applied = s_->OnGangObject(typed);
+    if (!applied.ok()) WarnUndecodable(applied.status());
+  }
+  void OnDelete(const std::string& key, const json*) override {
+    const size_t slash = key.find('/');
+    json meta = slash == std::string::npos
+                    ? json{{"name", key}}
+                    : json{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}};
+    s_->OnGangObjectDelete(json{{"apiVersion", api_version_}, {"kind", kind_}, {"metadata", meta}});
+  }
+
+ private:
+  Scheduler* s_;
+  std::string api_version_;
+  std::string kind_;
+};
+
+// Queues: decoded by later layers; for now any change may unpark pods.
 class CustomObjectHandler final : public InformerHandler {
  public:
   explicit CustomObjectHandler(Scheduler* s) : s_(s) {}
@@ -166,10 +194,20 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
        .field_selector = std::string(kActivePodsSelector),
        .prune = PrunePod},
       std::make_unique<PodHandler>(scheduler, options.on_pod_bound, options.on_pod_gone));
+  // Gangs: the scheduler-plugins PodGroup, and the upstream APIs where the server has them (an
+  // optional informer finds out, and looks again every absent_recheck).
   add({.name = "podgroups",
        .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
        .optional = true},
-      std::make_unique<CustomObjectHandler>(scheduler));
+      std::make_unique<GangObjectHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup"));
+  add({.name = "workloads", .path = "/apis/scheduling.k8s.io/v1alpha1/workloads", .optional = true},
+      std::make_unique<GangObjectHandler>(scheduler, "scheduling.k8s.io/v1alpha1", "Workload"));
+  add({.name = "podgroups.scheduling.k8s.io",
+       .path = "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+       .optional = true},
+      std::make_unique<GangObjectHandler>(scheduler, "scheduling.k8s.io/v1alpha2", "PodGroup"));
+  add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
+      std::make_unique<GangObjectHandler>(scheduler, "batch/v1", "Job"));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<CustomObjectHandler>(scheduler));
   for (ResourceSpec& spec : options.extra_custom) {

@@ -1,9 +1,10 @@
 // The informers the live scheduler runs, and the handlers that decode what they deliver and
 // hand it to the Scheduler's thread-safe inputs:
 //   pods (all namespaces, every scheduler: pods bound by others hold capacity too; finished
-//   pods excluded by a field selector), nodes,
-//   priorityclasses, and the optional CRDs PodGroup (scheduling.x-k8s.io/v1alpha1) and Queue
-//   (tessel.io/v1alpha1), which for now only wake parked pods (later layers decode them).
+//   pods excluded by a field selector), nodes, priorityclasses, the gang objects (PodGroup
+//   scheduling.x-k8s.io/v1alpha1, and where served Workload scheduling.k8s.io/v1alpha1 and
+//   PodGroup scheduling.k8s.io/v1alpha2; Jobs for implicit gangs), and the optional CRD Queue
+//   (tessel.io/v1alpha1), which for now only wakes parked pods.
 // An object that fails to decode is logged and skipped, once per resourceVersion.
 //
 //   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});

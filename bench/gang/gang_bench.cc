@@ -1,0 +1,189 @@
+// The gang benchmark (see gang_bench.h).
+#include "bench/gang/gang_bench.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/sim/simulated_cluster.h"
+#include "nlohmann/json.hpp"
+#include "plugins/registry.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+using nlohmann::json;
+
+// Holds binding tasks until the timer has stopped.
+class DeferredExecutor final : public BindExecutor {
+ public:
+  void Submit(std::function<void()> task) override { tasks_.push_back(std::move(task)); }
+  void RunAll() {
+    std::vector<std::function<void()>> tasks;
+    tasks.swap(tasks_);
+    for (auto& t : tasks) t();
+  }
+
+ private:
+  std::vector<std::function<void()>> tasks_;
+};
+
+struct Options {
+  int gangs = 20;
+  int members = 500;
+  int nodes = 5000;
+  int gpus_per_node = 8;
+  bool json = false;
+};
+
+}  // namespace
+
+int GangBenchMain(int argc, char** argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&]() {
+      if (i + 1 >= argc) {
+        std::cerr << "tessel-bench gang: " << arg << " needs a value\n";
+        std::exit(2);
+      }
+      int v = std::atoi(argv[++i]);
+      if (v <= 0) {
+        std::cerr << "tessel-bench gang: " << arg << " must be a positive integer\n";
+        std::exit(2);
+      }
+      return v;
+    };
+    if (arg == "--gangs") {
+      o.gangs = value();
+    } else if (arg == "--members") {
+      o.members = value();
+    } else if (arg == "--nodes") {
+      o.nodes = value();
+    } else if (arg == "--gpus-per-node") {
+      o.gpus_per_node = value();
+    } else if (arg == "--json") {
+      o.json = true;
+    } else {
+      std::cerr << "usage: tessel-bench gang [--gangs N] [--members N] [--nodes N] "
+                   "[--gpus-per-node N] [--json]\n";
+      return arg == "--help" || arg == "-h" ? 0 : 2;
+    }
+  }
+
+  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
+  Cache cache(&clock);
+  SimulatedCluster sim(&clock);
+  DeferredExecutor binder;
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
+                                                  .config = &config,
+                                                  .defaults = &DefaultProfile(),
+                                                  .cache = &cache,
+                                                  .clock = &clock,
+                                                  .api = &sim,
+                                                  .observer = &sim,
+                                                  .bind_executor = &binder,
+                                                  .gang_status = &sim});
+  if (!scheduler.ok()) {
+    std::cerr << "tessel-bench gang: " << scheduler.status().message() << "\n";
+    return 1;
+  }
+  Scheduler& s = **scheduler;
+  sim.Attach(&s);
+
+  ObjectList objects;
+  for (int i = 0; i < o.nodes; ++i) {
+    Node n;
+    n.meta.name = fmt::format("node-{:05d}", i);
+    n.ready = ConditionStatus::kTrue;
+    n.allocatable.milli_cpu = 128000;
+    n.allocatable.memory = int64_t{1024} << 30;
+    n.allocatable.pods = 110;
+    n.allocatable.Set(kNvidiaGpu, int64_t{o.gpus_per_node} * 1000);
+    n.capacity = n.allocatable;
+    objects.nodes.push_back(std::move(n));
+  }
+  const int shapes[] = {1, 2, 4};
+  for (int g = 0; g < o.gangs; ++g) {
+    const std::string name = fmt::format("gang-{:02d}", g);
+    objects.others.push_back(json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                  {"kind", "PodGroup"},
+                                  {"metadata", {{"name", name}, {"namespace", "bench"}}},
+                                  {"spec", {{"minMember", o.members}}}});
+    const int gpus = shapes[g % 3];
+    for (int m = 0; m < o.members; ++m) {
+      Pod p;
+      p.meta.name = fmt::format("{}-{:04d}", name, m);
+      p.meta.namespace_ = "bench";
+      p.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
+      p.meta.creation_timestamp = absl::FromUnixSeconds(1'600'000'000 + g * 10'000 + m);
+      p.scheduler_name = "tessel";
+      Container c;
+      c.name = "worker";
+      c.requests.milli_cpu = 4000;
+      c.requests.memory = int64_t{16} << 30;
+      c.requests.Set(kNvidiaGpu, int64_t{gpus} * 1000);
+      p.containers.push_back(std::move(c));
+      p.requests = *ComputePodRequests(p);
+      objects.pods.push_back(std::move(p));
+    }
+  }
+  sim.Load(objects);
+
+  std::vector<double> ms;
+  json per_gang = json::array();
+  for (int g = 0; g < o.gangs; ++g) {
+    const absl::Time start = absl::Now();
+    if (!s.ScheduleOne()) break;
+    const double took = absl::ToDoubleMilliseconds(absl::Now() - start);
+    binder.RunAll();
+    ms.push_back(took);
+  }
+  int64_t placed = 0;
+  for (const auto& [key, node] : sim.placements()) placed += !node.empty();
+  for (const auto& [name, status] : sim.gangs()) {
+    const size_t i = per_gang.size();
+    per_gang.push_back(json{{"gang", name},
+                            {"phase", status.phase},
+                            {"scheduled", status.scheduled},
+                            {"message", status.message},
+                            {"decision_ms", i < ms.size() ? ms[i] : 0.0}});
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double p50 = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  const double max = sorted.empty() ? 0 : sorted.back();
+  double total = 0;
+  for (double v : ms) total += v;
+  const double mean = ms.empty() ? 0 : total / static_cast<double>(ms.size());
+  if (o.json) {
+    std::cout << json{{"gangs", per_gang},
+                      {"nodes", o.nodes},
+                      {"members_per_gang", o.members},
+                      {"pods_placed", placed},
+                      {"decision_ms_mean", mean},
+                      {"decision_ms_p50", p50},
+                      {"decision_ms_max", max}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{} gangs x {} members on {} nodes ({} GPUs each); member GPUs cycle 1, 2, 4\n",
+                           o.gangs, o.members, o.nodes, o.gpus_per_node);
+  for (const json& g : per_gang) {
+    std::cout << fmt::format("  {:<20} {:<10} {:>8.1f} ms  {}\n", g["gang"].get<std::string>(),
+                             g["phase"].get<std::string>(), g["decision_ms"].get<double>(),
+                             g["message"].get<std::string>());
+  }
+  std::cout << fmt::format("pods placed {}; time per gang decision: mean {:.1f} ms, p50 {:.1f} ms, max {:.1f} ms\n",
+                           placed, mean, p50, max);
+  return 0;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,479 @@
+// Gangs in the scheduling core. A pending gang is one queue entry: its earliest pending member
+// (the "head") stands for it, so the gang is ordered by priority and then by the creation time
+// of its first member; the other pending members wait in gang_states_. One cycle plans the
+// whole gang against the snapshot (scheduler/gang/planner.h); only a complete plan is assumed,
+// reserved and bound, so a gang that falls short holds nothing and two gangs can never each
+// hold part of the cluster. Members bind in parallel on the bind executor; a member whose bind
+// keeps failing rolls the gang back: the members already bound are evicted and the gang goes
+// back to the queue with backoff. Outcomes reach members as FailedScheduling (the observer)
+// and the PodGroup as a status update (GangStatusSink).
+#include <algorithm>
+#include <atomic>
+
+#include "scheduler/core/scheduler.h"
+#include "scheduler/framework/binding.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+
+using gang::GangBook;
+
+namespace {
+
+bool EarlierMember(const PodRef& a, const PodRef& b) {
+  if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
+    return a->meta.creation_timestamp < b->meta.creation_timestamp;
+  }
+  return a->Key() < b->Key();
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return StrCat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace
+
+struct Scheduler::GangBinding {
+  const Framework* fw = nullptr;
+  gang::GangId id;
+  std::vector<gang::MemberPlacement> members;
+  std::vector<Status> results;
+  std::atomic<size_t> left{0};
+  QueuedPodInfo head_info;
+};
+
+absl::StatusOr<bool> Scheduler::OnGangObject(const nlohmann::json& object) {
+  absl::StatusOr<bool> applied = gangs_.Apply(object);
+  if (applied.ok() && *applied) OnCustomObjectChange();
+  return applied;
+}
+
+void Scheduler::OnGangObjectDelete(const nlohmann::json& object) {
+  if (gangs_.Remove(object)) OnCustomObjectChange();
+}
+
+bool Scheduler::AdmitGangMember(const PodRef& pod) {
+  const GangBook::Resolution r = gangs_.Resolve(*pod);
+  if (r.membership == GangBook::Membership::kNone) return false;
+  const std::string key = pod->Key();
+  const std::string gang_key = r.spec.id.Key();
+  absl::MutexLock lock(&gang_mu_);
+  GangState& g = gang_states_[gang_key];
+  g.id = r.spec.id;
+  g.placed.erase(key);
+  g.pending[key] = pod;
+  gang_of_[key] = gang_key;
+  if (g.head == key) {
+    queue_->Update(pod);  // in the queue: the newer object replaces it; in a cycle: no-op
+  } else if (g.head.empty()) {
+    g.head = key;
+    queue_->Add(pod);
+  } else if (auto head = g.pending.find(g.head);
+             head != g.pending.end() && EarlierMember(pod, head->second) &&
+             queue_->Contains(g.head)) {
+    // An earlier member arrived late: it stands for the gang from now on.
+    queue_->Delete(g.head);
+    g.head = key;
+    queue_->Add(pod);
+  }
+  return true;
+}
+
+void Scheduler::NoteGangMemberPlaced(const Pod& pod) {
+  std::optional<gang::GangId> id = gang::DeclaredGang(pod);
+  if (!id.has_value()) return;
+  const std::string key = pod.Key();
+  const std::string gang_key = id->Key();
+  absl::MutexLock lock(&gang_mu_);
+  auto it = gang_states_.find(gang_key);
+  if (it == gang_states_.end()) {
+    if (pod.IsTerminal()) return;
+    it = gang_states_.emplace(gang_key, GangState{.id = *id}).first;
+  }
+  GangState& g = it->second;
+  g.pending.erase(key);
+  if (pod.IsTerminal()) {
+    g.placed.erase(key);
+  } else if (!g.evicting.contains(key)) {
+    g.placed.insert(key);
+  }
+  gang_of_[key] = gang_key;
+  if (g.head == key) {
+    g.head.clear();
+    RequeueGangHead(g, std::nullopt, false);
+  }
+}
+
+void Scheduler::ForgetGangMember(const std::string& key) {
+  absl::MutexLock lock(&gang_mu_);
+  auto it = gang_of_.find(key);
+  if (it == gang_of_.end()) return;
+  auto state = gang_states_.find(it->second);
+  gang_of_.erase(it);
+  if (state == gang_states_.end()) return;
+  GangState& g = state->second;
+  g.pending.erase(key);
+  g.placed.erase(key);
+  g.evicting.erase(key);
+  if (g.head == key) {
+    g.head.clear();
+    RequeueGangHead(g, std::nullopt, false);
+  }
+  if (g.pending.empty() && g.placed.empty() && g.evicting.empty()) gang_states_.erase(state);
+}
+
+bool Scheduler::IsGangHead(const Pod& pod) const {
+  const std::string key = pod.Key();
+  absl::MutexLock lock(&gang_mu_);
+  auto it = gang_of_.find(key);
+  if (it == gang_of_.end()) return false;
+  auto state = gang_states_.find(it->second);
+  return state != gang_states_.end() && state->second.head == key;
+}
+
+void Scheduler::RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff) {
+  if (!g.head.empty() || g.pending.empty()) return;
+  PodRef first;
+  for (const auto& [key, pod] : g.pending) {
+    if (!first || EarlierMember(pod, first)) first = pod;
+  }
+  g.head = first->Key();
+  if (previous.has_value() && backoff) {
+    QueuedPodInfo info = *std::move(previous);
+    info.pod = first;
+    queue_->AddBackoff(std::move(info));
+  } else {
+    queue_->Add(first);
+  }
+}
+
+void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {
+  update.time = clock_->Now();
+  if (gang_status_ != nullptr) gang_status_->GangStatusChanged(id, update);
+}
+
+void Scheduler::ExpireGangWaits() {
+  std::vector<std::pair<gang::GangId, gang::GangStatusUpdate>> expired;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    const absl::Time now = clock_->Now();
+    for (auto& [key, g] : gang_states_) {
+      if (!g.waiting_since || !g.timeout || g.timed_out || now - *g.waiting_since < *g.timeout) {
+        continue;
+      }
+      g.timed_out = true;
+      expired.emplace_back(
+          g.id, gang::GangStatusUpdate{
+                    .phase = "Failed",
+                    .scheduled = static_cast<int32_t>(g.placed.size()),
+                    .members = static_cast<int32_t>(g.placed.size() + g.pending.size()),
+                    .min_member = g.min_member,
+                    .condition_status = "False",
+                    .reason = "ScheduleTimeout",
+                    .message = StrCat("not placed within scheduleTimeoutSeconds (",
+                                      absl::ToInt64Seconds(*g.timeout), "s): ", g.last_message),
+                });
+    }
+  }
+  for (auto& [id, update] : expired) ReportGang(id, std::move(update));
+}
+
+void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
+  const PodRef head = info.pod;  // held for the whole cycle
+  const absl::Time start = clock_->Now();
+  const Framework* fw = FrameworkFor(head->scheduler_name);
+  auto finish = [&](std::string_view result) {
+    if (observer_) observer_->AttemptFinished(*head, result, clock_->Now() - start);
+  };
+  // The head was popped: it is in flight until handed back to the queue or Done.
+  auto done_with_head = [&] { queue_->Done(head->Key(), head->meta.uid); };
+  const GangBook::Resolution r = gangs_.Resolve(*head);
+  const gang::GangSpec& spec = r.spec;
+  const std::string gang_key = spec.id.Key();
+
+  std::vector<PodRef> members;
+  int32_t placed = 0;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(gang_key);
+    if (it == gang_states_.end() || it->second.head != head->Key()) {  // superseded
+      done_with_head();
+      return;
+    }
+    GangState& g = it->second;
+    if (r.membership == GangBook::Membership::kNone) {
+      // No longer a gang (e.g. a basic policy): its members are ordinary pods from now on.
+      done_with_head();
+      for (const auto& [key, pod] : g.pending) {
+        gang_of_.erase(key);
+        queue_->Add(pod);
+      }
+      gang_states_.erase(it);
+      return;
+    }
+    if (r.membership == GangBook::Membership::kWaiting) {
+      // Its PodGroup does not exist (yet): wait quietly, and try at once when gang objects
+      // change (no attempts counted, so no backoff).
+      info.attempts = 0;
+      queue_->AddUnschedulable(std::move(info), cycle, kCustomObjectChange);
+      return;
+    }
+    g.timeout = spec.schedule_timeout;
+    g.min_member = spec.min_member;
+    for (const auto& [key, pod] : g.pending) members.push_back(pod);
+    placed = static_cast<int32_t>(g.placed.size());
+  }
+  std::sort(members.begin(), members.end(), EarlierMember);
+  const int32_t need = std::max(0, spec.min_member - placed);
+  const int32_t known = placed + static_cast<int32_t>(members.size());
+  if (static_cast<int32_t>(members.size()) < need) {
+    // Not every member exists yet: wait quietly for the rest.
+    ReportGang(spec.id, gang::GangStatusUpdate{
+                            .phase = "Pending",
+                            .scheduled = placed,
+                            .members = known,
+                            .min_member = spec.min_member,
+                            .condition_status = "False",
+                            .reason = "WaitingForMembers",
+                            .message = StrCat(spec.id.Describe(), " has ", known, " of ",
+                                              spec.min_member, " members"),
+                        });
+    queue_->AddUnschedulable(std::move(info), cycle, kUnassignedPodAdd | kCustomObjectChange);
+    finish("unschedulable");
+    return;
+  }
+
+  cache_->UpdateSnapshot(snapshot_);
+  gang::GangPlan plan = gang::PlanGang(gang::PlanInput{.framework = fw,
+                                                       .snapshot = &snapshot_,
+                                                       .members = members,
+                                                       .min_to_place = need,
+                                                       .min_member = spec.min_member,
+                                                       .gang = spec.id.Describe(),
+                                                       .topology_key = spec.topology_key,
+                                                       .min_resources = spec.min_resources});
+  if (!plan.feasible) {
+    bool timed_out = false;
+    {
+      absl::MutexLock lock(&gang_mu_);
+      if (auto it = gang_states_.find(gang_key); it != gang_states_.end()) {
+        GangState& g = it->second;
+        if (!g.waiting_since) g.waiting_since = clock_->Now();
+        g.last_message = plan.message;
+        timed_out = g.timed_out;
+      }
+    }
+    const FailureKind kind =
+        plan.code == Code::kError ? FailureKind::kError : FailureKind::kUnschedulable;
+    for (const PodRef& m : members) {
+      if (observer_) observer_->PodUnschedulable(*m, kind, plan.message);
+    }
+    ReportGang(spec.id, gang::GangStatusUpdate{
+                            .phase = timed_out ? "Failed" : "Pending",
+                            .scheduled = placed,
+                            .members = known,
+                            .min_member = spec.min_member,
+                            .condition_status = "False",
+                            .reason = timed_out ? "ScheduleTimeout" : "Unschedulable",
+                            .message = plan.message,
+                        });
+    if (plan.code == Code::kError) {
+      queue_->AddBackoff(std::move(info));
+      finish("error");
+      return;
+    }
+    uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : fw->EventsFor(plan.rejecting_plugins);
+    queue_->AddUnschedulable(std::move(info), cycle, events | kUnassignedPodAdd | kCustomObjectChange);
+    finish("unschedulable");
+    return;
+  }
+
+  // Assume and reserve every member, or none.
+  const size_t n = plan.placements.size();
+  size_t assumed = 0;
+  Status failure;
+  for (; assumed < n; ++assumed) {
+    gang::MemberPlacement& m = plan.placements[assumed];
+    if (absl::Status st = cache_->AssumePod(m.assumed); !st.ok()) {
+      failure = Status::Error(std::string(st.message()));
+      break;
+    }
+    if (Status st = fw->RunReserve(*m.state, *m.pod, m.node); !st.ok()) {
+      (void)cache_->ForgetPod(m.pod->Key());
+      failure = st;
+      break;
+    }
+    PermitResult permit = fw->RunPermit(*m.state, *m.pod, m.node);
+    if (!permit.status.ok()) {
+      fw->RunUnreserve(*m.state, *m.pod, m.node);
+      (void)cache_->ForgetPod(m.pod->Key());
+      failure = permit.status.IsWait()
+                    ? Status::Error("a Permit plugin asked a gang member to wait; a gang is "
+                                    "permitted as a whole")
+                    : permit.status;
+      break;
+    }
+  }
+  bool superseded = false;
+  if (assumed == n) {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(gang_key);
+    superseded = it == gang_states_.end() || it->second.head != head->Key();
+    for (size_t i = 0; i < n && !superseded; ++i) {
+      auto p = it->second.pending.find(plan.placements[i].pod->Key());
+      superseded = p == it->second.pending.end() || p->second != plan.placements[i].pod;
+    }
+    if (!superseded) {
+      GangState& g = it->second;
+      for (const gang::MemberPlacement& m : plan.placements) {
+        g.pending.erase(m.pod->Key());
+        g.placed.insert(m.pod->Key());
+      }
+      g.head.clear();
+      done_with_head();  // placed with the gang
+      g.waiting_since.reset();
+      g.timed_out = false;
+      placed = static_cast<int32_t>(g.placed.size());
+      // Members beyond what fitted now wait for capacity, as one entry again.
+      RequeueGangHead(g, std::nullopt, false);
+    }
+  }
+  if (assumed < n || superseded) {
+    for (size_t k = 0; k < assumed; ++k) {
+      gang::MemberPlacement& m = plan.placements[k];
+      fw->RunUnreserve(*m.state, *m.pod, m.node);
+      (void)cache_->ForgetPod(m.pod->Key());
+    }
+    if (superseded) {
+      // A member changed or left during the cycle; the gang's new head retries it.
+      done_with_head();
+      finish("error");
+      return;
+    }
+    const std::string message = StrCat(spec.id.Describe(), ": ", failure.Message());
+    for (const PodRef& m : members) {
+      if (observer_) observer_->PodUnschedulable(*m, FailureKind::kError, message);
+    }
+    queue_->AddBackoff(std::move(info));
+    finish("error");
+    return;
+  }
+
+  std::string message = StrCat(Plural(static_cast<int64_t>(n), "member", "members"), " placed on ",
+                               Plural(plan.nodes_used, "node", "nodes"));
+  if (!plan.domain.empty()) StrAppend(&message, " in ", spec.topology_key, "=", plan.domain);
+  ReportGang(spec.id, gang::GangStatusUpdate{
+                          .phase = "Scheduled",
+                          .scheduled = placed,
+                          .members = known,
+                          .min_member = spec.min_member,
+                          .condition_status = "True",
+                          .reason = "Scheduled",
+                          .message = std::move(message),
+                          .domain = plan.domain,
+                      });
+  finish("scheduled");
+
+  auto binding = std::make_shared<GangBinding>();
+  binding->fw = fw;
+  binding->id = spec.id;
+  binding->members = std::move(plan.placements);
+  binding->results.resize(n);
+  binding->left = n;
+  binding->head_info = std::move(info);
+  for (size_t i = 0; i < n; ++i) {
+    if (bind_executor_ == nullptr) {
+      BindGangMember(binding, i);
+    } else {
+      bind_executor_->Submit([this, binding, i] { BindGangMember(binding, i); });
+    }
+  }
+}
+
+void Scheduler::BindGangMember(const std::shared_ptr<GangBinding>& b, size_t i) {
+  gang::MemberPlacement& m = b->members[i];
+  Status st;
+  for (int attempt = 0; attempt < gang_bind_attempts_; ++attempt) {
+    st = b->fw->RunPreBind(*m.state, *m.pod, m.node);
+    if (st.ok()) st = b->fw->RunBind(*m.state, *m.pod, m.node);
+    if (st.ok()) break;
+    // The API's typed answer (scheduler/framework/binding.h): only transient failures retry.
+    const absl::Status* answer = BindResult(*m.state);
+    if (answer == nullptr) continue;
+    if (absl::IsAlreadyExists(*answer)) {
+      st = Status::Ok();  // bound already; the informer says where
+      break;
+    }
+    if (absl::IsNotFound(*answer) || absl::IsFailedPrecondition(*answer)) break;
+  }
+  b->results[i] = std::move(st);
+  if (b->left.fetch_sub(1) == 1) FinishGangBinding(b);
+}
+
+void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
+  size_t failed = b->results.size();
+  for (size_t i = 0; i < b->results.size() && failed == b->results.size(); ++i) {
+    if (!b->results[i].ok()) failed = i;
+  }
+  if (failed == b->results.size()) {
+    for (const gang::MemberPlacement& m : b->members) {
+      (void)cache_->FinishBinding(m.pod->Key());
+      if (observer_) observer_->PodScheduled(*m.pod, m.node);
+    }
+    return;
+  }
+  // A replica that may no longer write (not the leader) leaves the gang to the next leader,
+  // which sees the bound members as running and plans the rest. Otherwise: roll back, so no
+  // half-started gang keeps its nodes.
+  bool may_write = true;
+  for (const gang::MemberPlacement& m : b->members) {
+    const absl::Status* answer = BindResult(*m.state);
+    if (answer != nullptr && absl::IsFailedPrecondition(*answer)) may_write = false;
+  }
+  int64_t bound = 0;
+  for (const Status& st : b->results) bound += st.ok();
+  const std::string message =
+      StrCat(b->id.Describe(), ": binding ", b->members[failed].pod->Key(), " failed (",
+             b->results[failed].Message(), "); the gang was rolled back and ",
+             Plural(bound, "bound member was", "bound members were"), " evicted");
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(b->id.Key());
+    for (size_t i = 0; i < b->members.size() && it != gang_states_.end(); ++i) {
+      const std::string key = b->members[i].pod->Key();
+      if (b->results[i].ok()) {
+        if (may_write) {
+          it->second.placed.erase(key);
+          it->second.evicting.insert(key);
+        }
+      } else {
+        it->second.placed.erase(key);
+        if (gang_of_.contains(key)) it->second.pending[key] = b->members[i].pod;
+      }
+    }
+    if (it != gang_states_.end() && may_write) {
+      GangState& g = it->second;
+      if (!g.head.empty() && !g.pending.contains(g.head)) g.head.clear();
+      if (g.head.empty()) RequeueGangHead(g, b->head_info, /*backoff=*/true);
+    }
+  }
+  for (size_t i = 0; i < b->members.size(); ++i) {
+    gang::MemberPlacement& m = b->members[i];
+    if (b->results[i].ok()) {
+      (void)cache_->FinishBinding(m.pod->Key());  // bound: it holds its node until deleted
+      if (may_write && api_ != nullptr) (void)api_->Evict(*m.pod, message);
+    } else {
+      b->fw->RunUnreserve(*m.state, *m.pod, m.node);
+      (void)cache_->ForgetPod(m.pod->Key());
+    }
+    if (may_write && observer_) observer_->PodUnschedulable(*m.pod, FailureKind::kBindFailed, message);
+  }
+  if (!may_write) return;
+  ReportGang(b->id, gang::GangStatusUpdate{.phase = "Pending",
+                                           .condition_status = "False",
+                                           .reason = "BindFailed",
+                                           .message = message});
+  queue_->OnClusterEvent(kAssignedPodDelete);
+}
+
+}  // namespace tessel

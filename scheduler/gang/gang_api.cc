@@ -1,0 +1,218 @@
+// Decoding the gang APIs and reading a pod's declared gang (see gang_api.h).
+#include "scheduler/gang/gang_api.h"
+
+#include <charconv>
+#include <limits>
+
+#include "scheduler/api/decode.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::gang {
+
+using nlohmann::json;
+
+std::string GangId::Key() const {
+  switch (kind) {
+    case GangKind::kPodGroup:
+      return StrCat("podgroup:", namespace_, "/", name);
+    case GangKind::kWorkload:
+      return StrCat("workload:", namespace_, "/", name, "/", pod_group, "/", replica_key);
+    case GangKind::kSchedulingPodGroup:
+      return StrCat("schedulingpodgroup:", namespace_, "/", name);
+    case GangKind::kJob:
+      return StrCat("job:", namespace_, "/", name);
+  }
+  return "";
+}
+
+std::string GangId::Describe() const {
+  switch (kind) {
+    case GangKind::kPodGroup:
+      return StrCat("PodGroup ", namespace_, "/", name);
+    case GangKind::kWorkload:
+      return replica_key.empty()
+                 ? StrCat("Workload ", namespace_, "/", name, " pod group ", pod_group)
+                 : StrCat("Workload ", namespace_, "/", name, " pod group ", pod_group,
+                          " (replica ", replica_key, ")");
+    case GangKind::kSchedulingPodGroup:
+      return StrCat("PodGroup ", namespace_, "/", name, " (", kSchedulingPodGroupApiVersion, ")");
+    case GangKind::kJob:
+      return StrCat("Job ", namespace_, "/", name);
+  }
+  return "";
+}
+
+std::optional<GangId> DeclaredGang(const Pod& pod) {
+  const std::string& ns = pod.meta.namespace_;
+  if (auto it = pod.meta.labels.find(kPodGroupLabel);
+      it != pod.meta.labels.end() && !it->second.empty()) {
+    return GangId{.kind = GangKind::kPodGroup, .namespace_ = ns, .name = it->second};
+  }
+  if (pod.workload_ref.has_value()) {
+    return GangId{.kind = GangKind::kWorkload,
+                  .namespace_ = ns,
+                  .name = pod.workload_ref->name,
+                  .pod_group = pod.workload_ref->pod_group,
+                  .replica_key = pod.workload_ref->pod_group_replica_key};
+  }
+  if (!pod.scheduling_group.empty()) {
+    return GangId{.kind = GangKind::kSchedulingPodGroup, .namespace_ = ns,
+                  .name = pod.scheduling_group};
+  }
+  for (const OwnerReference& owner : pod.meta.owner_references) {
+    if (owner.controller && owner.kind == "Job" && owner.api_version.rfind("batch/", 0) == 0) {
+      return GangId{.kind = GangKind::kJob, .namespace_ = ns, .name = owner.name};
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::optional<int32_t>> MinAvailable(const StringMap& annotations,
+                                                    std::string_view object) {
+  auto it = annotations.find(kMinAvailableAnnotation);
+  if (it == annotations.end()) return std::optional<int32_t>();
+  const std::string& text = it->second;
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 ||
+      value > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(StrCat(object, ": metadata.annotations.",
+                                             kMinAvailableAnnotation, ": \"", text,
+                                             "\" is not a positive integer"));
+  }
+  return std::optional<int32_t>(static_cast<int32_t>(value));
+}
+
+namespace {
+
+// An int32 count at `path`, >= `min`; unset when absent.
+std::optional<int32_t> Count(FieldDecoder& d, const json& parent, std::string_view key,
+                             std::string_view path, int64_t min) {
+  if (!parent.is_object() || !parent.contains(key) || parent[std::string(key)].is_null()) {
+    return std::nullopt;
+  }
+  const int64_t v = d.Int(parent, key, path);
+  if (v < min || v > std::numeric_limits<int32_t>::max()) {
+    d.Fail(path, StrCat("must be an integer of at least ", min, ", got ", v));
+    return std::nullopt;
+  }
+  return static_cast<int32_t>(v);
+}
+
+void CheckApiVersion(FieldDecoder& d, const json& object, std::string_view want) {
+  const std::string got = d.String(object, "apiVersion", "apiVersion");
+  if (!got.empty() && got != want) {
+    d.Fail("apiVersion", StrCat("expected ", want, ", got ", got));
+  }
+}
+
+// A scheduling policy object ({basic: {}} or {gang: {minCount: N}}): the gang's minCount, or
+// unset for basic. Exactly one of the two must be given.
+std::optional<int32_t> DecodePolicy(FieldDecoder& d, const json& policy, std::string_view path) {
+  const json* basic = d.Object(policy, "basic", StrCat(path, ".basic"));
+  const json* gang = d.Object(policy, "gang", StrCat(path, ".gang"));
+  if ((basic == nullptr) == (gang == nullptr)) {
+    d.Fail(path, "exactly one of basic and gang must be set");
+    return std::nullopt;
+  }
+  if (gang == nullptr) return std::nullopt;
+  const std::string min_path = StrCat(path, ".gang.minCount");
+  std::optional<int32_t> min = Count(d, *gang, "minCount", min_path, 1);
+  if (!min.has_value() && d.ok()) d.Fail(min_path, "missing");
+  return min;
+}
+
+}  // namespace
+
+absl::StatusOr<PodGroup> DecodePodGroup(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  CheckApiVersion(d, object, kPodGroupApiVersion);
+  PodGroup pg;
+  pg.meta = d.Meta(object);
+  if (pg.meta.namespace_.empty()) pg.meta.namespace_ = "default";
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  if (spec == nullptr) spec = &kEmpty;
+  pg.min_member = Count(d, *spec, "minMember", "spec.minMember", 0).value_or(0);
+  pg.schedule_timeout_seconds =
+      Count(d, *spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0);
+  pg.min_resources = d.ResourceMap(*spec, "minResources", "spec.minResources");
+  if (const json* status = d.Object(object, "status", "status")) {
+    pg.status.phase = d.String(*status, "phase", "status.phase");
+    pg.status.scheduled = Count(d, *status, "scheduled", "status.scheduled", 0).value_or(0);
+    pg.status.running = Count(d, *status, "running", "status.running", 0).value_or(0);
+    pg.status.succeeded = Count(d, *status, "succeeded", "status.succeeded", 0).value_or(0);
+    pg.status.failed = Count(d, *status, "failed", "status.failed", 0).value_or(0);
+  }
+  if (!d.ok()) return d.status();
+  return pg;
+}
+
+absl::StatusOr<Workload> DecodeWorkload(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  CheckApiVersion(d, object, kWorkloadApiVersion);
+  Workload w;
+  w.meta = d.Meta(object);
+  if (w.meta.namespace_.empty()) w.meta.namespace_ = "default";
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  if (spec == nullptr) spec = &kEmpty;
+  const json* groups = d.Array(*spec, "podGroups", "spec.podGroups");
+  if (groups == nullptr && d.ok()) d.Fail("spec.podGroups", "missing");
+  if (groups != nullptr) {
+    for (size_t i = 0; i < groups->size(); ++i) {
+      const std::string p = StrCat("spec.podGroups[", i, "]");
+      const json& g = (*groups)[i];
+      WorkloadPodGroup group;
+      group.name = d.String(g, "name", StrCat(p, ".name"));
+      if (group.name.empty()) d.Fail(StrCat(p, ".name"), "missing");
+      for (const WorkloadPodGroup& other : w.pod_groups) {
+        if (other.name == group.name && !group.name.empty()) {
+          d.Fail(StrCat(p, ".name"), StrCat("duplicate pod group \"", group.name, "\""));
+        }
+      }
+      const json* policy = d.Object(g, "policy", StrCat(p, ".policy"));
+      if (policy == nullptr) {
+        d.Fail(StrCat(p, ".policy"), "missing");
+      } else {
+        group.gang_min_count = DecodePolicy(d, *policy, StrCat(p, ".policy"));
+      }
+      w.pod_groups.push_back(std::move(group));
+    }
+  }
+  if (!d.ok()) return d.status();
+  return w;
+}
+
+absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  CheckApiVersion(d, object, kSchedulingPodGroupApiVersion);
+  SchedulingPodGroup pg;
+  pg.meta = d.Meta(object);
+  if (pg.meta.namespace_.empty()) pg.meta.namespace_ = "default";
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  if (spec == nullptr) spec = &kEmpty;
+  const json* policy = d.Object(*spec, "schedulingPolicy", "spec.schedulingPolicy");
+  if (policy == nullptr) {
+    if (d.ok()) d.Fail("spec.schedulingPolicy", "missing");
+  } else {
+    pg.gang_min_count = DecodePolicy(d, *policy, "spec.schedulingPolicy");
+  }
+  if (!d.ok()) return d.status();
+  return pg;
+}
+
+absl::StatusOr<JobInfo> DecodeJob(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  JobInfo job;
+  job.meta = d.Meta(object);
+  if (job.meta.namespace_.empty()) job.meta.namespace_ = "default";
+  if (!d.ok()) return d.status();
+  auto min = MinAvailable(job.meta.annotations, DescribeObject(object));
+  if (!min.ok()) return min.status();
+  job.min_available = *min;
+  return job;
+}
+
+}  // namespace tessel::gang

@@ -1,0 +1,128 @@
+// Gangs (all-or-nothing groups of pods) as the Kubernetes APIs declare them, decoded from JSON:
+//
+//   - the scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1): spec.minMember,
+//     spec.scheduleTimeoutSeconds, spec.minResources; pods join with the label
+//     scheduling.x-k8s.io/pod-group: NAME;
+//   - KEP-4671's Workload (scheduling.k8s.io/v1alpha1, Kubernetes 1.35):
+//     spec.podGroups[].policy.gang.minCount; pods join with spec.workloadRef {name, podGroup,
+//     podGroupReplicaKey}, and every replica key is a gang of its own;
+//   - its successor, the scheduling.k8s.io/v1alpha2 PodGroup: spec.schedulingPolicy.gang.minCount;
+//     pods join with spec.schedulingGroup.podGroupName;
+//   - implicit gangs: a pod owned by a Job whose annotation tessel.io/min-available: N is set
+//     (on the Job, or on the pod through the Job's pod template) belongs to the gang named after
+//     that Job. A JobSet's Jobs are Jobs, so this covers them too.
+// Any of these objects may carry tessel.io/topology-key: LABEL for compact placement.
+//
+//   std::optional<GangId> id = DeclaredGang(pod);            // what the pod asks to join
+//   absl::StatusOr<PodGroup> pg = DecodePodGroup(json);      // errors name object and field
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/api/objects.h"
+
+namespace tessel::gang {
+
+inline constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kMinAvailableAnnotation = "tessel.io/min-available";
+inline constexpr std::string_view kTopologyKeyAnnotation = "tessel.io/topology-key";
+
+inline constexpr std::string_view kPodGroupApiVersion = "scheduling.x-k8s.io/v1alpha1";
+inline constexpr std::string_view kWorkloadApiVersion = "scheduling.k8s.io/v1alpha1";
+inline constexpr std::string_view kSchedulingPodGroupApiVersion = "scheduling.k8s.io/v1alpha2";
+
+// Which API declares the gang.
+enum class GangKind { kPodGroup, kWorkload, kSchedulingPodGroup, kJob };
+
+// Names one gang. Ordered and comparable so it can key maps.
+struct GangId {
+  GangKind kind = GangKind::kPodGroup;
+  std::string namespace_;
+  std::string name;         // the PodGroup, Workload or Job
+  std::string pod_group;    // Workload: the pod group within it
+  std::string replica_key;  // Workload: spec.workloadRef.podGroupReplicaKey ("" for none)
+
+  // A unique map key, e.g. "podgroup:team-a/train", "workload:team-a/w/workers/0".
+  std::string Key() const;
+  // How messages name it: "PodGroup team-a/train", "Workload team-a/w pod group workers
+  // (replica 0)", "Job team-a/sweep".
+  std::string Describe() const;
+  auto operator<=>(const GangId&) const = default;
+  bool operator==(const GangId&) const = default;
+};
+
+// The gang a pod asks to join, if any: the PodGroup label first, then spec.workloadRef, then
+// spec.schedulingGroup, then its controlling Job (which is a gang only if the Job or the pod
+// carries tessel.io/min-available; see GangBook::Resolve).
+std::optional<GangId> DeclaredGang(const Pod& pod);
+
+// scheduler-plugins PodGroup status, as Tessel writes it.
+struct PodGroupStatus {
+  std::string phase;  // Pending, Scheduling, Scheduled, Running, Finished, Failed, Unknown
+  int32_t scheduled = 0;
+  int32_t running = 0;
+  int32_t succeeded = 0;
+  int32_t failed = 0;
+};
+
+// scheduling.x-k8s.io/v1alpha1 PodGroup.
+struct PodGroup {
+  ObjectMeta meta;
+  int32_t min_member = 0;
+  std::optional<int32_t> schedule_timeout_seconds;
+  Resources min_resources;
+  PodGroupStatus status;
+};
+
+// One entry of a Workload's spec.podGroups; gang_min_count is unset for the basic policy.
+struct WorkloadPodGroup {
+  std::string name;
+  std::optional<int32_t> gang_min_count;
+};
+
+// scheduling.k8s.io/v1alpha1 Workload.
+struct Workload {
+  ObjectMeta meta;
+  std::vector<WorkloadPodGroup> pod_groups;
+};
+
+// scheduling.k8s.io/v1alpha2 PodGroup; gang_min_count is unset for the basic policy.
+struct SchedulingPodGroup {
+  ObjectMeta meta;
+  std::optional<int32_t> gang_min_count;
+};
+
+// A Job, reduced to what implicit gangs need.
+struct JobInfo {
+  ObjectMeta meta;
+  std::optional<int32_t> min_available;  // tessel.io/min-available
+};
+
+absl::StatusOr<PodGroup> DecodePodGroup(const nlohmann::json& object);
+absl::StatusOr<Workload> DecodeWorkload(const nlohmann::json& object);
+absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const nlohmann::json& object);
+absl::StatusOr<JobInfo> DecodeJob(const nlohmann::json& object);
+
+// tessel.io/min-available from annotations: nullopt when absent, an error naming `object` and
+// the annotation when it is not a positive integer.
+absl::StatusOr<std::optional<int32_t>> MinAvailable(const StringMap& annotations,
+                                                    std::string_view object);
+
+// What the scheduler needs to place one gang.
+struct GangSpec {
+  GangId id;
+  int32_t min_member = 1;
+  std::optional<absl::Duration> schedule_timeout;
+  Resources min_resources;
+  std::string topology_key;  // tessel.io/topology-key; "" = no compact placement
+};
+
+}  // namespace tessel::gang

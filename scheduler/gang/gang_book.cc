@@ -1,0 +1,210 @@
+// GangBook: definitions by kind, and a pod's resolution to its gang (see gang_book.h).
+#include "scheduler/gang/gang_book.h"
+
+#include "scheduler/api/decode.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::gang {
+
+using nlohmann::json;
+
+namespace {
+
+enum class ObjectKind { kOther, kPodGroup, kWorkload, kSchedulingPodGroup, kJob };
+
+// A string field read without throwing: "" when absent or not a string.
+std::string StringField(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+ObjectKind KindOf(const json& object) {
+  if (!object.is_object()) return ObjectKind::kOther;
+  const std::string api = StringField(object, "apiVersion");
+  const std::string kind = StringField(object, "kind");
+  if (kind == "PodGroup" && api == kPodGroupApiVersion) return ObjectKind::kPodGroup;
+  if (kind == "PodGroup" && api == kSchedulingPodGroupApiVersion) {
+    return ObjectKind::kSchedulingPodGroup;
+  }
+  if (kind == "Workload" && api == kWorkloadApiVersion) return ObjectKind::kWorkload;
+  if (kind == "Job" && api.rfind("batch/", 0) == 0) return ObjectKind::kJob;
+  return ObjectKind::kOther;
+}
+
+std::string TopologyKey(const ObjectMeta& meta) {
+  auto it = meta.annotations.find(kTopologyKeyAnnotation);
+  return it == meta.annotations.end() ? "" : it->second;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> GangBook::Apply(const json& object) {
+  switch (KindOf(object)) {
+    case ObjectKind::kOther:
+      return false;
+    case ObjectKind::kPodGroup: {
+      auto pg = DecodePodGroup(object);
+      if (!pg.ok()) return pg.status();
+      Put(*std::move(pg));
+      return true;
+    }
+    case ObjectKind::kWorkload: {
+      auto w = DecodeWorkload(object);
+      if (!w.ok()) return w.status();
+      Put(*std::move(w));
+      return true;
+    }
+    case ObjectKind::kSchedulingPodGroup: {
+      auto pg = DecodeSchedulingPodGroup(object);
+      if (!pg.ok()) return pg.status();
+      Put(*std::move(pg));
+      return true;
+    }
+    case ObjectKind::kJob: {
+      auto job = DecodeJob(object);
+      if (!job.ok()) return job.status();
+      Put(*std::move(job));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GangBook::Remove(const json& object) {
+  const ObjectKind kind = KindOf(object);
+  if (kind == ObjectKind::kOther) return false;
+  auto meta = object.find("metadata");
+  static const json kNone = json::object();
+  const json& m = meta != object.end() ? *meta : kNone;
+  std::string ns = StringField(m, "namespace");
+  Key key{ns.empty() ? "default" : ns, StringField(m, "name")};
+  absl::MutexLock lock(&mu_);
+  switch (kind) {
+    case ObjectKind::kPodGroup:
+      pod_groups_.erase(key);
+      break;
+    case ObjectKind::kWorkload:
+      workloads_.erase(key);
+      break;
+    case ObjectKind::kSchedulingPodGroup:
+      scheduling_pod_groups_.erase(key);
+      break;
+    case ObjectKind::kJob:
+      jobs_.erase(key);
+      break;
+    case ObjectKind::kOther:
+      break;
+  }
+  return true;
+}
+
+void GangBook::Put(PodGroup pg) {
+  absl::MutexLock lock(&mu_);
+  Key key{pg.meta.namespace_, pg.meta.name};
+  pod_groups_[std::move(key)] = std::move(pg);
+}
+
+void GangBook::Put(Workload w) {
+  absl::MutexLock lock(&mu_);
+  Key key{w.meta.namespace_, w.meta.name};
+  workloads_[std::move(key)] = std::move(w);
+}
+
+void GangBook::Put(SchedulingPodGroup pg) {
+  absl::MutexLock lock(&mu_);
+  Key key{pg.meta.namespace_, pg.meta.name};
+  scheduling_pod_groups_[std::move(key)] = std::move(pg);
+}
+
+void GangBook::Put(JobInfo job) {
+  absl::MutexLock lock(&mu_);
+  Key key{job.meta.namespace_, job.meta.name};
+  jobs_[std::move(key)] = std::move(job);
+}
+
+GangBook::Resolution GangBook::Resolve(const Pod& pod) const {
+  Resolution r;
+  std::optional<GangId> id = DeclaredGang(pod);
+  if (!id.has_value()) return r;
+  r.spec.id = *id;
+  const Key key{id->namespace_, id->name};
+  absl::MutexLock lock(&mu_);
+  auto gang = [&](int32_t min_member, const ObjectMeta& meta) {
+    r.membership = Membership::kGang;
+    r.spec.min_member = std::max(min_member, 1);
+    r.spec.topology_key = TopologyKey(meta);
+  };
+  switch (id->kind) {
+    case GangKind::kPodGroup: {
+      auto it = pod_groups_.find(key);
+      if (it == pod_groups_.end()) {
+        r.membership = Membership::kWaiting;
+        return r;
+      }
+      gang(it->second.min_member, it->second.meta);
+      if (it->second.schedule_timeout_seconds.has_value()) {
+        r.spec.schedule_timeout = absl::Seconds(*it->second.schedule_timeout_seconds);
+      }
+      r.spec.min_resources = it->second.min_resources;
+      return r;
+    }
+    case GangKind::kWorkload: {
+      auto it = workloads_.find(key);
+      if (it == workloads_.end()) {
+        r.membership = Membership::kWaiting;
+        return r;
+      }
+      for (const WorkloadPodGroup& g : it->second.pod_groups) {
+        if (g.name != id->pod_group) continue;
+        if (g.gang_min_count.has_value()) gang(*g.gang_min_count, it->second.meta);
+        return r;  // basic policy: an ordinary pod
+      }
+      r.membership = Membership::kWaiting;  // the Workload has no such group (yet)
+      return r;
+    }
+    case GangKind::kSchedulingPodGroup: {
+      auto it = scheduling_pod_groups_.find(key);
+      if (it == scheduling_pod_groups_.end()) {
+        r.membership = Membership::kWaiting;
+        return r;
+      }
+      if (it->second.gang_min_count.has_value()) gang(*it->second.gang_min_count, it->second.meta);
+      return r;
+    }
+    case GangKind::kJob: {
+      // The pod's own annotation (from the Job's pod template) wins over the Job's.
+      auto own = MinAvailable(pod.meta.annotations, StrCat("Pod ", pod.Key()));
+      if (!own.ok()) {
+        r.warning = std::string(own.status().message());
+      } else if (own->has_value()) {
+        StringMap annotations = pod.meta.annotations;
+        ObjectMeta meta;
+        meta.annotations = std::move(annotations);
+        gang(**own, meta);
+        return r;
+      }
+      auto it = jobs_.find(key);
+      if (it != jobs_.end() && it->second.min_available.has_value()) {
+        gang(*it->second.min_available, it->second.meta);
+      }
+      return r;
+    }
+  }
+  return r;
+}
+
+std::optional<PodGroup> GangBook::FindPodGroup(const std::string& ns,
+                                               const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pod_groups_.find(Key{ns, name});
+  if (it == pod_groups_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t GangBook::size() const {
+  absl::MutexLock lock(&mu_);
+  return pod_groups_.size() + workloads_.size() + scheduling_pod_groups_.size() + jobs_.size();
+}
+
+}  // namespace tessel::gang

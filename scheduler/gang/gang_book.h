@@ -1,0 +1,58 @@
+// The gang definitions the scheduler knows (PodGroups, Workloads, v1alpha2 PodGroups, Jobs
+// with tessel.io/min-available), fed by informers or a snapshot loader, and the answer to
+// "which gang does this pod belong to, and what does that gang need?". Thread-safe.
+//
+//   GangBook book;
+//   book.Apply(podgroup_json);                   // any gang kind, by apiVersion and kind
+//   GangBook::Resolution r = book.Resolve(pod);
+//   if (r.membership == GangBook::Membership::kGang) ... r.spec.min_member ...
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "scheduler/gang/gang_api.h"
+
+namespace tessel::gang {
+
+class GangBook {
+ public:
+  // Adds or replaces the object if it is one of the gang kinds (true), ignores other kinds
+  // (false), and fails with a field-named error when a gang object does not decode.
+  absl::StatusOr<bool> Apply(const nlohmann::json& object);
+  // Forgets the object of that apiVersion/kind/namespace/name; false if it was not a gang kind.
+  bool Remove(const nlohmann::json& object);
+
+  void Put(PodGroup pg);
+  void Put(Workload w);
+  void Put(SchedulingPodGroup pg);
+  void Put(JobInfo job);
+
+  enum class Membership {
+    kNone,     // an ordinary pod (no gang, a basic policy, or a Job without min-available)
+    kWaiting,  // it names a gang whose definition has not been seen (yet): it waits quietly
+    kGang,     // a member of spec.id
+  };
+  struct Resolution {
+    Membership membership = Membership::kNone;
+    GangSpec spec;        // kGang: the gang; kWaiting: spec.id names what is missing
+    std::string warning;  // a malformed tessel.io/min-available on the pod, if any
+  };
+  Resolution Resolve(const Pod& pod) const;
+
+  // The scheduler-plugins PodGroup by namespace/name (status reporting, tests).
+  std::optional<PodGroup> FindPodGroup(const std::string& ns, const std::string& name) const;
+  size_t size() const;
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // namespace, name
+  mutable absl::Mutex mu_;
+  std::map<Key, PodGroup> pod_groups_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, Workload> workloads_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, SchedulingPodGroup> scheduling_pod_groups_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, JobInfo> jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessel::gang

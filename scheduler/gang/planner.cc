@@ -1,0 +1,401 @@
+// The gang planner (see planner.h for the algorithm).
+#include "scheduler/gang/planner.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "scheduler/api/quantity.h"
+#include "scheduler/core/fit_error.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::gang {
+namespace {
+
+void AppendTerm(std::string& k, const NodeSelectorTerm& term) {
+  for (const auto* list : {&term.match_expressions, &term.match_fields}) {
+    for (const NodeSelectorRequirement& r : *list) {
+      StrAppend(&k, r.key, "~", static_cast<int>(r.op), "~", StrJoin(r.values, ","), ";");
+    }
+    k += "/";
+  }
+}
+
+// Pods with the same key are interchangeable for every plugin Tessel ships: they ask for the
+// same resources on the same nodes.
+std::string ShapeKey(const Pod& p) {
+  std::string k = StrCat(p.scheduler_name, "|", p.PriorityValue(), "|", p.requests.DebugString(), "|");
+  for (const auto& [key, value] : p.node_selector) StrAppend(&k, key, "=", value, ",");
+  k += "|";
+  for (const Toleration& t : p.tolerations) {
+    StrAppend(&k, t.key, "~", static_cast<int>(t.op), "~", t.value, "~",
+              t.effect ? static_cast<int>(*t.effect) : -1, "~", t.toleration_seconds.value_or(-1),
+              ";");
+  }
+  k += "|";
+  if (p.node_affinity.required.has_value()) {
+    k += "R";
+    for (const NodeSelectorTerm& term : *p.node_affinity.required) AppendTerm(k, term);
+  }
+  for (const PreferredSchedulingTerm& term : p.node_affinity.preferred) {
+    StrAppend(&k, "P", term.weight);
+    AppendTerm(k, term.preference);
+  }
+  k += "|";
+  for (const auto& [key, value] : p.meta.annotations) {
+    if (key.rfind("tessel.io/", 0) == 0) StrAppend(&k, key, "=", value, ",");
+  }
+  return k;
+}
+
+struct Shape {
+  PodRef representative;
+  std::vector<PodRef> members;
+  int64_t gpu_milli = 0;
+};
+
+// Copy-on-write view of the snapshot's nodes: placements change private copies.
+class Overlay {
+ public:
+  explicit Overlay(std::vector<NodeInfo*> nodes) : nodes_(std::move(nodes)) {
+    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]] = i;
+  }
+  const std::vector<NodeInfo*>& nodes() const { return nodes_; }
+  size_t IndexOf(const NodeInfo* node) const { return index_.at(node); }
+  NodeInfo& Mutable(size_t i) {
+    auto& slot = owned_[i];
+    if (!slot) {
+      slot = std::make_unique<NodeInfo>(*nodes_[i]);
+      index_.erase(nodes_[i]);
+      nodes_[i] = slot.get();
+      index_[nodes_[i]] = i;
+    }
+    return *nodes_[i];
+  }
+
+ private:
+  std::vector<NodeInfo*> nodes_;
+  std::unordered_map<const NodeInfo*, size_t> index_;
+  std::unordered_map<size_t, std::unique_ptr<NodeInfo>> owned_;
+};
+
+struct Attempt {
+  std::vector<MemberPlacement> placements;
+  std::vector<bool> used;
+  Code code = Code::kSuccess;
+  std::string error;
+  std::vector<std::string> rejecting;
+  std::string fit_error;  // why the first shape that fit nowhere was refused
+  int32_t nodes_used() const { return static_cast<int32_t>(std::count(used.begin(), used.end(), true)); }
+};
+
+void AddRejecting(std::vector<std::string>& out, const std::string& plugin) {
+  if (std::find(out.begin(), out.end(), plugin) == out.end()) out.push_back(plugin);
+}
+
+// How many more pods of this shape the node can host, at most `limit`: members are added to a
+// copy until a Filter refuses. The first one is known to pass.
+int32_t Capacity(const Framework& fw, const CycleState& state, const PodRef& rep,
+                 const NodeInfo& node, int32_t limit) {
+  NodeInfo copy = node;
+  auto probe = std::make_shared<Pod>(*rep);
+  probe->node_name = node.name();
+  PodRef probe_ref = probe;
+  int32_t n = 0;
+  while (n < limit) {
+    if (n > 0 && !fw.RunFilters(state, *rep, copy).ok()) break;
+    copy.AddPod(probe_ref);
+    ++n;
+  }
+  return n;
+}
+
+Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& overlay) {
+  const Framework& fw = *in.framework;
+  Attempt a;
+  a.used.assign(overlay.nodes().size(), false);
+  for (const Shape& shape : shapes) {
+    const PodRef& rep = shape.representative;
+    auto state = std::make_shared<CycleState>();
+    Status pre = fw.RunPreFilter(*state, *rep);
+    if (!pre.ok()) {
+      if (pre.code() == Code::kError) {
+        a.code = Code::kError;
+        a.error = pre.Message();
+        return a;
+      }
+      AddRejecting(a.rejecting, pre.plugin());
+      if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(overlay.nodes().size(), pre);
+      continue;
+    }
+    FilterOutcome outcome = fw.FindFeasibleNodes(*state, *rep, overlay.nodes());
+    for (const auto& [node, st] : outcome.rejected) {
+      if (st.code() == Code::kError) {
+        a.code = Code::kError;
+        a.error = st.Message();
+        return a;
+      }
+      AddRejecting(a.rejecting, st.plugin());
+    }
+    if (outcome.feasible.empty()) {
+      if (a.fit_error.empty()) a.fit_error = FormatFitError(overlay.nodes().size(), outcome.rejected);
+      continue;
+    }
+    const size_t n = outcome.feasible.size();
+    std::vector<int64_t> score(n, 0);
+    if (n > 1) {
+      Status ps = fw.RunPreScore(*state, *rep, outcome.feasible);
+      if (!ps.ok()) {
+        a.code = Code::kError;
+        a.error = ps.Message();
+        return a;
+      }
+      absl::StatusOr<NodeScoreList> scores = fw.RunScore(*state, *rep, outcome.feasible);
+      if (!scores.ok()) {
+        a.code = Code::kError;
+        a.error = std::string(scores.status().message());
+        return a;
+      }
+      for (size_t i = 0; i < n; ++i) score[i] = (*scores)[i].score;
+    }
+    int32_t remaining = static_cast<int32_t>(shape.members.size());
+    std::vector<size_t> index(n);
+    std::vector<int32_t> cap(n);
+    for (size_t i = 0; i < n; ++i) {
+      index[i] = overlay.IndexOf(outcome.feasible[i]);
+      cap[i] = Capacity(fw, *state, rep, *outcome.feasible[i], remaining);
+    }
+    std::vector<bool> done(n, false);
+    size_t next = 0;
+    while (remaining > 0) {
+      // Fill whole nodes: the tightest node that takes every remaining member, else the one
+      // that takes the most; ties by score, then by name (snapshot order).
+      std::optional<size_t> best;
+      auto better = [&](size_t i, size_t j) {
+        const bool all_i = cap[i] >= remaining, all_j = cap[j] >= remaining;
+        if (all_i != all_j) return all_i;
+        if (cap[i] != cap[j]) return all_i ? cap[i] < cap[j] : cap[i] > cap[j];
+        if (score[i] != score[j]) return score[i] > score[j];
+        return index[i] < index[j];
+      };
+      for (size_t i = 0; i < n; ++i) {
+        if (done[i] || cap[i] <= 0) continue;
+        if (!best || better(i, *best)) best = i;
+      }
+      if (!best) break;
+      done[*best] = true;
+      const int32_t take = std::min(cap[*best], remaining);
+      for (int32_t k = 0; k < take; ++k) {
+        const PodRef& member = shape.members[next];
+        NodeInfo& node = overlay.Mutable(index[*best]);
+        auto member_state = std::make_shared<CycleState>(state->Clone());
+        if (k > 0 && !fw.RunFilters(*member_state, *member, node).ok()) break;
+        Pod assumed = *member;
+        assumed.node_name = node.name();
+        Status pa = fw.RunPreAssume(*member_state, assumed, node);
+        if (!pa.ok()) {
+          if (pa.code() == Code::kError) {
+            a.code = Code::kError;
+            a.error = pa.Message();
+            return a;
+          }
+          break;
+        }
+        node.AddPod(std::make_shared<const Pod>(assumed));
+        a.used[index[*best]] = true;
+        a.placements.push_back(MemberPlacement{.pod = member,
+                                               .assumed = std::move(assumed),
+                                               .node = node.name(),
+                                               .state = std::move(member_state)});
+        ++next;
+        --remaining;
+      }
+    }
+  }
+  return a;
+}
+
+std::vector<Shape> GroupShapes(const std::vector<PodRef>& members) {
+  std::vector<Shape> shapes;
+  std::map<std::string, size_t> by_key;
+  for (const PodRef& m : members) {
+    auto [it, fresh] = by_key.emplace(ShapeKey(*m), shapes.size());
+    if (fresh) {
+      shapes.push_back(Shape{.representative = m, .members = {}, .gpu_milli = ReadGpuRequest(*m).total_milli()});
+    }
+    shapes[it->second].members.push_back(m);
+  }
+  // Bigger shapes first: they are the hardest to fit once smaller ones have cut nodes up.
+  std::stable_sort(shapes.begin(), shapes.end(), [](const Shape& a, const Shape& b) {
+    if (a.gpu_milli != b.gpu_milli) return a.gpu_milli > b.gpu_milli;
+    if (a.representative->requests.milli_cpu != b.representative->requests.milli_cpu) {
+      return a.representative->requests.milli_cpu > b.representative->requests.milli_cpu;
+    }
+    return a.representative->requests.memory > b.representative->requests.memory;
+  });
+  return shapes;
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return StrCat(n, " ", n == 1 ? one : many);
+}
+
+std::string Needs(const PlanInput& in, const std::vector<Shape>& shapes) {
+  // (in.min_to_place is at least 1 here; min_member tells whether members already run.)
+  std::string shape = DescribeMemberShape(*shapes.front().representative);
+  if (shapes.size() > 1) StrAppend(&shape, " (and ", shapes.size() - 1, " other pod shapes)");
+  const bool more = in.min_to_place < in.min_member;
+  return StrCat(in.gang, " needs ", std::max<int32_t>(in.min_to_place, 1), more ? " more" : "",
+                " × ", shape);
+}
+
+// Free GPU milli and CPU milli over the nodes, after the attempt.
+std::pair<int64_t, int64_t> FreeOf(const std::vector<NodeInfo*>& nodes) {
+  int64_t gpu = 0, cpu = 0;
+  for (const NodeInfo* n : nodes) {
+    gpu += n->gpus().total_free_milli();
+    cpu += n->Free().milli_cpu;
+  }
+  return {gpu, cpu};
+}
+
+bool HasMinResources(const std::vector<NodeInfo*>& nodes, const Resources& min) {
+  if (min.IsZero()) return true;
+  Resources free;
+  for (const NodeInfo* n : nodes) (void)free.Add(n->Free());
+  // GPUs are held per device: count whole free devices' milli for nvidia.com/gpu.
+  int64_t gpu = 0;
+  for (const NodeInfo* n : nodes) gpu += n->gpus().total_free_milli();
+  if (gpu > 0 || free.Get(kNvidiaGpu) == 0) free.Set(kNvidiaGpu, std::max(gpu, free.Get(kNvidiaGpu)));
+  return min.FitsIn(free);
+}
+
+}  // namespace
+
+std::string DescribeMemberShape(const Pod& pod) {
+  const GpuRequest gpu = ReadGpuRequest(pod);
+  switch (gpu.kind) {
+    case GpuRequest::Kind::kWhole:
+      return Plural(gpu.count, "GPU", "GPUs");
+    case GpuRequest::Kind::kFraction:
+      return StrCat(gpu.milli, " milli-GPU");
+    case GpuRequest::Kind::kReplicas:
+      return Plural(gpu.count, "GPU replica", "GPU replicas");
+    case GpuRequest::Kind::kNone:
+      break;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, amount] : pod.requests.Entries()) {
+    if (name == kPods) continue;
+    parts.push_back(StrCat(name, " ", FormatResourceQuantity(name, amount)));
+  }
+  return parts.empty() ? "no resources" : StrJoin(parts, ", ");
+}
+
+GangPlan PlanGang(const PlanInput& input) {
+  // Members beyond minMember (min_to_place 0) are planned like a gang of one.
+  PlanInput in = input;
+  in.min_to_place = std::max<int32_t>(in.min_to_place, 1);
+  GangPlan plan;
+  if (in.members.empty()) {
+    plan.code = Code::kUnschedulable;
+    plan.message = StrCat(in.gang, " has no pending members to place");
+    return plan;
+  }
+  const std::vector<Shape> shapes = GroupShapes(in.members);
+  const std::vector<NodeInfo*>& all = in.snapshot->nodes();
+
+  if (in.topology_key.empty()) {
+    if (!HasMinResources(all, in.min_resources)) {
+      plan.code = Code::kUnschedulable;
+      plan.message = StrCat(Needs(in, shapes), "; spec.minResources (",
+                            in.min_resources.DebugString(), ") is more than the cluster has free");
+      return plan;
+    }
+    Overlay overlay(all);
+    Attempt a = Place(in, shapes, overlay);
+    plan.rejecting_plugins = a.rejecting;
+    if (a.code == Code::kError) {
+      plan.code = Code::kError;
+      plan.message = StrCat(in.gang, ": ", a.error);
+      return plan;
+    }
+    const int32_t placed = static_cast<int32_t>(a.placements.size());
+    plan.nodes_used = a.nodes_used();
+    if (placed >= in.min_to_place) {
+      plan.feasible = true;
+      plan.placements = std::move(a.placements);
+      return plan;
+    }
+    plan.code = Code::kUnschedulable;
+    plan.message = placed > 0 ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
+                                       " can host ", Plural(placed, "member", "members"))
+                              : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
+    return plan;
+  }
+
+  // Compact placement: one domain of the topology label.
+  std::map<std::string, std::vector<NodeInfo*>> domains;
+  for (NodeInfo* n : all) {
+    auto it = n->node()->meta.labels.find(in.topology_key);
+    if (it != n->node()->meta.labels.end()) domains[it->second].push_back(n);
+  }
+  if (domains.empty()) {
+    plan.code = Code::kUnschedulable;
+    plan.message = StrCat(Needs(in, shapes), " within one ", in.topology_key,
+                          " domain; no node has the label ", in.topology_key);
+    return plan;
+  }
+  struct Candidate {
+    std::string domain;
+    Attempt attempt;
+    std::pair<int64_t, int64_t> free;
+  };
+  std::optional<Candidate> best;
+  for (const auto& [domain, nodes] : domains) {
+    if (!HasMinResources(nodes, in.min_resources)) {
+      plan.too_small.push_back(DomainFit{.domain = domain, .members = 0});
+      continue;
+    }
+    Overlay overlay(nodes);
+    Attempt a = Place(in, shapes, overlay);
+    for (const std::string& p : a.rejecting) AddRejecting(plan.rejecting_plugins, p);
+    if (a.code == Code::kError) {
+      plan.code = Code::kError;
+      plan.message = StrCat(in.gang, ": ", a.error);
+      return plan;
+    }
+    const int32_t placed = static_cast<int32_t>(a.placements.size());
+    if (placed < in.min_to_place) {
+      plan.too_small.push_back(DomainFit{.domain = domain, .members = placed});
+      continue;
+    }
+    Candidate c{domain, std::move(a), FreeOf(overlay.nodes())};
+    // More members placed first; then the domain left fullest (pack), then by name.
+    auto better = [](const Candidate& x, const Candidate& y) {
+      if (x.attempt.placements.size() != y.attempt.placements.size()) {
+        return x.attempt.placements.size() > y.attempt.placements.size();
+      }
+      return x.free < y.free;
+    };
+    if (!best || better(c, *best)) best = std::move(c);
+  }
+  if (best) {
+    plan.feasible = true;
+    plan.domain = best->domain;
+    plan.nodes_used = best->attempt.nodes_used();
+    plan.placements = std::move(best->attempt.placements);
+    return plan;
+  }
+  plan.code = Code::kUnschedulable;
+  std::vector<std::string> small;
+  for (const DomainFit& d : plan.too_small) {
+    small.push_back(StrCat(d.domain, " (", Plural(d.members, "member", "members"), ")"));
+  }
+  plan.message = StrCat(Needs(in, shapes), " within one ", in.topology_key,
+                        " domain; every domain is too small: ", StrJoin(small, ", "));
+  return plan;
+}
+
+}  // namespace tessel::gang

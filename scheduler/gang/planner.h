@@ -1,0 +1,83 @@
+// The gang planner: given the cycle's snapshot, a profile's framework and a gang's pending
+// members, it computes in one pass where each member would go, or says why the gang cannot
+// start. It is a pure function of its inputs: it never touches the cache, so a plan that falls
+// short reserves nothing, and two gangs can never each hold part of the cluster.
+//
+// Algorithm. Members are grouped into shapes (same requests, selectors, affinity, tolerations,
+// priority and tessel.io/ annotations: pods of one template are one shape); bigger shapes first.
+// For each shape, PreFilter runs once, Filter once over every node, Score once over the nodes
+// that pass (for tie-breaks). Then, on a private overlay of the snapshot, each feasible node's
+// capacity (how many more members of this shape it can host) is found by adding members to a
+// copy of the node until Filter refuses, so every plugin's rules hold, including per-device GPU
+// accounting. Nodes are then filled whole, not spread:
+//   - if some node can host every member still to place, the smallest such node (best fit);
+//   - otherwise the node that hosts the most (fewest nodes for the gang);
+//   ties by score, then name. Members take the node one after another: PreAssume picks each
+//   one's GPU devices against the overlay, which already holds the members placed before it, so
+//   reservations are cumulative.
+// Compact placement (topology_key): the same plan runs within each domain of that node label;
+// of the domains that fit the gang, the one left fullest (least free GPU, then CPU) wins, and
+// the domains too small are reported.
+//
+//   GangPlan plan = PlanGang({.framework = fw, .snapshot = &snapshot, .members = pending,
+//                             .min_to_place = 4, .min_member = 4, .gang = "PodGroup a/train"});
+//   if (plan.feasible) for (const MemberPlacement& m : plan.placements) ... m.assumed ...
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/framework.h"
+#include "scheduler/state/snapshot.h"
+
+namespace tessel::gang {
+
+struct PlanInput {
+  const Framework* framework = nullptr;
+  const Snapshot* snapshot = nullptr;
+  // The gang's pending members, in the order they are tried (the core passes creation order).
+  std::vector<PodRef> members;
+  // The plan is feasible when at least this many members are placed (minMember minus the
+  // members already running); every member that fits beyond it is placed too.
+  int32_t min_to_place = 1;
+  int32_t min_member = 1;  // for messages
+  std::string gang;        // for messages: "PodGroup team-a/train"
+  std::string topology_key;
+  // spec.minResources: the nodes the gang may use must have this much free in total.
+  Resources min_resources;
+};
+
+struct MemberPlacement {
+  PodRef pod;                         // the pending member
+  Pod assumed;                        // its copy with node_name and chosen devices set
+  std::string node;
+  std::shared_ptr<CycleState> state;  // the member's cycle state (Reserve, PreBind, Bind)
+};
+
+struct DomainFit {
+  std::string domain;
+  int32_t members = 0;  // how many members the domain could host
+};
+
+struct GangPlan {
+  bool feasible = false;
+  // kError when a plugin failed (retry with backoff), else kUnschedulable when not feasible.
+  Code code = Code::kSuccess;
+  std::vector<MemberPlacement> placements;
+  // Why not, when not feasible: "PodGroup a/train needs 4 x 4 GPUs; 2 nodes can host 3 members".
+  std::string message;
+  // Plugins whose rejections limited the plan (for the queue's wake-up events).
+  std::vector<std::string> rejecting_plugins;
+  std::string domain;                  // compact placement: the chosen domain
+  std::vector<DomainFit> too_small;    // compact placement: domains that could not host it
+  int32_t nodes_used = 0;
+};
+
+GangPlan PlanGang(const PlanInput& input);
+
+// A short description of what one member asks for: "4 GPUs", "500 milli-GPU", "cpu 2, memory
+// 4Gi".
+std::string DescribeMemberShape(const Pod& pod);
+
+}  // namespace tessel::gang

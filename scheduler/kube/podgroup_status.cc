@@ -1,0 +1,77 @@
+// PodGroup status writes from a worker thread (see podgroup_status.h).
+#include "scheduler/kube/podgroup_status.h"
+
+#include "scheduler/util/strings.h"
+#include "spdlog/spdlog.h"
+
+namespace tessel::kube {
+
+using nlohmann::json;
+
+json PodGroupStatusPatch(const gang::GangStatusUpdate& u) {
+  json condition{{"type", "Scheduled"},
+                 {"status", u.condition_status},
+                 {"reason", u.reason},
+                 {"message", u.message},
+                 {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", u.time, absl::UTCTimeZone())}};
+  json status{{"phase", u.phase}, {"conditions", json::array({condition})}};
+  if (u.reason != "BindFailed") status["scheduled"] = u.scheduled;
+  return json{{"status", status}};
+}
+
+PodGroupStatusWriter::PodGroupStatusWriter(KubeClient* client)
+    : client_(client), thread_([this] { Run(); }) {}
+
+PodGroupStatusWriter::~PodGroupStatusWriter() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+void PodGroupStatusWriter::GangStatusChanged(const gang::GangId& id,
+                                             const gang::GangStatusUpdate& update) {
+  if (id.kind != gang::GangKind::kPodGroup) return;  // only the CRD has a status we own
+  const std::string path = StrCat("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/", id.namespace_,
+                                  "/podgroups/", id.name, "/status");
+  absl::MutexLock lock(&mu_);
+  pending_[path] = update;
+}
+
+void PodGroupStatusWriter::Run() {
+  while (true) {
+    std::map<std::string, gang::GangStatusUpdate> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !pending_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
+      if (stop_) return;
+      batch.swap(pending_);
+    }
+    for (const auto& [path, update] : batch) {
+      json patch = PodGroupStatusPatch(update);
+      // The same status again (only the time moved) is not worth a write.
+      json same = patch;
+      same["status"]["conditions"][0].erase("lastTransitionTime");
+      const std::string key = same.dump();
+      {
+        absl::MutexLock lock(&mu_);
+        if (sent_[path] == key) continue;
+      }
+      absl::StatusOr<Response> r = client_->Do(Request{.method = "PATCH",
+                                                        .path = path,
+                                                        .body = patch.dump(),
+                                                        .content_type = std::string(kMergePatch)});
+      if (!r.ok() || !r->ok()) {
+        spdlog::warn("PodGroup status {}: {}", path,
+                     r.ok() ? std::string(r->ToStatus("patch").message()) : std::string(r.status().message()));
+        continue;
+      }
+      absl::MutexLock lock(&mu_);
+      sent_[path] = key;
+    }
+  }
+}
+
+}  // namespace tessel::kube

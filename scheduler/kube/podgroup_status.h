@@ -1,0 +1,42 @@
+// Writes what the scheduling core reports about gangs to the PodGroup's status subresource
+// (scheduling.x-k8s.io/v1alpha1): phase, scheduled, and a "Scheduled" condition whose message
+// says what is short ("PodGroup a/train needs 4 × 4 GPUs; 2 nodes can host 3 members"). The
+// core calls GangStatusChanged on its own thread; a worker thread sends the merge PATCHes, the
+// latest update per PodGroup only, so a slow API server never blocks scheduling.
+//
+//   PodGroupStatusWriter writer(client.get());
+//   SchedulerParams{..., .gang_status = &writer};
+#pragma once
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "scheduler/gang/gang_status.h"
+#include "scheduler/kube/client.h"
+
+namespace tessel::kube {
+
+// The merge patch for one update (exposed for tests).
+nlohmann::json PodGroupStatusPatch(const gang::GangStatusUpdate& update);
+
+class PodGroupStatusWriter final : public gang::GangStatusSink {
+ public:
+  explicit PodGroupStatusWriter(KubeClient* client);
+  ~PodGroupStatusWriter() override;
+
+  void GangStatusChanged(const gang::GangId& id, const gang::GangStatusUpdate& update) override;
+
+ private:
+  void Run();
+
+  KubeClient* client_;
+  absl::Mutex mu_;
+  std::map<std::string, gang::GangStatusUpdate> pending_ ABSL_GUARDED_BY(mu_);  // by status path
+  std::map<std::string, std::string> sent_ ABSL_GUARDED_BY(mu_);  // path -> last body sent
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace tessel::kube

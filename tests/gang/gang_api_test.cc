@@ -1,0 +1,241 @@
+// Decoding the gang APIs from their documented examples, pods' declared gangs, and the
+// GangBook's resolution of a pod to its gang.
+#include <catch2/catch.hpp>
+
+#include "builders.h"
+#include "scheduler/api/decode.h"
+#include "scheduler/gang/gang_book.h"
+
+namespace tessel::gang {
+namespace {
+
+using nlohmann::json;
+using testing::PodBuilder;
+
+// The scheduler-plugins coscheduling README's PodGroup.
+const char* kPodGroup = R"({
+  "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+  "metadata": {"name": "nginx", "namespace": "default"},
+  "spec": {"scheduleTimeoutSeconds": 10, "minMember": 3,
+           "minResources": {"cpu": "3", "nvidia.com/gpu": "2"}},
+  "status": {"phase": "Running", "scheduled": 3, "running": 2, "failed": 1}})";
+
+// Kubernetes 1.35 documentation, "Workload API" (KEP-4671).
+const char* kWorkload = R"({
+  "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+  "metadata": {"name": "training-job-workload", "namespace": "some-ns"},
+  "spec": {"controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "training-job"},
+           "podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 4}}},
+                         {"name": "driver", "policy": {"basic": {}}}]}})";
+
+// Kubernetes documentation, "Workload Reference": a pod of the workers group, replica "0".
+const char* kWorkloadPod = R"({
+  "apiVersion": "v1", "kind": "Pod",
+  "metadata": {"name": "worker-0", "namespace": "some-ns"},
+  "spec": {"schedulerName": "tessel",
+           "workloadRef": {"name": "training-job-workload", "podGroup": "workers",
+                           "podGroupReplicaKey": "0"},
+           "containers": [{"name": "ml-worker", "image": "training:v1"}]}})";
+
+// Its successor: the scheduling.k8s.io/v1alpha2 PodGroup and spec.schedulingGroup.
+const char* kSchedulingPodGroup = R"({
+  "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+  "metadata": {"name": "training-worker-0", "namespace": "some-ns"},
+  "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}})";
+const char* kSchedulingGroupPod = R"({
+  "apiVersion": "v1", "kind": "Pod",
+  "metadata": {"name": "worker-0", "namespace": "some-ns"},
+  "spec": {"schedulingGroup": {"podGroupName": "training-worker-0"},
+           "containers": [{"name": "ml-worker", "image": "training:v1"}]}})";
+
+TEST_CASE("a scheduler-plugins PodGroup decodes spec and status", "[gang][decode]") {
+  auto pg = DecodePodGroup(json::parse(kPodGroup));
+  REQUIRE(pg.ok());
+  CHECK(pg->meta.name == "nginx");
+  CHECK(pg->min_member == 3);
+  CHECK(pg->schedule_timeout_seconds == 10);
+  CHECK(pg->min_resources.milli_cpu == 3000);
+  CHECK(pg->min_resources.Get("nvidia.com/gpu") == 2000);
+  CHECK(pg->status.phase == "Running");
+  CHECK(pg->status.scheduled == 3);
+  CHECK(pg->status.running == 2);
+  CHECK(pg->status.failed == 1);
+}
+
+TEST_CASE("bad PodGroups are rejected with the object and the field", "[gang][decode]") {
+  struct Case {
+    const char* name;
+    const char* spec;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"negative minMember", R"({"minMember": -1})",
+       "PodGroup ns/g: spec.minMember: must be an integer of at least 0, got -1"},
+      {"string minMember", R"({"minMember": "3"})",
+       "PodGroup ns/g: spec.minMember: expected an integer, got \"3\""},
+      {"bad timeout", R"({"minMember": 2, "scheduleTimeoutSeconds": 1.5})",
+       "PodGroup ns/g: spec.scheduleTimeoutSeconds: expected an integer, got 1.5"},
+      {"bad quantity", R"({"minMember": 2, "minResources": {"cpu": "lots"}})",
+       "PodGroup ns/g: spec.minResources.cpu: quantity \"lots\" is not valid"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      json object = json::parse(R"({"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+          "kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}})");
+      object["spec"] = json::parse(c.spec);
+      auto pg = DecodePodGroup(object);
+      REQUIRE_FALSE(pg.ok());
+      CHECK_THAT(std::string(pg.status().message()), Catch::StartsWith(c.want));
+    }
+  }
+}
+
+TEST_CASE("a KEP-4671 Workload decodes its gang and basic pod groups", "[gang][decode]") {
+  auto w = DecodeWorkload(json::parse(kWorkload));
+  REQUIRE(w.ok());
+  CHECK(w->meta.namespace_ == "some-ns");
+  REQUIRE(w->pod_groups.size() == 2);
+  CHECK(w->pod_groups[0].name == "workers");
+  CHECK(w->pod_groups[0].gang_min_count == 4);
+  CHECK(w->pod_groups[1].name == "driver");
+  CHECK_FALSE(w->pod_groups[1].gang_min_count.has_value());
+
+  SECTION("a policy must be exactly one of basic and gang") {
+    json bad = json::parse(kWorkload);
+    bad["spec"]["podGroups"][0]["policy"]["basic"] = json::object();
+    auto r = DecodeWorkload(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() ==
+          "Workload some-ns/training-job-workload: spec.podGroups[0].policy: exactly one of "
+          "basic and gang must be set");
+  }
+  SECTION("gang.minCount is required and positive") {
+    json bad = json::parse(kWorkload);
+    bad["spec"]["podGroups"][0]["policy"]["gang"]["minCount"] = 0;
+    auto r = DecodeWorkload(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() ==
+          "Workload some-ns/training-job-workload: spec.podGroups[0].policy.gang.minCount: must "
+          "be an integer of at least 1, got 0");
+  }
+}
+
+TEST_CASE("pods declare their gang through each API", "[gang][decode]") {
+  SECTION("spec.workloadRef with a replica key") {
+    auto pod = DecodePod(json::parse(kWorkloadPod));
+    REQUIRE(pod.ok());
+    REQUIRE(pod->workload_ref.has_value());
+    CHECK(pod->workload_ref->pod_group_replica_key == "0");
+    auto id = DeclaredGang(*pod);
+    REQUIRE(id.has_value());
+    CHECK(id->kind == GangKind::kWorkload);
+    CHECK(id->Key() == "workload:some-ns/training-job-workload/workers/0");
+    CHECK(id->Describe() == "Workload some-ns/training-job-workload pod group workers (replica 0)");
+  }
+  SECTION("spec.workloadRef without podGroup is an error") {
+    json bad = json::parse(kWorkloadPod);
+    bad["spec"]["workloadRef"].erase("podGroup");
+    auto pod = DecodePod(bad);
+    REQUIRE_FALSE(pod.ok());
+    CHECK(pod.status().message() == "Pod some-ns/worker-0: spec.workloadRef.podGroup: missing");
+  }
+  SECTION("spec.schedulingGroup (v1alpha2)") {
+    auto pod = DecodePod(json::parse(kSchedulingGroupPod));
+    REQUIRE(pod.ok());
+    auto id = DeclaredGang(*pod);
+    REQUIRE(id.has_value());
+    CHECK(id->Key() == "schedulingpodgroup:some-ns/training-worker-0");
+    auto pg = DecodeSchedulingPodGroup(json::parse(kSchedulingPodGroup));
+    REQUIRE(pg.ok());
+    CHECK(pg->gang_min_count == 4);
+  }
+  SECTION("the PodGroup label wins") {
+    Pod pod = PodBuilder("w", "team-a").Build();
+    pod.meta.labels[std::string(kPodGroupLabel)] = "train";
+    pod.workload_ref = WorkloadReference{"w", "workers", ""};
+    CHECK(DeclaredGang(pod)->Key() == "podgroup:team-a/train");
+  }
+  SECTION("a pod controlled by a Job names the Job; other pods name nothing") {
+    Pod pod = PodBuilder("sweep-abc", "team-a").Build();
+    CHECK_FALSE(DeclaredGang(pod).has_value());
+    pod.meta.owner_references.push_back(
+        OwnerReference{.api_version = "batch/v1", .kind = "Job", .name = "sweep", .controller = true});
+    CHECK(DeclaredGang(pod)->Key() == "job:team-a/sweep");
+  }
+}
+
+TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang][book]") {
+  GangBook book;
+  Pod member = PodBuilder("train-0", "default").Build();
+  member.meta.labels[std::string(kPodGroupLabel)] = "nginx";
+
+  SECTION("a PodGroup not seen yet: the pod waits") {
+    auto r = book.Resolve(member);
+    CHECK(r.membership == GangBook::Membership::kWaiting);
+    CHECK(r.spec.id.Describe() == "PodGroup default/nginx");
+  }
+  SECTION("once it appears, the pod is a member with its spec") {
+    json pg = json::parse(kPodGroup);
+    pg["metadata"]["annotations"] = {{"tessel.io/topology-key", "topology.kubernetes.io/zone"}};
+    REQUIRE(book.Apply(pg).value());
+    auto r = book.Resolve(member);
+    REQUIRE(r.membership == GangBook::Membership::kGang);
+    CHECK(r.spec.min_member == 3);
+    CHECK(r.spec.schedule_timeout == absl::Seconds(10));
+    CHECK(r.spec.topology_key == "topology.kubernetes.io/zone");
+    CHECK(book.Remove(pg));
+    CHECK(book.Resolve(member).membership == GangBook::Membership::kWaiting);
+  }
+  SECTION("Workload groups: gang, basic, replica keys") {
+    REQUIRE(book.Apply(json::parse(kWorkload)).value());
+    auto worker = DecodePod(json::parse(kWorkloadPod));
+    REQUIRE(worker.ok());
+    auto r = book.Resolve(*worker);
+    REQUIRE(r.membership == GangBook::Membership::kGang);
+    CHECK(r.spec.min_member == 4);
+    Pod other_replica = *worker;
+    other_replica.workload_ref->pod_group_replica_key = "1";
+    CHECK(book.Resolve(other_replica).spec.id != r.spec.id);
+    Pod driver = *worker;
+    driver.workload_ref->pod_group = "driver";
+    CHECK(book.Resolve(driver).membership == GangBook::Membership::kNone);
+    Pod unknown_group = *worker;
+    unknown_group.workload_ref->pod_group = "ps";
+    CHECK(book.Resolve(unknown_group).membership == GangBook::Membership::kWaiting);
+  }
+  SECTION("implicit gangs: Job annotation, or the pod's own from the template") {
+    Pod pod = PodBuilder("sweep-abc", "team-a").Build();
+    pod.meta.owner_references.push_back(
+        OwnerReference{.api_version = "batch/v1", .kind = "Job", .name = "sweep", .controller = true});
+    CHECK(book.Resolve(pod).membership == GangBook::Membership::kNone);
+    REQUIRE(book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "sweep", "namespace": "team-a",
+                     "annotations": {"tessel.io/min-available": "6"}}})")).value());
+    auto r = book.Resolve(pod);
+    REQUIRE(r.membership == GangBook::Membership::kGang);
+    CHECK(r.spec.id.Describe() == "Job team-a/sweep");
+    CHECK(r.spec.min_member == 6);
+    pod.meta.annotations["tessel.io/min-available"] = "2";
+    CHECK(book.Resolve(pod).spec.min_member == 2);
+    pod.meta.annotations["tessel.io/min-available"] = "two";
+    auto bad = book.Resolve(pod);
+    CHECK(bad.warning ==
+          "Pod team-a/sweep-abc: metadata.annotations.tessel.io/min-available: \"two\" is not a "
+          "positive integer");
+    CHECK(bad.spec.min_member == 6);  // falls back to the Job's
+  }
+  SECTION("a bad Job annotation is a decode error") {
+    auto r = book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "a", "annotations": {"tessel.io/min-available": "0"}}})"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() ==
+          "Job a/j: metadata.annotations.tessel.io/min-available: \"0\" is not a positive integer");
+  }
+  SECTION("other kinds are not gang objects") {
+    CHECK_FALSE(book.Apply(json::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "x"}})")).value());
+  }
+}
+
+}  // namespace
+}  // namespace tessel::gang
