@@ -13,7 +13,7 @@
 #include "plugins/registry.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/binding.h"
-#include "scheduler/state/gpu_devices.h"
+#include "scheduler/gpu/device_list.h"
 #include "unit/builders.h"
 
 namespace tessel {
