@@ -338,15 +338,18 @@ int Run(Flags flags) {
   kube::WorkerPool binder("bind", flags.bind_workers);
   kube::EventRecorder events(clients->status.get(),
                              {.identity = identity, .write_budget = write_budget});
-  kube::LiveCluster cluster(clients->binding.get(), &events,
-                            {.eviction_api = eviction_api, .write_budget = write_budget});
+  RealClock clock;
+  Cache cache(&clock);
+  kube::LiveCluster cluster(
+      clients->binding.get(), &events,
+      {.eviction_api = eviction_api,
+       .write_budget = write_budget,
+       .node_exists = [&cache](std::string_view node) { return cache.HasNode(node); }});
   kube::StatusReporter reporter(clients->status.get(), &events, {.write_budget = write_budget});
   Observers observers;
   observers.Add(&reporter);
 
   Registry registry = InTreeRegistry();
-  RealClock clock;
-  Cache cache(&clock);
   kube::PodGroupStatusWriter podgroup_status(clients->status.get());
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::New(SchedulerParams{.registry = &registry,

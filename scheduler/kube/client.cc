@@ -231,6 +231,11 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
   }
   absl::StatusOr<absl::Duration> left = budget();
   if (!left.ok()) return left.status();
+  if (request.precondition) {
+    if (absl::Status st = request.precondition(); !st.ok()) {
+      return absl::AbortedError(StrCat(request.method, " ", request.path, ": not sent: ", st.message()));
+    }
+  }
   const absl::Duration timeout = std::min(request.timeout.value_or(options_.timeout), *left);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))));
@@ -315,10 +320,12 @@ absl::StatusOr<Response> KubeClient::Do(const Request& request) {
   for (int attempt = 1;; ++attempt) {
     auto handle = Acquire();
     result = Once(*handle, request, nullptr, nullptr);
-    if (result.ok() || absl::IsFailedPrecondition(result.status())) {
+    const bool not_sent = !result.ok() && (absl::IsFailedPrecondition(result.status()) ||
+                                           absl::IsAborted(result.status()));
+    if (result.ok() || not_sent) {
       Release(std::move(handle));
     }  // after a transport error the handle's connection is suspect: drop it
-    if (!result.ok() && absl::IsFailedPrecondition(result.status())) return result;  // not sent
+    if (not_sent) return result;
     const bool retryable = result.ok() ? IsRetryableCode(result->code) : true;
     if (!retryable || attempt >= attempts) return result;
     absl::Duration delay = backoff.Next();

@@ -58,6 +58,10 @@ struct Request {
   // timeout is cut to it, so no write is in flight after the lease may have passed to another
   // replica. A refusal ends the request with FailedPrecondition.
   std::function<std::optional<absl::Duration>()> write_budget;
+  // Checked right before every attempt too (after the rate limiter's wait): an error ends the
+  // request unsent, with that error's message and code Aborted (e.g. a bind whose node was
+  // deleted while the bind waited for its token).
+  std::function<absl::Status()> precondition;
 };
 
 struct Response {

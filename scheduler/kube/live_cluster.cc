@@ -79,9 +79,19 @@ absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node,
       client_->Do({.method = "POST",
                    .path = PodPath(pod, "binding"),
                    .body = binding.dump(),
-                   .write_budget = [this] { return WriteBudget(); }});
+                   .write_budget = [this] { return WriteBudget(); },
+                   .precondition = [this, &node]() -> absl::Status {
+                     if (!options_.node_exists || options_.node_exists(node)) {
+                       return absl::OkStatus();
+                     }
+                     return absl::NotFoundError(StrCat("node \"", node, "\" was deleted"));
+                   }});
   if (!resp.ok()) {
     if (absl::IsFailedPrecondition(resp.status())) return resp.status();  // not sent
+    if (absl::IsAborted(resp.status())) {  // not sent: its node is gone; schedule it again
+      spdlog::info("bind of pod {} to {}: {}", pod.Key(), node, resp.status().message());
+      return absl::UnavailableError(resp.status().message());
+    }
     spdlog::warn("bind of pod {} to {}: {}", pod.Key(), node, resp.status().message());
     if (absl::IsDeadlineExceeded(resp.status())) return resp.status();
     return absl::UnavailableError(resp.status().message());

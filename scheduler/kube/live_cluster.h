@@ -10,6 +10,7 @@
 //   409 on a pod bound to another node    AlreadyExists
 //   409 on a pod bound to the chosen node OK (an earlier attempt whose answer was lost)
 //   not the leader, or shutting down      FailedPrecondition (nothing sent)
+//   the node was deleted meanwhile        Unavailable (nothing sent; the pod is retried)
 //   429/5xx after retries, no answer      Unavailable / DeadlineExceeded (transient)
 //   other 4xx                             their own code (InvalidArgument, PermissionDenied, ...)
 #pragma once
@@ -34,6 +35,9 @@ struct LiveClusterOptions {
   // How long this replica may still write; nullopt: it may not (see Request::write_budget).
   // Unset: always (no leader election).
   std::function<std::optional<absl::Duration>()> write_budget;
+  // Whether a node still exists, asked right before a bind is sent (after the rate limiter's
+  // wait): a bind to a node deleted meanwhile is not sent. Unset: not checked.
+  std::function<bool(std::string_view node)> node_exists;
 };
 
 class LiveCluster final : public ClusterApi {
