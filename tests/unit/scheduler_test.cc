@@ -382,9 +382,9 @@ class ChurnCluster final : public ClusterApi, public BindExecutor {
     informer.push_back({Event::Kind::kPodDelete, it->second, {}});
     pods.erase(it);
   }
-  void DeleteNode(const std::string& name) {
+  void DeleteNode(std::string name) {  // by value: callers pass an element of `nodes`
     nodes.erase(name);
-    informer.push_back({Event::Kind::kNodeDelete, {}, name});
+    informer.push_back({Event::Kind::kNodeDelete, {}, std::move(name)});
   }
   void Deliver(size_t n) {
     for (; n > 0 && !informer.empty(); --n) {
