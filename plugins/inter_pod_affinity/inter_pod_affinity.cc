@@ -98,20 +98,14 @@ std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) c
 }
 
 Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
-  std::unique_ptr<PreFilterState> s = ComputeState(pod);
-  if (s == nullptr) return Status::Skip();
-  state.Write(kName, std::move(s));
-  return Status::Ok();
+  return WritePreFilterState(state, kName, ComputeState(pod));
 }
 
 Status InterPodAffinity::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
-  const auto* s = state.Read<PreFilterState>(kName);
   std::unique_ptr<PreFilterState> computed;
-  if (s == nullptr) {  // a profile that filters without the PreFilter: compute it here (slow)
-    computed = ComputeState(pod);
-    if (computed == nullptr) return Status::Ok();
-    s = computed.get();
-  }
+  const PreFilterState* s =
+      PreFilterStateOrCompute(state, kName, computed, [&] { return ComputeState(pod); });
+  if (s == nullptr) return Status::Ok();
   const StringMap& labels = node.node()->meta.labels;
   if (!s->affinity.empty()) {
     bool pods_exist = true;

@@ -220,20 +220,14 @@ std::unique_ptr<PreFilterState> PodTopologySpread::ComputeState(const Pod& pod) 
 }
 
 Status PodTopologySpread::PreFilter(CycleState& state, const Pod& pod) {
-  std::unique_ptr<PreFilterState> s = ComputeState(pod);
-  if (s == nullptr) return Status::Skip();
-  state.Write(kName, std::move(s));
-  return Status::Ok();
+  return WritePreFilterState(state, kName, ComputeState(pod));
 }
 
 Status PodTopologySpread::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
-  const auto* s = state.Read<PreFilterState>(kName);
   std::unique_ptr<PreFilterState> computed;
-  if (s == nullptr) {  // a profile that filters without the PreFilter: compute it here (slow)
-    computed = ComputeState(pod);
-    if (computed == nullptr) return Status::Ok();
-    s = computed.get();
-  }
+  const PreFilterState* s =
+      PreFilterStateOrCompute(state, kName, computed, [&] { return ComputeState(pod); });
+  if (s == nullptr) return Status::Ok();
   const StringMap& labels = node.node()->meta.labels;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];

@@ -16,6 +16,27 @@ namespace tessel {
 // Scales scores so the highest becomes 100 (reverse: the highest becomes 0, the lowest 100).
 void DefaultNormalizeScore(NodeScoreList& scores, bool reverse = false);
 
+// A PreFilter whose whole work is a per-cycle state: written under `key`, or Skip when the pod
+// needs none (`state_data` null).
+template <typename State>
+Status WritePreFilterState(CycleState& state, std::string_view key,
+                           std::unique_ptr<State> state_data) {
+  if (state_data == nullptr) return Status::Skip();
+  state.Write(key, std::move(state_data));
+  return Status::Ok();
+}
+
+// The state that PreFilter wrote under `key`; when a profile runs the Filter without the
+// PreFilter, `compute()` builds it now into `scratch` (slow, but the same answer). Null when the
+// pod needs none.
+template <typename State, typename Compute>
+const State* PreFilterStateOrCompute(const CycleState& state, std::string_view key,
+                                     std::unique_ptr<State>& scratch, Compute compute) {
+  if (const State* s = state.Read<State>(key)) return s;
+  scratch = compute();
+  return scratch.get();
+}
+
 // Reads plugin args without letting a yaml-cpp conversion throw. Each getter returns the
 // fallback when the key is absent, and an InvalidArgument naming the field ("args.<key>: ...",
 // or "args.a.b[2].c: ..." for a reader made by At/Item) when the value has the wrong type or
