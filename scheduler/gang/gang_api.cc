@@ -106,6 +106,20 @@ void CheckApiVersion(FieldDecoder& d, const json& object, std::string_view want)
   }
 }
 
+// Namespaced metadata: a gang object without a namespace lives in "default".
+ObjectMeta NamespacedMeta(FieldDecoder& d, const json& object) {
+  ObjectMeta meta = d.Meta(object);
+  if (meta.namespace_.empty()) meta.namespace_ = "default";
+  return meta;
+}
+
+// The object's spec, or an empty one when absent (the caller names what is missing in it).
+const json& SpecOf(FieldDecoder& d, const json& object) {
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  return spec != nullptr ? *spec : kEmpty;
+}
+
 // A scheduling policy object ({basic: {}} or {gang: {minCount: N}}): the gang's minCount, or
 // unset for basic. Exactly one of the two must be given.
 std::optional<int32_t> DecodePolicy(FieldDecoder& d, const json& policy, std::string_view path) {
@@ -128,11 +142,8 @@ absl::StatusOr<PodGroup> DecodePodGroup(const json& object) {
   FieldDecoder d(DescribeObject(object));
   CheckApiVersion(d, object, kPodGroupApiVersion);
   PodGroup pg;
-  pg.meta = d.Meta(object);
-  if (pg.meta.namespace_.empty()) pg.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  pg.meta = NamespacedMeta(d, object);
+  const json* spec = &SpecOf(d, object);
   pg.min_member = Count(d, *spec, "minMember", "spec.minMember", 0).value_or(0);
   pg.schedule_timeout_seconds =
       Count(d, *spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", 0);
@@ -152,11 +163,8 @@ absl::StatusOr<Workload> DecodeWorkload(const json& object) {
   FieldDecoder d(DescribeObject(object));
   CheckApiVersion(d, object, kWorkloadApiVersion);
   Workload w;
-  w.meta = d.Meta(object);
-  if (w.meta.namespace_.empty()) w.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  w.meta = NamespacedMeta(d, object);
+  const json* spec = &SpecOf(d, object);
   const json* groups = d.Array(*spec, "podGroups", "spec.podGroups");
   if (groups == nullptr && d.ok()) d.Fail("spec.podGroups", "missing");
   if (groups != nullptr) {
@@ -188,11 +196,8 @@ absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) 
   FieldDecoder d(DescribeObject(object));
   CheckApiVersion(d, object, kSchedulingPodGroupApiVersion);
   SchedulingPodGroup pg;
-  pg.meta = d.Meta(object);
-  if (pg.meta.namespace_.empty()) pg.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  pg.meta = NamespacedMeta(d, object);
+  const json* spec = &SpecOf(d, object);
   const json* policy = d.Object(*spec, "schedulingPolicy", "spec.schedulingPolicy");
   if (policy == nullptr) {
     if (d.ok()) d.Fail("spec.schedulingPolicy", "missing");
@@ -206,8 +211,7 @@ absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) 
 absl::StatusOr<JobInfo> DecodeJob(const json& object) {
   FieldDecoder d(DescribeObject(object));
   JobInfo job;
-  job.meta = d.Meta(object);
-  if (job.meta.namespace_.empty()) job.meta.namespace_ = "default";
+  job.meta = NamespacedMeta(d, object);
   if (!d.ok()) return d.status();
   auto min = MinAvailable(job.meta.annotations, DescribeObject(object));
   if (!min.ok()) return min.status();
