@@ -344,7 +344,11 @@ int Run(Flags flags) {
       clients->binding.get(), &events,
       {.eviction_api = eviction_api,
        .write_budget = write_budget,
-       .node_exists = [&cache](std::string_view node) { return cache.HasNode(node); }});
+       .node_exists = [&cache](std::string_view node) { return cache.HasNode(node); },
+       .pod_exists = [&cache](const Pod& pod) {
+         std::optional<Cache::HeldPod> held = cache.Held(pod.Key());
+         return held && held->uid == pod.meta.uid;
+       }});
   kube::StatusReporter reporter(clients->status.get(), &events, {.write_budget = write_budget});
   Observers observers;
   observers.Add(&reporter);

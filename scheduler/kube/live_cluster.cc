@@ -75,22 +75,31 @@ absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node,
     a = json::object();
     for (const auto& [k, v] : annotations) a[k] = v;
   }
+  bool pod_gone = false;
   absl::StatusOr<Response> resp =
       client_->Do({.method = "POST",
                    .path = PodPath(pod, "binding"),
                    .body = binding.dump(),
                    .write_budget = [this] { return WriteBudget(); },
-                   .precondition = [this, &node]() -> absl::Status {
-                     if (!options_.node_exists || options_.node_exists(node)) {
-                       return absl::OkStatus();
+                   .precondition = [this, &pod, &node, &pod_gone]() -> absl::Status {
+                     if (options_.pod_exists && !options_.pod_exists(pod)) {
+                       pod_gone = true;
+                       return absl::NotFoundError("the pod was deleted");
                      }
-                     return absl::NotFoundError(StrCat("node \"", node, "\" was deleted"));
+                     if (options_.node_exists && !options_.node_exists(node)) {
+                       return absl::NotFoundError(StrCat("node \"", node, "\" was deleted"));
+                     }
+                     return absl::OkStatus();
                    }});
   if (!resp.ok()) {
     if (absl::IsFailedPrecondition(resp.status())) return resp.status();  // not sent
-    if (absl::IsAborted(resp.status())) {  // not sent: its node is gone; schedule it again
+    if (absl::IsAborted(resp.status())) {  // not sent: the pod is gone, or its node is
       spdlog::info("bind of pod {} to {}: {}", pod.Key(), node, resp.status().message());
-      return absl::UnavailableError(resp.status().message());
+      if (pod_gone) {
+        binds_gone_.fetch_add(1);
+        return absl::NotFoundError(resp.status().message());
+      }
+      return absl::UnavailableError(resp.status().message());  // schedule it again
     }
     spdlog::warn("bind of pod {} to {}: {}", pod.Key(), node, resp.status().message());
     if (absl::IsDeadlineExceeded(resp.status())) return resp.status();

@@ -38,6 +38,9 @@ struct LiveClusterOptions {
   // Whether a node still exists, asked right before a bind is sent (after the rate limiter's
   // wait): a bind to a node deleted meanwhile is not sent. Unset: not checked.
   std::function<bool(std::string_view node)> node_exists;
+  // Whether the pod (this UID) still exists as far as the informers know, asked at the same
+  // moment: a bind for a pod deleted meanwhile is not sent and ends the pod. Unset: not checked.
+  std::function<bool(const Pod& pod)> pod_exists;
 };
 
 class LiveCluster final : public ClusterApi {

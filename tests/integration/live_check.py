@@ -217,7 +217,10 @@ def audit_events(path):
 
 def cmd_audit_binds(args):
     """One line per bind request (create pods/binding) that the scheduler sent for pods of NS:
-    `<pod> <HTTP code> <target node> <epoch received>`. --after keeps requests received after
+    `<pod> <HTTP code> <target node> <epoch received> <why>`, where why is `ok`, `stale-uid` (a
+    409 because the Binding's UID names a pod deleted and re-created under the same name, which
+    the apiserver rejects by precondition), `already-assigned` (a 409 for a pod already bound: a
+    double bind) or `other`. --after keeps requests received after
     that time; --node keeps binds to that node; --writes lists every write to pods instead."""
     for ev in audit_events(args.audit):
         if ev.get("stage") != "ResponseComplete" or ev.get("user", {}).get("username") != SCHEDULER_USER:
@@ -239,7 +242,21 @@ def cmd_audit_binds(args):
         target = ((ev.get("requestObject") or {}).get("target") or {}).get("name", "?")
         if args.node and target != args.node:
             continue
-        print("%s %d %s %.6f" % (ref.get("name"), code, target, received))
+        print("%s %d %s %.6f %s" % (ref.get("name"), code, target, received, bind_outcome(ev)))
+
+
+def bind_outcome(ev):
+    """Why the apiserver answered a bind as it did, from the audit event's response status."""
+    status = ev.get("responseStatus") or {}
+    code = status.get("code", 0)
+    if 200 <= code < 300:
+        return "ok"
+    message = status.get("message", "")
+    if code == 409 and "UID in precondition" in message:
+        return "stale-uid"
+    if code == 409 and "already assigned" in message:
+        return "already-assigned"
+    return "other"
 
 
 def cmd_audit_lists(args):

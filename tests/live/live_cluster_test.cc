@@ -6,6 +6,7 @@
 // request's timeout is cut to the time this replica may still write.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -85,11 +86,20 @@ struct Fixture {
   std::unique_ptr<KubeClient> client = api.Client();
   EventRecorder events{client.get(), {}};
   std::optional<absl::Duration> budget = absl::InfiniteDuration();
+  // What the informers know at the moment a bind is sent.
+  std::atomic<bool> informer_has_pod{true};
+  std::atomic<bool> informer_has_node{true};
   LiveCluster cluster{client.get(), &events,
                       LiveClusterOptions{.write_budget = [this] {
-                        absl::MutexLock lock(&mu);
-                        return budget;
-                      }}};
+                                           absl::MutexLock lock(&mu);
+                                           return budget;
+                                         },
+                                         .node_exists = [this](std::string_view) {
+                                           return informer_has_node.load();
+                                         },
+                                         .pod_exists = [this](const Pod& p) {
+                                           return p.meta.uid == "uid-1" && informer_has_pod.load();
+                                         }}};
 };
 
 TEST_CASE("bind: one POST with the pod's UID and the binding annotations") {
@@ -143,6 +153,20 @@ TEST_CASE("bind: the answer is typed") {
       CHECK(f.cluster.binds() == c.binds);
     }
   }
+}
+
+TEST_CASE("a bind is not sent for a pod or a node the informers saw deleted") {
+  Fixture f;
+  SECTION("the pod was deleted: NotFound, the pod ends") {
+    f.informer_has_pod = false;
+    CHECK(absl::IsNotFound(f.cluster.Bind(TestPod(), "node-1", {})));
+    CHECK(f.cluster.binds_of_gone_pods() == 1);
+  }
+  SECTION("the node was deleted: Unavailable, the pod is scheduled again") {
+    f.informer_has_node = false;
+    CHECK(absl::IsUnavailable(f.cluster.Bind(TestPod(), "node-1", {})));
+  }
+  CHECK(f.api.CountMethod("POST") == 0);
 }
 
 TEST_CASE("a replica that may not write sends nothing: FailedPrecondition") {
