@@ -2,6 +2,7 @@
 //   tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]
 //   tessel-bench gang [--gangs 20] [--members 500] [--nodes 5000]
 //   tessel-bench inflate --nodes NODES.csv --pods PODS.csv --policy NAME[,NAME...] --seeds 42-51 --tune 1.3 --out DIR
+//   tessel-bench throughput --nodes N --pods M [--gpus-per-node 8] [--mix 1,1,2,4,8] [--threads T] [--json]
 //   tessel-bench e2e --nodes N --pods M [--qps Q] [--compare kube-scheduler|ceiling] [--json]
 #include <iostream>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include "bench/gang/gang_bench.h"
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
+#include "bench/throughput/throughput.h"
 
 namespace {
 
@@ -18,6 +20,7 @@ void Usage() {
                "commands:\n"
                "  replay   schedule the pending pods of a cluster snapshot (kubectl get -o json)\n"
                "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n"
+               "  throughput  decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)\n"
                "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n"
 
                "  gang     time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)\n";
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   std::string_view command = argv[1];
   if (command == "replay") return tessel::bench::ReplayMain(argc - 2, argv + 2);
   if (command == "inflate") return tessel::bench::InflateMain(argc - 2, argv + 2);
+  if (command == "throughput") return tessel::bench::ThroughputMain(argc - 2, argv + 2);
   if (command == "e2e") return tessel::bench::E2eMain(argc - 2, argv + 2);
   if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);
   if (command == "--help" || command == "-h" || command == "help") {

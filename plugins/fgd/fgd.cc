@@ -120,11 +120,9 @@ Status FGD::PreFilter(CycleState& state, const Pod& pod) {
   if (!workload_.learning()) return Status::Ok();
   bool changed = false;
   if (handle_ != nullptr) {
-    std::vector<int32_t> sizes;
-    for (const NodeInfo* n : handle_->snapshot().nodes()) {
-      if (n->gpus().count() > 0) sizes.push_back(n->gpus().count());
-    }
-    changed = workload_.SetNodeSizes(std::move(sizes));
+    // The snapshot keeps its nodes' distinct GPU counts: no walk over every node here.
+    const std::vector<int32_t>& sizes = handle_->snapshot().gpu_node_sizes();
+    if (sizes != workload_.node_sizes()) changed = workload_.SetNodeSizes(sizes);
   }
   changed |= workload_.Observe(*state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey),
                                TargetWorkload::PodId(pod));

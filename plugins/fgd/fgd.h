@@ -131,6 +131,9 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
   // with the cluster's node sizes.
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
+  // Scores follow the target workload: cached scores are taken again when it changes. The
+  // normalisation is min-max over the raw scores.
+  int64_t ResultVersion() const override { return workload_.version(); }
 
   // The raw score (see above) and the device the policy picks for a pod on a node (devices
   // empty for CPU-only pods).

@@ -55,12 +55,13 @@ int64_t TargetWorkload::CountOf(const TargetClass& c) const {
 }
 
 bool TargetWorkload::SetNodeSizes(std::vector<int32_t> sizes) {
-  if (!learning_ || !whole_node_prior_) return false;
+  if (!learning_) return false;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   std::erase_if(sizes, [](int32_t g) { return g <= 0; });
   if (sizes == node_sizes_) return false;
   node_sizes_ = std::move(sizes);
+  if (!whole_node_prior_) return false;
   Rebuild();
   return true;
 }

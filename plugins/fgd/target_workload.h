@@ -54,6 +54,8 @@ class TargetWorkload {
   // The learned counts of one class (doubled; see Observe), 0 when absent. For tests.
   int64_t CountOf(const TargetClass& c) const;
   int64_t observed() const { return observed_; }
+  // The node sizes the whole-node prior was built for (empty unless learning with the prior).
+  const std::vector<int32_t>& node_sizes() const { return node_sizes_; }
   // Bumped whenever the model changes (for caches keyed on it).
   int64_t version() const { return version_; }
 

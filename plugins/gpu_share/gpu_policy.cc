@@ -24,6 +24,25 @@ const DeviceList* ChosenDevices(const CycleState& state) {
   return state.ReadValue<DeviceList>(kDevicesStateKey);
 }
 
+void AppendPodGpuKey(const PodGpu& pod, std::string& key) {
+  const GpuRequest& r = pod.request;
+  key.push_back('G');
+  for (int64_t v : {static_cast<int64_t>(r.kind), int64_t{r.count}, r.milli, int64_t{r.opt_in},
+                    r.memory_bytes, r.mig_sevenths, pod.cpu_milli, pod.memory,
+                    static_cast<int64_t>(pod.models.size())}) {
+    AppendKeyInt(v, key);
+  }
+  AppendKeyString(r.error, key);
+  for (const std::string& m : pod.models) AppendKeyString(m, key);
+}
+
+NodeLocalPlugin::ScoreUse GpuPolicy::AppendScoreKey(const CycleState& state, const Pod& pod,
+                                                    std::string& key) const {
+  PodGpu scratch;
+  AppendPodGpuKey(PodGpuOf(state, pod, scratch), key);
+  return ScoreUse::kNodeLocal;
+}
+
 Status GpuPolicy::PreScore(CycleState& state, const Pod& pod,
                            const std::vector<const NodeInfo*>& feasible) {
   EnsurePodGpu(state, pod);

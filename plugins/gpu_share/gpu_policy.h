@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/interface.h"
+#include "scheduler/framework/node_local.h"
 #include "yaml-cpp/yaml.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/gpu/pod_gpu.h"
@@ -35,6 +36,9 @@ void EnsurePodGpu(CycleState& state, const Pod& pod);
 // The PodGpu of the cycle, or one computed into `scratch` when no plugin wrote it.
 const PodGpu& PodGpuOf(const CycleState& state, const Pod& pod, PodGpu& scratch);
 
+// What a policy reads of the pod (its PodGpu), for decision cache keys (node_local.h).
+void AppendPodGpuKey(const PodGpu& pod, std::string& key);
+
 // Records the devices chosen on the node in the cycle state and on the pod about to be assumed.
 void SetChosenDevices(CycleState& state, Pod& assumed, const DeviceList& devices);
 const DeviceList* ChosenDevices(const CycleState& state);
@@ -46,8 +50,11 @@ inline int64_t CpuFree(const NodeInfo& node) {
 // Floor division for possibly negative numerators (positive denominators).
 inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlugin {
+// Policies score a node from the pod's PodGpu and that node alone (node_local.h); a policy that
+// reads more (Random: the feasible list) overrides AppendScoreKey.
+class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlugin, public NodeLocalPlugin {
  public:
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
   Status PreScore(CycleState& state, const Pod& pod,
                   const std::vector<const NodeInfo*>& feasible) override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

@@ -83,6 +83,21 @@ ScoreResult GpuShare::Score(const CycleState& state, const Pod& pod, const NodeI
   return {SharingScore(gpu::PodGpuOf(state, pod, scratch), node), Status::Ok()};
 }
 
+bool GpuShare::AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const {
+  gpu::PodGpu scratch;
+  gpu::AppendPodGpuKey(gpu::PodGpuOf(state, pod, scratch), key);
+  return true;
+}
+
+NodeLocalPlugin::ScoreUse GpuShare::AppendScoreKey(const CycleState& state, const Pod& pod,
+                                                   std::string& key) const {
+  gpu::PodGpu scratch;
+  const gpu::PodGpu& p = gpu::PodGpuOf(state, pod, scratch);
+  if (!p.request.needs_devices() || !p.request.opt_in) return ScoreUse::kUnused;  // PreScore skips
+  gpu::AppendPodGpuKey(p, key);
+  return ScoreUse::kNodeLocal;
+}
+
 Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {
   if (gpu::ChosenDevices(state) != nullptr) return Status::Ok();  // a policy chose
   gpu::EnsurePodGpu(state, assumed);

@@ -48,7 +48,8 @@ class GpuShare final : public PreFilterPlugin,
                        public ScorePlugin,
                        public PreAssumePlugin,
                        public ReservePlugin,
-                       public PreBindPlugin {
+                       public PreBindPlugin,
+                       public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "GpuShare";
   static absl::StatusOr<std::unique_ptr<GpuShare>> New(const YAML::Node& args, Handle& handle);
@@ -65,6 +66,8 @@ class GpuShare final : public PreFilterPlugin,
   Status Reserve(CycleState&, const Pod&, const std::string&) override { return Status::Ok(); }
   void Unreserve(CycleState&, const Pod&, const std::string&) override {}
   Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
+  bool AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const override;
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
 
  private:
   Handle& handle_;

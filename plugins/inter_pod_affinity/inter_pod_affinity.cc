@@ -84,6 +84,9 @@ std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) c
   const NamespaceLabelsFn ns = NamespaceLabels();
   s->matches_own_affinity = !s->affinity.empty() && MatchesAll(s->affinity, pod, ns);
   const bool own_terms = !s->affinity.empty() || !s->anti_affinity.empty();
+  // Without terms of its own, only existing pods with required anti-affinity matter: the
+  // snapshot counts them, so a cluster without any is not walked.
+  if (!own_terms && handle_.snapshot().pods_with_required_anti_affinity() == 0) return nullptr;
   for (const NodeInfo* info : handle_.snapshot().nodes()) {
     if (info->node() == nullptr) continue;
     for (const PodRef& existing : info->pods()) {
@@ -136,6 +139,9 @@ Status InterPodAffinity::PreScore(CycleState& state, const Pod& pod,
                                   const std::vector<const NodeInfo*>&) {
   const bool has_preferred = !pod.pod_affinity.preferred.empty() || !pod.pod_anti_affinity.preferred.empty();
   if (args_.ignore_preferred_terms_of_existing_pods && !has_preferred) return Status::Skip();
+  // Without preferred terms of its own, only existing pods with affinity terms score; the
+  // snapshot counts them.
+  if (!has_preferred && handle_.snapshot().pods_with_affinity() == 0) return Status::Skip();
   const std::vector<ResolvedTerm> affinity = ResolvePreferred(pod.pod_affinity, pod);
   const std::vector<ResolvedTerm> anti_affinity = ResolvePreferred(pod.pod_anti_affinity, pod);
   const NamespaceLabelsFn ns = NamespaceLabels();
@@ -162,6 +168,16 @@ Status InterPodAffinity::PreScore(CycleState& state, const Pod& pod,
   if (scores.empty()) return Status::Skip();
   state.WriteValue(kPreScoreKey, std::move(scores));
   return Status::Ok();
+}
+
+NodeLocalPlugin::ScoreUse InterPodAffinity::AppendScoreKey(const CycleState&, const Pod& pod,
+                                                          std::string&) const {
+  const bool has_preferred = !pod.pod_affinity.preferred.empty() || !pod.pod_anti_affinity.preferred.empty();
+  if (has_preferred) return ScoreUse::kOther;
+  if (args_.ignore_preferred_terms_of_existing_pods || handle_.snapshot().pods_with_affinity() == 0) {
+    return ScoreUse::kUnused;  // PreScore skips
+  }
+  return ScoreUse::kOther;
 }
 
 ScoreResult InterPodAffinity::Score(const CycleState& state, const Pod&, const NodeInfo& node) const {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "plugins/inter_pod_affinity/affinity_terms.h"
+#include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::inter_pod_affinity {
@@ -55,7 +56,8 @@ struct Args {
 class InterPodAffinity final : public PreFilterPlugin,
                                public FilterPlugin,
                                public PreScorePlugin,
-                               public ScorePlugin {
+                               public ScorePlugin,
+                               public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "InterPodAffinity";
   static absl::StatusOr<std::unique_ptr<InterPodAffinity>> New(const YAML::Node& args, Handle& handle);
@@ -72,6 +74,9 @@ class InterPodAffinity final : public PreFilterPlugin,
                   const std::vector<const NodeInfo*>& feasible) override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
+  // Affinity reads other nodes' pods: its Filter is never cached (when it runs), and its Score is
+  // cached away only for pods it does not score (PreScore skips).
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
 
   static constexpr std::string_view kPreScoreKey = "InterPodAffinity/PreScore";
 

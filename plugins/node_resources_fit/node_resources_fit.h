@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::node_resources_fit {
@@ -41,7 +42,7 @@ std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& n
 // The strategy's 0..100 score for placing `pod` on `node`.
 int64_t AllocationScore(const Args& args, const Pod& pod, const NodeInfo& node);
 
-class NodeResourcesFit final : public FilterPlugin, public ScorePlugin {
+class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "NodeResourcesFit";
   static absl::StatusOr<std::unique_ptr<NodeResourcesFit>> New(const YAML::Node& args, Handle& handle);
@@ -50,6 +51,15 @@ class NodeResourcesFit final : public FilterPlugin, public ScorePlugin {
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // Filter and Score read the pod's requests and the node (the args are fixed).
+  bool AppendFilterKey(const CycleState&, const Pod& pod, std::string& key) const override {
+    AppendResources(pod.requests, key);
+    return true;
+  }
+  ScoreUse AppendScoreKey(const CycleState&, const Pod& pod, std::string& key) const override {
+    AppendResources(pod.requests, key);
+    return ScoreUse::kNodeLocal;
+  }
 
  private:
   Args args_;

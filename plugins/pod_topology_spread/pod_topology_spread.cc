@@ -289,6 +289,12 @@ Status PodTopologySpread::PreScore(CycleState& state, const Pod& pod,
   return Status::Ok();
 }
 
+NodeLocalPlugin::ScoreUse PodTopologySpread::AppendScoreKey(const CycleState&, const Pod& pod,
+                                                           std::string&) const {
+  // PreScore answers Skip exactly when there is no such constraint (or no feasible node).
+  return ConstraintsFor(pod, When::kScheduleAnyway).empty() ? ScoreUse::kUnused : ScoreUse::kOther;
+}
+
 ScoreResult PodTopologySpread::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* s = state.ReadValue<PreScoreState>(kPreScoreKey);
   if (s == nullptr) return {0, Status::Error("PodTopologySpread: PreScore state is missing (enable it at preScore too)")};

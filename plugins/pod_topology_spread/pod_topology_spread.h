@@ -24,6 +24,7 @@
 #include <optional>
 #include <vector>
 
+#include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/util/strings.h"
 
@@ -77,7 +78,8 @@ struct Args {
 class PodTopologySpread final : public PreFilterPlugin,
                                 public FilterPlugin,
                                 public PreScorePlugin,
-                                public ScorePlugin {
+                                public ScorePlugin,
+                                public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "PodTopologySpread";
   static constexpr std::string_view kPreScoreKey = "PodTopologySpread/PreScore";
@@ -95,6 +97,9 @@ class PodTopologySpread final : public PreFilterPlugin,
                   const std::vector<const NodeInfo*>& feasible) override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
+  // Spreading reads other nodes' pods: its Filter is never cached (when it runs), and its Score
+  // is cached away only for pods it does not score (no ScheduleAnyway constraint).
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
 
   // The constraints of `pod` with this `when` value: its own, else the defaults.
   std::vector<Constraint> ConstraintsFor(const Pod& pod,

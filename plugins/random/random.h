@@ -20,6 +20,10 @@ class Random final : public gpu::GpuPolicy {
   explicit Random(uint64_t seed) : rng_(seed) {}
   std::string_view Name() const override { return kName; }
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // The score depends on the node drawn from the feasible list: never cached.
+  ScoreUse AppendScoreKey(const CycleState&, const Pod&, std::string&) const override {
+    return ScoreUse::kOther;
+  }
 
  protected:
   int64_t ScoreNode(const gpu::PodGpu&, const NodeInfo&) const override { return 0; }

@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::New(SchedulerParams params
   for (const ProfileConfig& profile : profiles) {
     ProfileConfig resolved = ResolveProfile(profile, *params.defaults);
     auto fw = Framework::New(*params.registry, resolved, *s,
-                             FrameworkOptions{.parallelism = params.config->parallelism});
+                             FrameworkOptions{.parallelism = params.config->parallelism,
+                                              .reference = params.reference_evaluation});
     if (!fw.ok()) return fw.status();
     s->profiles_.push_back(*std::move(fw));
   }
@@ -302,9 +303,15 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
                                       : snapshot_.Get(pod.nominated_node_name)) {
     if (fw->RunFilters(*state, pod, *nominated).ok()) outcome.feasible.push_back(nominated);
   }
-  if (outcome.feasible.empty()) outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes());
+  // The decision cache answers as the full evaluation below would, or leaves it to it.
+  DecisionCache::Choice cached;
+  if (outcome.feasible.empty()) cached = fw->ChooseCached(*state, pod, snapshot_);
+  const bool decided = cached.kind != DecisionCache::Choice::Kind::kFallback;
+  if (!decided && outcome.feasible.empty()) {
+    outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes());
+  }
 
-  if (outcome.feasible.empty()) {
+  if (!decided && outcome.feasible.empty()) {
     std::string message = FormatFitError(num_nodes, outcome.rejected);
     std::vector<std::string> rejecting;
     for (const auto& [node, st] : outcome.rejected) {
@@ -336,7 +343,14 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   }
 
   std::string chosen;
-  if (outcome.feasible.size() == 1) {
+  if (cached.kind == DecisionCache::Choice::Kind::kError) {
+    std::string msg(cached.error.message());
+    HandleFailure(*fw, std::move(info), popped.cycle, Status::Error(msg), msg, {});
+    finish("error");
+    return;
+  } else if (cached.kind == DecisionCache::Choice::Kind::kChosen) {
+    chosen = cached.node->name();
+  } else if (outcome.feasible.size() == 1) {
     chosen = outcome.feasible.front()->name();
   } else {
     Status ps = fw->RunPreScore(*state, pod, outcome.feasible);

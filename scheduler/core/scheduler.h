@@ -98,6 +98,9 @@ struct SchedulerParams {
   gang::GangStatusSink* gang_status = nullptr;
   // How often one member's failed bind is tried before the gang is rolled back.
   int gang_bind_attempts = 3;
+  // Evaluate every node in every cycle, without the decision caches (FrameworkOptions::reference);
+  // the differential test compares the two.
+  bool reference_evaluation = false;
 };
 
 class Scheduler final : public Handle {

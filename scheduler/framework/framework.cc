@@ -125,7 +125,35 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
   if (fw->bind_.empty()) {
     return absl::InvalidArgumentError(StrCat(where, ": no bind plugin is enabled"));
   }
+  if (!fw->reference_) fw->BuildDecisionCache();
   return fw;
+}
+
+void Framework::BuildDecisionCache() {
+  DecisionCache::Profile p;
+  for (const FilterPlugin* f : filter_) p.filters.push_back({f, dynamic_cast<const NodeLocalPlugin*>(f)});
+  for (const WeightedScore& ws : score_) {
+    p.scores.push_back({ws.plugin, ws.weight, dynamic_cast<const NodeLocalPlugin*>(ws.plugin)});
+  }
+  for (PreScorePlugin* ps : pre_score_) {
+    const bool scores = std::any_of(score_.begin(), score_.end(), [&](const WeightedScore& ws) {
+      return dynamic_cast<Plugin*>(ws.plugin) == dynamic_cast<Plugin*>(ps);
+    });
+    if (!scores) p.pre_scores.push_back({ps, dynamic_cast<const NodeLocalPlugin*>(ps)});
+  }
+  p.run_pre_score = [this](CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>& feasible) {
+    return RunPreScore(state, pod, feasible);
+  };
+  p.run_score = [this](const CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>& feasible) {
+    return RunScore(state, pod, feasible);
+  };
+  decision_cache_ = std::make_unique<DecisionCache>(std::move(p), &parallelizer_);
+}
+
+DecisionCache::Choice Framework::ChooseCached(CycleState& state, const Pod& pod,
+                                              const Snapshot& snapshot) const {
+  if (decision_cache_ == nullptr) return {};
+  return decision_cache_->Choose(state, pod, snapshot);
 }
 
 Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {

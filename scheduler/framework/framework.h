@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/config.h"
+#include "scheduler/framework/decision_cache.h"
 #include "scheduler/framework/interface.h"
 #include "scheduler/framework/parallel.h"
 #include "scheduler/framework/registry.h"
@@ -22,6 +23,10 @@ namespace tessel {
 
 struct FrameworkOptions {
   int parallelism = 0;  // workers for Filter/Score; 0 = number of cores
+  // Reference evaluation: every cycle runs every Filter and Score on every node, with no cache or
+  // index (decision_cache.h). The optimised path must choose exactly the same nodes; the
+  // differential test (tests/unit/decision_cache_test.cc) compares the two.
+  bool reference = false;
 };
 
 struct FilterOutcome {
@@ -55,6 +60,14 @@ class Framework {
   // Weighted sum over Score plugins (each normalised to 0..100), one entry per feasible node.
   absl::StatusOr<NodeScoreList> RunScore(const CycleState& state, const Pod& pod,
                                          const std::vector<const NodeInfo*>& feasible) const;
+  // After PreFilter: the node a full evaluation (FindFeasibleNodes, PreScore, Score, the best
+  // total, ties to the first by name) would choose, from the decision cache (decision_cache.h);
+  // kFallback when the cache cannot say (then nothing past PreFilter ran) or in reference mode.
+  DecisionCache::Choice ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot) const;
+  // How often the cache answered (zeros in reference mode).
+  DecisionCache::Stats DecisionCacheStats() const {
+    return decision_cache_ ? decision_cache_->stats() : DecisionCache::Stats{};
+  }
   // Every PreAssume plugin on the pod copy about to be assumed on `node`; stops at a failure.
   Status RunPreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) const;
   // Runs Reserve in order; on failure, unreserves the ones that ran (in reverse) and returns it.
@@ -73,7 +86,8 @@ class Framework {
 
  private:
   Framework(Handle& handle, FrameworkOptions options)
-      : handle_(handle), parallelizer_(options.parallelism) {}
+      : handle_(handle), parallelizer_(options.parallelism), reference_(options.reference) {}
+  void BuildDecisionCache();
 
   struct WeightedScore {
     ScorePlugin* plugin;
@@ -95,6 +109,8 @@ class Framework {
   std::vector<PreBindPlugin*> pre_bind_;
   std::vector<BindPlugin*> bind_;
   mutable Parallelizer parallelizer_;
+  bool reference_;
+  std::unique_ptr<DecisionCache> decision_cache_;  // mutable state, used by the scheduling thread
 };
 
 }  // namespace tessel

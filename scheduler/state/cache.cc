@@ -17,7 +17,6 @@ NodeInfo& Cache::NodeLocked(const std::string& name) {
   return *slot;
 }
 
-void Cache::Touch(NodeInfo& info) { info.set_generation(++generation_); }
 
 bool Cache::AddOrUpdateNode(Node node) {
   absl::MutexLock lock(&mu_);
@@ -180,19 +179,48 @@ absl::Status Cache::CheckNodesFit() const {
   return absl::InternalError(StrCat("overcommitted: ", StrJoin(problems, "; ")));
 }
 
+void Cache::Touch(NodeInfo& info) {
+  info.set_generation(++generation_);
+  // The log of touched nodes lets UpdateSnapshot find what moved without walking every node.
+  // Snapshots older than its floor walk every node once.
+  if (touched_.size() >= 2 * nodes_.size() + 1024) {
+    touched_.clear();
+    touched_floor_ = generation_ - 1;
+  }
+  touched_.emplace_back(generation_, info.name());
+}
+
 void Cache::UpdateSnapshot(Snapshot& snapshot) {
   absl::MutexLock lock(&mu_);
   const bool membership_changed = membership_generation_ > snapshot.generation_;
-  for (auto& [name, info] : nodes_) {
-    if (info->generation() <= snapshot.generation_) continue;
-    auto& slot = snapshot.infos_[name];
-    if (!slot) slot = std::make_unique<NodeInfo>();
-    *slot = *info;
+  auto copy = [&](const std::string& name, const NodeInfo& info) {
+    auto held = snapshot.infos_.find(name);
+    if (held != snapshot.infos_.end() && held->second->generation() == info.generation()) return;
+    snapshot.Put(name, info);
+  };
+  if (membership_changed || snapshot.generation_ < touched_floor_) {
+    for (auto& [name, info] : nodes_) {
+      if (info->generation() > snapshot.generation_) copy(name, *info);
+    }
+  } else {
+    auto first = std::upper_bound(
+        touched_.begin(), touched_.end(), snapshot.generation_,
+        [](int64_t g, const std::pair<int64_t, std::string>& t) { return g < t.first; });
+    for (auto it = first; it != touched_.end(); ++it) {
+      auto node = nodes_.find(it->second);
+      if (node != nodes_.end()) copy(node->first, *node->second);
+    }
   }
+  // Nodes changed in place during a cycle are copied back from the cache.
+  for (const std::string& name : snapshot.mutated_) {
+    auto node = nodes_.find(name);
+    if (node != nodes_.end()) snapshot.Put(node->first, *node->second);
+  }
+  snapshot.mutated_.clear();
   if (membership_changed) {
     for (auto it = snapshot.infos_.begin(); it != snapshot.infos_.end();) {
       if (!nodes_.contains(it->first)) {
-        snapshot.infos_.erase(it++);
+        snapshot.Erase((it++)->first);
       } else {
         ++it;
       }

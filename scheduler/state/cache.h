@@ -99,6 +99,9 @@ class Cache {
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // Generation of the last change to the set of nodes (added, removed, got its Node object).
   int64_t membership_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // (generation, node) of every Touch since touched_floor_, in generation order.
+  std::vector<std::pair<int64_t, std::string>> touched_ ABSL_GUARDED_BY(mu_);
+  int64_t touched_floor_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessel

@@ -28,6 +28,8 @@ void NodeInfo::AddPod(PodRef pod) {
   // Requests were checked for overflow at decode time; a node's sum stays far below int64.
   (void)requested_.Add(pod->requests);
   gpus_.AddPod(pod.get());
+  pods_with_affinity_ += !pod->pod_affinity.empty() || !pod->pod_anti_affinity.empty();
+  pods_with_required_anti_affinity_ += !pod->pod_anti_affinity.required.empty();
   pods_.push_back(std::move(pod));
 }
 
@@ -36,6 +38,8 @@ bool NodeInfo::RemovePod(std::string_view key) {
     if ((*it)->Key() == key) {
       requested_.Sub((*it)->requests);
       gpus_.RemovePod(it->get());
+      pods_with_affinity_ -= !(*it)->pod_affinity.empty() || !(*it)->pod_anti_affinity.empty();
+      pods_with_required_anti_affinity_ -= !(*it)->pod_anti_affinity.required.empty();
       pods_.erase(it);
       return true;
     }

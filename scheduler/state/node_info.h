@@ -38,6 +38,10 @@ class NodeInfo {
   Resources Free() const;
   // Per-device GPU accounting of the pods on the node.
   const GpuDevices& gpus() const { return gpus_; }
+  // Pods here with any pod (anti-)affinity term, and with a required anti-affinity term: the
+  // snapshot sums them so that InterPodAffinity skips its walk over every pod when none has any.
+  int32_t pods_with_affinity() const { return pods_with_affinity_; }
+  int32_t pods_with_required_anti_affinity() const { return pods_with_required_anti_affinity_; }
 
   // Monotonic stamp from the cache; a snapshot copies nodes whose generation moved.
   int64_t generation() const { return generation_; }
@@ -56,6 +60,8 @@ class NodeInfo {
   std::vector<PodRef> pods_;
   Resources requested_;
   GpuDevices gpus_;
+  int32_t pods_with_affinity_ = 0;
+  int32_t pods_with_required_anti_affinity_ = 0;
   int64_t generation_ = 0;
 };
 

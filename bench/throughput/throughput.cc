@@ -1,0 +1,241 @@
+// The throughput bench (see throughput.h).
+#include "bench/throughput/throughput.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "bench/sim/simulated_cluster.h"
+#include "nlohmann/json.hpp"
+#include "plugins/registry.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Node SyntheticNode(int i, int gpus) {
+  Node n;
+  n.meta.name = fmt::format("node-{:05d}", i);
+  n.meta.uid = StrCat("uid-", n.meta.name);
+  n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
+  n.meta.labels["topology.kubernetes.io/zone"] = StrCat("zone-", i % 4);
+  n.meta.labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
+  n.meta.labels["nvidia.com/gpu.count"] = StrCat(gpus);
+  if (i % 5 == 0) n.meta.labels["tessel.io/pool"] = "train";
+  if (i % 10 == 0) n.taints.push_back({.key = "tessel.io/dedicated", .value = "infer"});
+  n.ready = ConditionStatus::kTrue;
+  n.allocatable.milli_cpu = 96000;
+  n.allocatable.memory = int64_t{384} << 30;
+  n.allocatable.pods = 110;
+  n.allocatable.Set(kNvidiaGpu, int64_t{gpus} * 1000);
+  n.capacity = n.allocatable;
+  return n;
+}
+
+Pod SyntheticPod(int i, int gpus, std::mt19937_64& rng) {
+  Pod p;
+  p.meta.name = fmt::format("pod-{:06d}", i);
+  p.meta.namespace_ = "bench";
+  p.meta.uid = StrCat("uid-", p.meta.name);
+  p.meta.creation_timestamp = absl::FromUnixSeconds(1'700'000'000 + i);
+  p.scheduler_name = "tessel";
+  const uint64_t r = rng() % 10;
+  if (r == 0) {
+    p.tolerations.push_back({.key = "tessel.io/dedicated", .op = Toleration::Operator::kEqual,
+                             .value = "infer", .effect = TaintEffect::kNoSchedule});
+  } else if (r == 1) {
+    p.node_selector["tessel.io/pool"] = "train";
+  }
+  p.requests.milli_cpu = int64_t{4000} * gpus;
+  p.requests.memory = (int64_t{16} << 30) * gpus;
+  p.requests.pods = 1;
+  p.requests.Set(kNvidiaGpu, int64_t{gpus} * 1000);
+  return p;
+}
+
+double Percentile(std::vector<double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
+  return sorted[i];
+}
+
+absl::StatusOr<std::vector<int>> ParseMix(std::string_view text) {
+  std::vector<int> out;
+  for (std::string_view rest = text; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > 64) {
+      return absl::InvalidArgumentError(StrCat("--mix: \"", item, "\" is not a GPU count 0..64"));
+    }
+    out.push_back(static_cast<int>(v));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--mix: want a list such as 1,1,2,4,8");
+  return out;
+}
+
+}  // namespace
+
+double PeakRssMib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
+}
+
+absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options) {
+  SchedulerConfig config;
+  if (!options.config_path.empty()) {
+    auto loaded = LoadSchedulerConfig(options.config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  config.parallelism = options.threads;
+
+  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
+  Cache cache(&clock);
+  SimulatedCluster sim(&clock);
+  Registry registry = InTreeRegistry();
+  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
+                                                  .config = &config,
+                                                  .defaults = &DefaultProfile(),
+                                                  .cache = &cache,
+                                                  .clock = &clock,
+                                                  .api = &sim,
+                                                  .observer = &sim,
+                                                  .seed = options.seed,
+                                                  .reference_evaluation = options.reference});
+  if (!scheduler.ok()) return scheduler.status();
+  Scheduler& s = **scheduler;
+  sim.Attach(&s);
+
+  const Clock::time_point load_start = Clock::now();
+  ObjectList objects;
+  objects.nodes.reserve(options.nodes);
+  for (int i = 0; i < options.nodes; ++i) objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node));
+  std::mt19937_64 rng(options.seed);
+  objects.pods.reserve(options.pods);
+  for (int i = 0; i < options.pods; ++i) {
+    const int gpus = options.mix[rng() % options.mix.size()];
+    objects.pods.push_back(SyntheticPod(i, gpus, rng));
+  }
+  sim.Load(objects);
+  objects = ObjectList();
+
+  ThroughputResult result;
+  std::vector<double> cycle_us;
+  cycle_us.reserve(options.pods);
+  for (;;) {
+    const Clock::time_point start = Clock::now();
+    if (!s.ScheduleOne()) break;
+    const double us = SecondsSince(start) * 1e6;
+    if (cycle_us.empty()) result.load_seconds = SecondsSince(load_start) - us / 1e6;
+    if (cycle_us.empty()) result.first_decision_us = us;
+    cycle_us.push_back(us);
+  }
+  result.decisions = static_cast<int64_t>(cycle_us.size());
+  for (const auto& [key, node] : sim.placements()) result.scheduled += !node.empty();
+  for (double us : cycle_us) result.seconds += us / 1e6;
+  result.decisions_per_s = result.seconds > 0 ? static_cast<double>(result.decisions) / result.seconds : 0;
+  result.p50_us = Percentile(cycle_us, 0.50);
+  result.p99_us = Percentile(cycle_us, 0.99);
+  result.peak_rss_mib = PeakRssMib();
+  return result;
+}
+
+int ThroughputMain(int argc, char** argv) {
+  ThroughputOptions options;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](std::string_view flag) -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "tessel-bench throughput: " << flag << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&](std::string_view flag, int lo, int hi) {
+      const std::string v = value(flag);
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < lo || n > hi) {
+        std::cerr << "tessel-bench throughput: " << flag << ": \"" << v << "\" is not a number in "
+                  << lo << ".." << hi << "\n";
+        std::exit(2);
+      }
+      return static_cast<int>(n);
+    };
+    if (arg == "--nodes") {
+      options.nodes = number(arg, 1, 1'000'000);
+    } else if (arg == "--pods") {
+      options.pods = number(arg, 1, 10'000'000);
+    } else if (arg == "--gpus-per-node") {
+      options.gpus_per_node = number(arg, 0, 32);
+    } else if (arg == "--mix") {
+      auto mix = ParseMix(value(arg));
+      if (!mix.ok()) {
+        std::cerr << "tessel-bench throughput: " << mix.status().message() << "\n";
+        return 2;
+      }
+      options.mix = *std::move(mix);
+    } else if (arg == "--config") {
+      options.config_path = value(arg);
+    } else if (arg == "--threads") {
+      options.threads = number(arg, 1, 256);
+    } else if (arg == "--seed") {
+      options.seed = static_cast<uint64_t>(number(arg, 0, 1 << 30));
+    } else if (arg == "--reference") {
+      options.reference = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: tessel-bench throughput --nodes N --pods M [--gpus-per-node 8] "
+                   "[--mix 1,1,1,1,2,2,4,8] [--config FILE] [--threads T] [--seed S] [--reference] [--json]\n";
+      return 0;
+    } else {
+      std::cerr << "tessel-bench throughput: unknown argument \"" << arg << "\"\n";
+      return 2;
+    }
+  }
+  auto result = RunThroughput(options);
+  if (!result.ok()) {
+    std::cerr << "tessel-bench throughput: " << result.status().message() << "\n";
+    return 1;
+  }
+  if (json) {
+    nlohmann::json out{{"decisions_per_s", result->decisions_per_s},
+                       {"p50_us", result->p50_us},
+                       {"p99_us", result->p99_us},
+                       {"peak_rss_mib", result->peak_rss_mib}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "{} nodes x {} GPUs, {} pods ({} placed), {} thread(s){}\n"
+      "decisions/s     {:.0f}\n"
+      "p50 decision    {:.1f} us\n"
+      "p99 decision    {:.1f} us\n"
+      "load            {:.2f} s (cluster and pods fed to the scheduler); first decision {:.1f} us\n"
+      "peak RSS        {:.1f} MiB\n",
+      options.nodes, options.gpus_per_node, result->decisions, result->scheduled, options.threads,
+      options.reference ? ", reference evaluation" : "", result->decisions_per_s, result->p50_us,
+      result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib);
+  return 0;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,57 @@
+// `tessel-bench throughput`: how many scheduling decisions per second the core makes on a
+// synthetic GPU cluster, through the very Scheduler and Framework that replay, inflate and the
+// live binary run (a SimulatedCluster binds at once; the clock is virtual).
+//
+//   tessel-bench throughput --nodes 5000 --pods 10000 [--gpus-per-node 8]
+//       [--mix 1,1,1,1,2,2,4,8] [--config FILE] [--threads T] [--seed S] [--json]
+//
+// The cluster: N nodes of G GPUs, 96 CPUs, 384 GiB, 110 pods. Every 10th node carries a
+// NoSchedule taint (tessel.io/dedicated=infer) and every 5th node the label
+// tessel.io/pool=train; a tenth of the pods tolerate the taint and another tenth select the
+// pool, so Filter rejects some nodes for most pods. Pods ask the GPU counts of --mix, drawn from
+// --seed, with 4 CPUs and 16 GiB per GPU.
+//
+// A decision is one scheduling cycle (pop, snapshot, Filter, Score, assume, the in-memory bind),
+// timed on the wall clock. Reported: decisions/s (pods decided / total cycle time), p50 and p99
+// of the cycle times, peak RSS (VmHWM).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessel::bench {
+
+struct ThroughputOptions {
+  int nodes = 5000;
+  int pods = 10000;
+  int gpus_per_node = 8;
+  std::vector<int> mix = {1, 1, 1, 1, 2, 2, 4, 8};
+  std::string config_path;  // empty: the default profile
+  int threads = 1;          // Filter/Score workers (the profile's parallelism)
+  uint64_t seed = 42;
+  // Evaluate every node in every cycle, without the decision caches (see framework.h).
+  bool reference = false;
+};
+
+struct ThroughputResult {
+  int64_t decisions = 0;
+  int64_t scheduled = 0;
+  double seconds = 0;          // sum of the cycle times
+  double load_seconds = 0;     // feeding the cluster and pods to the scheduler
+  double first_decision_us = 0;
+  double decisions_per_s = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double peak_rss_mib = 0;
+};
+
+absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options);
+// Peak resident set size of this process (VmHWM), in MiB; 0 when /proc is not readable.
+double PeakRssMib();
+
+int ThroughputMain(int argc, char** argv);
+
+}  // namespace tessel::bench

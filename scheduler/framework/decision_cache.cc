@@ -1,0 +1,344 @@
+// Per-shape node evaluations kept across cycles (see decision_cache.h).
+#include "scheduler/framework/decision_cache.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
+constexpr int32_t kInfeasible = -1;
+constexpr int32_t kScoreFailed = -2;  // feasible, but a Score failed: scored the full way
+enum : uint8_t { kRejected = 0, kFeasible = 1, kFailed = 2 };
+
+}  // namespace
+
+struct DecisionCache::Entry {
+  uint64_t last_used = 0;
+  uint64_t epoch = 0;  // the snapshot change epoch it follows; 0: never synced
+  size_t log_pos = 0;
+  std::vector<int64_t> filter_versions;
+  std::vector<int64_t> score_versions;
+  std::vector<size_t> columns;     // the score plugins with a raw column (fixed by the key)
+  std::vector<int64_t> gen;        // per node position: the generation evaluated
+  std::vector<int32_t> bucket_of;  // per node position: its bucket, kInfeasible or kScoreFailed
+  int64_t feasible = 0;
+  int64_t score_failed = 0;
+  std::vector<Bucket> buckets;
+  std::vector<int32_t> free_buckets;
+  absl::flat_hash_map<Raw, int32_t> by_raw;
+};
+
+DecisionCache::DecisionCache(Profile profile, Parallelizer* parallelizer)
+    : profile_(std::move(profile)), parallelizer_(parallelizer) {}
+
+DecisionCache::~DecisionCache() = default;
+
+DecisionCache::Entry& DecisionCache::EntryFor(std::string_view key) {
+  auto it = entries_.find(key);
+  if (it != entries_.end()) return *it->second;
+  if (entries_.size() >= kMaxShapes) {
+    auto oldest = entries_.begin();
+    for (auto e = entries_.begin(); e != entries_.end(); ++e) {
+      if (e->second->last_used < oldest->second->last_used) oldest = e;
+    }
+    entries_.erase(oldest);
+  }
+  auto& slot = entries_[std::string(key)];
+  slot = std::make_unique<Entry>();
+  slot->columns = columns_;
+  return *slot;
+}
+
+void DecisionCache::Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error) {
+  if (!feasible) {
+    e.bucket_of[i] = kInfeasible;
+    return;
+  }
+  ++e.feasible;
+  if (score_error) {
+    ++e.score_failed;
+    e.bucket_of[i] = kScoreFailed;
+    return;
+  }
+  auto [it, inserted] = e.by_raw.try_emplace(raw, 0);
+  if (inserted) {
+    if (e.free_buckets.empty()) {
+      e.buckets.emplace_back();
+      it->second = static_cast<int32_t>(e.buckets.size() - 1);
+    } else {
+      it->second = e.free_buckets.back();
+      e.free_buckets.pop_back();
+    }
+    e.buckets[it->second].raw = raw;
+  }
+  const int32_t b = it->second;
+  Bucket& bucket = e.buckets[b];
+  ++bucket.count;
+  e.bucket_of[i] = b;
+  bucket.heap.push_back(i);
+  std::push_heap(bucket.heap.begin(), bucket.heap.end(), std::greater<>());
+  if (bucket.heap.size() > 2 * static_cast<size_t>(bucket.count) + 32) {
+    // Drop the stale entries (nodes that left the bucket) and the repeats.
+    std::sort(bucket.heap.begin(), bucket.heap.end());
+    bucket.heap.erase(std::unique(bucket.heap.begin(), bucket.heap.end()), bucket.heap.end());
+    std::erase_if(bucket.heap, [&](int32_t n) { return e.bucket_of[n] != b; });
+    // A sorted vector is a valid min-heap.
+  }
+}
+
+void DecisionCache::Unplace(Entry& e, int32_t i) {
+  const int32_t b = e.bucket_of[i];
+  e.bucket_of[i] = kInfeasible;
+  if (b == kInfeasible) return;
+  --e.feasible;
+  if (b == kScoreFailed) {
+    --e.score_failed;
+    return;
+  }
+  Bucket& bucket = e.buckets[b];
+  if (--bucket.count == 0) {
+    e.by_raw.erase(bucket.raw);
+    bucket.heap.clear();
+    e.free_buckets.push_back(b);
+  }
+}
+
+int32_t DecisionCache::FirstNode(Entry& e, int32_t b) {
+  Bucket& bucket = e.buckets[b];
+  while (e.bucket_of[bucket.heap.front()] != b) {
+    std::pop_heap(bucket.heap.begin(), bucket.heap.end(), std::greater<>());
+    bucket.heap.pop_back();
+  }
+  return bucket.heap.front();
+}
+
+void DecisionCache::ResetBuckets(Entry& e) {
+  std::fill(e.bucket_of.begin(), e.bucket_of.end(), kInfeasible);
+  e.feasible = 0;
+  e.score_failed = 0;
+  e.by_raw.clear();
+  e.free_buckets.clear();
+  for (size_t b = e.buckets.size(); b-- > 0;) {
+    e.buckets[b].count = 0;
+    e.buckets[b].heap.clear();
+    e.free_buckets.push_back(static_cast<int32_t>(b));
+  }
+}
+
+void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, const Snapshot& snapshot) {
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+  const int32_t n = static_cast<int32_t>(nodes.size());
+  // The raw score of every column (thread-safe: plugins' Score is).
+  auto score = [&](const NodeInfo& node, Raw& raw, size_t k, size_t end) -> uint8_t {
+    for (; k < end; ++k) {
+      ScoreResult r = profile_.scores[e.columns[k]].plugin->Score(state, pod, node);
+      if (!r.status.ok()) return kFailed;
+      raw[k] = r.score;
+    }
+    return kFeasible;
+  };
+  // Every active Filter (only whether all pass matters here), then every column.
+  auto evaluate = [&](const NodeInfo& node, Raw& raw) -> uint8_t {
+    for (const FilterPlugin* f : active_filters_) {
+      if (!f->Filter(state, pod, node).ok()) return kRejected;
+    }
+    raw.fill(0);
+    return score(node, raw, 0, e.columns.size());
+  };
+  if (e.epoch != snapshot.change_epoch() || e.gen.size() != nodes.size() ||
+      e.filter_versions != filter_versions_) {
+    // Everything again (nodes came or went, the log restarted, or a Filter's inputs moved).
+    e.gen.assign(n, kNever);
+    e.bucket_of.assign(n, kInfeasible);
+    ResetBuckets(e);
+    scratch_raw_.resize(n);
+    scratch_state_.resize(n);
+    parallelizer_->For(n, [&](size_t i) { scratch_state_[i] = evaluate(*nodes[i], scratch_raw_[i]); });
+    for (int32_t i = 0; i < n; ++i) {
+      e.gen[i] = nodes[i]->generation();
+      Place(e, i, scratch_state_[i] != kRejected, scratch_raw_[i], scratch_state_[i] == kFailed);
+    }
+  } else {
+    const std::vector<uint32_t>& changes = snapshot.changes();
+    Raw raw;
+    for (size_t p = e.log_pos; p < changes.size(); ++p) {
+      const int32_t i = static_cast<int32_t>(changes[p]);
+      if (e.gen[i] == nodes[i]->generation()) continue;
+      Unplace(e, i);
+      e.gen[i] = nodes[i]->generation();
+      const uint8_t verdict = evaluate(*nodes[i], raw);
+      Place(e, i, verdict != kRejected, raw, verdict == kFailed);
+    }
+    if (e.score_versions != score_versions_) {
+      // Only a Score's inputs moved (e.g. FGD's learned workload): the feasible nodes keep their
+      // verdicts; the moved columns are scored again.
+      scratch_raw_.resize(n);
+      scratch_state_.resize(n);
+      for (int32_t i = 0; i < n; ++i) {
+        const int32_t b = e.bucket_of[i];
+        scratch_state_[i] = b == kInfeasible ? kRejected : b == kScoreFailed ? kFailed : kFeasible;
+        if (b >= 0) scratch_raw_[i] = e.buckets[b].raw;
+      }
+      parallelizer_->For(n, [&](size_t i) {
+        if (scratch_state_[i] == kRejected) return;
+        Raw& raw = scratch_raw_[i];
+        if (scratch_state_[i] == kFailed) {
+          raw.fill(0);
+          scratch_state_[i] = score(*nodes[i], raw, 0, e.columns.size());
+          return;
+        }
+        for (size_t k = 0; k < e.columns.size(); ++k) {
+          if (e.score_versions[k] == score_versions_[k]) continue;
+          ScoreResult r = profile_.scores[e.columns[k]].plugin->Score(state, pod, *nodes[i]);
+          if (!r.status.ok()) {
+            scratch_state_[i] = kFailed;
+            return;
+          }
+          raw[k] = r.score;
+        }
+      });
+      ResetBuckets(e);
+      for (int32_t i = 0; i < n; ++i) {
+        Place(e, i, scratch_state_[i] != kRejected, scratch_raw_[i], scratch_state_[i] == kFailed);
+      }
+    }
+  }
+  e.epoch = snapshot.change_epoch();
+  e.log_pos = snapshot.changes().size();
+  e.filter_versions = filter_versions_;
+  e.score_versions = score_versions_;
+}
+
+DecisionCache::Choice DecisionCache::ScoreAll(Entry& e, CycleState& state, const Pod& pod,
+                                              const Snapshot& snapshot) {
+  feasible_.clear();
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (e.bucket_of[i] != kInfeasible) feasible_.push_back(nodes[i]);
+  }
+  absl::StatusOr<NodeScoreList> scores = profile_.run_score(state, pod, feasible_);
+  if (!scores.ok()) return {.kind = Choice::Kind::kError, .error = scores.status()};
+  size_t best = 0;
+  for (size_t i = 1; i < scores->size(); ++i) {
+    if ((*scores)[i].score > (*scores)[best].score) best = i;  // ties: the first by name
+  }
+  return {.kind = Choice::Kind::kChosen, .node = feasible_[best]};
+}
+
+DecisionCache::Choice DecisionCache::Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot) {
+  Choice c = ChooseUncounted(state, pod, snapshot);
+  ++(c.kind == Choice::Kind::kFallback ? fallbacks_ : answered_);
+  return c;
+}
+
+DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Pod& pod,
+                                                     const Snapshot& snapshot) {
+  if (&snapshot != snapshot_) {
+    entries_.clear();
+    snapshot_ = &snapshot;
+  }
+  // The shape key: what every active plugin reads of the pod, as each declares it.
+  key_.clear();
+  filter_versions_.clear();
+  score_versions_.clear();
+  active_filters_.clear();
+  for (const FilterRef& f : profile_.filters) {
+    if (state.skip_filter.contains(f.plugin->Name())) {
+      key_ += "~|";
+      continue;
+    }
+    if (f.local == nullptr || !f.local->AppendFilterKey(state, pod, key_)) return {};
+    key_ += '|';
+    filter_versions_.push_back(f.local->ResultVersion());
+    active_filters_.push_back(f.plugin);
+  }
+  key_ += '#';
+  columns_.clear();
+  unused_.assign(profile_.scores.size(), false);
+  for (size_t s = 0; s < profile_.scores.size(); ++s) {
+    const ScoreRef& ref = profile_.scores[s];
+    const NodeLocalPlugin::ScoreUse use =
+        ref.local == nullptr ? NodeLocalPlugin::ScoreUse::kOther : ref.local->AppendScoreKey(state, pod, key_);
+    if (use == NodeLocalPlugin::ScoreUse::kOther) return {};
+    if (use == NodeLocalPlugin::ScoreUse::kUnused) {
+      key_ += "u|";
+      unused_[s] = true;
+    } else {
+      key_ += "l|";
+      columns_.push_back(s);
+      score_versions_.push_back(ref.local->ResultVersion());
+    }
+  }
+  for (const PreScoreRef& p : profile_.pre_scores) {
+    if (p.local == nullptr || p.local->AppendScoreKey(state, pod, key_) == NodeLocalPlugin::ScoreUse::kOther) {
+      return {};
+    }
+  }
+  if (columns_.size() > kMaxColumns) return {};
+
+  Entry& e = EntryFor(key_);
+  e.last_used = ++clock_;
+  Sync(e, state, pod, snapshot);
+  if (e.feasible == 0) return {};  // the full evaluation says why no node fits
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+
+  // Any feasible node, for PreScore (which reads only whether the list is empty) and for a
+  // cluster where only one node fits (then, as in a full evaluation, nothing is scored).
+  live_.clear();
+  for (int32_t b = 0; b < static_cast<int32_t>(e.buckets.size()); ++b) {
+    if (e.buckets[b].count > 0) live_.push_back(b);
+  }
+  int32_t any = -1;
+  if (!live_.empty()) {
+    any = FirstNode(e, live_.front());
+  } else {
+    for (size_t i = 0; i < nodes.size() && any < 0; ++i) {
+      if (e.bucket_of[i] == kScoreFailed) any = static_cast<int32_t>(i);
+    }
+  }
+  if (e.feasible == 1) return {.kind = Choice::Kind::kChosen, .node = nodes[any]};
+
+  feasible_.assign(1, nodes[any]);
+  if (Status ps = profile_.run_pre_score(state, pod, feasible_); !ps.ok()) {
+    return {.kind = Choice::Kind::kError, .error = absl::InternalError(ps.Message())};
+  }
+  bool by_buckets = e.score_failed == 0;
+  for (size_t s = 0; s < profile_.scores.size() && by_buckets; ++s) {
+    by_buckets = state.skip_score.contains(profile_.scores[s].plugin->Name()) == unused_[s];
+  }
+  if (!by_buckets) return ScoreAll(e, state, pod, snapshot);
+
+  totals_.assign(live_.size(), 0);
+  for (size_t k = 0; k < e.columns.size(); ++k) {
+    const ScoreRef& ref = profile_.scores[e.columns[k]];
+    normalized_.resize(live_.size());
+    for (size_t j = 0; j < live_.size(); ++j) {
+      normalized_[j].name.clear();
+      normalized_[j].score = e.buckets[live_[j]].raw[k];
+    }
+    if (!ref.plugin->NormalizeScore(state, pod, normalized_).ok()) return ScoreAll(e, state, pod, snapshot);
+    for (size_t j = 0; j < live_.size(); ++j) {
+      const int64_t v = normalized_[j].score;
+      if (v < kMinNodeScore || v > kMaxNodeScore) return ScoreAll(e, state, pod, snapshot);
+      totals_[j] += v * ref.weight;
+    }
+  }
+  int32_t best = -1;
+  int64_t best_total = 0;
+  for (size_t j = 0; j < live_.size(); ++j) {
+    if (best >= 0 && totals_[j] < best_total) continue;
+    const int32_t first = FirstNode(e, live_[j]);
+    if (best < 0 || totals_[j] > best_total || first < best) {
+      best = first;
+      best_total = totals_[j];
+    }
+  }
+  return {.kind = Choice::Kind::kChosen, .node = nodes[best]};
+}
+
+}  // namespace tessel

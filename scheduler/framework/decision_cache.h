@@ -1,0 +1,134 @@
+// Incremental decisions with the same answers as evaluating every node.
+//
+// Between two cycles only a few nodes change: the one chosen last, plus what the informers
+// changed. For each pod shape (the parts of a pod that the profile's Filter and Score plugins
+// read, as they declare through NodeLocalPlugin) the cache keeps, per node of the snapshot, the
+// generation it last evaluated, and groups the feasible nodes into buckets of equal raw score
+// vectors (one raw score per Score plugin). A cycle then
+//   1. re-evaluates only the nodes in the snapshot's change log since the shape's last cycle
+//      (every node when the log restarted or a plugin's ResultVersion moved);
+//   2. runs PreScore, normalises each Score plugin over the buckets' raw scores (one entry per
+//      bucket: NodeLocalPlugin promises that normalisation depends on the set of raw scores
+//      only), and sums the weighted scores per bucket;
+//   3. takes the best bucket and its first node in name order (a min-heap per bucket), which is
+//      the node a full evaluation picks: the highest total, ties to the first node by name.
+// Cycles for which a plugin is not node-local (pod affinity, spread constraints, host ports, a
+// random policy) or no node fits (the reasons are needed) are left to the full evaluation;
+// FrameworkOptions::reference turns the cache off, and the differential test compares the two.
+//
+// Nothing here allocates once the buffers have grown: keys are built in a reused string, raw
+// vectors are fixed arrays, heaps keep their capacity.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/status/status.h"
+#include "scheduler/framework/interface.h"
+#include "scheduler/framework/node_local.h"
+#include "scheduler/framework/parallel.h"
+
+namespace tessel {
+
+class DecisionCache {
+ public:
+  struct FilterRef {
+    const FilterPlugin* plugin;
+    const NodeLocalPlugin* local;  // null: not cacheable
+  };
+  struct ScoreRef {
+    const ScorePlugin* plugin;
+    int64_t weight;
+    const NodeLocalPlugin* local;
+  };
+  struct PreScoreRef {
+    PreScorePlugin* plugin;
+    const NodeLocalPlugin* local;
+  };
+  // The profile's plugins, and the framework's PreScore and Score runs.
+  struct Profile {
+    std::vector<FilterRef> filters;
+    std::vector<ScoreRef> scores;
+    std::vector<PreScoreRef> pre_scores;
+    std::function<Status(CycleState&, const Pod&, const std::vector<const NodeInfo*>&)> run_pre_score;
+    std::function<absl::StatusOr<NodeScoreList>(const CycleState&, const Pod&,
+                                                const std::vector<const NodeInfo*>&)> run_score;
+  };
+
+  struct Choice {
+    enum class Kind {
+      kFallback,  // not decided here: evaluate every node (nothing was run past PreFilter)
+      kChosen,
+      kError,     // PreScore or Score failed; `error` says why, as a full evaluation would
+    };
+    Kind kind = Kind::kFallback;
+    const NodeInfo* node = nullptr;
+    absl::Status error;
+  };
+
+  // The most pod shapes kept; the least recently used is dropped beyond it.
+  static constexpr size_t kMaxShapes = 64;
+  // Score plugins a cached profile may have.
+  static constexpr size_t kMaxColumns = 12;
+
+  DecisionCache(Profile profile, Parallelizer* parallelizer);
+  ~DecisionCache();
+
+  // After PreFilter: chooses the node a full evaluation would choose, or says it did not.
+  Choice Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot);
+  Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot);
+
+  struct Stats {
+    int64_t answered = 0;   // cycles decided here
+    int64_t fallbacks = 0;  // cycles left to the full evaluation
+    size_t shapes = 0;      // pod shapes held
+  };
+  Stats stats() const { return {answered_, fallbacks_, entries_.size()}; }
+
+ private:
+  using Raw = std::array<int64_t, kMaxColumns>;
+  struct Bucket {
+    Raw raw{};
+    int32_t count = 0;
+    std::vector<int32_t> heap;  // node positions, min first; stale entries are skipped lazily
+  };
+  struct Entry;
+
+  Entry& EntryFor(std::string_view key);
+  void Sync(Entry& e, const CycleState& state, const Pod& pod, const Snapshot& snapshot);
+  void ResetBuckets(Entry& e);
+  void Evaluate(Entry& e, int32_t i, const CycleState& state, const Pod& pod, const NodeInfo& node);
+  void Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error);
+  void Unplace(Entry& e, int32_t i);
+  int32_t FirstNode(Entry& e, int32_t bucket);
+  // The full scoring over the entry's feasible nodes, when the buckets cannot answer.
+  Choice ScoreAll(Entry& e, CycleState& state, const Pod& pod, const Snapshot& snapshot);
+
+  Profile profile_;
+  Parallelizer* parallelizer_;
+  const Snapshot* snapshot_ = nullptr;
+  StringKeyedMap<std::unique_ptr<Entry>> entries_;
+  uint64_t clock_ = 0;
+  int64_t answered_ = 0;
+  int64_t fallbacks_ = 0;
+  // Reused buffers.
+  std::string key_;
+  std::vector<size_t> columns_;              // score plugins with a raw column, by index
+  std::vector<bool> unused_;                 // score plugins expected to Skip
+  std::vector<int64_t> filter_versions_;
+  std::vector<int64_t> score_versions_;       // per column
+  std::vector<const FilterPlugin*> active_filters_;  // not skipped this cycle
+  std::vector<const NodeInfo*> feasible_;
+  NodeScoreList normalized_;
+  std::vector<int32_t> live_;
+  std::vector<int64_t> totals_;
+  std::vector<Raw> scratch_raw_;
+  std::vector<uint8_t> scratch_state_;       // 0 infeasible, 1 feasible, 2 score error
+};
+
+}  // namespace tessel
