@@ -54,6 +54,28 @@ DecisionCache::Entry& DecisionCache::EntryFor(std::string_view key) {
   return *slot;
 }
 
+DecisionCache::Column& DecisionCache::ColumnFor(std::string_view key, int64_t version, size_t nodes) {
+  auto it = column_memo_.find(key);
+  if (it == column_memo_.end()) {
+    if (column_memo_.size() >= 2 * kMaxShapes) {
+      auto oldest = column_memo_.begin();
+      for (auto c = column_memo_.begin(); c != column_memo_.end(); ++c) {
+        if (c->second->last_used < oldest->second->last_used) oldest = c;
+      }
+      column_memo_.erase(oldest);
+    }
+    it = column_memo_.emplace(std::string(key), std::make_unique<Column>()).first;
+  }
+  Column& c = *it->second;
+  c.last_used = clock_;
+  if (c.version != version || c.gen.size() != nodes) {
+    c.version = version;
+    c.gen.assign(nodes, kNever);
+    c.raw.assign(nodes, 0);
+  }
+  return c;
+}
+
 void DecisionCache::Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error) {
   if (!feasible) {
     e.bucket_of[i] = kInfeasible;
@@ -133,22 +155,34 @@ void DecisionCache::ResetBuckets(Entry& e) {
 void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, const Snapshot& snapshot) {
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   const int32_t n = static_cast<int32_t>(nodes.size());
-  // The raw score of every column (thread-safe: plugins' Score is).
-  auto score = [&](const NodeInfo& node, Raw& raw, size_t k, size_t end) -> uint8_t {
+  // The raw score of column k on node position i, from the column memo when it holds the
+  // node's generation (thread-safe: each i is written by one thread, plugins' Score is const).
+  auto score_one = [&](size_t k, int32_t i, int64_t& out) -> bool {
+    Column& c = *cycle_columns_[k];
+    const int64_t gen = nodes[i]->generation();
+    if (c.gen[i] == gen) {
+      out = c.raw[i];
+      return true;
+    }
+    ScoreResult r = profile_.scores[e.columns[k]].plugin->Score(state, pod, *nodes[i]);
+    if (!r.status.ok()) return false;
+    c.raw[i] = out = r.score;
+    c.gen[i] = gen;
+    return true;
+  };
+  auto score = [&](int32_t i, Raw& raw, size_t k, size_t end) -> uint8_t {
     for (; k < end; ++k) {
-      ScoreResult r = profile_.scores[e.columns[k]].plugin->Score(state, pod, node);
-      if (!r.status.ok()) return kFailed;
-      raw[k] = r.score;
+      if (!score_one(k, i, raw[k])) return kFailed;
     }
     return kFeasible;
   };
   // Every active Filter (only whether all pass matters here), then every column.
-  auto evaluate = [&](const NodeInfo& node, Raw& raw) -> uint8_t {
+  auto evaluate = [&](int32_t i, Raw& raw) -> uint8_t {
     for (const FilterPlugin* f : active_filters_) {
-      if (!f->Filter(state, pod, node).ok()) return kRejected;
+      if (!f->Filter(state, pod, *nodes[i]).ok()) return kRejected;
     }
     raw.fill(0);
-    return score(node, raw, 0, e.columns.size());
+    return score(i, raw, 0, e.columns.size());
   };
   if (e.epoch != snapshot.change_epoch() || e.gen.size() != nodes.size() ||
       e.filter_versions != filter_versions_) {
@@ -158,7 +192,9 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     ResetBuckets(e);
     scratch_raw_.resize(n);
     scratch_state_.resize(n);
-    parallelizer_->For(n, [&](size_t i) { scratch_state_[i] = evaluate(*nodes[i], scratch_raw_[i]); });
+    parallelizer_->For(n, [&](size_t i) {
+      scratch_state_[i] = evaluate(static_cast<int32_t>(i), scratch_raw_[i]);
+    });
     for (int32_t i = 0; i < n; ++i) {
       e.gen[i] = nodes[i]->generation();
       Place(e, i, scratch_state_[i] != kRejected, scratch_raw_[i], scratch_state_[i] == kFailed);
@@ -171,7 +207,7 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
       if (e.gen[i] == nodes[i]->generation()) continue;
       Unplace(e, i);
       e.gen[i] = nodes[i]->generation();
-      const uint8_t verdict = evaluate(*nodes[i], raw);
+      const uint8_t verdict = evaluate(i, raw);
       Place(e, i, verdict != kRejected, raw, verdict == kFailed);
     }
     if (e.score_versions != score_versions_) {
@@ -189,17 +225,15 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
         Raw& raw = scratch_raw_[i];
         if (scratch_state_[i] == kFailed) {
           raw.fill(0);
-          scratch_state_[i] = score(*nodes[i], raw, 0, e.columns.size());
+          scratch_state_[i] = score(static_cast<int32_t>(i), raw, 0, e.columns.size());
           return;
         }
         for (size_t k = 0; k < e.columns.size(); ++k) {
           if (e.score_versions[k] == score_versions_[k]) continue;
-          ScoreResult r = profile_.scores[e.columns[k]].plugin->Score(state, pod, *nodes[i]);
-          if (!r.status.ok()) {
+          if (!score_one(k, static_cast<int32_t>(i), raw[k])) {
             scratch_state_[i] = kFailed;
             return;
           }
-          raw[k] = r.score;
         }
       });
       ResetBuckets(e);
@@ -240,6 +274,7 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
                                                      const Snapshot& snapshot) {
   if (&snapshot != snapshot_) {
     entries_.clear();
+    column_memo_.clear();
     snapshot_ = &snapshot;
   }
   // The shape key: what every active plugin reads of the pod, as each declares it.
@@ -262,13 +297,21 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   unused_.assign(profile_.scores.size(), false);
   for (size_t s = 0; s < profile_.scores.size(); ++s) {
     const ScoreRef& ref = profile_.scores[s];
+    const size_t start = key_.size();
     const NodeLocalPlugin::ScoreUse use =
         ref.local == nullptr ? NodeLocalPlugin::ScoreUse::kOther : ref.local->AppendScoreKey(state, pod, key_);
     if (use == NodeLocalPlugin::ScoreUse::kOther) return {};
     if (use == NodeLocalPlugin::ScoreUse::kUnused) {
+      key_.resize(start);
       key_ += "u|";
       unused_[s] = true;
     } else {
+      // The column's own key: the plugin and what it reads of the pod.
+      if (column_keys_.size() <= columns_.size()) column_keys_.emplace_back();
+      std::string& column_key = column_keys_[columns_.size()];
+      column_key.clear();
+      AppendKeyInt(static_cast<int64_t>(s), column_key);
+      column_key.append(key_, start, std::string::npos);
       key_ += "l|";
       columns_.push_back(s);
       score_versions_.push_back(ref.local->ResultVersion());
@@ -283,6 +326,10 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
 
   Entry& e = EntryFor(key_);
   e.last_used = ++clock_;
+  cycle_columns_.clear();
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    cycle_columns_.push_back(&ColumnFor(column_keys_[k], score_versions_[k], snapshot.size()));
+  }
   Sync(e, state, pod, snapshot);
   if (e.feasible == 0) return {};  // the full evaluation says why no node fits
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();

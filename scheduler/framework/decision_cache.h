@@ -98,6 +98,16 @@ class DecisionCache {
     std::vector<int32_t> heap;  // node positions, min first; stale entries are skipped lazily
   };
   struct Entry;
+  // One Score plugin's raw scores for one key of that plugin (what it reads of the pod), per node
+  // position, shared by every shape with that key: pods that differ only in what other plugins
+  // read (tolerations, selectors) score each node once.
+  struct Column {
+    uint64_t last_used = 0;
+    int64_t version = 0;
+    std::vector<int64_t> gen;  // per node position: the generation scored (unique per change)
+    std::vector<int64_t> raw;
+  };
+  Column& ColumnFor(std::string_view key, int64_t version, size_t nodes);
 
   Entry& EntryFor(std::string_view key);
   void Sync(Entry& e, const CycleState& state, const Pod& pod, const Snapshot& snapshot);
@@ -113,6 +123,9 @@ class DecisionCache {
   Parallelizer* parallelizer_;
   const Snapshot* snapshot_ = nullptr;
   StringKeyedMap<std::unique_ptr<Entry>> entries_;
+  StringKeyedMap<std::unique_ptr<Column>> column_memo_;
+  std::vector<Column*> cycle_columns_;  // per column of this cycle's shape
+  std::vector<std::string> column_keys_;  // per column of this cycle's shape
   uint64_t clock_ = 0;
   int64_t answered_ = 0;
   int64_t fallbacks_ = 0;
