@@ -68,6 +68,7 @@ json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& 
       {"pods_scheduled", placed},
       {"pods_unschedulable", static_cast<int64_t>(sim.placements().size()) - placed},
       {"pods_evicted", sim.evicted().size()},
+      {"evictions_refused", sim.evictions_refused()},
       {"scheduling_cycles", sim.cycles()},
       {"cpu_allocatable_milli", allocatable.milli_cpu},
       {"cpu_allocated_milli", allocated.milli_cpu},
