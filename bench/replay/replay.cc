@@ -163,6 +163,7 @@ std::string FormatPlacementTable(const json& result) {
                  m["pods_scheduled"].get<int64_t>(), m["pods_pending"].get<int64_t>(),
                  m["nodes"].get<int64_t>(), FormatMilli(m["gpu_equivalent_allocated_milli"].get<int64_t>()),
                  FormatMilli(m["gpu_equivalent_capacity_milli"].get<int64_t>()));
+  for (const auto& e : result["evicted"]) StrAppend(&out, "evicted: ", e.get<std::string>(), "\n");
   for (const auto& w : result["warnings"]) StrAppend(&out, "warning: ", w.get<std::string>(), "\n");
   return out;
 }

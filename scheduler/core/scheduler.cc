@@ -187,9 +187,9 @@ void Scheduler::OnPodObserved(Pod pod) {
   EndGated(key);  // its gates are gone
   // Its nomination: what the API server shows, else the one this scheduler made and has not
   // seen written back yet (an update may arrive before the status patch lands).
-  if (pod.nominated_node_name.empty()) pod.nominated_node_name = nominator_.NodeOf(key);
+  pod.nominated_node_name = nominator_.Observe(key, pod.nominated_node_name);
   auto ref = std::make_shared<const Pod>(std::move(pod));
-  if (!ref->nominated_node_name.empty()) nominator_.Set(ref, ref->nominated_node_name);
+  nominator_.Set(ref, ref->nominated_node_name);
   if (AdmitGangMember(ref)) {  // the gang's head stands for it in the queue
     queue_->OnClusterEvent(kUnassignedPodAdd);
     return;
