@@ -16,6 +16,8 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
   }
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
   for (const nlohmann::json& other : objects.others) {
+    // A snapshot with Jobs holds every Job: a pod whose Job is missing waits for it, as live.
+    if (other.is_object() && other.value("kind", "") == "Job") scheduler_->OnJobsWatched();
     absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);
     if (!gang.ok()) {
       warnings.push_back(std::string(gang.status().message()));

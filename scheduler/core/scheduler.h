@@ -142,6 +142,8 @@ class Scheduler final : public Handle {
   // and the field.
   absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
   void OnGangObjectDelete(const nlohmann::json& object);
+  // The informers deliver every Job (see GangBook::SetJobsWatched).
+  void OnJobsWatched() { gangs_.SetJobsWatched(true); }
 
   // --- The loop (one thread). ---
   // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
@@ -237,6 +239,11 @@ class Scheduler final : public Handle {
     bool timed_out = false;                   // reported Failed for the current wait
     int32_t min_member = 0;
     std::string last_message;                 // why the last attempt fell short
+    // Members by pod phase, from the informer: running among `placed`; the finished ones are
+    // kept while the gang has members left.
+    StringSet running, succeeded, failed;
+    // The core's last report, re-sent with new counts when a member's phase changes.
+    std::optional<gang::GangStatusUpdate> last_report;
   };
   struct GangBinding;
   // Takes a pending pod of ours if it belongs to a gang (true), else leaves it (false).
@@ -255,6 +262,8 @@ class Scheduler final : public Handle {
   // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
   // `members`). Returns what it did for the gang's message, "" when it evicted nothing.
   std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need);
+  // Records a member's pod phase; true if the gang's counts changed.
+  static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
 
