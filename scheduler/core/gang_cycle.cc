@@ -404,6 +404,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       failure = Status::Error(std::string(st.message()));
       break;
     }
+    nominator_.Remove(m.pod->Key());  // it holds its own room now
     if (Status st = fw->RunReserve(*m.state, *m.pod, m.node); !st.ok()) {
       (void)cache_->ForgetPod(m.pod->Key());
       failure = st;

@@ -492,7 +492,9 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
                               const std::vector<std::string>& rejecting_plugins,
                               FailureKind unschedulable_kind) {
   if (queue_->Ended(info.pod->Key(), info.pod->meta.uid)) {
-    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry.
+    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry, and no
+    // room held for it.
+    nominator_.Remove(info.pod->Key());
     queue_->Done(info.pod->Key(), info.pod->meta.uid);
     return;
   }
