@@ -241,6 +241,10 @@ class Observers final : public SchedulingObserver {
   void PodSchedulingGated(const Pod& pod) override {
     for (auto* o : list_) o->PodSchedulingGated(pod);
   }
+  void PodsPreempted(const Pod& preemptor, const std::string& node,
+                     const std::vector<PreemptionVictim>& victims) override {
+    for (auto* o : list_) o->PodsPreempted(preemptor, node, victims);
+  }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
   }
@@ -448,7 +452,8 @@ int Run(Flags flags) {
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
   kube::SchedulerFeed feed(clients->informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
-                            .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); }});
+                            .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
+                            .pdb_api = eviction_api});
   feed.Start();
 
   // The endpoints: HTTPS with delegated authorization of /metrics, and plain HTTP if asked.
