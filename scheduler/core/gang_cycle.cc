@@ -11,6 +11,7 @@
 #include <atomic>
 
 #include "scheduler/core/scheduler.h"
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/framework/binding.h"
 #include "scheduler/util/strings.h"
 
@@ -84,42 +85,64 @@ void Scheduler::NoteGangMemberPlaced(const Pod& pod) {
   if (!id.has_value()) return;
   const std::string key = pod.Key();
   const std::string gang_key = id->Key();
-  absl::MutexLock lock(&gang_mu_);
-  auto it = gang_states_.find(gang_key);
-  if (it == gang_states_.end()) {
-    if (pod.IsTerminal()) return;
-    it = gang_states_.emplace(gang_key, GangState{.id = *id}).first;
+  std::optional<gang::GangStatusUpdate> report;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(gang_key);
+    if (it == gang_states_.end()) {
+      if (pod.IsTerminal()) return;
+      it = gang_states_.emplace(gang_key, GangState{.id = *id}).first;
+    }
+    GangState& g = it->second;
+    g.pending.erase(key);
+    if (pod.IsTerminal()) {
+      g.placed.erase(key);
+    } else if (!g.evicting.contains(key)) {
+      g.placed.insert(key);
+    }
+    gang_of_[key] = gang_key;
+    if (g.head == key) {
+      g.head.clear();
+      RequeueGangHead(g, std::nullopt, false);
+    }
+    if (NoteMemberPhase(g, key, pod.phase) && g.last_report.has_value()) report = g.last_report;
   }
-  GangState& g = it->second;
-  g.pending.erase(key);
-  if (pod.IsTerminal()) {
-    g.placed.erase(key);
-  } else if (!g.evicting.contains(key)) {
-    g.placed.insert(key);
-  }
-  gang_of_[key] = gang_key;
-  if (g.head == key) {
-    g.head.clear();
-    RequeueGangHead(g, std::nullopt, false);
-  }
+  if (report.has_value()) ReportGang(*id, *std::move(report));
 }
 
 void Scheduler::ForgetGangMember(const std::string& key) {
-  absl::MutexLock lock(&gang_mu_);
-  auto it = gang_of_.find(key);
-  if (it == gang_of_.end()) return;
-  auto state = gang_states_.find(it->second);
-  gang_of_.erase(it);
-  if (state == gang_states_.end()) return;
-  GangState& g = state->second;
-  g.pending.erase(key);
-  g.placed.erase(key);
-  g.evicting.erase(key);
-  if (g.head == key) {
-    g.head.clear();
-    RequeueGangHead(g, std::nullopt, false);
+  std::optional<std::pair<gang::GangId, gang::GangStatusUpdate>> report;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_of_.find(key);
+    if (it == gang_of_.end()) return;
+    auto state = gang_states_.find(it->second);
+    gang_of_.erase(it);
+    if (state == gang_states_.end()) return;
+    GangState& g = state->second;
+    g.pending.erase(key);
+    g.placed.erase(key);
+    g.evicting.erase(key);
+    if (g.head == key) {
+      g.head.clear();
+      RequeueGangHead(g, std::nullopt, false);
+    }
+    // A deleted member no longer runs; a finished one stays counted as finished.
+    if (g.running.erase(key) > 0 && g.last_report.has_value()) report.emplace(g.id, *g.last_report);
+    if (g.pending.empty() && g.placed.empty() && g.evicting.empty()) gang_states_.erase(state);
   }
-  if (g.pending.empty() && g.placed.empty() && g.evicting.empty()) gang_states_.erase(state);
+  if (report.has_value()) ReportGang(report->first, std::move(report->second));
+}
+
+bool Scheduler::NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase) {
+  bool changed = false;
+  auto mark = [&](StringSet& set, bool member) {
+    changed |= member ? set.insert(key).second : set.erase(key) > 0;
+  };
+  mark(g.running, phase == PodPhase::kRunning);
+  mark(g.succeeded, phase == PodPhase::kSucceeded);
+  mark(g.failed, phase == PodPhase::kFailed);
+  return changed;
 }
 
 bool Scheduler::IsGangHead(const Pod& pod) const {
@@ -147,8 +170,81 @@ void Scheduler::RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previ
   }
 }
 
+std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
+                                      int32_t need) {
+  if (members.empty() || !members.front()->MayPreempt()) return {};
+  std::vector<CycleState> states(members.size());
+  std::vector<const CycleState*> state_ptrs;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
+    state_ptrs.push_back(&states[i]);
+  }
+  preemption::Context ctx{.framework = &fw,
+                          .snapshot = &snapshot_,
+                          .pdbs = PodDisruptionBudgets(),
+                          .nominated = nominator_.Pods(),
+                          .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
+                          .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
+  preemption::GangPreemptionPlan plan =
+      preemption::PlanGangPreemption(ctx, members, state_ptrs, need);
+  if (!plan.feasible || plan.victims.empty()) return {};
+  const Pod& head = *members.front();
+  const std::string reason = StrCat("preempted by the gang of ", head.Key(), " (priority ",
+                                    PriorityOf(head), ")");
+  std::vector<PreemptionVictim> evicted;
+  bool refused = false;
+  for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, plan.victims)) {
+    absl::Status st = api_ == nullptr ? absl::OkStatus() : api_->Evict(*v.pod, reason);
+    if (st.ok() || absl::IsNotFound(st)) {
+      evicted.push_back(v);
+      continue;
+    }
+    refused = true;  // a PodDisruptionBudget (or the API) refused: try again next attempt
+    break;
+  }
+  if (observer_ && !evicted.empty()) observer_->PodsPreempted(head, "", evicted);
+  if (refused) {
+    return StrCat("Preemption for the gang stopped after ", evicted.size(), " of ",
+                  plan.victims.size(), " evictions: an eviction was refused.");
+  }
+  // Each placed member waits for its node; the room is held for it meanwhile.
+  for (const preemption::GangMemberTarget& t : plan.targets) {
+    for (PodRef& m : members) {
+      if (m->Key() != t.member->Key()) continue;
+      Pod nominated = *m;
+      nominated.nominated_node_name = t.node;
+      m = std::make_shared<const Pod>(std::move(nominated));
+      nominator_.Set(m, t.node);
+    }
+  }
+  {
+    absl::MutexLock lock(&gang_mu_);
+    for (const PodRef& m : members) {
+      auto it = gang_of_.find(m->Key());
+      if (it == gang_of_.end()) continue;
+      auto g = gang_states_.find(it->second);
+      if (g == gang_states_.end()) continue;
+      if (auto p = g->second.pending.find(m->Key()); p != g->second.pending.end()) p->second = m;
+    }
+  }
+  return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
+}
+
 void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {
   update.time = clock_->Now();
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(id.Key());
+    if (it != gang_states_.end()) {
+      GangState& g = it->second;
+      g.last_report = update;
+      // The members' own progress, from their pod phases, decides the later phases.
+      update.running = static_cast<int32_t>(g.running.size());
+      update.succeeded = static_cast<int32_t>(g.succeeded.size());
+      update.failed = static_cast<int32_t>(g.failed.size());
+      gang::DerivePhase(update, std::max(g.min_member, update.min_member));
+    }
+  }
   if (gang_status_ != nullptr) gang_status_->GangStatusChanged(id, update);
 }
 
@@ -253,6 +349,15 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
                                                        .topology_key = spec.topology_key,
                                                        .min_resources = spec.min_resources});
   if (!plan.feasible) {
+    // Room the gang could get by evicting lower-priority pods (whole gangs among them).
+    uint32_t preempt_events = 0;
+    if (plan.code != Code::kError && fw->HasPostFilter()) {
+      const std::string preempted = PreemptForGang(*fw, members, need);
+      if (!preempted.empty()) {
+        StrAppend(&plan.message, " ", preempted);
+        preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
+      }
+    }
     bool timed_out = false;
     {
       absl::MutexLock lock(&gang_mu_);
@@ -283,7 +388,8 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       return;
     }
     uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : fw->EventsFor(plan.rejecting_plugins);
-    queue_->AddUnschedulable(std::move(info), cycle, events | kUnassignedPodAdd | kCustomObjectChange);
+    queue_->AddUnschedulable(std::move(info), cycle,
+                             events | preempt_events | kUnassignedPodAdd | kCustomObjectChange);
     finish("unschedulable");
     return;
   }
@@ -298,6 +404,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       failure = Status::Error(std::string(st.message()));
       break;
     }
+    nominator_.Remove(m.pod->Key());  // it holds its own room now
     if (Status st = fw->RunReserve(*m.state, *m.pod, m.node); !st.ok()) {
       (void)cache_->ForgetPod(m.pod->Key());
       failure = st;

@@ -31,6 +31,7 @@
 #include "scheduler/framework/framework.h"
 #include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_status.h"
+#include "scheduler/core/nominator.h"
 #include "scheduler/gang/planner.h"
 #include "scheduler/queue/scheduling_queue.h"
 #include "scheduler/state/cache.h"
@@ -42,7 +43,14 @@ enum class FailureKind {
   kUnschedulable,  // no node fits, or a plugin rejected the pod (incl. Permit)
   kError,          // a plugin or the cache failed; retried with backoff
   kBindFailed,     // the binding cycle failed (PreBind, Bind, the node vanished); retried
+  // Every node rejected the pod only for its queue's quota (plugin "QueueQuota"): the cluster
+  // has room, so it is not reported as Unschedulable (which cluster autoscalers act on).
+  kQuotaExceeded,
 };
+
+// The quota plugin's name (plugins/queue_quota): a pod that only it rejected is reported as
+// FailureKind::kQuotaExceeded.
+inline constexpr std::string_view kQueueQuotaPlugin = "QueueQuota";
 
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
@@ -55,6 +63,10 @@ class SchedulingObserver {
   // The pod has scheduling gates (spec.schedulingGates): it waits outside the queue until they
   // are removed. Called once per pod; live, this is PodScheduled=False, reason SchedulingGated.
   virtual void PodSchedulingGated(const Pod& /*pod*/) {}
+  // A preemption for `preemptor` evicted `victims` (to make room on `node`, "" when its
+  // candidates were refused): for metrics (scheduler_preemption_victims{reason}).
+  virtual void PodsPreempted(const Pod& /*preemptor*/, const std::string& /*node*/,
+                             const std::vector<PreemptionVictim>& /*victims*/) {}
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -123,6 +135,9 @@ class Scheduler final : public Handle {
   void OnNodeDelete(const std::string& name);
   void OnPriorityClass(PriorityClass pc);
   void OnPriorityClassDelete(const std::string& name);
+  // PodDisruptionBudgets, by namespace/name (preemption counts the ones victims violate).
+  void OnPodDisruptionBudget(PodDisruptionBudget pdb);
+  void OnPodDisruptionBudgetDelete(const std::string& key);
   // Other watched objects (PodGroups, Queues) changed: parked pods may now be schedulable.
   void OnCustomObjectChange();
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
@@ -130,6 +145,8 @@ class Scheduler final : public Handle {
   // and the field.
   absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
   void OnGangObjectDelete(const nlohmann::json& object);
+  // The informers deliver every Job (see GangBook::SetJobsWatched).
+  void OnJobsWatched() { gangs_.SetJobsWatched(true); }
 
   // --- The loop (one thread). ---
   // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
@@ -150,7 +167,7 @@ class Scheduler final : public Handle {
   SchedulingQueue& queue() { return *queue_; }
   const gang::GangBook& gangs() const { return gangs_; }
   Cache& cache() { return *cache_; }
-  const Framework* FrameworkFor(std::string_view scheduler_name) const;
+  const Framework* FrameworkFor(std::string_view scheduler_name) const override;
   std::vector<std::string> ProfileNames() const;
 
   // --- Permit "Wait" plumbing (gangs): a waiting pod is assumed and reserved, and binds once
@@ -165,6 +182,12 @@ class Scheduler final : public Handle {
   ClusterApi* api() const override { return api_; }
   uint64_t seed() const override { return seed_; }
   std::optional<int32_t> PriorityClassValue(std::string_view name) const override;
+  NominatedPodMap NominatedPods() const override { return nominator_.Pods(); }
+  std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
+  std::string GangKeyOf(const Pod& pod) const override;
+  int32_t PriorityOf(const Pod& pod) const override;
+  // The node a pending pod is nominated to ("" for none).
+  std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
 
  private:
   explicit Scheduler(SchedulerParams params);
@@ -177,8 +200,13 @@ class Scheduler final : public Handle {
     absl::Time deadline;
   };
 
-  // Fills in priority from the PriorityClass, as admission would.
+  // Fills in priority (and preemptionPolicy) from the PriorityClass, as admission would.
   void ResolvePriority(Pod& pod) const;
+  // The class that gives a pod without spec.priority its priority: its priorityClassName's,
+  // else the globalDefault one (the highest, if several); null for none.
+  const PriorityClass* ClassFor(const Pod& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a PostFilter's nomination to the pod the cycle requeues (and the nominator).
+  void ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info);
   bool Ours(const Pod& pod) const;
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);
@@ -188,8 +216,10 @@ class Scheduler final : public Handle {
   // Forgets that a pod waits on its gates; true if it did.
   bool EndGated(const std::string& key);
   void RunCycle(SchedulingQueue::Popped popped);
+  // `unschedulable_kind`: how a rejection (not an error) is reported.
   void HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle, const Status& status,
-                     const std::string& message, const std::vector<std::string>& rejecting_plugins);
+                     const std::string& message, const std::vector<std::string>& rejecting_plugins,
+                     FailureKind unschedulable_kind = FailureKind::kUnschedulable);
   void StartBinding(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
                     std::string node);
   void Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
@@ -212,6 +242,11 @@ class Scheduler final : public Handle {
     bool timed_out = false;                   // reported Failed for the current wait
     int32_t min_member = 0;
     std::string last_message;                 // why the last attempt fell short
+    // Members by pod phase, from the informer: running among `placed`; the finished ones are
+    // kept while the gang has members left.
+    StringSet running, succeeded, failed;
+    // The core's last report, re-sent with new counts when a member's phase changes.
+    std::optional<gang::GangStatusUpdate> last_report;
   };
   struct GangBinding;
   // Takes a pending pod of ours if it belongs to a gang (true), else leaves it (false).
@@ -226,6 +261,12 @@ class Scheduler final : public Handle {
   void RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(gang_mu_);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
+  // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
+  // `members`). Returns what it did for the gang's message, "" when it evicted nothing.
+  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need);
+  // Records a member's pod phase; true if the gang's counts changed.
+  static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
 
@@ -251,6 +292,8 @@ class Scheduler final : public Handle {
   StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<WaitingPod> waiting_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
+  StringKeyedMap<PodDisruptionBudget> pdbs_ ABSL_GUARDED_BY(mu_);  // by namespace/name
+  Nominator nominator_;
 };
 
 }  // namespace tessel

@@ -58,12 +58,23 @@ class ClusterApi {
   //   anything else       transient (Unavailable, DeadlineExceeded, ...): retry later.
   virtual absl::Status Bind(const Pod& pod, const std::string& node,
                             const StringMap& annotations) = 0;
-  // POST pods/{name}/eviction (honours PodDisruptionBudgets).
+  // POST pods/{name}/eviction (honours PodDisruptionBudgets), with the pod's UID as a
+  // precondition. The code says what happened:
+  //   OK                  evicted (the pod is terminating);
+  //   NotFound            already gone (or its name holds another pod): counts as evicted;
+  //   ResourceExhausted   refused for now: a PodDisruptionBudget blocks it (HTTP 429);
+  //   FailedPrecondition  this replica may not write (not the leader, shutting down);
+  //   anything else       failed (transient or refused).
   virtual absl::Status Evict(const Pod& pod, std::string_view reason) = 0;
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
   virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                            std::string_view message) = 0;
 };
+
+class Framework;
+
+// Pods nominated to nodes, by node name.
+using NominatedPodMap = StringKeyedMap<std::vector<PodRef>>;
 
 // What a plugin may reach besides its arguments.
 class Handle {
@@ -81,6 +92,21 @@ class Handle {
   // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
   // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
   virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
+  // Pods waiting for the node an earlier preemption nominated them to (status.nominatedNodeName),
+  // by node name: the space their victims free is theirs (see Framework::RunFiltersWithNominatedPods).
+  virtual NominatedPodMap NominatedPods() const { return {}; }
+  // The PodDisruptionBudgets the scheduler knows (preemption counts the ones a victim violates).
+  virtual std::vector<PodDisruptionBudget> PodDisruptionBudgets() const { return {}; }
+  // The gang a pod belongs to (scheduler/gang: GangId::Key()), or "" for none: preemption
+  // evicts a gang whole or not at all.
+  virtual std::string GangKeyOf(const Pod& /*pod*/) const { return {}; }
+  // A pod's priority: spec.priority, else its PriorityClass's value, else the globalDefault
+  // class's, else 0 (the core resolves pods on arrival; this also covers pods that arrived
+  // before their class).
+  virtual int32_t PriorityOf(const Pod& pod) const { return pod.PriorityValue(); }
+  // The profile that schedules pods of this schedulerName (preemption runs its filters); null
+  // when unknown.
+  virtual const Framework* FrameworkFor(std::string_view /*scheduler_name*/) const { return nullptr; }
 };
 
 class Plugin {
@@ -108,9 +134,23 @@ class EnqueueExtensions : public virtual Plugin {
   virtual uint32_t EventsToRegister() const { return kAllEvents; }
 };
 
+// Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,
+// where they run). Preemption's dry run removes victims (and re-adds reprieved ones) through
+// these, so every filter sees the node and the cluster as they would be after the evictions.
+class PreFilterExtensions {
+ public:
+  virtual ~PreFilterExtensions() = default;
+  virtual Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                        const NodeInfo& node) const = 0;
+  virtual Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                           const NodeInfo& node) const = 0;
+};
+
 class PreFilterPlugin : public virtual EnqueueExtensions {
  public:
   virtual Status PreFilter(CycleState& state, const Pod& pod) = 0;
+  // Non-null when the plugin's state depends on other pods (see PreFilterExtensions).
+  virtual const PreFilterExtensions* Extensions() const { return nullptr; }
 };
 
 class FilterPlugin : public virtual EnqueueExtensions {
@@ -120,15 +160,39 @@ class FilterPlugin : public virtual EnqueueExtensions {
 
 using NodeStatusMap = StringKeyedMap<Status>;
 
+// A pod a preemption evicts, and why it was eligible: "LowerPriority", or the reason a
+// VictimPolicyPlugin gave (label of scheduler_preemption_victims{reason}).
+struct PreemptionVictim {
+  PodRef pod;
+  std::string reason;
+};
+
 struct PostFilterResult {
   Status status;
+  // Whether the pod's nomination changes: kNoop keeps what it has (e.g. it waits for victims
+  // already leaving); kOverride sets `nominated_node` ("" clears it).
+  enum class Nomination { kNoop, kOverride };
+  Nomination nomination = Nomination::kNoop;
   std::string nominated_node;  // where the pod should go once its victims are gone
+  std::vector<PreemptionVictim> victims;  // evicted for it
 };
 
 class PostFilterPlugin : public virtual Plugin {
  public:
   virtual PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                                       const NodeStatusMap& filtered) = 0;
+};
+
+// Who may be evicted for whom, beyond "lower priority". Asked by preemption for every
+// potential victim; the first plugin that does not defer decides.
+enum class VictimVerdict { kDefer, kAllow, kDeny };
+class VictimPolicyPlugin : public virtual Plugin {
+ public:
+  // kAllow: the victim may be evicted even if its priority is not lower (reclaim of quota it
+  // borrows); kDeny: it may not be, even if it is lower; kDefer: the priority rule decides.
+  // `reason` (out) labels scheduler_preemption_victims{reason=...} when this plugin allowed it.
+  virtual VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor,
+                                 const Pod& victim, std::string* reason) const = 0;
 };
 
 class PreScorePlugin : public virtual Plugin {
