@@ -53,9 +53,12 @@ m=$(metric "$SCHED_PORT_main" 'scheduler_schedule_attempts_total{result="schedul
 ((m >= 8)) || fail "scheduled attempts metric is '$m', want >= 8"
 alloc=$(metric "$SCHED_PORT_main" tessel_gpu_allocatable)
 ((alloc >= 18)) || fail "tessel_gpu_allocatable is '$alloc', want >= 18"
-curl -fsS "http://127.0.0.1:$SCHED_PORT_main/metrics" | grep -q '^scheduler_scheduling_attempt_duration_seconds_bucket{result="scheduled",profile="tessel",le="+Inf"}' \
+# Read whole first: `curl | grep -q` fails under pipefail when grep exits before curl has written
+# everything (curl: (23) Failed writing body).
+all_metrics=$(curl -fsS "http://127.0.0.1:$SCHED_PORT_main/metrics")
+grep -q '^scheduler_scheduling_attempt_duration_seconds_bucket{result="scheduled",profile="tessel",le="+Inf"}' <<<"$all_metrics" \
   || fail "no attempt duration histogram"
-curl -fsS "http://127.0.0.1:$SCHED_PORT_main/metrics" | grep -q '^scheduler_pending_pods{queue="active"}' \
+grep -q '^scheduler_pending_pods{queue="active"}' <<<"$all_metrics" \
   || fail "no pending pods gauge"
 
 it_stop_scheduler main

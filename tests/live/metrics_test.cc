@@ -1,6 +1,6 @@
 // Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
 // count), gauges, escaping; GPU totals in physical-GPU equivalents; the attempt duration of a
-// pod that chose a node ends with its binding cycle.
+// pod that chose a node ends with its binding cycle; preemption victims are counted by reason.
 #include <catch2/catch.hpp>
 
 #include "plugins/registry.h"
@@ -138,6 +138,42 @@ TEST_CASE("an attempt that chose a node is measured to the end of its binding cy
   // An outcome without a binding cycle in progress is not counted twice.
   m.PodScheduled(a, "n");
   CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
+}
+
+TEST_CASE("preemption victims are observed per preemption and per reason") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
+                           .cache = &cache, .clock = &clock});
+  REQUIRE(s.ok());
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, s->get());
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  auto victim = [](std::string name, std::string reason) {
+    auto p = std::make_shared<Pod>();
+    p->meta.name = std::move(name);
+    return PreemptionVictim{p, std::move(reason)};
+  };
+  Pod preemptor;
+  preemptor.meta.name = "urgent";
+  m.PodsPreempted(preemptor, "n1", {victim("a", "LowerPriority"), victim("b", "LowerPriority"),
+                                    victim("c", "Reclaim")});
+  m.PodsPreempted(preemptor, "n2", {victim("d", "LowerPriority")});
+  m.PodsPreempted(preemptor, "", {});  // nothing evicted: not a preemption
+  CHECK(series("scheduler_preemption_attempts_total") == "2");
+  CHECK(series(R"(scheduler_preemption_victims_sum{reason="LowerPriority"})") == "3");
+  CHECK(series(R"(scheduler_preemption_victims_count{reason="LowerPriority"})") == "2");
+  CHECK(series(R"(scheduler_preemption_victims_sum{reason="Reclaim"})") == "1");
+  CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="1"})") == "1");
+  CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="2"})") == "2");
 }
 
 }  // namespace

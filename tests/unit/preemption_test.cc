@@ -435,6 +435,79 @@ TEST_CASE("anti-affinity: evicting the pod that repels the preemptor is enough",
   CHECK(Keys(got[0].victims) == std::set<std::string>{"default/repeller"});
 }
 
+// The PreFilter extensions make pod-to-pod rules right under removal: after RemovePod of some
+// pods (through Framework::RunPreFilterExtensionRemovePod, on a state computed with them), every
+// filter answers on every node as it does for a fresh PreFilter on a cluster without them.
+TEST_CASE("PreFilter extensions: removing pods equals never having had them", "[preemption]") {
+  std::mt19937_64 rng(1123);
+  const std::vector<std::string> zones = {"z1", "z2", "z3"};
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    const int nodes = 3 + static_cast<int>(rng() % 4);
+    std::vector<Node> node_list;
+    for (int n = 0; n < nodes; ++n) {
+      const std::string name = StrCat("n", n);
+      node_list.push_back(NodeBuilder(name)
+                              .Allocatable("cpu:64,memory:256Gi,pods:110")
+                              .Label("kubernetes.io/hostname", name)
+                              .Label("topology.kubernetes.io/zone", zones[rng() % zones.size()])
+                              .Build());
+    }
+    std::vector<Pod> pods;
+    for (int i = 0; i < 12; ++i) {
+      Pod p = PodBuilder(StrCat("p", i)).Requests("cpu:1").Priority(1).Node(StrCat("n", rng() % nodes)).Build();
+      p.meta.labels["app"] = rng() % 2 ? "web" : "db";
+      if (rng() % 4 == 0) {  // repels web pods from its node
+        p.pod_anti_affinity.required.push_back(PodAffinityTerm{
+            .label_selector = LabelSelector{.match_labels = {{"app", "web"}}},
+            .topology_key = "kubernetes.io/hostname"});
+      }
+      pods.push_back(std::move(p));
+    }
+    Pod incoming = PodBuilder("incoming").Requests("cpu:1").Priority(10).Build();
+    incoming.meta.labels["app"] = "web";
+    incoming.topology_spread_constraints.push_back(TopologySpreadConstraint{
+        .max_skew = 1 + static_cast<int32_t>(rng() % 2),
+        .topology_key = "topology.kubernetes.io/zone",
+        .label_selector = LabelSelector{.match_labels = {{"app", "web"}}}});
+    if (rng() % 2) {
+      incoming.pod_anti_affinity.required.push_back(PodAffinityTerm{
+          .label_selector = LabelSelector{.match_labels = {{"app", "db"}}},
+          .topology_key = "kubernetes.io/hostname"});
+    }
+    std::set<size_t> removed;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (rng() % 3 == 0) removed.insert(i);
+    }
+
+    World full, without;
+    for (const Node& n : node_list) {
+      full.handle.AddNode(n);
+      without.handle.AddNode(n);
+    }
+    for (size_t i = 0; i < pods.size(); ++i) {
+      full.handle.AddPod(pods[i]);
+      if (!removed.contains(i)) without.handle.AddPod(pods[i]);
+    }
+    CycleState state = full.PreFiltered(incoming);
+    for (size_t i : removed) {
+      const NodeInfo* node = full.handle.snapshot().Get(pods[i].node_name);
+      REQUIRE(full.fw->RunPreFilterExtensionRemovePod(state, incoming, pods[i], *node).ok());
+    }
+    CycleState fresh = without.PreFiltered(incoming);
+    for (const NodeInfo* n : without.handle.snapshot().nodes()) {
+      CAPTURE(n->name());
+      // The node as the dry run sees it: the full node without the removed pods.
+      NodeInfo dry = *full.handle.snapshot().Get(n->name());
+      for (size_t i : removed) dry.RemovePod(pods[i].Key());
+      const Status want = without.fw->RunFilters(fresh, incoming, *n);
+      const Status got = full.fw->RunFilters(state, incoming, dry);
+      CHECK(got.code() == want.code());
+      CHECK(got.reasons() == want.reasons());
+    }
+  }
+}
+
 // Volcano #4607: a gang of 4 one-GPU members, ten low-priority two-pod jobs spread so that each
 // node holds one pod of several jobs. Evicting one pod from each of many jobs would be cheapest
 // per node; a whole job's pods must go together, so the plan takes whole jobs and as few as it
