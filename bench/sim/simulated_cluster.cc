@@ -12,6 +12,14 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
   for (const PriorityClass& pc : objects.priority_classes) scheduler_->OnPriorityClass(pc);
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
   for (const nlohmann::json& other : objects.others) {
+    if (other.value("kind", "") == "Queue" &&
+        other.value("apiVersion", "").starts_with("tessel.io/")) {
+      // A bad Queue is named and ignored; the others stay in force.
+      if (absl::Status st = scheduler_->OnQueueObject(other); !st.ok()) {
+        warnings.push_back(std::string(st.message()));
+      }
+      continue;
+    }
     absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);
     if (!gang.ok()) {
       warnings.push_back(std::string(gang.status().message()));

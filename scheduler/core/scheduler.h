@@ -33,6 +33,7 @@
 #include "scheduler/gang/gang_status.h"
 #include "scheduler/gang/planner.h"
 #include "scheduler/queue/scheduling_queue.h"
+#include "scheduler/quota/queue_store.h"
 #include "scheduler/state/cache.h"
 
 namespace tessel {
@@ -127,6 +128,11 @@ class Scheduler final : public Handle {
   // and the field.
   absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
   void OnGangObjectDelete(const nlohmann::json& object);
+  // A Queue (tessel.io/v1alpha1) was added or changed / deleted. A Queue that does not decode
+  // is an error naming it and the field; that queue is ignored, the others stay.
+  absl::Status OnQueueObject(const nlohmann::json& object);
+  void OnQueueDelete(const std::string& name);
+  const QueueStore& queue_store() const { return queue_store_; }
 
   // --- The loop (one thread). ---
   // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
@@ -162,6 +168,7 @@ class Scheduler final : public Handle {
   ClusterApi* api() const override { return api_; }
   uint64_t seed() const override { return seed_; }
   std::optional<int32_t> PriorityClassValue(std::string_view name) const override;
+  std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }
 
  private:
   explicit Scheduler(SchedulerParams params);
@@ -237,6 +244,7 @@ class Scheduler final : public Handle {
   std::vector<std::unique_ptr<Framework>> profiles_;
   Snapshot snapshot_;
 
+  QueueStore queue_store_;
   gang::GangStatusSink* gang_status_;
   int gang_bind_attempts_;
   gang::GangBook gangs_;

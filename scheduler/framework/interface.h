@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@
 #include "scheduler/util/clock.h"
 
 namespace tessel {
+
+class QueueDirectory;       // scheduler/quota/queue.h
+class PreFilterExtensions;  // below
 
 inline constexpr int64_t kMaxNodeScore = 100;
 inline constexpr int64_t kMinNodeScore = 0;
@@ -78,6 +82,9 @@ class Handle {
   virtual uint64_t seed() const = 0;
   // Priority value of a PriorityClass by name, if known.
   virtual std::optional<int32_t> PriorityClassValue(std::string_view name) const = 0;
+  // The team queues (tessel.io/v1alpha1 Queue) as last seen; null when nothing feeds them
+  // (then no pod is in a queue). Hold the pointer for the whole cycle.
+  virtual std::shared_ptr<const QueueDirectory> Queues() const { return nullptr; }
   // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
   // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
   virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
@@ -111,11 +118,25 @@ class EnqueueExtensions : public virtual Plugin {
 class PreFilterPlugin : public virtual EnqueueExtensions {
  public:
   virtual Status PreFilter(CycleState& state, const Pod& pod) = 0;
+  // Non-null when the plugin's state depends on other pods (see PreFilterExtensions).
+  virtual const PreFilterExtensions* Extensions() const { return nullptr; }
 };
 
 class FilterPlugin : public virtual EnqueueExtensions {
  public:
   virtual Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+};
+
+// Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,
+// where they run). Preemption's dry run removes victims (and re-adds reprieved ones) through
+// these, so every filter sees the node and the cluster as they would be after the evictions.
+class PreFilterExtensions {
+ public:
+  virtual ~PreFilterExtensions() = default;
+  virtual Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                        const NodeInfo& node) const = 0;
+  virtual Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                           const NodeInfo& node) const = 0;
 };
 
 using NodeStatusMap = StringKeyedMap<Status>;
@@ -129,6 +150,18 @@ class PostFilterPlugin : public virtual Plugin {
  public:
   virtual PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                                       const NodeStatusMap& filtered) = 0;
+};
+
+// Who may be evicted for whom, beyond "lower priority". Asked by preemption for every
+// potential victim; the first plugin that does not defer decides.
+enum class VictimVerdict { kDefer, kAllow, kDeny };
+class VictimPolicyPlugin : public virtual Plugin {
+ public:
+  // kAllow: the victim may be evicted even if its priority is not lower (reclaim of quota it
+  // borrows); kDeny: it may not be, even if it is lower; kDefer: the priority rule decides.
+  // `reason` (out) labels scheduler_preemption_victims{reason=...} when this plugin allowed it.
+  virtual VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor,
+                                 const Pod& victim, std::string* reason) const = 0;
 };
 
 class PreScorePlugin : public virtual Plugin {
