@@ -428,6 +428,7 @@ int Run(Flags flags) {
                                {{{"kind", "event"}}, static_cast<double>(events.pending())}};
                          });
 
+  sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
   kube::SchedulerFeed feed(clients->informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); }});

@@ -84,42 +84,64 @@ void Scheduler::NoteGangMemberPlaced(const Pod& pod) {
   if (!id.has_value()) return;
   const std::string key = pod.Key();
   const std::string gang_key = id->Key();
-  absl::MutexLock lock(&gang_mu_);
-  auto it = gang_states_.find(gang_key);
-  if (it == gang_states_.end()) {
-    if (pod.IsTerminal()) return;
-    it = gang_states_.emplace(gang_key, GangState{.id = *id}).first;
+  std::optional<gang::GangStatusUpdate> report;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(gang_key);
+    if (it == gang_states_.end()) {
+      if (pod.IsTerminal()) return;
+      it = gang_states_.emplace(gang_key, GangState{.id = *id}).first;
+    }
+    GangState& g = it->second;
+    g.pending.erase(key);
+    if (pod.IsTerminal()) {
+      g.placed.erase(key);
+    } else if (!g.evicting.contains(key)) {
+      g.placed.insert(key);
+    }
+    gang_of_[key] = gang_key;
+    if (g.head == key) {
+      g.head.clear();
+      RequeueGangHead(g, std::nullopt, false);
+    }
+    if (NoteMemberPhase(g, key, pod.phase) && g.last_report.has_value()) report = g.last_report;
   }
-  GangState& g = it->second;
-  g.pending.erase(key);
-  if (pod.IsTerminal()) {
-    g.placed.erase(key);
-  } else if (!g.evicting.contains(key)) {
-    g.placed.insert(key);
-  }
-  gang_of_[key] = gang_key;
-  if (g.head == key) {
-    g.head.clear();
-    RequeueGangHead(g, std::nullopt, false);
-  }
+  if (report.has_value()) ReportGang(*id, *std::move(report));
 }
 
 void Scheduler::ForgetGangMember(const std::string& key) {
-  absl::MutexLock lock(&gang_mu_);
-  auto it = gang_of_.find(key);
-  if (it == gang_of_.end()) return;
-  auto state = gang_states_.find(it->second);
-  gang_of_.erase(it);
-  if (state == gang_states_.end()) return;
-  GangState& g = state->second;
-  g.pending.erase(key);
-  g.placed.erase(key);
-  g.evicting.erase(key);
-  if (g.head == key) {
-    g.head.clear();
-    RequeueGangHead(g, std::nullopt, false);
+  std::optional<std::pair<gang::GangId, gang::GangStatusUpdate>> report;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_of_.find(key);
+    if (it == gang_of_.end()) return;
+    auto state = gang_states_.find(it->second);
+    gang_of_.erase(it);
+    if (state == gang_states_.end()) return;
+    GangState& g = state->second;
+    g.pending.erase(key);
+    g.placed.erase(key);
+    g.evicting.erase(key);
+    if (g.head == key) {
+      g.head.clear();
+      RequeueGangHead(g, std::nullopt, false);
+    }
+    // A deleted member no longer runs; a finished one stays counted as finished.
+    if (g.running.erase(key) > 0 && g.last_report.has_value()) report.emplace(g.id, *g.last_report);
+    if (g.pending.empty() && g.placed.empty() && g.evicting.empty()) gang_states_.erase(state);
   }
-  if (g.pending.empty() && g.placed.empty() && g.evicting.empty()) gang_states_.erase(state);
+  if (report.has_value()) ReportGang(report->first, std::move(report->second));
+}
+
+bool Scheduler::NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase) {
+  bool changed = false;
+  auto mark = [&](StringSet& set, bool member) {
+    changed |= member ? set.insert(key).second : set.erase(key) > 0;
+  };
+  mark(g.running, phase == PodPhase::kRunning);
+  mark(g.succeeded, phase == PodPhase::kSucceeded);
+  mark(g.failed, phase == PodPhase::kFailed);
+  return changed;
 }
 
 bool Scheduler::IsGangHead(const Pod& pod) const {
@@ -149,6 +171,19 @@ void Scheduler::RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previ
 
 void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {
   update.time = clock_->Now();
+  {
+    absl::MutexLock lock(&gang_mu_);
+    auto it = gang_states_.find(id.Key());
+    if (it != gang_states_.end()) {
+      GangState& g = it->second;
+      g.last_report = update;
+      // The members' own progress, from their pod phases, decides the later phases.
+      update.running = static_cast<int32_t>(g.running.size());
+      update.succeeded = static_cast<int32_t>(g.succeeded.size());
+      update.failed = static_cast<int32_t>(g.failed.size());
+      gang::DerivePhase(update, std::max(g.min_member, update.min_member));
+    }
+  }
   if (gang_status_ != nullptr) gang_status_->GangStatusChanged(id, update);
 }
 

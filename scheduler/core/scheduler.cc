@@ -266,9 +266,16 @@ int64_t Scheduler::Run(const std::atomic<bool>& stop, const RunOptions& options)
 
 std::optional<absl::Time> Scheduler::NextWakeup() const {
   std::optional<absl::Time> next = queue_->NextBackoffExpiry();
-  absl::MutexLock lock(&mu_);
-  for (const auto& [key, w] : waiting_) {
-    if (!next.has_value() || w.deadline < *next) next = w.deadline;
+  auto consider = [&next](absl::Time t) {
+    if (!next.has_value() || t < *next) next = t;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, w] : waiting_) consider(w.deadline);
+  }
+  absl::MutexLock lock(&gang_mu_);
+  for (const auto& [key, g] : gang_states_) {  // scheduleTimeoutSeconds of gangs still waiting
+    if (g.waiting_since && g.timeout && !g.timed_out) consider(*g.waiting_since + *g.timeout);
   }
   return next;
 }

@@ -128,6 +128,8 @@ class Scheduler final : public Handle {
   // and the field.
   absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
   void OnGangObjectDelete(const nlohmann::json& object);
+  // The informers deliver every Job (see GangBook::SetJobsWatched).
+  void OnJobsWatched() { gangs_.SetJobsWatched(true); }
   // A Queue (tessel.io/v1alpha1) was added or changed / deleted. A Queue that does not decode
   // is an error naming it and the field; that queue is ignored, the others stay.
   absl::Status OnQueueObject(const nlohmann::json& object);
@@ -216,6 +218,11 @@ class Scheduler final : public Handle {
     bool timed_out = false;                   // reported Failed for the current wait
     int32_t min_member = 0;
     std::string last_message;                 // why the last attempt fell short
+    // Members by pod phase, from the informer: running among `placed`; the finished ones are
+    // kept while the gang has members left.
+    StringSet running, succeeded, failed;
+    // The core's last report, re-sent with new counts when a member's phase changes.
+    std::optional<gang::GangStatusUpdate> last_report;
   };
   struct GangBinding;
   // Takes a pending pod of ours if it belongs to a gang (true), else leaves it (false).
@@ -230,6 +237,8 @@ class Scheduler final : public Handle {
   void RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(gang_mu_);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  // Records a member's pod phase; true if the gang's counts changed.
+  static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
 

@@ -185,13 +185,20 @@ GangBook::Resolution GangBook::Resolve(const Pod& pod) const {
         return r;
       }
       auto it = jobs_.find(key);
-      if (it != jobs_.end() && it->second.min_available.has_value()) {
+      if (it == jobs_.end()) {
+        if (jobs_watched_) r.membership = Membership::kWaiting;  // its Job is on its way
+      } else if (it->second.min_available.has_value()) {
         gang(*it->second.min_available, it->second.meta);
       }
       return r;
     }
   }
   return r;
+}
+
+void GangBook::SetJobsWatched(bool watched) {
+  absl::MutexLock lock(&mu_);
+  jobs_watched_ = watched;
 }
 
 std::optional<PodGroup> GangBook::FindPodGroup(const std::string& ns,

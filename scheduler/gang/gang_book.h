@@ -42,6 +42,12 @@ class GangBook {
   };
   Resolution Resolve(const Pod& pod) const;
 
+  // Every Job reaches the book (the live scheduler watches Jobs): a pod whose controlling Job
+  // has not been seen yet waits for it (kWaiting) instead of being scheduled alone before its
+  // Job's tessel.io/min-available is known. Off (a replay without Job items): such a pod is an
+  // ordinary pod.
+  void SetJobsWatched(bool watched);
+
   // The scheduler-plugins PodGroup by namespace/name (status reporting, tests).
   std::optional<PodGroup> FindPodGroup(const std::string& ns, const std::string& name) const;
   size_t size() const;
@@ -53,6 +59,7 @@ class GangBook {
   std::map<Key, Workload> workloads_ ABSL_GUARDED_BY(mu_);
   std::map<Key, SchedulingPodGroup> scheduling_pod_groups_ ABSL_GUARDED_BY(mu_);
   std::map<Key, JobInfo> jobs_ ABSL_GUARDED_BY(mu_);
+  bool jobs_watched_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tessel::gang

@@ -12,10 +12,15 @@
 namespace tessel::gang {
 
 struct GangStatusUpdate {
-  // scheduler-plugins phases: Pending (not placed yet), Scheduled (minMember bound), Failed
-  // (scheduleTimeoutSeconds passed without a placement; the pods stay pending and are retried).
+  // scheduler-plugins phases: Pending (not placed yet), Scheduled (minMember bound), Running
+  // (minMember running or succeeded), Finished (minMember succeeded), Failed (a member failed,
+  // or scheduleTimeoutSeconds passed without a placement; then the pods stay pending and are
+  // retried).
   std::string phase;
   int32_t scheduled = 0;  // members bound or being bound
+  int32_t running = 0;    // members whose pod phase is Running
+  int32_t succeeded = 0;  // members that finished: Succeeded, Failed
+  int32_t failed = 0;
   int32_t members = 0;    // members known (pending and placed)
   int32_t min_member = 0;
   // The condition: type "Scheduled", status "True"/"False", reason "Scheduled",
@@ -26,6 +31,12 @@ struct GangStatusUpdate {
   std::string domain;  // compact placement: the chosen domain
   absl::Time time;
 };
+
+// Moves `update.phase` along from the members' counts: Finished once minMember succeeded, Failed
+// once a member failed, Running once minMember run or succeeded; otherwise the phase the core
+// decided stays. Shared by the core and the PodGroup status writer (which counts the pods
+// itself: finished pods leave the scheduler's informer).
+void DerivePhase(GangStatusUpdate& update, int32_t min_member);
 
 class GangStatusSink {
  public:

@@ -16,6 +16,9 @@ json PodGroupStatusPatch(const gang::GangStatusUpdate& u) {
                  {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", u.time, absl::UTCTimeZone())}};
   json status{{"phase", u.phase}, {"conditions", json::array({condition})}};
   if (u.reason != "BindFailed") status["scheduled"] = u.scheduled;
+  status["running"] = u.running;
+  status["succeeded"] = u.succeeded;
+  status["failed"] = u.failed;
   return json{{"status", status}};
 }
 
@@ -36,12 +39,35 @@ void PodGroupStatusWriter::GangStatusChanged(const gang::GangId& id,
   const std::string path = StrCat("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/", id.namespace_,
                                   "/podgroups/", id.name, "/status");
   absl::MutexLock lock(&mu_);
-  pending_[path] = update;
+  pending_[path] = Pending{id, update};
+}
+
+absl::Status PodGroupStatusWriter::CountMembers(const gang::GangId& id,
+                                                gang::GangStatusUpdate& update) {
+  absl::StatusOr<Response> r = client_->Do(
+      Request{.path = StrCat("/api/v1/namespaces/", id.namespace_, "/pods?labelSelector=",
+                             "scheduling.x-k8s.io%2Fpod-group%3D", id.name)});
+  if (!r.ok()) return r.status();
+  if (!r->ok()) return r->ToStatus(StrCat("list the pods of ", id.Describe()));
+  const json list = json::parse(r->body, nullptr, false);
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+    return absl::DataLossError(StrCat("list the pods of ", id.Describe(), ": not a list"));
+  }
+  update.running = update.succeeded = update.failed = 0;
+  for (const json& pod : list["items"]) {
+    const json* status = pod.is_object() && pod.contains("status") ? &pod["status"] : nullptr;
+    const std::string phase = status != nullptr ? JsonString(*status, "phase") : "";
+    update.running += phase == "Running";
+    update.succeeded += phase == "Succeeded";
+    update.failed += phase == "Failed";
+  }
+  gang::DerivePhase(update, update.min_member);
+  return absl::OkStatus();
 }
 
 void PodGroupStatusWriter::Run() {
   while (true) {
-    std::map<std::string, gang::GangStatusUpdate> batch;
+    std::map<std::string, Pending> batch;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !pending_.empty(); };
@@ -49,7 +75,12 @@ void PodGroupStatusWriter::Run() {
       if (stop_) return;
       batch.swap(pending_);
     }
-    for (const auto& [path, update] : batch) {
+    for (auto& [path, item] : batch) {
+      gang::GangStatusUpdate& update = item.update;
+      // Without the count the core's own (the pods it still sees) stands.
+      if (absl::Status st = CountMembers(item.id, update); !st.ok()) {
+        spdlog::warn("PodGroup status {}: {}", path, st.message());
+      }
       json patch = PodGroupStatusPatch(update);
       // The same status again (only the time moved) is not worth a write.
       json same = patch;

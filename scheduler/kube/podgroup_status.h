@@ -1,8 +1,10 @@
 // Writes what the scheduling core reports about gangs to the PodGroup's status subresource
-// (scheduling.x-k8s.io/v1alpha1): phase, scheduled, and a "Scheduled" condition whose message
-// says what is short ("PodGroup a/train needs 4 × 4 GPUs; 2 nodes can host 3 members"). The
-// core calls GangStatusChanged on its own thread; a worker thread sends the merge PATCHes, the
-// latest update per PodGroup only, so a slow API server never blocks scheduling.
+// (scheduling.x-k8s.io/v1alpha1): phase, scheduled, running, succeeded, failed, and a
+// "Scheduled" condition whose message says what is short ("PodGroup a/train needs 4 × 4 GPUs;
+// 2 nodes can host 3 members"). The core calls GangStatusChanged on its own thread (also when a
+// member starts, finishes or goes away); a worker thread counts the group's pods by phase with
+// one LIST (finished pods are not in the scheduler's informer), derives the phase and sends the
+// merge PATCH, the latest update per PodGroup only, so a slow API server never blocks scheduling.
 //
 //   PodGroupStatusWriter writer(client.get());
 //   SchedulerParams{..., .gang_status = &writer};
@@ -33,7 +35,14 @@ class PodGroupStatusWriter final : public gang::GangStatusSink {
 
   KubeClient* client_;
   absl::Mutex mu_;
-  std::map<std::string, gang::GangStatusUpdate> pending_ ABSL_GUARDED_BY(mu_);  // by status path
+  // Counts the group's pods by phase into `update` and derives its phase.
+  absl::Status CountMembers(const gang::GangId& id, gang::GangStatusUpdate& update);
+
+  struct Pending {
+    gang::GangId id;
+    gang::GangStatusUpdate update;
+  };
+  std::map<std::string, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by status path
   std::map<std::string, std::string> sent_ ABSL_GUARDED_BY(mu_);  // path -> last body sent
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -224,6 +224,18 @@ TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang]
           "positive integer");
     CHECK(bad.spec.min_member == 6);  // falls back to the Job's
   }
+  SECTION("Jobs watched: a pod whose Job is not known yet waits for it") {
+    Pod pod = PodBuilder("late-abc", "team-a").Build();
+    pod.meta.owner_references.push_back(
+        OwnerReference{.api_version = "batch/v1", .kind = "Job", .name = "late", .controller = true});
+    book.SetJobsWatched(true);
+    auto waiting = book.Resolve(pod);
+    CHECK(waiting.membership == GangBook::Membership::kWaiting);
+    CHECK(waiting.spec.id.Describe() == "Job team-a/late");
+    REQUIRE(book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "late", "namespace": "team-a"}})")).value());
+    CHECK(book.Resolve(pod).membership == GangBook::Membership::kNone);  // not a gang Job
+  }
   SECTION("a bad Job annotation is a decode error") {
     auto r = book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "j", "namespace": "a", "annotations": {"tessel.io/min-available": "0"}}})"));

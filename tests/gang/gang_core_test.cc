@@ -234,6 +234,115 @@ TEST_CASE("scheduleTimeoutSeconds marks the PodGroup failed; pods stay queued an
   CHECK(c.rec.status.at("PodGroup default/slow").phase == "Scheduled");
 }
 
+TEST_CASE("a replay's virtual clock reaches scheduleTimeoutSeconds: NextWakeup includes it",
+          "[gang][core]") {
+  // Nothing else will ever happen (no capacity arrives): the only thing to wait for is the
+  // gang's timeout, so a replay that advances its clock to NextWakeup() must reach it.
+  Core c;
+  c.GpuNodes(1, 8);
+  c.PodGroup("never", 2, 600);
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("never", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
+  const absl::Time start = c.clock.Now();
+  for (int step = 0; step < 50; ++step) {
+    c.Run();
+    std::optional<absl::Time> next = c.s->NextWakeup();
+    if (!next.has_value()) break;
+    REQUIRE(*next <= start + absl::Seconds(600));  // never past the timeout
+    c.clock.Set(std::max(*next, c.clock.Now()));
+  }
+  const GangStatusUpdate& st = c.rec.status.at("PodGroup default/never");
+  CHECK(st.phase == "Failed");
+  CHECK(st.reason == "ScheduleTimeout");
+  CHECK(c.clock.Now() - start >= absl::Seconds(600));
+  CHECK(c.api.bound.empty());
+}
+
+TEST_CASE("the PodGroup follows its members' pod phases: Running, Finished, Failed",
+          "[gang][core]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.PodGroup("job", 3);
+  for (int i = 0; i < 4; ++i) c.s->OnPodAdd(c.Member("job", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
+  c.Run();
+  REQUIRE(c.BoundOf("job") == 4);
+  const GangStatusUpdate& st = c.rec.status.at("PodGroup default/job");
+  CHECK(st.phase == "Scheduled");
+  // The informer reports the members as the kubelet moves them along.
+  auto observe = [&](int i, PodPhase phase) {
+    Pod p = c.Member("job", i, "cpu:1,nvidia.com/gpu:2", 100 + i);
+    p.node_name = c.api.bound.at(p.Key());
+    p.phase = phase;
+    c.s->OnPodUpdate(std::move(p));
+  };
+  observe(0, PodPhase::kRunning);
+  observe(1, PodPhase::kRunning);
+  CHECK(c.rec.status.at("PodGroup default/job").phase == "Scheduled");  // 2 of minMember 3
+  CHECK(c.rec.status.at("PodGroup default/job").running == 2);
+  observe(2, PodPhase::kRunning);
+  CHECK(c.rec.status.at("PodGroup default/job").phase == "Running");
+  CHECK(c.rec.status.at("PodGroup default/job").running == 3);
+  CHECK(c.rec.status.at("PodGroup default/job").scheduled == 4);
+
+  SECTION("members succeed: Finished once minMember have") {
+    for (int i = 0; i < 3; ++i) {
+      observe(i, PodPhase::kSucceeded);
+      c.s->OnPodDelete(StrCat("default/job-", i));  // finished pods leave the informer
+    }
+    const GangStatusUpdate& done = c.rec.status.at("PodGroup default/job");
+    CHECK(done.phase == "Finished");
+    CHECK(done.succeeded == 3);
+    CHECK(done.running == 0);
+  }
+  SECTION("a member fails: Failed") {
+    observe(1, PodPhase::kFailed);
+    const GangStatusUpdate& failed = c.rec.status.at("PodGroup default/job");
+    CHECK(failed.phase == "Failed");
+    CHECK(failed.failed == 1);
+    CHECK(failed.running == 2);
+  }
+  SECTION("a running member deleted: no longer counted") {
+    c.s->OnPodDelete("default/job-2");
+    CHECK(c.rec.status.at("PodGroup default/job").running == 2);
+    CHECK(c.rec.status.at("PodGroup default/job").phase == "Scheduled");
+  }
+}
+
+TEST_CASE("Jobs watched: pods seen before their Job wait for it, then go as one gang or alone",
+          "[gang][core]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.s->OnJobsWatched();
+  auto job_pod = [&](std::string job, int i) {
+    Pod p = PodBuilder(StrCat(job, "-", i)).Requests("cpu:1,nvidia.com/gpu:4").Created(100 + i).Build();
+    p.meta.owner_references.push_back(
+        OwnerReference{.api_version = "batch/v1", .kind = "Job", .name = job, .controller = true});
+    return p;
+  };
+  auto job = [&](std::string name, std::optional<int> min_available) {
+    json j = {{"apiVersion", "batch/v1"}, {"kind", "Job"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}}};
+    if (min_available) j["metadata"]["annotations"]["tessel.io/min-available"] = StrCat(*min_available);
+    REQUIRE(c.s->OnGangObject(j).value());
+  };
+  // 3 of the 4 members of a gang Job are seen before their Job: none is placed alone.
+  for (int i = 0; i < 3; ++i) c.s->OnPodAdd(job_pod("train", i));
+  c.Run();
+  CHECK(c.BoundOf("train") == 0);
+  CHECK(c.rec.unschedulable.empty());  // waiting quietly
+  job("train", 4);
+  c.s->OnPodAdd(job_pod("train", 3));
+  c.Run();
+  CHECK(c.BoundOf("train") == 4);
+  // A Job without min-available: its pods are ordinary once it is seen.
+  c.GpuNodes(1, 8, "more-");
+  c.s->OnPodAdd(job_pod("plain", 0));
+  c.Run();
+  CHECK(c.BoundOf("plain") == 0);
+  job("plain", std::nullopt);
+  c.Run();
+  CHECK(c.BoundOf("plain") == 1);
+}
+
 TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core]") {
   Core c;
   c.GpuNodes(1, 8);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gang_test.sh: a PodGroup applied with kubectl is placed whole: all of its pods bound, its
 # status Scheduled. A second gang that cannot fit binds none of its pods, its members get
-# FailedScheduling events and its PodGroup a condition that says what is short. A pod whose
-# PodGroup does not exist waits quietly and is bound once the group appears.
+# FailedScheduling events and its PodGroup a condition that says what is short. Once placed, the
+# PodGroup follows its members' pod phases (the local cluster's simulated kubelet runs them, and
+# finishes those annotated tessel.io/sim-duration): Running, then Finished, with the counts. A
+# pod whose PodGroup does not exist waits quietly and is bound once the group appears.
 source "$(dirname "$0")/lib.sh"
 it_begin gang
 
@@ -23,8 +25,10 @@ metadata: {name: $1, namespace: $NS}
 spec: {minMember: $2}
 YAML
 }
-# member GROUP NAME GPUS
+# member GROUP NAME GPUS [RUN-FOR]
 member() {
+  local runs=""
+  [[ -n ${4:-} ]] && runs="annotations: {tessel.io/sim-duration: \"$4\"}"
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
@@ -32,6 +36,7 @@ metadata:
   name: $2
   namespace: $NS
   labels: {scheduling.x-k8s.io/pod-group: $1}
+  $runs
 spec:
   schedulerName: tessel
   terminationGracePeriodSeconds: 0
@@ -56,12 +61,13 @@ for n in gang-a gang-b; do
 done
 phase() { kubectl get podgroup -n "$NS" "$1" -o 'jsonpath={.status.phase}'; }
 is_phase() { [[ $(phase "$1") == "$2" ]]; }
-it_wait 30 "train status Scheduled" is_phase train Scheduled
+# Placed, then Running as the kubelet starts its members.
+it_wait 30 "train status Running" is_phase train Running
 
 # A second gang: no GPU left. None of its pods is bound, and the PodGroup says why.
 podgroup wait 2
-member wait wait-0 4
-member wait wait-1 4
+member wait wait-0 4 20s
+member wait wait-1 4 20s
 condition() { kubectl get podgroup -n "$NS" wait -o 'jsonpath={.status.conditions[0].message}'; }
 has_condition() { [[ $(condition) == *"needs 2 × 4 GPUs"* ]]; }
 it_wait 30 "wait condition" has_condition
@@ -75,6 +81,14 @@ it_wait 30 "FailedScheduling for wait-0" failed_events
 # The first gang leaves: the second is placed whole.
 kubectl delete pod -n "$NS" train-0 train-1 train-2 train-3 --wait=false >/dev/null
 for p in wait-0 wait-1; do it_wait 60 "$p bound" it_bound "$p"; done
+
+# Its members run for 20 s, then succeed: the PodGroup's phase and counts follow.
+counts() { kubectl get podgroup -n "$NS" wait -o 'jsonpath={.status.phase} {.status.scheduled} {.status.running} {.status.succeeded}'; }
+it_wait 20 "wait Running" is_phase wait Running
+[[ $(counts) == "Running 2 2 0" ]] || fail "wait: phase scheduled running succeeded = $(counts), want Running 2 2 0"
+it_wait 60 "wait Finished" is_phase wait Finished
+[[ $(counts) == "Finished 2 0 2" ]] || fail "wait: phase scheduled running succeeded = $(counts), want Finished 2 0 2"
+say "wait: $(counts) (phase scheduled running succeeded)"
 
 # A pod whose PodGroup does not exist yet: no events, then bound when the group appears.
 member late late-0 1

@@ -1,0 +1,111 @@
+// PodGroupStatusWriter against a fake API server: before each status PATCH it counts the
+// group's pods by phase with one LIST by label (finished pods included, which the scheduler's
+// informer never sees), derives the phase from the counts, and patches the status subresource.
+#include <catch2/catch.hpp>
+
+#include "absl/synchronization/mutex.h"
+#include "fake_api_server.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/podgroup_status.h"
+
+namespace tessel::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+
+struct Fixture {
+  absl::Mutex mu;
+  std::vector<std::string> phases;  // of the group's pods, as the server holds them
+  std::vector<json> patches;
+  FakeApiServer api{[this](const FakeApiServer::Call& call, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    if (call.line() == "GET /api/v1/namespaces/ns/pods") {
+      REQUIRE(call.params.at("labelSelector") == "scheduling.x-k8s.io/pod-group=train");
+      json items = json::array();
+      for (const std::string& p : phases) items.push_back({{"status", {{"phase", p}}}});
+      res.set_content(json{{"kind", "PodList"}, {"items", items}}.dump(), "application/json");
+      return;
+    }
+    if (call.line() == "PATCH /apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/train/status") {
+      patches.push_back(json::parse(call.body));
+      res.set_content("{}", "application/json");
+      return;
+    }
+    res.status = 404;
+  }};
+  std::unique_ptr<KubeClient> client = api.Client();
+
+  json WriteAndWait(const gang::GangStatusUpdate& update) {
+    size_t before;
+    {
+      absl::MutexLock lock(&mu);
+      before = patches.size();
+    }
+    PodGroupStatusWriter writer(client.get());
+    writer.GangStatusChanged({.kind = gang::GangKind::kPodGroup, .namespace_ = "ns", .name = "train"},
+                             update);
+    absl::MutexLock lock(&mu);
+    auto sent = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return patches.size() > before; };
+    REQUIRE(mu.AwaitWithTimeout(absl::Condition(&sent), absl::Seconds(10)));
+    return patches.back()["status"];
+  }
+};
+
+gang::GangStatusUpdate Scheduled() {
+  return {.phase = "Scheduled", .scheduled = 4, .members = 4, .min_member = 3,
+          .condition_status = "True", .reason = "Scheduled", .message = "4 members placed on 1 node"};
+}
+
+TEST_CASE("PodGroup status: counts from the pods' phases, the phase derived from them") {
+  struct Case {
+    std::vector<std::string> phases;
+    std::string phase;
+    int running, succeeded, failed;
+  };
+  const std::vector<Case> cases = {
+      {{"Pending", "Pending", "Running", "Running"}, "Scheduled", 2, 0, 0},
+      {{"Running", "Running", "Running", "Pending"}, "Running", 3, 0, 0},
+      {{"Succeeded", "Running", "Running", "Running"}, "Running", 3, 1, 0},
+      {{"Succeeded", "Succeeded", "Succeeded", "Running"}, "Finished", 1, 3, 0},
+      {{"Failed", "Running", "Running", "Running"}, "Failed", 3, 0, 1},
+  };
+  for (const Case& c : cases) {
+    Fixture f;
+    {
+      absl::MutexLock lock(&f.mu);
+      f.phases = c.phases;
+    }
+    const json status = f.WriteAndWait(Scheduled());
+    INFO(status.dump());
+    CHECK(status["phase"] == c.phase);
+    CHECK(status["scheduled"] == 4);
+    CHECK(status["running"] == c.running);
+    CHECK(status["succeeded"] == c.succeeded);
+    CHECK(status["failed"] == c.failed);
+    CHECK(status["conditions"][0]["reason"] == "Scheduled");
+  }
+}
+
+TEST_CASE("PodGroup status: a failed count leaves the core's phase and is still written") {
+  FakeApiServer api([](const FakeApiServer::Call& call, httplib::Response& res) {
+    res.status = call.method == "GET" ? 403 : 200;
+    if (call.method == "PATCH") res.set_content("{}", "application/json");
+  });
+  auto client = api.Client();
+  {
+    PodGroupStatusWriter writer(client.get());
+    writer.GangStatusChanged({.kind = gang::GangKind::kPodGroup, .namespace_ = "ns", .name = "train"},
+                             Scheduled());
+    for (int i = 0; i < 100 && api.CountMethod("PATCH") == 0; ++i) absl::SleepFor(absl::Milliseconds(50));
+  }
+  REQUIRE(api.CountMethod("PATCH") == 1);
+  json status;
+  for (const auto& call : api.calls()) {
+    if (call.method == "PATCH") status = json::parse(call.body)["status"];
+  }
+  CHECK(status["phase"] == "Scheduled");
+}
+
+}  // namespace
+}  // namespace tessel::kube
