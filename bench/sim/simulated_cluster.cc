@@ -12,7 +12,6 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
   for (const PriorityClass& pc : objects.priority_classes) scheduler_->OnPriorityClass(pc);
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
   for (const nlohmann::json& other : objects.others) {
-<<<<<<< HEAD
     if (other.value("kind", "") == "Queue" &&
         other.value("apiVersion", "").starts_with("tessel.io/")) {
       // A bad Queue is named and ignored; the others stay in force.
@@ -21,10 +20,8 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
       }
       continue;
     }
-=======
     // A snapshot with Jobs holds every Job: a pod whose Job is missing waits for it, as live.
     if (other.is_object() && other.value("kind", "") == "Job") scheduler_->OnJobsWatched();
->>>>>>> main
     absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);
     if (!gang.ok()) {
       warnings.push_back(std::string(gang.status().message()));
