@@ -308,7 +308,9 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   Status pre = fw->RunPreFilter(*state, pod);
   if (!pre.ok()) {
     HandleFailure(*fw, std::move(info), popped.cycle, pre, FormatPreFilterError(num_nodes, pre),
-                  {pre.plugin()});
+                  {pre.plugin()},
+                  pre.plugin() == kQueueQuotaPlugin ? FailureKind::kQuotaExceeded
+                                                    : FailureKind::kUnschedulable);
     finish(pre.code() == Code::kError ? "error" : "unschedulable");
     return;
   }
@@ -347,8 +349,13 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
         rejecting.push_back("");
       }
     }
+    // Only the queue's quota said no (the contract with plugins/queue_quota): not a capacity
+    // shortfall, so not reported as Unschedulable.
+    const bool quota_only = !rejecting.empty() &&
+                            std::all_of(rejecting.begin(), rejecting.end(),
+                                        [](const std::string& p) { return p == kQueueQuotaPlugin; });
     HandleFailure(*fw, std::move(info), popped.cycle, Status::Unschedulable(message), message,
-                  rejecting);
+                  rejecting, quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable);
     finish("unschedulable");
     return;
   }
@@ -420,17 +427,16 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
 
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
                               const Status& status, const std::string& message,
-                              const std::vector<std::string>& rejecting_plugins) {
+                              const std::vector<std::string>& rejecting_plugins,
+                              FailureKind unschedulable_kind) {
   if (queue_->Ended(info.pod->Key(), info.pod->meta.uid)) {
     // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry.
     queue_->Done(info.pod->Key(), info.pod->meta.uid);
     return;
   }
   if (observer_) {
-    observer_->PodUnschedulable(*info.pod,
-                                status.code() == Code::kError ? FailureKind::kError
-                                                              : FailureKind::kUnschedulable,
-                                message);
+    observer_->PodUnschedulable(
+        *info.pod, status.code() == Code::kError ? FailureKind::kError : unschedulable_kind, message);
   }
   if (status.code() == Code::kError) {
     queue_->AddBackoff(std::move(info));

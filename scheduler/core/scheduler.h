@@ -43,7 +43,14 @@ enum class FailureKind {
   kUnschedulable,  // no node fits, or a plugin rejected the pod (incl. Permit)
   kError,          // a plugin or the cache failed; retried with backoff
   kBindFailed,     // the binding cycle failed (PreBind, Bind, the node vanished); retried
+  // Every node rejected the pod only for its queue's quota (plugin "QueueQuota"): the cluster
+  // has room, so it is not reported as Unschedulable (which cluster autoscalers act on).
+  kQuotaExceeded,
 };
+
+// The quota plugin's name (plugins/queue_quota): a pod that only it rejected is reported as
+// FailureKind::kQuotaExceeded.
+inline constexpr std::string_view kQueueQuotaPlugin = "QueueQuota";
 
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
@@ -194,8 +201,10 @@ class Scheduler final : public Handle {
   // Forgets that a pod waits on its gates; true if it did.
   bool EndGated(const std::string& key);
   void RunCycle(SchedulingQueue::Popped popped);
+  // `unschedulable_kind`: how a rejection (not an error) is reported.
   void HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle, const Status& status,
-                     const std::string& message, const std::vector<std::string>& rejecting_plugins);
+                     const std::string& message, const std::vector<std::string>& rejecting_plugins,
+                     FailureKind unschedulable_kind = FailureKind::kUnschedulable);
   void StartBinding(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
                     std::string node);
   void Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,

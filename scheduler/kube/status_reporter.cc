@@ -12,6 +12,9 @@ using nlohmann::json;
 std::string_view ConditionReason(FailureKind kind) {
   switch (kind) {
     case FailureKind::kUnschedulable: return "Unschedulable";
+    // Not "Unschedulable": Cluster Autoscaler and Karpenter add nodes only for that reason,
+    // and more nodes cannot lift a quota.
+    case FailureKind::kQuotaExceeded: return "QuotaExceeded";
     case FailureKind::kError:
     case FailureKind::kBindFailed: return "SchedulerError";
   }

@@ -131,8 +131,8 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     const int64_t pool_room = lent_by_others + Lendable(*queue, r) - used_by_others;
     if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
       if (used_by_others > lent_by_others) {
-        fail(StrCat("the cohort ", queue->cohort, " borrows ",
-                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of it"));
+        fail(StrCat("other queues of the cohort ", queue->cohort, " borrow ",
+                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of its quota"));
       } else {
         const int64_t left = std::max<int64_t>(
             0, lent_by_others - used_by_others - std::max<int64_t>(0, used - nominal));

@@ -350,7 +350,8 @@ void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
 
 void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string&) {
   // A failure of the binding cycle (or a Permit rejection) ends the attempt that chose a node.
-  if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable) {
+  if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable ||
+      kind == FailureKind::kQuotaExceeded) {
     BindingEnded(pod, kind == FailureKind::kBindFailed ? "error" : "unschedulable");
   }
 }

@@ -65,20 +65,21 @@ for i in 0 1 2 3; do gpu_pod greedy-$i; done
 for i in 0 1; do gpu_pod other-$i "$QB"; done
 for i in 0 1; do it_wait 60 "other-$i bound" it_bound other-$i; done
 
+REASON=QuotaExceeded
 cond() {
   kubectl get pod -n "$NS" "$1" \
     -o 'jsonpath={range .status.conditions[?(@.type=="PodScheduled")]}{.status}|{.reason}|{.message}{end}'
 }
-quota_blocked() { [[ $(cond "$1") == False\|QuotaExceeded\|* ]]; }
+quota_blocked() { [[ $(cond "$1") == "False|$REASON|"* ]]; }
 bound_greedy() { kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\n"}{end}' | grep -c '^greedy-.*=.' || true; }
 it_wait 60 "two greedy pods bound" eval '(( $(bound_greedy) == 2 ))'
 blocked=()
 for i in 0 1 2 3; do it_bound greedy-$i || blocked+=(greedy-$i); done
 ((${#blocked[@]} == 2)) || fail "${#blocked[@]} greedy pods pending, want 2"
 for p in "${blocked[@]}"; do
-  it_wait 30 "$p PodScheduled=False QuotaExceeded" quota_blocked "$p"
+  it_wait 30 "$p PodScheduled=False $REASON" quota_blocked "$p"
   msg=$(cond "$p")
-  msg=${msg#False|QuotaExceeded|}
+  msg=${msg#"False|$REASON|"}
   # Every node (other tests' leftovers included) is refused by the quota alone.
   want="queue $QA: nvidia.com/gpu 3 of nominal 2; it is in no cohort, so it cannot borrow."
   [[ $msg == "0/"*" nodes are available: "[0-9]*" $want" ]] || fail "$p: message \"$msg\", want \"0/N nodes are available: N $want\""

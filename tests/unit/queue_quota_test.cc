@@ -43,9 +43,11 @@ class Outcomes final : public SchedulingObserver {
     scheduled[pod.Key()] = node;
     failures.erase(pod.Key());
   }
-  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     failures[pod.Key()] = message;
+    kinds[pod.Key()] = kind;
   }
+  std::map<std::string, FailureKind> kinds;
   std::map<std::string, std::string> scheduled;
   std::map<std::string, std::string> failures;
 };
@@ -134,6 +136,7 @@ TEST_CASE("QueueQuota: the greedy team stops at its nominal quota; pods without 
   REQUIRE(c.outcomes.failures.size() == 2);
   for (const auto& [key, message] : c.outcomes.failures) {
     CHECK(key.starts_with("a/"));
+    CHECK(c.outcomes.kinds.at(key) == FailureKind::kQuotaExceeded);  // not a capacity shortfall
     CHECK(message ==
           "0/3 nodes are available: 3 queue team-a: nvidia.com/gpu 4 of nominal 3; it is in no "
           "cohort, so it cannot borrow.");
@@ -175,6 +178,7 @@ profiles:
     strict.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
     strict.s->OnPodAdd(GpuPod("free", "x"));
     strict.Run();
+    CHECK(strict.outcomes.kinds.at("free/x") == FailureKind::kQuotaExceeded);
     CHECK(strict.outcomes.failures.at("free/x") ==
           "0/1 nodes are available: no Queue lists namespace \"free\" and the pod has no "
           "tessel.io/queue label; only pods in a queue are scheduled.");
@@ -600,6 +604,69 @@ TEST_CASE("property: reclaim through the victim policy evicts no more than neede
     }
   }
   CHECK(reclaimed > 50);
+}
+
+TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whose weighted "
+          "dominant share stays at least the preemptor's",
+          "[quota][queue_quota][property]") {
+  int allowed_total = 0, denied_total = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Hooks h;
+    std::vector<json> objects;
+    const std::vector<std::string> names = {"own", "x", "y", "idle"};
+    for (const std::string& name : names) {
+      objects.push_back(QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
+                                           {"nominalQuota", {{"nvidia.com/gpu", StrCat(pick(1, 2))}}},
+                                           {"weight", StrCat(pick(1, 3))},
+                                           {"preemption", {{"reclaimWithinCohort", "Any"}}}}));
+    }
+    h.SetQueues(objects);
+    std::shared_ptr<const QueueDirectory> dir = h.handle.Queues();
+    // own, x and y borrow what idle lends (and more may run than the cohort lends: pods placed
+    // before the queues existed).
+    std::vector<Pod> running;
+    for (int i = 0, n = pick(4, 10); i < n; ++i) {
+      running.push_back(h.Running(names[pick(0, 2)], StrCat("r", i), 1, pick(0, 3), pick(0, 100)));
+    }
+    const Pod pod = GpuPod("own", "p", 2, 9);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, pod).ok());
+    QuotaTracker usage(dir.get());
+    for (const Pod& r : running) {
+      usage.AddUsage(r.meta.namespace_, QuotaCharge(r, h.handle.snapshot().Get("n1")->gpus().inventory()));
+    }
+    const Resources want = QuotaCharge(pod, h.handle.snapshot().Get("n1")->gpus().inventory());
+    if (usage.WithinNominal("own", want)) continue;  // that is reclaim, not sharing
+    QuotaTracker own_after = usage;
+    own_after.AddUsage("own", want);
+    const int64_t own_share = own_after.WeightedDominantShare("own");
+    std::map<std::string, QuotaTracker> theirs_after;
+    for (const Pod& v : running) {
+      std::string reason;
+      const VictimVerdict verdict = h.plugin->MayEvict(state, pod, v, &reason);
+      if (v.meta.namespace_ == "own") continue;  // withinQueue Never
+      if (verdict != VictimVerdict::kAllow) {
+        ++denied_total;
+        continue;
+      }
+      ++allowed_total;
+      CHECK(reason == "fair-share");
+      auto [it, fresh] = theirs_after.try_emplace(v.meta.namespace_, usage);
+      it->second.SubUsage(v.meta.namespace_, QuotaCharge(v, h.handle.snapshot().Get("n1")->gpus().inventory()));
+      const Queue& theirs = *dir->Find(v.meta.namespace_);
+      CHECK(it->second.Usage(theirs.name()).Get(kNvidiaGpu) >= theirs.nominal.Get(kNvidiaGpu));
+    }
+    // All the allowed victims of a queue evicted together leave it at least at the
+    // preemptor's share after admission.
+    for (const auto& [queue, after] : theirs_after) {
+      CHECK(after.WeightedDominantShare(queue) >= own_share);
+    }
+  }
+  CHECK(allowed_total > 20);
+  CHECK(denied_total > 20);
 }
 
 }  // namespace
