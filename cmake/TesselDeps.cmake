@@ -17,6 +17,7 @@ tessel_require(yaml-cpp libyaml-cpp-dev CONFIG)
 tessel_require(spdlog libspdlog-dev CONFIG)
 tessel_require(fmt libfmt-dev CONFIG)
 tessel_require(CURL libcurl4-openssl-dev)
+tessel_require(OpenSSL libssl-dev 3)
 tessel_require(Catch2 catch2 2.13 CONFIG)
 tessel_require(benchmark libbenchmark-dev CONFIG)
 

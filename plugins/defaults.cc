@@ -36,6 +36,8 @@ profiles:
       - {name: GpuShare}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
+    postFilter:
+      enabled: [{name: DefaultPreemption}]
     preScore:
       enabled:
       - {name: PodTopologySpread}

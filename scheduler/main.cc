@@ -17,6 +17,7 @@
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/kube/client.h"
+#include "scheduler/kube/delegated_auth.h"
 #include "scheduler/kube/event_recorder.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
@@ -26,6 +27,7 @@
 #include "scheduler/kube/work_queue.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/server/metrics.h"
+#include "scheduler/server/serving_cert.h"
 #include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -47,12 +49,19 @@ constexpr std::string_view kUsage = R"(usage: tessel-scheduler [flags]
   --leader-elect-renew-deadline D   (default 10s)
   --leader-elect-retry-period D     (default 2s)
   --bind-address ADDR        address for /healthz, /readyz, /metrics (default 0.0.0.0)
-  --port N                   port for them (default 10251; 0 picks a free one)
+  --secure-port N            HTTPS port for them (default 10259; 0: off). /metrics answers only
+                             callers whose bearer token the API server authenticates
+                             (TokenReview) and allows to get /metrics (SubjectAccessReview)
+  --tls-cert-file FILE       the HTTPS certificate (PEM) ...
+  --tls-private-key-file FILE  ... and its key; without them a self-signed pair is generated
+  --cert-dir DIR             where the self-signed pair is written (default: a new temporary dir)
+  --port N                   plain HTTP port for them, /metrics without authorization (default
+                             0: off; for local use and tests)
   --kube-api-qps Q           client-side QPS of each API client (default 50, or the config's
                              clientConnection.qps); binding, events+status, leader election
                              and informers each have their own budget
   --kube-api-burst N         client-side burst of each client (default 100, or clientConnection.burst)
-  --bind-workers N           binder threads (default 8)
+  --bind-workers N           binder threads: binds in flight at once (default 32)
   -v N                       log verbosity: 0-3 info, 4-5 debug, 6+ trace (default 2)
 )";
 
@@ -68,10 +77,12 @@ struct Flags {
   absl::Duration renew_deadline = absl::Seconds(10);
   absl::Duration retry_period = absl::Seconds(2);
   std::string bind_address = "0.0.0.0";
-  int port = 10251;
+  int secure_port = 10259;
+  int port = 0;
+  std::string tls_cert_file, tls_key_file, cert_dir;
   std::optional<double> qps;      // unset: clientConnection.qps, else 50
   std::optional<int64_t> burst;   // unset: clientConnection.burst, else 100
-  int bind_workers = 8;
+  int bind_workers = 32;
   int verbosity = 2;
   std::set<std::string, std::less<>> given;  // the flags on the command line, by name
 };
@@ -179,8 +190,14 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--port" || arg == "--secure-port") {
       ASSIGN_OR_RETURN(std::string v, need());
       ASSIGN_OR_RETURN(int64_t p, as_int(v));
-      if (p < 0 || p > 65535) return absl::InvalidArgumentError("--port: out of range");
-      f.port = static_cast<int>(p);
+      if (p < 0 || p > 65535) return absl::InvalidArgumentError(StrCat(arg, ": out of range"));
+      (arg == "--port" ? f.port : f.secure_port) = static_cast<int>(p);
+    } else if (arg == "--tls-cert-file") {
+      ASSIGN_OR_RETURN(f.tls_cert_file, need());
+    } else if (arg == "--tls-private-key-file") {
+      ASSIGN_OR_RETURN(f.tls_key_file, need());
+    } else if (arg == "--cert-dir") {
+      ASSIGN_OR_RETURN(f.cert_dir, need());
     } else if (arg == "--kube-api-qps") {
       ASSIGN_OR_RETURN(std::string v, need());
       char* end = nullptr;
@@ -223,6 +240,10 @@ class Observers final : public SchedulingObserver {
   }
   void PodSchedulingGated(const Pod& pod) override {
     for (auto* o : list_) o->PodSchedulingGated(pod);
+  }
+  void PodsPreempted(const Pod& preemptor, const std::string& node,
+                     const std::vector<PreemptionVictim>& victims) override {
+    for (auto* o : list_) o->PodsPreempted(preemptor, node, victims);
   }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
@@ -431,21 +452,46 @@ int Run(Flags flags) {
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
   kube::SchedulerFeed feed(clients->informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
-                            .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); }});
+                            .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
+                            .pdb_api = eviction_api});
   feed.Start();
 
-  server::HttpServer http({.bind_address = flags.bind_address, .port = flags.port},
-                          &metrics_registry, [&]() -> server::ReadyState {
-                            if (!feed.HasSynced()) return {false, "informers not synced"};
-                            if (flags.leader_elect && (!elector || !elector->leader_known())) {
-                              return {false, "leader not known"};
-                            }
-                            return {true, ""};
-                          });
-  if (absl::Status st = http.Start(); !st.ok()) {
-    spdlog::critical("{}", st.message());
-    feed.Stop();
-    return 1;
+  // The endpoints: HTTPS with delegated authorization of /metrics, and plain HTTP if asked.
+  auto readiness = [&]() -> server::ReadyState {
+    if (!feed.HasSynced()) return {false, "informers not synced"};
+    if (flags.leader_elect && (!elector || !elector->leader_known())) {
+      return {false, "leader not known"};
+    }
+    return {true, ""};
+  };
+  kube::DelegatedAuthorizer metrics_auth(clients->status.get(), &clock);
+  std::vector<std::unique_ptr<server::HttpServer>> servers;
+  if (flags.secure_port > 0) {
+    absl::StatusOr<server::ServingCert> cert = server::ServingCertFor(
+        {.cert_file = flags.tls_cert_file, .key_file = flags.tls_key_file, .cert_dir = flags.cert_dir});
+    if (!cert.ok()) {
+      spdlog::critical("{}", cert.status().message());
+      feed.Stop();
+      return 1;
+    }
+    servers.push_back(std::make_unique<server::HttpServer>(
+        server::HttpServerOptions{.bind_address = flags.bind_address,
+                                  .port = flags.secure_port,
+                                  .tls = *cert,
+                                  .metrics_authorizer = &metrics_auth},
+        &metrics_registry, readiness));
+  }
+  if (flags.port > 0) {
+    servers.push_back(std::make_unique<server::HttpServer>(
+        server::HttpServerOptions{.bind_address = flags.bind_address, .port = flags.port},
+        &metrics_registry, readiness));
+  }
+  for (auto& s : servers) {
+    if (absl::Status st = s->Start(); !st.ok()) {
+      spdlog::critical("{}", st.message());
+      feed.Stop();
+      return 1;
+    }
   }
 
   // The scheduling loop: one thread, only while leading.
@@ -514,7 +560,7 @@ int Run(Flags flags) {
   events.Shutdown();
   if (elector) elector->Stop(/*release=*/true);
   feed.Stop();
-  http.Stop();
+  for (auto& s : servers) s->Stop();
   spdlog::info("stopped");
   return 0;
 }

@@ -365,7 +365,7 @@ std::vector<std::string> SchedulerCommand(const Options& o, std::string_view whi
   const std::string burst = std::to_string(o.burst);
   if (which == "tessel") {
     return {o.tessel_scheduler, "--kubeconfig", o.kubeconfig, "--leader-elect=false",
-            "--bind-address", "127.0.0.1", "--port", "0", "--kube-api-qps", qps,
+            "--bind-address", "127.0.0.1", "--port", "0", "--secure-port", "0", "--kube-api-qps", qps,
             "--kube-api-burst", burst};
   }
   // kube-scheduler 1.20: no serving ports at all (nothing here reads them).

@@ -69,6 +69,7 @@ json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& 
       {"pods_scheduled", placed},
       {"pods_unschedulable", static_cast<int64_t>(sim.placements().size()) - placed},
       {"pods_evicted", sim.evicted().size()},
+      {"evictions_refused", sim.evictions_refused()},
       {"scheduling_cycles", sim.cycles()},
       {"cpu_allocatable_milli", allocatable.milli_cpu},
       {"cpu_allocated_milli", allocated.milli_cpu},
@@ -198,6 +199,7 @@ std::string FormatPlacementTable(const json& result) {
                  m["pods_scheduled"].get<int64_t>(), m["pods_pending"].get<int64_t>(),
                  m["nodes"].get<int64_t>(), FormatMilli(m["gpu_equivalent_allocated_milli"].get<int64_t>()),
                  FormatMilli(m["gpu_equivalent_capacity_milli"].get<int64_t>()));
+  for (const auto& e : result["evicted"]) StrAppend(&out, "evicted: ", e.get<std::string>(), "\n");
   for (const auto& w : result["warnings"]) StrAppend(&out, "warning: ", w.get<std::string>(), "\n");
   return out;
 }

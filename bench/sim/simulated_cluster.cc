@@ -10,6 +10,10 @@ namespace tessel::bench {
 std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
   std::vector<std::string> warnings;
   for (const PriorityClass& pc : objects.priority_classes) scheduler_->OnPriorityClass(pc);
+  for (const PodDisruptionBudget& pdb : objects.disruption_budgets) {
+    pdbs_[StrCat(pdb.meta.namespace_, "/", pdb.meta.name)] = pdb;
+    scheduler_->OnPodDisruptionBudget(pdb);
+  }
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
   for (const nlohmann::json& other : objects.others) {
     if (other.value("kind", "") == "Queue" &&
@@ -77,6 +81,23 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
 }
 
 absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
+  if (!pods_.contains(pod.Key())) return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone"));
+  // The Eviction API's rule: every budget that covers the pod must allow one more disruption.
+  std::vector<PodDisruptionBudget*> covering;
+  for (auto& [key, pdb] : pdbs_) {
+    if (!pdb.Covers(pod)) continue;
+    if (pdb.disruptions_allowed <= 0) {
+      ++evictions_refused_;
+      return absl::ResourceExhaustedError(
+          StrCat("Cannot evict pod ", pod.Key(), " as it would violate the pod's disruption budget ",
+                 key));
+    }
+    covering.push_back(&pdb);
+  }
+  for (PodDisruptionBudget* pdb : covering) {
+    --pdb->disruptions_allowed;
+    scheduler_->OnPodDisruptionBudget(*pdb);
+  }
   evicted_.push_back(pod.Key());
   pods_.erase(pod.Key());
   if (auto it = placements_.find(pod.Key()); it != placements_.end()) it->second.clear();

@@ -28,8 +28,8 @@ class SimulatedCluster final : public ClusterApi,
   explicit SimulatedCluster(ManualClock* clock) : clock_(clock) {}
   void Attach(Scheduler* scheduler) { scheduler_ = scheduler; }
 
-  // Feeds objects to the scheduler: priority classes first, then nodes, then team Queues and
-  // gang objects (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
+  // Feeds objects to the scheduler: priority classes and PodDisruptionBudgets first, then nodes,
+  // then team Queues and gang objects (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
   // awaiting a placement, in queue order. Returns a warning for every object of `others` that
   // is neither a gang object nor decodable.
   std::vector<std::string> Load(const ObjectList& objects);
@@ -52,7 +52,10 @@ class SimulatedCluster final : public ClusterApi,
   const std::map<std::string, std::string>& placements() const { return placements_; }
   // The last failure message of each pod that is not placed.
   std::map<std::string, std::string> reasons() const;
+  // Every pod evicted (preemption, gang rollback), in order.
   const std::vector<std::string>& evicted() const { return evicted_; }
+  // Evictions a PodDisruptionBudget refused (HTTP 429 live).
+  int64_t evictions_refused() const { return evictions_refused_; }
   const std::map<std::string, StringMap>& annotations() const { return annotations_; }
   int64_t cycles() const { return cycles_; }
   // The last status reported for each gang, by GangId::Describe().
@@ -65,6 +68,11 @@ class SimulatedCluster final : public ClusterApi,
   std::map<std::string, std::string> placements_;
   std::map<std::string, std::string> last_failure_;
   std::vector<std::string> evicted_;
+  // PodDisruptionBudgets by namespace/name: an eviction of a pod a budget covers is refused when
+  // its status.disruptionsAllowed is 0, and uses one up otherwise (the disruption controller's
+  // bookkeeping, simplified: budgets are not replenished when replacements start).
+  std::map<std::string, PodDisruptionBudget> pdbs_;
+  int64_t evictions_refused_ = 0;
   std::map<std::string, StringMap> annotations_;
   int64_t cycles_ = 0;
   std::map<std::string, gang::GangStatusUpdate> gangs_;

@@ -101,6 +101,24 @@ Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
   return WritePreFilterState(state, kName, ComputeState(pod));
 }
 
+Status InterPodAffinity::AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                const NodeInfo& node) const {
+  PreFilterState* s = state.ReadMutable<PreFilterState>(kName);
+  if (s != nullptr && node.node() != nullptr) {
+    s->UpdateWithPod(to_schedule, other, *node.node(), NamespaceLabels(), +1);
+  }
+  return Status::Ok();
+}
+
+Status InterPodAffinity::RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                   const NodeInfo& node) const {
+  PreFilterState* s = state.ReadMutable<PreFilterState>(kName);
+  if (s != nullptr && node.node() != nullptr) {
+    s->UpdateWithPod(to_schedule, other, *node.node(), NamespaceLabels(), -1);
+  }
+  return Status::Ok();
+}
+
 Status InterPodAffinity::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   std::unique_ptr<PreFilterState> computed;
   const PreFilterState* s =

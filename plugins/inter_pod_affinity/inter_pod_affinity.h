@@ -18,8 +18,8 @@
 // rescaled to 0..100 by (s - min) * 100 / (max - min) in integers.
 //
 // Args: hardPodAffinityWeight (0..100, default 1), ignorePreferredTermsOfExistingPods (false).
-// The PreFilter state supports AddPod/RemovePod for what-if evaluation (preemption); the
-// framework has no extension point calling them yet.
+// PreFilterExtensions (AddPod/RemovePod) update the PreFilter state for preemption's what-if
+// evaluation, so a victim's departure lifts the anti-affinity it caused.
 #pragma once
 
 #include "plugins/inter_pod_affinity/affinity_terms.h"
@@ -53,6 +53,7 @@ struct Args {
 };
 
 class InterPodAffinity final : public PreFilterPlugin,
+                               public PreFilterExtensions,
                                public FilterPlugin,
                                public PreScorePlugin,
                                public ScorePlugin {
@@ -67,6 +68,11 @@ class InterPodAffinity final : public PreFilterPlugin,
     return kAssignedPodAdd | kAssignedPodDelete | kNodeAdd | kNodeUpdate;
   }
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  const PreFilterExtensions* Extensions() const override { return this; }
+  Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                const NodeInfo& node) const override;
+  Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                   const NodeInfo& node) const override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   Status PreScore(CycleState& state, const Pod& pod,
                   const std::vector<const NodeInfo*>& feasible) override;

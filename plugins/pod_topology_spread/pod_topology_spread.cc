@@ -223,6 +223,20 @@ Status PodTopologySpread::PreFilter(CycleState& state, const Pod& pod) {
   return WritePreFilterState(state, kName, ComputeState(pod));
 }
 
+Status PodTopologySpread::AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                 const NodeInfo& node) const {
+  PreFilterState* s = state.ReadMutable<PreFilterState>(kName);
+  if (s != nullptr && node.node() != nullptr) s->UpdateWithPod(to_schedule, other, *node.node(), +1);
+  return Status::Ok();
+}
+
+Status PodTopologySpread::RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                    const NodeInfo& node) const {
+  PreFilterState* s = state.ReadMutable<PreFilterState>(kName);
+  if (s != nullptr && node.node() != nullptr) s->UpdateWithPod(to_schedule, other, *node.node(), -1);
+  return Status::Ok();
+}
+
 Status PodTopologySpread::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   std::unique_ptr<PreFilterState> computed;
   const PreFilterState* s =

@@ -75,6 +75,7 @@ struct Args {
 };
 
 class PodTopologySpread final : public PreFilterPlugin,
+                                public PreFilterExtensions,
                                 public FilterPlugin,
                                 public PreScorePlugin,
                                 public ScorePlugin {
@@ -90,6 +91,12 @@ class PodTopologySpread final : public PreFilterPlugin,
     return kAssignedPodAdd | kAssignedPodDelete | kNodeAdd | kNodeUpdate;
   }
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  // Preemption's what-if: a victim leaving (or a reprieved one returning) changes the counts.
+  const PreFilterExtensions* Extensions() const override { return this; }
+  Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                const NodeInfo& node) const override;
+  Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                   const NodeInfo& node) const override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   Status PreScore(CycleState& state, const Pod& pod,
                   const std::vector<const NodeInfo*>& feasible) override;

@@ -637,6 +637,9 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
     }
     if (!known) d.Fail("status.phase", StrCat("unknown phase \"", phase, "\""));
     pod.nominated_node_name = d.String(*status, "nominatedNodeName", "status.nominatedNodeName");
+    if (status->contains("startTime") && !(*status)["startTime"].is_null()) {
+      pod.start_time = d.Timestamp(*status, "startTime", "status.startTime");
+    }
   }
   if (!d.ok()) return d.status();
   absl::StatusOr<Resources> requests = ComputePodRequests(pod);
@@ -718,6 +721,28 @@ absl::StatusOr<PriorityClass> DecodePriorityClass(const json& object) {
   return pc;
 }
 
+absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  PodDisruptionBudget pdb;
+  pdb.meta = d.Meta(object);
+  if (pdb.meta.namespace_.empty()) pdb.meta.namespace_ = "default";
+  if (const json* spec = d.Object(object, "spec", "spec")) {
+    pdb.selector = DecodeLabelSelector(d, *spec, "selector", "spec.selector");
+  }
+  if (const json* status = d.Object(object, "status", "status")) {
+    const int64_t allowed = d.Int(*status, "disruptionsAllowed", "status.disruptionsAllowed");
+    if (allowed < 0 || allowed > INT32_MAX) {
+      d.Fail("status.disruptionsAllowed", StrCat("must be 0..", INT32_MAX, ", got ", allowed));
+    }
+    pdb.disruptions_allowed = static_cast<int32_t>(allowed);
+    if (const json* disrupted = d.Object(*status, "disruptedPods", "status.disruptedPods")) {
+      for (const auto& [name, when] : disrupted->items()) pdb.disrupted_pods.push_back(name);
+    }
+  }
+  if (!d.ok()) return d.status();
+  return pdb;
+}
+
 absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
@@ -747,6 +772,8 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       keep(DecodeNode(item), out.nodes);
     } else if (kind == "PriorityClass") {
       keep(DecodePriorityClass(item), out.priority_classes);
+    } else if (kind == "PodDisruptionBudget") {
+      keep(DecodePodDisruptionBudget(item), out.disruption_budgets);
     } else if (kind.empty()) {
       out.warnings.push_back(StrCat(DescribeObject(item), ": kind: missing"));
     } else {

@@ -20,6 +20,7 @@ namespace tessel {
 absl::StatusOr<Pod> DecodePod(const nlohmann::json& object);
 absl::StatusOr<Node> DecodeNode(const nlohmann::json& object);
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& object);
+absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& object);
 
 // "Pod ns/name", "Node name": how messages refer to an object, read defensively from JSON.
 std::string DescribeObject(const nlohmann::json& object);
@@ -30,6 +31,7 @@ struct ObjectList {
   std::vector<Pod> pods;
   std::vector<Node> nodes;
   std::vector<PriorityClass> priority_classes;
+  std::vector<PodDisruptionBudget> disruption_budgets;
   std::vector<nlohmann::json> others;
   std::vector<std::string> warnings;
 };

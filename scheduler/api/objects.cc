@@ -136,4 +136,11 @@ bool MatchesRequiredNodeAffinity(const Pod& pod, const Node& node) {
   return false;
 }
 
+bool PodDisruptionBudget::Covers(const Pod& pod) const {
+  if (pod.meta.namespace_ != meta.namespace_ || !selector.has_value() || selector->empty()) {
+    return false;
+  }
+  return MatchesLabelSelector(*selector, pod.meta.labels);
+}
+
 }  // namespace tessel

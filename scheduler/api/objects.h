@@ -116,6 +116,8 @@ struct Pod {
   std::vector<Container> init_containers;
   Resources overhead;
   PodPhase phase = PodPhase::kPending;
+  // status.startTime (when the kubelet accepted it); preemption prefers younger victims.
+  std::optional<absl::Time> start_time;
   std::string nominated_node_name;
   // spec.schedulingGates[].name: while any is set the pod is not scheduled (Kubernetes 1.26+).
   std::vector<std::string> scheduling_gates;
@@ -136,7 +138,9 @@ struct Pod {
   Resources requests;
 
   std::string Key() const { return meta.namespace_ + "/" + meta.name; }
+  // The resolved priority (the core fills `priority` from the PriorityClasses on arrival).
   int32_t PriorityValue() const { return priority.value_or(0); }
+  bool MayPreempt() const { return preemption_policy != PreemptionPolicy::kNever; }
   bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
 };
 
@@ -161,6 +165,21 @@ struct PriorityClass {
   int32_t value = 0;
   bool global_default = false;
   PreemptionPolicy preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
+};
+
+// A PodDisruptionBudget as preemption reads it (policy/v1, or v1beta1 before Kubernetes 1.21):
+// which pods it covers and how many of them may be disrupted now.
+struct PodDisruptionBudget {
+  ObjectMeta meta;
+  // spec.selector; nil or empty covers no pod (kube-scheduler's reading for preemption).
+  std::optional<LabelSelector> selector;
+  // status.disruptionsAllowed, kept up to date by the disruption controller.
+  int32_t disruptions_allowed = 0;
+  // status.disruptedPods: pods whose eviction the API server already granted (not counted again).
+  std::vector<std::string> disrupted_pods;
+
+  // The budget covers the pod (same namespace, the selector matches its labels).
+  bool Covers(const Pod& pod) const;
 };
 
 // Every host port the pod binds: its containers' and init containers' (as kube-scheduler).

@@ -11,6 +11,7 @@
 #include <atomic>
 
 #include "scheduler/core/scheduler.h"
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/framework/binding.h"
 #include "scheduler/util/strings.h"
 
@@ -169,6 +170,66 @@ void Scheduler::RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previ
   }
 }
 
+std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
+                                      int32_t need) {
+  if (members.empty() || !members.front()->MayPreempt()) return {};
+  std::vector<CycleState> states(members.size());
+  std::vector<const CycleState*> state_ptrs;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
+    state_ptrs.push_back(&states[i]);
+  }
+  preemption::Context ctx{.framework = &fw,
+                          .snapshot = &snapshot_,
+                          .pdbs = PodDisruptionBudgets(),
+                          .nominated = nominator_.Pods(),
+                          .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
+                          .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
+  preemption::GangPreemptionPlan plan =
+      preemption::PlanGangPreemption(ctx, members, state_ptrs, need);
+  if (!plan.feasible || plan.victims.empty()) return {};
+  const Pod& head = *members.front();
+  const std::string reason = StrCat("preempted by the gang of ", head.Key(), " (priority ",
+                                    PriorityOf(head), ")");
+  std::vector<PreemptionVictim> evicted;
+  bool refused = false;
+  for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, plan.victims)) {
+    absl::Status st = api_ == nullptr ? absl::OkStatus() : api_->Evict(*v.pod, reason);
+    if (st.ok() || absl::IsNotFound(st)) {
+      evicted.push_back(v);
+      continue;
+    }
+    refused = true;  // a PodDisruptionBudget (or the API) refused: try again next attempt
+    break;
+  }
+  if (observer_ && !evicted.empty()) observer_->PodsPreempted(head, "", evicted);
+  if (refused) {
+    return StrCat("Preemption for the gang stopped after ", evicted.size(), " of ",
+                  plan.victims.size(), " evictions: an eviction was refused.");
+  }
+  // Each placed member waits for its node; the room is held for it meanwhile.
+  for (const preemption::GangMemberTarget& t : plan.targets) {
+    for (PodRef& m : members) {
+      if (m->Key() != t.member->Key()) continue;
+      Pod nominated = *m;
+      nominated.nominated_node_name = t.node;
+      m = std::make_shared<const Pod>(std::move(nominated));
+      nominator_.Set(m, t.node);
+    }
+  }
+  {
+    absl::MutexLock lock(&gang_mu_);
+    for (const PodRef& m : members) {
+      auto it = gang_of_.find(m->Key());
+      if (it == gang_of_.end()) continue;
+      auto g = gang_states_.find(it->second);
+      if (g == gang_states_.end()) continue;
+      if (auto p = g->second.pending.find(m->Key()); p != g->second.pending.end()) p->second = m;
+    }
+  }
+  return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
+}
+
 void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {
   update.time = clock_->Now();
   {
@@ -288,6 +349,15 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
                                                        .topology_key = spec.topology_key,
                                                        .min_resources = spec.min_resources});
   if (!plan.feasible) {
+    // Room the gang could get by evicting lower-priority pods (whole gangs among them).
+    uint32_t preempt_events = 0;
+    if (plan.code != Code::kError && fw->HasPostFilter()) {
+      const std::string preempted = PreemptForGang(*fw, members, need);
+      if (!preempted.empty()) {
+        StrAppend(&plan.message, " ", preempted);
+        preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
+      }
+    }
     bool timed_out = false;
     {
       absl::MutexLock lock(&gang_mu_);
@@ -318,7 +388,8 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       return;
     }
     uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : fw->EventsFor(plan.rejecting_plugins);
-    queue_->AddUnschedulable(std::move(info), cycle, events | kUnassignedPodAdd | kCustomObjectChange);
+    queue_->AddUnschedulable(std::move(info), cycle,
+                             events | preempt_events | kUnassignedPodAdd | kCustomObjectChange);
     finish("unschedulable");
     return;
   }
@@ -333,6 +404,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       failure = Status::Error(std::string(st.message()));
       break;
     }
+    nominator_.Remove(m.pod->Key());  // it holds its own room now
     if (Status st = fw->RunReserve(*m.state, *m.pod, m.node); !st.ok()) {
       (void)cache_->ForgetPod(m.pod->Key());
       failure = st;

@@ -68,21 +68,60 @@ std::optional<int32_t> Scheduler::PriorityClassValue(std::string_view name) cons
   return it->second.value;
 }
 
-void Scheduler::ResolvePriority(Pod& pod) const {
-  if (pod.priority.has_value()) return;
-  absl::MutexLock lock(&mu_);
-  const PriorityClass* pc = nullptr;
+const PriorityClass* Scheduler::ClassFor(const Pod& pod) const {
   if (!pod.priority_class_name.empty()) {
     auto it = priority_classes_.find(pod.priority_class_name);
-    if (it != priority_classes_.end()) pc = &it->second;
-  } else {
-    for (const auto& [name, c] : priority_classes_) {
-      if (c.global_default && (pc == nullptr || c.value > pc->value)) pc = &c;
-    }
+    if (it != priority_classes_.end()) return &it->second;
+    // Admission refuses a pod naming an unknown class; a snapshot may hold one anyway: it
+    // gets the default, as a pod without a class would.
   }
+  const PriorityClass* pc = nullptr;
+  for (const auto& [name, c] : priority_classes_) {
+    if (c.global_default && (pc == nullptr || c.value > pc->value)) pc = &c;
+  }
+  return pc;
+}
+
+void Scheduler::ResolvePriority(Pod& pod) const {
+  absl::MutexLock lock(&mu_);
+  const PriorityClass* pc = ClassFor(pod);
   if (pc == nullptr) return;
-  pod.priority = pc->value;
+  if (!pod.priority.has_value()) pod.priority = pc->value;
   if (!pod.preemption_policy.has_value()) pod.preemption_policy = pc->preemption_policy;
+}
+
+int32_t Scheduler::PriorityOf(const Pod& pod) const {
+  if (pod.priority.has_value()) return *pod.priority;
+  absl::MutexLock lock(&mu_);
+  const PriorityClass* pc = ClassFor(pod);
+  return pc == nullptr ? 0 : pc->value;
+}
+
+std::vector<PodDisruptionBudget> Scheduler::PodDisruptionBudgets() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PodDisruptionBudget> out;
+  out.reserve(pdbs_.size());
+  for (const auto& [key, pdb] : pdbs_) out.push_back(pdb);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.meta.namespace_, a.meta.name) < std::tie(b.meta.namespace_, b.meta.name);
+  });
+  return out;
+}
+
+void Scheduler::OnPodDisruptionBudget(PodDisruptionBudget pdb) {
+  absl::MutexLock lock(&mu_);
+  const std::string key = StrCat(pdb.meta.namespace_, "/", pdb.meta.name);
+  pdbs_[key] = std::move(pdb);
+}
+
+void Scheduler::OnPodDisruptionBudgetDelete(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  pdbs_.erase(key);
+}
+
+std::string Scheduler::GangKeyOf(const Pod& pod) const {
+  const gang::GangBook::Resolution r = gangs_.Resolve(pod);
+  return r.membership == gang::GangBook::Membership::kGang ? r.spec.id.Key() : std::string();
 }
 
 bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_name) != nullptr; }
@@ -109,6 +148,7 @@ void Scheduler::OnPodObserved(Pod pod) {
   }
   if (!pod.node_name.empty() || pod.IsTerminal()) {
     // Bound (by us or anyone) or finished: it is the cache's, and never queued again.
+    nominator_.Remove(key);
     EndGated(key);
     if (pod.node_name.empty()) {
       ForgetGangMember(key);
@@ -123,6 +163,7 @@ void Scheduler::OnPodObserved(Pod pod) {
   }
   if (!Ours(pod)) return;
   if (pod.meta.deletion_timestamp.has_value()) {
+    nominator_.Remove(key);
     EndGated(key);
     ForgetGangMember(key);
     queue_->Delete(key, uid);
@@ -144,7 +185,11 @@ void Scheduler::OnPodObserved(Pod pod) {
     return;
   }
   EndGated(key);  // its gates are gone
+  // Its nomination: what the API server shows, else the one this scheduler made and has not
+  // seen written back yet (an update may arrive before the status patch lands).
+  pod.nominated_node_name = nominator_.Observe(key, pod.nominated_node_name);
   auto ref = std::make_shared<const Pod>(std::move(pod));
+  nominator_.Set(ref, ref->nominated_node_name);
   if (AdmitGangMember(ref)) {  // the gang's head stands for it in the queue
     queue_->OnClusterEvent(kUnassignedPodAdd);
     return;
@@ -160,6 +205,7 @@ bool Scheduler::EndGated(const std::string& key) {
 }
 
 void Scheduler::EndPod(const std::string& key, const std::string& uid) {
+  nominator_.Remove(key);
   EndGated(key);
   ForgetGangMember(key);
   queue_->Delete(key, uid);  // an in-flight pod is marked ended: it is not requeued
@@ -315,14 +361,21 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     return;
   }
 
+  // Room that preemptions freed for other pods is theirs, unless this pod is more important.
+  const NominatedPodMap nominations = nominator_.empty() ? NominatedPodMap() : nominator_.Pods();
+  const NominatedPodMap* nominated_pods = nominations.empty() ? nullptr : &nominations;
   // A nominated node (set by an earlier preemption) is tried first: its victims are leaving.
   FilterOutcome outcome;
   if (const NodeInfo* nominated = pod.nominated_node_name.empty()
                                       ? nullptr
                                       : snapshot_.Get(pod.nominated_node_name)) {
-    if (fw->RunFilters(*state, pod, *nominated).ok()) outcome.feasible.push_back(nominated);
+    if (fw->RunFiltersWithNominatedPods(*state, pod, *nominated, nominated_pods).ok()) {
+      outcome.feasible.push_back(nominated);
+    }
   }
-  if (outcome.feasible.empty()) outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes());
+  if (outcome.feasible.empty()) {
+    outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes(), nominated_pods);
+  }
 
   if (outcome.feasible.empty()) {
     std::string message = FormatFitError(num_nodes, outcome.rejected);
@@ -339,12 +392,20 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     }
     if (fw->HasPostFilter()) {
       PostFilterResult pf = fw->RunPostFilter(*state, pod, outcome.rejected);
+      if (!pf.victims.empty() && observer_) {
+        observer_->PodsPreempted(pod, pf.status.ok() ? pf.nominated_node : std::string(),
+                                 pf.victims);
+      }
+      if (pf.status.code() == Code::kError) {
+        HandleFailure(*fw, std::move(info), popped.cycle, pf.status, pf.status.Message(),
+                      {pf.status.plugin()});
+        finish("error");
+        return;
+      }
+      ApplyNomination(pf, info);
       if (pf.status.ok() && !pf.nominated_node.empty()) {
         // Victims are being evicted; the pod retries once they are gone.
         StrAppend(&message, " Preempting pods on node ", pf.nominated_node, ".");
-        Pod nominated = pod;
-        nominated.nominated_node_name = pf.nominated_node;
-        info.pod = std::make_shared<const Pod>(std::move(nominated));
         rejecting.clear();  // any pod deletion may be the victim leaving
         rejecting.push_back("");
       }
@@ -396,6 +457,7 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     finish("error");
     return;
   }
+  nominator_.Remove(pod.Key());  // it holds its own room now
   if (Status st = fw->RunReserve(*state, pod, chosen); !st.ok()) {
     (void)cache_->ForgetPod(pod.Key(), pod.meta.uid);
     HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
@@ -425,12 +487,25 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   StartBinding(*fw, std::move(state), std::move(info), std::move(chosen));
 }
 
+void Scheduler::ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info) {
+  if (pf.nomination != PostFilterResult::Nomination::kOverride) return;
+  const std::string node = pf.status.ok() ? pf.nominated_node : std::string();
+  if (node != info.pod->nominated_node_name) {
+    Pod nominated = *info.pod;
+    nominated.nominated_node_name = node;
+    info.pod = std::make_shared<const Pod>(std::move(nominated));
+  }
+  nominator_.Set(info.pod, node);
+}
+
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,
                               const Status& status, const std::string& message,
                               const std::vector<std::string>& rejecting_plugins,
                               FailureKind unschedulable_kind) {
   if (queue_->Ended(info.pod->Key(), info.pod->meta.uid)) {
-    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry.
+    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry, and no
+    // room held for it.
+    nominator_.Remove(info.pod->Key());
     queue_->Done(info.pod->Key(), info.pod->meta.uid);
     return;
   }

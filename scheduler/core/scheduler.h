@@ -31,6 +31,7 @@
 #include "scheduler/framework/framework.h"
 #include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_status.h"
+#include "scheduler/core/nominator.h"
 #include "scheduler/gang/planner.h"
 #include "scheduler/queue/scheduling_queue.h"
 #include "scheduler/quota/queue_store.h"
@@ -63,6 +64,10 @@ class SchedulingObserver {
   // The pod has scheduling gates (spec.schedulingGates): it waits outside the queue until they
   // are removed. Called once per pod; live, this is PodScheduled=False, reason SchedulingGated.
   virtual void PodSchedulingGated(const Pod& /*pod*/) {}
+  // A preemption for `preemptor` evicted `victims` (to make room on `node`, "" when its
+  // candidates were refused): for metrics (scheduler_preemption_victims{reason}).
+  virtual void PodsPreempted(const Pod& /*preemptor*/, const std::string& /*node*/,
+                             const std::vector<PreemptionVictim>& /*victims*/) {}
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -128,6 +133,9 @@ class Scheduler final : public Handle {
   void OnNodeDelete(const std::string& name);
   void OnPriorityClass(PriorityClass pc);
   void OnPriorityClassDelete(const std::string& name);
+  // PodDisruptionBudgets, by namespace/name (preemption counts the ones victims violate).
+  void OnPodDisruptionBudget(PodDisruptionBudget pdb);
+  void OnPodDisruptionBudgetDelete(const std::string& key);
   // Other watched objects (PodGroups, Queues) changed: parked pods may now be schedulable.
   void OnCustomObjectChange();
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
@@ -162,7 +170,7 @@ class Scheduler final : public Handle {
   SchedulingQueue& queue() { return *queue_; }
   const gang::GangBook& gangs() const { return gangs_; }
   Cache& cache() { return *cache_; }
-  const Framework* FrameworkFor(std::string_view scheduler_name) const;
+  const Framework* FrameworkFor(std::string_view scheduler_name) const override;
   std::vector<std::string> ProfileNames() const;
 
   // --- Permit "Wait" plumbing (gangs): a waiting pod is assumed and reserved, and binds once
@@ -177,6 +185,12 @@ class Scheduler final : public Handle {
   ClusterApi* api() const override { return api_; }
   uint64_t seed() const override { return seed_; }
   std::optional<int32_t> PriorityClassValue(std::string_view name) const override;
+  NominatedPodMap NominatedPods() const override { return nominator_.Pods(); }
+  std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
+  std::string GangKeyOf(const Pod& pod) const override;
+  int32_t PriorityOf(const Pod& pod) const override;
+  // The node a pending pod is nominated to ("" for none).
+  std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }
 
  private:
@@ -190,8 +204,13 @@ class Scheduler final : public Handle {
     absl::Time deadline;
   };
 
-  // Fills in priority from the PriorityClass, as admission would.
+  // Fills in priority (and preemptionPolicy) from the PriorityClass, as admission would.
   void ResolvePriority(Pod& pod) const;
+  // The class that gives a pod without spec.priority its priority: its priorityClassName's,
+  // else the globalDefault one (the highest, if several); null for none.
+  const PriorityClass* ClassFor(const Pod& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a PostFilter's nomination to the pod the cycle requeues (and the nominator).
+  void ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info);
   bool Ours(const Pod& pod) const;
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);
@@ -246,6 +265,10 @@ class Scheduler final : public Handle {
   void RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(gang_mu_);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
+  // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
+  // `members`). Returns what it did for the gang's message, "" when it evicted nothing.
+  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need);
   // Records a member's pod phase; true if the gang's counts changed.
   static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
@@ -274,6 +297,8 @@ class Scheduler final : public Handle {
   StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<WaitingPod> waiting_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
+  StringKeyedMap<PodDisruptionBudget> pdbs_ ABSL_GUARDED_BY(mu_);  // by namespace/name
+  Nominator nominator_;
 };
 
 }  // namespace tessel

@@ -326,8 +326,8 @@ absl::StatusOr<SchedulerConfig> Parse(const YAML::Node& root) {
       {"apiVersion", "kind", "parallelism", "profiles", "clientConnection", "leaderElection",
        "podInitialBackoffSeconds", "podMaxBackoffSeconds", "percentageOfNodesToScore",
        "extenders", "enableProfiling", "enableContentionProfiling"},
-      {{"healthzBindAddress", "use --bind-address and --port (one server for /healthz and /metrics)"},
-       {"metricsBindAddress", "use --bind-address and --port (one server for /healthz and /metrics)"},
+      {{"healthzBindAddress", "use --bind-address and --secure-port (one server for /healthz and /metrics)"},
+       {"metricsBindAddress", "use --bind-address and --secure-port (one server for /healthz and /metrics)"},
        {"delayCacheUntilActive", "Tessel's informers always sync before it leads"},
        {"algorithmSource", "use profiles"}}));
   RETURN_IF_ERROR(CheckVersion(root));

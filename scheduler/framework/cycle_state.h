@@ -47,6 +47,12 @@ class CycleState {
     auto it = data_.find(key);
     return it == data_.end() ? nullptr : dynamic_cast<const T*>(it->second.get());
   }
+  // For PreFilterExtensions, which update their plugin's state in place.
+  template <typename T>
+  T* ReadMutable(std::string_view key) {
+    auto it = data_.find(key);
+    return it == data_.end() ? nullptr : dynamic_cast<T*>(it->second.get());
+  }
   template <typename T>
   const T* ReadValue(std::string_view key) const {
     const auto* s = Read<CopyableState<T>>(key);

@@ -118,6 +118,9 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
   }
   for (const auto& p : fw->owned_) {
     if (auto* pa = dynamic_cast<PreAssumePlugin*>(p.get())) fw->pre_assume_.push_back(pa);
+    // Like PreAssume, a victim policy needs no extension point of its own: being in the
+    // profile is enough.
+    if (auto* vp = dynamic_cast<VictimPolicyPlugin*>(p.get())) fw->victim_policies_.push_back(vp);
   }
   if (fw->queue_sort_ == nullptr) {
     return absl::InvalidArgumentError(StrCat(where, ": no queueSort plugin is enabled"));
@@ -155,9 +158,16 @@ Status Framework::RunFilters(const CycleState& state, const Pod& pod, const Node
 }
 
 FilterOutcome Framework::FindFeasibleNodes(const CycleState& state, const Pod& pod,
-                                           const std::vector<NodeInfo*>& nodes) const {
+                                           const std::vector<NodeInfo*>& nodes,
+                                           const NominatedPodMap* nominated) const {
   std::vector<Status> results(nodes.size());
-  parallelizer_.For(nodes.size(), [&](size_t i) { results[i] = RunFilters(state, pod, *nodes[i]); });
+  if (nominated != nullptr && !nominated->empty()) {
+    parallelizer_.For(nodes.size(), [&](size_t i) {
+      results[i] = RunFiltersWithNominatedPods(state, pod, *nodes[i], nominated);
+    });
+  } else {
+    parallelizer_.For(nodes.size(), [&](size_t i) { results[i] = RunFilters(state, pod, *nodes[i]); });
+  }
   FilterOutcome out;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (results[i].ok()) {
@@ -167,6 +177,75 @@ FilterOutcome Framework::FindFeasibleNodes(const CycleState& state, const Pod& p
     }
   }
   return out;
+}
+
+Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod,
+                                              const NodeInfo& node,
+                                              const NominatedPodMap* nominated) const {
+  const std::vector<PodRef>* on_node = nullptr;
+  if (nominated != nullptr) {
+    auto it = nominated->find(node.name());
+    if (it != nominated->end()) on_node = &it->second;
+  }
+  std::vector<PodRef> ahead;  // nominated here, at least as important, not the pod itself
+  if (on_node != nullptr) {
+    for (const PodRef& other : *on_node) {
+      if (other->Key() != pod.Key() && other->PriorityValue() >= pod.PriorityValue()) {
+        ahead.push_back(other);
+      }
+    }
+  }
+  if (ahead.empty()) return RunFilters(state, pod, node);
+  CycleState with_state = state.Clone();
+  NodeInfo with_node = node;
+  for (const PodRef& other : ahead) {
+    Pod placed = *other;
+    placed.node_name = node.name();
+    auto ref = std::make_shared<const Pod>(std::move(placed));
+    with_node.AddPod(ref);
+    if (Status st = RunPreFilterExtensionAddPod(with_state, pod, *ref, with_node); !st.ok()) return st;
+  }
+  if (Status st = RunFilters(with_state, pod, with_node); !st.ok()) return st;
+  return RunFilters(state, pod, node);
+}
+
+namespace {
+
+template <typename Call>
+Status ForEachExtension(const std::vector<PreFilterPlugin*>& plugins, const CycleState& state,
+                        Call call) {
+  for (const PreFilterPlugin* p : plugins) {
+    const PreFilterExtensions* ext = p->Extensions();
+    if (ext == nullptr || state.skip_filter.contains(p->Name())) continue;
+    Status st = call(*ext);
+    if (!st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Framework::RunPreFilterExtensionAddPod(CycleState& state, const Pod& to_schedule,
+                                              const Pod& other, const NodeInfo& node) const {
+  return ForEachExtension(pre_filter_, state, [&](const PreFilterExtensions& ext) {
+    return ext.AddPod(state, to_schedule, other, node);
+  });
+}
+
+Status Framework::RunPreFilterExtensionRemovePod(CycleState& state, const Pod& to_schedule,
+                                                 const Pod& other, const NodeInfo& node) const {
+  return ForEachExtension(pre_filter_, state, [&](const PreFilterExtensions& ext) {
+    return ext.RemovePod(state, to_schedule, other, node);
+  });
+}
+
+VictimVerdict Framework::RunVictimPolicies(const CycleState& state, const Pod& preemptor,
+                                           const Pod& victim, std::string* reason) const {
+  for (const VictimPolicyPlugin* p : victim_policies_) {
+    VictimVerdict v = p->MayEvict(state, preemptor, victim, reason);
+    if (v != VictimVerdict::kDefer) return v;
+  }
+  return VictimVerdict::kDefer;
 }
 
 PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,

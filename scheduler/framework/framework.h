@@ -45,9 +45,27 @@ class Framework {
   Status RunPreFilter(CycleState& state, const Pod& pod) const;
   // Every Filter for one node, stopping at the first rejection.
   Status RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const;
-  // RunFilters over every node of the snapshot (in parallel when there are many).
+  // RunFilters over every node of the snapshot (in parallel when there are many); with
+  // `nominated`, through RunFiltersWithNominatedPods.
   FilterOutcome FindFeasibleNodes(const CycleState& state, const Pod& pod,
-                                  const std::vector<NodeInfo*>& nodes) const;
+                                  const std::vector<NodeInfo*>& nodes,
+                                  const NominatedPodMap* nominated = nullptr) const;
+  // kube-scheduler's rule for space a preemption freed: the pods nominated to this node with a
+  // priority >= the pod's (other than the pod itself) count as already there. The filters run
+  // with them added (on copies of the node and the state) and, if any were added, once more
+  // without them (their presence may also help, e.g. affinity); the pod passes only if both do.
+  Status RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                     const NominatedPodMap* nominated) const;
+  // The PreFilterExtensions of every PreFilter plugin that ran for this state (not skipped):
+  // `other` joins / leaves `node` in `state` (preemption's dry run).
+  Status RunPreFilterExtensionAddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                     const NodeInfo& node) const;
+  Status RunPreFilterExtensionRemovePod(CycleState& state, const Pod& to_schedule,
+                                        const Pod& other, const NodeInfo& node) const;
+  // Who decides, beyond priority, which pods preemption may evict for `preemptor`: the first
+  // VictimPolicyPlugin of the profile that does not defer (kDefer when none decides).
+  VictimVerdict RunVictimPolicies(const CycleState& state, const Pod& preemptor, const Pod& victim,
+                                  std::string* reason) const;
   bool HasPostFilter() const { return !post_filter_.empty(); }
   PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
   Status RunPreScore(CycleState& state, const Pod& pod,
@@ -90,6 +108,7 @@ class Framework {
   std::vector<PreScorePlugin*> pre_score_;
   std::vector<WeightedScore> score_;
   std::vector<PreAssumePlugin*> pre_assume_;
+  std::vector<const VictimPolicyPlugin*> victim_policies_;
   std::vector<ReservePlugin*> reserve_;
   std::vector<PermitPlugin*> permit_;
   std::vector<PreBindPlugin*> pre_bind_;

@@ -29,8 +29,7 @@
 
 namespace tessel {
 
-class QueueDirectory;       // scheduler/quota/queue.h
-class PreFilterExtensions;  // below
+class QueueDirectory;  // scheduler/quota/queue.h
 
 inline constexpr int64_t kMaxNodeScore = 100;
 inline constexpr int64_t kMinNodeScore = 0;
@@ -62,12 +61,23 @@ class ClusterApi {
   //   anything else       transient (Unavailable, DeadlineExceeded, ...): retry later.
   virtual absl::Status Bind(const Pod& pod, const std::string& node,
                             const StringMap& annotations) = 0;
-  // POST pods/{name}/eviction (honours PodDisruptionBudgets).
+  // POST pods/{name}/eviction (honours PodDisruptionBudgets), with the pod's UID as a
+  // precondition. The code says what happened:
+  //   OK                  evicted (the pod is terminating);
+  //   NotFound            already gone (or its name holds another pod): counts as evicted;
+  //   ResourceExhausted   refused for now: a PodDisruptionBudget blocks it (HTTP 429);
+  //   FailedPrecondition  this replica may not write (not the leader, shutting down);
+  //   anything else       failed (transient or refused).
   virtual absl::Status Evict(const Pod& pod, std::string_view reason) = 0;
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
   virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                            std::string_view message) = 0;
 };
+
+class Framework;
+
+// Pods nominated to nodes, by node name.
+using NominatedPodMap = StringKeyedMap<std::vector<PodRef>>;
 
 // What a plugin may reach besides its arguments.
 class Handle {
@@ -88,6 +98,21 @@ class Handle {
   // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
   // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
   virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
+  // Pods waiting for the node an earlier preemption nominated them to (status.nominatedNodeName),
+  // by node name: the space their victims free is theirs (see Framework::RunFiltersWithNominatedPods).
+  virtual NominatedPodMap NominatedPods() const { return {}; }
+  // The PodDisruptionBudgets the scheduler knows (preemption counts the ones a victim violates).
+  virtual std::vector<PodDisruptionBudget> PodDisruptionBudgets() const { return {}; }
+  // The gang a pod belongs to (scheduler/gang: GangId::Key()), or "" for none: preemption
+  // evicts a gang whole or not at all.
+  virtual std::string GangKeyOf(const Pod& /*pod*/) const { return {}; }
+  // A pod's priority: spec.priority, else its PriorityClass's value, else the globalDefault
+  // class's, else 0 (the core resolves pods on arrival; this also covers pods that arrived
+  // before their class).
+  virtual int32_t PriorityOf(const Pod& pod) const { return pod.PriorityValue(); }
+  // The profile that schedules pods of this schedulerName (preemption runs its filters); null
+  // when unknown.
+  virtual const Framework* FrameworkFor(std::string_view /*scheduler_name*/) const { return nullptr; }
 };
 
 class Plugin {
@@ -115,18 +140,6 @@ class EnqueueExtensions : public virtual Plugin {
   virtual uint32_t EventsToRegister() const { return kAllEvents; }
 };
 
-class PreFilterPlugin : public virtual EnqueueExtensions {
- public:
-  virtual Status PreFilter(CycleState& state, const Pod& pod) = 0;
-  // Non-null when the plugin's state depends on other pods (see PreFilterExtensions).
-  virtual const PreFilterExtensions* Extensions() const { return nullptr; }
-};
-
-class FilterPlugin : public virtual EnqueueExtensions {
- public:
-  virtual Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
-};
-
 // Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,
 // where they run). Preemption's dry run removes victims (and re-adds reprieved ones) through
 // these, so every filter sees the node and the cluster as they would be after the evictions.
@@ -139,11 +152,35 @@ class PreFilterExtensions {
                            const NodeInfo& node) const = 0;
 };
 
+class PreFilterPlugin : public virtual EnqueueExtensions {
+ public:
+  virtual Status PreFilter(CycleState& state, const Pod& pod) = 0;
+  // Non-null when the plugin's state depends on other pods (see PreFilterExtensions).
+  virtual const PreFilterExtensions* Extensions() const { return nullptr; }
+};
+
+class FilterPlugin : public virtual EnqueueExtensions {
+ public:
+  virtual Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+};
+
 using NodeStatusMap = StringKeyedMap<Status>;
+
+// A pod a preemption evicts, and why it was eligible: "LowerPriority", or the reason a
+// VictimPolicyPlugin gave (label of scheduler_preemption_victims{reason}).
+struct PreemptionVictim {
+  PodRef pod;
+  std::string reason;
+};
 
 struct PostFilterResult {
   Status status;
+  // Whether the pod's nomination changes: kNoop keeps what it has (e.g. it waits for victims
+  // already leaving); kOverride sets `nominated_node` ("" clears it).
+  enum class Nomination { kNoop, kOverride };
+  Nomination nomination = Nomination::kNoop;
   std::string nominated_node;  // where the pod should go once its victims are gone
+  std::vector<PreemptionVictim> victims;  // evicted for it
 };
 
 class PostFilterPlugin : public virtual Plugin {

@@ -176,18 +176,31 @@ absl::Status LiveCluster::Evict(const Pod& pod, std::string_view reason) {
   if (!pod.meta.uid.empty()) {
     eviction["deleteOptions"] = {{"preconditions", {{"uid", pod.meta.uid}}}};
   }
+  // Not retried: a 429 here is a PodDisruptionBudget's "not now", which preemption answers by
+  // trying another candidate rather than waiting on the scheduling thread.
   absl::StatusOr<Response> resp =
       client_->Do({.method = "POST",
                    .path = PodPath(pod, "eviction"),
                    .body = eviction.dump(),
+                   .retry = false,
                    .write_budget = [this] { return WriteBudget(); }});
   if (!resp.ok()) return resp.status();
-  if (resp->ok() || resp->code == 404) {
+  if (resp->ok()) {
     evictions_.fetch_add(1);
     spdlog::info("evicted pod {}: {}", pod.Key(), reason);
     return absl::OkStatus();
   }
-  // 429: a PodDisruptionBudget forbids it now.
+  if (resp->code == 404 || resp->code == 409) {
+    // 404: gone already. 409: the UID precondition failed, so the pod evicted is gone and
+    // another holds its name.
+    spdlog::info("evict pod {}: already gone (HTTP {})", pod.Key(), resp->code);
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone: ", resp->ErrorMessage()));
+  }
+  if (resp->code == 429) {
+    spdlog::info("evict pod {}: refused for now: {}", pod.Key(), resp->ErrorMessage());
+    return absl::ResourceExhaustedError(
+        StrCat("evict pod ", pod.Key(), ": HTTP 429: ", resp->ErrorMessage()));
+  }
   return resp->ToStatus(StrCat("evict pod ", pod.Key()));
 }
 

@@ -13,6 +13,10 @@
 //   the node was deleted meanwhile        Unavailable (nothing sent; the pod is retried)
 //   429/5xx after retries, no answer      Unavailable / DeadlineExceeded (transient)
 //   other 4xx                             their own code (InvalidArgument, PermissionDenied, ...)
+// Eviction answers (ClusterApi::Evict), sent once (no retry):
+//   201                                   OK
+//   404, or 409 (the UID precondition: another pod holds the name)   NotFound (already gone)
+//   429 (a PodDisruptionBudget forbids it now)                       ResourceExhausted
 #pragma once
 
 #include <atomic>

@@ -86,6 +86,21 @@ class PriorityClassHandler final : public InformerHandler {
   Scheduler* s_;
 };
 
+class DisruptionBudgetHandler final : public InformerHandler {
+ public:
+  explicit DisruptionBudgetHandler(Scheduler* s) : s_(s) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    absl::StatusOr<PodDisruptionBudget> pdb = DecodePodDisruptionBudget(object);
+    if (!pdb.ok()) return WarnUndecodable(pdb.status());
+    s_->OnPodDisruptionBudget(*std::move(pdb));
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnPodDisruptionBudgetDelete(key); }
+
+ private:
+  Scheduler* s_;
+};
+
 // Gang objects (scheduler/gang): PodGroups, Workloads, v1alpha2 PodGroups and Jobs. List items
 // of built-in kinds carry no apiVersion/kind, so the handler knows what it watches.
 class GangObjectHandler final : public InformerHandler {
@@ -228,6 +243,10 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<GangObjectHandler>(scheduler, "scheduling.k8s.io/v1alpha2", "PodGroup"));
   add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
       std::make_unique<GangObjectHandler>(scheduler, "batch/v1", "Job"));
+  // Budgets that preemption must respect: which version the server serves was discovered.
+  add({.name = "poddisruptionbudgets",
+       .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
+      std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<QueueHandler>(scheduler));
   for (ResourceSpec& spec : options.extra_custom) {

@@ -40,7 +40,9 @@ void StatusReporter::PodScheduled(const Pod& pod, const std::string& node) {
 
 void StatusReporter::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) {
   events_->Record(pod, "Warning", "FailedScheduling", message);
-  Want(pod, PodCondition{.reason = std::string(ConditionReason(kind)), .message = message});
+  Want(pod, PodCondition{.reason = std::string(ConditionReason(kind)),
+                         .message = message,
+                         .nominated_node = pod.nominated_node_name});
 }
 
 void StatusReporter::PodSchedulingGated(const Pod& pod) {
@@ -98,7 +100,12 @@ KeyedQueue::Outcome StatusReporter::Write(const std::string& key) {
                     {"lastTransitionTime", FormatRfc3339(absl::Now())}};
   // Strategic merge: conditions merge by "type", so other conditions stay. The UID makes the
   // patch fail (422) instead of touching a new pod that took the name.
-  json patch = {{"status", {{"conditions", json::array({condition})}}}};
+  // nominatedNodeName: the node a preemption chose (null removes it), as kube-scheduler sets it
+  // with the condition.
+  json patch = {{"status",
+                 {{"conditions", json::array({condition})},
+                  {"nominatedNodeName",
+                   want.nominated_node.empty() ? json(nullptr) : json(want.nominated_node)}}}};
   if (!r.uid.empty()) patch["metadata"] = {{"uid", r.uid}};
   absl::StatusOr<Response> resp =
       client_->Do({.method = "PATCH",

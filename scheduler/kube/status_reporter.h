@@ -2,8 +2,10 @@
 // happened to their pods, as kube-scheduler does:
 //   - a bound pod gets a Normal "Scheduled" event;
 //   - a pod that could not be placed gets a Warning "FailedScheduling" event and the condition
-//     PodScheduled=False, reason Unschedulable (no node fits) or SchedulerError (an error, or a
-//     bind that failed), with the same message.
+//     PodScheduled=False, reason Unschedulable (no node fits), QuotaExceeded (only its queue's
+//     quota said no) or SchedulerError (an error, or a bind that failed), with the same message;
+//     the same status patch sets status.nominatedNodeName to the node a preemption chose for
+//     it (or clears it).
 // The failure class comes typed (FailureKind), never from the message text.
 //
 // Condition writes are never silently lost: the reporter keeps, per pod, the condition it wants
@@ -36,8 +38,10 @@ struct StatusReporterOptions {
 };
 
 struct PodCondition {
-  std::string reason;  // "Unschedulable", "SchedulerError" or "SchedulingGated"
+  std::string reason;  // "Unschedulable", "QuotaExceeded", "SchedulerError" or "SchedulingGated"
   std::string message;
+  // status.nominatedNodeName, written with the condition as kube-scheduler does ("" clears it).
+  std::string nominated_node;
   bool operator==(const PodCondition&) const = default;
 };
 

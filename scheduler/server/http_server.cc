@@ -14,8 +14,30 @@ HttpServer::HttpServer(HttpServerOptions options, const MetricsRegistry* registr
 
 HttpServer::~HttpServer() { Stop(); }
 
+namespace {
+
+// The token of an "Authorization: Bearer TOKEN" header, or "".
+std::string BearerToken(const httplib::Request& req) {
+  const std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return "";
+  return header.substr(kBearer.size());
+}
+
+}  // namespace
+
 absl::Status HttpServer::Start() {
-  server_ = std::make_unique<httplib::Server>();
+  if (options_.tls.has_value()) {
+    auto https = std::make_unique<httplib::SSLServer>(options_.tls->cert_file.c_str(),
+                                                      options_.tls->key_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(StrCat("cannot serve HTTPS with ", options_.tls->cert_file,
+                                               " and ", options_.tls->key_file));
+    }
+    server_ = std::move(https);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
   server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
@@ -32,7 +54,16 @@ absl::Status HttpServer::Start() {
       res.set_content(StrCat("not ready: ", s.reason), "text/plain");
     }
   });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.metrics_authorizer != nullptr) {
+      AuthDecision d = options_.metrics_authorizer->Authorize(BearerToken(req), "get", "/metrics");
+      if (d.http_status != 200) {
+        res.status = d.http_status;
+        if (d.http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content(d.reason + "\n", "text/plain");
+        return;
+      }
+    }
     res.set_content(registry_->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   if (options_.port == 0) {
@@ -52,7 +83,9 @@ absl::Status HttpServer::Start() {
   for (int i = 0; i < 1000 && !server_->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  spdlog::info("serving /healthz, /readyz and /metrics on {}:{}", options_.bind_address, port_);
+  spdlog::info("serving /healthz, /readyz and /metrics on {}://{}:{}{}",
+               options_.tls ? "https" : "http", options_.bind_address, port_,
+               options_.metrics_authorizer ? " (/metrics authorized by the API server)" : "");
   return absl::OkStatus();
 }
 

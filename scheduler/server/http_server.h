@@ -1,10 +1,12 @@
-// The scheduler's HTTP endpoints (cpp-httplib, plain HTTP):
-//   /healthz  200 "ok" while the process is alive and serving
+// The scheduler's HTTP endpoints (cpp-httplib), over HTTPS (the secure port) or plain HTTP:
+//   /healthz  200 "ok" while the process is alive and serving (open to anyone)
 //   /readyz   200 when the informers have synced and, with leader election, the leader is
-//             known; 503 with the reason otherwise
-//   /metrics  Prometheus text format (MetricsRegistry::Render)
+//             known; 503 with the reason otherwise (open to anyone)
+//   /metrics  Prometheus text format (MetricsRegistry::Render); with an authorizer, only for a
+//             caller whose bearer token it allows (401 without a token, 403 when denied)
 //
-//   HttpServer server({.bind_address = "0.0.0.0", .port = 10251}, &registry,
+//   HttpServer server({.bind_address = "0.0.0.0", .port = 10259, .tls = cert,
+//                      .metrics_authorizer = &delegated}, &registry,
 //                     [&] { return ReadyState{...}; });
 //   RETURN_IF_ERROR(server.Start());
 //   ...
@@ -13,11 +15,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "scheduler/server/metrics.h"
+#include "scheduler/server/serving_cert.h"
 
 namespace httplib {
 class Server;
@@ -25,9 +30,25 @@ class Server;
 
 namespace tessel::server {
 
+// Whether a request may be served: a caller authenticated by its bearer token and authorized
+// for the request's verb on its non-resource path (e.g. get /metrics).
+struct AuthDecision {
+  int http_status = 200;  // 200 allowed, 401 not authenticated, 403 denied, 500 not decided
+  std::string reason;
+};
+class RequestAuthorizer {
+ public:
+  virtual ~RequestAuthorizer() = default;
+  // `bearer_token` is empty when the request carried none. Called on server threads.
+  virtual AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
+                                 std::string_view path) = 0;
+};
+
 struct HttpServerOptions {
   std::string bind_address = "0.0.0.0";
-  int port = 10251;  // 0 picks a free port (see port())
+  int port = 10259;  // 0 picks a free port (see port())
+  std::optional<ServingCert> tls;                   // set: HTTPS
+  RequestAuthorizer* metrics_authorizer = nullptr;  // set: /metrics is authorized
 };
 
 struct ReadyState {

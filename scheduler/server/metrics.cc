@@ -255,9 +255,13 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       "Scheduling attempt latency in seconds (scheduling algorithm + binding)", {"result", "profile"},
       {0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
        8.192, 16.384});
-  preemption_victims_ = &registry->Histogram("scheduler_preemption_victims",
-                                             "Number of selected preemption victims", {},
-                                             {1, 2, 4, 8, 16, 32, 64});
+  preemption_victims_ = &registry->Histogram(
+      "scheduler_preemption_victims",
+      "Number of selected preemption victims, per preemption, by why they were eligible "
+      "('LowerPriority', or the reason a victim policy such as quota reclaim gave)",
+      {"reason"}, {1, 2, 4, 8, 16, 32, 64});
+  preemption_attempts_ = &registry->Counter("scheduler_preemption_attempts_total",
+                                            "Preemptions that evicted pods", {});
   registry->Gauge("scheduler_pending_pods",
                   "Number of pending pods, by the queue type. 'active' means number of pods in "
                   "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
@@ -356,8 +360,15 @@ void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const 
   }
 }
 
-void SchedulerMetrics::RecordPreemption(int victims) {
-  preemption_victims_->Observe({}, static_cast<double>(victims));
+void SchedulerMetrics::PodsPreempted(const Pod&, const std::string&,
+                                     const std::vector<PreemptionVictim>& victims) {
+  if (victims.empty()) return;
+  preemption_attempts_->Inc({});
+  std::map<std::string, int64_t> by_reason;
+  for (const PreemptionVictim& v : victims) ++by_reason[v.reason];
+  for (const auto& [reason, n] : by_reason) {
+    preemption_victims_->Observe({reason}, static_cast<double>(n));
+  }
 }
 
 }  // namespace tessel::server

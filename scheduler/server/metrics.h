@@ -7,7 +7,8 @@
 //   scheduler_schedule_attempts_total{result,profile}          counter
 //   scheduler_scheduling_attempt_duration_seconds{result,profile} histogram
 //   scheduler_pending_pods{queue="active|backoff|unschedulable|gated"}  gauge
-//   scheduler_preemption_victims                                histogram (RecordPreemption)
+//   scheduler_preemption_victims{reason}                        histogram, victims per preemption
+//   scheduler_preemption_attempts_total                         counter
 //   tessel_gpu_allocatable / tessel_gpu_allocated               gauges, physical-GPU equivalents
 //   tessel_gpu_fragmentation                                    gauge, physical-GPU equivalents (FGD)
 //   tessel_queue_nominal_quota / tessel_queue_usage / tessel_queue_borrowed{queue,resource}
@@ -129,8 +130,8 @@ class SchedulerMetrics final : public SchedulingObserver {
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
-  // A preemption evicted `victims` pods (called by the preemption layer).
-  void RecordPreemption(int victims);
+  void PodsPreempted(const Pod& preemptor, const std::string& node,
+                     const std::vector<PreemptionVictim>& victims) override;
 
  private:
   // Ends an attempt whose binding cycle was running: counts and observes it.
@@ -145,6 +146,7 @@ class SchedulerMetrics final : public SchedulingObserver {
   CounterFamily* attempts_;
   HistogramFamily* attempt_duration_;
   HistogramFamily* preemption_victims_;
+  CounterFamily* preemption_attempts_;
 };
 
 }  // namespace tessel::server

@@ -158,8 +158,9 @@ it_start_scheduler() {
   local name=$1; shift
   local port log="$IT_WORK/scheduler-$name.log"
   port=$(free_port)
+  # Plain HTTP on a free port for the tests' probes; HTTPS off unless the test asks for it.
   "$TESSEL_SCHEDULER_BIN" --kubeconfig "$SCHED_KUBECONFIG" --bind-address 127.0.0.1 --port "$port" \
-    "$@" >>"$log" 2>&1 &
+    --secure-port 0 "$@" >>"$log" 2>&1 &
   local pid=$!
   IT_PIDS+=("$pid")
   printf -v "SCHED_PID_$name" '%s' "$pid"

@@ -203,6 +203,28 @@ TEST_CASE("status: one condition per distinct wish, reason from the failure kind
     CHECK(patch["status"]["conditions"][0]["status"] == "False");
   }
   CHECK(ConditionReason(FailureKind::kError) == "SchedulerError");
+  CHECK(ConditionReason(FailureKind::kQuotaExceeded) == "QuotaExceeded");
+}
+
+TEST_CASE("status: the nominated node travels in the same patch, and is cleared with null") {
+  FlakyServer server;
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  Pod pod = MakePod("p");
+  pod.nominated_node_name = "gpu-7";
+  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  pod.nominated_node_name.clear();
+  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  std::vector<json> patches;
+  for (const auto& call : server.api.calls()) {
+    if (call.path == "/api/v1/namespaces/ns/pods/p/status") patches.push_back(json::parse(call.body));
+  }
+  REQUIRE(patches.size() == 2);
+  CHECK(patches[0]["status"]["nominatedNodeName"] == "gpu-7");
+  CHECK(patches[1]["status"]["nominatedNodeName"].is_null());
+  CHECK(patches[1]["status"].contains("nominatedNodeName"));
 }
 
 TEST_CASE("status: a gated pod shows PodScheduled=False SchedulingGated, without an Event") {

@@ -5,7 +5,7 @@
 // every object arrived and prints the process's peak and current RSS (VmHWM, VmRSS), the fake
 // server's transient pages included. Run it with:
 //
-//   TESSEL_RSS_NODES=5000 TESSEL_RSS_PODS=100000 build/tests/live/tessel_live_tests "[.rss]"
+//   TESSEL_RSS_NODES=5000 TESSEL_RSS_PODS=100000 build/bin/tessel_live_tests "[.rss]"
 //
 // and, to turn the target into a check, TESSEL_RSS_LIMIT_MIB=300.
 #include <catch2/catch.hpp>

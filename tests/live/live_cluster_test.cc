@@ -39,6 +39,7 @@ struct PodOnServer {
   bool deleting = false;
   int bind_answer = 0;   // forced HTTP code for binds (0: behave like the apiserver)
   bool lose_first_answer = false;  // the first bind lands but answers 503
+  int evict_answer = 201;          // HTTP code for evictions
 };
 
 struct Fixture {
@@ -62,6 +63,15 @@ struct Fixture {
         pod.node = b["target"]["name"];
         res.status = pod.lose_first_answer ? 503 : 201;
         pod.lose_first_answer = false;
+      }
+      return;
+    }
+    if (call.line() == "POST /api/v1/namespaces/ns/pods/p/eviction") {
+      res.status = pod.evict_answer;
+      if (pod.evict_answer == 429) {
+        res.set_header("Retry-After", "1");
+        res.set_content(R"({"kind":"Status","status":"Failure","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","code":429})",
+                        "application/json");
       }
       return;
     }
@@ -152,6 +162,33 @@ TEST_CASE("bind: the answer is typed") {
       CHECK(st.code() == c.want);
       CHECK(f.cluster.binds() == c.binds);
     }
+  }
+}
+
+TEST_CASE("evict: one POST with the UID precondition; the answer is typed, never retried") {
+  struct Case {
+    int http;
+    absl::StatusCode want;
+    int64_t evictions;
+  };
+  for (const Case& c : std::vector<Case>{
+           {201, absl::StatusCode::kOk, 1},
+           {404, absl::StatusCode::kNotFound, 0},           // already gone
+           {409, absl::StatusCode::kNotFound, 0},           // another pod holds the name
+           {429, absl::StatusCode::kResourceExhausted, 0},  // a PodDisruptionBudget says no
+       }) {
+    CAPTURE(c.http);
+    Fixture f;
+    f.pod.evict_answer = c.http;
+    absl::Status st = f.cluster.Evict(TestPod(), "preempted");
+    CAPTURE(st.ToString());
+    CHECK(st.code() == c.want);
+    CHECK(f.cluster.evictions() == c.evictions);
+    std::vector<FakeApiServer::Call> calls = f.api.calls();
+    REQUIRE(calls.size() == 1);  // a 429 is a budget's answer, not a reason to wait here
+    json body = json::parse(calls[0].body);
+    CHECK(body["kind"] == "Eviction");
+    CHECK(body["deleteOptions"]["preconditions"]["uid"] == "uid-1");
   }
 }
 

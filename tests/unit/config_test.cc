@@ -216,7 +216,7 @@ TEST_CASE("configuration errors name the field, exactly", "[config]") {
       {"{[a]: 1}", "(top level): a key is not a plain string"},
       // kube-scheduler fields Tessel does not support.
       {"healthzBindAddress: 0.0.0.0:10251",
-       "healthzBindAddress: not supported by Tessel; use --bind-address and --port (one server for "
+       "healthzBindAddress: not supported by Tessel; use --bind-address and --secure-port (one server for "
        "/healthz and /metrics)"},
       {"extenders: [{urlPrefix: http://x}]",
        "extenders: not supported by Tessel; write a plugin (see README, \"How to add a plugin\")"},

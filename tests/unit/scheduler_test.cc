@@ -314,6 +314,99 @@ TEST_CASE("a nominated node is tried first and dropped when it no longer fits", 
   }
 }
 
+// A nomination read from the API server (status.nominatedNodeName, e.g. after a restart) holds
+// its room: pods of lower or equal priority do not take it, more important ones do, and the
+// room is free again once the nominated pod is gone.
+TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priority", "[scheduler][preemption]") {
+  Fixture f(1);
+  // Runs until idle, letting backoffs pass on the manual clock.
+  auto settle = [&f] {
+    for (int i = 0; i < 5; ++i) {
+      f.RunUntilIdle();
+      f.clock.Advance(absl::Seconds(30));
+    }
+  };
+  Pod waiting = PodBuilder("waiting").Requests("cpu:1,nvidia.com/gpu:6").Priority(100).Build();
+  waiting.nominated_node_name = "n1";
+  // It does not fit yet: a terminating pod it preempted still holds the node.
+  Pod leaving = PodBuilder("leaving").Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node("n1").Build();
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(1);
+  f.s->OnPodAdd(leaving);
+  f.s->OnPodAdd(waiting);
+  settle();
+  CHECK_FALSE(f.observer.scheduled.contains("default/waiting"));
+  CHECK(f.api.evictions.empty());  // it waits for its victim instead of preempting again
+  CHECK(f.s->NominatedNodeOf("default/waiting") == "n1");
+
+  // The victim leaves. Pods of lower and equal priority arrive first, in the same instant.
+  f.s->OnPodDelete("default/leaving");
+  SECTION("lower and equal priority wait; the nominated pod takes its node") {
+    f.s->OnPodAdd(PodBuilder("lower").Requests("cpu:1,nvidia.com/gpu:4").Priority(50).Build());
+    f.s->OnPodAdd(PodBuilder("peer").Requests("cpu:1,nvidia.com/gpu:4").Priority(100).Created(0).Build());
+    settle();
+    CHECK(f.observer.scheduled.at("default/waiting") == "n1");
+    CHECK_FALSE(f.observer.scheduled.contains("default/lower"));
+    CHECK_FALSE(f.observer.scheduled.contains("default/peer"));
+    CHECK(f.s->NominatedNodeOf("default/waiting").empty());  // placed: no longer nominated
+  }
+  SECTION("a more important pod may take the room") {
+    f.s->OnPodAdd(PodBuilder("vip").Requests("cpu:1,nvidia.com/gpu:4").Priority(200).Build());
+    settle();
+    CHECK(f.observer.scheduled.at("default/vip") == "n1");
+  }
+  SECTION("the nominated pod is deleted: its room is free") {
+    f.s->OnPodDelete("default/waiting");
+    CHECK(f.s->NominatedNodeOf("default/waiting").empty());
+    f.s->OnPodAdd(PodBuilder("lower").Requests("cpu:1,nvidia.com/gpu:4").Priority(50).Build());
+    settle();
+    CHECK(f.observer.scheduled.at("default/lower") == "n1");
+  }
+}
+
+TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging update", "[scheduler][preemption]") {
+  Fixture f(1);
+  f.s->OnPodAdd(PodBuilder("low").Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node("n1").Build());
+  f.s->OnPodAdd(PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:8").Priority(100).Build());
+  f.RunUntilIdle();
+  CHECK(f.api.evictions == std::vector<std::string>{"default/low"});
+  CHECK(f.s->NominatedNodeOf("default/high") == "n1");
+  CHECK_THAT(f.observer.failures.at("default/high"), Catch::EndsWith("Preempting pods on node n1."));
+  Pod high = PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:8").Priority(100).Build();
+  SECTION("an update from before the status patch landed keeps the nomination") {
+    f.s->OnPodUpdate(high);
+    CHECK(f.s->NominatedNodeOf("default/high") == "n1");
+  }
+  SECTION("once the API server showed it, an update without it removes it") {
+    high.nominated_node_name = "n1";
+    f.s->OnPodUpdate(high);
+    high.nominated_node_name.clear();
+    f.s->OnPodUpdate(high);
+    CHECK(f.s->NominatedNodeOf("default/high").empty());
+  }
+  SECTION("the victim leaves: the preemptor takes the node") {
+    f.s->OnPodDelete("default/low");
+    for (int i = 0; i < 3; ++i) {
+      f.RunUntilIdle();
+      f.clock.Advance(absl::Seconds(30));
+    }
+    CHECK(f.observer.scheduled.at("default/high") == "n1");
+    CHECK(f.s->NominatedNodeOf("default/high").empty());
+  }
+}
+
+TEST_CASE("preemptionPolicy Never: the pod waits, nothing is evicted", "[scheduler][preemption]") {
+  Fixture f(1);
+  f.s->OnPodAdd(PodBuilder("low").Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node("n1").Build());
+  PodBuilder polite("polite");
+  polite.Requests("cpu:1,nvidia.com/gpu:8").Priority(100);
+  polite.mutable_pod().preemption_policy = PreemptionPolicy::kNever;
+  f.s->OnPodAdd(polite.Build());
+  f.RunUntilIdle();
+  CHECK(f.api.evictions.empty());
+  CHECK(f.s->NominatedNodeOf("default/polite").empty());
+  CHECK(f.observer.failures.at("default/polite") == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+}
+
 TEST_CASE("a pod updated during its own cycle is read safely to the cycle's end", "[scheduler]") {
   // The informer delivers an update while the cycle is failing the pod: the update enters the
   // queue first, the cycle's copy is dropped, and the cycle must still hold what it reads.

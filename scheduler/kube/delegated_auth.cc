@@ -1,0 +1,109 @@
+// TokenReview + SubjectAccessReview with a cache (see delegated_auth.h).
+#include "scheduler/kube/delegated_auth.h"
+
+#include <openssl/evp.h>
+
+#include "nlohmann/json.hpp"
+#include "scheduler/util/strings.h"
+#include "spdlog/spdlog.h"
+
+namespace tessel::kube {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Sha256Hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (unsigned int i = 0; i < size; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
+}
+
+// POSTs a review object and returns its status, or an error.
+absl::StatusOr<json> PostReview(KubeClient& client, std::string_view path, const json& review) {
+  absl::StatusOr<Response> r = client.Do(
+      {.method = "POST", .path = std::string(path), .body = review.dump(), .timeout = absl::Seconds(5)});
+  if (!r.ok()) return r.status();
+  if (!r->ok()) return r->ToStatus(StrCat("POST ", path));
+  json answer = json::parse(r->body, nullptr, false);
+  if (!answer.is_object() || !answer.contains("status") || !answer["status"].is_object()) {
+    return absl::DataLossError(StrCat("POST ", path, ": the answer has no status"));
+  }
+  return answer["status"];
+}
+
+}  // namespace
+
+DelegatedAuthorizer::DelegatedAuthorizer(KubeClient* client, const Clock* clock,
+                                         DelegatedAuthOptions options)
+    : client_(client), clock_(clock), options_(options) {}
+
+int64_t DelegatedAuthorizer::reviews_sent() const {
+  absl::MutexLock lock(&mu_);
+  return reviews_sent_;
+}
+
+server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_token,
+                                                    std::string_view verb, std::string_view path) {
+  if (bearer_token.empty()) return {401, "Unauthorized: a bearer token is required"};
+  const std::string key = StrCat(Sha256Hex(bearer_token), "|", verb, "|", path);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end() && clock_->Now() < it->second.expires) return it->second.decision;
+  }
+  server::AuthDecision decision = Review(bearer_token, verb, path);
+  if (decision.http_status != 500) {
+    const absl::Duration ttl = decision.http_status == 200 ? options_.allowed_ttl : options_.denied_ttl;
+    absl::MutexLock lock(&mu_);
+    if (cache_.size() >= options_.max_entries) cache_.clear();
+    cache_[key] = Cached{decision, clock_->Now() + ttl};
+  }
+  return decision;
+}
+
+server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, std::string_view verb,
+                                                 std::string_view path) {
+  {
+    absl::MutexLock lock(&mu_);
+    reviews_sent_ += 1;
+  }
+  absl::StatusOr<json> who = PostReview(
+      *client_, "/apis/authentication.k8s.io/v1/tokenreviews",
+      {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}});
+  if (!who.ok()) {
+    spdlog::warn("metrics authentication: {}", who.status().message());
+    return {500, "Internal Server Error: authentication unavailable"};
+  }
+  if (!who->value("authenticated", false)) return {401, "Unauthorized"};
+  const json user = who->value("user", json::object());
+  json spec = {{"user", user.value("username", "")},
+               {"nonResourceAttributes", {{"path", path}, {"verb", verb}}}};
+  if (user.contains("uid")) spec["uid"] = user["uid"];
+  if (user.contains("groups")) spec["groups"] = user["groups"];
+  if (user.contains("extra")) spec["extra"] = user["extra"];
+  {
+    absl::MutexLock lock(&mu_);
+    reviews_sent_ += 1;
+  }
+  absl::StatusOr<json> may = PostReview(
+      *client_, "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}});
+  if (!may.ok()) {
+    spdlog::warn("metrics authorization: {}", may.status().message());
+    return {500, "Internal Server Error: authorization unavailable"};
+  }
+  if (may->value("allowed", false)) return {200, ""};
+  return {403, StrCat("Forbidden: user \"", user.value("username", ""), "\" may not ", verb, " ",
+                      path, may->contains("reason") ? StrCat(": ", may->value("reason", "")) : "")};
+}
+
+}  // namespace tessel::kube

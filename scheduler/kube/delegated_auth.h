@@ -1,0 +1,56 @@
+// Delegated authentication and authorization for the scheduler's own endpoints, as
+// kube-scheduler does it: the caller's bearer token is checked with a TokenReview
+// (authentication.k8s.io/v1), and the authenticated user's right to the verb on the
+// non-resource path (get /metrics) with a SubjectAccessReview (authorization.k8s.io/v1).
+// Answers are cached by the token's SHA-256, allowed and denied ones for their own TTL, so a
+// scraper every few seconds costs the API server two requests per TTL. The scheduler's
+// ServiceAccount needs the ClusterRole system:auth-delegator (manifests/rbac.yaml).
+//
+//   DelegatedAuthorizer auth(clients->status.get(), &clock);
+//   HttpServer https({.tls = cert, .metrics_authorizer = &auth}, ...);
+#pragma once
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "scheduler/kube/client.h"
+#include "scheduler/server/http_server.h"
+#include "scheduler/util/clock.h"
+
+namespace tessel::kube {
+
+struct DelegatedAuthOptions {
+  absl::Duration allowed_ttl = absl::Seconds(10);
+  absl::Duration denied_ttl = absl::Seconds(10);
+  size_t max_entries = 4096;  // beyond it the cache is emptied (tokens are few in practice)
+};
+
+class DelegatedAuthorizer final : public server::RequestAuthorizer {
+ public:
+  DelegatedAuthorizer(KubeClient* client, const Clock* clock, DelegatedAuthOptions options = {});
+
+  // 200 allowed; 401 no token, or one the API server does not authenticate; 403 denied; 500
+  // when the API server could not be asked (not cached).
+  server::AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
+                                 std::string_view path) override;
+
+  int64_t reviews_sent() const;
+
+ private:
+  server::AuthDecision Review(std::string_view token, std::string_view verb, std::string_view path);
+
+  KubeClient* client_;
+  const Clock* clock_;
+  DelegatedAuthOptions options_;
+  struct Cached {
+    server::AuthDecision decision;
+    absl::Time expires;
+  };
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);  // sha256|verb|path
+  int64_t reviews_sent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace tessel::kube

@@ -1,0 +1,398 @@
+// Victim selection for priority preemption (see preemption.h).
+#include "scheduler/preemption/preemption.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "scheduler/util/strings.h"
+
+namespace tessel::preemption {
+namespace {
+
+using NodeLookup = std::function<const NodeInfo*(std::string_view)>;
+// Running pods by gang key.
+using GangIndex = StringKeyedMap<std::vector<PodRef>>;
+
+int32_t PriorityOf(const Context& ctx, const Pod& pod) {
+  return ctx.priority_of ? ctx.priority_of(pod) : pod.PriorityValue();
+}
+
+absl::Time StartOf(const Pod& pod) { return pod.start_time.value_or(pod.meta.creation_timestamp); }
+
+std::string GangOf(const Context& ctx, const Pod& pod) {
+  return ctx.gang_of ? ctx.gang_of(pod) : std::string();
+}
+
+GangIndex IndexGangs(const Context& ctx) {
+  GangIndex index;
+  if (!ctx.gang_of) return index;
+  for (const NodeInfo* info : ctx.snapshot->nodes()) {
+    for (const PodRef& p : info->pods()) {
+      std::string gang = ctx.gang_of(*p);
+      if (!gang.empty()) index[gang].push_back(p);
+    }
+  }
+  return index;
+}
+
+// Whether `victim` may be evicted for `preemptor`, and the reason to report.
+bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor, const Pod& victim,
+              std::string* reason) {
+  if (victim.Key() == preemptor.Key()) return false;
+  std::string policy_reason;
+  switch (ctx.framework->RunVictimPolicies(state, preemptor, victim, &policy_reason)) {
+    case VictimVerdict::kDeny:
+      return false;
+    case VictimVerdict::kAllow:
+      *reason = policy_reason.empty() ? std::string("VictimPolicy") : policy_reason;
+      return true;
+    case VictimVerdict::kDefer:
+      break;
+  }
+  if (PriorityOf(ctx, victim) >= PriorityOf(ctx, preemptor)) return false;
+  *reason = std::string(kLowerPriority);
+  return true;
+}
+
+// Pods that are evicted together: one pod, or a gang's members (here: on the node evaluated).
+struct Unit {
+  std::vector<PreemptionVictim> here;
+  std::vector<PreemptionVictim> elsewhere;
+  int32_t priority = std::numeric_limits<int32_t>::min();  // of its most important pod
+  absl::Time start = absl::InfiniteFuture();                // earliest start among its pods
+};
+
+// kube-scheduler's MoreImportantPod, for units: higher priority, then started earlier.
+bool MoreImportant(const Unit& a, const Unit& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  return a.start < b.start;
+}
+
+bool MoreImportantVictim(const Context& ctx, const PreemptionVictim& a, const PreemptionVictim& b) {
+  const int32_t pa = PriorityOf(ctx, *a.pod), pb = PriorityOf(ctx, *b.pod);
+  if (pa != pb) return pa > pb;
+  const absl::Time sa = StartOf(*a.pod), sb = StartOf(*b.pod);
+  if (sa != sb) return sa < sb;
+  return a.pod->Key() < b.pod->Key();
+}
+
+void Note(const Context& ctx, Unit& u, const PodRef& p) {
+  u.priority = std::max(u.priority, PriorityOf(ctx, *p));
+  u.start = std::min(u.start, StartOf(*p));
+}
+
+// The units of eligible victims on `node`. Pods in `exclude` (a gang's members placed by this
+// plan) and pods already chosen (`gone`) are never victims.
+std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, const Pod& pod,
+                                const NodeInfo& node, const GangIndex& gangs,
+                                const StringSet& exclude, const StringSet& gone) {
+  std::vector<Unit> units;
+  StringSet gangs_seen;
+  for (const PodRef& p : node.pods()) {
+    if (exclude.contains(p->Key())) continue;
+    const std::string gang = GangOf(ctx, *p);
+    if (gang.empty()) {
+      std::string reason;
+      if (!MayEvict(ctx, state, pod, *p, &reason)) continue;
+      Unit u;
+      u.here.push_back({p, std::move(reason)});
+      Note(ctx, u, p);
+      units.push_back(std::move(u));
+      continue;
+    }
+    if (!gangs_seen.insert(gang).second) continue;
+    // The whole gang, or none of it.
+    auto members = gangs.find(gang);
+    if (members == gangs.end()) continue;
+    Unit u;
+    bool all = true;
+    for (const PodRef& m : members->second) {
+      if (gone.contains(m->Key())) continue;
+      std::string reason;
+      if (exclude.contains(m->Key()) || !MayEvict(ctx, state, pod, *m, &reason)) {
+        all = false;
+        break;
+      }
+      (m->node_name == node.name() ? u.here : u.elsewhere).push_back({m, std::move(reason)});
+      Note(ctx, u, m);
+    }
+    if (all && !u.here.empty()) units.push_back(std::move(u));
+  }
+  std::stable_sort(units.begin(), units.end(), MoreImportant);
+  return units;
+}
+
+// kube-scheduler's filterPodsWithPDBViolation, per unit: walking the units most important first,
+// a unit violates when one of its pods finds a covering budget exhausted.
+std::vector<bool> ViolatingUnits(const std::vector<PodDisruptionBudget>& pdbs,
+                                 const std::vector<Unit>& units) {
+  std::vector<int64_t> allowed;
+  for (const PodDisruptionBudget& b : pdbs) allowed.push_back(b.disruptions_allowed);
+  std::vector<bool> out;
+  for (const Unit& u : units) {
+    bool violates = false;
+    for (const auto* list : {&u.here, &u.elsewhere}) {
+      for (const PreemptionVictim& v : *list) {
+        for (size_t i = 0; i < pdbs.size(); ++i) {
+          const PodDisruptionBudget& b = pdbs[i];
+          if (!b.Covers(*v.pod)) continue;
+          if (std::find(b.disrupted_pods.begin(), b.disrupted_pods.end(), v.pod->meta.name) !=
+              b.disrupted_pods.end()) {
+            continue;
+          }
+          if (--allowed[i] < 0) violates = true;
+        }
+      }
+    }
+    out.push_back(violates);
+  }
+  return out;
+}
+
+std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& state, const Pod& pod,
+                                       const NodeInfo& node, const GangIndex& gangs,
+                                       const NodeLookup& lookup, const StringSet& exclude,
+                                       const StringSet& gone) {
+  const Framework& fw = *ctx.framework;
+  std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
+  NodeInfo work = node;
+  CycleState s = state.Clone();
+  auto remove = [&](const Unit& u) -> bool {
+    for (const PreemptionVictim& v : u.here) {
+      work.RemovePod(v.pod->Key());
+      if (!fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, work).ok()) return false;
+    }
+    for (const PreemptionVictim& v : u.elsewhere) {
+      const NodeInfo* where = lookup(v.pod->node_name);
+      if (where != nullptr && !fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, *where).ok()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto add = [&](const Unit& u) -> bool {
+    for (const PreemptionVictim& v : u.here) {
+      work.AddPod(v.pod);
+      if (!fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, work).ok()) return false;
+    }
+    for (const PreemptionVictim& v : u.elsewhere) {
+      const NodeInfo* where = lookup(v.pod->node_name);
+      if (where != nullptr && !fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, *where).ok()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto fits = [&] { return fw.RunFiltersWithNominatedPods(s, pod, work, &ctx.nominated).ok(); };
+
+  for (const Unit& u : units) {
+    if (!remove(u)) return std::nullopt;
+  }
+  if (!fits()) return std::nullopt;
+
+  // Reprieve: budget-protected units first, then the others, each most important first.
+  const std::vector<bool> violating = ViolatingUnits(ctx.pdbs, units);
+  std::vector<const Unit*> evicted;
+  for (bool pass_violating : {true, false}) {
+    for (size_t i = 0; i < units.size(); ++i) {
+      if (violating[i] != pass_violating) continue;
+      if (!add(units[i])) return std::nullopt;
+      if (fits()) continue;  // reprieved
+      if (!remove(units[i])) return std::nullopt;
+      evicted.push_back(&units[i]);
+    }
+  }
+  Candidate c{.node = node.name()};
+  for (const Unit* u : evicted) {
+    c.victims.insert(c.victims.end(), u->here.begin(), u->here.end());
+  }
+  std::sort(c.victims.begin(), c.victims.end(),
+            [&](const auto& a, const auto& b) { return MoreImportantVictim(ctx, a, b); });
+  std::vector<PreemptionVictim> elsewhere;
+  for (const Unit* u : evicted) elsewhere.insert(elsewhere.end(), u->elsewhere.begin(), u->elsewhere.end());
+  std::sort(elsewhere.begin(), elsewhere.end(),
+            [&](const auto& a, const auto& b) { return MoreImportantVictim(ctx, a, b); });
+  c.victims.insert(c.victims.end(), elsewhere.begin(), elsewhere.end());
+  c.pdb_violations = CountPdbViolations(ctx.pdbs, c.victims);
+  return c;
+}
+
+struct Summary {
+  int64_t highest = std::numeric_limits<int64_t>::min();
+  int64_t sum = 0;
+  absl::Time start_of_highest = absl::InfinitePast();  // earliest start among the highest
+};
+
+Summary Summarize(const Context& ctx, const Candidate& c) {
+  Summary s;
+  for (const PreemptionVictim& v : c.victims) {
+    const int64_t p = PriorityOf(ctx, *v.pod);
+    // Shifted to be positive, as kube-scheduler does, so that more victims never sum less.
+    s.sum += p + (int64_t{1} << 31);
+    s.highest = std::max(s.highest, p);
+  }
+  bool first = true;
+  for (const PreemptionVictim& v : c.victims) {
+    if (PriorityOf(ctx, *v.pod) != s.highest) continue;
+    const absl::Time t = StartOf(*v.pod);
+    if (first || t < s.start_of_highest) s.start_of_highest = t;
+    first = false;
+  }
+  return s;
+}
+
+}  // namespace
+
+bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& rejected,
+                       std::string* why) {
+  if (!pod.MayPreempt()) {
+    *why = "not eligible due to preemptionPolicy=Never.";
+    return false;
+  }
+  if (pod.nominated_node_name.empty()) return true;
+  if (auto it = rejected.find(pod.nominated_node_name);
+      it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) {
+    return true;  // its nominated node cannot take it any more: look elsewhere
+  }
+  if (const NodeInfo* node = ctx.snapshot->Get(pod.nominated_node_name)) {
+    for (const PodRef& p : node->pods()) {
+      if (p->meta.deletion_timestamp.has_value() && PriorityOf(ctx, *p) < PriorityOf(ctx, pod)) {
+        *why = "not eligible due to a terminating pod on the nominated node.";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::optional<Candidate> SelectVictimsOnNode(const Context& ctx, const CycleState& state,
+                                             const Pod& pod, const NodeInfo& node) {
+  const GangIndex gangs = IndexGangs(ctx);
+  const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
+  return SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {});
+}
+
+bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b) {
+  if (a.pdb_violations != b.pdb_violations) return a.pdb_violations < b.pdb_violations;
+  const Summary sa = Summarize(ctx, a), sb = Summarize(ctx, b);
+  if (sa.highest != sb.highest) return sa.highest < sb.highest;
+  if (sa.sum != sb.sum) return sa.sum < sb.sum;
+  if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
+  if (sa.start_of_highest != sb.start_of_highest) return sa.start_of_highest > sb.start_of_highest;
+  return a.node < b.node;
+}
+
+std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
+                                      const NodeStatusMap& rejected) {
+  const GangIndex gangs = IndexGangs(ctx);
+  const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
+  std::vector<Candidate> out;
+  for (const NodeInfo* node : ctx.snapshot->nodes()) {
+    auto it = rejected.find(node->name());
+    if (it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) continue;
+    if (auto c = SelectVictims(ctx, state, pod, *node, gangs, lookup, {}, {})) {
+      out.push_back(*std::move(c));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [&](const Candidate& a, const Candidate& b) { return BetterCandidate(ctx, a, b); });
+  return out;
+}
+
+int64_t CountPdbViolations(const std::vector<PodDisruptionBudget>& pdbs,
+                           const std::vector<PreemptionVictim>& victims) {
+  std::vector<int64_t> allowed;
+  for (const PodDisruptionBudget& b : pdbs) allowed.push_back(b.disruptions_allowed);
+  int64_t violations = 0;
+  for (const PreemptionVictim& v : victims) {
+    bool violates = false;
+    for (size_t i = 0; i < pdbs.size(); ++i) {
+      const PodDisruptionBudget& b = pdbs[i];
+      if (!b.Covers(*v.pod)) continue;
+      if (std::find(b.disrupted_pods.begin(), b.disrupted_pods.end(), v.pod->meta.name) !=
+          b.disrupted_pods.end()) {
+        continue;
+      }
+      if (--allowed[i] < 0) violates = true;
+    }
+    violations += violates;
+  }
+  return violations;
+}
+
+std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudget>& pdbs,
+                                            std::vector<PreemptionVictim> victims) {
+  std::stable_partition(victims.begin(), victims.end(), [&](const PreemptionVictim& v) {
+    return std::any_of(pdbs.begin(), pdbs.end(),
+                       [&](const PodDisruptionBudget& b) { return b.Covers(*v.pod); });
+  });
+  return victims;
+}
+
+GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
+                                      const std::vector<const CycleState*>& states, int32_t need) {
+  GangPreemptionPlan plan;
+  const Framework& fw = *ctx.framework;
+  GangIndex gangs = IndexGangs(ctx);
+  // The overlay: copies of the nodes this plan changed.
+  StringKeyedMap<NodeInfo> changed;
+  const NodeLookup lookup = [&](std::string_view name) -> const NodeInfo* {
+    auto it = changed.find(name);
+    return it != changed.end() ? &it->second : ctx.snapshot->Get(name);
+  };
+  auto mutable_node = [&](const std::string& name) -> NodeInfo& {
+    auto it = changed.find(name);
+    if (it == changed.end()) it = changed.emplace(name, *ctx.snapshot->Get(name)).first;
+    return it->second;
+  };
+  struct Change {
+    bool add;
+    PodRef pod;
+  };
+  std::vector<Change> log;  // replayed into each later member's state
+  StringSet placed_keys, gone;
+  int32_t placed = 0;
+  for (size_t i = 0; i < members.size() && placed < need; ++i) {
+    const Pod& member = *members[i];
+    CycleState s = states[i]->Clone();
+    bool state_ok = true;
+    for (const Change& c : log) {
+      const NodeInfo* where = lookup(c.pod->node_name);
+      if (where == nullptr) continue;
+      Status st = c.add ? fw.RunPreFilterExtensionAddPod(s, member, *c.pod, *where)
+                        : fw.RunPreFilterExtensionRemovePod(s, member, *c.pod, *where);
+      state_ok &= st.ok();
+    }
+    if (!state_ok) continue;
+    std::optional<Candidate> best;
+    for (const NodeInfo* snap_node : ctx.snapshot->nodes()) {
+      const NodeInfo& node = *lookup(snap_node->name());
+      auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone);
+      if (c && (!best || BetterCandidate(ctx, *c, *best))) best = std::move(c);
+    }
+    if (!best) continue;
+    for (PreemptionVictim& v : best->victims) {
+      if (!gone.insert(v.pod->Key()).second) continue;
+      mutable_node(v.pod->node_name).RemovePod(v.pod->Key());
+      log.push_back({false, v.pod});
+      plan.victims.push_back(std::move(v));
+    }
+    Pod at = member;
+    at.node_name = best->node;
+    auto ref = std::make_shared<const Pod>(std::move(at));
+    mutable_node(best->node).AddPod(ref);
+    log.push_back({true, ref});
+    placed_keys.insert(member.Key());
+    plan.targets.push_back({members[i], best->node});
+    ++placed;
+  }
+  plan.feasible = placed >= need;
+  plan.pdb_violations = CountPdbViolations(ctx.pdbs, plan.victims);
+  if (!plan.feasible) {
+    plan.message = StrCat("preemption: evicting lower-priority pods would make room for ", placed,
+                          " of the ", need, " members still needed");
+  }
+  return plan;
+}
+
+}  // namespace tessel::preemption

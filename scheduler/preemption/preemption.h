@@ -1,0 +1,112 @@
+// Priority preemption: which pods to evict so that a pod that fits nowhere can run. Shared by
+// the DefaultPreemption PostFilter plugin (one pod, plugins/default_preemption) and the gang
+// cycle (every member of a gang, across nodes: PlanGangPreemption), so both choose victims by
+// the same rules. Semantics follow kube-scheduler's defaultpreemption; docs/preemption.md says
+// where Tessel differs.
+//
+// Who may be a victim: a pod on the node other than the preemptor whose priority is lower,
+// unless a VictimPolicyPlugin of the profile decides otherwise (reclaim of borrowed quota may
+// allow a pod of equal or higher priority; a policy may deny a lower one). A pod of a gang
+// (scheduler/gang) is evicted only with its whole gang: every running member must be eligible,
+// and all of them become victims, wherever they run.
+//
+// Victims on one node (SelectVictimsOnNode): remove every eligible pod (through the PreFilter
+// extensions, so pod-to-pod rules see them gone) and run every filter; if the pod still does
+// not fit, the node is no candidate. Otherwise put them back one unit (a pod, or a gang's pods
+// on this node) at a time, most important first (priority, then earliest start), those whose
+// eviction would violate a PodDisruptionBudget before the others, keeping each that still lets
+// the pod fit ("reprieve"). What stays removed are the victims: no more than needed.
+//
+// Choosing among candidates (BetterCandidate), kube-scheduler's order: fewest PDB violations,
+// then the lowest highest-victim priority, the smallest sum of priorities, the fewest victims,
+// the latest start among the highest-priority victims; ties by node name (deterministic).
+//
+//   Context ctx{.framework = fw, .snapshot = &snapshot, .pdbs = handle.PodDisruptionBudgets(), ...};
+//   std::vector<Candidate> best_first = FindCandidates(ctx, state, pod, filter_rejections);
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/framework.h"
+#include "scheduler/state/snapshot.h"
+
+namespace tessel::preemption {
+
+inline constexpr std::string_view kLowerPriority = "LowerPriority";
+
+struct Context {
+  const Framework* framework = nullptr;
+  const Snapshot* snapshot = nullptr;
+  std::vector<PodDisruptionBudget> pdbs;
+  // Pods nominated to nodes by earlier preemptions: their space is not for the pod unless it
+  // is more important (Framework::RunFiltersWithNominatedPods).
+  NominatedPodMap nominated;
+  // The gang a pod belongs to ("" for none).
+  std::function<std::string(const Pod&)> gang_of;
+  // A pod's priority (resolved from its PriorityClass when the pod does not carry it).
+  std::function<int32_t(const Pod&)> priority_of;
+};
+
+struct Candidate {
+  std::string node;
+  // Victims on the node, then the gang mates of those victims running elsewhere; most
+  // important first.
+  std::vector<PreemptionVictim> victims;
+  int64_t pdb_violations = 0;
+};
+
+// Whether the pod may preempt now; `why` says why not. Never with preemptionPolicy: Never; not
+// while a lower-priority pod on its nominated node is still terminating (its earlier victims
+// are leaving), unless that node turned unresolvable for it.
+bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& rejected,
+                       std::string* why);
+
+// The eligible victims on `node` that make `pod` fit there (see the file comment), or nullopt
+// when evicting every eligible pod would not. `state` is the pod's cycle state after PreFilter;
+// it is copied, never changed.
+std::optional<Candidate> SelectVictimsOnNode(const Context& ctx, const CycleState& state,
+                                             const Pod& pod, const NodeInfo& node);
+
+// kube-scheduler's candidate order: true when `a` is the better choice.
+bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b);
+
+// Every node preemption could help (its filter rejection is not UnschedulableAndUnresolvable),
+// evaluated; the candidates, best first.
+std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
+                                      const NodeStatusMap& rejected);
+
+// How many of `victims` (in this order) a PodDisruptionBudget does not allow to be evicted.
+int64_t CountPdbViolations(const std::vector<PodDisruptionBudget>& pdbs,
+                           const std::vector<PreemptionVictim>& victims);
+
+// Victims ordered for eviction: those a PDB covers first, so that a refusal (HTTP 429) comes
+// before anything else on the candidate was evicted.
+std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudget>& pdbs,
+                                            std::vector<PreemptionVictim> victims);
+
+// --- Gang preemptors ---
+struct GangMemberTarget {
+  PodRef member;
+  std::string node;
+};
+struct GangPreemptionPlan {
+  bool feasible = false;
+  std::vector<GangMemberTarget> targets;  // where each placed member goes
+  std::vector<PreemptionVictim> victims;  // every pod to evict, each once
+  int64_t pdb_violations = 0;
+  std::string message;                    // why not, when not feasible
+};
+
+// Victims across nodes for `need` of a gang's pending `members`: member after member, on an
+// overlay of the snapshot where the victims chosen so far are gone and the members placed so
+// far are present, each takes the best candidate node (the order above; a node where it fits
+// with no victim is best). A victim's whole gang goes with it, so the space it frees elsewhere
+// is used by later members at no further cost, and one pod from each of many jobs is never
+// chosen over the whole of one job. `states` are the members' cycle states after PreFilter.
+GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
+                                      const std::vector<const CycleState*>& states, int32_t need);
+
+}  // namespace tessel::preemption

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# preemption_test.sh: priority preemption on the real control plane (kube-apiserver 1.20 with
+# kube-controller-manager's job and disruption controllers, and the simulated kubelet).
+#  1. The single precious node: a Job's low-priority pod (tessel-batch) holds all 8 GPUs of
+#     node preempt-a. A tessel-production pod arrives: Tessel evicts the Job's pod through the
+#     Eviction API, sets the preemptor's status.nominatedNodeName, and binds it there once the
+#     victim is gone. The Job controller creates a replacement pod, which waits in the queue
+#     (PodScheduled=False); scheduler_preemption_attempts_total counts the preemption.
+#  2. A PodDisruptionBudget blocks an eviction: a low-priority pod on node preempt-b is covered
+#     by a budget (minAvailable 1, policy/v1beta1 on 1.20); a tessel-production pod that needs
+#     its room gets a 429 for the eviction, so the guarded pod stays and the preemptor waits.
+source "$(dirname "$0")/lib.sh"
+it_begin preempt
+
+it_nodes preempt-a:8:pool=a preempt-b:8:pool=b
+it_start_scheduler main --leader-elect=false
+it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+
+# --- 1. The precious node ---------------------------------------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: low-job, namespace: $NS}
+spec:
+  backoffLimit: 6
+  template:
+    spec:
+      schedulerName: tessel
+      priorityClassName: tessel-batch
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {tessel-it: $IT_NAME, pool: a}
+      containers:
+      - name: main
+        image: busybox
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+          limits: {nvidia.com/gpu: "8"}
+YAML
+job_pods() {
+  kubectl get pods -n "$NS" -l job-name=low-job \
+    -o 'jsonpath={range .items[*]}{.metadata.name}|{.metadata.uid}|{.spec.nodeName}|{.metadata.deletionTimestamp}{"\n"}{end}'
+}
+first_bound() { job_pods | grep -q '|preempt-a|$'; }
+it_wait 60 "the Job's pod bound to preempt-a" first_bound
+victim=$(job_pods | grep '|preempt-a|$' | head -n1)
+victim_name=${victim%%|*}
+victim_uid=$(cut -d'|' -f2 <<<"$victim")
+say "victim: $victim_name ($victim_uid)"
+
+cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: $NS}
+spec:
+  schedulerName: tessel
+  priorityClassName: tessel-production
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME, pool: a}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {nvidia.com/gpu: "8"}
+YAML
+
+victim_gone() { ! job_pods | grep -q "^$victim_name|$victim_uid|preempt-a|$"; }
+it_wait 60 "the Job's pod evicted" victim_gone
+nominated() {
+  [[ $(kubectl get pod -n "$NS" urgent -o 'jsonpath={.status.nominatedNodeName}') == preempt-a ]]
+}
+# The nomination is written with the PodScheduled=False condition; the pod may already be bound
+# when we look, and then the field stays as the apiserver got it.
+it_wait 60 "urgent nominated to preempt-a" nominated
+it_wait 60 "urgent bound" it_bound urgent
+[[ $(node_of urgent) == preempt-a ]] || fail "urgent went to $(node_of urgent), want preempt-a"
+
+# The Job controller replaces its evicted pod; the replacement waits: the node is taken by a
+# more important pod, and tessel-batch (preemptionPolicy: Never) does not preempt.
+replacement() { job_pods | grep -v "^$victim_name|" | grep -q .; }
+it_wait 60 "the Job's replacement pod" replacement
+repl=$(job_pods | grep -v "^$victim_name|" | head -n1)
+repl_name=${repl%%|*}
+say "replacement: $repl_name"
+repl_waits() {
+  [[ $(kubectl get pod -n "$NS" "$repl_name" \
+        -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}') == Unschedulable ]]
+}
+it_wait 60 "the replacement reported Unschedulable" repl_waits
+[[ -z $(node_of "$repl_name") ]] || fail "the replacement was bound to $(node_of "$repl_name")"
+
+attempts=$(metric "$SCHED_PORT_main" scheduler_preemption_attempts_total)
+[[ $attempts == 1 ]] || fail "scheduler_preemption_attempts_total = '$attempts', want 1"
+victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="LowerPriority"}')
+[[ $victims == 1 ]] || fail "scheduler_preemption_victims_sum{reason=LowerPriority} = '$victims', want 1"
+
+# --- 2. A PodDisruptionBudget blocks the eviction ----------------------------------------------
+cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: guarded, namespace: $NS, labels: {app: guarded}}
+spec:
+  schedulerName: tessel
+  priorityClassName: tessel-batch
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME, pool: b}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {nvidia.com/gpu: "8"}
+YAML
+it_wait 60 "guarded bound" it_bound guarded
+pdb_api=policy/v1
+kubectl api-versions | grep -qx policy/v1 || pdb_api=policy/v1beta1
+cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: $pdb_api
+kind: PodDisruptionBudget
+metadata: {name: guarded, namespace: $NS}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: guarded}}
+YAML
+# The disruption controller has looked at the budget (0 disruptions allowed).
+pdb_observed() {
+  [[ -n $(kubectl get pdb -n "$NS" guarded -o 'jsonpath={.status.observedGeneration}') ]]
+}
+it_wait 60 "the budget's status" pdb_observed
+say "budget: $(kubectl get pdb -n "$NS" guarded -o 'jsonpath={.status}')"
+
+cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent-b, namespace: $NS}
+spec:
+  schedulerName: tessel
+  priorityClassName: tessel-production
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME, pool: b}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {nvidia.com/gpu: "8"}
+YAML
+refused() { grep -q "evict pod $NS/guarded: refused for now" "$(scheduler_log main)"; }
+it_wait 60 "the eviction refused by the budget (429)" refused
+say "scheduler: $(grep "evict pod $NS/guarded" "$(scheduler_log main)" | tail -n1)"
+[[ -z $(kubectl get pod -n "$NS" guarded -o 'jsonpath={.metadata.deletionTimestamp}') ]] \
+  || fail "guarded is being deleted although its budget forbids it"
+[[ $(node_of guarded) == preempt-b ]] || fail "guarded is not on preempt-b any more"
+[[ -z $(node_of urgent-b) ]] || fail "urgent-b was bound to $(node_of urgent-b)"
+nominated_b=$(kubectl get pod -n "$NS" urgent-b -o 'jsonpath={.status.nominatedNodeName}')
+[[ -z $nominated_b ]] || fail "urgent-b nominated to $nominated_b although no eviction succeeded"

@@ -1,0 +1,554 @@
+// Preemption's victim selection (scheduler/preemption) against brute force, on seeded generated
+// families: small nodes whose pods have random priorities, sizes and start times. For one node,
+// every subset of the eligible pods is tried: the chosen victims must be exactly the set that
+// keeps the most important pods (kube-scheduler's reprieve, in importance order) among all
+// sets whose eviction lets the pod fit, and no victim may be spared. Across nodes, the chosen
+// candidate must be the best by kube-scheduler's five criteria, computed here from the
+// brute-force victims. Then PodDisruptionBudgets, gangs (whole or not at all), pod-to-pod rules
+// under removal, and gang preemptors across nodes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+
+#include "builders.h"
+#include "fake_handle.h"
+#include "plugins/registry.h"
+#include "scheduler/preemption/preemption.h"
+
+namespace tessel {
+namespace {
+
+using preemption::Candidate;
+using preemption::Context;
+using testing::FakeHandle;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+struct World {
+  FakeHandle handle;
+  Registry registry = InTreeRegistry();
+  std::unique_ptr<Framework> fw;
+  StringKeyedMap<std::string> gang_label;  // pod key -> gang
+
+  World() {
+    auto made = Framework::New(registry, DefaultProfile(), handle);
+    REQUIRE(made.ok());
+    fw = *std::move(made);
+  }
+  Context Ctx(std::vector<PodDisruptionBudget> pdbs = {}) {
+    return Context{.framework = fw.get(),
+                   .snapshot = &handle.snapshot(),
+                   .pdbs = std::move(pdbs),
+                   .gang_of = [this](const Pod& p) {
+                     auto it = gang_label.find(p.Key());
+                     return it == gang_label.end() ? std::string() : it->second;
+                   }};
+  }
+  CycleState PreFiltered(const Pod& pod) {
+    CycleState state;
+    REQUIRE(fw->RunPreFilter(state, pod).ok());
+    return state;
+  }
+};
+
+// One generated running pod.
+struct Spec {
+  std::string key;
+  int32_t priority;
+  int64_t cpu;  // whole CPUs
+  int64_t gpu;  // whole GPUs
+  int64_t start;
+};
+
+Pod Running(const Spec& s, const std::string& node) {
+  Pod p = PodBuilder(s.key.substr(s.key.find('/') + 1))
+              .Requests(StrCat("cpu:", s.cpu, ",nvidia.com/gpu:", s.gpu))
+              .Priority(s.priority)
+              .Node(node)
+              .Build();
+  p.phase = PodPhase::kRunning;
+  p.start_time = absl::FromUnixSeconds(s.start);
+  return p;
+}
+
+constexpr int64_t kNodeCpu = 8, kNodeGpu = 4;
+
+Node SmallNode(const std::string& name) {
+  return NodeBuilder(name)
+      .Allocatable(StrCat("cpu:", kNodeCpu, ",memory:64Gi,nvidia.com/gpu:", kNodeGpu))
+      .Label("nvidia.com/gpu.count", std::to_string(kNodeGpu))
+      .Build();
+}
+
+// Does the preemptor fit next to `kept` pods (plain resource arithmetic)?
+bool FitsWith(const std::vector<const Spec*>& kept, int64_t cpu, int64_t gpu) {
+  int64_t c = cpu, g = gpu;
+  for (const Spec* s : kept) c += s->cpu, g += s->gpu;
+  return c <= kNodeCpu && g <= kNodeGpu;
+}
+
+// kube-scheduler's MoreImportantPod on specs.
+bool MoreImportant(const Spec* a, const Spec* b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  return a->start < b->start;
+}
+
+// Brute force for one node: among every set of eligible pods whose eviction lets the preemptor
+// fit, the one that keeps the most important pods (lexicographic over the importance order).
+// nullopt when evicting all eligible pods is not enough.
+std::optional<std::set<std::string>> BruteForceVictims(const std::vector<Spec>& pods,
+                                                       int32_t priority, int64_t cpu, int64_t gpu) {
+  std::vector<const Spec*> eligible, fixed;
+  for (const Spec& s : pods) (s.priority < priority ? eligible : fixed).push_back(&s);
+  std::stable_sort(eligible.begin(), eligible.end(), MoreImportant);
+  const size_t n = eligible.size();
+  std::optional<uint32_t> best_keep;
+  auto lex_better = [&](uint32_t a, uint32_t b) {  // bit i = keep eligible[i]
+    for (size_t i = 0; i < n; ++i) {
+      const bool ka = a >> i & 1, kb = b >> i & 1;
+      if (ka != kb) return ka;
+    }
+    return false;
+  };
+  for (uint32_t keep = 0; keep < (1u << n); ++keep) {
+    std::vector<const Spec*> kept = fixed;
+    for (size_t i = 0; i < n; ++i) {
+      if (keep >> i & 1) kept.push_back(eligible[i]);
+    }
+    if (!FitsWith(kept, cpu, gpu)) continue;
+    if (!best_keep || lex_better(keep, *best_keep)) best_keep = keep;
+  }
+  if (!best_keep) return std::nullopt;
+  std::set<std::string> victims;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(*best_keep >> i & 1)) victims.insert(eligible[i]->key);
+  }
+  return victims;
+}
+
+std::set<std::string> Keys(const std::vector<PreemptionVictim>& victims) {
+  std::set<std::string> out;
+  for (const PreemptionVictim& v : victims) out.insert(v.pod->Key());
+  return out;
+}
+
+std::vector<Spec> GenerateNode(std::mt19937_64& rng, const std::string& node, int count) {
+  std::vector<Spec> out;
+  int64_t cpu = 0, gpu = 0;
+  for (int i = 0; i < count; ++i) {
+    Spec s{.key = StrCat("default/", node, "-p", i),
+           .priority = static_cast<int32_t>(rng() % 5) * 10,
+           .cpu = 1 + static_cast<int64_t>(rng() % 3),
+           .gpu = static_cast<int64_t>(rng() % 2),
+           .start = 1000 + static_cast<int64_t>(rng() % 50)};
+    if (cpu + s.cpu > kNodeCpu || gpu + s.gpu > kNodeGpu) break;
+    cpu += s.cpu;
+    gpu += s.gpu;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+TEST_CASE("victims on one node: the fewest, least important pods brute force finds", "[preemption]") {
+  std::mt19937_64 rng(20261123);
+  int with_candidate = 0, without = 0;
+  for (int round = 0; round < 400; ++round) {
+    CAPTURE(round);
+    World w;
+    w.handle.AddNode(SmallNode("n1"));
+    const std::vector<Spec> specs = GenerateNode(rng, "n1", 1 + static_cast<int>(rng() % 7));
+    for (const Spec& s : specs) w.handle.AddPod(Running(s, "n1"));
+    const int32_t priority = static_cast<int32_t>(rng() % 5) * 10 + 5;
+    const int64_t cpu = 1 + static_cast<int64_t>(rng() % kNodeCpu);
+    const int64_t gpu = static_cast<int64_t>(rng() % (kNodeGpu + 1));
+    const Pod pod = PodBuilder("preemptor").Requests(StrCat("cpu:", cpu, ",nvidia.com/gpu:", gpu))
+                        .Priority(priority).Build();
+    CycleState state = w.PreFiltered(pod);
+    const Context ctx = w.Ctx();
+    std::optional<Candidate> got =
+        preemption::SelectVictimsOnNode(ctx, state, pod, *w.handle.snapshot().Get("n1"));
+    std::optional<std::set<std::string>> want = BruteForceVictims(specs, priority, cpu, gpu);
+    REQUIRE(got.has_value() == want.has_value());
+    if (!want) {
+      ++without;
+      continue;
+    }
+    ++with_candidate;
+    CHECK(Keys(got->victims) == *want);
+    CHECK(got->pdb_violations == 0);
+    for (const PreemptionVictim& v : got->victims) {
+      CHECK(v.pod->PriorityValue() < priority);
+      CHECK(v.reason == preemption::kLowerPriority);
+    }
+    // Never more than needed: sparing any one victim leaves the pod without room.
+    for (const std::string& spared : *want) {
+      std::vector<const Spec*> kept;
+      for (const Spec& s : specs) {
+        if (!want->contains(s.key) || s.key == spared) kept.push_back(&s);
+      }
+      CHECK_FALSE(FitsWith(kept, cpu, gpu));
+    }
+  }
+  // The family exercises both outcomes.
+  CHECK(with_candidate > 100);
+  CHECK(without > 20);
+}
+
+// The expected best candidate from brute-force victims, by kube-scheduler's criteria.
+struct Expected {
+  std::string node;
+  std::set<std::string> victims;
+};
+
+std::tuple<int64_t, int64_t, size_t, int64_t> Cost(const std::vector<const Spec*>& victims) {
+  int64_t highest = std::numeric_limits<int64_t>::min(), sum = 0;
+  for (const Spec* s : victims) {
+    highest = std::max<int64_t>(highest, s->priority);
+    sum += s->priority + (int64_t{1} << 31);
+  }
+  int64_t earliest_of_highest = std::numeric_limits<int64_t>::max();
+  for (const Spec* s : victims) {
+    if (s->priority == highest) earliest_of_highest = std::min(earliest_of_highest, s->start);
+  }
+  // Later start is better: negate so that smaller is better throughout.
+  return {highest, sum, victims.size(), victims.empty() ? 0 : -earliest_of_highest};
+}
+
+TEST_CASE("the candidate node: kube-scheduler's order over brute-force victims", "[preemption]") {
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    World w;
+    const int nodes = 2 + static_cast<int>(rng() % 3);
+    std::map<std::string, std::vector<Spec>> by_node;
+    for (int n = 1; n <= nodes; ++n) {
+      const std::string name = StrCat("n", n);
+      w.handle.AddNode(SmallNode(name));
+      by_node[name] = GenerateNode(rng, name, 2 + static_cast<int>(rng() % 5));
+      for (const Spec& s : by_node[name]) w.handle.AddPod(Running(s, name));
+    }
+    const int32_t priority = static_cast<int32_t>(rng() % 4) * 10 + 15;
+    const int64_t cpu = 2 + static_cast<int64_t>(rng() % (kNodeCpu - 1));
+    const int64_t gpu = static_cast<int64_t>(rng() % (kNodeGpu + 1));
+    const Pod pod = PodBuilder("preemptor").Requests(StrCat("cpu:", cpu, ",nvidia.com/gpu:", gpu))
+                        .Priority(priority).Build();
+    CycleState state = w.PreFiltered(pod);
+    FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+    if (!f.feasible.empty()) continue;  // preemption runs only when nothing fits
+    std::optional<Expected> want;
+    std::optional<std::tuple<int64_t, int64_t, size_t, int64_t>> want_cost;
+    for (const auto& [name, specs] : by_node) {  // name order: ties keep the first
+      auto victims = BruteForceVictims(specs, priority, cpu, gpu);
+      if (!victims) continue;
+      std::vector<const Spec*> chosen;
+      for (const Spec& s : specs) {
+        if (victims->contains(s.key)) chosen.push_back(&s);
+      }
+      auto cost = Cost(chosen);
+      if (!want_cost || cost < *want_cost) {
+        want_cost = cost;
+        want = Expected{name, *victims};
+      }
+    }
+    const Context ctx = w.Ctx();
+    std::vector<Candidate> got = preemption::FindCandidates(ctx, state, pod, f.rejected);
+    REQUIRE(got.empty() == !want.has_value());
+    if (!want) continue;
+    ++checked;
+    CHECK(got.front().node == want->node);
+    CHECK(Keys(got.front().victims) == want->victims);
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("PodDisruptionBudgets: protected pods are reprieved first and violations counted",
+          "[preemption]") {
+  std::mt19937_64 rng(99);
+  int violating_rounds = 0;
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    World w;
+    w.handle.AddNode(SmallNode("n1"));
+    std::vector<Spec> specs = GenerateNode(rng, "n1", 2 + static_cast<int>(rng() % 6));
+    PodDisruptionBudget pdb;
+    pdb.meta.name = "budget";
+    pdb.meta.namespace_ = "default";
+    pdb.selector = LabelSelector{.match_labels = {{"app", "protected"}}};
+    pdb.disruptions_allowed = static_cast<int32_t>(rng() % 2);
+    std::set<std::string> protected_keys;
+    for (const Spec& s : specs) {
+      Pod p = Running(s, "n1");
+      if (rng() % 2 == 0) {
+        p.meta.labels["app"] = "protected";
+        protected_keys.insert(s.key);
+      }
+      w.handle.AddPod(std::move(p));
+    }
+    const int32_t priority = 100;  // every pod is a potential victim
+    const int64_t cpu = 1 + static_cast<int64_t>(rng() % kNodeCpu);
+    const Pod pod = PodBuilder("preemptor").Requests(StrCat("cpu:", cpu)).Priority(priority).Build();
+    CycleState state = w.PreFiltered(pod);
+    const Context ctx = w.Ctx({pdb});
+    std::optional<Candidate> got =
+        preemption::SelectVictimsOnNode(ctx, state, pod, *w.handle.snapshot().Get("n1"));
+    REQUIRE(got.has_value());  // everything may go, and the pod fits an empty node
+    const std::set<std::string> victims = Keys(got->victims);
+    // The pod fits without its victims, and sparing any one of them would not do.
+    std::vector<const Spec*> kept;
+    for (const Spec& s : specs) {
+      if (!victims.contains(s.key)) kept.push_back(&s);
+    }
+    CHECK(FitsWith(kept, cpu, 0));
+    for (const std::string& spared : victims) {
+      std::vector<const Spec*> with = kept;
+      for (const Spec& s : specs) {
+        if (s.key == spared) with.push_back(&s);
+      }
+      CHECK_FALSE(FitsWith(with, cpu, 0));
+    }
+    // Violations: protected victims beyond what the budget allows.
+    int64_t protected_victims = 0;
+    for (const std::string& v : victims) protected_victims += protected_keys.contains(v);
+    const int64_t want = std::max<int64_t>(0, protected_victims - pdb.disruptions_allowed);
+    CHECK(got->pdb_violations == want);
+    violating_rounds += want > 0;
+    // Protected pods go first in the eviction order, so a 429 comes before anything is lost.
+    bool seen_unprotected = false;
+    for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, got->victims)) {
+      const bool prot = protected_keys.contains(v.pod->Key());
+      CHECK_FALSE((prot && seen_unprotected));
+      seen_unprotected |= !prot;
+    }
+  }
+  CHECK(violating_rounds > 20);
+}
+
+TEST_CASE("a candidate without budget violations wins over a cheaper one with", "[preemption]") {
+  World w;
+  w.handle.AddNode(SmallNode("n1"));
+  w.handle.AddNode(SmallNode("n2"));
+  Pod a = Running({.key = "default/a", .priority = 1, .cpu = 8, .gpu = 0, .start = 10}, "n1");
+  a.meta.labels["app"] = "db";
+  w.handle.AddPod(a);
+  w.handle.AddPod(Running({.key = "default/b", .priority = 50, .cpu = 8, .gpu = 0, .start = 10}, "n2"));
+  PodDisruptionBudget pdb;
+  pdb.meta = {.name = "db", .namespace_ = "default"};
+  pdb.selector = LabelSelector{.match_labels = {{"app", "db"}}};
+  const Pod pod = PodBuilder("p").Requests("cpu:4").Priority(100).Build();
+  CycleState state = w.PreFiltered(pod);
+  FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+  SECTION("the budget allows none: the higher-priority victim on n2") {
+    auto got = preemption::FindCandidates(w.Ctx({pdb}), state, pod, f.rejected);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].node == "n2");
+    CHECK(got[1].pdb_violations == 1);
+  }
+  SECTION("the budget allows one: the lowest priority wins") {
+    pdb.disruptions_allowed = 1;
+    auto got = preemption::FindCandidates(w.Ctx({pdb}), state, pod, f.rejected);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].node == "n1");
+  }
+}
+
+TEST_CASE("gangs are evicted whole or not at all", "[preemption][gang]") {
+  World w;
+  for (const char* n : {"n1", "n2", "n3"}) w.handle.AddNode(SmallNode(n));
+  // Gang g1 (priority 1) has a pod on n1 and on n2; n3 holds one pod of priority 5.
+  w.handle.AddPod(Running({.key = "default/g1-a", .priority = 1, .cpu = 8, .gpu = 0, .start = 1}, "n1"));
+  w.handle.AddPod(Running({.key = "default/g1-b", .priority = 1, .cpu = 2, .gpu = 0, .start = 1}, "n2"));
+  w.handle.AddPod(Running({.key = "default/solo", .priority = 5, .cpu = 8, .gpu = 0, .start = 1}, "n3"));
+  w.gang_label["default/g1-a"] = "g1";
+  w.gang_label["default/g1-b"] = "g1";
+  const Pod pod = PodBuilder("p").Requests("cpu:8").Priority(10).Build();
+  CycleState state = w.PreFiltered(pod);
+  FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+  REQUIRE(f.feasible.empty());
+
+  SECTION("a victim's gang mates elsewhere are victims too, and count in the cost") {
+    auto on_n1 = preemption::SelectVictimsOnNode(w.Ctx(), state, pod, *w.handle.snapshot().Get("n1"));
+    REQUIRE(on_n1.has_value());
+    CHECK(Keys(on_n1->victims) == std::set<std::string>{"default/g1-a", "default/g1-b"});
+    // Two victims of priority 1 (on n1 or n2, the same gang) against one of priority 5: the
+    // lower highest priority wins; n1 and n2 cost the same, so the name decides.
+    auto got = preemption::FindCandidates(w.Ctx(), state, pod, f.rejected);
+    REQUIRE(got.size() == 3);
+    CHECK(got[0].node == "n1");
+    CHECK(Keys(got[1].victims) == Keys(got[0].victims));
+    CHECK(got[2].node == "n3");
+  }
+  SECTION("a gang with a member the pod may not evict is no victim at all") {
+    w.handle.AddPod(Running({.key = "default/g1-c", .priority = 20, .cpu = 1, .gpu = 0, .start = 1}, "n2"));
+    w.gang_label["default/g1-c"] = "g1";
+    CycleState s2 = w.PreFiltered(pod);
+    auto on_n1 = preemption::SelectVictimsOnNode(w.Ctx(), s2, pod, *w.handle.snapshot().Get("n1"));
+    CHECK_FALSE(on_n1.has_value());
+    FilterOutcome f2 = w.fw->FindFeasibleNodes(s2, pod, w.handle.snapshot().nodes());
+    auto got = preemption::FindCandidates(w.Ctx(), s2, pod, f2.rejected);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].node == "n3");
+  }
+}
+
+TEST_CASE("preemptionPolicy Never and terminating victims make a pod wait", "[preemption]") {
+  World w;
+  w.handle.AddNode(SmallNode("n1"));
+  Pod leaving = Running({.key = "default/old", .priority = 1, .cpu = 8, .gpu = 0, .start = 1}, "n1");
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(50);
+  w.handle.AddPod(leaving);
+  Pod pod = PodBuilder("p").Requests("cpu:8").Priority(10).Build();
+  std::string why;
+  const Context ctx = w.Ctx();
+  CHECK(preemption::EligibleToPreempt(ctx, pod, {}, &why));
+  pod.nominated_node_name = "n1";
+  CHECK_FALSE(preemption::EligibleToPreempt(ctx, pod, {}, &why));
+  CHECK(why == "not eligible due to a terminating pod on the nominated node.");
+  pod.nominated_node_name.clear();
+  pod.preemption_policy = PreemptionPolicy::kNever;
+  CHECK_FALSE(preemption::EligibleToPreempt(ctx, pod, {}, &why));
+  CHECK(why == "not eligible due to preemptionPolicy=Never.");
+}
+
+TEST_CASE("anti-affinity: evicting the pod that repels the preemptor is enough", "[preemption]") {
+  World w;
+  w.handle.AddNode(SmallNode("n1"));
+  // A low-priority pod whose required anti-affinity rejects pods labelled app=web on the node,
+  // and a high-priority one that takes room but does not repel.
+  Pod repeller = Running({.key = "default/repeller", .priority = 1, .cpu = 1, .gpu = 0, .start = 1}, "n1");
+  repeller.pod_anti_affinity.required.push_back(PodAffinityTerm{
+      .label_selector = LabelSelector{.match_labels = {{"app", "web"}}},
+      .topology_key = "kubernetes.io/hostname"});
+  w.handle.AddPod(repeller);
+  w.handle.AddPod(Running({.key = "default/filler", .priority = 2, .cpu = 2, .gpu = 0, .start = 1}, "n1"));
+  Node n = SmallNode("n1");
+  n.meta.labels["kubernetes.io/hostname"] = "n1";
+  w.handle.AddNode(n);
+  Pod pod = PodBuilder("web").Requests("cpu:1").Priority(10).Build();
+  pod.meta.labels["app"] = "web";
+  CycleState state = w.PreFiltered(pod);
+  FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+  REQUIRE(f.feasible.empty());
+  auto got = preemption::FindCandidates(w.Ctx(), state, pod, f.rejected);
+  REQUIRE(got.size() == 1);
+  CHECK(Keys(got[0].victims) == std::set<std::string>{"default/repeller"});
+}
+
+// Volcano #4607: a gang of 4 one-GPU members, ten low-priority two-pod jobs spread so that each
+// node holds one pod of several jobs. Evicting one pod from each of many jobs would be cheapest
+// per node; a whole job's pods must go together, so the plan takes whole jobs and as few as it
+// can.
+TEST_CASE("a gang preemptor takes whole jobs, never one pod from each of many", "[preemption][gang]") {
+  World w;
+  for (int n = 1; n <= 4; ++n) w.handle.AddNode(SmallNode(StrCat("n", n)));
+  // Jobs j0..j7, two pods of 1 GPU each; job j spreads over nodes (j % 4) and ((j + 1) % 4).
+  for (int j = 0; j < 8; ++j) {
+    for (int k = 0; k < 2; ++k) {
+      const std::string key = StrCat("default/j", j, "-", k);
+      const std::string node = StrCat("n", 1 + (j + k) % 4);
+      w.handle.AddPod(Running({.key = key, .priority = 1, .cpu = 1, .gpu = 1, .start = 10 + j}, node));
+      w.gang_label[key] = StrCat("j", j);
+    }
+  }
+  std::vector<PodRef> members;
+  std::vector<CycleState> states(4);
+  std::vector<const CycleState*> state_ptrs;
+  for (int i = 0; i < 4; ++i) {
+    members.push_back(std::make_shared<const Pod>(
+        PodBuilder(StrCat("train-", i)).Requests("cpu:1,nvidia.com/gpu:2").Priority(100).Build()));
+    REQUIRE(w.fw->RunPreFilter(states[i], *members[i]).ok());
+    state_ptrs.push_back(&states[i]);
+  }
+  preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(w.Ctx(), members, state_ptrs, 4);
+  REQUIRE(plan.feasible);
+  REQUIRE(plan.targets.size() == 4);
+  // Every job a victim belongs to is evicted whole.
+  std::map<std::string, int> per_job;
+  for (const PreemptionVictim& v : plan.victims) ++per_job[w.gang_label[v.pod->Key()]];
+  for (const auto& [job, n] : per_job) {
+    CAPTURE(job);
+    CHECK(n == 2);
+  }
+  // 8 GPUs needed; each job frees 2: exactly 4 jobs, not 8 half-jobs.
+  CHECK(per_job.size() == 4);
+  // The members fit where they go once the victims are gone.
+  std::map<std::string, int64_t> gpus_used;
+  std::set<std::string> gone = Keys(plan.victims);
+  for (const NodeInfo* n : w.handle.snapshot().nodes()) {
+    for (const PodRef& p : n->pods()) {
+      if (!gone.contains(p->Key())) gpus_used[n->name()] += p->requests.Get(kNvidiaGpu) / 1000;
+    }
+  }
+  for (const auto& t : plan.targets) gpus_used[t.node] += 2;
+  for (const auto& [node, used] : gpus_used) CHECK(used <= kNodeGpu);
+}
+
+TEST_CASE("gang preemptors on generated clusters: whole gangs, lower priority, room for all",
+          "[preemption][gang]") {
+  std::mt19937_64 rng(4607);
+  int feasible = 0;
+  for (int round = 0; round < 150; ++round) {
+    CAPTURE(round);
+    World w;
+    const int nodes = 2 + static_cast<int>(rng() % 3);
+    std::map<std::string, int64_t> free_gpus;
+    for (int n = 1; n <= nodes; ++n) {
+      w.handle.AddNode(SmallNode(StrCat("n", n)));
+      free_gpus[StrCat("n", n)] = kNodeGpu;
+    }
+    int next = 0;
+    for (int job = 0; job < 8; ++job) {
+      const int size = 1 + static_cast<int>(rng() % 3);
+      const int32_t priority = static_cast<int32_t>(rng() % 3) * 10;
+      for (int k = 0; k < size; ++k) {
+        std::string node = StrCat("n", 1 + static_cast<int>(rng() % nodes));
+        if (free_gpus[node] == 0) continue;
+        --free_gpus[node];
+        const std::string key = StrCat("default/p", next++);
+        w.handle.AddPod(Running({.key = key, .priority = priority, .cpu = 1, .gpu = 1, .start = job}, node));
+        if (size > 1) w.gang_label[key] = StrCat("job", job);
+      }
+    }
+    const int m = 1 + static_cast<int>(rng() % 4);
+    const int32_t priority = 15;
+    std::vector<PodRef> members;
+    std::vector<CycleState> states(m);
+    std::vector<const CycleState*> state_ptrs;
+    for (int i = 0; i < m; ++i) {
+      members.push_back(std::make_shared<const Pod>(
+          PodBuilder(StrCat("g-", i)).Requests("cpu:1,nvidia.com/gpu:2").Priority(priority).Build()));
+      REQUIRE(w.fw->RunPreFilter(states[i], *members[i]).ok());
+      state_ptrs.push_back(&states[i]);
+    }
+    auto plan = preemption::PlanGangPreemption(w.Ctx(), members, state_ptrs, m);
+    if (!plan.feasible) continue;
+    ++feasible;
+    CHECK(static_cast<int>(plan.targets.size()) == m);
+    const std::set<std::string> gone = Keys(plan.victims);
+    CHECK(gone.size() == plan.victims.size());  // each victim once
+    std::map<std::string, int64_t> used;
+    for (const NodeInfo* n : w.handle.snapshot().nodes()) {
+      for (const PodRef& p : n->pods()) {
+        if (gone.contains(p->Key())) {
+          CHECK(p->PriorityValue() < priority);
+          // Its gang goes with it.
+          auto g = w.gang_label.find(p->Key());
+          if (g != w.gang_label.end()) {
+            for (const auto& [key, gang] : w.gang_label) {
+              if (gang == g->second) CHECK(gone.contains(key));
+            }
+          }
+        } else {
+          used[n->name()] += p->requests.Get(kNvidiaGpu) / 1000;
+        }
+      }
+    }
+    for (const auto& t : plan.targets) used[t.node] += 2;
+    for (const auto& [node, u] : used) CHECK(u <= kNodeGpu);
+  }
+  CHECK(feasible > 30);
+}
+
+}  // namespace
+}  // namespace tessel
