@@ -16,13 +16,17 @@ profiles:
       enabled: [{name: PrioritySort}]
     preFilter:
       enabled:
+      - {name: QueueQuota}
       - {name: NodePorts}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
       - {name: GpuShare}
       - {name: Tessel}
+    # QueueQuota filters first, so a pod its team's quota blocks is rejected by it on every
+    # node and is reported as QuotaExceeded, not as missing capacity (docs/quota.md).
     filter:
       enabled:
+      - {name: QueueQuota}
       - {name: NodeUnschedulable}
       - {name: NodeName}
       - {name: TaintToleration}
@@ -55,7 +59,7 @@ profiles:
       - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
     reserve:
-      enabled: [{name: GpuShare}]
+      enabled: [{name: QueueQuota}, {name: GpuShare}]
     preBind:
       enabled: [{name: GpuShare}]
     bind:

@@ -21,6 +21,7 @@
 #include "plugins/node_unschedulable/node_unschedulable.h"
 #include "plugins/pod_topology_spread/pod_topology_spread.h"
 #include "plugins/priority_sort/priority_sort.h"
+#include "plugins/queue_quota/queue_quota.h"
 #include "plugins/random/random.h"
 #include "plugins/taint_toleration/taint_toleration.h"
 #include "plugins/tessel_gpu/tessel_gpu.h"
@@ -47,6 +48,8 @@ Registry InTreeRegistry() {
   add(node_ports::NodePorts::kName, FactoryOf<node_ports::NodePorts>());
   add(inter_pod_affinity::InterPodAffinity::kName, FactoryOf<inter_pod_affinity::InterPodAffinity>());
   add(pod_topology_spread::PodTopologySpread::kName, FactoryOf<pod_topology_spread::PodTopologySpread>());
+  // Team queues: quota with cohort borrowing and reclaim (docs/quota.md).
+  add(queue_quota::QueueQuota::kName, FactoryOf<queue_quota::QueueQuota>());
   // GPUs: device-level fit and sharing, then one placement policy per plugin.
   add(gpu_share::GpuShare::kName, FactoryOf<gpu_share::GpuShare>());
   add(tessel_gpu::Tessel::kName, FactoryOf<tessel_gpu::Tessel>());

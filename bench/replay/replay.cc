@@ -12,6 +12,7 @@
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/file.h"
 
 namespace tessel::bench {
@@ -79,6 +80,38 @@ json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& 
   return out;
 }
 
+json QuantityMap(const Resources& r) {
+  json out = json::object();
+  for (const auto& [name, amount] : r.Entries()) out[name] = FormatResourceQuantity(name, amount);
+  return out;
+}
+
+// Per team Queue after the run: nominal quota, usage (pods on nodes; GPUs in physical-GPU
+// equivalents), what it borrows from its cohort, and its pods left pending. Null without queues.
+json QueueMetrics(const Scheduler& scheduler, const Cache& cache, const SimulatedCluster& sim,
+                  const ObjectList& objects) {
+  std::shared_ptr<const QueueDirectory> directory = scheduler.Queues();
+  if (directory == nullptr || directory->queues().empty()) return nullptr;
+  QueueUsage usage;
+  for (const std::string& name : cache.NodeNames()) {
+    AddNodeUsage(*directory, *cache.GetNodeInfo(name), usage);
+  }
+  std::vector<const Pod*> pending;
+  for (const Pod& pod : objects.pods) {
+    auto it = sim.placements().find(pod.Key());
+    if (it != sim.placements().end() && it->second.empty()) pending.push_back(&pod);
+  }
+  json out = json::object();
+  for (const QueueReport& r : ReportQueues(*directory, usage, pending)) {
+    out[r.name] = json{{"cohort", r.cohort},
+                       {"nominal", QuantityMap(r.nominal)},
+                       {"usage", QuantityMap(r.usage)},
+                       {"borrowed", QuantityMap(r.borrowed)},
+                       {"pending", r.pending_pods}};
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOptions& options) {
@@ -129,6 +162,9 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
               {"evicted", sim.evicted()},
               {"warnings", warnings},
               {"metrics", Metrics(cache, sim, *objects)}};
+  if (json queues = QueueMetrics(**scheduler, cache, sim, *objects); !queues.is_null()) {
+    result["metrics"]["queues"] = std::move(queues);
+  }
   if (!gangs.empty()) result["gangs"] = std::move(gangs);
   return result;
 }

@@ -16,6 +16,14 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
   }
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
   for (const nlohmann::json& other : objects.others) {
+    if (other.value("kind", "") == "Queue" &&
+        other.value("apiVersion", "").starts_with("tessel.io/")) {
+      // A bad Queue is named and ignored; the others stay in force.
+      if (absl::Status st = scheduler_->OnQueueObject(other); !st.ok()) {
+        warnings.push_back(std::string(st.message()));
+      }
+      continue;
+    }
     // A snapshot with Jobs holds every Job: a pod whose Job is missing waits for it, as live.
     if (other.is_object() && other.value("kind", "") == "Job") scheduler_->OnJobsWatched();
     absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);

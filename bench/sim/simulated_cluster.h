@@ -28,8 +28,8 @@ class SimulatedCluster final : public ClusterApi,
   explicit SimulatedCluster(ManualClock* clock) : clock_(clock) {}
   void Attach(Scheduler* scheduler) { scheduler_ = scheduler; }
 
-  // Feeds objects to the scheduler: priority classes and PodDisruptionBudgets first, then nodes, then gang objects
-  // (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
+  // Feeds objects to the scheduler: priority classes and PodDisruptionBudgets first, then nodes,
+  // then team Queues and gang objects (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
   // awaiting a placement, in queue order. Returns a warning for every object of `others` that
   // is neither a gang object nor decodable.
   std::vector<std::string> Load(const ObjectList& objects);

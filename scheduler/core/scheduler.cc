@@ -254,6 +254,17 @@ void Scheduler::OnPriorityClassDelete(const std::string& name) {
 
 void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectChange); }
 
+absl::Status Scheduler::OnQueueObject(const nlohmann::json& object) {
+  absl::Status st = queue_store_.Apply(object);
+  OnCustomObjectChange();
+  return st;
+}
+
+void Scheduler::OnQueueDelete(const std::string& name) {
+  queue_store_.Delete(name);
+  OnCustomObjectChange();
+}
+
 void Scheduler::Housekeeping() {
   // Assumed pods are not expired here: they are held until the informer confirms them or the
   // pod is deleted (see cache.h).

@@ -34,6 +34,7 @@
 #include "scheduler/core/nominator.h"
 #include "scheduler/gang/planner.h"
 #include "scheduler/queue/scheduling_queue.h"
+#include "scheduler/quota/queue_store.h"
 #include "scheduler/state/cache.h"
 
 namespace tessel {
@@ -147,6 +148,11 @@ class Scheduler final : public Handle {
   void OnGangObjectDelete(const nlohmann::json& object);
   // The informers deliver every Job (see GangBook::SetJobsWatched).
   void OnJobsWatched() { gangs_.SetJobsWatched(true); }
+  // A Queue (tessel.io/v1alpha1) was added or changed / deleted. A Queue that does not decode
+  // is an error naming it and the field; that queue is ignored, the others stay.
+  absl::Status OnQueueObject(const nlohmann::json& object);
+  void OnQueueDelete(const std::string& name);
+  const QueueStore& queue_store() const { return queue_store_; }
 
   // --- The loop (one thread). ---
   // The scheduling loop of the live binary, replay and inflate alike: housekeeping (permit
@@ -188,6 +194,7 @@ class Scheduler final : public Handle {
   int32_t PriorityOf(const Pod& pod) const override;
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
+  std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }
 
  private:
   explicit Scheduler(SchedulerParams params);
@@ -281,6 +288,7 @@ class Scheduler final : public Handle {
   std::vector<std::unique_ptr<Framework>> profiles_;
   Snapshot snapshot_;
 
+  QueueStore queue_store_;
   gang::GangStatusSink* gang_status_;
   int gang_bind_attempts_;
   gang::GangBook gangs_;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,8 @@
 #include "scheduler/util/clock.h"
 
 namespace tessel {
+
+class QueueDirectory;  // scheduler/quota/queue.h
 
 inline constexpr int64_t kMaxNodeScore = 100;
 inline constexpr int64_t kMinNodeScore = 0;
@@ -89,6 +92,9 @@ class Handle {
   virtual uint64_t seed() const = 0;
   // Priority value of a PriorityClass by name, if known.
   virtual std::optional<int32_t> PriorityClassValue(std::string_view name) const = 0;
+  // The team queues (tessel.io/v1alpha1 Queue) as last seen; null when nothing feeds them
+  // (then no pod is in a queue). Hold the pointer for the whole cycle.
+  virtual std::shared_ptr<const QueueDirectory> Queues() const { return nullptr; }
   // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
   // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
   virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }

@@ -135,6 +135,18 @@ GpuRequest ReadGpuRequest(const Pod& pod) {
   return req;
 }
 
+int64_t HeldGpuMilli(const GpuRequest& req, const GpuInventory& inv) {
+  const GpuDemand d = DemandOn(req, inv);
+  switch (d.kind) {
+    case GpuDemand::Kind::kNone: return 0;
+    case GpuDemand::Kind::kWhole: return int64_t{d.count} * kMilliPerGpu;
+    case GpuDemand::Kind::kMilli: return d.milli;
+    case GpuDemand::Kind::kSlots:
+      return int64_t{d.count} * kMilliPerGpu / std::max<int32_t>(1, inv.replicas);
+  }
+  return 0;
+}
+
 GpuDemand DemandOn(const GpuRequest& req, const GpuInventory& inv) {
   GpuDemand d;
   d.memory_bytes = req.memory_bytes;

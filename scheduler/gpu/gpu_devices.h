@@ -98,6 +98,9 @@ struct GpuDemand {
   std::string_view ineligible;
 };
 GpuDemand DemandOn(const GpuRequest& request, const GpuInventory& inventory);
+// The physical-GPU milli the request holds on a node with this inventory: whole GPUs 1000
+// each, a fraction its milli, a replica slot 1000 / replicas (floor). What quotas charge.
+int64_t HeldGpuMilli(const GpuRequest& request, const GpuInventory& inventory);
 
 class GpuDevices {
  public:

@@ -129,7 +129,27 @@ class GangObjectHandler final : public InformerHandler {
   std::string kind_;
 };
 
-// Queues: decoded by later layers; for now any change may unpark pods.
+// Team queues (tessel.io/v1alpha1 Queue, cluster-scoped): a bad one is logged naming the object
+// and the field, and only that queue is ignored.
+class QueueHandler final : public InformerHandler {
+ public:
+  explicit QueueHandler(Scheduler* s) : s_(s) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    json typed = object;
+    typed["apiVersion"] = "tessel.io/v1alpha1";
+    typed["kind"] = "Queue";
+    if (absl::Status st = s_->OnQueueObject(typed); !st.ok()) {
+      spdlog::error("{}", st.message());
+    }
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnQueueDelete(key); }
+
+ private:
+  Scheduler* s_;
+};
+
+// Other optional collections: any change may unpark pods.
 class CustomObjectHandler final : public InformerHandler {
  public:
   explicit CustomObjectHandler(Scheduler* s) : s_(s) {}
@@ -228,7 +248,7 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
        .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
-      std::make_unique<CustomObjectHandler>(scheduler));
+      std::make_unique<QueueHandler>(scheduler));
   for (ResourceSpec& spec : options.extra_custom) {
     spec.optional = true;
     add(std::move(spec), std::make_unique<CustomObjectHandler>(scheduler));

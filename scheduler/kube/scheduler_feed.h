@@ -4,8 +4,8 @@
 //   pods excluded by a field selector), nodes, priorityclasses, the gang objects (PodGroup
 //   scheduling.x-k8s.io/v1alpha1, and where served Workload scheduling.k8s.io/v1alpha1 and
 //   PodGroup scheduling.k8s.io/v1alpha2; Jobs for implicit gangs), and the optional CRD Queue
-//   (tessel.io/v1alpha1), which for now only wakes parked pods; PodDisruptionBudgets (policy/v1,
-//   or v1beta1 on servers before 1.21) for preemption.
+//   (tessel.io/v1alpha1) that the QueueQuota plugin enforces (a missing CRD is no queues);
+//   PodDisruptionBudgets (policy/v1, or v1beta1 on servers before 1.21) for preemption.
 // An object that fails to decode is logged and skipped, once per resourceVersion.
 //
 //   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});

@@ -304,6 +304,14 @@ QueueStats SchedulingQueue::Stats() const {
                     .unschedulable = unschedulable_count_};
 }
 
+std::vector<PodRef> SchedulingQueue::PendingPods() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PodRef> out;
+  out.reserve(entries_.size());
+  for (const auto& [key, e] : entries_) out.push_back(e->info.pod);
+  return out;
+}
+
 std::vector<std::string> SchedulingQueue::UnschedulableKeys() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;

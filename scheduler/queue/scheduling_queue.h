@@ -98,6 +98,8 @@ class SchedulingQueue {
 
   bool Contains(const std::string& key) const;
   QueueStats Stats() const;
+  // Every pod waiting in the queue (active, backoff, unschedulable), e.g. for per-team metrics.
+  std::vector<PodRef> PendingPods() const;
   // Keys of pods in the unschedulable part (for status and tests).
   std::vector<std::string> UnschedulableKeys() const;
   // Earliest time a backoff ends, if any pod is backing off (lets the bench advance its clock).

@@ -60,6 +60,9 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
   }
   q.cohort = d.String(*spec, "cohort", "spec.cohort");
   q.nominal = d.ResourceMap(*spec, "nominalQuota", "spec.nominalQuota");
+  if (const json* listed = d.Object(*spec, "nominalQuota", "spec.nominalQuota")) {
+    for (const auto& [name, v] : listed->items()) q.listed.push_back(name);
+  }
   q.borrowing_limit = LimitsField(d, *spec, "borrowingLimit", "spec.borrowingLimit");
   q.lending_limit = LimitsField(d, *spec, "lendingLimit", "spec.lendingLimit");
   for (const auto& [name, limit] : q.lending_limit) {
@@ -122,6 +125,37 @@ absl::Status QueueDirectory::Set(std::vector<Queue> queues) {
   by_name_ = std::move(by_name);
   by_namespace_ = std::move(by_namespace);
   return absl::OkStatus();
+}
+
+std::vector<std::string> QueueDirectory::SetSkippingConflicts(std::vector<Queue> queues) {
+  std::sort(queues.begin(), queues.end(),
+            [](const Queue& a, const Queue& b) { return a.name() < b.name(); });
+  std::vector<std::string> errors;
+  std::vector<Queue> kept;
+  std::map<std::string, std::string, std::less<>> owner;  // namespace -> queue
+  for (Queue& q : queues) {
+    if (!kept.empty() && kept.back().name() == q.name()) {
+      errors.push_back(StrCat("Queue ", q.name(), " is defined twice; the second is ignored"));
+      continue;
+    }
+    std::string clash;
+    for (const std::string& ns : q.namespaces) {
+      if (auto it = owner.find(ns); it != owner.end()) {
+        clash = StrCat("Queue ", q.name(), ": spec.namespaces: namespace \"", ns,
+                       "\" already belongs to Queue ", it->second, "; this queue is ignored");
+        break;
+      }
+    }
+    if (!clash.empty()) {
+      errors.push_back(std::move(clash));
+      continue;
+    }
+    for (const std::string& ns : q.namespaces) owner.emplace(ns, q.name());
+    kept.push_back(std::move(q));
+  }
+  absl::Status st = Set(std::move(kept));
+  if (!st.ok()) errors.push_back(std::string(st.message()));  // cannot happen: no clash is left
+  return errors;
 }
 
 const Queue* QueueDirectory::Find(std::string_view name) const {

@@ -39,6 +39,9 @@ struct Queue {
   std::vector<std::string> namespaces;
   std::string cohort;  // "" = no cohort: never above nominal
   Resources nominal;
+  // Every resource spec.nominalQuota lists, zeros included ("nvidia.com/gpu: 0" is a quota of
+  // none, not no quota; Resources drops zeros).
+  std::vector<std::string> listed;
   ResourceLimits borrowing_limit;  // how far above nominal it may borrow
   ResourceLimits lending_limit;    // how much of its nominal it lends; unlisted: all of it
   ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
@@ -58,6 +61,9 @@ class QueueDirectory {
  public:
   // Replaces every queue. Fails when two queues claim one namespace (naming both).
   absl::Status Set(std::vector<Queue> queues);
+  // Replaces every queue, leaving out each queue that clashes with one before it in name order
+  // (a namespace claimed twice): returns one error per queue left out, naming both queues.
+  std::vector<std::string> SetSkippingConflicts(std::vector<Queue> queues);
   // The pod's queue: the label tessel.io/queue when set, else the queue listing its namespace.
   // `queue` is null when neither applies (such pods are not limited by quota), and also when
   // the label names a queue that does not exist: then `missing` holds that name and the pod

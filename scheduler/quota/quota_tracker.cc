@@ -42,6 +42,27 @@ void QuotaTracker::Remove(const std::string& key) {
   charges_.erase(it);
 }
 
+void QuotaTracker::AddUsage(std::string_view queue, const Resources& usage) {
+  if (directory_->Find(queue) == nullptr) return;
+  (void)usage_[std::string(queue)].Add(usage);
+}
+
+void QuotaTracker::SubUsage(std::string_view queue, const Resources& usage) {
+  if (directory_->Find(queue) == nullptr) return;
+  usage_[std::string(queue)].Sub(usage);
+}
+
+bool QuotaTracker::WithinNominal(std::string_view queue_name, const Resources& request) const {
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr) return true;
+  for (const std::string& r : Governed(*queue)) {
+    if (request.Get(r) > 0 && UsageRef(queue->name()).Get(r) + request.Get(r) > queue->nominal.Get(r)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 const Resources& QuotaTracker::UsageRef(std::string_view queue) const {
   static const Resources kNone;
   auto it = usage_.find(queue);
@@ -63,6 +84,7 @@ std::vector<std::string> QuotaTracker::Governed(const Queue& queue) const {
   std::set<std::string> names;
   for (const Queue* m : CohortOf(queue)) {
     for (const auto& [name, amount] : m->nominal.Entries()) names.insert(name);
+    names.insert(m->listed.begin(), m->listed.end());
     for (const auto& [name, amount] : m->borrowing_limit) names.insert(name);
   }
   return {names.begin(), names.end()};
@@ -109,8 +131,8 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     const int64_t pool_room = lent_by_others + Lendable(*queue, r) - used_by_others;
     if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
       if (used_by_others > lent_by_others) {
-        fail(StrCat("the cohort ", queue->cohort, " borrows ",
-                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of it"));
+        fail(StrCat("other queues of the cohort ", queue->cohort, " borrow ",
+                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of its quota"));
       } else {
         const int64_t left = std::max<int64_t>(
             0, lent_by_others - used_by_others - std::max<int64_t>(0, used - nominal));
@@ -156,13 +178,7 @@ std::optional<std::vector<QuotaWorkload>> QuotaTracker::ReclaimVictims(
   if (queue == nullptr) return std::nullopt;
 
   // Reclaim applies to a queue that stays within its nominal quota with the request.
-  bool within_nominal = true;
-  for (const std::string& r : Governed(*queue)) {
-    if (req.request.Get(r) > 0 &&
-        UsageRef(queue->name()).Get(r) + req.request.Get(r) > queue->nominal.Get(r)) {
-      within_nominal = false;
-    }
-  }
+  const bool within_nominal = WithinNominal(req.queue, req.request);
   auto older_last = [](const QuotaWorkload* a, const QuotaWorkload* b) {
     if (a->priority != b->priority) return a->priority < b->priority;
     if (a->start_time != b->start_time) return a->start_time > b->start_time;
@@ -193,12 +209,17 @@ std::optional<std::vector<QuotaWorkload>> QuotaTracker::ReclaimVictims(
   QuotaTracker sim = *this;
   std::vector<const QuotaWorkload*> victims;
   auto fits = [&] { return sim.Check(req.queue, req.request).fits; };
+  const std::vector<std::string> governed = Governed(*queue);  // sorted
   for (const QuotaWorkload* w : from_cohort) {
     if (fits()) break;
     const Queue& owner = *directory_->Find(w->queue);
     bool keeps_nominal = true;
     bool relieves = false;
     for (const auto& [r, amount] : w->usage.Entries()) {
+      // Only what the request needs, and quota limits, is reclaimed.
+      if (req.request.Get(r) <= 0 || !std::binary_search(governed.begin(), governed.end(), r)) {
+        continue;
+      }
       const int64_t used = sim.UsageRef(owner.name()).Get(r);
       if (used - amount < owner.nominal.Get(r)) keeps_nominal = false;
       if (req.request.Get(r) > 0 && used > owner.nominal.Get(r)) relieves = true;

@@ -55,8 +55,15 @@ class QuotaTracker {
   // informer replays are idempotent. Unknown queues are ignored (their pods are not limited).
   void Add(const std::string& key, const std::string& queue, const Resources& usage);
   void Remove(const std::string& key);
+  // Usage totals without a key (summed elsewhere, e.g. from the snapshot); unknown queues are
+  // ignored.
+  void AddUsage(std::string_view queue, const Resources& usage);
+  void SubUsage(std::string_view queue, const Resources& usage);
 
   // Whether `queue` can take `request` on top of its usage now.
+  // Whether `queue` stays within its nominal quota with `request` on top of its usage (the
+  // condition for reclaiming from borrowers).
+  bool WithinNominal(std::string_view queue, const Resources& request) const;
   QuotaVerdict Check(std::string_view queue, const Resources& request) const;
 
   Resources Usage(std::string_view queue) const;
@@ -70,19 +77,21 @@ class QuotaTracker {
   // set allowed by the queues' preemption policies makes it fit. Empty when it fits already.
   // Victims come from cohort members that borrow (reclaimWithinCohort: only when the
   // preemptor's queue stays within its nominal quota), lowest priority and most recently
-  // started first, never pushing a member below its nominal; then, if withinQueue allows,
+  // started first, never pushing a member below its nominal in what the request needs; then, if withinQueue allows,
   // lower-priority workloads of the preemptor's own queue. Afterwards every victim that is not
   // needed is reprieved (highest priority first), so no more than needed are evicted.
   std::optional<std::vector<QuotaWorkload>> ReclaimVictims(
       const ReclaimRequest& req, const std::vector<QuotaWorkload>& running) const;
+
+  // Resources listed in nominalQuota or borrowingLimit by any queue sharing `queue`'s cohort
+  // (or by the queue): the ones quota limits.
+  std::vector<std::string> Governed(const Queue& queue) const;
 
  private:
   struct Charge {
     std::string queue;
     Resources usage;
   };
-  // Resources listed in nominalQuota by any queue sharing `queue`'s cohort (or by the queue).
-  std::vector<std::string> Governed(const Queue& queue) const;
   std::vector<const Queue*> CohortOf(const Queue& queue) const;
   const Resources& UsageRef(std::string_view queue) const;
 

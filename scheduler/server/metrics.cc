@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "scheduler/gpu/fragmentation.h"
+#include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
@@ -201,6 +202,46 @@ GpuTotals ComputeGpuTotals(const Cache& cache) {
                    .fragmentation = static_cast<double>(frag.fragmented_milli) / 1000.0};
 }
 
+std::vector<QueueReport> ComputeQueueReports(Scheduler& s) {
+  std::shared_ptr<const QueueDirectory> directory = s.Queues();
+  if (directory == nullptr || directory->queues().empty()) return {};
+  QueueUsage usage;
+  for (const std::string& name : s.cache().NodeNames()) {
+    if (std::optional<NodeInfo> info = s.cache().GetNodeInfo(name); info.has_value()) {
+      AddNodeUsage(*directory, *info, usage);
+    }
+  }
+  const std::vector<PodRef> pending = s.queue().PendingPods();
+  std::vector<const Pod*> pods;
+  for (const PodRef& p : pending) pods.push_back(p.get());
+  return ReportQueues(*directory, usage, pods);
+}
+
+namespace {
+
+// A resource amount in the unit people read: GPUs and CPUs whole (not milli), bytes, pods.
+double InUnits(std::string_view resource, int64_t amount) {
+  return IsMilliResource(resource) ? static_cast<double>(amount) / 1000.0
+                                   : static_cast<double>(amount);
+}
+
+std::vector<GaugeSample> PerResource(const std::vector<QueueReport>& reports,
+                                     const Resources QueueReport::*field) {
+  std::vector<GaugeSample> out;
+  for (const QueueReport& r : reports) {
+    // Every resource of the nominal quota, even at 0, so a queue's series always exist.
+    std::map<std::string, int64_t> amounts;
+    for (const auto& [name, amount] : r.nominal.Entries()) amounts[name] = 0;
+    for (const auto& [name, amount] : (r.*field).Entries()) amounts[name] = amount;
+    for (const auto& [name, amount] : amounts) {
+      out.push_back({{{"queue", r.name}, {"resource", name}}, InUnits(name, amount)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
                                    GpuFragmentationFn fragmentation)
     : scheduler_(scheduler), fragmentation_(std::move(fragmentation)) {
@@ -249,6 +290,30 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                     std::optional<double> f;
                     if (fragmentation_) f = fragmentation_(scheduler_->cache());
                     return std::vector<GaugeSample>{{{}, f.value_or(totals->fragmentation)}};
+                  });
+  // Team queues (docs/quota.md); the four gauges share one computation per scrape.
+  auto queues = std::make_shared<std::vector<QueueReport>>();
+  registry->Gauge("tessel_queue_nominal_quota",
+                  "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
+                  [this, queues] {
+                    *queues = ComputeQueueReports(*scheduler_);
+                    return PerResource(*queues, &QueueReport::nominal);
+                  });
+  registry->Gauge("tessel_queue_usage",
+                  "What the pods of each Queue placed on nodes request, by resource (GPUs in "
+                  "physical-GPU equivalents)",
+                  [queues] { return PerResource(*queues, &QueueReport::usage); });
+  registry->Gauge("tessel_queue_borrowed",
+                  "How far each Queue's usage is above its nominal quota (borrowed from its "
+                  "cohort), by resource",
+                  [queues] { return PerResource(*queues, &QueueReport::borrowed); });
+  registry->Gauge("tessel_queue_pending_pods", "Pods of each Queue waiting to be scheduled",
+                  [queues] {
+                    std::vector<GaugeSample> out;
+                    for (const QueueReport& r : *queues) {
+                      out.push_back({{{"queue", r.name}}, static_cast<double>(r.pending_pods)});
+                    }
+                    return out;
                   });
 }
 

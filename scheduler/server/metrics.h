@@ -11,6 +11,8 @@
 //   scheduler_preemption_attempts_total                         counter
 //   tessel_gpu_allocatable / tessel_gpu_allocated               gauges, physical-GPU equivalents
 //   tessel_gpu_fragmentation                                    gauge, physical-GPU equivalents (FGD)
+//   tessel_queue_nominal_quota / tessel_queue_usage / tessel_queue_borrowed{queue,resource}
+//   tessel_queue_pending_pods{queue}                            gauges, per team Queue
 //
 //   MetricsRegistry registry;
 //   SchedulerMetrics metrics(&registry, &scheduler);
@@ -26,6 +28,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/quota/quota_usage.h"
 #include "scheduler/state/cache.h"
 #include "scheduler/util/strings.h"
 
@@ -108,6 +111,9 @@ struct GpuTotals {
   double fragmentation = 0;
 };
 GpuTotals ComputeGpuTotals(const Cache& cache);
+
+// Every team Queue's nominal quota, usage (pods on nodes), borrowing and pending pods.
+std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler);
 
 // Replaces the fragmentation measure (e.g. against a configured target workload); returning
 // nullopt falls back to ComputeGpuTotals' measure.

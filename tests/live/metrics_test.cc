@@ -1,6 +1,6 @@
 // Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
 // count), gauges, escaping; GPU totals in physical-GPU equivalents; the attempt duration of a
-// pod that chose a node ends with its binding cycle; preemption victims are counted by reason.
+// pod that chose a node ends with its binding cycle; preemption victims are counted by reason; per-queue quota gauges.
 #include <catch2/catch.hpp>
 
 #include "plugins/registry.h"
@@ -174,6 +174,60 @@ TEST_CASE("preemption victims are observed per preemption and per reason") {
   CHECK(series(R"(scheduler_preemption_victims_sum{reason="Reclaim"})") == "1");
   CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="1"})") == "1");
   CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="2"})") == "2");
+}
+
+TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  auto made = Scheduler::New({.registry = &registry, .config = &config,
+                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
+  REQUIRE(made.ok());
+  Scheduler& s = **made;
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, &s);
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a"})") == "absent");
+  for (const char* q : {"team-a", "team-b"}) {
+    REQUIRE(s.OnQueueObject(nlohmann::json{
+                  {"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                  {"metadata", {{"name", q}}},
+                  {"spec", {{"namespaces", {q}}, {"cohort", "c"},
+                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+                .ok());
+  }
+  Node n;
+  n.meta.name = "n1";
+  n.allocatable.Set("nvidia.com/gpu", 8000);
+  n.allocatable.Set("cpu", 8000);
+  n.allocatable.Set("pods", 110);
+  s.OnNodeAdd(n);
+  auto pod = [](std::string name, std::string node, int64_t gpus) {
+    Pod p;
+    p.meta.name = std::move(name);
+    p.meta.namespace_ = "team-a";
+    p.scheduler_name = "tessel";
+    p.node_name = std::move(node);
+    p.requests.Set("nvidia.com/gpu", gpus);
+    p.requests.pods = 1;
+    return p;
+  };
+  s.OnPodAdd(pod("running", "n1", 3000));  // borrows 1 of team-b's
+  s.OnPodAdd(pod("waiting", "", 1000));
+  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",resource="nvidia.com/gpu"})") == "2");
+  CHECK(series(R"(tessel_queue_usage{queue="team-a",resource="nvidia.com/gpu"})") == "3");
+  CHECK(series(R"(tessel_queue_borrowed{queue="team-a",resource="nvidia.com/gpu"})") == "1");
+  CHECK(series(R"(tessel_queue_usage{queue="team-b",resource="nvidia.com/gpu"})") == "0");
+  CHECK(series(R"(tessel_queue_borrowed{queue="team-b",resource="nvidia.com/gpu"})") == "0");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a"})") == "1");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-b"})") == "0");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/framework/interface.h"
+#include "scheduler/quota/queue.h"
 #include "scheduler/state/cache.h"
 
 namespace tessel::testing {
@@ -50,6 +51,12 @@ class FakeHandle final : public Handle {
     auto it = namespace_labels_.find(ns);
     return it == namespace_labels_.end() ? nullptr : &it->second;
   }
+  std::shared_ptr<const QueueDirectory> Queues() const override { return queues_; }
+  void SetQueues(std::shared_ptr<const QueueDirectory> queues) { queues_ = std::move(queues); }
+  void RemovePod(const std::string& key) {
+    cache_.RemovePod(key);
+    cache_.UpdateSnapshot(snapshot_);
+  }
   void SetNamespaceLabels(std::string ns, StringMap labels) { namespace_labels_[std::move(ns)] = std::move(labels); }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
@@ -60,6 +67,7 @@ class FakeHandle final : public Handle {
   Snapshot snapshot_;
   RecordingApi api_;
   std::map<std::string, StringMap, std::less<>> namespace_labels_;
+  std::shared_ptr<const QueueDirectory> queues_;
 };
 
 }  // namespace tessel::testing

@@ -125,6 +125,18 @@ TEST_CASE("the greedy team is capped at its nominal quota", "[quota]") {
   CHECK(t.Check("team-a", Res("cpu:1000")).fits);
 }
 
+TEST_CASE("a nominal quota of 0 is a limit of none, not no limit", "[quota]") {
+  auto q = DecodeQueue(json::parse(R"({"kind": "Queue", "metadata": {"name": "zero"},
+                                       "spec": {"nominalQuota": {"nvidia.com/gpu": "0"}}})"));
+  REQUIRE(q.ok());
+  QueueDirectory d = Directory({*q});
+  QuotaTracker t(&d);
+  QuotaVerdict v = t.Check("zero", Res("nvidia.com/gpu:1"));
+  CHECK_FALSE(v.fits);
+  CHECK(v.reason == "queue zero: nvidia.com/gpu 1 of nominal 0; it is in no cohort, so it cannot borrow");
+  CHECK(t.Check("zero", Res("cpu:4")).fits);  // unlisted: unlimited
+}
+
 TEST_CASE("idle quota is borrowed, then reclaimed when its owner submits", "[quota]") {
   Queue a = MakeQueue("team-a", "research", "nvidia.com/gpu:20");
   Queue b = MakeQueue("team-b", "research", "nvidia.com/gpu:20");
@@ -294,7 +306,7 @@ TEST_CASE("property: reclaim makes the request fit, evicts no more than needed, 
       CHECK(owner.cohort == q.cohort);
       CHECK(q.reclaim_within_cohort != ReclaimPolicy::kNever);
       if (q.reclaim_within_cohort == ReclaimPolicy::kLowerPriority) CHECK(v.priority < req.priority);
-      for (const auto& [res, amount] : v.usage.Entries()) {
+      for (const auto& [res, amount] : r.Entries()) {
         CHECK(after.Usage(owner.name()).Get(res) >= owner.nominal.Get(res));
       }
       // Every victim is needed: sparing it alone leaves the request unfit.

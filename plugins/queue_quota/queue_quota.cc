@@ -1,0 +1,283 @@
+#include "plugins/queue_quota/queue_quota.h"
+
+#include <algorithm>
+#include <set>
+
+#include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::queue_quota {
+namespace {
+
+// What one cycle knows about the pod's queue: the usage it sees (adjusted by preemption's dry
+// run) and the verdict for each GPU amount the pod may hold on the snapshot's nodes.
+struct QuotaCycle {
+  QuotaCycle(std::shared_ptr<const QueueDirectory> dir, const Queue* q)
+      : directory(std::move(dir)), queue(q), base(directory.get()), tracker(directory.get()) {}
+
+  std::shared_ptr<const QueueDirectory> directory;  // keeps `queue` and the trackers valid
+  const Queue* queue;
+  QuotaTracker base;     // usage when the cycle began
+  QuotaTracker tracker;  // usage the cycle sees now (preemption removes victims from it)
+  Resources request;     // the pod's charge without GPUs
+  GpuRequest gpu;
+  int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
+  std::map<int64_t, QuotaVerdict> verdicts;  // by the GPU milli the pod would hold
+
+  Resources ChargeFor(int64_t gpu_milli) const {
+    Resources r = request;
+    r.Set(kNvidiaGpu, gpu_milli);
+    return r;
+  }
+  Resources ChargeOn(const NodeInfo& node) const {
+    return ChargeFor(gpu.needs_devices() ? HeldGpuMilli(gpu, node.gpus().inventory()) : 0);
+  }
+  void Refresh() {
+    for (auto& [milli, verdict] : verdicts) verdict = tracker.Check(queue->name(), ChargeFor(milli));
+  }
+};
+
+using QuotaState = CopyableState<QuotaCycle>;
+
+// Eviction order among one queue's pods: lowest priority, then most recently created, first.
+bool EvictedBefore(const Pod* a, const Pod* b) {
+  if (a->PriorityValue() != b->PriorityValue()) return a->PriorityValue() < b->PriorityValue();
+  if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
+    return a->meta.creation_timestamp > b->meta.creation_timestamp;
+  }
+  return a->Key() < b->Key();
+}
+
+}  // namespace
+
+bool IsQuotaOnlyFailure(const std::vector<std::string>& rejecting_plugins) {
+  if (rejecting_plugins.empty()) return false;
+  for (const std::string& p : rejecting_plugins) {
+    if (p != QueueQuota::kName) return false;
+  }
+  return true;
+}
+
+bool IsQuotaOnlyFailure(const NodeStatusMap& rejected) {
+  if (rejected.empty()) return false;
+  for (const auto& [node, status] : rejected) {
+    if (status.plugin() != QueueQuota::kName) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<QueueQuota>> QueueQuota::New(const YAML::Node& args,
+                                                           Handle& handle) {
+  ArgsReader reader(args);
+  if (absl::Status st = reader.OnlyKeys({"podsWithoutQueue"}); !st.ok()) return st;
+  absl::StatusOr<std::string> unqueued = reader.String("podsWithoutQueue", "Allow");
+  if (!unqueued.ok()) return unqueued.status();
+  if (*unqueued != "Allow" && *unqueued != "Reject") {
+    return absl::InvalidArgumentError(
+        StrCat("args.podsWithoutQueue: \"", *unqueued, "\" is not one of Allow, Reject"));
+  }
+  return std::make_unique<QueueQuota>(&handle, *unqueued == "Reject");
+}
+
+QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory) {
+  const Snapshot& snapshot = handle_->snapshot();
+  absl::MutexLock lock(&mu_);
+  if (usage_directory_ != directory) {  // queues changed: every node's sums may differ
+    node_usage_.clear();
+    usage_directory_ = directory;
+  }
+  QueueUsage total;
+  for (const NodeInfo* node : snapshot.nodes()) {
+    NodeUsage& entry = node_usage_[node->name()];
+    if (entry.generation != node->generation()) {
+      entry.usage.clear();
+      AddNodeUsage(*directory, *node, entry.usage);
+      entry.generation = node->generation();
+    }
+    for (const auto& [queue, amount] : entry.usage) (void)total[queue].Add(amount);
+  }
+  if (node_usage_.size() > snapshot.size()) {  // nodes were removed
+    std::erase_if(node_usage_, [&](const auto& kv) { return snapshot.Get(kv.first) == nullptr; });
+  }
+  if (reserved_generation_ == snapshot.generation()) {
+    for (const auto& [key, r] : reserved_) (void)total[r.queue].Add(r.charge);
+  }
+  return total;
+}
+
+Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
+  std::shared_ptr<const QueueDirectory> directory = handle_->Queues();
+  const QueueDirectory::Lookup lookup =
+      directory ? directory->QueueFor(pod) : QueueDirectory::Lookup{};
+  if (!lookup.missing.empty()) {
+    return Status::Unresolvable(StrCat("the pod's label ", kQueueLabel, " names Queue \"",
+                                       lookup.missing, "\", which does not exist"));
+  }
+  if (lookup.queue == nullptr) {
+    if (!reject_unqueued_) return Status::Skip();
+    return Status::Unresolvable(StrCat("no Queue lists namespace \"", pod.meta.namespace_,
+                                       "\" and the pod has no ", kQueueLabel,
+                                       " label; only pods in a queue are scheduled"));
+  }
+  QuotaCycle cycle(directory, lookup.queue);
+  const QueueUsage usage = SnapshotUsage(directory);
+  for (const auto& [queue, amount] : usage) cycle.base.AddUsage(queue, amount);
+  {
+    absl::MutexLock lock(&mu_);
+    cycle.reserved_sequence = reserved_sequence_;
+    if (reserved_generation_ == handle_->snapshot().generation()) {
+      if (auto it = reserved_.find(pod.Key()); it != reserved_.end()) {
+        cycle.base.SubUsage(it->second.queue, it->second.charge);  // a retry of this very pod
+      }
+    }
+  }
+  cycle.tracker = cycle.base;
+  cycle.request = pod.requests;
+  cycle.request.Set(kNvidiaGpu, 0);
+  cycle.request.Set(kNvidiaGpuShared, 0);
+  cycle.gpu = ReadGpuRequest(pod);
+  // The GPU amounts the pod may hold: one per kind of node (a replica of a shared GPU holds
+  // 1000 / replicas), so Filter looks its verdict up instead of checking per node.
+  if (cycle.gpu.needs_devices()) {
+    for (const NodeInfo* node : handle_->snapshot().nodes()) {
+      cycle.verdicts.try_emplace(HeldGpuMilli(cycle.gpu, node->gpus().inventory()));
+    }
+  } else {
+    cycle.verdicts.try_emplace(0);
+  }
+  cycle.Refresh();
+  state.Write(kName, std::make_unique<QuotaState>(std::move(cycle)));
+  return Status::Ok();
+}
+
+Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
+  const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return Status::Ok();  // no queue
+  const Resources charge = cycle->ChargeOn(node);
+  auto it = cycle->verdicts.find(charge.Get(kNvidiaGpu));
+  const QuotaVerdict verdict = it != cycle->verdicts.end()
+                                   ? it->second
+                                   : cycle->tracker.Check(cycle->queue->name(), charge);
+  return verdict.fits ? Status::Ok() : Status::Unschedulable(verdict.reason);
+}
+
+Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string& node_name) {
+  const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return Status::Ok();
+  const NodeInfo* node = handle_->snapshot().Get(node_name);
+  const Resources charge = node != nullptr ? cycle->ChargeOn(*node) : cycle->ChargeFor(cycle->gpu.total_milli());
+  absl::MutexLock lock(&mu_);
+  const int64_t generation = handle_->snapshot().generation();
+  if (reserved_generation_ != generation) {
+    reserved_.clear();  // the snapshot shows them now (assumed in the cache)
+    reserved_generation_ = generation;
+  }
+  // Pods reserved after this cycle's PreFilter on the same snapshot: a gang's other members.
+  QuotaTracker now = cycle->tracker;
+  for (const auto& [key, r] : reserved_) {
+    if (r.sequence > cycle->reserved_sequence && key != pod.Key()) now.AddUsage(r.queue, r.charge);
+  }
+  const QuotaVerdict verdict = now.Check(cycle->queue->name(), charge);
+  if (!verdict.fits) return Status::Unschedulable(verdict.reason);
+  reserved_[pod.Key()] =
+      Reserved{.queue = cycle->queue->name(), .charge = charge, .sequence = ++reserved_sequence_};
+  return Status::Ok();
+}
+
+void QueueQuota::Unreserve(CycleState&, const Pod& pod, const std::string&) {
+  absl::MutexLock lock(&mu_);
+  reserved_.erase(pod.Key());
+}
+
+Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
+                          const NodeInfo& node) const {
+  QuotaCycle* cycle = state.ReadMutableValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return Status::Ok();
+  const Queue* queue = cycle->directory->QueueFor(other).queue;
+  if (queue == nullptr) return Status::Ok();
+  cycle->tracker.AddUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
+  cycle->Refresh();
+  return Status::Ok();
+}
+
+Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
+                             const NodeInfo& node) const {
+  QuotaCycle* cycle = state.ReadMutableValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return Status::Ok();
+  const Queue* queue = cycle->directory->QueueFor(other).queue;
+  if (queue == nullptr) return Status::Ok();
+  cycle->tracker.SubUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
+  cycle->Refresh();
+  return Status::Ok();
+}
+
+VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor,
+                                   const Pod& victim, std::string* reason) const {
+  const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return VictimVerdict::kDefer;  // the preemptor is in no queue
+  const Queue* own = cycle->queue;
+  const Queue* theirs = cycle->directory->QueueFor(victim).queue;
+  if (theirs == nullptr) return VictimVerdict::kDefer;
+  const bool lower = victim.PriorityValue() < preemptor.PriorityValue();
+  if (theirs == own) {
+    if (own->within_queue != WithinQueuePolicy::kLowerPriority || !lower) return VictimVerdict::kDeny;
+    if (reason != nullptr) *reason = "within-queue";
+    return VictimVerdict::kAllow;
+  }
+  if (own->cohort.empty() || theirs->cohort != own->cohort) return VictimVerdict::kDeny;
+  if (own->reclaim_within_cohort == ReclaimPolicy::kNever) return VictimVerdict::kDeny;
+  if (own->reclaim_within_cohort == ReclaimPolicy::kLowerPriority && !lower) {
+    return VictimVerdict::kDeny;
+  }
+  const NodeInfo* node = handle_->snapshot().Get(victim.node_name);
+  if (node == nullptr) return VictimVerdict::kDeny;
+  const Resources want = cycle->ChargeOn(*node);
+  // Within its nominal quota the preemptor reclaims what others borrow. Above it, it borrows
+  // too, and takes borrowed capacity only from a queue whose weighted dominant share stays at
+  // least its own after the move (DRF: hungry queues converge to shares by weight).
+  const bool reclaim = cycle->tracker.WithinNominal(own->name(), want);
+  int64_t own_share_after = 0;
+  if (!reclaim) {
+    QuotaTracker after = cycle->tracker;
+    after.AddUsage(own->name(), want);
+    own_share_after = after.WeightedDominantShare(own->name());
+  }
+
+  // The victim's queue gives back only what it borrows: walk its pods on this node in
+  // eviction order, taking those that relieve what the preemptor needs while the queue stays
+  // at or above its nominal quota in those resources (and, when sharing, above the
+  // preemptor's share).
+  std::vector<const Pod*> mates;
+  for (const PodRef& p : node->pods()) {
+    if (cycle->directory->QueueFor(*p).queue == theirs) mates.push_back(p.get());
+  }
+  std::sort(mates.begin(), mates.end(), EvictedBefore);
+  const std::vector<std::string> governed = cycle->tracker.Governed(*own);  // sorted
+  QuotaTracker theirs_after = cycle->base;
+  for (const Pod* p : mates) {
+    const Resources charge = QuotaCharge(*p, node->gpus().inventory());
+    const Resources used = theirs_after.Usage(theirs->name());
+    bool keeps_nominal = true;
+    bool relieves = false;
+    for (const auto& [r, amount] : charge.Entries()) {
+      if (want.Get(r) <= 0 || !std::binary_search(governed.begin(), governed.end(), r)) continue;
+      if (used.Get(r) - amount < theirs->nominal.Get(r)) keeps_nominal = false;
+      if (used.Get(r) > theirs->nominal.Get(r)) relieves = true;
+    }
+    bool take = keeps_nominal && relieves;
+    if (take && !reclaim) {
+      QuotaTracker trial = theirs_after;
+      trial.SubUsage(theirs->name(), charge);
+      take = trial.WeightedDominantShare(theirs->name()) >= own_share_after;
+    }
+    if (p->Key() == victim.Key()) {
+      if (!take) return VictimVerdict::kDeny;
+      if (reason != nullptr) *reason = reclaim ? "reclaim" : "fair-share";
+      return VictimVerdict::kAllow;
+    }
+    if (take) theirs_after.SubUsage(theirs->name(), charge);
+  }
+  return VictimVerdict::kDeny;  // not on its node (stale)
+}
+
+}  // namespace tessel::queue_quota

@@ -1,0 +1,103 @@
+// QueueQuota (PreFilter, Filter, Reserve, victim policy): team quotas from tessel.io/v1alpha1
+// Queue objects (scheduler/quota), enforced when a pod is scheduled, so quota, gang and
+// placement are decided in one transaction (docs/quota.md).
+//
+// PreFilter maps the pod to its queue (label tessel.io/queue, else spec.namespaces) and sums
+// what every queue uses now: the pods the snapshot shows on nodes (bound and assumed), plus the
+// pods reserved since the snapshot was taken (a gang's members are planned on one snapshot).
+// Per-node sums are kept by node generation, so a cycle re-reads only the nodes that changed.
+// Filter rejects every node with kUnschedulable and the quota message ("queue team-a:
+// nvidia.com/gpu 21 of nominal 20; ...") when the request does not fit the queue's nominal
+// quota plus what its cohort can lend; it depends on the node only through the GPU count a
+// shared GPU's replica stands for. Reserve checks again against what was reserved meanwhile
+// and records the pod; Unreserve forgets it.
+//
+// Preemption (owned by the preemption plugin) reaches quota through PreFilterExtensions
+// (RemovePod/AddPod adjust the cycle's usage) and MayEvict (reclaim within a cohort and
+// preemption within a queue, per the queues' spec.preemption). Pods without a queue are not
+// limited unless args.podsWithoutQueue is Reject.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "scheduler/framework/registry.h"
+#include "scheduler/quota/quota_tracker.h"
+#include "scheduler/quota/quota_usage.h"
+
+namespace tessel::queue_quota {
+
+// Whether an attempt failed on quota alone: QueueQuota rejected every node (or the pod before
+// any node). The pod waits for its team's quota, not for capacity: it is reported with reason
+// QuotaExceeded, which cluster autoscalers do not act on.
+bool IsQuotaOnlyFailure(const NodeStatusMap& rejected);
+bool IsQuotaOnlyFailure(const std::vector<std::string>& rejecting_plugins);
+
+class QueueQuota final : public PreFilterPlugin,
+                         public FilterPlugin,
+                         public ReservePlugin,
+                         public VictimPolicyPlugin,
+                         public PreFilterExtensions {
+ public:
+  static constexpr std::string_view kName = "QueueQuota";
+  static absl::StatusOr<std::unique_ptr<QueueQuota>> New(const YAML::Node& args, Handle& handle);
+  QueueQuota(Handle* handle, bool reject_unqueued)
+      : handle_(handle), reject_unqueued_(reject_unqueued) {}
+
+  std::string_view Name() const override { return kName; }
+  // Quota frees when a pod leaves a node, and changes with the Queue objects.
+  uint32_t EventsToRegister() const override { return kAssignedPodDelete | kCustomObjectChange; }
+
+  Status PreFilter(CycleState& state, const Pod& pod) override;
+  const PreFilterExtensions* Extensions() const override { return this; }
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
+  void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
+
+  Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                const NodeInfo& node) const override;
+  Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                   const NodeInfo& node) const override;
+
+  // Reclaim: a victim in another queue of the preemptor's cohort that borrows may be evicted
+  // (reason "reclaim") when the preemptor's queue stays within its nominal quota, as its
+  // spec.preemption.reclaimWithinCohort allows (Any; LowerPriority: only lower priority), and
+  // never below the victim queue's nominal: of that queue's pods on the victim's node, in
+  // eviction order (lowest priority, most recently created first), only those that fit in what
+  // it borrows. Fair sharing: a preemptor that would itself borrow may take borrowed capacity
+  // (reason "fair-share", same policy) only from a queue whose weighted dominant share stays at
+  // least the preemptor's after the move. A victim in the preemptor's own queue: withinQueue
+  // LowerPriority allows lower priority (reason "within-queue"), Never denies. Victims in other
+  // cohorts are denied; pods without a queue (victim or preemptor) defer to the priority rule.
+  VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor, const Pod& victim,
+                         std::string* reason) const override;
+
+ private:
+  struct Reserved {
+    std::string queue;
+    Resources charge;
+    int64_t sequence = 0;
+  };
+  // Usage per queue of the snapshot's nodes (cached per node by generation).
+  QueueUsage SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory);
+
+  Handle* handle_;
+  const bool reject_unqueued_;
+
+  absl::Mutex mu_;  // Unreserve runs on binder threads
+  struct NodeUsage {
+    int64_t generation = -1;
+    QueueUsage usage;
+  };
+  std::shared_ptr<const QueueDirectory> usage_directory_ ABSL_GUARDED_BY(mu_);
+  StringKeyedMap<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
+  // Pods reserved since the snapshot of generation reserved_generation_ was taken.
+  int64_t reserved_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  StringKeyedMap<Reserved> reserved_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessel::queue_quota

@@ -1,0 +1,46 @@
+// What pods charge to their team queues, summed from the nodes the scheduler knows: the one
+// definition the QueueQuota plugin, the live metrics and replay's report all use.
+//
+// A pod charges its requests, with nvidia.com/gpu and nvidia.com/gpu.shared replaced by the
+// physical-GPU milli it holds where it runs (scheduler/gpu: a whole GPU 1000, a fraction its
+// milli, one of R time-slicing replicas 1000/R). Every pod placed on a node (bound or assumed,
+// whoever scheduled it) that maps to a queue is charged; finished pods are not on nodes.
+//
+//   QueueUsage usage;
+//   for (const NodeInfo* n : snapshot.nodes()) AddNodeUsage(directory, *n, usage);
+//   std::vector<QueueReport> r = ReportQueues(directory, usage, pending_pods);
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/quota/queue.h"
+#include "scheduler/state/node_info.h"
+
+namespace tessel {
+
+// Usage per queue name.
+using QueueUsage = std::map<std::string, Resources, std::less<>>;
+
+// The pod's charge on a node with `inventory` (see above).
+Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory);
+
+// Adds the charges of the node's pods to their queues.
+void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage);
+
+// One queue, for metrics and replay.
+struct QueueReport {
+  std::string name;
+  std::string cohort;
+  Resources nominal;
+  Resources usage;
+  Resources borrowed;  // usage above nominal (only in a cohort)
+  int64_t pending_pods = 0;
+};
+// Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled.
+std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const QueueUsage& usage,
+                                      const std::vector<const Pod*>& pending);
+
+}  // namespace tessel

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# quota_test.sh: team Queues on the real apiserver. With the Queue CRD and two queues applied
+# with kubectl, the greedy team's pods stop at its nominal quota: the rest get PodScheduled=False
+# with reason QuotaExceeded (not Unschedulable, which autoscalers act on) and the quota message,
+# while the cluster has room; the other queue (pods labelled tessel.io/queue) is unaffected. A
+# bad Queue is logged naming its field and changes nothing; raising the quota admits the rest;
+# /metrics shows each queue's nominal quota, usage and pending pods.
+source "$(dirname "$0")/lib.sh"
+it_begin quota
+
+kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null \
+  || fail "Queue CRD not established"
+# Queues are cluster-scoped: name them after the test so that reruns and other tests never clash.
+QA="$NS-a" QB="$NS-b"
+cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$NS-bad" --ignore-not-found >/dev/null 2>&1 || true; }
+cleanup_queues
+trap 'rc=$?; cleanup_queues; (exit $rc); it_cleanup' EXIT
+
+# queue NAME GPUS [NAMESPACE]
+queue() {
+  local ns_line=""
+  [[ -n ${3:-} ]] && ns_line="  namespaces: [$3]"
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $1}
+spec:
+$ns_line
+  nominalQuota: {nvidia.com/gpu: "$2"}
+YAML
+}
+queue "$QA" 2 "$NS"
+queue "$QB" 3
+
+it_nodes quota-0:8 quota-1:8
+it_start_scheduler main --leader-elect=false
+it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+
+# gpu_pod NAME [QUEUE-LABEL]
+gpu_pod() {
+  local labels=""
+  [[ -n ${2:-} ]] && labels="  labels: {tessel.io/queue: $2}"
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: $NS
+$labels
+spec:
+  schedulerName: tessel
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {nvidia.com/gpu: "1"}
+YAML
+}
+
+for i in 0 1 2 3; do gpu_pod greedy-$i; done
+for i in 0 1; do gpu_pod other-$i "$QB"; done
+for i in 0 1; do it_wait 60 "other-$i bound" it_bound other-$i; done
+
+REASON=QuotaExceeded
+cond() {
+  kubectl get pod -n "$NS" "$1" \
+    -o 'jsonpath={range .status.conditions[?(@.type=="PodScheduled")]}{.status}|{.reason}|{.message}{end}'
+}
+quota_blocked() { [[ $(cond "$1") == "False|$REASON|"* ]]; }
+bound_greedy() { kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\n"}{end}' | grep -c '^greedy-.*=.' || true; }
+it_wait 60 "two greedy pods bound" eval '(( $(bound_greedy) == 2 ))'
+blocked=()
+for i in 0 1 2 3; do it_bound greedy-$i || blocked+=(greedy-$i); done
+((${#blocked[@]} == 2)) || fail "${#blocked[@]} greedy pods pending, want 2"
+for p in "${blocked[@]}"; do
+  it_wait 30 "$p PodScheduled=False $REASON" quota_blocked "$p"
+  msg=$(cond "$p")
+  msg=${msg#"False|$REASON|"}
+  # Every node (other tests' leftovers included) is refused by the quota alone.
+  want="queue $QA: nvidia.com/gpu 3 of nominal 2; it is in no cohort, so it cannot borrow."
+  [[ $msg == "0/"*" nodes are available: "[0-9]*" $want" ]] || fail "$p: message \"$msg\", want \"0/N nodes are available: N $want\""
+done
+say "quota message: $msg"
+sleep 2
+(( $(bound_greedy) == 2 )) || fail "a greedy pod was bound past the quota"
+
+# Metrics: the greedy queue's nominal, usage and pending pods.
+series() { metric "$SCHED_PORT_main" "$1"; }
+is_series() { [[ $(series "$1") == "$2" ]]; }
+it_wait 10 "usage metric" is_series "tessel_queue_usage{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2
+is_series "tessel_queue_nominal_quota{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2 || fail "nominal metric: $(series "tessel_queue_nominal_quota{queue=\"$QA\",resource=\"nvidia.com/gpu\"}")"
+is_series "tessel_queue_pending_pods{queue=\"$QA\"}" 2 || fail "pending metric: $(series "tessel_queue_pending_pods{queue=\"$QA\"}")"
+is_series "tessel_queue_usage{queue=\"$QB\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QB"
+
+# A bad Queue is rejected by the scheduler with its field named (the CRD schema lets a zero
+# weight through); the good queues stay in force.
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $NS-bad}
+spec: {weight: 0}
+YAML
+logged_bad() { grep -q "Queue $NS-bad: spec.weight: must be positive; the queue is ignored" "$(scheduler_log main)"; }
+it_wait 30 "bad Queue logged" logged_bad
+sleep 1
+(( $(bound_greedy) == 2 )) || fail "the bad Queue changed the greedy team's quota"
+
+# Raising the quota wakes the parked pods.
+queue "$QA" 4 "$NS"
+for p in "${blocked[@]}"; do it_wait 60 "$p bound after the quota grew" it_bound "$p"; done
+
+it_stop_scheduler main
+exit 0

@@ -1,0 +1,673 @@
+// The QueueQuota plugin: quotas enforced in the scheduling cycle (the greedy team stops at its
+// nominal quota, teams borrow idle quota of their cohort, shared GPUs count as fractions, a
+// gang's members see each other's reservations), the hooks preemption uses (RemovePod/AddPod,
+// MayEvict), and seeded properties over generated queues, cohorts and pod streams.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <map>
+#include <random>
+
+#include "builders.h"
+#include "fake_handle.h"
+#include "plugins/queue_quota/queue_quota.h"
+#include "plugins/registry.h"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+using nlohmann::json;
+using queue_quota::QueueQuota;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+using testing::Res;
+
+class BindingApi final : public ClusterApi {
+ public:
+  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
+    binds[pod.Key()] = node;
+    if (on_bind) on_bind(pod, node);
+    return absl::OkStatus();
+  }
+  absl::Status Evict(const Pod&, std::string_view) override { return absl::OkStatus(); }
+  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
+  std::function<void(const Pod&, const std::string&)> on_bind;
+  std::map<std::string, std::string> binds;
+};
+
+class Outcomes final : public SchedulingObserver {
+ public:
+  void PodScheduled(const Pod& pod, const std::string& node) override {
+    scheduled[pod.Key()] = node;
+    failures.erase(pod.Key());
+  }
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
+    failures[pod.Key()] = message;
+    kinds[pod.Key()] = kind;
+  }
+  std::map<std::string, FailureKind> kinds;
+  std::map<std::string, std::string> scheduled;
+  std::map<std::string, std::string> failures;
+};
+
+json QueueObject(std::string name, json spec) {
+  return json{{"apiVersion", "tessel.io/v1alpha1"},
+              {"kind", "Queue"},
+              {"metadata", {{"name", std::move(name)}}},
+              {"spec", std::move(spec)}};
+}
+
+// The whole core with the default profile, GPU nodes, and binds confirmed as an informer would.
+struct Cluster {
+  explicit Cluster(int nodes, std::string_view size = "cpu:64,memory:256Gi,nvidia.com/gpu:8")
+      : cache(&clock) {
+    registry = InTreeRegistry();
+    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
+                                               .config = &config,
+                                               .defaults = &DefaultProfile(),
+                                               .cache = &cache,
+                                               .clock = &clock,
+                                               .api = &api,
+                                               .observer = &outcomes});
+    REQUIRE(made.ok());
+    s = *std::move(made);
+    for (int i = 1; i <= nodes; ++i) {
+      s->OnNodeAdd(NodeBuilder(StrCat("n", i)).Allocatable(size).Build());
+    }
+    api.on_bind = [this](const Pod& pod, const std::string& node) {
+      Pod bound = pod;
+      bound.node_name = node;
+      s->OnPodUpdate(std::move(bound));
+    };
+  }
+  void AddQueue(std::string name, json spec) {
+    absl::Status st = s->OnQueueObject(QueueObject(std::move(name), std::move(spec)));
+    REQUIRE(st.ok());
+  }
+  void Run() {
+    const std::atomic<bool> never{false};
+    s->Run(never);
+  }
+  // Lets parked pods retry (their backoff and the unschedulable wait pass).
+  void RetryParked() {
+    clock.Advance(absl::Minutes(6));
+    Run();
+  }
+  // GPUs (milli) held by the pods of a namespace.
+  int64_t GpusOf(std::string_view ns) const {
+    int64_t sum = 0;
+    for (const std::string& name : cache.NodeNames()) {
+      const std::optional<NodeInfo> info = cache.GetNodeInfo(name);
+      for (const PodRef& p : info->pods()) {
+        if (p->meta.namespace_ == ns) sum += p->requests.Get(kNvidiaGpu);
+      }
+    }
+    return sum;
+  }
+
+  ManualClock clock;
+  Cache cache;
+  BindingApi api;
+  Outcomes outcomes;
+  Registry registry;
+  SchedulerConfig config;
+  std::unique_ptr<Scheduler> s;
+};
+
+Pod GpuPod(std::string ns, std::string name, int gpus = 1, int32_t priority = 0) {
+  return PodBuilder(std::move(name), std::move(ns))
+      .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
+      .Priority(priority)
+      .Build();
+}
+
+TEST_CASE("QueueQuota: the greedy team stops at its nominal quota; pods without a queue are not "
+          "limited",
+          "[quota][queue_quota]") {
+  Cluster c(3);  // 24 GPUs
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
+  for (int i = 0; i < 5; ++i) c.s->OnPodAdd(GpuPod("a", StrCat("j", i)));
+  for (int i = 0; i < 5; ++i) c.s->OnPodAdd(GpuPod("free", StrCat("j", i)));
+  c.Run();
+  CHECK(c.GpusOf("a") == 3000);
+  CHECK(c.GpusOf("free") == 5000);
+  REQUIRE(c.outcomes.failures.size() == 2);
+  for (const auto& [key, message] : c.outcomes.failures) {
+    CHECK(key.starts_with("a/"));
+    CHECK(c.outcomes.kinds.at(key) == FailureKind::kQuotaExceeded);  // not a capacity shortfall
+    CHECK(message ==
+          "0/3 nodes are available: 3 queue team-a: nvidia.com/gpu 4 of nominal 3; it is in no "
+          "cohort, so it cannot borrow.");
+  }
+
+  SECTION("a pod that ends gives its quota to the next") {
+    const std::string done = c.outcomes.scheduled.begin()->first;
+    c.s->OnPodDelete(done);
+    c.RetryParked();
+    CHECK(c.GpusOf("a") == 3000);
+    CHECK(c.outcomes.failures.size() == 1);
+  }
+  SECTION("a larger quota admits the rest (Queue changes wake parked pods)") {
+    c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "5"}}}});
+    c.RetryParked();
+    CHECK(c.GpusOf("a") == 5000);
+    CHECK(c.outcomes.failures.empty());
+  }
+  SECTION("podsWithoutQueue: Reject refuses pods in no queue, naming why") {
+    Cluster strict(1);
+    auto parsed = ParseSchedulerConfig(R"(
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - name: QueueQuota
+    args: {podsWithoutQueue: Reject}
+)");
+    REQUIRE(parsed.ok());
+    strict.config = *parsed;
+    auto made = Scheduler::New(SchedulerParams{.registry = &strict.registry,
+                                               .config = &strict.config,
+                                               .defaults = &DefaultProfile(),
+                                               .cache = &strict.cache,
+                                               .clock = &strict.clock,
+                                               .api = &strict.api,
+                                               .observer = &strict.outcomes});
+    REQUIRE(made.ok());
+    strict.s = *std::move(made);
+    strict.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
+    strict.s->OnPodAdd(GpuPod("free", "x"));
+    strict.Run();
+    CHECK(strict.outcomes.kinds.at("free/x") == FailureKind::kQuotaExceeded);
+    CHECK(strict.outcomes.failures.at("free/x") ==
+          "0/1 nodes are available: no Queue lists namespace \"free\" and the pod has no "
+          "tessel.io/queue label; only pods in a queue are scheduled.");
+  }
+}
+
+TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming the field",
+          "[quota][queue_quota]") {
+  testing::FakeHandle handle;
+  auto bad = QueueQuota::New(YAML::Load("{podsWithoutQueue: Sometimes}"), handle);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject");
+
+  Cluster c(1);
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
+  absl::Status st = c.s->OnQueueObject(QueueObject("team-b", {{"weight", "0"}}));
+  CHECK(st.message() == "Queue team-b: spec.weight: must be positive; the queue is ignored");
+  st = c.s->OnQueueObject(QueueObject("team-c", {{"namespaces", {"a"}}}));
+  CHECK(st.message() ==
+        "Queue team-c: spec.namespaces: namespace \"a\" already belongs to Queue team-a; this "
+        "queue is ignored");
+  // team-a is still in force.
+  c.s->OnPodAdd(GpuPod("a", "j0"));
+  c.s->OnPodAdd(GpuPod("a", "j1"));
+  c.Run();
+  CHECK(c.GpusOf("a") == 1000);
+  CHECK(c.s->queue_store().Problems().size() == 2);
+}
+
+TEST_CASE("QueueQuota: idle quota of the cohort is borrowed up to what the lenders lend",
+          "[quota][queue_quota]") {
+  Cluster c(3);
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "research"},
+                        {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "research"},
+                        {"nominalQuota", {{"nvidia.com/gpu", "6"}}},
+                        {"lendingLimit", {{"nvidia.com/gpu", "3"}}}});
+  for (int i = 0; i < 8; ++i) c.s->OnPodAdd(GpuPod("a", StrCat("j", i)));
+  c.Run();
+  CHECK(c.GpusOf("a") == 5000);  // 2 own + 3 lent
+  REQUIRE(c.outcomes.failures.count("a/j7") == 1);
+  CHECK(c.outcomes.failures.at("a/j7") ==
+        "0/3 nodes are available: 3 queue team-a: nvidia.com/gpu 6 of nominal 2; the cohort "
+        "research has 0 to lend.");
+  // team-b still has what it keeps back.
+  for (int i = 0; i < 3; ++i) c.s->OnPodAdd(GpuPod("b", StrCat("j", i)));
+  c.Run();
+  CHECK(c.GpusOf("b") == 3000);
+}
+
+TEST_CASE("QueueQuota: a replica of a shared GPU counts as its fraction of a physical GPU",
+          "[quota][queue_quota]") {
+  Cluster c(0);
+  c.s->OnNodeAdd(NodeBuilder("shared")
+                     .Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8")
+                     .Label("nvidia.com/gpu.count", "2")
+                     .Label("nvidia.com/gpu.replicas", "4")
+                     .Label("nvidia.com/gpu.sharing-strategy", "time-slicing")
+                     .Build());
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
+  for (int i = 0; i < 6; ++i) {
+    Pod p = GpuPod("a", StrCat("r", i));
+    p.meta.annotations["tessel.io/gpu-sharing"] = "allowed";
+    c.s->OnPodAdd(p);
+  }
+  c.Run();
+  CHECK(c.outcomes.scheduled.size() == 4);  // 4 x 250 milli = one GPU
+  REQUIRE(c.outcomes.failures.size() == 2);
+  CHECK(c.outcomes.failures.begin()->second ==
+        "0/1 nodes are available: 1 queue team-a: nvidia.com/gpu 1250m of nominal 1; it is in "
+        "no cohort, so it cannot borrow.");
+}
+
+// --- The plugin's hooks, on a fake handle ---------------------------------------------------
+
+struct Hooks {
+  Hooks() {
+    handle.AddNode(NodeBuilder("n1").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
+    auto made = QueueQuota::New(YAML::Node(), handle);
+    REQUIRE(made.ok());
+    plugin = *std::move(made);
+  }
+  void SetQueues(std::vector<json> objects) {
+    QueueStore store;
+    for (const json& o : objects) REQUIRE(store.Apply(o).ok());
+    handle.SetQueues(store.directory());
+  }
+  Pod Running(std::string ns, std::string name, int gpus, int32_t priority, int64_t created) {
+    Pod p = PodBuilder(std::move(name), std::move(ns))
+                .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
+                .Priority(priority)
+                .Created(created)
+                .Node("n1")
+                .Build();
+    handle.AddPod(p);
+    return p;
+  }
+  Status FilterN1(const CycleState& state, const Pod& pod) const {
+    return plugin->Filter(state, pod, *handle.snapshot().Get("n1"));
+  }
+  testing::FakeHandle handle;
+  std::unique_ptr<QueueQuota> plugin;
+};
+
+TEST_CASE("QueueQuota: a gang's members planned on one snapshot see each other at Reserve",
+          "[quota][queue_quota]") {
+  Hooks h;
+  h.SetQueues({QueueObject("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}})});
+  std::vector<Pod> members;
+  std::vector<CycleState> states(3);
+  for (int i = 0; i < 3; ++i) {
+    members.push_back(GpuPod("a", StrCat("m", i), 1));
+    members.back().meta.creation_timestamp = absl::FromUnixSeconds(i);
+  }
+  members[2] = GpuPod("a", "m2", 2);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(h.plugin->PreFilter(states[i], members[i]).ok());
+    CHECK(h.FilterN1(states[i], members[i]).ok());  // each alone fits
+  }
+  CHECK(h.plugin->Reserve(states[0], members[0], "n1").ok());
+  CHECK(h.plugin->Reserve(states[1], members[1], "n1").ok());
+  Status third = h.plugin->Reserve(states[2], members[2], "n1");
+  CHECK(third.code() == Code::kUnschedulable);
+  CHECK(third.reasons() == std::vector<std::string>{
+                               "queue team-a: nvidia.com/gpu 4 of nominal 3; it is in no cohort, "
+                               "so it cannot borrow"});
+  // Unreserve gives it back.
+  h.plugin->Unreserve(states[1], members[1], "n1");
+  CHECK(h.plugin->Reserve(states[2], members[2], "n1").ok());
+}
+
+TEST_CASE("QueueQuota: RemovePod and AddPod move the cycle's usage (preemption's dry run)",
+          "[quota][queue_quota]") {
+  Hooks h;
+  h.SetQueues({QueueObject("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}})});
+  const Pod old = h.Running("a", "old", 2, 0, 1);
+  const Pod incoming = GpuPod("a", "new", 1, 10);
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, incoming).ok());
+  CHECK(h.FilterN1(state, incoming).code() == Code::kUnschedulable);
+  const PreFilterExtensions* ext = h.plugin->Extensions();
+  REQUIRE(ext != nullptr);
+  const NodeInfo& n1 = *h.handle.snapshot().Get("n1");
+  REQUIRE(ext->RemovePod(state, incoming, old, n1).ok());
+  CHECK(h.FilterN1(state, incoming).ok());
+  CycleState copy = state.Clone();
+  REQUIRE(ext->AddPod(state, incoming, old, n1).ok());
+  CHECK(h.FilterN1(state, incoming).code() == Code::kUnschedulable);
+  CHECK(h.FilterN1(copy, incoming).ok());  // clones are independent
+}
+
+TEST_CASE("QueueQuota: who may be evicted for whom", "[quota][queue_quota]") {
+  Hooks h;
+  auto queue = [](std::string name, std::string ns, std::string cohort, std::string gpus,
+                  std::string reclaim, std::string within) {
+    return QueueObject(std::move(name), {{"namespaces", {std::move(ns)}},
+                                         {"cohort", std::move(cohort)},
+                                         {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
+                                         {"preemption", {{"reclaimWithinCohort", std::move(reclaim)},
+                                                         {"withinQueue", std::move(within)}}}});
+  };
+  h.SetQueues({queue("any", "any", "c", "4", "Any", "LowerPriority"),
+               queue("lower", "lower", "c", "4", "LowerPriority", "Never"),
+               queue("never", "never", "c", "4", "Never", "Never"),
+               queue("borrower", "borrower", "c", "1", "Never", "Never"),
+               queue("elsewhere", "elsewhere", "other", "8", "Any", "Never")});
+  // borrower runs 4 GPUs on nominal 1: it borrows 3 (its three newest/lowest pods are
+  // reclaimable, its oldest highest one is not).
+  const Pod b_old = h.Running("borrower", "old", 1, 5, 1);
+  const Pod b_mid = h.Running("borrower", "mid", 1, 5, 2);
+  const Pod b_new = h.Running("borrower", "new", 1, 5, 3);
+  const Pod b_low = h.Running("borrower", "low", 1, 1, 0);
+  const Pod own_low = h.Running("any", "low", 1, 1, 0);
+  const Pod own_high = h.Running("any", "high", 1, 9, 0);
+  const Pod other = h.Running("elsewhere", "x", 1, 0, 0);
+  const Pod unqueued = h.Running("free", "x", 1, 0, 0);
+
+  struct Case {
+    std::string name;
+    Pod preemptor;
+    const Pod* victim;
+    VictimVerdict want;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"reclaim Any: a borrower's pod of higher priority", GpuPod("any", "p", 1, 3), &b_mid,
+       VictimVerdict::kAllow, "reclaim"},
+      {"reclaim never below the borrower's nominal: its last pod in eviction order stays",
+       GpuPod("any", "p", 1, 3), &b_old, VictimVerdict::kDeny, ""},
+      {"reclaim LowerPriority: a lower-priority borrower pod", GpuPod("lower", "p", 1, 3), &b_low,
+       VictimVerdict::kAllow, "reclaim"},
+      {"reclaim LowerPriority: not a higher-priority one", GpuPod("lower", "p", 1, 3), &b_new,
+       VictimVerdict::kDeny, ""},
+      {"reclaim Never", GpuPod("never", "p", 1, 9), &b_low, VictimVerdict::kDeny, ""},
+      // "any" holds 2 of its 4 and asks 4: it would borrow 2 of the cohort's 13 lendable GPUs
+      // (share 153 per mille). borrower borrows 3 (230): its first pod in eviction order may go
+      // (it keeps 153), the next may not (it would drop to 76, below the preemptor's share).
+      {"fair share: a borrower above the preemptor's share after the move", GpuPod("any", "p", 4, 3),
+       &b_low, VictimVerdict::kAllow, "fair-share"},
+      {"fair share: not below the preemptor's share", GpuPod("any", "p", 4, 3), &b_new,
+       VictimVerdict::kDeny, ""},
+      {"withinQueue LowerPriority", GpuPod("any", "p", 1, 3), &own_low, VictimVerdict::kAllow,
+       "within-queue"},
+      {"withinQueue LowerPriority: not equal or higher", GpuPod("any", "p", 1, 9), &own_high,
+       VictimVerdict::kDeny, ""},
+      {"withinQueue Never", GpuPod("borrower", "p", 1, 9), &b_low, VictimVerdict::kDeny, ""},
+      {"another cohort", GpuPod("any", "p", 1, 9), &other, VictimVerdict::kDeny, ""},
+      {"a victim in no queue: the priority rule", GpuPod("any", "p", 1, 9), &unqueued,
+       VictimVerdict::kDefer, ""},
+      {"a preemptor in no queue: the priority rule", GpuPod("free", "p", 1, 9), &b_low,
+       VictimVerdict::kDefer, ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    CycleState state;
+    const Status pre = h.plugin->PreFilter(state, c.preemptor);
+    REQUIRE((pre.ok() || pre.IsSkip()));
+    std::string reason;
+    CHECK(h.plugin->MayEvict(state, c.preemptor, *c.victim, &reason) == c.want);
+    CHECK(reason == c.reason);
+  }
+}
+
+TEST_CASE("IsQuotaOnlyFailure: only when QueueQuota rejected every node", "[quota][queue_quota]") {
+  NodeStatusMap quota_only, mixed;
+  quota_only["n1"] = Status::Unschedulable("queue a: ...").WithPlugin("QueueQuota");
+  quota_only["n2"] = Status::Unschedulable("queue a: ...").WithPlugin("QueueQuota");
+  mixed = quota_only;
+  mixed["n3"] = Status::Unschedulable("Insufficient cpu").WithPlugin("NodeResourcesFit");
+  CHECK(queue_quota::IsQuotaOnlyFailure(quota_only));
+  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(mixed));
+  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(NodeStatusMap{}));
+  CHECK(queue_quota::IsQuotaOnlyFailure(std::vector<std::string>{"QueueQuota"}));
+  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(std::vector<std::string>{"QueueQuota", "GpuShare"}));
+}
+
+// --- Generated properties -------------------------------------------------------------------
+
+struct GenQueue {
+  std::string name;
+  std::string cohort;
+  int64_t nominal = 0;                   // GPU milli
+  std::optional<int64_t> borrowing_limit;
+  std::optional<int64_t> lending_limit;
+};
+
+std::vector<GenQueue> RandomQueues(std::mt19937_64& rng, Cluster& c) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<GenQueue> out;
+  const int n = pick(1, 5);
+  for (int i = 0; i < n; ++i) {
+    GenQueue q{.name = StrCat("q", i), .cohort = pick(0, 3) == 0 ? "" : StrCat("c", pick(0, 1)),
+               .nominal = pick(0, 10) * 1000};
+    json spec = {{"namespaces", {q.name}}, {"nominalQuota", {{"nvidia.com/gpu", StrCat(q.nominal / 1000)}}}};
+    if (!q.cohort.empty()) {
+      spec["cohort"] = q.cohort;
+      if (pick(0, 1)) {
+        q.borrowing_limit = pick(0, 6) * 1000;
+        spec["borrowingLimit"] = {{"nvidia.com/gpu", StrCat(*q.borrowing_limit / 1000)}};
+      }
+      if (pick(0, 2) == 0) {
+        q.lending_limit = pick(0, int(q.nominal / 1000)) * 1000;
+        spec["lendingLimit"] = {{"nvidia.com/gpu", StrCat(*q.lending_limit / 1000)}};
+      }
+    }
+    c.AddQueue(q.name, spec);
+    out.push_back(q);
+  }
+  return out;
+}
+
+TEST_CASE("property: scheduled pods never break nominal, borrowing and lending limits",
+          "[quota][queue_quota][property]") {
+  int refused = 0, borrowed = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Cluster c(4);  // 32 GPUs: capacity is rarely what stops a pod
+    const std::vector<GenQueue> queues = RandomQueues(rng, c);
+    // A stream of pods in bursts: each burst is scheduled before the next arrives, and some
+    // running pods end between bursts.
+    int serial = 0;
+    for (int burst = 0; burst < 4; ++burst) {
+      for (int i = pick(3, 10); i > 0; --i) {
+        const GenQueue& q = queues[pick(0, int(queues.size()) - 1)];
+        c.s->OnPodAdd(GpuPod(q.name, StrCat("p", serial++), pick(1, 3)));
+      }
+      c.Run();
+      for (const auto& [key, node] : std::map(c.outcomes.scheduled)) {
+        if (pick(0, 5) == 0) c.s->OnPodDelete(key);
+      }
+      c.clock.Advance(absl::Minutes(6));
+    }
+    c.Run();
+    for (const auto& [key, message] : c.outcomes.failures) {
+      refused += message.find(" queue q") != std::string::npos;
+    }
+    std::map<std::string, int64_t> used;
+    for (const GenQueue& q : queues) used[q.name] = c.GpusOf(q.name);
+    for (const GenQueue& q : queues) {
+      const int64_t u = used[q.name];
+      if (q.cohort.empty()) {
+        CHECK(u <= q.nominal);
+        continue;
+      }
+      borrowed += u > q.nominal;
+      if (q.borrowing_limit) CHECK(u <= q.nominal + *q.borrowing_limit);
+      // What the members borrow from each other never exceeds what they lend: no lender is
+      // left with less than nominal - lendingLimit for itself.
+      int64_t lent = 0, taken = 0;
+      for (const GenQueue& m : queues) {
+        if (m.cohort != q.cohort) continue;
+        const int64_t lendable = m.lending_limit.value_or(m.nominal);
+        lent += lendable;
+        taken += std::max<int64_t>(0, used[m.name] - (m.nominal - lendable));
+      }
+      CHECK(taken <= lent);
+    }
+  }
+  CHECK(refused > 50);   // quota does stop pods
+  CHECK(borrowed > 20);  // and queues do borrow
+}
+
+TEST_CASE("property: reclaim through the victim policy evicts no more than needed, lowest "
+          "priority and most recent first, and never below a lender's nominal",
+          "[quota][queue_quota][property]") {
+  int reclaimed = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Hooks h;
+    const int64_t own_nominal = pick(1, 4), lender_nominal = pick(0, 2);
+    const std::string policy = std::vector<std::string>{"Any", "LowerPriority"}[pick(0, 1)];
+    h.SetQueues({QueueObject("own", {{"namespaces", {"own"}}, {"cohort", "c"},
+                                     {"nominalQuota", {{"nvidia.com/gpu", StrCat(own_nominal)}}},
+                                     {"preemption", {{"reclaimWithinCohort", policy}}}}),
+                 QueueObject("b", {{"namespaces", {"b"}}, {"cohort", "c"},
+                                   {"nominalQuota", {{"nvidia.com/gpu", StrCat(lender_nominal)}}}}),
+                 QueueObject("d", {{"namespaces", {"d"}}, {"cohort", "c"},
+                                   {"nominalQuota", {{"nvidia.com/gpu", "0"}}}})});
+    // Borrowers b and d hold what "own" lends them (and b its own nominal).
+    std::vector<Pod> running;
+    int64_t room = own_nominal + lender_nominal;
+    for (int i = 0; room > 0; ++i) {
+      const int g = std::min<int>(int(room), pick(1, 2));
+      running.push_back(h.Running(pick(0, 1) ? "b" : "d", StrCat("r", i), g, pick(0, 4), pick(0, 100)));
+      room -= g;
+    }
+    const Pod pod = GpuPod("own", "p", int(pick(1, int(own_nominal))), pick(0, 5));
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, pod).ok());
+    REQUIRE(h.FilterN1(state, pod).code() == Code::kUnschedulable);
+    // Preemption's dry run, as kube-scheduler does it: remove every allowed victim, then
+    // reprieve as many as possible, highest priority first.
+    const NodeInfo& n1 = *h.handle.snapshot().Get("n1");
+    std::vector<const Pod*> allowed;
+    for (const Pod& v : running) {
+      std::string reason;
+      if (h.plugin->MayEvict(state, pod, v, &reason) == VictimVerdict::kAllow) {
+        CHECK(reason == "reclaim");
+        if (policy == "LowerPriority") CHECK(v.PriorityValue() < pod.PriorityValue());
+        allowed.push_back(&v);
+      }
+    }
+    for (const Pod* v : allowed) REQUIRE(h.plugin->RemovePod(state, pod, *v, n1).ok());
+    if (!h.FilterN1(state, pod).ok()) continue;
+    std::sort(allowed.begin(), allowed.end(), [](const Pod* a, const Pod* b) {
+      if (a->PriorityValue() != b->PriorityValue()) return a->PriorityValue() > b->PriorityValue();
+      return a->meta.creation_timestamp < b->meta.creation_timestamp;
+    });
+    std::vector<const Pod*> victims;
+    for (const Pod* v : allowed) {
+      REQUIRE(h.plugin->AddPod(state, pod, *v, n1).ok());
+      if (h.FilterN1(state, pod).ok()) continue;
+      REQUIRE(h.plugin->RemovePod(state, pod, *v, n1).ok());
+      victims.push_back(v);
+    }
+    ++reclaimed;
+    CHECK(h.FilterN1(state, pod).ok());
+    std::map<std::string, int64_t> before{{"b", 0}, {"d", 0}};
+    for (const Pod& r : running) before[r.meta.namespace_] += r.requests.Get(kNvidiaGpu);
+    std::map<std::string, int64_t> after = before;
+    for (const Pod* v : victims) after[v->meta.namespace_] -= v->requests.Get(kNvidiaGpu);
+    // Never pushed below its nominal (a queue already below it loses nothing).
+    CHECK(after["b"] >= std::min(before["b"], lender_nominal * 1000));
+    // No more than needed: sparing any one victim leaves the pod unfit.
+    for (const Pod* v : victims) {
+      CycleState spared = state.Clone();
+      REQUIRE(h.plugin->AddPod(spared, pod, *v, n1).ok());
+      CHECK_FALSE(h.FilterN1(spared, pod).ok());
+    }
+    // Within each borrowing queue the policy allows its pods in eviction order (lowest
+    // priority, most recently created first), skipping only those that would take the queue
+    // below its nominal quota.
+    for (const auto& [ns, nominal] : std::map<std::string, int64_t>{{"b", lender_nominal * 1000}, {"d", 0}}) {
+      std::vector<const Pod*> order;
+      int64_t used = 0;
+      for (const Pod& r : running) {
+        if (r.meta.namespace_ != ns) continue;
+        order.push_back(&r);
+        used += r.requests.Get(kNvidiaGpu);
+      }
+      std::sort(order.begin(), order.end(), [](const Pod* a, const Pod* b) {
+        if (a->PriorityValue() != b->PriorityValue()) return a->PriorityValue() < b->PriorityValue();
+        if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
+          return a->meta.creation_timestamp > b->meta.creation_timestamp;
+        }
+        return a->Key() < b->Key();
+      });
+      for (const Pod* r : order) {
+        const bool is_allowed = std::find(allowed.begin(), allowed.end(), r) != allowed.end();
+        const bool fits_policy = policy == "Any" || r->PriorityValue() < pod.PriorityValue();
+        const int64_t size = r->requests.Get(kNvidiaGpu);
+        if (is_allowed) {
+          CHECK(used - size >= nominal);
+          used -= size;
+        } else if (fits_policy) {
+          CHECK(used - size < nominal);
+        }
+      }
+    }
+  }
+  CHECK(reclaimed > 50);
+}
+
+TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whose weighted "
+          "dominant share stays at least the preemptor's",
+          "[quota][queue_quota][property]") {
+  int allowed_total = 0, denied_total = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Hooks h;
+    std::vector<json> objects;
+    const std::vector<std::string> names = {"own", "x", "y", "idle"};
+    for (const std::string& name : names) {
+      objects.push_back(QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
+                                           {"nominalQuota", {{"nvidia.com/gpu", StrCat(pick(1, 2))}}},
+                                           {"weight", StrCat(pick(1, 3))},
+                                           {"preemption", {{"reclaimWithinCohort", "Any"}}}}));
+    }
+    h.SetQueues(objects);
+    std::shared_ptr<const QueueDirectory> dir = h.handle.Queues();
+    // own, x and y borrow what idle lends (and more may run than the cohort lends: pods placed
+    // before the queues existed).
+    std::vector<Pod> running;
+    for (int i = 0, n = pick(4, 10); i < n; ++i) {
+      running.push_back(h.Running(names[pick(0, 2)], StrCat("r", i), 1, pick(0, 3), pick(0, 100)));
+    }
+    const Pod pod = GpuPod("own", "p", 2, 9);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, pod).ok());
+    QuotaTracker usage(dir.get());
+    for (const Pod& r : running) {
+      usage.AddUsage(r.meta.namespace_, QuotaCharge(r, h.handle.snapshot().Get("n1")->gpus().inventory()));
+    }
+    const Resources want = QuotaCharge(pod, h.handle.snapshot().Get("n1")->gpus().inventory());
+    if (usage.WithinNominal("own", want)) continue;  // that is reclaim, not sharing
+    QuotaTracker own_after = usage;
+    own_after.AddUsage("own", want);
+    const int64_t own_share = own_after.WeightedDominantShare("own");
+    std::map<std::string, QuotaTracker> theirs_after;
+    for (const Pod& v : running) {
+      std::string reason;
+      const VictimVerdict verdict = h.plugin->MayEvict(state, pod, v, &reason);
+      if (v.meta.namespace_ == "own") continue;  // withinQueue Never
+      if (verdict != VictimVerdict::kAllow) {
+        ++denied_total;
+        continue;
+      }
+      ++allowed_total;
+      CHECK(reason == "fair-share");
+      auto [it, fresh] = theirs_after.try_emplace(v.meta.namespace_, usage);
+      it->second.SubUsage(v.meta.namespace_, QuotaCharge(v, h.handle.snapshot().Get("n1")->gpus().inventory()));
+      const Queue& theirs = *dir->Find(v.meta.namespace_);
+      CHECK(it->second.Usage(theirs.name()).Get(kNvidiaGpu) >= theirs.nominal.Get(kNvidiaGpu));
+    }
+    // All the allowed victims of a queue evicted together leave it at least at the
+    // preemptor's share after admission.
+    for (const auto& [queue, after] : theirs_after) {
+      CHECK(after.WeightedDominantShare(queue) >= own_share);
+    }
+  }
+  CHECK(allowed_total > 20);
+  CHECK(denied_total > 20);
+}
+
+}  // namespace
+}  // namespace tessel
