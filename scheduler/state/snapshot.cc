@@ -35,8 +35,9 @@ void Snapshot::Count(const NodeInfo& info, int sign) {
   int64_t& n = gpu_count_nodes_[gpus];
   const bool was_present = n > 0;
   n += sign;
-  if (n == 0) gpu_count_nodes_.erase(gpus);
-  if (was_present != (n > 0)) {
+  const bool now_present = n > 0;
+  if (n == 0) gpu_count_nodes_.erase(gpus);  // `n` dangles from here
+  if (was_present != now_present) {
     gpu_node_sizes_.clear();
     for (const auto& [size, count] : gpu_count_nodes_) gpu_node_sizes_.push_back(size);
   }
