@@ -157,32 +157,30 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
   std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
   NodeInfo work = node;
   CycleState s = state.Clone();
-  auto remove = [&](const Unit& u) -> bool {
+  // Takes a unit's victims out of (or puts them back into) the dry run: the node's copy, and
+  // every PreFilter state, for the victims here and for gang members elsewhere.
+  auto apply = [&](const Unit& u, bool adding) -> bool {
+    auto extend = [&](const PreemptionVictim& v, const NodeInfo& on) {
+      return (adding ? fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, on)
+                     : fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, on))
+          .ok();
+    };
     for (const PreemptionVictim& v : u.here) {
-      work.RemovePod(v.pod->Key());
-      if (!fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, work).ok()) return false;
+      if (adding) {
+        work.AddPod(v.pod);
+      } else {
+        work.RemovePod(v.pod->Key());
+      }
+      if (!extend(v, work)) return false;
     }
     for (const PreemptionVictim& v : u.elsewhere) {
       const NodeInfo* where = lookup(v.pod->node_name);
-      if (where != nullptr && !fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, *where).ok()) {
-        return false;
-      }
+      if (where != nullptr && !extend(v, *where)) return false;
     }
     return true;
   };
-  auto add = [&](const Unit& u) -> bool {
-    for (const PreemptionVictim& v : u.here) {
-      work.AddPod(v.pod);
-      if (!fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, work).ok()) return false;
-    }
-    for (const PreemptionVictim& v : u.elsewhere) {
-      const NodeInfo* where = lookup(v.pod->node_name);
-      if (where != nullptr && !fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, *where).ok()) {
-        return false;
-      }
-    }
-    return true;
-  };
+  auto remove = [&](const Unit& u) { return apply(u, /*adding=*/false); };
+  auto add = [&](const Unit& u) { return apply(u, /*adding=*/true); };
   auto fits = [&] { return fw.RunFiltersWithNominatedPods(s, pod, work, &ctx.nominated).ok(); };
 
   for (const Unit& u : units) {
