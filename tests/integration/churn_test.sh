@@ -6,7 +6,7 @@
 # capacity and no GPU device (tessel.io/gpu-devices) is given to two whole-GPU pods; in the end
 # every live pod is bound. The apiserver never answered a bind with "already assigned" (a pod
 # bound twice, the "already bound" rescheduling) and the scheduler log has no "already bound".
-# A 404, or a 409 whose UID precondition failed, is allowed for a deleted name: a bind sent for
+# A 404, a 409 "being deleted" or a 409 whose UID precondition failed is allowed for a deleted name: a bind sent for
 # a pod deleted (and re-created under the same name) before the scheduler saw the delete.
 # Demand: 100 x 1 + 25 x 2 = 150 of 192 GPUs, so every pod fits whatever the holes.
 source "$(dirname "$0")/lib.sh"
@@ -40,12 +40,13 @@ live_check check --ns "$NS" --nodes "tessel-it=$IT_NAME" --settle 60 \
 
 # Every bind the apiserver took: none was refused for anything but a stale UID.
 binds=$(live_check audit-binds --audit "$SIDE_AUDIT" --ns "$NS")
-# A bind sent just before the scheduler saw its pod's delete is refused with 404 (the pod is gone)
-# or, once the name is re-created, by the UID precondition (409 stale-uid): both are fine.
-refused=$(awk '$5 != "ok" && $5 != "stale-uid" && $2 != 404' <<<"$binds")
-[[ -z $refused ]] || fail "binds refused (already-assigned is a double bind): $(awk '{print $1, $2, $5}' <<<"$refused" | sort | uniq -c | head)"
+# A bind sent just before the scheduler saw its pod's delete is refused with 404 (the pod is gone),
+# with 409 "being deleted" (a delete writes deletionTimestamp before it removes the pod, even with
+# grace period 0) or, once the name is re-created, by the UID precondition (409 stale-uid).
+refused=$(awk '$5 != "ok" && $5 != "stale-uid" && $5 != "deleting" && $2 != 404' <<<"$binds")
+[[ -z $refused ]] || fail "binds refused (already-assigned is a double bind): $(head -5 <<<"$refused")"
 # Those refusals are only possible for a name that was deleted (every third name).
-gone=$(awk '$5 == "stale-uid" || $2 == 404 {print $1}' <<<"$binds")
+gone=$(awk '$5 == "stale-uid" || $5 == "deleting" || $2 == 404 {print $1}' <<<"$binds")
 for p in $gone; do ((10#${p#p-} % 3 == 0)) || fail "bind of $p refused as gone but $p was never deleted"; done
 say "the apiserver saw $(wc -l <<<"$binds") bind requests: $(awk '{print $2 "/" $5}' <<<"$binds" | sort | uniq -c | tr '\n' ' ')"
 grep -q "already bound" "$(scheduler_log main)" && fail "the scheduler log shows binds of already bound pods"

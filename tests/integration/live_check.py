@@ -219,8 +219,9 @@ def cmd_audit_binds(args):
     """One line per bind request (create pods/binding) that the scheduler sent for pods of NS:
     `<pod> <HTTP code> <target node> <epoch received> <why>`, where why is `ok`, `stale-uid` (a
     409 because the Binding's UID names a pod deleted and re-created under the same name, which
-    the apiserver rejects by precondition), `already-assigned` (a 409 for a pod already bound: a
-    double bind) or `other`. --after keeps requests received after
+    the apiserver rejects by precondition), `deleting` (a 409 for a pod whose delete is under way: a
+    delete, even with grace period 0, first writes deletionTimestamp), `already-assigned` (a 409 for a pod already bound: a
+    double bind) or `other`, then the apiserver's message. --after keeps requests received after
     that time; --node keeps binds to that node; --writes lists every write to pods instead."""
     for ev in audit_events(args.audit):
         if ev.get("stage") != "ResponseComplete" or ev.get("user", {}).get("username") != SCHEDULER_USER:
@@ -242,7 +243,9 @@ def cmd_audit_binds(args):
         target = ((ev.get("requestObject") or {}).get("target") or {}).get("name", "?")
         if args.node and target != args.node:
             continue
-        print("%s %d %s %.6f %s" % (ref.get("name"), code, target, received, bind_outcome(ev)))
+        message = (ev.get("responseStatus") or {}).get("message", "")
+        print("%s %d %s %.6f %s %s" % (ref.get("name"), code, target, received, bind_outcome(ev),
+                                       message.replace("\n", " ")))
 
 
 def bind_outcome(ev):
@@ -254,6 +257,8 @@ def bind_outcome(ev):
     message = status.get("message", "")
     if code == 409 and "UID in precondition" in message:
         return "stale-uid"
+    if code == 409 and "is being deleted" in message:
+        return "deleting"
     if code == 409 and "already assigned" in message:
         return "already-assigned"
     return "other"
