@@ -47,17 +47,17 @@ class FakeHandle final : public Handle {
   ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
   uint64_t seed() const override { return 7; }
   std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
-  const StringMap* NamespaceLabels(std::string_view ns) const override {
-    auto it = namespace_labels_.find(ns);
-    return it == namespace_labels_.end() ? nullptr : &it->second;
-  }
+  ClusterObjectStore* ObjectStore() const override { return &objects_; }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queues_; }
   void SetQueues(std::shared_ptr<const QueueDirectory> queues) { queues_ = std::move(queues); }
   void RemovePod(const std::string& key) {
     cache_.RemovePod(key);
     cache_.UpdateSnapshot(snapshot_);
   }
-  void SetNamespaceLabels(std::string ns, StringMap labels) { namespace_labels_[std::move(ns)] = std::move(labels); }
+  void SetNamespaceLabels(std::string ns, StringMap labels) {
+    objects_.Put(Namespace{.meta = {.name = std::move(ns), .labels = std::move(labels)}});
+  }
+  ClusterObjectStore& objects() { return objects_; }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
 
@@ -66,7 +66,7 @@ class FakeHandle final : public Handle {
   Cache cache_;
   Snapshot snapshot_;
   RecordingApi api_;
-  std::map<std::string, StringMap, std::less<>> namespace_labels_;
+  mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
 };
 
