@@ -2,6 +2,7 @@
 // records what plugins asked of it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "scheduler/framework/interface.h"
@@ -24,6 +25,22 @@ class RecordingApi final : public ClusterApi {
   void RecordEvent(const Pod& pod, std::string_view, std::string_view reason, std::string_view) override {
     events.emplace_back(pod.Key(), std::string(reason));
   }
+  absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                             std::string_view value) override {
+    claim_annotations.emplace_back(claim.Key(), std::string(key) + "=" + std::string(value));
+    if (on_annotate) on_annotate(claim, value);
+    return absl::OkStatus();
+  }
+  absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override {
+    claim_refs.emplace_back(volume.name(), claim.Key());
+    if (on_claim_ref) on_claim_ref(volume, claim);
+    return absl::OkStatus();
+  }
+  // Volume writes: (claim, "key=value") and (PV, claim); the hooks may play the provisioner.
+  std::vector<std::pair<std::string, std::string>> claim_annotations;
+  std::vector<std::pair<std::string, std::string>> claim_refs;
+  std::function<void(const PersistentVolumeClaim&, std::string_view node)> on_annotate;
+  std::function<void(const PersistentVolume&, const PersistentVolumeClaim&)> on_claim_ref;
   absl::Status bind_result = absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> binds;
   std::vector<std::pair<std::string, StringMap>> bind_annotations;
