@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# volume_binding_test.sh: a WaitForFirstConsumer claim on the real apiserver. A StorageClass
+# whose allowedTopologies names zone-b of a two-zone set of simulated nodes, a claim of that
+# class and a pod using it: tessel-scheduler picks a zone-b node, writes
+# volume.kubernetes.io/selected-node on the claim, and (as kube-scheduler) waits for the claim to
+# be bound before it binds the pod. The test plays the provisioner and the PV controller (the
+# control plane runs no persistentvolume-binder): it creates a PV in the selected node's zone
+# with a claimRef, sets the claim's spec.volumeName and status.phase Bound; then the pod binds
+# to the selected node. A pod whose claim does not exist is reported with the claim's name.
+# Also checks on the real apiserver the writes the scheduler relies on: a merge patch of a
+# claim's annotations is accepted, and one carrying another UID is refused.
+source "$(dirname "$0")/lib.sh"
+it_begin volbind
+CLASS=tessel-it-volbind-zonal
+PV=tessel-it-volbind-pv
+trap 'rc=$?; kubectl delete pv "$PV" --wait=false >/dev/null 2>&1; kubectl delete storageclass "$CLASS" >/dev/null 2>&1; (exit $rc); it_cleanup' EXIT
+kubectl delete pv "$PV" --wait=false >/dev/null 2>&1 || true
+
+Z=topology.kubernetes.io/zone
+it_nodes volbind-a1:0:$Z=zone-a volbind-a2:0:$Z=zone-a volbind-b1:0:$Z=zone-b volbind-b2:0:$Z=zone-b
+
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $CLASS}
+provisioner: example.com/tessel-it
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: $Z, values: [zone-b]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: $NS}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $CLASS
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: scratch, namespace: $NS}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $CLASS
+  resources: {requests: {storage: 1Gi}}
+YAML
+
+# The apiserver's side of the scheduler's claim write: a merge patch of the annotations with
+# the claim's UID is accepted; with another UID it is refused (the scheduler's precondition).
+uid=$(kubectl get pvc -n "$NS" scratch -o 'jsonpath={.metadata.uid}')
+kubectl patch pvc -n "$NS" scratch --type merge \
+  -p "{\"metadata\":{\"uid\":\"$uid\",\"annotations\":{\"volume.kubernetes.io/selected-node\":\"volbind-b1\"}}}" >/dev/null \
+  || fail "a merge patch of a claim's annotations with its own UID was refused"
+if kubectl patch pvc -n "$NS" scratch --type merge \
+  -p '{"metadata":{"uid":"00000000-0000-0000-0000-000000000000","annotations":{"x":"y"}}}' >/dev/null 2>&1; then
+  fail "a merge patch with another UID was accepted"
+fi
+
+pod_with_claim() {
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  schedulerName: tessel
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME}
+  containers:
+  - name: main
+    image: busybox
+    resources: {requests: {cpu: 100m, memory: 64Mi}}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: $2}
+YAML
+}
+
+it_start_scheduler main --leader-elect=false
+it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+pod_with_claim app data
+pod_with_claim orphan ghost
+
+selected() { kubectl get pvc -n "$NS" data -o 'jsonpath={.metadata.annotations.volume\.kubernetes\.io/selected-node}'; }
+annotated() { [[ -n $(selected) ]]; }
+it_wait 60 "the claim annotated with a selected node" annotated
+node=$(selected)
+zone=$(kubectl get node "$node" -o "jsonpath={.metadata.labels.topology\.kubernetes\.io/zone}")
+say "selected node $node in $zone"
+[[ $zone == zone-b ]] || fail "selected node $node is in '$zone', the class allows zone-b only"
+# The scheduler waits for the claim to bind: the pod is not bound before the PV exists.
+sleep 2
+it_bound app && fail "pod app was bound before its claim was"
+
+# The provisioner: a PV in the selected node's zone, pre-bound to the claim.
+claim_uid=$(kubectl get pvc -n "$NS" data -o 'jsonpath={.metadata.uid}')
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $PV, labels: {$Z: $zone}}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: $CLASS
+  persistentVolumeReclaimPolicy: Delete
+  hostPath: {path: /tmp/$PV}
+  claimRef: {namespace: $NS, name: data, uid: $claim_uid}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: $Z, operator: In, values: [$zone]}
+YAML
+# The PV controller's part: the claim names its volume (allowed once on 1.20), then is Bound.
+kubectl patch pvc -n "$NS" data --type merge \
+  -p "{\"spec\":{\"volumeName\":\"$PV\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null
+kubectl patch pvc -n "$NS" data --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+kubectl patch pv "$PV" --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+
+it_wait 60 "pod app bound" it_bound app
+[[ $(node_of app) == "$node" ]] || fail "pod app went to $(node_of app), its claim selected $node"
+
+# The missing claim is named in the pod's condition; the pod stays unbound.
+cond() { kubectl get pod -n "$NS" orphan -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'; }
+names_claim() { [[ $(cond) == *'persistentvolumeclaim "ghost" not found'* ]]; }
+it_wait 30 "orphan's PodScheduled message names the claim" names_claim
+say "orphan: $(cond)"
+it_bound orphan && fail "pod orphan was bound without its claim"
+it_stop_scheduler main
+exit 0
