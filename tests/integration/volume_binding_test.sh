@@ -57,29 +57,11 @@ if kubectl patch pvc -n "$NS" scratch --type merge \
   fail "a merge patch with another UID was accepted"
 fi
 
-pod_with_claim() {
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: $NS}
-spec:
-  schedulerName: tessel
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME}
-  containers:
-  - name: main
-    image: busybox
-    resources: {requests: {cpu: 100m, memory: 64Mi}}
-  volumes:
-  - name: data
-    persistentVolumeClaim: {claimName: $2}
-YAML
-}
 
 it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
-pod_with_claim app data
-pod_with_claim orphan ghost
+it_pod app --claim data
+it_pod orphan --claim ghost
 
 selected() { kubectl get pvc -n "$NS" data -o 'jsonpath={.metadata.annotations.volume\.kubernetes\.io/selected-node}'; }
 annotated() { [[ -n $(selected) ]]; }
