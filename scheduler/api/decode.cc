@@ -266,6 +266,22 @@ NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view 
   };
 }
 
+// A NodeSelector (its nodeSelectorTerms, ORed) under `key`; nullopt when absent.
+std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d, const json& parent,
+                                                                std::string_view key,
+                                                                std::string_view path) {
+  const json* selector = d.Object(parent, key, path);
+  if (selector == nullptr) return std::nullopt;
+  std::vector<NodeSelectorTerm> terms;
+  const std::string terms_path = Path(path, "nodeSelectorTerms");
+  if (const json* list = d.Array(*selector, "nodeSelectorTerms", terms_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
+    }
+  }
+  return terms;
+}
+
 NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   NodeAffinity out;
   const json* affinity = d.Object(spec, "affinity", "spec.affinity");
@@ -274,16 +290,7 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   const json* na = d.Object(*affinity, "nodeAffinity", base);
   if (na == nullptr) return out;
   const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
-  if (const json* req = d.Object(*na, "requiredDuringSchedulingIgnoredDuringExecution", req_path)) {
-    std::vector<NodeSelectorTerm> terms;
-    const std::string terms_path = Path(req_path, "nodeSelectorTerms");
-    if (const json* list = d.Array(*req, "nodeSelectorTerms", terms_path)) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
-      }
-    }
-    out.required = std::move(terms);
-  }
+  out.required = DecodeNodeSelector(d, *na, "requiredDuringSchedulingIgnoredDuringExecution", req_path);
   const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
   if (const json* list = d.Array(*na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -568,6 +575,13 @@ std::optional<PreemptionPolicy> DecodePreemptionPolicy(FieldDecoder& d, const js
   return std::nullopt;
 }
 
+// The object's spec, or an empty object when it has none (a spec of the wrong type is recorded).
+const json& SpecOrEmpty(FieldDecoder& d, const json& object) {
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  return spec == nullptr ? kEmpty : *spec;
+}
+
 // spec.volumes: the entries that use a claim (persistentVolumeClaim, generic ephemeral).
 std::vector<PodVolume> DecodePodVolumes(FieldDecoder& d, const json& spec) {
   std::vector<PodVolume> out;
@@ -637,9 +651,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   Pod pod;
   pod.meta = d.Meta(object);
   if (pod.meta.namespace_.empty()) pod.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  const json* spec = &SpecOrEmpty(d, object);
   pod.scheduler_name = d.String(*spec, "schedulerName", "spec.schedulerName", "default-scheduler");
   pod.node_name = d.String(*spec, "nodeName", "spec.nodeName");
   pod.node_selector = d.StringMapField(*spec, "nodeSelector", "spec.nodeSelector");
@@ -812,9 +824,7 @@ absl::StatusOr<PersistentVolumeClaim> DecodePersistentVolumeClaim(const json& ob
   PersistentVolumeClaim pvc;
   pvc.meta = d.Meta(object);
   if (pvc.meta.namespace_.empty()) pvc.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  const json* spec = &SpecOrEmpty(d, object);
   pvc.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
   // The beta annotation wins over the field, as in kube's GetPersistentVolumeClaimClass.
   auto beta = pvc.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
@@ -838,9 +848,7 @@ absl::StatusOr<PersistentVolume> DecodePersistentVolume(const json& object) {
   FieldDecoder d(DescribeObject(object));
   PersistentVolume pv;
   pv.meta = d.Meta(object);
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  const json* spec = &SpecOrEmpty(d, object);
   pv.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
   pv.capacity_bytes = DecodeStorage(d, *spec, "capacity", "spec.capacity");
   auto beta = pv.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
@@ -855,18 +863,8 @@ absl::StatusOr<PersistentVolume> DecodePersistentVolume(const json& object) {
     if (pv.claim_ref->name.empty()) d.Fail("spec.claimRef.name", "missing");
     if (pv.claim_ref->namespace_.empty()) pv.claim_ref->namespace_ = "default";
   }
-  const std::string affinity_path = "spec.nodeAffinity.required";
   if (const json* affinity = d.Object(*spec, "nodeAffinity", "spec.nodeAffinity")) {
-    if (const json* required = d.Object(*affinity, "required", affinity_path)) {
-      std::vector<NodeSelectorTerm> terms;
-      const std::string terms_path = Path(affinity_path, "nodeSelectorTerms");
-      if (const json* list = d.Array(*required, "nodeSelectorTerms", terms_path)) {
-        for (size_t i = 0; i < list->size(); ++i) {
-          terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
-        }
-      }
-      pv.node_affinity = std::move(terms);
-    }
+    pv.node_affinity = DecodeNodeSelector(d, *affinity, "required", "spec.nodeAffinity.required");
   }
   pv.volume_mode = DecodeVolumeMode(d, *spec, "spec.volumeMode");
   if (const json* status = d.Object(object, "status", "status")) {

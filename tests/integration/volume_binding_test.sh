@@ -28,23 +28,18 @@ volumeBindingMode: WaitForFirstConsumer
 allowedTopologies:
 - matchLabelExpressions:
   - {key: $Z, values: [zone-b]}
----
+YAML
+for claim in data scratch; do
+  kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: data, namespace: $NS}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $CLASS
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: scratch, namespace: $NS}
+metadata: {name: $claim, namespace: $NS}
 spec:
   accessModes: [ReadWriteOnce]
   storageClassName: $CLASS
   resources: {requests: {storage: 1Gi}}
 YAML
+done
 
 # The apiserver's side of the scheduler's claim write: a merge patch of the annotations with
 # the claim's UID is accepted; with another UID it is refused (the scheduler's precondition).

@@ -86,6 +86,18 @@ std::unique_ptr<volume_binding::VolumeBinding> NewBinding(FakeHandle& h, int tim
   return *std::move(plugin);
 }
 
+// A VolumeBinding that ran PreFilter and Reserve for `pod` on `node`, ready for PreBind.
+struct Reserved {
+  std::unique_ptr<volume_binding::VolumeBinding> plugin;
+  CycleState state;
+};
+Reserved ReserveOn(FakeHandle& h, const Pod& pod, const std::string& node, int timeout_seconds) {
+  Reserved r{.plugin = NewBinding(h, timeout_seconds)};
+  REQUIRE(r.plugin->PreFilter(r.state, pod).ok());
+  REQUIRE(r.plugin->Reserve(r.state, pod, node).ok());
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("VolumeBinding gives kube-scheduler's reasons", "[plugins][volumes]") {
@@ -280,34 +292,25 @@ TEST_CASE("VolumeBinding PreBind annotates the claim and waits for it to bind", 
       bound.phase_bound = true;
       h.objects().Put(bound);
     };
-    auto plugin = NewBinding(h, 600);
-    CycleState state;
-    REQUIRE(plugin->PreFilter(state, pod).ok());
-    REQUIRE(plugin->Reserve(state, pod, "b-1").ok());
+    Reserved r = ReserveOn(h, pod, "b-1", 600);
     // The assumed annotation pins the claim for the next cycles.
     CHECK(h.Objects()->Claim("default", "data")->selected_node() == "b-1");
-    CHECK(testing::Describe(plugin->PreBind(state, pod, "b-1")) == "ok");
+    CHECK(testing::Describe(r.plugin->PreBind(r.state, pod, "b-1")) == "ok");
     CHECK(h.recording_api().claim_annotations ==
           std::vector<std::pair<std::string, std::string>>{
               {"default/data", "volume.kubernetes.io/selected-node=b-1"}});
   }
   SECTION("bindTimeoutSeconds 0 binds right after the annotation") {
-    auto plugin = NewBinding(h, 0);
-    CycleState state;
-    REQUIRE(plugin->PreFilter(state, pod).ok());
-    REQUIRE(plugin->Reserve(state, pod, "b-1").ok());
-    CHECK(plugin->PreBind(state, pod, "b-1").ok());
+    Reserved r = ReserveOn(h, pod, "b-1", 0);
+    CHECK(r.plugin->PreBind(r.state, pod, "b-1").ok());
     CHECK(h.recording_api().claim_annotations.size() == 1);
   }
   SECTION("a claim that does not bind in time fails the binding cycle; Unreserve restores it") {
-    auto plugin = NewBinding(h, 1);
-    CycleState state;
-    REQUIRE(plugin->PreFilter(state, pod).ok());
-    REQUIRE(plugin->Reserve(state, pod, "b-1").ok());
-    Status st = plugin->PreBind(state, pod, "b-1");
+    Reserved r = ReserveOn(h, pod, "b-1", 1);
+    Status st = r.plugin->PreBind(r.state, pod, "b-1");
     CHECK(st.code() == Code::kError);
     CHECK_THAT(st.Message(), Catch::Contains("PersistentVolumeClaim default/data is not bound yet"));
-    plugin->Unreserve(state, pod, "b-1");
+    r.plugin->Unreserve(r.state, pod, "b-1");
     CHECK(h.Objects()->Claim("default", "data")->selected_node().empty());
   }
   SECTION("a static match writes the PV's claimRef") {
@@ -319,11 +322,8 @@ TEST_CASE("VolumeBinding PreBind annotates the claim and waits for it to bind", 
       bound.phase_bound = true;
       h.objects().Put(bound);
     };
-    auto plugin = NewBinding(h, 600);
-    CycleState state;
-    REQUIRE(plugin->PreFilter(state, pod).ok());
-    REQUIRE(plugin->Reserve(state, pod, "b-1").ok());
-    CHECK(plugin->PreBind(state, pod, "b-1").ok());
+    Reserved r = ReserveOn(h, pod, "b-1", 600);
+    CHECK(r.plugin->PreBind(r.state, pod, "b-1").ok());
     CHECK(h.recording_api().claim_refs ==
           std::vector<std::pair<std::string, std::string>>{{"pv-small", "default/data"}});
     CHECK(h.recording_api().claim_annotations.empty());
