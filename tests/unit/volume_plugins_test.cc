@@ -9,6 +9,7 @@
 #include "plugins/volume_binding/volume_binding.h"
 #include "plugins/volume_restrictions/volume_restrictions.h"
 #include "plugins/volume_zone/volume_zone.h"
+#include "scheduler/api/decode.h"
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel {
