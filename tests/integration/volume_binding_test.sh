@@ -6,15 +6,23 @@
 # be bound before it binds the pod. The test plays the provisioner and the PV controller (the
 # control plane runs no persistentvolume-binder): it creates a PV in the selected node's zone
 # with a claimRef, sets the claim's spec.volumeName and status.phase Bound; then the pod binds
-# to the selected node. A pod whose claim does not exist is reported with the claim's name.
+# to the selected node. A pod whose claim does not exist is reported with the claim's name. A
+# claim of a no-provisioner class is matched to a static PV in zone-a: the scheduler writes the
+# PV's claimRef, and the pod binds in zone-a once the claim is bound.
 # Also checks on the real apiserver the writes the scheduler relies on: a merge patch of a
 # claim's annotations is accepted, and one carrying another UID is refused.
 source "$(dirname "$0")/lib.sh"
 it_begin volbind
 CLASS=tessel-it-volbind-zonal
+LOCAL=tessel-it-volbind-local
 PV=tessel-it-volbind-pv
-trap 'rc=$?; kubectl delete pv "$PV" --wait=false >/dev/null 2>&1; kubectl delete storageclass "$CLASS" >/dev/null 2>&1; (exit $rc); it_cleanup' EXIT
-kubectl delete pv "$PV" --wait=false >/dev/null 2>&1 || true
+STATIC=tessel-it-volbind-static
+cleanup_storage() {
+  kubectl delete pv "$PV" "$STATIC" --wait=false >/dev/null 2>&1
+  kubectl delete storageclass "$CLASS" "$LOCAL" >/dev/null 2>&1
+}
+trap 'rc=$?; cleanup_storage; (exit $rc); it_cleanup' EXIT
+cleanup_storage || true
 
 Z=topology.kubernetes.io/zone
 it_nodes volbind-a1:0:$Z=zone-a volbind-a2:0:$Z=zone-a volbind-b1:0:$Z=zone-b volbind-b2:0:$Z=zone-b
@@ -103,5 +111,47 @@ names_claim() { [[ $(cond) == *'persistentvolumeclaim "ghost" not found'* ]]; }
 it_wait 30 "orphan's PodScheduled message names the claim" names_claim
 say "orphan: $(cond)"
 it_bound orphan && fail "pod orphan was bound without its claim"
+
+# A static PV: a no-provisioner class and a PV in zone-a. The scheduler writes the PV's claimRef
+# (a merge patch with the PV's resourceVersion, accepted by the apiserver), then waits; the test
+# plays the PV controller, and the pod binds in zone-a.
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $LOCAL}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $STATIC}
+spec:
+  capacity: {storage: 5Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: $LOCAL
+  hostPath: {path: /tmp/$STATIC}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: $Z, operator: In, values: [zone-a]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: local-data, namespace: $NS}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $LOCAL
+  resources: {requests: {storage: 2Gi}}
+YAML
+it_pod local-app --claim local-data
+claimed() { [[ $(kubectl get pv "$STATIC" -o 'jsonpath={.spec.claimRef.namespace}/{.spec.claimRef.name}') == "$NS/local-data" ]]; }
+it_wait 60 "the static PV's claimRef names the claim" claimed
+kubectl patch pvc -n "$NS" local-data --type merge \
+  -p "{\"spec\":{\"volumeName\":\"$STATIC\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null
+kubectl patch pvc -n "$NS" local-data --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+it_wait 60 "pod local-app bound" it_bound local-app
+local_zone=$(kubectl get node "$(node_of local-app)" -o "jsonpath={.metadata.labels.topology\.kubernetes\.io/zone}")
+[[ $local_zone == zone-a ]] || fail "pod local-app went to zone '$local_zone', its PV is in zone-a"
 it_stop_scheduler main
 exit 0
