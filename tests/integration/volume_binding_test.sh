@@ -27,27 +27,54 @@ cleanup_storage || true
 Z=topology.kubernetes.io/zone
 it_nodes volbind-a1:0:$Z=zone-a volbind-a2:0:$Z=zone-a volbind-b1:0:$Z=zone-b volbind-b2:0:$Z=zone-b
 
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $CLASS}
-provisioner: example.com/tessel-it
-volumeBindingMode: WaitForFirstConsumer
-allowedTopologies:
-- matchLabelExpressions:
-  - {key: $Z, values: [zone-b]}
-YAML
-for claim in data scratch; do
+# wffc_class NAME PROVISIONER [ZONE]: a WaitForFirstConsumer class, allowed in ZONE only if given.
+wffc_class() {
+  {
+    printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: %s}\n' "$1"
+    printf 'provisioner: %s\nvolumeBindingMode: WaitForFirstConsumer\n' "$2"
+    [[ -n ${3:-} ]] && printf 'allowedTopologies: [{matchLabelExpressions: [{key: %s, values: [%s]}]}]\n' "$Z" "$3"
+    true
+  } | kubectl apply -f - >/dev/null
+}
+# claim NAME CLASS SIZE: a ReadWriteOnce claim in $NS.
+claim() {
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: $claim, namespace: $NS}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $CLASS
-  resources: {requests: {storage: 1Gi}}
+metadata: {name: $1, namespace: $NS}
+spec: {accessModes: [ReadWriteOnce], storageClassName: $2, resources: {requests: {storage: $3}}}
 YAML
-done
+}
+# zonal_pv NAME CLASS SIZE ZONE [CLAIM]: a PV whose node affinity is ZONE, pre-bound to CLAIM.
+zonal_pv() {
+  local ref=""
+  [[ -n ${5:-} ]] && ref="  claimRef: {namespace: $NS, name: $5, uid: $(kubectl get pvc -n "$NS" "$5" -o 'jsonpath={.metadata.uid}')}"
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $1, labels: {$Z: $4}}
+spec:
+  capacity: {storage: $3}
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  hostPath: {path: /tmp/$1}
+$ref
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: $Z, operator: In, values: [$4]}]}]}}
+YAML
+}
+# bind_claim CLAIM PV: the PV controller's part: the claim names its volume (allowed once on
+# 1.20), is marked bind-completed, and both are Bound.
+bind_claim() {
+  kubectl patch pvc -n "$NS" "$1" --type merge \
+    -p "{\"spec\":{\"volumeName\":\"$2\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null
+  kubectl patch pvc -n "$NS" "$1" --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+  kubectl patch pv "$2" --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+}
+zone_of() { kubectl get node "$1" -o "jsonpath={.metadata.labels.topology\.kubernetes\.io/zone}"; }
+
+wffc_class "$CLASS" example.com/tessel-it zone-b
+claim data "$CLASS" 1Gi
+claim scratch "$CLASS" 1Gi
 
 # The apiserver's side of the scheduler's claim write: a merge patch of the annotations with
 # the claim's UID is accepted; with another UID it is refused (the scheduler's precondition).
@@ -60,6 +87,15 @@ if kubectl patch pvc -n "$NS" scratch --type merge \
   fail "a merge patch with another UID was accepted"
 fi
 
+# What this server says of ReadWriteOncePod (served from Kubernetes 1.22; Tessel decodes it anyway).
+rwop=$(kubectl apply --dry-run=server -f - 2>&1 <<YAML || true
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: rwop-probe, namespace: $NS}
+spec: {accessModes: [ReadWriteOncePod], storageClassName: $CLASS, resources: {requests: {storage: 1Gi}}}
+YAML
+)
+say "a ReadWriteOncePod claim on this server: $rwop"
 
 it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
@@ -70,38 +106,17 @@ selected() { kubectl get pvc -n "$NS" data -o 'jsonpath={.metadata.annotations.v
 annotated() { [[ -n $(selected) ]]; }
 it_wait 60 "the claim annotated with a selected node" annotated
 node=$(selected)
-zone=$(kubectl get node "$node" -o "jsonpath={.metadata.labels.topology\.kubernetes\.io/zone}")
+zone=$(zone_of "$node")
 say "selected node $node in $zone"
 [[ $zone == zone-b ]] || fail "selected node $node is in '$zone', the class allows zone-b only"
 # The scheduler waits for the claim to bind: the pod is not bound before the PV exists.
 sleep 2
 it_bound app && fail "pod app was bound before its claim was"
 
-# The provisioner: a PV in the selected node's zone, pre-bound to the claim.
-claim_uid=$(kubectl get pvc -n "$NS" data -o 'jsonpath={.metadata.uid}')
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: $PV, labels: {$Z: $zone}}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: $CLASS
-  persistentVolumeReclaimPolicy: Delete
-  hostPath: {path: /tmp/$PV}
-  claimRef: {namespace: $NS, name: data, uid: $claim_uid}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: $Z, operator: In, values: [$zone]}
-YAML
-# The PV controller's part: the claim names its volume (allowed once on 1.20), then is Bound.
-kubectl patch pvc -n "$NS" data --type merge \
-  -p "{\"spec\":{\"volumeName\":\"$PV\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null
-kubectl patch pvc -n "$NS" data --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
-kubectl patch pv "$PV" --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
-
+# The provisioner: a PV in the selected node's zone, pre-bound to the claim; then the PV
+# controller's binding.
+zonal_pv "$PV" "$CLASS" 1Gi "$zone" data
+bind_claim data "$PV"
 it_wait 60 "pod app bound" it_bound app
 [[ $(node_of app) == "$node" ]] || fail "pod app went to $(node_of app), its claim selected $node"
 
@@ -115,43 +130,16 @@ it_bound orphan && fail "pod orphan was bound without its claim"
 # A static PV: a no-provisioner class and a PV in zone-a. The scheduler writes the PV's claimRef
 # (a merge patch with the PV's resourceVersion, accepted by the apiserver), then waits; the test
 # plays the PV controller, and the pod binds in zone-a.
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $LOCAL}
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
----
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: $STATIC}
-spec:
-  capacity: {storage: 5Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: $LOCAL
-  hostPath: {path: /tmp/$STATIC}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: $Z, operator: In, values: [zone-a]}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: local-data, namespace: $NS}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: $LOCAL
-  resources: {requests: {storage: 2Gi}}
-YAML
+wffc_class "$LOCAL" kubernetes.io/no-provisioner
+zonal_pv "$STATIC" "$LOCAL" 5Gi zone-a
+claim local-data "$LOCAL" 2Gi
 it_pod local-app --claim local-data
 claimed() { [[ $(kubectl get pv "$STATIC" -o 'jsonpath={.spec.claimRef.namespace}/{.spec.claimRef.name}') == "$NS/local-data" ]]; }
 it_wait 60 "the static PV's claimRef names the claim" claimed
-kubectl patch pvc -n "$NS" local-data --type merge \
-  -p "{\"spec\":{\"volumeName\":\"$STATIC\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null
-kubectl patch pvc -n "$NS" local-data --subresource=status --type merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+bind_claim local-data "$STATIC"
 it_wait 60 "pod local-app bound" it_bound local-app
-local_zone=$(kubectl get node "$(node_of local-app)" -o "jsonpath={.metadata.labels.topology\.kubernetes\.io/zone}")
+local_zone=$(zone_of "$(node_of local-app)")
 [[ $local_zone == zone-a ]] || fail "pod local-app went to zone '$local_zone', its PV is in zone-a"
+say "static PV $STATIC claimed by $NS/local-data; local-app on $(node_of local-app) in $local_zone"
 it_stop_scheduler main
 exit 0
