@@ -1,7 +1,8 @@
 // libFuzzer target: the object decoders (scheduler/api/decode.h) on arbitrary JSON text, as the
 // API server or a snapshot file could send it. The text goes to DecodeList, and, when it parses
-// as JSON, to DecodePod, DecodeNode and DecodePriorityClass (each must answer with a value or an
-// error, never throw). An error message must name the object it is about (kind and name).
+// as JSON, to every object decoder (Pod, Node, PriorityClass, PodDisruptionBudget,
+// PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace): each must answer with a value
+// or an error, never throw. An error message must name the object it is about (kind and name).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -34,5 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckNamed(tessel::DecodePod(object), described);
   CheckNamed(tessel::DecodeNode(object), described);
   CheckNamed(tessel::DecodePriorityClass(object), described);
+  CheckNamed(tessel::DecodePodDisruptionBudget(object), described);
+  CheckNamed(tessel::DecodePersistentVolumeClaim(object), described);
+  CheckNamed(tessel::DecodePersistentVolume(object), described);
+  CheckNamed(tessel::DecodeStorageClass(object), described);
+  CheckNamed(tessel::DecodeNamespace(object), described);
   return 0;
 }
