@@ -243,18 +243,24 @@ def cmd_audit_binds(args):
         target = ((ev.get("requestObject") or {}).get("target") or {}).get("name", "?")
         if args.node and target != args.node:
             continue
-        message = (ev.get("responseStatus") or {}).get("message", "")
+        message = bind_message(ev)
         print("%s %d %s %.6f %s %s" % (ref.get("name"), code, target, received, bind_outcome(ev),
                                        message.replace("\n", " ")))
 
 
+def bind_message(ev):
+    """A refused bind's message: the response object's (the audit policy logs binds at
+    RequestResponse level; responseStatus keeps only the code and reason)."""
+    return ((ev.get("responseObject") or {}).get("message")
+            or (ev.get("responseStatus") or {}).get("message") or "")
+
+
 def bind_outcome(ev):
     """Why the apiserver answered a bind as it did, from the audit event's response status."""
-    status = ev.get("responseStatus") or {}
-    code = status.get("code", 0)
+    code = (ev.get("responseStatus") or {}).get("code", 0)
     if 200 <= code < 300:
         return "ok"
-    message = status.get("message", "")
+    message = bind_message(ev)
     if code == 409 and "UID in precondition" in message:
         return "stale-uid"
     if code == 409 and "is being deleted" in message:

@@ -45,14 +45,15 @@ side_apiserver_start() {
     sed "s#server: .*#server: $SIDE_URL#" "$TESSEL_CLUSTER_DIR/scheduler.kubeconfig" >"$SIDE_KUBECONFIG"
     sed "s#server: .*#server: $SIDE_URL#" "$TESSEL_CLUSTER_DIR/admin.kubeconfig" >"$SIDE_ADMIN"
     chmod 600 "$SIDE_KUBECONFIG" "$SIDE_ADMIN"
-    # Binds at Request level (the Binding names the target node); the scheduler's other pod and
-    # lease requests, and node deletions, at Metadata level; nothing else.
+    # Binds at RequestResponse level (the Binding names the target node; only the response
+    # object carries a refusal's message: below that level the audit keeps the code and reason);
+    # the scheduler's other pod and lease requests, and node deletions, at Metadata level.
     cat >"$dir/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
-- level: Request
+- level: RequestResponse
   users: ["system:serviceaccount:kube-system:tessel-scheduler"]
   verbs: [create]
   resources: [{group: "", resources: [pods/binding]}]
