@@ -381,8 +381,11 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   if (outcome.feasible.empty() && nominated_pods == nullptr) {
     cached = fw->ChooseCached(*state, pod, snapshot_);
   }
-  const bool decided = cached.kind != DecisionCache::Choice::Kind::kFallback;
-  if (!decided && outcome.feasible.empty()) {
+  // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it).
+  if (cached.kind == DecisionCache::Choice::Kind::kNoFit) outcome.rejected = std::move(cached.rejected);
+  const bool decided = cached.kind == DecisionCache::Choice::Kind::kChosen ||
+                       cached.kind == DecisionCache::Choice::Kind::kError;
+  if (!decided && outcome.feasible.empty() && cached.kind != DecisionCache::Choice::Kind::kNoFit) {
     outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes(), nominated_pods);
   }
 
