@@ -382,17 +382,18 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     cached = fw->ChooseCached(*state, pod, snapshot_);
   }
   // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it).
-  if (cached.kind == DecisionCache::Choice::Kind::kNoFit) outcome.rejected = std::move(cached.rejected);
+  const bool no_fit_cached = cached.kind == DecisionCache::Choice::Kind::kNoFit;
+  const NodeStatusMap& rejected = no_fit_cached ? *cached.rejected : outcome.rejected;
   const bool decided = cached.kind == DecisionCache::Choice::Kind::kChosen ||
                        cached.kind == DecisionCache::Choice::Kind::kError;
-  if (!decided && outcome.feasible.empty() && cached.kind != DecisionCache::Choice::Kind::kNoFit) {
+  if (!decided && outcome.feasible.empty() && !no_fit_cached) {
     outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes(), nominated_pods);
   }
 
   if (!decided && outcome.feasible.empty()) {
-    std::string message = FormatFitError(num_nodes, outcome.rejected);
+    std::string message = FormatFitError(num_nodes, rejected);
     std::vector<std::string> rejecting;
-    for (const auto& [node, st] : outcome.rejected) {
+    for (const auto& [node, st] : rejected) {
       if (st.code() == Code::kError) {
         HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
         finish("error");
@@ -403,7 +404,7 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       }
     }
     if (fw->HasPostFilter()) {
-      PostFilterResult pf = fw->RunPostFilter(*state, pod, outcome.rejected);
+      PostFilterResult pf = fw->RunPostFilter(*state, pod, rejected);
       if (!pf.victims.empty() && observer_) {
         observer_->PodsPreempted(pod, pf.status.ok() ? pf.nominated_node : std::string(),
                                  pf.victims);

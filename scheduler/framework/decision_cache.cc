@@ -29,6 +29,7 @@ struct DecisionCache::Entry {
   std::vector<int32_t> reject_of;  // per infeasible node position: its rejection
   std::vector<Status> rejections;  // distinct rejections, by Intern
   absl::flat_hash_map<std::string, int32_t> rejection_ids;
+  std::unique_ptr<NodeStatusMap> rejected_by_name;  // see Rejections; null until asked
   int64_t feasible = 0;
   int64_t score_failed = 0;
   std::vector<Bucket> buckets;
@@ -155,13 +156,18 @@ int32_t DecisionCache::Intern(Entry& e, Status&& rejection) {
   return it->second;
 }
 
-bool DecisionCache::Rejections(const Entry& e, const Snapshot& snapshot, NodeStatusMap& out) const {
+const NodeStatusMap* DecisionCache::Rejections(Entry& e, const Snapshot& snapshot) const {
   for (const Status& st : e.rejections) {
-    if (st.code() == Code::kError) return false;  // possibly; the full evaluation tells
+    if (st.code() == Code::kError) return nullptr;  // possibly; the full evaluation tells
   }
-  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) out.emplace(nodes[i]->name(), e.rejections[e.reject_of[i]]);
-  return true;
+  if (e.rejected_by_name == nullptr) {
+    e.rejected_by_name = std::make_unique<NodeStatusMap>();
+    const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      e.rejected_by_name->emplace(nodes[i]->name(), e.rejections[e.reject_of[i]]);
+    }
+  }
+  return e.rejected_by_name.get();
 }
 
 void DecisionCache::ResetBuckets(Entry& e) {
@@ -227,6 +233,7 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     e.reject_of.assign(n, 0);
     e.rejections.clear();
     e.rejection_ids.clear();
+    e.rejected_by_name.reset();
     ResetBuckets(e);
     scratch_raw_.resize(n);
     scratch_state_.resize(n);
@@ -250,6 +257,13 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
       e.gen[i] = nodes[i]->generation();
       const uint8_t verdict = evaluate(i, raw, why);
       if (verdict == kRejected) e.reject_of[i] = Intern(e, std::move(why));
+      if (e.rejected_by_name != nullptr) {
+        if (verdict == kRejected) {
+          e.rejected_by_name->insert_or_assign(nodes[i]->name(), e.rejections[e.reject_of[i]]);
+        } else {
+          e.rejected_by_name->erase(nodes[i]->name());
+        }
+      }
       Place(e, i, verdict != kRejected, raw, verdict == kFailed);
     }
     if (e.score_versions != score_versions_) {
@@ -374,9 +388,9 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   }
   Sync(e, state, pod, snapshot);
   if (e.feasible == 0) {
-    Choice none{.kind = Choice::Kind::kNoFit};
-    if (!Rejections(e, snapshot, none.rejected)) return {};
-    return none;
+    const NodeStatusMap* rejected = Rejections(e, snapshot);
+    if (rejected == nullptr) return {};
+    return {.kind = Choice::Kind::kNoFit, .rejected = rejected};
   }
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
 

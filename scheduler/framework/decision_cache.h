@@ -73,7 +73,9 @@ class DecisionCache {
     Kind kind = Kind::kFallback;
     const NodeInfo* node = nullptr;
     absl::Status error;
-    NodeStatusMap rejected;
+    // kNoFit: every node's rejection by name, kept in step by the cache (valid until its next
+    // Choose).
+    const NodeStatusMap* rejected = nullptr;
   };
 
   // The most pod shapes kept; the least recently used is dropped beyond it.
@@ -121,9 +123,10 @@ class DecisionCache {
   void Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error);
   // Keeps one copy of each distinct rejection of the entry; its index.
   int32_t Intern(Entry& e, Status&& rejection);
-  // Every node's rejection from the entry (none fits); false when one is an error (the full
+  // Every node's rejection from the entry (none fits), by name: built on the entry's first such
+  // answer, then kept in step as nodes are evaluated again. Null when one is an error (the full
   // evaluation reports it).
-  bool Rejections(const Entry& e, const Snapshot& snapshot, NodeStatusMap& out) const;
+  const NodeStatusMap* Rejections(Entry& e, const Snapshot& snapshot) const;
   void Unplace(Entry& e, int32_t i);
   int32_t FirstNode(Entry& e, int32_t bucket);
   // The full scoring over the entry's feasible nodes, when the buckets cannot answer.

@@ -49,7 +49,9 @@ class GangIndex {
 // Whether `victim` may be evicted for `preemptor`, and the reason to report.
 bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor, const Pod& victim,
               std::string* reason) {
-  if (victim.Key() == preemptor.Key()) return false;
+  if (victim.meta.name == preemptor.meta.name && victim.meta.namespace_ == preemptor.meta.namespace_) {
+    return false;  // the pod itself (Key() equality, without building the keys)
+  }
   std::string policy_reason;
   switch (ctx.framework->RunVictimPolicies(state, preemptor, victim, &policy_reason)) {
     case VictimVerdict::kDeny:
@@ -101,10 +103,14 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
   StringSet gangs_seen;
   for (const PodRef& p : node.pods()) {
     if (exclude.contains(p->Key())) continue;
+    // A pod that may not be evicted is no victim alone, and keeps its gang from being one (it is
+    // among the members walked below unless it is gone): asked first, it spares the gang lookup.
+    std::string reason;
+    const bool may_evict = MayEvict(ctx, state, pod, *p, &reason);
+    if (!may_evict && gone.empty()) continue;
     const std::string gang = GangOf(ctx, *p);
     if (gang.empty()) {
-      std::string reason;
-      if (!MayEvict(ctx, state, pod, *p, &reason)) continue;
+      if (!may_evict) continue;
       Unit u;
       u.here.push_back({p, std::move(reason)});
       Note(ctx, u, p);
