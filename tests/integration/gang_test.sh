@@ -27,27 +27,8 @@ YAML
 }
 # member GROUP NAME GPUS [RUN-FOR]
 member() {
-  local runs=""
-  [[ -n ${4:-} ]] && runs="annotations: {tessel.io/sim-duration: \"$4\"}"
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $2
-  namespace: $NS
-  labels: {scheduling.x-k8s.io/pod-group: $1}
-  $runs
-spec:
-  schedulerName: tessel
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME}
-  containers:
-  - name: main
-    image: busybox
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {nvidia.com/gpu: "$3"}
-YAML
+  it_pod "$2" --gpus "$3" --label "scheduling.x-k8s.io/pod-group=$1" \
+    ${4:+--annotation "tessel.io/sim-duration=$4"}
 }
 
 # 4 x 4 GPUs on 2 x 8 GPUs: the whole gang fits, two members per node.

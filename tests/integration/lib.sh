@@ -112,24 +112,31 @@ it_nodes() {
   "$CLUSTER" nodes "$file" >/dev/null
 }
 
-# it_pod NAME [--gpus N] [--select k=v]... [--scheduler S] [--priority-class PC]: a pod in $NS
-# that selects this test's nodes.
+# it_pod NAME [--gpus N] [--select k=v]... [--label k=v]... [--annotation k=v]...
+#        [--scheduler S] [--priority-class PC]: a pod in $NS that selects this test's nodes.
 it_pod() {
   local name=$1; shift
-  local gpus=0 scheduler=tessel selectors=("tessel-it: $IT_NAME") extra=""
+  local gpus=0 scheduler=tessel selectors=("tessel-it: $IT_NAME") labels=() annotations=() extra=""
   while (($#)); do
     case $1 in
       --gpus) gpus=$2; shift 2 ;;
       --select) selectors+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
+      --label) labels+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
+      --annotation) annotations+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
       --scheduler) scheduler=$2; shift 2 ;;
       --priority-class) extra="  priorityClassName: $2"; shift 2 ;;
       *) fail "it_pod: unknown option $1" ;;
     esac
   done
+  local IFS=,
   {
     echo "apiVersion: v1"
     echo "kind: Pod"
-    echo "metadata: {name: $name, namespace: $NS}"
+    echo "metadata:"
+    echo "  name: $name"
+    echo "  namespace: $NS"
+    echo "  labels: {${labels[*]}}"
+    echo "  annotations: {${annotations[*]}}"
     echo "spec:"
     echo "  schedulerName: $scheduler"
     echo "  terminationGracePeriodSeconds: 0"

@@ -48,22 +48,7 @@ victim_name=${victim%%|*}
 victim_uid=$(cut -d'|' -f2 <<<"$victim")
 say "victim: $victim_name ($victim_uid)"
 
-cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: urgent, namespace: $NS}
-spec:
-  schedulerName: tessel
-  priorityClassName: tessel-production
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME, pool: a}
-  containers:
-  - name: main
-    image: busybox
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {nvidia.com/gpu: "8"}
-YAML
+it_pod urgent --gpus 8 --priority-class tessel-production --select pool=a
 
 victim_gone() { ! job_pods | grep -q "^$victim_name|$victim_uid|preempt-a|$"; }
 it_wait 60 "the Job's pod evicted" victim_gone
@@ -96,22 +81,7 @@ victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="Lo
 [[ $victims == 1 ]] || fail "scheduler_preemption_victims_sum{reason=LowerPriority} = '$victims', want 1"
 
 # --- 2. A PodDisruptionBudget blocks the eviction ----------------------------------------------
-cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: guarded, namespace: $NS, labels: {app: guarded}}
-spec:
-  schedulerName: tessel
-  priorityClassName: tessel-batch
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME, pool: b}
-  containers:
-  - name: main
-    image: busybox
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {nvidia.com/gpu: "8"}
-YAML
+it_pod guarded --gpus 8 --priority-class tessel-batch --select pool=b --label app=guarded
 it_wait 60 "guarded bound" it_bound guarded
 pdb_api=policy/v1
 kubectl api-versions | grep -qx policy/v1 || pdb_api=policy/v1beta1
@@ -130,22 +100,7 @@ pdb_observed() {
 it_wait 60 "the budget's status" pdb_observed
 say "budget: $(kubectl get pdb -n "$NS" guarded -o 'jsonpath={.status}')"
 
-cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: urgent-b, namespace: $NS}
-spec:
-  schedulerName: tessel
-  priorityClassName: tessel-production
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME, pool: b}
-  containers:
-  - name: main
-    image: busybox
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {nvidia.com/gpu: "8"}
-YAML
+it_pod urgent-b --gpus 8 --priority-class tessel-production --select pool=b
 refused() { grep -q "evict pod $NS/guarded: refused for now" "$(scheduler_log main)"; }
 it_wait 60 "the eviction refused by the budget (429)" refused
 say "scheduler: $(grep "evict pod $NS/guarded" "$(scheduler_log main)" | tail -n1)"

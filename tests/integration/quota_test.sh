@@ -38,28 +38,7 @@ it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
 # gpu_pod NAME [QUEUE-LABEL]
-gpu_pod() {
-  local labels=""
-  [[ -n ${2:-} ]] && labels="  labels: {tessel.io/queue: $2}"
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $1
-  namespace: $NS
-$labels
-spec:
-  schedulerName: tessel
-  terminationGracePeriodSeconds: 0
-  nodeSelector: {tessel-it: $IT_NAME}
-  containers:
-  - name: main
-    image: busybox
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {nvidia.com/gpu: "1"}
-YAML
-}
+gpu_pod() { it_pod "$1" --gpus 1 ${2:+--label "tessel.io/queue=$2"}; }
 
 for i in 0 1 2 3; do gpu_pod greedy-$i; done
 for i in 0 1; do gpu_pod other-$i "$QB"; done
