@@ -20,6 +20,9 @@ profiles:
       - {name: NodePorts}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
+      - {name: VolumeRestrictions}
+      - {name: VolumeBinding}
+      - {name: VolumeZone}
       - {name: GpuShare}
       - {name: Tessel}
     # QueueQuota filters first, so a pod its team's quota blocks is rejected by it on every
@@ -33,6 +36,9 @@ profiles:
       - {name: NodeAffinity}
       - {name: NodePorts}
       - {name: NodeResourcesFit}
+      - {name: VolumeRestrictions}
+      - {name: VolumeBinding}
+      - {name: VolumeZone}
       - {name: GpuShare}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
@@ -59,9 +65,11 @@ profiles:
       - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
     reserve:
-      enabled: [{name: QueueQuota}, {name: GpuShare}]
+      enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}]
+    # VolumeBinding writes the claims' selected node and waits for them to bind (see
+    # plugins/volume_binding); GpuShare only adds an annotation to the bind.
     preBind:
-      enabled: [{name: GpuShare}]
+      enabled: [{name: VolumeBinding}, {name: GpuShare}]
     bind:
       enabled: [{name: DefaultBinder}]
   pluginConfig:

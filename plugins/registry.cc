@@ -25,6 +25,9 @@
 #include "plugins/random/random.h"
 #include "plugins/taint_toleration/taint_toleration.h"
 #include "plugins/tessel_gpu/tessel_gpu.h"
+#include "plugins/volume_binding/volume_binding.h"
+#include "plugins/volume_restrictions/volume_restrictions.h"
+#include "plugins/volume_zone/volume_zone.h"
 
 namespace tessel {
 
@@ -48,6 +51,10 @@ Registry InTreeRegistry() {
   add(node_ports::NodePorts::kName, FactoryOf<node_ports::NodePorts>());
   add(inter_pod_affinity::InterPodAffinity::kName, FactoryOf<inter_pod_affinity::InterPodAffinity>());
   add(pod_topology_spread::PodTopologySpread::kName, FactoryOf<pod_topology_spread::PodTopologySpread>());
+  // Volumes: claims, their PVs' topology, ReadWriteOncePod (docs/kube-scheduler-parity.md).
+  add(volume_binding::VolumeBinding::kName, FactoryOf<volume_binding::VolumeBinding>());
+  add(volume_zone::VolumeZone::kName, FactoryOf<volume_zone::VolumeZone>());
+  add(volume_restrictions::VolumeRestrictions::kName, FactoryOf<volume_restrictions::VolumeRestrictions>());
   // Team queues: quota with cohort borrowing and reclaim (docs/quota.md).
   add(queue_quota::QueueQuota::kName, FactoryOf<queue_quota::QueueQuota>());
   // GPUs: device-level fit and sharing, then one placement policy per plugin.

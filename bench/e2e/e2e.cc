@@ -1,5 +1,5 @@
 // `tessel-bench e2e`: see e2e.h. The objects are written with Tessel's own Kubernetes client
-// (scheduler/kube) from 16 threads; the pods are watched with one watch stream.
+// (scheduler/kube) from 32 threads; the pods are watched with one watch stream.
 #include "bench/e2e/e2e.h"
 
 #include <fcntl.h>
@@ -15,8 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -39,7 +41,8 @@ using kube::KubeClient;
 using kube::Request;
 using kube::Response;
 
-constexpr int kWriters = 16;  // client threads that create objects and bind the ceiling plan
+constexpr int kWriters = 32;  // client threads that create objects and bind the ceiling plan
+                              // (as many binds in flight as tessel-scheduler's --bind-workers)
 constexpr std::string_view kLabel = "tessel.io/e2e";
 
 struct Options {
@@ -70,6 +73,7 @@ struct RunResult {
   int64_t whole_nodes = 0;
   int64_t overcommitted_nodes = 0;  // nodes with more GPUs bound than they have
   int64_t peak_rss_kib = -1;        // -1: no scheduler process (the ceiling)
+  double cpu_s = -1;                // the scheduler's user + system CPU time; -1: no process
   double binds_per_s() const { return seconds > 0 ? static_cast<double>(bound) / seconds : 0; }
 };
 
@@ -334,6 +338,21 @@ class Process {
     }
     return -1;
   }
+  // The process's user + system CPU seconds so far (/proc/PID/stat), -1 when it is gone.
+  double CpuSeconds() const {
+    std::ifstream in(StrCat("/proc/", pid_, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+    if (comm_end == std::string::npos) return -1;
+    std::istringstream fields(stat.substr(comm_end + 2));
+    std::string field;
+    int64_t utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {  // field 3 is the state; 14, 15 the times
+      if (i == 14) utime = std::strtoll(field.c_str(), nullptr, 10);
+      if (i == 15) stime = std::strtoll(field.c_str(), nullptr, 10);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
   void Stop() {
     if (exited_ || pid_ <= 0) return;
     kill(pid_, SIGTERM);
@@ -395,7 +414,10 @@ RunResult Measure(const std::string& scheduler, BindWatcher& watcher, const Opti
       break;
     }
   }
-  if (process != nullptr) result.peak_rss_kib = process->PeakRssKib();
+  if (process != nullptr) {
+    result.peak_rss_kib = process->PeakRssKib();
+    result.cpu_s = process->CpuSeconds();
+  }
   result.seconds = watcher.last_bind_s();
   std::map<std::string, int64_t> gpus_on;
   for (const auto& [index, node] : watcher.bindings()) {
@@ -462,6 +484,7 @@ json ToJson(const RunResult& r) {
             {"overcommitted_nodes", r.overcommitted_nodes}};
   j["all_placeable_bound_s"] = r.all_placeable_s ? json(*r.all_placeable_s) : json(nullptr);
   j["peak_rss_mib"] = r.peak_rss_kib >= 0 ? json(r.peak_rss_kib / 1024) : json(nullptr);
+  j["scheduler_cpu_s"] = r.cpu_s >= 0 ? json(r.cpu_s) : json(nullptr);
   return j;
 }
 
@@ -491,6 +514,9 @@ void PrintTable(const Options& o, int64_t gpus_asked, int64_t placeable,
   row("overcommitted nodes", [](const RunResult& r) { return std::to_string(r.overcommitted_nodes); });
   row("scheduler peak RSS", [](const RunResult& r) {
     return r.peak_rss_kib >= 0 ? fmt::format("{} MiB", r.peak_rss_kib / 1024) : std::string("-");
+  });
+  row("scheduler CPU", [](const RunResult& r) {
+    return r.cpu_s >= 0 ? fmt::format("{:.1f} s", r.cpu_s) : std::string("-");
   });
   if (runs.size() > 1) {
     row("binds/s, tessel / this", [&](const RunResult& r) {

@@ -155,6 +155,14 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
     result["metrics"]["queues"] = std::move(queues);
   }
   if (!gangs.empty()) result["gangs"] = std::move(gangs);
+  // Claims bound for the placed pods: the node written as volume.kubernetes.io/selected-node
+  // (null for a static PV match) and the PV the claim was bound to.
+  json claims = json::object();
+  for (const auto& [key, c] : sim.claims()) {
+    claims[key] = json{{"selected_node", c.selected_node.empty() ? json(nullptr) : json(c.selected_node)},
+                       {"volume", c.volume}};
+  }
+  if (!claims.empty()) result["claims"] = std::move(claims);
   return result;
 }
 

@@ -16,6 +16,10 @@ std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects
     scheduler_->OnPodDisruptionBudget(pdb);
   }
   for (const Node& node : objects.nodes) scheduler_->OnNodeAdd(node);
+  for (const Namespace& ns : objects.namespaces) scheduler_->OnClusterObject(ns);
+  for (const StorageClass& sc : objects.storage_classes) scheduler_->OnClusterObject(sc);
+  for (const PersistentVolume& pv : objects.volumes) scheduler_->OnClusterObject(pv);
+  for (const PersistentVolumeClaim& pvc : objects.claims) scheduler_->OnClusterObject(pvc);
   for (const nlohmann::json& other : objects.others) {
     if (other.value("kind", "") == "Queue" &&
         other.value("apiVersion", "").starts_with("tessel.io/")) {
@@ -122,6 +126,74 @@ absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
 }
 
 void SimulatedCluster::RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) {}
+
+absl::Status SimulatedCluster::AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                                             std::string_view value) {
+  std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
+  const PersistentVolumeClaim* current = objects->Claim(claim.meta.namespace_, claim.meta.name);
+  if (current == nullptr) {
+    return absl::NotFoundError(StrCat("persistentvolumeclaims \"", claim.meta.name, "\" not found"));
+  }
+  PersistentVolumeClaim updated = *current;
+  updated.meta.annotations[std::string(key)] = std::string(value);
+  if (key != kSelectedNodeAnnotation || updated.bound()) {
+    scheduler_->OnClusterObject(std::move(updated));
+    return absl::OkStatus();
+  }
+  // The provisioner: a volume where the node is, then the PV controller binds the claim to it.
+  PersistentVolume volume;
+  volume.meta.name = StrCat("pvc-", claim.meta.namespace_, "-", claim.meta.name);
+  volume.access_modes = claim.access_modes;
+  volume.capacity_bytes = claim.request_bytes;
+  volume.storage_class = claim.storage_class;
+  volume.volume_mode = claim.volume_mode;
+  volume.claim_ref = ClaimReference{
+      .namespace_ = claim.meta.namespace_, .name = claim.meta.name, .uid = claim.meta.uid};
+  volume.phase = "Bound";
+  const StorageClass* sc = objects->Class(claim.storage_class);
+  const NodeInfo* node = scheduler_->snapshot().Get(value);
+  if (sc != nullptr && node != nullptr && node->node() != nullptr && !sc->allowed_topologies.empty()) {
+    NodeSelectorTerm term;
+    for (const TopologySelectorTerm& allowed : sc->allowed_topologies) {
+      for (const auto& requirement : allowed.match_label_expressions) {
+        auto label = node->node()->meta.labels.find(requirement.key);
+        if (label == node->node()->meta.labels.end()) continue;
+        term.match_expressions.push_back(
+            {.key = requirement.key, .op = NodeSelectorRequirement::Operator::kIn, .values = {label->second}});
+      }
+    }
+    volume.node_affinity = std::vector<NodeSelectorTerm>{std::move(term)};
+  }
+  updated.volume_name = volume.meta.name;
+  updated.phase_bound = true;
+  claims_[claim.Key()] = {.selected_node = std::string(value), .volume = volume.meta.name};
+  scheduler_->OnClusterObject(std::move(volume));
+  scheduler_->OnClusterObject(std::move(updated));
+  return absl::OkStatus();
+}
+
+absl::Status SimulatedCluster::SetClaimRef(const PersistentVolume& volume,
+                                           const PersistentVolumeClaim& claim) {
+  std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
+  const PersistentVolume* current_volume = objects->Volume(volume.meta.name);
+  const PersistentVolumeClaim* current_claim = objects->Claim(claim.meta.namespace_, claim.meta.name);
+  if (current_volume == nullptr || current_claim == nullptr) {
+    return absl::NotFoundError(StrCat("PersistentVolume ", volume.meta.name, " or claim ",
+                                      claim.Key(), " is gone"));
+  }
+  // The PV controller completes the binding on both sides.
+  PersistentVolume bound_volume = *current_volume;
+  bound_volume.claim_ref = ClaimReference{
+      .namespace_ = claim.meta.namespace_, .name = claim.meta.name, .uid = claim.meta.uid};
+  bound_volume.phase = "Bound";
+  PersistentVolumeClaim bound_claim = *current_claim;
+  bound_claim.volume_name = volume.meta.name;
+  bound_claim.phase_bound = true;
+  claims_[claim.Key()] = {.selected_node = "", .volume = volume.meta.name};
+  scheduler_->OnClusterObject(std::move(bound_volume));
+  scheduler_->OnClusterObject(std::move(bound_claim));
+  return absl::OkStatus();
+}
 
 void SimulatedCluster::PodScheduled(const Pod& pod, const std::string& node) {
   placements_[pod.Key()] = node;

@@ -44,6 +44,14 @@ class SimulatedCluster final : public ClusterApi,
   absl::Status Evict(const Pod& pod, std::string_view reason) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
+  // Volume binding: the simulated cluster plays the provisioner and the PV controller, so a
+  // claim binds as soon as the scheduler wrote to it. A claim annotated with a selected node
+  // gets a new PV of its size and class, pinned to the node's values of the class's
+  // allowedTopologies keys (no nodeAffinity when the class has none); a PV given a claimRef is
+  // bound to that claim.
+  absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                             std::string_view value) override;
+  absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
   // SchedulingObserver
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
@@ -60,6 +68,13 @@ class SimulatedCluster final : public ClusterApi,
   int64_t evictions_refused() const { return evictions_refused_; }
   const std::map<std::string, StringMap>& annotations() const { return annotations_; }
   int64_t cycles() const { return cycles_; }
+  // Claims the scheduler bound during the run: "ns/name" -> {selected node ("" for a static
+  // match), PV}.
+  struct ClaimOutcome {
+    std::string selected_node;
+    std::string volume;
+  };
+  const std::map<std::string, ClaimOutcome>& claims() const { return claims_; }
   // The last status reported for each gang, by GangId::Describe().
   const std::map<std::string, gang::GangStatusUpdate>& gangs() const { return gangs_; }
 
@@ -83,6 +98,7 @@ class SimulatedCluster final : public ClusterApi,
   std::map<std::string, StringMap> annotations_;
   int64_t cycles_ = 0;
   std::map<std::string, gang::GangStatusUpdate> gangs_;
+  std::map<std::string, ClaimOutcome> claims_;
 };
 
 }  // namespace tessel::bench

@@ -2,7 +2,8 @@
 // computes once per cycle. A term is resolved against the pod that owns it: with neither
 // `namespaces` nor `namespaceSelector` it applies to the owner's namespace; `namespaceSelector: {}`
 // applies to every namespace; a non-empty namespaceSelector needs the Namespace's labels
-// (Handle::NamespaceLabels), and a namespace whose labels are unknown does not match it.
+// (Handle::Objects(), fed by the Namespace informer or a snapshot's Namespaces), and a namespace
+// whose labels are unknown does not match it.
 #pragma once
 
 #include <cstdint>

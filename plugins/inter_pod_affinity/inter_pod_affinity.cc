@@ -73,8 +73,10 @@ absl::StatusOr<std::unique_ptr<InterPodAffinity>> InterPodAffinity::New(const YA
 }
 
 NamespaceLabelsFn InterPodAffinity::NamespaceLabels() const {
-  const Handle* handle = &handle_;
-  return [handle](std::string_view ns) { return handle->NamespaceLabels(ns); };
+  // The view is held by the function: an informer update cannot free the labels it returns.
+  std::shared_ptr<const ClusterObjects> objects = handle_.Objects();
+  if (objects == nullptr) return [](std::string_view) -> const StringMap* { return nullptr; };
+  return [objects](std::string_view ns) { return objects->NamespaceLabels(ns); };
 }
 
 std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) const {

@@ -65,9 +65,10 @@ class InterPodAffinity final : public PreFilterPlugin,
   InterPodAffinity(Args args, Handle& handle) : args_(args), handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // A pod arriving can satisfy affinity; a pod leaving can lift anti-affinity (either side);
-  // a new or relabelled node can bring a topology domain.
+  // a new or relabelled node can bring a topology domain; a relabelled namespace can come into
+  // (or leave) a namespaceSelector.
   uint32_t EventsToRegister() const override {
-    return kAssignedPodAdd | kAssignedPodDelete | kNodeAdd | kNodeUpdate;
+    return kAssignedPodAdd | kAssignedPodDelete | kNodeAdd | kNodeUpdate | kNamespaceChange;
   }
   Status PreFilter(CycleState& state, const Pod& pod) override;
   const PreFilterExtensions* Extensions() const override { return this; }

@@ -4,6 +4,7 @@
 #include "scheduler/util/strings.h"
 #include "absl/time/time.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/api/storage.h"
 #include "scheduler/gpu/device_list.h"
 
 namespace tessel {
@@ -265,6 +266,22 @@ NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view 
   };
 }
 
+// A NodeSelector (its nodeSelectorTerms, ORed) under `key`; nullopt when absent.
+std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d, const json& parent,
+                                                                std::string_view key,
+                                                                std::string_view path) {
+  const json* selector = d.Object(parent, key, path);
+  if (selector == nullptr) return std::nullopt;
+  std::vector<NodeSelectorTerm> terms;
+  const std::string terms_path = Path(path, "nodeSelectorTerms");
+  if (const json* list = d.Array(*selector, "nodeSelectorTerms", terms_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
+    }
+  }
+  return terms;
+}
+
 NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   NodeAffinity out;
   const json* affinity = d.Object(spec, "affinity", "spec.affinity");
@@ -273,16 +290,7 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   const json* na = d.Object(*affinity, "nodeAffinity", base);
   if (na == nullptr) return out;
   const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
-  if (const json* req = d.Object(*na, "requiredDuringSchedulingIgnoredDuringExecution", req_path)) {
-    std::vector<NodeSelectorTerm> terms;
-    const std::string terms_path = Path(req_path, "nodeSelectorTerms");
-    if (const json* list = d.Array(*req, "nodeSelectorTerms", terms_path)) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
-      }
-    }
-    out.required = std::move(terms);
-  }
+  out.required = DecodeNodeSelector(d, *na, "requiredDuringSchedulingIgnoredDuringExecution", req_path);
   const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
   if (const json* list = d.Array(*na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -567,6 +575,75 @@ std::optional<PreemptionPolicy> DecodePreemptionPolicy(FieldDecoder& d, const js
   return std::nullopt;
 }
 
+// The object's spec, or an empty object when it has none (a spec of the wrong type is recorded).
+const json& SpecOrEmpty(FieldDecoder& d, const json& object) {
+  static const json kEmpty = json::object();
+  const json* spec = d.Object(object, "spec", "spec");
+  return spec == nullptr ? kEmpty : *spec;
+}
+
+// spec.volumes: the entries that use a claim (persistentVolumeClaim, generic ephemeral).
+std::vector<PodVolume> DecodePodVolumes(FieldDecoder& d, const json& spec) {
+  std::vector<PodVolume> out;
+  const json* list = d.Array(spec, "volumes", "spec.volumes");
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string p = Index("spec.volumes", i);
+    const json& v = (*list)[i];
+    PodVolume volume{.name = d.String(v, "name", Path(p, "name"))};
+    if (const json* claim = d.Object(v, "persistentVolumeClaim", Path(p, "persistentVolumeClaim"))) {
+      volume.claim_name = d.String(*claim, "claimName", Path(p, "persistentVolumeClaim.claimName"));
+      if (volume.claim_name.empty()) d.Fail(Path(p, "persistentVolumeClaim.claimName"), "missing");
+    } else if (d.Object(v, "ephemeral", Path(p, "ephemeral")) != nullptr) {
+      volume.ephemeral = true;
+    } else {
+      continue;  // a volume without a claim (emptyDir, configMap, ...): nothing to schedule
+    }
+    if (volume.name.empty()) d.Fail(Path(p, "name"), "missing");
+    out.push_back(std::move(volume));
+  }
+  return out;
+}
+
+// spec.accessModes as AccessMode bits; an unknown mode names the entry.
+uint8_t DecodeAccessModes(FieldDecoder& d, const json& spec, std::string_view path) {
+  uint8_t modes = 0;
+  const std::vector<std::string> names = DecodeStringList(d, spec, "accessModes", path);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::optional<AccessMode> mode = ParseAccessMode(names[i]);
+    if (!mode.has_value()) {
+      d.Fail(Index(path, i), StrCat("unknown access mode \"", names[i],
+                                    "\" (want ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod)"));
+      continue;
+    }
+    modes |= *mode;
+  }
+  return modes;
+}
+
+VolumeMode DecodeVolumeMode(FieldDecoder& d, const json& spec, std::string_view path) {
+  const std::string mode = d.String(spec, "volumeMode", path, "Filesystem");
+  if (mode == "Block") return VolumeMode::kBlock;
+  if (mode != "Filesystem") d.Fail(path, StrCat("unknown volume mode \"", mode, "\" (want Filesystem or Block)"));
+  return VolumeMode::kFilesystem;
+}
+
+// A storage quantity in bytes from a resource map (`storage` key); 0 when absent.
+int64_t DecodeStorage(FieldDecoder& d, const json& parent, std::string_view key, std::string_view path) {
+  const json* map = d.Object(parent, key, path);
+  if (map == nullptr) return 0;
+  const std::string field = Path(path, "storage");
+  const std::string text = d.String(*map, "storage", field);
+  if (text.empty()) return 0;
+  absl::StatusOr<int64_t> bytes = ParseValue(text);
+  if (!bytes.ok()) {
+    d.Fail(field, ToStd(bytes.status().message()));
+    return 0;
+  }
+  if (*bytes < 0) d.Fail(field, StrCat("negative quantity \"", text, "\" is not allowed"));
+  return *bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<Pod> DecodePod(const json& object) {
@@ -574,9 +651,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   Pod pod;
   pod.meta = d.Meta(object);
   if (pod.meta.namespace_.empty()) pod.meta.namespace_ = "default";
-  static const json kEmpty = json::object();
-  const json* spec = d.Object(object, "spec", "spec");
-  if (spec == nullptr) spec = &kEmpty;
+  const json* spec = &SpecOrEmpty(d, object);
   pod.scheduler_name = d.String(*spec, "schedulerName", "spec.schedulerName", "default-scheduler");
   pod.node_name = d.String(*spec, "nodeName", "spec.nodeName");
   pod.node_selector = d.StringMapField(*spec, "nodeSelector", "spec.nodeSelector");
@@ -597,6 +672,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   pod.containers = DecodeContainers(d, *spec, "containers");
   pod.init_containers = DecodeContainers(d, *spec, "initContainers");
   pod.overhead = d.ResourceMap(*spec, "overhead", "spec.overhead");
+  pod.volumes = DecodePodVolumes(d, *spec);
   if (const json* gates = d.Array(*spec, "schedulingGates", "spec.schedulingGates")) {
     for (size_t i = 0; i < gates->size(); ++i) {
       const std::string p = Index("spec.schedulingGates", i);
@@ -743,6 +819,104 @@ absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const json& object
   return pdb;
 }
 
+absl::StatusOr<PersistentVolumeClaim> DecodePersistentVolumeClaim(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  PersistentVolumeClaim pvc;
+  pvc.meta = d.Meta(object);
+  if (pvc.meta.namespace_.empty()) pvc.meta.namespace_ = "default";
+  const json* spec = &SpecOrEmpty(d, object);
+  pvc.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
+  // The beta annotation wins over the field, as in kube's GetPersistentVolumeClaimClass.
+  auto beta = pvc.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
+  pvc.storage_class = beta != pvc.meta.annotations.end()
+                          ? beta->second
+                          : d.String(*spec, "storageClassName", "spec.storageClassName");
+  pvc.volume_name = d.String(*spec, "volumeName", "spec.volumeName");
+  if (const json* resources = d.Object(*spec, "resources", "spec.resources")) {
+    pvc.request_bytes = DecodeStorage(d, *resources, "requests", "spec.resources.requests");
+  }
+  pvc.selector = DecodeLabelSelector(d, *spec, "selector", "spec.selector");
+  pvc.volume_mode = DecodeVolumeMode(d, *spec, "spec.volumeMode");
+  if (const json* status = d.Object(object, "status", "status")) {
+    pvc.phase_bound = d.String(*status, "phase", "status.phase") == "Bound";
+  }
+  if (!d.ok()) return d.status();
+  return pvc;
+}
+
+absl::StatusOr<PersistentVolume> DecodePersistentVolume(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  PersistentVolume pv;
+  pv.meta = d.Meta(object);
+  const json* spec = &SpecOrEmpty(d, object);
+  pv.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
+  pv.capacity_bytes = DecodeStorage(d, *spec, "capacity", "spec.capacity");
+  auto beta = pv.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
+  pv.storage_class = beta != pv.meta.annotations.end()
+                         ? beta->second
+                         : d.String(*spec, "storageClassName", "spec.storageClassName");
+  if (const json* ref = d.Object(*spec, "claimRef", "spec.claimRef")) {
+    pv.claim_ref = ClaimReference{
+        .namespace_ = d.String(*ref, "namespace", "spec.claimRef.namespace"),
+        .name = d.String(*ref, "name", "spec.claimRef.name"),
+        .uid = d.String(*ref, "uid", "spec.claimRef.uid")};
+    if (pv.claim_ref->name.empty()) d.Fail("spec.claimRef.name", "missing");
+    if (pv.claim_ref->namespace_.empty()) pv.claim_ref->namespace_ = "default";
+  }
+  if (const json* affinity = d.Object(*spec, "nodeAffinity", "spec.nodeAffinity")) {
+    pv.node_affinity = DecodeNodeSelector(d, *affinity, "required", "spec.nodeAffinity.required");
+  }
+  pv.volume_mode = DecodeVolumeMode(d, *spec, "spec.volumeMode");
+  if (const json* status = d.Object(object, "status", "status")) {
+    pv.phase = d.String(*status, "phase", "status.phase");
+  }
+  if (!d.ok()) return d.status();
+  return pv;
+}
+
+absl::StatusOr<StorageClass> DecodeStorageClass(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  StorageClass sc;
+  sc.meta = d.Meta(object);
+  sc.provisioner = d.String(object, "provisioner", "provisioner");
+  if (sc.provisioner.empty()) d.Fail("provisioner", "missing");
+  const std::string mode = d.String(object, "volumeBindingMode", "volumeBindingMode", "Immediate");
+  if (mode == "WaitForFirstConsumer") {
+    sc.binding_mode = VolumeBindingMode::kWaitForFirstConsumer;
+  } else if (mode != "Immediate") {
+    d.Fail("volumeBindingMode",
+           StrCat("unknown binding mode \"", mode, "\" (want Immediate or WaitForFirstConsumer)"));
+  }
+  if (const json* terms = d.Array(object, "allowedTopologies", "allowedTopologies")) {
+    for (size_t i = 0; i < terms->size(); ++i) {
+      const std::string p = Index("allowedTopologies", i);
+      TopologySelectorTerm term;
+      const std::string exprs_path = Path(p, "matchLabelExpressions");
+      if (const json* exprs = d.Array((*terms)[i], "matchLabelExpressions", exprs_path)) {
+        for (size_t k = 0; k < exprs->size(); ++k) {
+          const std::string e = Index(exprs_path, k);
+          TopologySelectorTerm::Requirement r{
+              .key = d.String((*exprs)[k], "key", Path(e, "key")),
+              .values = DecodeStringList(d, (*exprs)[k], "values", Path(e, "values"))};
+          if (r.key.empty()) d.Fail(Path(e, "key"), "missing");
+          if (r.values.empty()) d.Fail(Path(e, "values"), "must be non-empty");
+          term.match_label_expressions.push_back(std::move(r));
+        }
+      }
+      sc.allowed_topologies.push_back(std::move(term));
+    }
+  }
+  if (!d.ok()) return d.status();
+  return sc;
+}
+
+absl::StatusOr<Namespace> DecodeNamespace(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  Namespace ns{.meta = d.Meta(object)};
+  if (!d.ok()) return d.status();
+  return ns;
+}
+
 absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
@@ -774,6 +948,14 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       keep(DecodePriorityClass(item), out.priority_classes);
     } else if (kind == "PodDisruptionBudget") {
       keep(DecodePodDisruptionBudget(item), out.disruption_budgets);
+    } else if (kind == "PersistentVolumeClaim") {
+      keep(DecodePersistentVolumeClaim(item), out.claims);
+    } else if (kind == "PersistentVolume") {
+      keep(DecodePersistentVolume(item), out.volumes);
+    } else if (kind == "StorageClass") {
+      keep(DecodeStorageClass(item), out.storage_classes);
+    } else if (kind == "Namespace") {
+      keep(DecodeNamespace(item), out.namespaces);
     } else if (kind.empty()) {
       out.warnings.push_back(StrCat(DescribeObject(item), ": kind: missing"));
     } else {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
+#include "scheduler/api/storage.h"
 
 namespace tessel {
 
@@ -21,6 +22,11 @@ absl::StatusOr<Pod> DecodePod(const nlohmann::json& object);
 absl::StatusOr<Node> DecodeNode(const nlohmann::json& object);
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& object);
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& object);
+// Volume scheduling's objects (storage.h) and Namespaces (their labels).
+absl::StatusOr<PersistentVolumeClaim> DecodePersistentVolumeClaim(const nlohmann::json& object);
+absl::StatusOr<PersistentVolume> DecodePersistentVolume(const nlohmann::json& object);
+absl::StatusOr<StorageClass> DecodeStorageClass(const nlohmann::json& object);
+absl::StatusOr<Namespace> DecodeNamespace(const nlohmann::json& object);
 
 // "Pod ns/name", "Node name": how messages refer to an object, read defensively from JSON.
 std::string DescribeObject(const nlohmann::json& object);
@@ -32,6 +38,10 @@ struct ObjectList {
   std::vector<Node> nodes;
   std::vector<PriorityClass> priority_classes;
   std::vector<PodDisruptionBudget> disruption_budgets;
+  std::vector<PersistentVolumeClaim> claims;
+  std::vector<PersistentVolume> volumes;
+  std::vector<StorageClass> storage_classes;
+  std::vector<Namespace> namespaces;
   std::vector<nlohmann::json> others;
   std::vector<std::string> warnings;
 };

@@ -98,6 +98,15 @@ struct Container {
   std::vector<HostPort> host_ports;  // ports[] entries with hostPort > 0
 };
 
+// A spec.volumes entry that uses a PersistentVolumeClaim: persistentVolumeClaim.claimName, or a
+// generic ephemeral volume (its claim is <pod>-<volume>, see storage.h ClaimNameOf). Other
+// volume types are not kept.
+struct PodVolume {
+  std::string name;
+  std::string claim_name;  // "" for an ephemeral volume
+  bool ephemeral = false;
+};
+
 struct Pod {
   ObjectMeta meta;
   std::string scheduler_name = "default-scheduler";
@@ -115,6 +124,7 @@ struct Pod {
   std::vector<Container> containers;
   std::vector<Container> init_containers;
   Resources overhead;
+  std::vector<PodVolume> volumes;  // the claims it mounts (scheduler/api/storage.h)
   PodPhase phase = PodPhase::kPending;
   // status.startTime (when the kubelet accepted it); preemption prefers younger victims.
   std::optional<absl::Time> start_time;

@@ -254,6 +254,22 @@ void Scheduler::OnPriorityClassDelete(const std::string& name) {
 
 void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectChange); }
 
+void Scheduler::OnClusterObjectDelete(std::string_view kind, std::string_view key) {
+  if (kind == "Namespace") {
+    objects_.DeleteNamespace(key);
+    queue_->OnClusterEvent(kNamespaceChange);
+    return;
+  }
+  if (kind == "PersistentVolumeClaim") {
+    objects_.DeleteClaim(key);
+  } else if (kind == "PersistentVolume") {
+    objects_.DeleteVolume(key);
+  } else if (kind == "StorageClass") {
+    objects_.DeleteClass(key);
+  }
+  queue_->OnClusterEvent(kStorageChange);
+}
+
 absl::Status Scheduler::OnQueueObject(const nlohmann::json& object) {
   absl::Status st = queue_store_.Apply(object);
   OnCustomObjectChange();

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "scheduler/util/strings.h"
@@ -141,6 +142,17 @@ class Scheduler final : public Handle {
   void OnPodDisruptionBudgetDelete(const std::string& key);
   // Other watched objects (PodGroups, Queues) changed: parked pods may now be schedulable.
   void OnCustomObjectChange();
+  // PersistentVolumeClaims, PersistentVolumes, StorageClasses (kStorageChange) and Namespaces
+  // (kNamespaceChange): the store plugins read (Handle::Objects), and the queue's events.
+  template <typename T>
+  void OnClusterObject(T object) {
+    constexpr bool kIsNamespace = std::is_same_v<T, Namespace>;
+    objects_.Put(std::move(object));
+    queue_->OnClusterEvent(kIsNamespace ? kNamespaceChange : kStorageChange);
+  }
+  // `kind` is PersistentVolumeClaim (key namespace/name), PersistentVolume, StorageClass or
+  // Namespace.
+  void OnClusterObjectDelete(std::string_view kind, std::string_view key);
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
   // True when it was one of those kinds; an object that does not decode is an error naming it
   // and the field.
@@ -195,6 +207,7 @@ class Scheduler final : public Handle {
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }
+  ClusterObjectStore* ObjectStore() const override { return &objects_; }
 
  private:
   explicit Scheduler(SchedulerParams params);
@@ -289,6 +302,7 @@ class Scheduler final : public Handle {
   Snapshot snapshot_;
 
   QueueStore queue_store_;
+  mutable ClusterObjectStore objects_;  // thread-safe; mutable: plugins assume writes through it
   gang::GangStatusSink* gang_status_;
   int gang_bind_attempts_;
   gang::GangBook gangs_;

@@ -428,3 +428,18 @@ Plugin* Framework::FindPlugin(std::string_view name) const {
 }
 
 }  // namespace tessel
+
+namespace tessel {
+
+absl::Status ClusterApi::AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view,
+                                       std::string_view) {
+  return absl::UnimplementedError(StrCat("cannot annotate PersistentVolumeClaim ", claim.Key(),
+                                         ": this cluster does not write claims"));
+}
+
+absl::Status ClusterApi::SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim&) {
+  return absl::UnimplementedError(StrCat("cannot bind PersistentVolume ", volume.name(),
+                                         ": this cluster does not write volumes"));
+}
+
+}  // namespace tessel

@@ -23,6 +23,7 @@
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/cycle_state.h"
 #include "scheduler/framework/status.h"
+#include "scheduler/state/cluster_objects.h"
 #include "scheduler/state/node_info.h"
 #include "scheduler/state/snapshot.h"
 #include "scheduler/util/clock.h"
@@ -43,6 +44,8 @@ enum ClusterEvent : uint32_t {
   kAssignedPodAdd = 1u << 3,
   kUnassignedPodAdd = 1u << 4,   // e.g. a gang member arrives
   kCustomObjectChange = 1u << 5, // PodGroups, Queues, PriorityClasses
+  kStorageChange = 1u << 6,      // PersistentVolumeClaims, PersistentVolumes, StorageClasses
+  kNamespaceChange = 1u << 7,    // Namespaces (their labels)
   kAllEvents = 0xffffffffu,
 };
 
@@ -72,6 +75,12 @@ class ClusterApi {
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
   virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                            std::string_view message) = 0;
+  // Volume binding's writes (VolumeBinding PreBind), answered like Bind's. Sets one annotation
+  // on the claim (volume.kubernetes.io/selected-node) / the PV's spec.claimRef to the claim.
+  // Unimplemented by default (fakes that never bind volumes).
+  virtual absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                                     std::string_view value);
+  virtual absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim);
 };
 
 class Framework;
@@ -95,9 +104,13 @@ class Handle {
   // The team queues (tessel.io/v1alpha1 Queue) as last seen; null when nothing feeds them
   // (then no pod is in a queue). Hold the pointer for the whole cycle.
   virtual std::shared_ptr<const QueueDirectory> Queues() const { return nullptr; }
-  // Labels of a Namespace, for namespaceSelector in pod affinity terms; null when the
-  // scheduler has no Namespace object of that name (see docs/kube-scheduler-parity.md).
-  virtual const StringMap* NamespaceLabels(std::string_view /*name*/) const { return nullptr; }
+  // PVCs, PVs, StorageClasses and Namespaces as last seen (scheduler/state/cluster_objects.h);
+  // null when nothing feeds them. Objects() is the view to hold for a whole cycle.
+  virtual ClusterObjectStore* ObjectStore() const { return nullptr; }
+  std::shared_ptr<const ClusterObjects> Objects() const {
+    ClusterObjectStore* store = ObjectStore();
+    return store == nullptr ? nullptr : store->view();
+  }
   // Pods waiting for the node an earlier preemption nominated them to (status.nominatedNodeName),
   // by node name: the space their victims free is theirs (see Framework::RunFiltersWithNominatedPods).
   virtual NominatedPodMap NominatedPods() const { return {}; }

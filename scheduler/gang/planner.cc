@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "scheduler/api/quantity.h"
+#include "scheduler/api/storage.h"
 #include "scheduler/core/fit_error.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
@@ -46,6 +47,10 @@ std::string ShapeKey(const Pod& p) {
   for (const auto& [key, value] : p.meta.annotations) {
     if (key.rfind("tessel.io/", 0) == 0) StrAppend(&k, key, "=", value, ",");
   }
+  // Members with their own claims (one PVC per worker) are not interchangeable: the volume
+  // plugins' PreFilter state belongs to one pod's claims.
+  k += "|";
+  for (const PodVolume& v : p.volumes) StrAppend(&k, ClaimNameOf(p, v), ",");
   return k;
 }
 

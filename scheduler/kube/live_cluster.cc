@@ -124,6 +124,51 @@ absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node,
   return st;
 }
 
+absl::Status LiveCluster::Patch(const std::string& path, const json& patch, std::string_view what) {
+  if (!MayWrite()) return NotLeader();
+  absl::StatusOr<Response> resp = client_->Do({.method = "PATCH",
+                                               .path = path,
+                                               .body = patch.dump(),
+                                               .content_type = std::string(kMergePatch),
+                                               .write_budget = [this] { return WriteBudget(); }});
+  if (!resp.ok()) return resp.status();
+  if (resp->ok()) {
+    spdlog::info("{}", what);
+    return absl::OkStatus();
+  }
+  absl::Status st = resp->ToStatus(what);
+  if (IsRetryableCode(resp->code)) return absl::UnavailableError(st.message());
+  return st;
+}
+
+absl::Status LiveCluster::AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                                        std::string_view value) {
+  json meta = {{"annotations", {{std::string(key), std::string(value)}}}};
+  if (!claim.meta.uid.empty()) meta["uid"] = claim.meta.uid;
+  return Patch(StrCat("/api/v1/namespaces/", claim.meta.namespace_, "/persistentvolumeclaims/",
+                      claim.meta.name),
+               json{{"metadata", meta}},
+               StrCat("annotate PersistentVolumeClaim ", claim.Key(), " ", key, "=", value));
+}
+
+absl::Status LiveCluster::SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) {
+  json ref = {{"kind", "PersistentVolumeClaim"},
+              {"apiVersion", "v1"},
+              {"namespace", claim.meta.namespace_},
+              {"name", claim.meta.name}};
+  if (!claim.meta.uid.empty()) ref["uid"] = claim.meta.uid;
+  if (!claim.meta.resource_version.empty()) ref["resourceVersion"] = claim.meta.resource_version;
+  json meta = json::object();
+  if (!volume.meta.resource_version.empty()) meta["resourceVersion"] = volume.meta.resource_version;
+  // As the PV controller marks a binding it made (kube-scheduler's bind uses the same helper).
+  if (!volume.claim_ref.has_value()) {
+    meta["annotations"] = {{"pv.kubernetes.io/bound-by-controller", "yes"}};
+  }
+  return Patch(StrCat("/api/v1/persistentvolumes/", volume.meta.name),
+               json{{"metadata", meta}, {"spec", {{"claimRef", ref}}}},
+               StrCat("bind PersistentVolume ", volume.meta.name, " to claim ", claim.Key()));
+}
+
 absl::Status LiveCluster::ResolveConflict(const Pod& pod, const std::string& node,
                                           const Response& answer) {
   bind_conflicts_.fetch_add(1);

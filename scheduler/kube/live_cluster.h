@@ -25,6 +25,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/event_recorder.h"
@@ -55,6 +56,11 @@ class LiveCluster final : public ClusterApi {
   absl::Status Evict(const Pod& pod, std::string_view reason) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
+  // Merge patches, with the object's UID (and for the PV its resourceVersion) as preconditions:
+  // a claim re-created under the same name, or a PV changed meanwhile, answers 409.
+  absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                             std::string_view value) override;
+  absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
 
   // No bind or eviction is started after this (SIGTERM): they fail with FailedPrecondition.
   void StopWriting() { stopped_.store(true); }
@@ -68,6 +74,8 @@ class LiveCluster final : public ClusterApi {
   const LiveClusterOptions& options() const { return options_; }
 
  private:
+  // One merge patch only the leader may send; `what` names it in errors.
+  absl::Status Patch(const std::string& path, const nlohmann::json& patch, std::string_view what);
   // A 409: decides from the pod as it is now what the bind's outcome is.
   absl::Status ResolveConflict(const Pod& pod, const std::string& node, const Response& answer);
 

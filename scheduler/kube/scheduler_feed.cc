@@ -101,6 +101,30 @@ class DisruptionBudgetHandler final : public InformerHandler {
   Scheduler* s_;
 };
 
+// PersistentVolumeClaims, PersistentVolumes, StorageClasses and Namespaces: into the
+// scheduler's cluster-object store (volume plugins, pod affinity's namespaceSelector). List
+// items carry no kind, so the handler names it for the decoder's messages.
+template <typename T, absl::StatusOr<T> (*Decode)(const json&)>
+class ClusterObjectHandler final : public InformerHandler {
+ public:
+  ClusterObjectHandler(Scheduler* s, std::string kind) : s_(s), kind_(std::move(kind)) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    absl::StatusOr<T> decoded = Decode(object);
+    if (!decoded.ok()) {
+      json typed = object;
+      typed["kind"] = kind_;
+      return WarnUndecodable(Decode(typed).status());
+    }
+    s_->OnClusterObject(*std::move(decoded));
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnClusterObjectDelete(kind_, key); }
+
+ private:
+  Scheduler* s_;
+  std::string kind_;
+};
+
 // Gang objects (scheduler/gang): PodGroups, Workloads, v1alpha2 PodGroups and Jobs. List items
 // of built-in kinds carry no apiVersion/kind, so the handler knows what it watches.
 class GangObjectHandler final : public InformerHandler {
@@ -172,6 +196,35 @@ json* Field(json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
+// spec.volumes keeps only what volume scheduling reads: the name and claim of the
+// persistentVolumeClaim volumes, and that a volume is ephemeral (its claim is <pod>-<volume>).
+void PruneVolumes(json& spec) {
+  json* volumes = Field(spec, "volumes");
+  if (volumes == nullptr) return;
+  json kept = json::array();
+  if (volumes->is_array()) {
+    for (json& v : *volumes) {
+      if (!v.is_object()) continue;
+      if (json* claim = Field(v, "persistentVolumeClaim")) {
+        json reduced = {{"name", v.value("name", json())}};
+        if (claim->is_object() && claim->contains("claimName")) {
+          reduced["persistentVolumeClaim"] = {{"claimName", (*claim)["claimName"]}};
+        } else {
+          reduced["persistentVolumeClaim"] = *claim;  // malformed: the decoder names it
+        }
+        kept.push_back(std::move(reduced));
+      } else if (v.contains("ephemeral")) {
+        kept.push_back({{"name", v.value("name", json())}, {"ephemeral", json::object()}});
+      }
+    }
+  }
+  if (kept.empty()) {
+    spec.erase("volumes");
+  } else {
+    *volumes = std::move(kept);
+  }
+}
+
 }  // namespace
 
 void PrunePod(json& pod) {
@@ -181,7 +234,8 @@ void PrunePod(json& pod) {
     }
   }
   if (json* spec = Field(pod, "spec")) {
-    EraseKeys(*spec, {"volumes", "dnsConfig", "readinessGates", "securityContext", "hostAliases"});
+    EraseKeys(*spec, {"dnsConfig", "readinessGates", "securityContext", "hostAliases"});
+    PruneVolumes(*spec);
     for (const char* list : {"containers", "initContainers", "ephemeralContainers"}) {
       json* containers = Field(*spec, list);
       if (containers == nullptr || !containers->is_array()) continue;
@@ -249,6 +303,18 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<QueueHandler>(scheduler));
+  // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions) and namespaceSelector.
+  add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},
+      std::make_unique<ClusterObjectHandler<PersistentVolumeClaim, DecodePersistentVolumeClaim>>(
+          scheduler, "PersistentVolumeClaim"));
+  add({.name = "persistentvolumes", .path = "/api/v1/persistentvolumes"},
+      std::make_unique<ClusterObjectHandler<PersistentVolume, DecodePersistentVolume>>(
+          scheduler, "PersistentVolume"));
+  add({.name = "storageclasses", .path = "/apis/storage.k8s.io/v1/storageclasses"},
+      std::make_unique<ClusterObjectHandler<StorageClass, DecodeStorageClass>>(scheduler,
+                                                                             "StorageClass"));
+  add({.name = "namespaces", .path = "/api/v1/namespaces"},
+      std::make_unique<ClusterObjectHandler<Namespace, DecodeNamespace>>(scheduler, "Namespace"));
   for (ResourceSpec& spec : options.extra_custom) {
     spec.optional = true;
     add(std::move(spec), std::make_unique<CustomObjectHandler>(scheduler));

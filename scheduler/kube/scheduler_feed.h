@@ -5,7 +5,9 @@
 //   scheduling.x-k8s.io/v1alpha1, and where served Workload scheduling.k8s.io/v1alpha1 and
 //   PodGroup scheduling.k8s.io/v1alpha2; Jobs for implicit gangs), and the optional CRD Queue
 //   (tessel.io/v1alpha1) that the QueueQuota plugin enforces (a missing CRD is no queues);
-//   PodDisruptionBudgets (policy/v1, or v1beta1 on servers before 1.21) for preemption.
+//   PodDisruptionBudgets (policy/v1, or v1beta1 on servers before 1.21) for preemption;
+//   PersistentVolumeClaims, PersistentVolumes, StorageClasses (volume plugins) and Namespaces
+//   (pod affinity's namespaceSelector).
 // An object that fails to decode is logged and skipped, once per resourceVersion.
 //
 //   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});
@@ -26,7 +28,7 @@ namespace tessel::kube {
 // Pods that are not finished: what kube-scheduler lists and watches.
 inline constexpr std::string_view kActivePodsSelector = "status.phase!=Succeeded,status.phase!=Failed";
 
-// Drop from a pod / node what no decoder reads (volumes, env, probes, container statuses,
+// Drop from a pod / node what no decoder reads (volumes other than claims, env, probes, container statuses,
 // images, the last-applied-configuration annotation, ...), so the informer's transient JSON
 // and the decoded objects stay small.
 void PrunePod(nlohmann::json& pod);

@@ -112,17 +112,18 @@ it_nodes() {
   "$CLUSTER" nodes "$file" >/dev/null
 }
 
-# it_pod NAME [--gpus N] [--select k=v]... [--label k=v]... [--annotation k=v]...
+# it_pod NAME [--gpus N] [--select k=v]... [--label k=v]... [--annotation k=v]... [--claim PVC]...
 #        [--scheduler S] [--priority-class PC]: a pod in $NS that selects this test's nodes.
 it_pod() {
   local name=$1; shift
-  local gpus=0 scheduler=tessel selectors=("tessel-it: $IT_NAME") labels=() annotations=() extra=""
+  local gpus=0 scheduler=tessel selectors=("tessel-it: $IT_NAME") labels=() annotations=() claims=() extra=""
   while (($#)); do
     case $1 in
       --gpus) gpus=$2; shift 2 ;;
       --select) selectors+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
       --label) labels+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
       --annotation) annotations+=("${2%%=*}: \"${2#*=}\""); shift 2 ;;
+      --claim) claims+=("$2"); shift 2 ;;
       --scheduler) scheduler=$2; shift 2 ;;
       --priority-class) extra="  priorityClassName: $2"; shift 2 ;;
       *) fail "it_pod: unknown option $1" ;;
@@ -150,6 +151,11 @@ it_pod() {
     echo "    resources:"
     echo "      requests: {cpu: 100m, memory: 64Mi}"
     if ((gpus > 0)); then echo "      limits: {nvidia.com/gpu: \"$gpus\"}"; fi
+    if ((${#claims[@]})); then
+      echo "  volumes:"
+      local c
+      for c in "${claims[@]}"; do echo "  - {name: vol-$c, persistentVolumeClaim: {claimName: $c}}"; done
+    fi
   } | kubectl apply -f - >/dev/null
 }
 

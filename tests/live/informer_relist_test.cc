@@ -13,6 +13,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "fake_api_server.h"
+#include "scheduler/api/decode.h"
+#include "scheduler/api/storage.h"
 #include "scheduler/kube/informer.h"
 #include "scheduler/kube/scheduler_feed.h"
 
@@ -191,6 +193,27 @@ TEST_CASE("pruning drops what no decoder reads and keeps what they do") {
   CHECK(pod["status"]["phase"] == "Running");
   CHECK(pod["status"]["nominatedNodeName"] == "x");
   CHECK_FALSE(pod["status"].contains("containerStatuses"));
+
+  // Volume scheduling reads the claims: their volumes stay, reduced to name and claim; the
+  // decoded pod sees the same claims as the unpruned one.
+  json with_claims = json::parse(R"({
+    "metadata": {"name": "p", "namespace": "ns"},
+    "spec": {"containers": [{"name": "c"}], "volumes": [
+      {"name": "data", "persistentVolumeClaim": {"claimName": "data", "readOnly": true}},
+      {"name": "cfg", "configMap": {"name": "cfg", "items": [{"key": "a", "path": "a"}]}},
+      {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}}]}})");
+  const absl::StatusOr<Pod> before = DecodePod(with_claims);
+  PrunePod(with_claims);
+  CHECK(with_claims["spec"]["volumes"] == json::parse(R"([
+      {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+      {"name": "scratch", "ephemeral": {}}])"));
+  const absl::StatusOr<Pod> after = DecodePod(with_claims);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  REQUIRE(after->volumes.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(ClaimNameOf(*after, after->volumes[i]) == ClaimNameOf(*before, before->volumes[i]));
+  }
 
   json node = json::parse(R"({"metadata": {"name": "n", "labels": {"k": "v"}},
     "spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]},

@@ -8,7 +8,8 @@
 // labels and taints changed, nodes cordoned, added and removed, so cached results must follow
 // changes the scheduler did not make itself. Pods carry what makes plugins read beyond one node
 // (pod affinity and anti-affinity, spread constraints, controllers with default spreading,
-// host ports), so the fall-back to the full evaluation is exercised too.
+// host ports, PersistentVolumeClaims: WaitForFirstConsumer claims provisioned in some zones and
+// claims bound to zonal PVs), so the fall-back to the full evaluation is exercised too.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -203,6 +204,42 @@ class Generator {
   std::vector<json> shapes_;
 };
 
+// Volume scheduling: two classes (WaitForFirstConsumer in zones z0 and z1; Immediate), pushed once.
+void AddStorageClasses(json& items) {
+  items.push_back({{"apiVersion", "storage.k8s.io/v1"}, {"kind", "StorageClass"}, {"metadata", {{"name", "zonal"}}},
+                   {"provisioner", "csi.example.com"}, {"volumeBindingMode", "WaitForFirstConsumer"},
+                   {"allowedTopologies", json::array({{{"matchLabelExpressions", json::array({
+                       {{"key", "topology.kubernetes.io/zone"}, {"values", json::array({"z0", "z1"})}}})}}})}});
+  items.push_back({{"apiVersion", "storage.k8s.io/v1"}, {"kind", "StorageClass"}, {"metadata", {{"name", "standard"}}},
+                   {"provisioner", "csi.example.com"}, {"volumeBindingMode", "Immediate"}});
+}
+
+// Gives the pod a claim of its own: unbound WaitForFirstConsumer, or bound to a PV in one zone.
+void AddClaim(Generator& gen, json& pod, json& items) {
+  const std::string name = StrCat("c-", pod["metadata"]["name"].get<std::string>());
+  pod["spec"]["volumes"] = json::array({{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", name}}}}});
+  json claim{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"},
+             {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", StrCat("uid-", name)}}},
+             {"spec", {{"accessModes", json::array({"ReadWriteOnce"})}, {"storageClassName", "zonal"},
+                       {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+  if (gen.Chance(50)) {
+    const std::string zone = StrCat("z", gen.Int(0, 2));
+    claim["spec"]["storageClassName"] = "standard";
+    claim["spec"]["volumeName"] = StrCat("pv-", name);
+    claim["status"] = {{"phase", "Bound"}};
+    items.push_back({{"apiVersion", "v1"}, {"kind", "PersistentVolume"},
+                     {"metadata", {{"name", StrCat("pv-", name)}, {"labels", {{"topology.kubernetes.io/zone", zone}}}}},
+                     {"spec", {{"capacity", {{"storage", "1Gi"}}}, {"accessModes", json::array({"ReadWriteOnce"})},
+                               {"storageClassName", "standard"},
+                               {"claimRef", {{"namespace", "default"}, {"name", name}}},
+                               {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({{{"matchExpressions",
+                                   json::array({{{"key", "topology.kubernetes.io/zone"}, {"operator", "In"},
+                                                 {"values", json::array({zone})}}})}}})}}}}}}},
+                     {"status", {{"phase", "Bound"}}}});
+  }
+  items.push_back(std::move(claim));
+}
+
 ObjectList Decode(const json& items) {
   absl::StatusOr<ObjectList> list = DecodeList(json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump());
   REQUIRE(list.ok());
@@ -250,6 +287,7 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
   std::vector<std::string> node_names;
 
   json items = json::array();
+  AddStorageClasses(items);
   const int nodes = gen.Int(2, 24);
   for (int i = 0; i < nodes; ++i) {
     node_names.push_back(StrCat("n", i));
@@ -259,7 +297,11 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
 
   for (int round = 0; round < rounds; ++round) {
     if (shift) gen.ShiftMix();
-    for (int i = 0, pending = gen.Int(5, 40); i < pending; ++i) items.push_back(gen.PodJson(next_pod++, ""));
+    for (int i = 0, pending = gen.Int(5, 40); i < pending; ++i) {
+      json pod = gen.PodJson(next_pod++, "");
+      if (gen.Chance(10)) AddClaim(gen, pod, items);
+      items.push_back(std::move(pod));
+    }
     const ObjectList objects = Decode(items);
     for (World* w : {&cached, &reference}) {
       w->sim().Load(objects);

@@ -2,6 +2,7 @@
 // records what plugins asked of it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "scheduler/framework/interface.h"
@@ -24,6 +25,22 @@ class RecordingApi final : public ClusterApi {
   void RecordEvent(const Pod& pod, std::string_view, std::string_view reason, std::string_view) override {
     events.emplace_back(pod.Key(), std::string(reason));
   }
+  absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
+                             std::string_view value) override {
+    claim_annotations.emplace_back(claim.Key(), std::string(key) + "=" + std::string(value));
+    if (on_annotate) on_annotate(claim, value);
+    return absl::OkStatus();
+  }
+  absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override {
+    claim_refs.emplace_back(volume.name(), claim.Key());
+    if (on_claim_ref) on_claim_ref(volume, claim);
+    return absl::OkStatus();
+  }
+  // Volume writes: (claim, "key=value") and (PV, claim); the hooks may play the provisioner.
+  std::vector<std::pair<std::string, std::string>> claim_annotations;
+  std::vector<std::pair<std::string, std::string>> claim_refs;
+  std::function<void(const PersistentVolumeClaim&, std::string_view node)> on_annotate;
+  std::function<void(const PersistentVolume&, const PersistentVolumeClaim&)> on_claim_ref;
   absl::Status bind_result = absl::OkStatus();
   std::vector<std::pair<std::string, std::string>> binds;
   std::vector<std::pair<std::string, StringMap>> bind_annotations;
@@ -47,17 +64,17 @@ class FakeHandle final : public Handle {
   ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
   uint64_t seed() const override { return 7; }
   std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
-  const StringMap* NamespaceLabels(std::string_view ns) const override {
-    auto it = namespace_labels_.find(ns);
-    return it == namespace_labels_.end() ? nullptr : &it->second;
-  }
+  ClusterObjectStore* ObjectStore() const override { return &objects_; }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queues_; }
   void SetQueues(std::shared_ptr<const QueueDirectory> queues) { queues_ = std::move(queues); }
   void RemovePod(const std::string& key) {
     cache_.RemovePod(key);
     cache_.UpdateSnapshot(snapshot_);
   }
-  void SetNamespaceLabels(std::string ns, StringMap labels) { namespace_labels_[std::move(ns)] = std::move(labels); }
+  void SetNamespaceLabels(std::string ns, StringMap labels) {
+    objects_.Put(Namespace{.meta = {.name = std::move(ns), .labels = std::move(labels)}});
+  }
+  ClusterObjectStore& objects() { return objects_; }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
 
@@ -66,7 +83,7 @@ class FakeHandle final : public Handle {
   Cache cache_;
   Snapshot snapshot_;
   RecordingApi api_;
-  std::map<std::string, StringMap, std::less<>> namespace_labels_;
+  mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
 };
 

@@ -1,7 +1,8 @@
 // Replay scenarios: every tests/replay/NAME.json snapshot is scheduled and compared with
 // NAME.expected.json (placements exactly; reasons exactly for the pods listed; each expected
 // warning found; the evicted pods exactly, in order (none when not listed); the metrics listed
-// under "metrics" exactly; an optional "config" names a scheduler configuration beside it). Also runs
+// under "metrics" exactly; the "claims" bound (selected node, PV) exactly when listed; an optional
+// "config" names a scheduler configuration beside it). Also runs
 // the tessel-bench binary for its exit codes and output file.
 #include <catch2/catch.hpp>
 
@@ -78,6 +79,8 @@ TEST_CASE("replay scenarios match their expected placements", "[replay]") {
       } else {
         CHECK(warnings.empty());
       }
+      // Claims bound for placed pods (selected node, PV), exactly, when the scenario lists them.
+      if (expected.contains("claims")) CHECK((*result).value("claims", json::object()) == expected["claims"]);
       // Evictions (preemption, gang rollback) are listed in the order they happened.
       CHECK((*result)["evicted"] == expected.value("evicted", json::array()));
       if (expected.contains("metrics")) {

@@ -893,5 +893,37 @@ TEST_CASE("heartbeats and a pod's own status writes do not requeue a parked pod"
   CHECK(f.observer.scheduled.at("default/a") == "n1");
 }
 
+
+TEST_CASE("a pod parked for an unbound Immediate claim is retried when the claim binds", "[scheduler][volumes]") {
+  Fixture f;
+  PersistentVolumeClaim claim;
+  claim.meta.name = "data";
+  claim.meta.namespace_ = "default";
+  f.s->OnClusterObject(claim);  // no class: the PV controller binds it (Immediate)
+  Pod pod = PodBuilder("db").Requests("cpu:1").Build();
+  pod.volumes.push_back({.name = "data", .claim_name = "data"});
+  f.s->OnPodAdd(pod);
+  f.RunUntilIdle();
+  CHECK(f.observer.failures.at("default/db") ==
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.");
+  // Parked: time alone (within the 5-minute unschedulable wait) does not bring it back, nor
+  // does an unrelated kind of event.
+  f.clock.Advance(absl::Minutes(1));
+  f.s->OnCustomObjectChange();
+  f.RunUntilIdle();
+  CHECK(f.observer.attempts == std::vector<std::string>{"default/db:unschedulable"});
+  // The PV controller binds the claim: the storage event retries the pod, and it binds.
+  PersistentVolume volume;
+  volume.meta.name = "pv-1";
+  f.s->OnClusterObject(volume);
+  claim.volume_name = "pv-1";
+  claim.phase_bound = true;
+  f.s->OnClusterObject(claim);
+  f.clock.Advance(absl::Seconds(30));  // past the backoff, well within the unschedulable wait
+  f.RunUntilIdle();
+  REQUIRE(f.api.binds.size() == 1);
+  CHECK(f.api.binds[0].first == "default/db");
+}
+
 }  // namespace
 }  // namespace tessel

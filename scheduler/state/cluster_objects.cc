@@ -1,0 +1,159 @@
+// ClusterObjectStore: copy-on-write maps per kind behind one immutable view.
+#include "scheduler/state/cluster_objects.h"
+
+#include "absl/time/clock.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+template <typename T>
+const T* Find(const std::shared_ptr<const ObjectMap<T>>& map, std::string_view key) {
+  auto it = map->find(key);
+  return it == map->end() ? nullptr : &it->second;
+}
+
+std::string ClaimKey(std::string_view namespace_, std::string_view name) {
+  return StrCat(namespace_, "/", name);
+}
+
+}  // namespace
+
+const PersistentVolumeClaim* ClusterObjects::Claim(std::string_view namespace_,
+                                                   std::string_view name) const {
+  return Find(claims_, ClaimKey(namespace_, name));
+}
+
+const PersistentVolume* ClusterObjects::Volume(std::string_view name) const {
+  return Find(volumes_, name);
+}
+
+const StorageClass* ClusterObjects::Class(std::string_view name) const {
+  return Find(classes_, name);
+}
+
+const StringMap* ClusterObjects::NamespaceLabels(std::string_view name) const {
+  const Namespace* ns = Find(namespaces_, name);
+  return ns == nullptr ? nullptr : &ns->meta.labels;
+}
+
+absl::StatusOr<std::vector<const PersistentVolumeClaim*>> ClusterObjects::ClaimsOf(
+    const Pod& pod) const {
+  std::vector<const PersistentVolumeClaim*> out;
+  out.reserve(pod.volumes.size());
+  for (const PodVolume& volume : pod.volumes) {
+    const std::string name = ClaimNameOf(pod, volume);
+    const PersistentVolumeClaim* claim = Claim(pod.meta.namespace_, name);
+    if (claim == nullptr) {
+      return absl::NotFoundError(
+          volume.ephemeral
+              ? StrCat("waiting for ephemeral volume controller to create the persistentvolumeclaim \"",
+                       name, "\"")
+              : StrCat("persistentvolumeclaim \"", name, "\" not found"));
+    }
+    if (claim->meta.deletion_timestamp.has_value()) {
+      return absl::FailedPreconditionError(
+          StrCat("persistentvolumeclaim \"", name, "\" is being deleted"));
+    }
+    out.push_back(claim);
+  }
+  return out;
+}
+
+ClusterObjectStore::ClusterObjectStore() {
+  auto view = std::make_shared<ClusterObjects>();
+  view->claims_ = std::make_shared<ObjectMap<PersistentVolumeClaim>>();
+  view->volumes_ = std::make_shared<ObjectMap<PersistentVolume>>();
+  view->classes_ = std::make_shared<ObjectMap<StorageClass>>();
+  view->namespaces_ = std::make_shared<ObjectMap<Namespace>>();
+  view_ = std::move(view);
+}
+
+template <typename T>
+void ClusterObjectStore::Update(std::shared_ptr<const ObjectMap<T>> ClusterObjects::*member,
+                                std::string_view key, std::optional<T> value,
+                                const std::string* only_if_version) {
+  absl::MutexLock lock(&mu_);
+  const ObjectMap<T>& current = *((*view_).*member);
+  auto it = current.find(key);
+  if (only_if_version != nullptr &&
+      (it == current.end() || it->second.meta.resource_version != *only_if_version)) {
+    return;  // replaced by a newer version (or deleted) meanwhile
+  }
+  if (!value.has_value() && it == current.end()) return;
+  auto map = std::make_shared<ObjectMap<T>>(current);
+  if (value.has_value()) {
+    (*map)[std::string(key)] = *std::move(value);
+  } else {
+    map->erase(std::string(key));
+  }
+  auto view = std::make_shared<ClusterObjects>(*view_);
+  (*view).*member = std::move(map);
+  view_ = std::move(view);
+  changed_.SignalAll();
+}
+
+void ClusterObjectStore::Put(PersistentVolumeClaim claim) {
+  const std::string key = claim.Key();
+  Update(&ClusterObjects::claims_, key, std::optional(std::move(claim)));
+}
+
+void ClusterObjectStore::Put(PersistentVolume volume) {
+  const std::string key = volume.meta.name;
+  Update(&ClusterObjects::volumes_, key, std::optional(std::move(volume)));
+}
+
+void ClusterObjectStore::Put(StorageClass storage_class) {
+  const std::string key = storage_class.meta.name;
+  Update(&ClusterObjects::classes_, key, std::optional(std::move(storage_class)));
+}
+
+void ClusterObjectStore::Put(Namespace ns) {
+  const std::string key = ns.meta.name;
+  Update(&ClusterObjects::namespaces_, key, std::optional(std::move(ns)));
+}
+
+void ClusterObjectStore::DeleteClaim(std::string_view key) {
+  Update(&ClusterObjects::claims_, key, std::optional<PersistentVolumeClaim>());
+}
+
+void ClusterObjectStore::DeleteVolume(std::string_view name) {
+  Update(&ClusterObjects::volumes_, name, std::optional<PersistentVolume>());
+}
+
+void ClusterObjectStore::DeleteClass(std::string_view name) {
+  Update(&ClusterObjects::classes_, name, std::optional<StorageClass>());
+}
+
+void ClusterObjectStore::DeleteNamespace(std::string_view name) {
+  Update(&ClusterObjects::namespaces_, name, std::optional<Namespace>());
+}
+
+void ClusterObjectStore::Restore(PersistentVolumeClaim original) {
+  const std::string key = original.Key();
+  const std::string version = original.meta.resource_version;
+  Update(&ClusterObjects::claims_, key, std::optional(std::move(original)), &version);
+}
+
+void ClusterObjectStore::Restore(PersistentVolume original) {
+  const std::string key = original.meta.name;
+  const std::string version = original.meta.resource_version;
+  Update(&ClusterObjects::volumes_, key, std::optional(std::move(original)), &version);
+}
+
+std::shared_ptr<const ClusterObjects> ClusterObjectStore::view() const {
+  absl::MutexLock lock(&mu_);
+  return view_;
+}
+
+bool ClusterObjectStore::WaitFor(const std::function<bool(const ClusterObjects&)>& ready,
+                                 absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::MutexLock lock(&mu_);
+  while (!ready(*view_)) {
+    if (changed_.WaitWithDeadline(&mu_, deadline) && absl::Now() >= deadline) return ready(*view_);
+  }
+  return true;
+}
+
+}  // namespace tessel
