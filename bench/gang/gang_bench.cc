@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/util/strings.h"
@@ -75,27 +75,15 @@ int GangBenchMain(int argc, char** argv) {
     }
   }
 
-  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
-  Cache cache(&clock);
-  SimulatedCluster sim(&clock);
   DeferredExecutor binder;
-  Registry registry = InTreeRegistry();
   SchedulerConfig config;
-  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
-                                                  .config = &config,
-                                                  .defaults = &DefaultProfile(),
-                                                  .cache = &cache,
-                                                  .clock = &clock,
-                                                  .api = &sim,
-                                                  .observer = &sim,
-                                                  .bind_executor = &binder,
-                                                  .gang_status = &sim});
-  if (!scheduler.ok()) {
-    std::cerr << "tessel-bench gang: " << scheduler.status().message() << "\n";
+  auto world = SimWorld::New({.config = &config, .bind_executor = &binder});
+  if (!world.ok()) {
+    std::cerr << "tessel-bench gang: " << world.status().message() << "\n";
     return 1;
   }
-  Scheduler& s = **scheduler;
-  sim.Attach(&s);
+  Scheduler& s = *(*world)->scheduler;
+  SimulatedCluster& sim = (*world)->sim;
 
   ObjectList objects;
   for (int i = 0; i < o.nodes; ++i) {

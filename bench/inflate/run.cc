@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "fmt/format.h"
 #include "plugins/registry.h"
 #include "scheduler/util/strings.h"
@@ -67,10 +67,6 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   const std::vector<fgd::TargetClass> typical = TypicalPods(pods);
   const fgd::FragModel frag(typical);
 
-  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
-  Cache cache(&clock);
-  SimulatedCluster sim(&clock);
-  Registry registry = InTreeRegistry();
   SchedulerConfig config;
   config.parallelism = 1;  // runs go in parallel instead
   ProfileConfig profile;
@@ -79,17 +75,10 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(StrCat("--policy-args: ", e.what()));
   }
-  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
-                                                  .config = &config,
-                                                  .defaults = &profile,
-                                                  .cache = &cache,
-                                                  .clock = &clock,
-                                                  .api = &sim,
-                                                  .observer = &sim,
-                                                  .seed = seed});
-  if (!scheduler.ok()) return scheduler.status();
-  Scheduler& s = **scheduler;
-  sim.Attach(&s);
+  auto world = SimWorld::New({.config = &config, .defaults = &profile, .seed = seed, .gang_status = false});
+  if (!world.ok()) return world.status();
+  Scheduler& s = *(*world)->scheduler;
+  Cache& cache = (*world)->cache;
 
   // Node names carry a seeded random "%04d-" prefix: ties fall to a random node order per seed.
   std::vector<size_t> order(nodes.size());

@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "scheduler/util/strings.h"
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "plugins/registry.h"
 #include "scheduler/api/quantity.h"
 
@@ -47,16 +47,11 @@ Pod GpuPod(int i, int gpus) {
 void BM_ScheduleCluster(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int pods = nodes * 2;
-  Registry registry = InTreeRegistry();
   SchedulerConfig config;
   for (auto _ : state) {
     state.PauseTiming();
-    ManualClock clock;
-    Cache cache(&clock);
-    SimulatedCluster sim(&clock);
-    auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                             .cache = &cache, .clock = &clock, .api = &sim, .observer = &sim});
-    sim.Attach(s->get());
+    auto world = SimWorld::New({.config = &config, .gang_status = false});
+    SimulatedCluster& sim = (*world)->sim;
     ObjectList objects;
     for (int i = 0; i < nodes; ++i) objects.nodes.push_back(GpuNode(i));
     const int sizes[] = {1, 2, 4, 8};

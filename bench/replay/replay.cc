@@ -7,7 +7,7 @@
 
 #include "scheduler/util/strings.h"
 #include "scheduler/util/strings.h"
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
@@ -125,21 +125,10 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
   }
   std::vector<std::string> warnings = objects->warnings;
 
-  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
-  Cache cache(&clock);
-  SimulatedCluster sim(&clock);
-  Registry registry = InTreeRegistry();
-  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
-                                                  .config = &config,
-                                                  .defaults = &DefaultProfile(),
-                                                  .cache = &cache,
-                                                  .clock = &clock,
-                                                  .api = &sim,
-                                                  .observer = &sim,
-                                                  .seed = options.seed,
-                                                  .gang_status = &sim});
-  if (!scheduler.ok()) return scheduler.status();
-  sim.Attach(scheduler->get());
+  auto world = SimWorld::New({.config = &config, .seed = options.seed});
+  if (!world.ok()) return world.status();
+  SimulatedCluster& sim = (*world)->sim;
+  const Cache& cache = (*world)->cache;
   for (std::string& w : sim.Load(*objects)) warnings.push_back(std::move(w));
   sim.RunUntilIdle();
 
@@ -162,7 +151,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
               {"evicted", sim.evicted()},
               {"warnings", warnings},
               {"metrics", Metrics(cache, sim, *objects)}};
-  if (json queues = QueueMetrics(**scheduler, cache, sim, *objects); !queues.is_null()) {
+  if (json queues = QueueMetrics(*(*world)->scheduler, cache, sim, *objects); !queues.is_null()) {
     result["metrics"]["queues"] = std::move(queues);
   }
   if (!gangs.empty()) result["gangs"] = std::move(gangs);

@@ -7,7 +7,8 @@
 
 namespace tessel::bench {
 
-std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
+std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects,
+                                                      std::vector<Pod>* movable_pods) {
   std::vector<std::string> warnings;
   for (const PriorityClass& pc : objects.priority_classes) scheduler_->OnPriorityClass(pc);
   for (const PodDisruptionBudget& pdb : objects.disruption_budgets) {
@@ -38,12 +39,25 @@ std::vector<std::string> SimulatedCluster::Load(const ObjectList& objects) {
     }
   }
   const std::vector<std::string> profiles = scheduler_->ProfileNames();
-  for (const Pod& pod : objects.pods) {
-    pods_[pod.Key()] = std::make_shared<const Pod>(pod);
+  for (size_t i = 0; i < objects.pods.size(); ++i) {
+    const Pod& pod = objects.pods[i];
+    // A bound pod is the scheduler's cache's to hold; here only where it runs is kept.
+    if (pod.node_name.empty()) {
+      bound_.erase(pod.Key());
+      unbound_[pod.Key()] = std::make_shared<const Pod>(pod);
+    } else {
+      unbound_.erase(pod.Key());
+      bound_[pod.Key()] = pod.node_name;
+    }
     const bool ours = std::find(profiles.begin(), profiles.end(), pod.scheduler_name) != profiles.end();
     if (ours && pod.node_name.empty() && !pod.IsTerminal()) placements_[pod.Key()] = "";
-    scheduler_->OnPodAdd(pod);
+    if (movable_pods != nullptr) {
+      scheduler_->OnPodAdd(std::move((*movable_pods)[i]));
+    } else {
+      scheduler_->OnPodAdd(pod);
+    }
   }
+  if (movable_pods != nullptr) movable_pods->clear();
   return warnings;
 }
 
@@ -66,12 +80,12 @@ void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
 
 absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
                                     const StringMap& annotations) {
-  Pod bound = pod;
-  auto it = pods_.find(pod.Key());
-  if (it != pods_.end()) bound = *it->second;
-  if (!bound.node_name.empty()) {
-    return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already bound to ", bound.node_name));
+  if (auto it = bound_.find(pod.Key()); it != bound_.end()) {
+    return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already bound to ", it->second));
   }
+  Pod bound = pod;
+  auto it = unbound_.find(pod.Key());
+  if (it != unbound_.end()) bound = *it->second;
   bound.node_name = node;
   bound.phase = PodPhase::kRunning;
   for (const auto& [k, v] : annotations) {
@@ -79,13 +93,14 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
     bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations
   }
   ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
-  pods_[pod.Key()] = std::make_shared<const Pod>(bound);
+  unbound_.erase(pod.Key());
+  bound_[pod.Key()] = node;
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
   return absl::OkStatus();
 }
 
 absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
-  if (!pods_.contains(pod.Key())) return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone"));
+  if (!unbound_.contains(pod.Key()) && !bound_.contains(pod.Key())) return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone"));
   // The Eviction API's rule: every budget that covers the pod must allow one more disruption.
   std::vector<PodDisruptionBudget*> covering;
   for (auto& [key, pdb] : pdbs_) {
@@ -103,7 +118,8 @@ absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
     scheduler_->OnPodDisruptionBudget(*pdb);
   }
   evicted_.push_back(pod.Key());
-  pods_.erase(pod.Key());
+  unbound_.erase(pod.Key());
+  bound_.erase(pod.Key());
   if (auto it = placements_.find(pod.Key()); it != placements_.end()) it->second.clear();
   scheduler_->OnPodDelete(pod.Key());
   return absl::OkStatus();

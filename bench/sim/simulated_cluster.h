@@ -32,7 +32,9 @@ class SimulatedCluster final : public ClusterApi,
   // then team Queues and gang objects (PodGroups, Workloads, Jobs), then pods. Pending pods of a Tessel profile are recorded as
   // awaiting a placement, in queue order. Returns a warning for every object of `others` that
   // is neither a gang object nor decodable.
-  std::vector<std::string> Load(const ObjectList& objects);
+  std::vector<std::string> Load(const ObjectList& objects) { return LoadObjects(objects, nullptr); }
+  // The same, handing the pods over instead of copying them (`objects.pods` is left empty).
+  std::vector<std::string> Load(ObjectList&& objects) { return LoadObjects(objects, &objects.pods); }
   // Schedules until no pod is ready; pods in backoff are waited for on the virtual clock.
   // Stops after `max_cycles` attempts in all.
   void RunUntilIdle(int64_t max_cycles = 0);
@@ -77,9 +79,14 @@ class SimulatedCluster final : public ClusterApi,
   const std::map<std::string, gang::GangStatusUpdate>& gangs() const { return gangs_; }
 
  private:
+  std::vector<std::string> LoadObjects(const ObjectList& objects, std::vector<Pod>* movable_pods);
+
   ManualClock* clock_;
   Scheduler* scheduler_ = nullptr;
-  std::map<std::string, PodRef> pods_;  // every pod we know, by key
+  // Every pod we know, by key: the unbound ones whole (a bind reads them), the bound ones by
+  // their node only (the scheduler's cache holds the object; a copy here doubled the memory).
+  std::map<std::string, PodRef> unbound_;
+  std::map<std::string, std::string> bound_;
   std::map<std::string, std::string> placements_;
   std::map<std::string, std::string> last_failure_;
   std::vector<std::string> evicted_;

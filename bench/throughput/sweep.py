@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs `tessel-bench throughput` over cluster sizes and thread counts and prints a Markdown table
-of medians and an ASCII plot of decisions/s against nodes (docs/bench.md shows its output).
+of medians and an ASCII plot of decisions/s against nodes (docs/bench.md shows its output), with
+the machine's load average before and after (the figures are only comparable at like loads).
 
   bench/throughput/sweep.py --bench build/bin/tessel-bench [--nodes 1000,2000,5000,10000]
       [--threads 1,2] [--pods-per-node 2] [--repeats 3]
@@ -18,6 +19,11 @@ def run(bench, nodes, pods, threads):
     return json.loads(out)
 
 
+def load_average():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
@@ -28,11 +34,14 @@ def main():
     args = ap.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
+    load_before = load_average()
     rows = {}
     for n in sizes:
         for t in threads:
             runs = [run(args.bench, n, int(n * args.pods_per_node), t) for _ in range(args.repeats)]
             rows[(n, t)] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    print(f"load average (1, 5, 15 min): before {load_before}, after {load_average()}")
+    print()
     print("| nodes | threads | decisions/s | p50 µs | p99 µs | peak RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|")
     for (n, t), r in rows.items():

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <random>
 
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/util/strings.h"
@@ -106,29 +106,29 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   }
   config.parallelism = options.threads;
 
-  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
-  Cache cache(&clock);
-  SimulatedCluster sim(&clock);
-  Registry registry = InTreeRegistry();
-  auto scheduler = Scheduler::New(SchedulerParams{.registry = &registry,
-                                                  .config = &config,
-                                                  .defaults = &DefaultProfile(),
-                                                  .cache = &cache,
-                                                  .clock = &clock,
-                                                  .api = &sim,
-                                                  .observer = &sim,
-                                                  .seed = options.seed,
-                                                  .reference_evaluation = options.reference});
-  if (!scheduler.ok()) return scheduler.status();
-  Scheduler& s = **scheduler;
-  sim.Attach(&s);
+  auto world = SimWorld::New({.config = &config,
+                              .seed = options.seed,
+                              .reference_evaluation = options.reference,
+                              .gang_status = false});
+  if (!world.ok()) return world.status();
+  Scheduler& s = *(*world)->scheduler;
+  SimulatedCluster& sim = (*world)->sim;
 
   const Clock::time_point load_start = Clock::now();
+  // Fed in batches, as an informer's pages arrive: the bench never holds every object at once.
+  constexpr size_t kBatch = 4096;
   ObjectList objects;
-  objects.nodes.reserve(options.nodes);
-  for (int i = 0; i < options.nodes; ++i) objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node));
+  auto feed = [&](bool last) {
+    if (!last && objects.nodes.size() + objects.pods.size() < kBatch) return;
+    sim.Load(std::move(objects));
+    objects = ObjectList();
+  };
+  for (int i = 0; i < options.nodes; ++i) {
+    objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node));
+    feed(false);
+  }
+  feed(true);
   std::mt19937_64 rng(options.seed);
-  objects.pods.reserve(static_cast<size_t>(options.pods) + options.bound);
   for (int i = 0; i < options.bound; ++i) {
     Pod p;
     p.meta.name = fmt::format("running-{:07d}", i);
@@ -141,13 +141,14 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
     p.requests.memory = int64_t{256} << 20;
     p.requests.pods = 1;
     objects.pods.push_back(std::move(p));
+    feed(false);
   }
   for (int i = 0; i < options.pods; ++i) {
     const int gpus = options.mix[rng() % options.mix.size()];
     objects.pods.push_back(SyntheticPod(i, gpus, rng));
+    feed(false);
   }
-  sim.Load(objects);
-  objects = ObjectList();
+  feed(true);
 
   ThroughputResult result;
   std::vector<double> cycle_us;

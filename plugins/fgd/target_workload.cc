@@ -80,11 +80,40 @@ bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
     }
   }
   if (observed_ > 32 && observed_ % 32 != 0) return false;
-  Rebuild();
+  std::vector<TargetClass> learned = LearnedClasses();
+  if (!MateriallyDifferent(learned, learned_)) return false;
+  Adopt(std::move(learned));
   return true;
 }
 
-void TargetWorkload::Rebuild() {
+bool TargetWorkload::MateriallyDifferent(const std::vector<TargetClass>& now,
+                                         const std::vector<TargetClass>& adopted) {
+  if (now.size() != adopted.size()) return true;
+  auto key = [](const TargetClass& c) { return std::tie(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models); };
+  std::vector<const TargetClass*> a, b;
+  for (const TargetClass& c : now) a.push_back(&c);
+  for (const TargetClass& c : adopted) b.push_back(&c);
+  auto by_key = [&](const TargetClass* x, const TargetClass* y) { return key(*x) < key(*y); };
+  std::sort(a.begin(), a.end(), by_key);
+  std::sort(b.begin(), b.end(), by_key);
+  using i128 = __int128;
+  i128 total_a = 0, total_b = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (key(*a[i]) != key(*b[i])) return true;
+    total_a += a[i]->weight;
+    total_b += b[i]->weight;
+  }
+  if (total_a <= 0 || total_b <= 0) return total_a != total_b;
+  // share_a - share_b = (w_a * T_b - w_b * T_a) / (T_a * T_b), compared with 1/kMaterialShareDen.
+  for (size_t i = 0; i < a.size(); ++i) {
+    i128 diff = i128{a[i]->weight} * total_b - i128{b[i]->weight} * total_a;
+    if (diff < 0) diff = -diff;
+    if (diff * kMaterialShareDen > total_a * total_b) return true;
+  }
+  return false;
+}
+
+std::vector<TargetClass> TargetWorkload::LearnedClasses() const {
   // Classes in first-seen order, so that TypicalClasses breaks count ties by first sight.
   std::vector<std::pair<int64_t, TargetClass>> seen;
   for (const auto& [k, v] : counts_) {
@@ -95,7 +124,13 @@ void TargetWorkload::Rebuild() {
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<TargetClass> classes;
   for (auto& [first, c] : seen) classes.push_back(std::move(c));
-  classes = TypicalClasses(classes, coverage_pct_);
+  return TypicalClasses(classes, coverage_pct_);
+}
+
+void TargetWorkload::Rebuild() { Adopt(LearnedClasses()); }
+
+void TargetWorkload::Adopt(std::vector<TargetClass> classes) {
+  learned_ = classes;
   int64_t learned = 0;
   for (const TargetClass& c : classes) learned += c.weight;
   if (whole_node_prior_) {

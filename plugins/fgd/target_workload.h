@@ -3,7 +3,11 @@
 //
 // Learning keeps a count per pod class; every `half_life` observed pods all counts are halved
 // (integer), so the distribution follows the recent mix. The model is the most frequent classes
-// covering `coverage_pct`% of the counts, rebuilt every 32 observations. Each pod is counted
+// covering `coverage_pct`% of the counts, looked at every 32 observations (after each of the
+// first 32) and rebuilt only when it changed materially: a class came or went, or a class's
+// share of the learned weight moved by more than 1/kMaterialShareDen (2 percentage points) since
+// the model was last built. A converged stream thus stops changing the model (and its version,
+// which caches of every node's score follow), while a shift of the mix still reaches it. Each pod is counted
 // once, by its UID (or namespace/name when it has none): a pod retried after a failed attempt
 // is not counted again (the last 65536 pods are remembered).
 //
@@ -60,17 +64,25 @@ class TargetWorkload {
   int64_t version() const { return version_; }
 
   static TargetClass ClassOf(const gpu::PodGpu& pod);
+  // Whether a newly learned class list differs materially from the one the model holds (see
+  // above). Public for tests.
+  static constexpr int64_t kMaterialShareDen = 50;
+  static bool MateriallyDifferent(const std::vector<TargetClass>& now,
+                                  const std::vector<TargetClass>& adopted);
   // The pod's identity for Observe: its UID, or namespace/name when it has none.
   static std::string PodId(const Pod& pod);
 
  private:
   void Rebuild();
+  std::vector<TargetClass> LearnedClasses() const;  // the typical classes of the counts now
+  void Adopt(std::vector<TargetClass> learned);     // builds the model (and the prior) from them
   bool Remember(std::string_view pod_id);
 
   FragModel model_;
   bool learning_ = false;
   bool whole_node_prior_ = true;
   std::vector<int32_t> node_sizes_;
+  std::vector<TargetClass> learned_;  // the learned classes the model was built from
   std::unordered_set<std::string> seen_ids_;
   std::deque<std::string> seen_order_;
   int64_t half_life_ = 2000;

@@ -397,15 +397,19 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   if (outcome.feasible.empty() && nominated_pods == nullptr) {
     cached = fw->ChooseCached(*state, pod, snapshot_);
   }
-  const bool decided = cached.kind != DecisionCache::Choice::Kind::kFallback;
-  if (!decided && outcome.feasible.empty()) {
+  // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it).
+  const bool no_fit_cached = cached.kind == DecisionCache::Choice::Kind::kNoFit;
+  const NodeStatusMap& rejected = no_fit_cached ? *cached.rejected : outcome.rejected;
+  const bool decided = cached.kind == DecisionCache::Choice::Kind::kChosen ||
+                       cached.kind == DecisionCache::Choice::Kind::kError;
+  if (!decided && outcome.feasible.empty() && !no_fit_cached) {
     outcome = fw->FindFeasibleNodes(*state, pod, snapshot_.nodes(), nominated_pods);
   }
 
   if (!decided && outcome.feasible.empty()) {
-    std::string message = FormatFitError(num_nodes, outcome.rejected);
+    std::string message = FormatFitError(num_nodes, rejected);
     std::vector<std::string> rejecting;
-    for (const auto& [node, st] : outcome.rejected) {
+    for (const auto& [node, st] : rejected) {
       if (st.code() == Code::kError) {
         HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
         finish("error");
@@ -416,7 +420,7 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       }
     }
     if (fw->HasPostFilter()) {
-      PostFilterResult pf = fw->RunPostFilter(*state, pod, outcome.rejected);
+      PostFilterResult pf = fw->RunPostFilter(*state, pod, rejected);
       if (!pf.victims.empty() && observer_) {
         observer_->PodsPreempted(pod, pf.status.ok() ? pf.nominated_node : std::string(),
                                  pf.victims);

@@ -26,6 +26,10 @@ struct DecisionCache::Entry {
   std::vector<size_t> columns;     // the score plugins with a raw column (fixed by the key)
   std::vector<int64_t> gen;        // per node position: the generation evaluated
   std::vector<int32_t> bucket_of;  // per node position: its bucket, kInfeasible or kScoreFailed
+  std::vector<int32_t> reject_of;  // per infeasible node position: its rejection
+  std::vector<Status> rejections;  // distinct rejections, by Intern
+  absl::flat_hash_map<std::string, int32_t> rejection_ids;
+  std::unique_ptr<NodeStatusMap> rejected_by_name;  // see Rejections; null until asked
   int64_t feasible = 0;
   int64_t score_failed = 0;
   std::vector<Bucket> buckets;
@@ -139,6 +143,33 @@ int32_t DecisionCache::FirstNode(Entry& e, int32_t b) {
   return bucket.heap.front();
 }
 
+int32_t DecisionCache::Intern(Entry& e, Status&& rejection) {
+  rejection_key_.clear();
+  AppendKeyInt(static_cast<int64_t>(rejection.code()), rejection_key_);
+  AppendKeyString(rejection.plugin(), rejection_key_);
+  for (const std::string& r : rejection.reasons()) AppendKeyString(r, rejection_key_);
+  auto [it, inserted] = e.rejection_ids.try_emplace(rejection_key_, 0);
+  if (inserted) {
+    it->second = static_cast<int32_t>(e.rejections.size());
+    e.rejections.push_back(std::move(rejection));
+  }
+  return it->second;
+}
+
+const NodeStatusMap* DecisionCache::Rejections(Entry& e, const Snapshot& snapshot) const {
+  for (const Status& st : e.rejections) {
+    if (st.code() == Code::kError) return nullptr;  // possibly; the full evaluation tells
+  }
+  if (e.rejected_by_name == nullptr) {
+    e.rejected_by_name = std::make_unique<NodeStatusMap>();
+    const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      e.rejected_by_name->emplace(nodes[i]->name(), e.rejections[e.reject_of[i]]);
+    }
+  }
+  return e.rejected_by_name.get();
+}
+
 void DecisionCache::ResetBuckets(Entry& e) {
   std::fill(e.bucket_of.begin(), e.bucket_of.end(), kInfeasible);
   e.feasible = 0;
@@ -176,38 +207,63 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     }
     return kFeasible;
   };
-  // Every active Filter (only whether all pass matters here), then every column.
-  auto evaluate = [&](int32_t i, Raw& raw) -> uint8_t {
+  // Every active Filter up to the first rejection (kept in `why` as Framework::RunFilters
+  // reports it), then every column.
+  auto evaluate = [&](int32_t i, Raw& raw, Status& why) -> uint8_t {
     for (const FilterPlugin* f : active_filters_) {
-      if (!f->Filter(state, pod, *nodes[i]).ok()) return kRejected;
+      Status st = f->Filter(state, pod, *nodes[i]);
+      if (st.ok()) continue;
+      if (!st.IsRejected() && st.code() != Code::kError) {
+        st = Status::Error(StrCat("filter returned ", CodeName(st.code())));
+      }
+      why = std::move(st.WithPlugin(f->Name()));
+      return kRejected;
     }
     raw.fill(0);
     return score(i, raw, 0, e.columns.size());
   };
+  // Rejections are kept once each; a table grown far beyond the nodes' (messages that kept
+  // changing) is rebuilt with the rest.
+  constexpr size_t kMaxRejections = 4096;
   if (e.epoch != snapshot.change_epoch() || e.gen.size() != nodes.size() ||
-      e.filter_versions != filter_versions_) {
+      e.filter_versions != filter_versions_ || e.rejections.size() > kMaxRejections) {
     // Everything again (nodes came or went, the log restarted, or a Filter's inputs moved).
     e.gen.assign(n, kNever);
     e.bucket_of.assign(n, kInfeasible);
+    e.reject_of.assign(n, 0);
+    e.rejections.clear();
+    e.rejection_ids.clear();
+    e.rejected_by_name.reset();
     ResetBuckets(e);
     scratch_raw_.resize(n);
     scratch_state_.resize(n);
+    scratch_why_.resize(n);
     parallelizer_->For(n, [&](size_t i) {
-      scratch_state_[i] = evaluate(static_cast<int32_t>(i), scratch_raw_[i]);
+      scratch_state_[i] = evaluate(static_cast<int32_t>(i), scratch_raw_[i], scratch_why_[i]);
     });
     for (int32_t i = 0; i < n; ++i) {
       e.gen[i] = nodes[i]->generation();
+      if (scratch_state_[i] == kRejected) e.reject_of[i] = Intern(e, std::move(scratch_why_[i]));
       Place(e, i, scratch_state_[i] != kRejected, scratch_raw_[i], scratch_state_[i] == kFailed);
     }
   } else {
     const std::vector<uint32_t>& changes = snapshot.changes();
     Raw raw;
+    Status why;
     for (size_t p = e.log_pos; p < changes.size(); ++p) {
       const int32_t i = static_cast<int32_t>(changes[p]);
       if (e.gen[i] == nodes[i]->generation()) continue;
       Unplace(e, i);
       e.gen[i] = nodes[i]->generation();
-      const uint8_t verdict = evaluate(i, raw);
+      const uint8_t verdict = evaluate(i, raw, why);
+      if (verdict == kRejected) e.reject_of[i] = Intern(e, std::move(why));
+      if (e.rejected_by_name != nullptr) {
+        if (verdict == kRejected) {
+          e.rejected_by_name->insert_or_assign(nodes[i]->name(), e.rejections[e.reject_of[i]]);
+        } else {
+          e.rejected_by_name->erase(nodes[i]->name());
+        }
+      }
       Place(e, i, verdict != kRejected, raw, verdict == kFailed);
     }
     if (e.score_versions != score_versions_) {
@@ -266,7 +322,7 @@ DecisionCache::Choice DecisionCache::ScoreAll(Entry& e, CycleState& state, const
 
 DecisionCache::Choice DecisionCache::Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot) {
   Choice c = ChooseUncounted(state, pod, snapshot);
-  ++(c.kind == Choice::Kind::kFallback ? fallbacks_ : answered_);
+  ++(c.kind == Choice::Kind::kFallback ? fallbacks_ : c.kind == Choice::Kind::kNoFit ? no_fit_ : answered_);
   return c;
 }
 
@@ -331,7 +387,11 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
     cycle_columns_.push_back(&ColumnFor(column_keys_[k], score_versions_[k], snapshot.size()));
   }
   Sync(e, state, pod, snapshot);
-  if (e.feasible == 0) return {};  // the full evaluation says why no node fits
+  if (e.feasible == 0) {
+    const NodeStatusMap* rejected = Rejections(e, snapshot);
+    if (rejected == nullptr) return {};
+    return {.kind = Choice::Kind::kNoFit, .rejected = rejected};
+  }
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
 
   // Any feasible node, for PreScore (which reads only whether the list is empty) and for a

@@ -12,8 +12,11 @@
 //      only), and sums the weighted scores per bucket;
 //   3. takes the best bucket and its first node in name order (a min-heap per bucket), which is
 //      the node a full evaluation picks: the highest total, ties to the first node by name.
+// The first rejecting Filter's Status is kept per infeasible node too (one copy per distinct
+// rejection), so a pod that fits nowhere is answered with every node's rejection, as the full
+// evaluation would give them, without filtering again.
 // Cycles for which a plugin is not node-local (pod affinity, spread constraints, host ports, a
-// random policy) or no node fits (the reasons are needed) are left to the full evaluation;
+// random policy) are left to the full evaluation;
 // FrameworkOptions::reference turns the cache off, and the differential test compares the two.
 //
 // Nothing here allocates once the buffers have grown: keys are built in a reused string, raw
@@ -64,11 +67,15 @@ class DecisionCache {
     enum class Kind {
       kFallback,  // not decided here: evaluate every node (nothing was run past PreFilter)
       kChosen,
+      kNoFit,     // no node fits; `rejected` holds every node's rejection, as Filter gave it
       kError,     // PreScore or Score failed; `error` says why, as a full evaluation would
     };
     Kind kind = Kind::kFallback;
     const NodeInfo* node = nullptr;
     absl::Status error;
+    // kNoFit: every node's rejection by name, kept in step by the cache (valid until its next
+    // Choose).
+    const NodeStatusMap* rejected = nullptr;
   };
 
   // The most pod shapes kept; the least recently used is dropped beyond it.
@@ -84,11 +91,12 @@ class DecisionCache {
   Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot);
 
   struct Stats {
-    int64_t answered = 0;   // cycles decided here
+    int64_t answered = 0;   // cycles decided here with a node
     int64_t fallbacks = 0;  // cycles left to the full evaluation
     size_t shapes = 0;      // pod shapes held
+    int64_t no_fit = 0;     // cycles answered here with every node's rejection
   };
-  Stats stats() const { return {answered_, fallbacks_, entries_.size()}; }
+  Stats stats() const { return {answered_, fallbacks_, entries_.size(), no_fit_}; }
 
  private:
   using Raw = std::array<int64_t, kMaxColumns>;
@@ -112,8 +120,13 @@ class DecisionCache {
   Entry& EntryFor(std::string_view key);
   void Sync(Entry& e, const CycleState& state, const Pod& pod, const Snapshot& snapshot);
   void ResetBuckets(Entry& e);
-  void Evaluate(Entry& e, int32_t i, const CycleState& state, const Pod& pod, const NodeInfo& node);
   void Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error);
+  // Keeps one copy of each distinct rejection of the entry; its index.
+  int32_t Intern(Entry& e, Status&& rejection);
+  // Every node's rejection from the entry (none fits), by name: built on the entry's first such
+  // answer, then kept in step as nodes are evaluated again. Null when one is an error (the full
+  // evaluation reports it).
+  const NodeStatusMap* Rejections(Entry& e, const Snapshot& snapshot) const;
   void Unplace(Entry& e, int32_t i);
   int32_t FirstNode(Entry& e, int32_t bucket);
   // The full scoring over the entry's feasible nodes, when the buckets cannot answer.
@@ -129,6 +142,7 @@ class DecisionCache {
   uint64_t clock_ = 0;
   int64_t answered_ = 0;
   int64_t fallbacks_ = 0;
+  int64_t no_fit_ = 0;
   // Reused buffers.
   std::string key_;
   std::vector<size_t> columns_;              // score plugins with a raw column, by index
@@ -142,6 +156,8 @@ class DecisionCache {
   std::vector<int64_t> totals_;
   std::vector<Raw> scratch_raw_;
   std::vector<uint8_t> scratch_state_;       // 0 infeasible, 1 feasible, 2 score error
+  std::vector<Status> scratch_why_;          // the rejections of a full re-evaluation
+  std::string rejection_key_;
 };
 
 }  // namespace tessel

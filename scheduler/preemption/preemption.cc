@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "scheduler/util/strings.h"
 
@@ -10,8 +11,6 @@ namespace tessel::preemption {
 namespace {
 
 using NodeLookup = std::function<const NodeInfo*(std::string_view)>;
-// Running pods by gang key.
-using GangIndex = StringKeyedMap<std::vector<PodRef>>;
 
 int32_t PriorityOf(const Context& ctx, const Pod& pod) {
   return ctx.priority_of ? ctx.priority_of(pod) : pod.PriorityValue();
@@ -23,22 +22,36 @@ std::string GangOf(const Context& ctx, const Pod& pod) {
   return ctx.gang_of ? ctx.gang_of(pod) : std::string();
 }
 
-GangIndex IndexGangs(const Context& ctx) {
-  GangIndex index;
-  if (!ctx.gang_of) return index;
-  for (const NodeInfo* info : ctx.snapshot->nodes()) {
-    for (const PodRef& p : info->pods()) {
-      std::string gang = ctx.gang_of(*p);
-      if (!gang.empty()) index[gang].push_back(p);
+// Running pods by gang key, built on the first lookup: a cluster whose nodes hold no gang
+// member, or a preemption that finds no pod it may evict, never walks every pod.
+class GangIndex {
+ public:
+  explicit GangIndex(const Context& ctx) : ctx_(&ctx) {}
+  const std::vector<PodRef>* Find(std::string_view gang) const {
+    if (!index_.has_value()) {
+      index_.emplace();
+      for (const NodeInfo* info : ctx_->snapshot->nodes()) {
+        for (const PodRef& p : info->pods()) {
+          std::string key = GangOf(*ctx_, *p);
+          if (!key.empty()) (*index_)[key].push_back(p);
+        }
+      }
     }
+    auto it = index_->find(gang);
+    return it == index_->end() ? nullptr : &it->second;
   }
-  return index;
-}
+
+ private:
+  const Context* ctx_;
+  mutable std::optional<StringKeyedMap<std::vector<PodRef>>> index_;
+};
 
 // Whether `victim` may be evicted for `preemptor`, and the reason to report.
 bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor, const Pod& victim,
               std::string* reason) {
-  if (victim.Key() == preemptor.Key()) return false;
+  if (victim.meta.name == preemptor.meta.name && victim.meta.namespace_ == preemptor.meta.namespace_) {
+    return false;  // the pod itself (Key() equality, without building the keys)
+  }
   std::string policy_reason;
   switch (ctx.framework->RunVictimPolicies(state, preemptor, victim, &policy_reason)) {
     case VictimVerdict::kDeny:
@@ -90,10 +103,14 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
   StringSet gangs_seen;
   for (const PodRef& p : node.pods()) {
     if (exclude.contains(p->Key())) continue;
+    // A pod that may not be evicted is no victim alone, and keeps its gang from being one (it is
+    // among the members walked below unless it is gone): asked first, it spares the gang lookup.
+    std::string reason;
+    const bool may_evict = MayEvict(ctx, state, pod, *p, &reason);
+    if (!may_evict && gone.empty()) continue;
     const std::string gang = GangOf(ctx, *p);
     if (gang.empty()) {
-      std::string reason;
-      if (!MayEvict(ctx, state, pod, *p, &reason)) continue;
+      if (!may_evict) continue;
       Unit u;
       u.here.push_back({p, std::move(reason)});
       Note(ctx, u, p);
@@ -102,11 +119,11 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
     }
     if (!gangs_seen.insert(gang).second) continue;
     // The whole gang, or none of it.
-    auto members = gangs.find(gang);
-    if (members == gangs.end()) continue;
+    const std::vector<PodRef>* members = gangs.Find(gang);
+    if (members == nullptr) continue;
     Unit u;
     bool all = true;
-    for (const PodRef& m : members->second) {
+    for (const PodRef& m : *members) {
       if (gone.contains(m->Key())) continue;
       std::string reason;
       if (exclude.contains(m->Key()) || !MayEvict(ctx, state, pod, *m, &reason)) {
@@ -152,9 +169,11 @@ std::vector<bool> ViolatingUnits(const std::vector<PodDisruptionBudget>& pdbs,
 std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& state, const Pod& pod,
                                        const NodeInfo& node, const GangIndex& gangs,
                                        const NodeLookup& lookup, const StringSet& exclude,
-                                       const StringSet& gone) {
+                                       const StringSet& gone, bool rejected_as_is) {
   const Framework& fw = *ctx.framework;
   std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
+  // Nothing to take out: the dry run would filter the node exactly as the cycle just did.
+  if (units.empty() && rejected_as_is) return std::nullopt;
   NodeInfo work = node;
   CycleState s = state.Clone();
   // Takes a unit's victims out of (or puts them back into) the dry run: the node's copy, and
@@ -265,9 +284,9 @@ bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& 
 
 std::optional<Candidate> SelectVictimsOnNode(const Context& ctx, const CycleState& state,
                                              const Pod& pod, const NodeInfo& node) {
-  const GangIndex gangs = IndexGangs(ctx);
+  const GangIndex gangs(ctx);
   const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
-  return SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {});
+  return SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/false);
 }
 
 bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b) {
@@ -282,13 +301,14 @@ bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b)
 
 std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
                                       const NodeStatusMap& rejected) {
-  const GangIndex gangs = IndexGangs(ctx);
+  const GangIndex gangs(ctx);
   const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
   std::vector<Candidate> out;
   for (const NodeInfo* node : ctx.snapshot->nodes()) {
     auto it = rejected.find(node->name());
     if (it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) continue;
-    if (auto c = SelectVictims(ctx, state, pod, *node, gangs, lookup, {}, {})) {
+    // Every node was rejected by the cycle's filters (FindCandidates runs when none fits).
+    if (auto c = SelectVictims(ctx, state, pod, *node, gangs, lookup, {}, {}, /*rejected_as_is=*/true)) {
       out.push_back(*std::move(c));
     }
   }
@@ -331,7 +351,7 @@ GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodR
                                       const std::vector<const CycleState*>& states, int32_t need) {
   GangPreemptionPlan plan;
   const Framework& fw = *ctx.framework;
-  GangIndex gangs = IndexGangs(ctx);
+  const GangIndex gangs(ctx);
   // The overlay: copies of the nodes this plan changed.
   StringKeyedMap<NodeInfo> changed;
   const NodeLookup lookup = [&](std::string_view name) -> const NodeInfo* {
@@ -365,7 +385,7 @@ GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodR
     std::optional<Candidate> best;
     for (const NodeInfo* snap_node : ctx.snapshot->nodes()) {
       const NodeInfo& node = *lookup(snap_node->name());
-      auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone);
+      auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone, /*rejected_as_is=*/false);
       if (c && (!best || BetterCandidate(ctx, *c, *best))) best = std::move(c);
     }
     if (!best) continue;

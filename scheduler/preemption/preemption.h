@@ -74,7 +74,9 @@ std::optional<Candidate> SelectVictimsOnNode(const Context& ctx, const CycleStat
 bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b);
 
 // Every node preemption could help (its filter rejection is not UnschedulableAndUnresolvable),
-// evaluated; the candidates, best first.
+// evaluated; the candidates, best first. `rejected` is the cycle's verdict on every node (no node
+// fit): a node with no pod the preemptor may evict is skipped without a dry run, which would
+// filter it as it stands again.
 std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
                                       const NodeStatusMap& rejected);
 

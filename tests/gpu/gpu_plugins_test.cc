@@ -471,14 +471,86 @@ TEST_CASE("learned workload: the model keeps the most frequent classes up to cov
   // 60%: a alone covers 12/20.
   auto m = model_for("{coveragePercent: 60}");
   REQUIRE(m.size() == 1);
-  CHECK(m[0].num_gpu == 1);
-  CHECK(m[0].weight == 12);
+  CHECK(m[0].num_gpu == 1);  // (its weight is the count when it was last rebuilt: a's share is all)
   // 90%: a and b (18/20).
   m = model_for("{coveragePercent: 90}");
   REQUIRE(m.size() == 2);
   CHECK(m[1].num_gpu == 2);
   // 100%: every class.
   CHECK(model_for("{coveragePercent: 100}").size() == 3);
+}
+
+// The learned classes of the model (without the whole-node prior) against the counts now: the
+// largest difference of a class's share, as a fraction a/b compared exactly.
+bool ModelWithinShare(const fgd::TargetWorkload& w, int64_t den) {
+  int64_t model_total = 0, count_total = 0;
+  for (const fgd::TargetClass& c : w.model().classes()) {
+    if (c.node_gpus != 0) continue;
+    model_total += c.weight;
+    count_total += w.CountOf(c);
+  }
+  for (const fgd::TargetClass& c : w.model().classes()) {
+    if (c.node_gpus != 0) continue;
+    const __int128 diff = __int128{c.weight} * count_total - __int128{w.CountOf(c)} * model_total;
+    if ((diff < 0 ? -diff : diff) * den > __int128{model_total} * count_total) return false;
+  }
+  return true;
+}
+
+TEST_CASE("learned workload: the model moves only when the mix moved materially", "[gpu][learning]") {
+  // Seeded streams over four classes (1, 2, 4, 8 GPUs), each with a random mix that shifts once
+  // half way. At every look (each 32nd pod) the model's shares are within 1/50 of the counts'
+  // (every class learned: coverage 100%); between looks the model does not change; a stationary
+  // mix stops rebuilding (far fewer rebuilds than looks once converged); the shift is followed.
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    fgd::TargetWorkload w = Learner("{coveragePercent: 100, learnHalfLife: 2000}");
+    auto random_mix = [&] {
+      std::vector<int> weights(4);
+      for (int& x : weights) x = std::uniform_int_distribution<int>(1, 20)(rng);
+      return std::discrete_distribution<int>(weights.begin(), weights.end());
+    };
+    auto mix = random_mix();
+    const int sizes[] = {1, 2, 4, 8};
+    int rebuilds_late = 0, looks_late = 0;
+    for (int i = 1; i <= 12000; ++i) {
+      if (i == 6001) mix = random_mix();
+      const int gpus = sizes[mix(rng)];
+      const int64_t before = w.version();
+      const bool rebuilt = w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), StrCat("cpu:1,nvidia.com/gpu:", gpus))),
+                                     StrCat("uid-", i));
+      REQUIRE(rebuilt == (w.version() != before));
+      if (i > 32 && i % 32 != 0) {
+        REQUIRE_FALSE(rebuilt);
+        continue;
+      }
+      REQUIRE(ModelWithinShare(w, fgd::TargetWorkload::kMaterialShareDen));
+      if ((i > 3000 && i <= 6000) || i > 9000) {
+        ++looks_late;
+        rebuilds_late += rebuilt;
+      }
+    }
+    // Converged halves: at most a quarter of the looks rebuild (it was every look before).
+    CHECK(rebuilds_late * 4 <= looks_late);
+  }
+}
+
+TEST_CASE("learned workload: MateriallyDifferent compares class sets and shares", "[gpu][learning]") {
+  auto cls = [](int32_t num_gpu, int64_t weight) {
+    return fgd::TargetClass{.cpu_milli = 1000, .gpu_milli = 1000, .num_gpu = num_gpu, .weight = weight};
+  };
+  using fgd::TargetWorkload;
+  // Same classes, shares moved by exactly 2 points (50/100 -> 52/100): not material; 3 points is.
+  CHECK_FALSE(TargetWorkload::MateriallyDifferent({cls(1, 52), cls(2, 48)}, {cls(1, 50), cls(2, 50)}));
+  CHECK(TargetWorkload::MateriallyDifferent({cls(1, 53), cls(2, 47)}, {cls(1, 50), cls(2, 50)}));
+  // Scaled weights, same shares, any order: not material.
+  CHECK_FALSE(TargetWorkload::MateriallyDifferent({cls(2, 70), cls(1, 30)}, {cls(1, 3), cls(2, 7)}));
+  // A class came or went: material.
+  CHECK(TargetWorkload::MateriallyDifferent({cls(1, 50), cls(4, 50)}, {cls(1, 50), cls(2, 50)}));
+  CHECK(TargetWorkload::MateriallyDifferent({cls(1, 50)}, {cls(1, 50), cls(2, 1)}));
+  CHECK(TargetWorkload::MateriallyDifferent({cls(1, 1)}, {}));
+  CHECK_FALSE(TargetWorkload::MateriallyDifferent({}, {}));
 }
 
 TEST_CASE("learned workload: the whole-node prior keeps its weight", "[gpu][learning]") {

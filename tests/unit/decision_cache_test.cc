@@ -14,7 +14,7 @@
 
 #include <random>
 
-#include "bench/sim/simulated_cluster.h"
+#include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
@@ -25,10 +25,9 @@ namespace {
 
 using nlohmann::json;
 
-// Records every outcome in order, and hands it on to the simulated cluster.
+// Records every outcome in order, and hands it on to the simulated cluster (set once it exists).
 class Recorder final : public SchedulingObserver {
  public:
-  explicit Recorder(SimulatedCluster* sim) : sim_(sim) {}
   void PodScheduled(const Pod& pod, const std::string& node) override {
     log.push_back(StrCat(pod.Key(), " -> ", node));
     sim_->PodScheduled(pod, node);
@@ -38,39 +37,28 @@ class Recorder final : public SchedulingObserver {
     sim_->PodUnschedulable(pod, kind, message);
   }
   std::vector<std::string> log;
-
- private:
-  SimulatedCluster* sim_;
+  SimulatedCluster* sim_ = nullptr;
 };
 
 // One scheduler on its own simulated cluster.
 struct World {
-  World(const SchedulerConfig& config, bool reference)
-      : clock(absl::FromUnixSeconds(1'700'000'000)), cache(&clock), sim(&clock), recorder(&sim) {
-    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
-                                               .config = &config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &cache,
-                                               .clock = &clock,
-                                               .api = &sim,
-                                               .observer = &recorder,
-                                               .seed = 7,
-                                               .reference_evaluation = reference});
+  World(const SchedulerConfig& config, bool reference) {
+    auto made = SimWorld::New(
+        {.config = &config, .seed = 7, .reference_evaluation = reference, .observer = &recorder, .gang_status = false});
     REQUIRE(made.ok());
-    scheduler = *std::move(made);
-    sim.Attach(scheduler.get());
+    world = *std::move(made);
+    recorder.sim_ = &world->sim;
   }
-  Registry registry = InTreeRegistry();
-  ManualClock clock;
-  Cache cache;
-  SimulatedCluster sim;
   Recorder recorder;
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<SimWorld> world;
+  SimulatedCluster& sim() { return world->sim; }
 };
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) {}
+  // `plain`: pods without host ports, pod affinity or spread constraints (every cycle is the
+  // cache's to answer).
+  explicit Generator(uint64_t seed, bool plain = false) : rng_(seed), plain_(plain) {}
 
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool Chance(int percent) { return Int(0, 99) < percent; }
@@ -122,6 +110,9 @@ class Generator {
     return Chance(80) ? Pick(shapes_) : RandomShape();
   }
 
+  // Forgets the recurring shapes: the mix of the pods that follow shifts.
+  void ShiftMix() { shapes_.clear(); }
+
   json RandomShape() {
     json requests{{"cpu", StrCat(Pick(std::vector<int>{100, 500, 1000, 2000, 4000}), "m")},
                   {"memory", StrCat(Pick(std::vector<int>{128, 1024, 8192}), "Mi")}};
@@ -135,7 +126,7 @@ class Generator {
     }
     if (Chance(25)) annotations["tessel.io/gpu-sharing"] = "allowed";
     json container{{"name", "c"}, {"resources", {{"requests", requests}}}};
-    if (Chance(3)) container["ports"] = json::array({{{"containerPort", 80}, {"hostPort", 8080}}});
+    if (!plain_ && Chance(3)) container["ports"] = json::array({{{"containerPort", 80}, {"hostPort", 8080}}});
     json spec{{"schedulerName", "tessel"}, {"containers", json::array({container})}};
     if (Chance(20)) {
       spec["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Equal"}, {"value", "x"},
@@ -173,14 +164,14 @@ class Generator {
     const json term{{"labelSelector", {{"matchLabels", {{"app", app}}}}},
                     {"topologyKey", Pick(std::vector<std::string>{"kubernetes.io/hostname",
                                                                  "topology.kubernetes.io/zone"})}};
-    if (Chance(6)) affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array({term});
-    if (Chance(6)) affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array({term});
-    if (Chance(6)) {
+    if (!plain_ && Chance(6)) affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array({term});
+    if (!plain_ && Chance(6)) affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array({term});
+    if (!plain_ && Chance(6)) {
       affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
           json::array({{{"weight", Int(1, 100)}, {"podAffinityTerm", term}}});
     }
     if (!affinity.empty()) spec["affinity"] = affinity;
-    if (Chance(6)) {
+    if (!plain_ && Chance(6)) {
       spec["topologySpreadConstraints"] = json::array(
           {{{"maxSkew", Int(1, 2)},
             {"topologyKey", "topology.kubernetes.io/zone"},
@@ -209,6 +200,7 @@ class Generator {
 
  private:
   std::mt19937_64 rng_;
+  bool plain_;
   std::vector<json> shapes_;
 };
 
@@ -282,12 +274,15 @@ SchedulerConfig ConfigFor(const std::string& policy) {
   return *std::move(config);
 }
 
-// Runs one seeded case through both worlds and compares them after every round.
-void RunCase(const std::string& policy, uint64_t seed) {
+// Runs one seeded case through both worlds and compares them after every round; the cached
+// world's decision cache counts. With `shift`, the mix of pod shapes changes every round (a
+// learned target workload moves).
+DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int rounds = 4, bool shift = false,
+                             bool plain = false) {
   const SchedulerConfig config = ConfigFor(policy);
   World cached(config, /*reference=*/false);
   World reference(config, /*reference=*/true);
-  Generator gen(seed);
+  Generator gen(seed, plain);
   int next_pod = 0;
   std::vector<std::string> node_names;
 
@@ -300,7 +295,8 @@ void RunCase(const std::string& policy, uint64_t seed) {
   }
   for (int i = 0, running = gen.Int(0, 10); i < running; ++i) items.push_back(gen.PodJson(next_pod++, gen.Pick(node_names)));
 
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < rounds; ++round) {
+    if (shift) gen.ShiftMix();
     for (int i = 0, pending = gen.Int(5, 40); i < pending; ++i) {
       json pod = gen.PodJson(next_pod++, "");
       if (gen.Chance(10)) AddClaim(gen, pod, items);
@@ -308,42 +304,43 @@ void RunCase(const std::string& policy, uint64_t seed) {
     }
     const ObjectList objects = Decode(items);
     for (World* w : {&cached, &reference}) {
-      w->sim.Load(objects);
-      w->sim.RunUntilIdle();
+      w->sim().Load(objects);
+      w->sim().RunUntilIdle();
     }
     INFO("policy " << policy << ", seed " << seed << ", round " << round);
     REQUIRE(cached.recorder.log == reference.recorder.log);
-    REQUIRE(cached.sim.placements() == reference.sim.placements());
-    REQUIRE(cached.sim.reasons() == reference.sim.reasons());
+    REQUIRE(cached.sim().placements() == reference.sim().placements());
+    REQUIRE(cached.sim().reasons() == reference.sim().reasons());
     // (Running pods are generated anywhere, so a node may start overcommitted: alike in both.)
-    REQUIRE(cached.cache.CheckNodesFit().ToString() == reference.cache.CheckNodesFit().ToString());
+    REQUIRE(cached.world->cache.CheckNodesFit().ToString() == reference.world->cache.CheckNodesFit().ToString());
 
     // Informer changes between rounds, the same in both worlds.
     items = json::array();
     std::vector<std::string> placed;
-    for (const auto& [key, node] : reference.sim.placements()) {
+    for (const auto& [key, node] : reference.sim().placements()) {
       if (!node.empty()) placed.push_back(key);
     }
     for (int i = 0, deletes = gen.Int(0, 4); i < deletes && !placed.empty(); ++i) {
       const std::string key = gen.Pick(placed);
       const std::string uid = StrCat("uid-", key.substr(key.find('/') + 1));
-      for (World* w : {&cached, &reference}) w->scheduler->OnPodDelete(key, uid);
+      for (World* w : {&cached, &reference}) w->world->scheduler->OnPodDelete(key, uid);
     }
     if (gen.Chance(60)) {
       // A node changes labels, taints or cordon (a new Node object under its name).
       const ObjectList changed = Decode(json::array({gen.NodeJson(gen.Pick(node_names))}));
-      for (World* w : {&cached, &reference}) w->scheduler->OnNodeUpdate(changed.nodes.front());
+      for (World* w : {&cached, &reference}) w->world->scheduler->OnNodeUpdate(changed.nodes.front());
     }
     if (gen.Chance(30)) {
       node_names.push_back(StrCat("n", nodes + round));
       const ObjectList added = Decode(json::array({gen.NodeJson(node_names.back())}));
-      for (World* w : {&cached, &reference}) w->scheduler->OnNodeAdd(added.nodes.front());
+      for (World* w : {&cached, &reference}) w->world->scheduler->OnNodeAdd(added.nodes.front());
     }
     if (gen.Chance(15) && node_names.size() > 2) {
       const std::string gone = gen.Pick(node_names);
-      for (World* w : {&cached, &reference}) w->scheduler->OnNodeDelete(gone);
+      for (World* w : {&cached, &reference}) w->world->scheduler->OnNodeDelete(gone);
     }
   }
+  return cached.world->scheduler->FrameworkFor("tessel")->DecisionCacheStats();
 }
 
 const std::vector<std::string> kPolicies = {"Tessel", "Tessel/fixed", "FGD",        "BestFit",    "DotProd",
@@ -351,9 +348,34 @@ const std::vector<std::string> kPolicies = {"Tessel", "Tessel/fixed", "FGD",    
 
 TEST_CASE("decision cache: the same decisions as evaluating every node, every policy",
           "[decision_cache]") {
+  DecisionCache::Stats total;
   for (const std::string& policy : kPolicies) {
-    for (uint64_t seed = 1; seed <= 40; ++seed) RunCase(policy, seed * 7919 + policy.size());
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const DecisionCache::Stats s = RunCase(policy, seed * 7919 + policy.size());
+      total.answered += s.answered;
+      total.no_fit += s.no_fit;
+    }
   }
+  // Both answers of the cache were compared, not only the fall-back.
+  CHECK(total.answered > 300);
+  CHECK(total.no_fit > 100);
+}
+
+TEST_CASE("decision cache: long streams whose mix shifts, learned workloads", "[decision_cache]") {
+  // 12 rounds of plain pods (no pod-to-pod rules) with a new mix of shapes each: the learned
+  // workload of Tessel and FGD is rebuilt (its version moves the score columns) while cached
+  // scores of other shapes stay, and the small clusters fill up, so many pods fit nowhere.
+  DecisionCache::Stats total;
+  for (const std::string policy : {"Tessel", "FGD"}) {
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const DecisionCache::Stats s =
+          RunCase(policy, seed * 104729 + 11, /*rounds=*/12, /*shift=*/true, /*plain=*/true);
+      total.answered += s.answered;
+      total.no_fit += s.no_fit;
+    }
+  }
+  CHECK(total.answered > 1000);
+  CHECK(total.no_fit > 100);
 }
 
 TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU pods",
@@ -379,16 +401,17 @@ TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU p
                                                         {"resources", {{"requests", {{"cpu", "1"},
                                                                                      {"nvidia.com/gpu", StrCat(1 + i % 2)}}}}}}})}}}});
   }
-  w.sim.Load(Decode(items));
-  w.sim.RunUntilIdle();
-  const Framework* fw = w.scheduler->FrameworkFor("tessel");
+  w.sim().Load(Decode(items));
+  w.sim().RunUntilIdle();
+  const Framework* fw = w.world->scheduler->FrameworkFor("tessel");
   REQUIRE(fw != nullptr);
   int64_t placed = 0;
-  for (const auto& [key, node] : w.sim.placements()) placed += !node.empty();
+  for (const auto& [key, node] : w.sim().placements()) placed += !node.empty();
   REQUIRE(placed > 10);
-  // Only cycles in which no node fits go to the full evaluation (for the reasons).
+  // Every cycle is answered by the cache: with a node, or with every node's rejection.
   const DecisionCache::Stats stats = fw->DecisionCacheStats();
   CHECK(stats.answered == placed);
+  CHECK(stats.fallbacks == 0);
   CHECK(stats.shapes == 2);
 }
 

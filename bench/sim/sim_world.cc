@@ -1,0 +1,29 @@
+// The shared bench setup (see sim_world.h).
+#include "bench/sim/sim_world.h"
+
+namespace tessel::bench {
+
+SimWorld::SimWorld()
+    : registry(InTreeRegistry()), clock(absl::FromUnixSeconds(1'700'000'000)), cache(&clock), sim(&clock) {}
+
+absl::StatusOr<std::unique_ptr<SimWorld>> SimWorld::New(const SimWorldOptions& options) {
+  auto w = std::make_unique<SimWorld>();
+  auto scheduler = Scheduler::New(SchedulerParams{
+      .registry = &w->registry,
+      .config = options.config,
+      .defaults = options.defaults != nullptr ? options.defaults : &DefaultProfile(),
+      .cache = &w->cache,
+      .clock = &w->clock,
+      .api = &w->sim,
+      .observer = options.observer != nullptr ? options.observer : &w->sim,
+      .bind_executor = options.bind_executor,
+      .seed = options.seed,
+      .gang_status = options.gang_status ? &w->sim : nullptr,
+      .reference_evaluation = options.reference_evaluation});
+  if (!scheduler.ok()) return scheduler.status();
+  w->scheduler = *std::move(scheduler);
+  w->sim.Attach(w->scheduler.get());
+  return w;
+}
+
+}  // namespace tessel::bench
