@@ -582,6 +582,14 @@ const json& SpecOrEmpty(FieldDecoder& d, const json& object) {
   return spec == nullptr ? kEmpty : *spec;
 }
 
+// A claim's or volume's storage class: the beta annotation wins over spec.storageClassName, as
+// in kube's GetPersistentVolumeClaimClass and GetPersistentVolumeClass.
+std::string DecodeStorageClassName(FieldDecoder& d, const ObjectMeta& meta, const json& spec) {
+  auto beta = meta.annotations.find("volume.beta.kubernetes.io/storage-class");
+  if (beta != meta.annotations.end()) return beta->second;
+  return d.String(spec, "storageClassName", "spec.storageClassName");
+}
+
 // spec.volumes: the entries that use a claim (persistentVolumeClaim, generic ephemeral).
 std::vector<PodVolume> DecodePodVolumes(FieldDecoder& d, const json& spec) {
   std::vector<PodVolume> out;
@@ -826,11 +834,7 @@ absl::StatusOr<PersistentVolumeClaim> DecodePersistentVolumeClaim(const json& ob
   if (pvc.meta.namespace_.empty()) pvc.meta.namespace_ = "default";
   const json* spec = &SpecOrEmpty(d, object);
   pvc.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
-  // The beta annotation wins over the field, as in kube's GetPersistentVolumeClaimClass.
-  auto beta = pvc.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
-  pvc.storage_class = beta != pvc.meta.annotations.end()
-                          ? beta->second
-                          : d.String(*spec, "storageClassName", "spec.storageClassName");
+  pvc.storage_class = DecodeStorageClassName(d, pvc.meta, *spec);
   pvc.volume_name = d.String(*spec, "volumeName", "spec.volumeName");
   if (const json* resources = d.Object(*spec, "resources", "spec.resources")) {
     pvc.request_bytes = DecodeStorage(d, *resources, "requests", "spec.resources.requests");
@@ -851,10 +855,7 @@ absl::StatusOr<PersistentVolume> DecodePersistentVolume(const json& object) {
   const json* spec = &SpecOrEmpty(d, object);
   pv.access_modes = DecodeAccessModes(d, *spec, "spec.accessModes");
   pv.capacity_bytes = DecodeStorage(d, *spec, "capacity", "spec.capacity");
-  auto beta = pv.meta.annotations.find("volume.beta.kubernetes.io/storage-class");
-  pv.storage_class = beta != pv.meta.annotations.end()
-                         ? beta->second
-                         : d.String(*spec, "storageClassName", "spec.storageClassName");
+  pv.storage_class = DecodeStorageClassName(d, pv.meta, *spec);
   if (const json* ref = d.Object(*spec, "claimRef", "spec.claimRef")) {
     pv.claim_ref = ClaimReference{
         .namespace_ = d.String(*ref, "namespace", "spec.claimRef.namespace"),
