@@ -2,6 +2,7 @@
 #include "plugins/fgd/target_workload.h"
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "scheduler/framework/plugin_util.h"
@@ -79,11 +80,16 @@ bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
       i = i->second.first == 0 ? counts_.erase(i) : std::next(i);
     }
   }
-  if (observed_ > 32 && observed_ % 32 != 0) return false;
+  if (!IsLook(observed_, inserted)) return false;
   std::vector<TargetClass> learned = LearnedClasses();
   if (!MateriallyDifferent(learned, learned_)) return false;
   Adopt(std::move(learned));
   return true;
+}
+
+bool TargetWorkload::IsLook(int64_t observed, bool new_class) {
+  if (observed > kEarlyLooks) return observed % kEarlyLooks == 0;
+  return new_class || std::has_single_bit(static_cast<uint64_t>(observed));
 }
 
 bool TargetWorkload::MateriallyDifferent(const std::vector<TargetClass>& now,

@@ -3,8 +3,9 @@
 //
 // Learning keeps a count per pod class; every `half_life` observed pods all counts are halved
 // (integer), so the distribution follows the recent mix. The model is the most frequent classes
-// covering `coverage_pct`% of the counts, looked at every 32 observations (after each of the
-// first 32) and rebuilt only when it changed materially: a class came or went, or a class's
+// covering `coverage_pct`% of the counts, looked at every 32 observations (within the first 32:
+// at the 1st, 2nd, 4th, 8th, 16th and 32nd, and whenever a class is seen for the first time)
+// and rebuilt only when it changed materially: a class came or went, or a class's
 // share of the learned weight moved by more than 1/kMaterialShareDen (2 percentage points) since
 // the model was last built. A converged stream thus stops changing the model (and its version,
 // which caches of every node's score follow), while a shift of the mix still reaches it. Each pod is counted
@@ -67,6 +68,10 @@ class TargetWorkload {
   // Whether a newly learned class list differs materially from the one the model holds (see
   // above). Public for tests.
   static constexpr int64_t kMaterialShareDen = 50;
+  // Whether the model is looked at after the `observed`-th pod (`new_class`: that pod's class
+  // had no count). Public for tests.
+  static constexpr int64_t kEarlyLooks = 32;
+  static bool IsLook(int64_t observed, bool new_class);
   static bool MateriallyDifferent(const std::vector<TargetClass>& now,
                                   const std::vector<TargetClass>& adopted);
   // The pod's identity for Observe: its UID, or namespace/name when it has none.

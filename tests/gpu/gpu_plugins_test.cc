@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "builders.h"
 #include "plugins/best_fit/best_fit.h"
@@ -451,7 +452,9 @@ TEST_CASE("learned workload: counts halve every learnHalfLife pods", "[gpu][lear
   observe(b, 4);  // a: 1 -> 0, forgotten; b: 12 -> 6
   CHECK(w.CountOf(ClassOfPod(a)) == 0);
   CHECK(w.CountOf(ClassOfPod(b)) == 6);
-  // The model follows: only b is left.
+  // The model follows at the next look (the 16th pod; see IsLook): only b is left.
+  CHECK(w.model().classes().size() == 2);
+  observe(b, 4);
   REQUIRE(w.model().classes().size() == 1);
   CHECK(w.model().classes()[0].cpu_milli == 2000);
 }
@@ -513,18 +516,21 @@ TEST_CASE("learned workload: the model moves only when the mix moved materially"
     };
     auto mix = random_mix();
     const int sizes[] = {1, 2, 4, 8};
-    int rebuilds_late = 0, looks_late = 0;
+    int rebuilds_late = 0, looks_late = 0, rebuilds_early = 0;
+    std::set<int> seen_sizes;
     for (int i = 1; i <= 12000; ++i) {
       if (i == 6001) mix = random_mix();
       const int gpus = sizes[mix(rng)];
+      const bool new_class = seen_sizes.insert(gpus).second;
       const int64_t before = w.version();
       const bool rebuilt = w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), StrCat("cpu:1,nvidia.com/gpu:", gpus))),
                                      StrCat("uid-", i));
       REQUIRE(rebuilt == (w.version() != before));
-      if (i > 32 && i % 32 != 0) {
+      if (!fgd::TargetWorkload::IsLook(i, new_class)) {
         REQUIRE_FALSE(rebuilt);
         continue;
       }
+      if (i <= 32) rebuilds_early += rebuilt;
       REQUIRE(ModelWithinShare(w, fgd::TargetWorkload::kMaterialShareDen));
       if ((i > 3000 && i <= 6000) || i > 9000) {
         ++looks_late;
@@ -533,7 +539,26 @@ TEST_CASE("learned workload: the model moves only when the mix moved materially"
     }
     // Converged halves: at most a quarter of the looks rebuild (it was every look before).
     CHECK(rebuilds_late * 4 <= looks_late);
+    // The first 32 pods: at most one rebuild per class and per power of two (6), not one per pod.
+    CHECK(rebuilds_early <= 4 + 6);
   }
+}
+
+TEST_CASE("learned workload: the early looks are the powers of two and each new class", "[gpu][learning]") {
+  using fgd::TargetWorkload;
+  std::vector<int64_t> looks;
+  for (int64_t i = 1; i <= 200; ++i)
+    if (TargetWorkload::IsLook(i, false)) looks.push_back(i);
+  CHECK(looks == std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 96, 128, 160, 192});
+  for (int64_t i = 1; i <= 32; ++i) CHECK(TargetWorkload::IsLook(i, true));
+  CHECK_FALSE(TargetWorkload::IsLook(33, true));  // past the first 32, a new class waits for the 32nd
+  // A class first seen among the early pods is in the model right after that pod.
+  fgd::TargetWorkload w = Learner("{coveragePercent: 100, wholeNodePrior: false}");
+  for (int i = 0; i < 4; ++i) w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), "cpu:1,nvidia.com/gpu:1")), StrCat("uid-", i));
+  REQUIRE(w.Observe(gpu::MakePodGpu(MakePod("p-new", "cpu:1,nvidia.com/gpu:4")), "uid-new"));
+  bool has_four = false;
+  for (const fgd::TargetClass& c : w.model().classes()) has_four |= c.num_gpu == 4;
+  CHECK(has_four);
 }
 
 TEST_CASE("learned workload: MateriallyDifferent compares class sets and shares", "[gpu][learning]") {
