@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/line_splitter.h"
@@ -314,7 +315,7 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
 }
 
 absl::StatusOr<Response> KubeClient::Do(const Request& request) {
-  Backoff backoff(options_.retry_backoff);
+  std::optional<Backoff> backoff;  // made on the first retry: most requests never need it
   const int attempts = request.retry ? options_.max_attempts : 1;
   absl::StatusOr<Response> result;
   for (int attempt = 1;; ++attempt) {
@@ -328,7 +329,8 @@ absl::StatusOr<Response> KubeClient::Do(const Request& request) {
     if (not_sent) return result;
     const bool retryable = result.ok() ? IsRetryableCode(result->code) : true;
     if (!retryable || attempt >= attempts) return result;
-    absl::Duration delay = backoff.Next();
+    if (!backoff) backoff.emplace(options_.retry_backoff);
+    absl::Duration delay = backoff->Next();
     if (result.ok() && result->retry_after.has_value()) delay = std::max(delay, *result->retry_after);
     spdlog::debug("{} {}: {}; retrying in {}", request.method, request.path,
                   result.ok() ? StrCat("HTTP ", result->code) : std::string(result.status().message()),
