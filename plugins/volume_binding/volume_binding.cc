@@ -179,51 +179,61 @@ Status VolumeBinding::PreBind(CycleState& state, const Pod&, const std::string& 
   if (args_.bind_timeout == absl::ZeroDuration()) return Status::Ok();
   // Wait until the PV controller (static) or the provisioner (dynamic) bound every claim.
   const NodeInfo* info = handle_.snapshot().Get(node);
+  // Each claim is bound, still binding, or will never bind here (a terminal problem: the wait
+  // stops at the first one, whatever the other claims show).
+  enum class ClaimState { kBound, kWaiting, kFailed };
   std::string problem;
+  bool failed = false;
   auto all_bound = [&](const ClusterObjects& objects) {
     auto check = [&](const PersistentVolumeClaim& planned, bool provisioned) {
       const PersistentVolumeClaim* now = objects.Claim(planned.meta.namespace_, planned.meta.name);
       if (now == nullptr || (!planned.meta.uid.empty() && now->meta.uid != planned.meta.uid)) {
         problem = StrCat("PersistentVolumeClaim ", planned.Key(), " was deleted");
-        return true;  // stop waiting: it will not bind
+        return ClaimState::kFailed;
       }
       if (provisioned && now->selected_node() != node) {
         problem = StrCat("the selected-node annotation of PersistentVolumeClaim ", planned.Key(),
                          " was reset");
-        return true;
+        return ClaimState::kFailed;
       }
       if (!now->fully_bound()) {
         problem = StrCat("PersistentVolumeClaim ", planned.Key(), " is not bound yet");
-        return false;
+        return ClaimState::kWaiting;
       }
       const PersistentVolume* volume = objects.Volume(now->volume_name);
       if (volume == nullptr) {
         problem = StrCat("PersistentVolumeClaim ", planned.Key(), " waits for its PersistentVolume ",
                          now->volume_name);
-        return false;
+        return ClaimState::kWaiting;
       }
       if (info != nullptr && info->node() != nullptr && !VolumeNodeAffinityMatches(*volume, *info->node())) {
         problem = StrCat("PersistentVolume ", volume->name(), " of claim ", planned.Key(),
                          " does not allow node ", node);
-        return true;
+        return ClaimState::kFailed;
       }
-      return true;
+      return ClaimState::kBound;
     };
-    problem.clear();
-    for (const auto& [claim, volume] : plan.static_bindings) {
-      if (!check(claim, false)) return false;
+    std::vector<std::pair<const PersistentVolumeClaim*, bool>> claims;  // (claim, provisioned)
+    for (const auto& [claim, volume] : plan.static_bindings) claims.emplace_back(&claim, false);
+    for (const PersistentVolumeClaim& claim : plan.provisions) claims.emplace_back(&claim, true);
+    std::string waiting;  // the first claim still binding, reported on a timeout
+    for (const auto& [claim, provisioned] : claims) {
+      const ClaimState st = check(*claim, provisioned);
+      if (st == ClaimState::kFailed) {
+        failed = true;
+        return true;  // stop waiting: it will not bind
+      }
+      if (st == ClaimState::kWaiting && waiting.empty()) waiting = problem;
     }
-    for (const PersistentVolumeClaim& claim : plan.provisions) {
-      if (!check(claim, true)) return false;
-    }
-    return true;
+    problem = waiting;
+    return waiting.empty();
   };
   ClusterObjectStore* store = handle_.ObjectStore();
   if (!store->WaitFor(all_bound, args_.bind_timeout)) {
     return Status::Error(StrCat("binding volumes: timed out after ", absl::FormatDuration(args_.bind_timeout),
                                 ": ", problem));
   }
-  if (!problem.empty()) return Status::Error(StrCat("binding volumes: ", problem));
+  if (failed) return Status::Error(StrCat("binding volumes: ", problem));
   return Status::Ok();
 }
 

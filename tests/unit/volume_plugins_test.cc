@@ -314,6 +314,20 @@ TEST_CASE("VolumeBinding PreBind annotates the claim and waits for it to bind", 
     r.plugin->Unreserve(r.state, pod, "b-1");
     CHECK(h.Objects()->Claim("default", "data")->selected_node().empty());
   }
+  SECTION("a claim deleted during the wait ends it at once, whatever the pod's other claims show") {
+    // Two claims; the first is deleted as soon as it is annotated, the second never binds. The
+    // wait must stop on the deletion (not wait out the 600 s for the second claim) and say so.
+    h.objects().Put(Claim("logs", "wffc"));
+    const Pod two = WithClaims("p2", {"data", "logs"});
+    h.recording_api().on_annotate = [&](const PersistentVolumeClaim& claim, std::string_view) {
+      if (claim.meta.name == "data") h.objects().DeleteClaim("default/data");
+    };
+    Reserved r = ReserveOn(h, two, "b-1", 600);
+    Status st = r.plugin->PreBind(r.state, two, "b-1");
+    CHECK(st.code() == Code::kError);
+    CHECK_THAT(st.Message(), Catch::Contains("PersistentVolumeClaim default/data was deleted"));
+    CHECK_THAT(st.Message(), !Catch::Contains("timed out"));
+  }
   SECTION("a static match writes the PV's claimRef") {
     h.objects().Put(Volume("pv-small", "wffc", 2 * kGi, {"zone-b"}));
     h.objects().Put(Volume("pv-big", "wffc", 8 * kGi, {"zone-b"}));
