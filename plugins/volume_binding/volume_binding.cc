@@ -182,6 +182,9 @@ Status VolumeBinding::PreBind(CycleState& state, const Pod&, const std::string& 
   // Each claim is bound, still binding, or will never bind here (a terminal problem: the wait
   // stops at the first one, whatever the other claims show).
   enum class ClaimState { kBound, kWaiting, kFailed };
+  std::vector<std::pair<const PersistentVolumeClaim*, bool>> claims;  // (claim, provisioned)
+  for (const auto& [claim, volume] : plan.static_bindings) claims.emplace_back(&claim, false);
+  for (const PersistentVolumeClaim& claim : plan.provisions) claims.emplace_back(&claim, true);
   std::string problem;
   bool failed = false;
   auto all_bound = [&](const ClusterObjects& objects) {
@@ -213,9 +216,6 @@ Status VolumeBinding::PreBind(CycleState& state, const Pod&, const std::string& 
       }
       return ClaimState::kBound;
     };
-    std::vector<std::pair<const PersistentVolumeClaim*, bool>> claims;  // (claim, provisioned)
-    for (const auto& [claim, volume] : plan.static_bindings) claims.emplace_back(&claim, false);
-    for (const PersistentVolumeClaim& claim : plan.provisions) claims.emplace_back(&claim, true);
     std::string waiting;  // the first claim still binding, reported on a timeout
     for (const auto& [claim, provisioned] : claims) {
       const ClaimState st = check(*claim, provisioned);
