@@ -158,7 +158,7 @@ void VolumeBinding::Unreserve(CycleState& state, const Pod&, const std::string&)
   for (const PersistentVolumeClaim& claim : reserved->claims_before) store->Restore(claim);
 }
 
-Status VolumeBinding::PreBind(CycleState& state, const Pod&, const std::string& node) {
+Status VolumeBinding::PreBind(CycleState& state, const Pod& pod, const std::string& node) {
   const Reserved* reserved = state.ReadValue<Reserved>(kPlanKey);
   if (reserved == nullptr) return Status::Ok();
   ClusterApi* api = handle_.api();
@@ -228,10 +228,18 @@ Status VolumeBinding::PreBind(CycleState& state, const Pod&, const std::string& 
     problem = waiting;
     return waiting.empty();
   };
+  // The store wakes the wait on every change of its objects; a deletion of the pod itself is
+  // not one of them, so the wait also looks at the pod once per kPodRecheck and ends when it is
+  // gone (a binder thread is not held for the rest of the timeout).
+  constexpr absl::Duration kPodRecheck = absl::Seconds(1);
   ClusterObjectStore* store = handle_.ObjectStore();
-  if (!store->WaitFor(all_bound, args_.bind_timeout)) {
-    return Status::Error(StrCat("binding volumes: timed out after ", absl::FormatDuration(args_.bind_timeout),
-                                ": ", problem));
+  const absl::Time deadline = absl::Now() + args_.bind_timeout;
+  while (!store->WaitFor(all_bound, std::min(kPodRecheck, deadline - absl::Now()))) {
+    if (handle_.PodEnded(pod)) return Status::Error("binding volumes: the pod was deleted during the wait");
+    if (absl::Now() >= deadline) {
+      return Status::Error(StrCat("binding volumes: timed out after ",
+                                  absl::FormatDuration(args_.bind_timeout), ": ", problem));
+    }
   }
   if (failed) return Status::Error(StrCat("binding volumes: ", problem));
   return Status::Ok();

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "absl/container/flat_hash_set.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/preemption/preemption.h"
 #include "scheduler/framework/binding.h"
@@ -274,6 +275,50 @@ void Scheduler::ExpireGangWaits() {
   for (auto& [id, update] : expired) ReportGang(id, std::move(update));
 }
 
+Status Scheduler::HoldGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements,
+                           size_t required) {
+  for (size_t held = 0; held < placements.size(); ++held) {
+    gang::MemberPlacement& m = placements[held];
+    Status failure;
+    if (absl::Status st = cache_->AssumePod(m.assumed); !st.ok()) {
+      failure = Status::Error(std::string(st.message()));
+    } else {
+      nominator_.Remove(m.pod->Key());  // it holds its own room now
+      failure = fw.RunReserve(*m.state, *m.pod, m.node);
+      if (failure.ok()) {
+        PermitResult permit = fw.RunPermit(*m.state, *m.pod, m.node);
+        if (permit.status.IsWait()) {
+          failure = Status::Error("a Permit plugin asked a gang member to wait; a gang is "
+                                  "permitted as a whole");
+        } else if (!permit.status.ok()) {
+          failure = permit.status;
+        }
+        if (!failure.ok()) fw.RunUnreserve(*m.state, *m.pod, m.node);
+      }
+      if (!failure.ok()) (void)cache_->ForgetPod(m.pod->Key());
+    }
+    if (failure.IsRejected() && held >= required) {
+      // The members the gang needs are held; the rest wait, as members beyond capacity do.
+      placements.resize(held);
+      return Status::Ok();
+    }
+    if (!failure.ok()) {
+      ReleaseGang(fw, placements, held);
+      return failure;
+    }
+  }
+  return Status::Ok();
+}
+
+void Scheduler::ReleaseGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements,
+                            size_t count) {
+  for (size_t k = 0; k < count; ++k) {
+    gang::MemberPlacement& m = placements[k];
+    fw.RunUnreserve(*m.state, *m.pod, m.node);
+    (void)cache_->ForgetPod(m.pod->Key());
+  }
+}
+
 void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
   const PodRef head = info.pod;  // held for the whole cycle
   const absl::Time start = clock_->Now();
@@ -348,6 +393,30 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
                                                        .gang = spec.id.Describe(),
                                                        .topology_key = spec.topology_key,
                                                        .min_resources = spec.min_resources});
+  if (plan.feasible) {
+    Status held = HoldGang(*fw, plan.placements, static_cast<size_t>(need));
+    if (held.IsRejected()) {
+      // A Reserve or Permit plugin refused the gang as a whole, though each member fits alone
+      // (QueueQuota: the members together exceed the team's quota). Nothing is held; the gang
+      // waits for what that plugin registered, like a plan that falls short.
+      plan.feasible = false;
+      plan.code = held.code();
+      plan.message = StrCat(spec.id.Describe(), ": ", held.Message());
+      plan.rejecting_plugins = {held.plugin()};
+    } else if (held.ok()) {
+      absl::flat_hash_set<std::string_view> nodes;  // members a plugin turned away left the plan
+      for (const gang::MemberPlacement& m : plan.placements) nodes.insert(m.node);
+      plan.nodes_used = static_cast<int32_t>(nodes.size());
+    } else {
+      const std::string message = StrCat(spec.id.Describe(), ": ", held.Message());
+      for (const PodRef& m : members) {
+        if (observer_) observer_->PodUnschedulable(*m, FailureKind::kError, message);
+      }
+      queue_->AddBackoff(std::move(info));
+      finish("error");
+      return;
+    }
+  }
   if (!plan.feasible) {
     // Room the gang could get by evicting lower-priority pods (whole gangs among them).
     uint32_t preempt_events = 0;
@@ -368,8 +437,9 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
         timed_out = g.timed_out;
       }
     }
-    const FailureKind kind =
-        plan.code == Code::kError ? FailureKind::kError : FailureKind::kUnschedulable;
+    const FailureKind kind = plan.code == Code::kError            ? FailureKind::kError
+                             : QuotaOnly(plan.rejecting_plugins) ? FailureKind::kQuotaExceeded
+                                                                 : FailureKind::kUnschedulable;
     for (const PodRef& m : members) {
       if (observer_) observer_->PodUnschedulable(*m, kind, plan.message);
     }
@@ -394,35 +464,9 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
     return;
   }
 
-  // Assume and reserve every member, or none.
   const size_t n = plan.placements.size();
-  size_t assumed = 0;
-  Status failure;
-  for (; assumed < n; ++assumed) {
-    gang::MemberPlacement& m = plan.placements[assumed];
-    if (absl::Status st = cache_->AssumePod(m.assumed); !st.ok()) {
-      failure = Status::Error(std::string(st.message()));
-      break;
-    }
-    nominator_.Remove(m.pod->Key());  // it holds its own room now
-    if (Status st = fw->RunReserve(*m.state, *m.pod, m.node); !st.ok()) {
-      (void)cache_->ForgetPod(m.pod->Key());
-      failure = st;
-      break;
-    }
-    PermitResult permit = fw->RunPermit(*m.state, *m.pod, m.node);
-    if (!permit.status.ok()) {
-      fw->RunUnreserve(*m.state, *m.pod, m.node);
-      (void)cache_->ForgetPod(m.pod->Key());
-      failure = permit.status.IsWait()
-                    ? Status::Error("a Permit plugin asked a gang member to wait; a gang is "
-                                    "permitted as a whole")
-                    : permit.status;
-      break;
-    }
-  }
   bool superseded = false;
-  if (assumed == n) {
+  {
     absl::MutexLock lock(&gang_mu_);
     auto it = gang_states_.find(gang_key);
     superseded = it == gang_states_.end() || it->second.head != head->Key();
@@ -445,23 +489,10 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       RequeueGangHead(g, std::nullopt, false);
     }
   }
-  if (assumed < n || superseded) {
-    for (size_t k = 0; k < assumed; ++k) {
-      gang::MemberPlacement& m = plan.placements[k];
-      fw->RunUnreserve(*m.state, *m.pod, m.node);
-      (void)cache_->ForgetPod(m.pod->Key());
-    }
-    if (superseded) {
-      // A member changed or left during the cycle; the gang's new head retries it.
-      done_with_head();
-      finish("error");
-      return;
-    }
-    const std::string message = StrCat(spec.id.Describe(), ": ", failure.Message());
-    for (const PodRef& m : members) {
-      if (observer_) observer_->PodUnschedulable(*m, FailureKind::kError, message);
-    }
-    queue_->AddBackoff(std::move(info));
+  if (superseded) {
+    // A member changed or left during the cycle; the gang's new head retries it.
+    ReleaseGang(*fw, plan.placements, n);
+    done_with_head();
     finish("error");
     return;
   }

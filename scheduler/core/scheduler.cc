@@ -125,6 +125,8 @@ std::string Scheduler::GangKeyOf(const Pod& pod) const {
   return r.membership == gang::GangBook::Membership::kGang ? r.spec.id.Key() : std::string();
 }
 
+bool Scheduler::PodEnded(const Pod& pod) const { return queue_->Ended(pod.Key(), pod.meta.uid); }
+
 bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_name) != nullptr; }
 
 namespace {
@@ -441,11 +443,8 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
     }
     // Only the queue's quota said no (the contract with plugins/queue_quota): not a capacity
     // shortfall, so not reported as Unschedulable.
-    const bool quota_only = !rejecting.empty() &&
-                            std::all_of(rejecting.begin(), rejecting.end(),
-                                        [](const std::string& p) { return p == kQueueQuotaPlugin; });
     HandleFailure(*fw, std::move(info), popped.cycle, Status::Unschedulable(message), message,
-                  rejecting, quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable);
+                  rejecting, QuotaOnly(rejecting) ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable);
     finish("unschedulable");
     return;
   }

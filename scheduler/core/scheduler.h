@@ -15,6 +15,7 @@
 //   s->Run(never, {.on_idle = [&] { return AdvanceClock(); }});  // bench: until idle
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -53,6 +54,12 @@ enum class FailureKind {
 // The quota plugin's name (plugins/queue_quota): a pod that only it rejected is reported as
 // FailureKind::kQuotaExceeded.
 inline constexpr std::string_view kQueueQuotaPlugin = "QueueQuota";
+// Whether only the queue's quota said no (the contract with plugins/queue_quota).
+inline bool QuotaOnly(const std::vector<std::string>& rejecting_plugins) {
+  return !rejecting_plugins.empty() &&
+         std::all_of(rejecting_plugins.begin(), rejecting_plugins.end(),
+                     [](const std::string& p) { return p == kQueueQuotaPlugin; });
+}
 
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
@@ -203,6 +210,7 @@ class Scheduler final : public Handle {
   NominatedPodMap NominatedPods() const override { return nominator_.Pods(); }
   std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
   std::string GangKeyOf(const Pod& pod) const override;
+  bool PodEnded(const Pod& pod) const override;
   int32_t PriorityOf(const Pod& pod) const override;
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
@@ -275,6 +283,12 @@ class Scheduler final : public Handle {
   void ForgetGangMember(const std::string& key);
   bool IsGangHead(const Pod& pod) const;
   void RunGangCycle(QueuedPodInfo info, int64_t cycle);
+  // Assumes, reserves and permits the members of a complete plan in order, all or none (what
+  // it held is released; the status of the member that failed). Members beyond the first
+  // `required` that a plugin rejects are dropped from the plan instead: they wait.
+  Status HoldGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements,
+                  size_t required);
+  void ReleaseGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements, size_t count);
   void BindGangMember(const std::shared_ptr<GangBinding>& binding, size_t i);
   void FinishGangBinding(const std::shared_ptr<GangBinding>& binding);
   // Puts the earliest pending member in the queue as the gang's head, if there is none.

@@ -126,6 +126,9 @@ class Handle {
   // The profile that schedules pods of this schedulerName (preemption runs its filters); null
   // when unknown.
   virtual const Framework* FrameworkFor(std::string_view /*scheduler_name*/) const { return nullptr; }
+  // Whether the pod was deleted (or its name taken by a new UID) since its cycle began: a
+  // binding-cycle plugin that waits (PreBind) stops waiting for it.
+  virtual bool PodEnded(const Pod& /*pod*/) const { return false; }
 };
 
 class Plugin {

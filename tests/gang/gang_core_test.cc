@@ -45,14 +45,18 @@ class FakeBinder final : public ClusterApi {
 class Recorder final : public SchedulingObserver, public GangStatusSink {
  public:
   void PodScheduled(const Pod& pod, const std::string& node) override { scheduled[pod.Key()] = node; }
-  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     unschedulable[pod.Key()] = message;
+    kinds[pod.Key()] = kind;
+    ++reports;
   }
   void GangStatusChanged(const GangId& id, const GangStatusUpdate& update) override {
     status[id.Describe()] = update;
   }
   std::map<std::string, std::string> scheduled;
   std::map<std::string, std::string> unschedulable;
+  std::map<std::string, FailureKind> kinds;
+  int reports = 0;
   std::map<std::string, GangStatusUpdate> status;
 };
 
@@ -91,6 +95,14 @@ struct Core {
                {"spec", {{"minMember", min}}}};
     if (timeout) pg["spec"]["scheduleTimeoutSeconds"] = *timeout;
     REQUIRE(s->OnGangObject(pg).value());
+  }
+  // A team queue over the default namespace with a nominal GPU quota.
+  void Quota(int gpus) {
+    json queue = {{"apiVersion", "tessel.io/v1alpha1"},
+                  {"kind", "Queue"},
+                  {"metadata", {{"name", "team-a"}}},
+                  {"spec", {{"namespaces", {"default"}}, {"nominalQuota", {{"nvidia.com/gpu", StrCat(gpus)}}}}}};
+    REQUIRE(s->OnQueueObject(queue).ok());
   }
   Pod Member(std::string group, int i, std::string_view requests, int64_t created) {
     Pod p = PodBuilder(StrCat(group, "-", i)).Requests(requests).Created(created).Build();
@@ -380,6 +392,81 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
 
 // Property: whatever the cluster, the gangs and the order their pods arrive in, every gang is
 // either not bound at all or bound with at least minMember members, and nodes never overcommit.
+TEST_CASE("a gang over its team's quota holds nothing, waits as QuotaExceeded, and goes whole "
+          "when the quota grows", "[gang][core][quota]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.Quota(3);
+  c.PodGroup("g", 4);
+  for (int i = 0; i < 4; ++i) c.s->OnPodAdd(c.Member("g", i, "cpu:1,nvidia.com/gpu:1", 100 + i));
+  c.Run();
+  CHECK(c.BoundOf("g") == 0);
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = StrCat("default/g-", i);
+    CHECK(c.rec.kinds[key] == FailureKind::kQuotaExceeded);
+    CHECK_THAT(c.rec.unschedulable[key], Catch::Contains("queue team-a: nvidia.com/gpu 4 of nominal 3"));
+  }
+  CHECK(c.rec.status["PodGroup default/g"].reason == "Unschedulable");
+  for (const std::string& n : c.cache.NodeNames()) CHECK(c.cache.GetNodeInfo(n)->pods().empty());
+  // Parked for the quota, not retried on a backoff timer: time alone changes nothing.
+  const int reports = c.rec.reports;
+  for (int step = 0; step < 4; ++step) {
+    c.clock.Advance(absl::Seconds(15));
+    c.Run();
+  }
+  CHECK(c.rec.reports == reports);
+  CHECK(c.BoundOf("g") == 0);
+  c.Quota(4);
+  c.Run();
+  CHECK(c.BoundOf("g") == 4);
+}
+
+TEST_CASE("property: gangs within a team's quota: never over it, never partial, placed when it "
+          "fits", "[gang][core][quota][property]") {
+  std::mt19937_64 rng(9090);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int over_quota = 0, placed_alone = 0;
+  for (int round = 0; round < 200; ++round) {
+    Core c;
+    c.GpuNodes(pick(1, 4), 8);
+    const int quota = pick(1, 16);
+    c.Quota(quota);
+    const int gangs = pick(1, 3);
+    std::vector<std::tuple<std::string, int, int>> groups;  // name, minMember, GPUs per member
+    for (int g = 0; g < gangs; ++g) {
+      const std::string name = StrCat("g", g);
+      const int size = pick(1, 6), min = pick(1, size), gpus = pick(1, 4);
+      groups.emplace_back(name, min, gpus);
+      c.PodGroup(name, min);
+      for (int i = 0; i < size; ++i) {
+        c.s->OnPodAdd(c.Member(name, i, StrCat("cpu:1,nvidia.com/gpu:", gpus), pick(0, 1000)));
+      }
+    }
+    for (int step = 0; step < 3; ++step) {
+      c.Run();
+      c.clock.Advance(absl::Seconds(15));
+    }
+    int used = 0;
+    for (const auto& [name, min, gpus] : groups) {
+      const int bound = c.BoundOf(name);
+      INFO("round " << round << " gang " << name << " min " << min << " bound " << bound);
+      REQUIRE((bound == 0 || bound >= min));
+      used += bound * gpus;
+    }
+    INFO("round " << round << " quota " << quota << " used " << used);
+    REQUIRE(used <= quota);
+    // A lone gang whose minMember fits the quota (and the first node) is placed.
+    const auto& [name, min, gpus] = groups.front();
+    if (gangs == 1 && min * gpus <= quota && min * gpus <= 8) {
+      CHECK(c.BoundOf(name) >= min);
+      ++placed_alone;
+    }
+    over_quota += gangs == 1 && min * gpus > quota;
+  }
+  CHECK(placed_alone > 20);
+  CHECK(over_quota > 10);
+}
+
 TEST_CASE("property: no partial gang is ever bound", "[gang][core][property]") {
   std::mt19937_64 rng(4242);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };

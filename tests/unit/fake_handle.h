@@ -2,6 +2,7 @@
 // records what plugins asked of it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <vector>
 
@@ -74,6 +75,9 @@ class FakeHandle final : public Handle {
   void SetNamespaceLabels(std::string ns, StringMap labels) {
     objects_.Put(Namespace{.meta = {.name = std::move(ns), .labels = std::move(labels)}});
   }
+  // PodEnded answers `ended` for every pod (a deletion seen by the core).
+  bool PodEnded(const Pod&) const override { return pods_ended_.load(); }
+  void SetPodsEnded(bool ended) { pods_ended_.store(ended); }
   ClusterObjectStore& objects() { return objects_; }
   RecordingApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
@@ -85,6 +89,7 @@ class FakeHandle final : public Handle {
   RecordingApi api_;
   mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
+  std::atomic<bool> pods_ended_{false};
 };
 
 }  // namespace tessel::testing

@@ -328,6 +328,18 @@ TEST_CASE("VolumeBinding PreBind annotates the claim and waits for it to bind", 
     CHECK_THAT(st.Message(), Catch::Contains("PersistentVolumeClaim default/data was deleted"));
     CHECK_THAT(st.Message(), !Catch::Contains("timed out"));
   }
+  SECTION("a pod deleted during the wait ends it, not the timeout") {
+    // The claim never binds; the pod is deleted once its claim is annotated. The wait notices
+    // (it looks at the pod between store changes) and frees its binder thread.
+    h.recording_api().on_annotate = [&](const PersistentVolumeClaim&, std::string_view) {
+      h.SetPodsEnded(true);
+    };
+    Reserved r = ReserveOn(h, pod, "b-1", 600);
+    Status st = r.plugin->PreBind(r.state, pod, "b-1");
+    CHECK(st.code() == Code::kError);
+    CHECK_THAT(st.Message(), Catch::Contains("the pod was deleted during the wait"));
+    CHECK_THAT(st.Message(), !Catch::Contains("timed out"));
+  }
   SECTION("a static match writes the PV's claimRef") {
     h.objects().Put(Volume("pv-small", "wffc", 2 * kGi, {"zone-b"}));
     h.objects().Put(Volume("pv-big", "wffc", 8 * kGi, {"zone-b"}));
