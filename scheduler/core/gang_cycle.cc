@@ -297,7 +297,7 @@ Status Scheduler::HoldGang(const Framework& fw, std::vector<gang::MemberPlacemen
       }
       if (!failure.ok()) (void)cache_->ForgetPod(m.pod->Key());
     }
-    if (failure.IsRejected() && held >= required) {
+    if (failure.IsRejected() && held >= required && held > 0) {
       // The members the gang needs are held; the rest wait, as members beyond capacity do.
       placements.resize(held);
       return Status::Ok();

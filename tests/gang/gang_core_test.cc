@@ -109,9 +109,11 @@ struct Core {
     p.meta.labels["scheduling.x-k8s.io/pod-group"] = group;
     return p;
   }
-  void Run() {
-    for (int i = 0; i < 1000 && s->ScheduleOne(); ++i) {
-    }
+  // Runs cycles until the queue has nothing ready; returns how many ran (at most 1000).
+  int Run() {
+    int cycles = 0;
+    while (cycles < 1000 && s->ScheduleOne()) ++cycles;
+    return cycles;
   }
   int BoundOf(std::string_view group) {
     int n = 0;
@@ -419,6 +421,25 @@ TEST_CASE("a gang over its team's quota holds nothing, waits as QuotaExceeded, a
   c.Quota(4);
   c.Run();
   CHECK(c.BoundOf("g") == 4);
+}
+
+TEST_CASE("members beyond minMember that the quota refuses wait; the gang is placed, nothing spins",
+          "[gang][core][quota]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.Quota(4);
+  c.PodGroup("g", 4);
+  for (int i = 0; i < 6; ++i) c.s->OnPodAdd(c.Member("g", i, "cpu:1,nvidia.com/gpu:1", 100 + i));
+  CHECK(c.Run() < 10);
+  CHECK(c.BoundOf("g") == 4);
+  for (int i = 4; i < 6; ++i) CHECK(c.rec.kinds[StrCat("default/g-", i)] == FailureKind::kQuotaExceeded);
+  const int reports = c.rec.reports;
+  c.clock.Advance(absl::Seconds(30));
+  CHECK(c.Run() == 0);
+  CHECK(c.rec.reports == reports);
+  c.Quota(6);
+  c.Run();
+  CHECK(c.BoundOf("g") == 6);
 }
 
 TEST_CASE("property: gangs within a team's quota: never over it, never partial, placed when it "
