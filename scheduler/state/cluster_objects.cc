@@ -1,6 +1,8 @@
 // ClusterObjectStore: copy-on-write maps per kind behind one immutable view.
 #include "scheduler/state/cluster_objects.h"
 
+#include <atomic>
+
 #include "absl/time/clock.h"
 #include "scheduler/util/strings.h"
 
@@ -81,15 +83,21 @@ void ClusterObjectStore::Update(std::shared_ptr<const ObjectMap<T>> ClusterObjec
     return;  // replaced by a newer version (or deleted) meanwhile
   }
   if (!value.has_value() && it == current.end()) return;
-  auto map = std::make_shared<ObjectMap<T>>(current);
+  // A view or map that only the store holds is changed in place (an informer's initial list:
+  // no cycle holds a view, so n objects cost n map insertions, not n copies of the map). One
+  // that a cycle holds is copied first, so what that cycle sees never changes. The counts are
+  // read under mu_, and other holders get a view only through view() (under mu_), so a count of
+  // one cannot rise meanwhile; the fence orders the last holder's reads before our writes.
+  if (view_.use_count() > 1) view_ = std::make_shared<ClusterObjects>(*view_);
+  std::shared_ptr<const ObjectMap<T>>& slot = (*view_).*member;
+  if (slot.use_count() > 1) slot = std::make_shared<ObjectMap<T>>(*slot);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  auto& map = const_cast<ObjectMap<T>&>(*slot);  // created non-const by make_shared
   if (value.has_value()) {
-    (*map)[std::string(key)] = *std::move(value);
+    map.insert_or_assign(std::string(key), *std::move(value));
   } else {
-    map->erase(std::string(key));
+    map.erase(map.find(key));
   }
-  auto view = std::make_shared<ClusterObjects>(*view_);
-  (*view).*member = std::move(map);
-  view_ = std::move(view);
   changed_.SignalAll();
 }
 

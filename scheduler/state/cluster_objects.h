@@ -12,8 +12,8 @@
 // VolumeBinding's Reserve "assumes" the API writes it is about to make (a PV's claimRef, a
 // claim's selected-node annotation) with Assume, so the next cycle does not hand the same
 // volume to another claim; Unreserve restores the object with Restore unless the informer
-// delivered a newer one meanwhile. Each kind is copied on write separately, so a claim update
-// copies the claims map only.
+// delivered a newer one meanwhile. Each kind is copied on write separately, and only while a
+// view that holds it is in use: a claim update copies at most the claims map.
 #pragma once
 
 #include <functional>
@@ -88,7 +88,7 @@ class ClusterObjectStore {
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;
-  std::shared_ptr<const ClusterObjects> view_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<ClusterObjects> view_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessel
