@@ -21,6 +21,7 @@ profiles:
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
       - {name: VolumeRestrictions}
+      - {name: NodeVolumeLimits}
       - {name: VolumeBinding}
       - {name: VolumeZone}
       - {name: GpuShare}
@@ -37,6 +38,7 @@ profiles:
       - {name: NodePorts}
       - {name: NodeResourcesFit}
       - {name: VolumeRestrictions}
+      - {name: NodeVolumeLimits}
       - {name: VolumeBinding}
       - {name: VolumeZone}
       - {name: GpuShare}

@@ -19,6 +19,7 @@
 #include "plugins/node_ports/node_ports.h"
 #include "plugins/node_resources_fit/node_resources_fit.h"
 #include "plugins/node_unschedulable/node_unschedulable.h"
+#include "plugins/node_volume_limits/node_volume_limits.h"
 #include "plugins/pod_topology_spread/pod_topology_spread.h"
 #include "plugins/priority_sort/priority_sort.h"
 #include "plugins/queue_quota/queue_quota.h"
@@ -51,10 +52,12 @@ Registry InTreeRegistry() {
   add(node_ports::NodePorts::kName, FactoryOf<node_ports::NodePorts>());
   add(inter_pod_affinity::InterPodAffinity::kName, FactoryOf<inter_pod_affinity::InterPodAffinity>());
   add(pod_topology_spread::PodTopologySpread::kName, FactoryOf<pod_topology_spread::PodTopologySpread>());
-  // Volumes: claims, their PVs' topology, ReadWriteOncePod (docs/kube-scheduler-parity.md).
+  // Volumes: claims, their PVs' topology, ReadWriteOncePod, attach limits
+  // (docs/kube-scheduler-parity.md).
   add(volume_binding::VolumeBinding::kName, FactoryOf<volume_binding::VolumeBinding>());
   add(volume_zone::VolumeZone::kName, FactoryOf<volume_zone::VolumeZone>());
   add(volume_restrictions::VolumeRestrictions::kName, FactoryOf<volume_restrictions::VolumeRestrictions>());
+  add(node_volume_limits::NodeVolumeLimits::kName, FactoryOf<node_volume_limits::NodeVolumeLimits>());
   // Team queues: quota with cohort borrowing and reclaim (docs/quota.md).
   add(queue_quota::QueueQuota::kName, FactoryOf<queue_quota::QueueQuota>());
   // GPUs: device-level fit and sharing, then one placement policy per plugin.

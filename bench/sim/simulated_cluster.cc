@@ -20,6 +20,7 @@ std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects
   for (const StorageClass& sc : objects.storage_classes) scheduler_->OnClusterObject(sc);
   for (const PersistentVolume& pv : objects.volumes) scheduler_->OnClusterObject(pv);
   for (const PersistentVolumeClaim& pvc : objects.claims) scheduler_->OnClusterObject(pvc);
+  for (const CSINode& csi_node : objects.csi_nodes) scheduler_->OnClusterObject(csi_node);
   for (const nlohmann::json& other : objects.others) {
     if (other.value("kind", "") == "Queue" &&
         other.value("apiVersion", "").starts_with("tessel.io/")) {
@@ -151,6 +152,11 @@ absl::Status SimulatedCluster::AnnotateClaim(const PersistentVolumeClaim& claim,
       .namespace_ = claim.meta.namespace_, .name = claim.meta.name, .uid = claim.meta.uid};
   volume.phase = "Bound";
   const StorageClass* sc = objects->Class(claim.storage_class);
+  if (sc != nullptr && sc->provisioner != kNoProvisioner) {
+    // A CSI provisioner's volumes are attached by its driver (NodeVolumeLimits counts them).
+    volume.csi_driver = sc->provisioner;
+    volume.csi_volume_handle = volume.meta.name;
+  }
   const NodeInfo* node = scheduler_->snapshot().Get(value);
   if (sc != nullptr && node != nullptr && node->node() != nullptr && !sc->allowed_topologies.empty()) {
     NodeSelectorTerm term;

@@ -760,6 +760,13 @@ absl::StatusOr<Node> DecodeNode(const json& object) {
     node.allocatable = status->contains("allocatable")
                            ? d.ResourceMap(*status, "allocatable", "status.allocatable")
                            : node.capacity;
+    if (const json* allocatable = d.Object(*status, "allocatable", "status.allocatable")) {
+      for (const auto& [key, value] : allocatable->items()) {
+        if (!key.starts_with(kAttachLimitPrefix) || !value.is_string()) continue;
+        absl::StatusOr<int64_t> count = ParseValue(value.get<std::string>());
+        if (count.ok()) node.attach_limits[key.substr(kAttachLimitPrefix.size())] = *count;
+      }
+    }
     // A node that reports no pod limit gets the kubelet's default (maxPods 110).
     auto has_pods = [&](const char* key) {
       auto it = status->find(key);
@@ -868,6 +875,12 @@ absl::StatusOr<PersistentVolume> DecodePersistentVolume(const json& object) {
     pv.node_affinity = DecodeNodeSelector(d, *affinity, "required", "spec.nodeAffinity.required");
   }
   pv.volume_mode = DecodeVolumeMode(d, *spec, "spec.volumeMode");
+  if (const json* csi = d.Object(*spec, "csi", "spec.csi")) {
+    pv.csi_driver = d.String(*csi, "driver", "spec.csi.driver");
+    pv.csi_volume_handle = d.String(*csi, "volumeHandle", "spec.csi.volumeHandle");
+    if (pv.csi_driver.empty()) d.Fail("spec.csi.driver", "missing");
+    if (pv.csi_volume_handle.empty()) d.Fail("spec.csi.volumeHandle", "missing");
+  }
   if (const json* status = d.Object(object, "status", "status")) {
     pv.phase = d.String(*status, "phase", "status.phase");
   }
@@ -918,6 +931,29 @@ absl::StatusOr<Namespace> DecodeNamespace(const json& object) {
   return ns;
 }
 
+absl::StatusOr<CSINode> DecodeCSINode(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  CSINode node{.meta = d.Meta(object)};
+  const json* spec = &SpecOrEmpty(d, object);
+  if (const json* drivers = d.Array(*spec, "drivers", "spec.drivers")) {
+    for (size_t i = 0; i < drivers->size(); ++i) {
+      const std::string p = Index("spec.drivers", i);
+      CSINode::Driver driver{.name = d.String((*drivers)[i], "name", Path(p, "name"))};
+      if (driver.name.empty()) d.Fail(Path(p, "name"), "missing");
+      if (const json* allocatable = d.Object((*drivers)[i], "allocatable", Path(p, "allocatable"))) {
+        const std::string count_path = Path(p, "allocatable.count");
+        if (allocatable->contains("count") && !(*allocatable)["count"].is_null()) {
+          driver.allocatable_count = d.Int(*allocatable, "count", count_path);
+          if (*driver.allocatable_count < 0) d.Fail(count_path, "must not be negative");
+        }
+      }
+      node.drivers.push_back(std::move(driver));
+    }
+  }
+  if (!d.ok()) return d.status();
+  return node;
+}
+
 absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
@@ -957,6 +993,8 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       keep(DecodeStorageClass(item), out.storage_classes);
     } else if (kind == "Namespace") {
       keep(DecodeNamespace(item), out.namespaces);
+    } else if (kind == "CSINode") {
+      keep(DecodeCSINode(item), out.csi_nodes);
     } else if (kind.empty()) {
       out.warnings.push_back(StrCat(DescribeObject(item), ": kind: missing"));
     } else {

@@ -27,6 +27,7 @@ absl::StatusOr<PersistentVolumeClaim> DecodePersistentVolumeClaim(const nlohmann
 absl::StatusOr<PersistentVolume> DecodePersistentVolume(const nlohmann::json& object);
 absl::StatusOr<StorageClass> DecodeStorageClass(const nlohmann::json& object);
 absl::StatusOr<Namespace> DecodeNamespace(const nlohmann::json& object);
+absl::StatusOr<CSINode> DecodeCSINode(const nlohmann::json& object);
 
 // "Pod ns/name", "Node name": how messages refer to an object, read defensively from JSON.
 std::string DescribeObject(const nlohmann::json& object);
@@ -42,6 +43,7 @@ struct ObjectList {
   std::vector<PersistentVolume> volumes;
   std::vector<StorageClass> storage_classes;
   std::vector<Namespace> namespaces;
+  std::vector<CSINode> csi_nodes;
   std::vector<nlohmann::json> others;
   std::vector<std::string> warnings;
 };

@@ -165,10 +165,15 @@ struct Node {
   std::vector<Taint> taints;
   Resources capacity;
   Resources allocatable;
+  // status.allocatable "attachable-volumes-csi-<driver>": volumes the driver can attach, by
+  // driver (a 0 is kept: nothing attaches; NodeVolumeLimits reads it when the CSINode has none).
+  std::map<std::string, int64_t, std::less<>> attach_limits;
   ConditionStatus ready = ConditionStatus::kUnknown;
 
   const std::string& name() const { return meta.name; }
 };
+
+inline constexpr std::string_view kAttachLimitPrefix = "attachable-volumes-csi-";
 
 struct PriorityClass {
   ObjectMeta meta;

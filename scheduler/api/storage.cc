@@ -65,4 +65,11 @@ bool VolumeCanServe(const PersistentVolume& volume, const PersistentVolumeClaim&
   return true;
 }
 
+std::optional<int64_t> CSINode::LimitOf(std::string_view driver) const {
+  for (const Driver& d : drivers) {
+    if (d.name == driver) return d.allocatable_count;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tessel

@@ -1,5 +1,5 @@
 // The storage objects volume scheduling reads (PersistentVolumeClaim, PersistentVolume,
-// storage.k8s.io/v1 StorageClass) and the Namespace (labels only, for pod affinity's
+// storage.k8s.io/v1 StorageClass and CSINode) and the Namespace (labels only, for pod affinity's
 // namespaceSelector), reduced to the fields scheduling needs, with the rules kube-scheduler's
 // volume plugins apply to them. decode.h builds them from Kubernetes JSON.
 //
@@ -74,6 +74,9 @@ struct PersistentVolume {
   std::optional<std::vector<NodeSelectorTerm>> node_affinity;
   VolumeMode volume_mode = VolumeMode::kFilesystem;
   std::string phase;                // status.phase: Available, Bound, Released, Failed, Pending
+  // spec.csi: the CSI driver that attaches the volume, and its handle; empty for other sources.
+  std::string csi_driver;
+  std::string csi_volume_handle;
 
   const std::string& name() const { return meta.name; }
 };
@@ -98,6 +101,21 @@ struct StorageClass {
 
 struct Namespace {
   ObjectMeta meta;
+};
+
+// storage.k8s.io/v1 CSINode (named after its node): how many volumes each CSI driver on the node
+// can attach (spec.drivers[].allocatable.count; nullopt: the driver reports no limit).
+struct CSINode {
+  struct Driver {
+    std::string name;
+    std::optional<int64_t> allocatable_count;
+  };
+  ObjectMeta meta;
+  std::vector<Driver> drivers;
+
+  const std::string& name() const { return meta.name; }
+  // The driver's limit on this node, if it reports one.
+  std::optional<int64_t> LimitOf(std::string_view driver) const;
 };
 
 // "ReadWriteOnce,ReadWriteOncePod" -> bits; unknown names are an error at decode time.

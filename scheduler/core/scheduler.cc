@@ -268,6 +268,8 @@ void Scheduler::OnClusterObjectDelete(std::string_view kind, std::string_view ke
     objects_.DeleteVolume(key);
   } else if (kind == "StorageClass") {
     objects_.DeleteClass(key);
+  } else if (kind == "CSINode") {
+    objects_.DeleteCSINode(key);
   }
   queue_->OnClusterEvent(kStorageChange);
 }

@@ -149,7 +149,7 @@ class Scheduler final : public Handle {
   void OnPodDisruptionBudgetDelete(const std::string& key);
   // Other watched objects (PodGroups, Queues) changed: parked pods may now be schedulable.
   void OnCustomObjectChange();
-  // PersistentVolumeClaims, PersistentVolumes, StorageClasses (kStorageChange) and Namespaces
+  // PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (kStorageChange) and Namespaces
   // (kNamespaceChange): the store plugins read (Handle::Objects), and the queue's events.
   template <typename T>
   void OnClusterObject(T object) {
@@ -157,8 +157,8 @@ class Scheduler final : public Handle {
     objects_.Put(std::move(object));
     queue_->OnClusterEvent(kIsNamespace ? kNamespaceChange : kStorageChange);
   }
-  // `kind` is PersistentVolumeClaim (key namespace/name), PersistentVolume, StorageClass or
-  // Namespace.
+  // `kind` is PersistentVolumeClaim (key namespace/name), PersistentVolume, StorageClass,
+  // CSINode or Namespace.
   void OnClusterObjectDelete(std::string_view kind, std::string_view key);
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
   // True when it was one of those kinds; an object that does not decode is an error naming it

@@ -101,7 +101,7 @@ class DisruptionBudgetHandler final : public InformerHandler {
   Scheduler* s_;
 };
 
-// PersistentVolumeClaims, PersistentVolumes, StorageClasses and Namespaces: into the
+// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and Namespaces: into the
 // scheduler's cluster-object store (volume plugins, pod affinity's namespaceSelector). List
 // items carry no kind, so the handler names it for the decoder's messages.
 template <typename T, absl::StatusOr<T> (*Decode)(const json&)>
@@ -303,7 +303,8 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<QueueHandler>(scheduler));
-  // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions) and namespaceSelector.
+  // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
+  // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},
       std::make_unique<ClusterObjectHandler<PersistentVolumeClaim, DecodePersistentVolumeClaim>>(
           scheduler, "PersistentVolumeClaim"));
@@ -313,6 +314,8 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
   add({.name = "storageclasses", .path = "/apis/storage.k8s.io/v1/storageclasses"},
       std::make_unique<ClusterObjectHandler<StorageClass, DecodeStorageClass>>(scheduler,
                                                                              "StorageClass"));
+  add({.name = "csinodes", .path = "/apis/storage.k8s.io/v1/csinodes", .optional = true},
+      std::make_unique<ClusterObjectHandler<CSINode, DecodeCSINode>>(scheduler, "CSINode"));
   add({.name = "namespaces", .path = "/api/v1/namespaces"},
       std::make_unique<ClusterObjectHandler<Namespace, DecodeNamespace>>(scheduler, "Namespace"));
   for (ResourceSpec& spec : options.extra_custom) {

@@ -21,6 +21,10 @@ std::string ClaimKey(std::string_view namespace_, std::string_view name) {
 
 }  // namespace
 
+const CSINode* ClusterObjects::CSINodeOf(std::string_view node) const {
+  return Find(csi_nodes_, node);
+}
+
 const PersistentVolumeClaim* ClusterObjects::Claim(std::string_view namespace_,
                                                    std::string_view name) const {
   return Find(claims_, ClaimKey(namespace_, name));
@@ -68,6 +72,7 @@ ClusterObjectStore::ClusterObjectStore() {
   view->volumes_ = std::make_shared<ObjectMap<PersistentVolume>>();
   view->classes_ = std::make_shared<ObjectMap<StorageClass>>();
   view->namespaces_ = std::make_shared<ObjectMap<Namespace>>();
+  view->csi_nodes_ = std::make_shared<ObjectMap<CSINode>>();
   view_ = std::move(view);
 }
 
@@ -121,6 +126,11 @@ void ClusterObjectStore::Put(Namespace ns) {
   Update(&ClusterObjects::namespaces_, key, std::optional(std::move(ns)));
 }
 
+void ClusterObjectStore::Put(CSINode csi_node) {
+  const std::string key = csi_node.meta.name;
+  Update(&ClusterObjects::csi_nodes_, key, std::optional(std::move(csi_node)));
+}
+
 void ClusterObjectStore::DeleteClaim(std::string_view key) {
   Update(&ClusterObjects::claims_, key, std::optional<PersistentVolumeClaim>());
 }
@@ -135,6 +145,10 @@ void ClusterObjectStore::DeleteClass(std::string_view name) {
 
 void ClusterObjectStore::DeleteNamespace(std::string_view name) {
   Update(&ClusterObjects::namespaces_, name, std::optional<Namespace>());
+}
+
+void ClusterObjectStore::DeleteCSINode(std::string_view name) {
+  Update(&ClusterObjects::csi_nodes_, name, std::optional<CSINode>());
 }
 
 void ClusterObjectStore::Restore(PersistentVolumeClaim original) {

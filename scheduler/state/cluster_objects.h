@@ -1,5 +1,5 @@
 // The cluster objects besides nodes and pods that plugins read: PersistentVolumeClaims,
-// PersistentVolumes, StorageClasses (volume scheduling) and Namespaces (pod affinity's
+// PersistentVolumes, StorageClasses, CSINodes (volume scheduling) and Namespaces (pod affinity's
 // namespaceSelector). Informers (live) or a snapshot (replay) put them into a
 // ClusterObjectStore; a scheduling cycle reads an immutable ClusterObjects view of it, held by
 // shared pointer for the whole cycle, so an informer update never changes what a cycle sees.
@@ -39,6 +39,8 @@ class ClusterObjects {
   const StorageClass* Class(std::string_view name) const;
   // Labels of the Namespace, or null when the scheduler has no Namespace of that name.
   const StringMap* NamespaceLabels(std::string_view name) const;
+  // The CSINode of a node (same name), or null.
+  const CSINode* CSINodeOf(std::string_view node) const;
   // The claims the pod's volumes use, in volume order; or why not, in kube-scheduler's words:
   // 'persistentvolumeclaim "x" not found', '... is being deleted', or for an ephemeral volume
   // 'waiting for ephemeral volume controller to create the persistentvolumeclaim "x"'.
@@ -52,6 +54,7 @@ class ClusterObjects {
   std::shared_ptr<const ObjectMap<PersistentVolume>> volumes_;
   std::shared_ptr<const ObjectMap<StorageClass>> classes_;
   std::shared_ptr<const ObjectMap<Namespace>> namespaces_;
+  std::shared_ptr<const ObjectMap<CSINode>> csi_nodes_;
 };
 
 class ClusterObjectStore {
@@ -62,10 +65,12 @@ class ClusterObjectStore {
   void Put(PersistentVolume volume);
   void Put(StorageClass storage_class);
   void Put(Namespace ns);
+  void Put(CSINode csi_node);
   void DeleteClaim(std::string_view key);  // namespace/name
   void DeleteVolume(std::string_view name);
   void DeleteClass(std::string_view name);
   void DeleteNamespace(std::string_view name);
+  void DeleteCSINode(std::string_view name);
 
   // An API write about to be made, seen by the next cycles at once (same object, changed).
   void Assume(PersistentVolumeClaim claim) { Put(std::move(claim)); }

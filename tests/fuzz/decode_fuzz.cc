@@ -1,7 +1,7 @@
 // libFuzzer target: the object decoders (scheduler/api/decode.h) on arbitrary JSON text, as the
 // API server or a snapshot file could send it. The text goes to DecodeList, and, when it parses
 // as JSON, to every object decoder (Pod, Node, PriorityClass, PodDisruptionBudget,
-// PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace): each must answer with a value
+// PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace, CSINode): each must answer with a value
 // or an error, never throw. An error message must name the object it is about (kind and name).
 #include <cstddef>
 #include <cstdint>
@@ -40,5 +40,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckNamed(tessel::DecodePersistentVolume(object), described);
   CheckNamed(tessel::DecodeStorageClass(object), described);
   CheckNamed(tessel::DecodeNamespace(object), described);
+  CheckNamed(tessel::DecodeCSINode(object), described);
   return 0;
 }

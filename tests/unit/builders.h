@@ -91,6 +91,11 @@ class NodeBuilder {
     node_.taints.push_back({std::move(key), std::move(value), effect});
     return *this;
   }
+  // status.allocatable "attachable-volumes-csi-<driver>: count".
+  NodeBuilder& AttachLimit(std::string driver, int64_t count) {
+    node_.attach_limits[std::move(driver)] = count;
+    return *this;
+  }
   NodeBuilder& Unschedulable() {
     node_.unschedulable = true;
     return *this;
