@@ -8,7 +8,9 @@
 # with a claimRef, sets the claim's spec.volumeName and status.phase Bound; then the pod binds
 # to the selected node. A pod whose claim does not exist is reported with the claim's name. A
 # claim of a no-provisioner class is matched to a static PV in zone-a: the scheduler writes the
-# PV's claimRef, and the pod binds in zone-a once the claim is bound.
+# PV's claimRef, and the pod binds in zone-a once the claim is bound. Then CSI attach limits
+# (NodeVolumeLimits) from CSINode objects: a pod over the limit on every node waits, and binds
+# once a CSINode's count is raised.
 # Also checks on the real apiserver the writes the scheduler relies on: a merge patch of a
 # claim's annotations is accepted, and one carrying another UID is refused.
 source "$(dirname "$0")/lib.sh"
@@ -17,9 +19,13 @@ CLASS=tessel-it-volbind-zonal
 LOCAL=tessel-it-volbind-local
 PV=tessel-it-volbind-pv
 STATIC=tessel-it-volbind-static
+CSI_CLASS=tessel-it-volbind-csi
+CSI_DRIVER=ebs.csi.tessel-it.example.com
+CSI_NODES=(volbind-a1 volbind-a2 volbind-b1 volbind-b2)
 cleanup_storage() {
-  kubectl delete pv "$PV" "$STATIC" --wait=false >/dev/null 2>&1
-  kubectl delete storageclass "$CLASS" "$LOCAL" >/dev/null 2>&1
+  kubectl delete pv "$PV" "$STATIC" tessel-it-volbind-csi-a tessel-it-volbind-csi-b --wait=false >/dev/null 2>&1
+  kubectl delete storageclass "$CLASS" "$LOCAL" "$CSI_CLASS" >/dev/null 2>&1
+  kubectl delete csinode "${CSI_NODES[@]}" >/dev/null 2>&1
 }
 trap 'rc=$?; cleanup_storage; (exit $rc); it_cleanup' EXIT
 cleanup_storage || true
@@ -141,5 +147,55 @@ it_wait 60 "pod local-app bound" it_bound local-app
 local_zone=$(zone_of "$(node_of local-app)")
 [[ $local_zone == zone-a ]] || fail "pod local-app went to zone '$local_zone', its PV is in zone-a"
 say "static PV $STATIC claimed by $NS/local-data; local-app on $(node_of local-app) in $local_zone"
+
+# Attach limits (NodeVolumeLimits): every node's CSINode lets the driver attach one volume.
+# limit-one (claim csi-a) binds somewhere; limit-two (csi-a and csi-b) fits no node: two new
+# volumes elsewhere, one more beside csi-a on limit-one's node. Re-creating that node's CSINode
+# with a count of 2 requeues limit-two, and it binds there (csi-a attached once for both pods).
+csinode() {  # csinode NODE COUNT
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: $1}
+spec: {drivers: [{name: $CSI_DRIVER, nodeID: $1, allocatable: {count: $2}}]}
+YAML
+}
+csi_volume() {  # csi_volume CLAIM: a bound claim on a CSI PV of the driver
+  local pv=tessel-it-volbind-$1
+  claim "$1" "$CSI_CLASS" 1Gi
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: $CSI_CLASS
+  csi: {driver: $CSI_DRIVER, volumeHandle: vol-$1}
+  claimRef: {namespace: $NS, name: $1, uid: $(kubectl get pvc -n "$NS" "$1" -o 'jsonpath={.metadata.uid}')}
+YAML
+  bind_claim "$1" "$pv"
+}
+printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: %s}\nprovisioner: %s\n' \
+  "$CSI_CLASS" "$CSI_DRIVER" | kubectl apply -f - >/dev/null
+for n in "${CSI_NODES[@]}"; do csinode "$n" 1; done
+csi_volume csi-a
+csi_volume csi-b
+it_pod limit-one --claim csi-a
+it_wait 60 "pod limit-one bound" it_bound limit-one
+first=$(node_of limit-one)
+it_pod limit-two --claim csi-a --claim csi-b
+limit_cond() { kubectl get pod -n "$NS" limit-two -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'; }
+over_limit() { [[ $(limit_cond) == *'4 node(s) exceed max volume count'* ]]; }
+it_wait 30 "limit-two reported over the attach limit on every node" over_limit
+say "limit-two: $(limit_cond)"
+it_bound limit-two && fail "pod limit-two was bound over the attach limit"
+# A CSINode's drivers are immutable (the apiserver refuses the update: "field is immutable");
+# the kubelet re-creates it when a driver re-registers, and so does the test.
+kubectl delete csinode "$first" >/dev/null
+csinode "$first" 2
+it_wait 60 "pod limit-two bound once $first's limit is 2" it_bound limit-two
+[[ $(node_of limit-two) == "$first" ]] || fail "limit-two went to $(node_of limit-two); only $first can attach a second volume"
+say "limit-two on $first beside limit-one (volume csi-a attached once)"
 it_stop_scheduler main
 exit 0
