@@ -18,14 +18,8 @@ namespace {
 
 using node_volume_limits::NodeVolumeLimits;
 using testing::FakeHandle;
-using testing::LabeledPod;
+using testing::WithClaims;
 using testing::NodeBuilder;
-
-Pod WithClaims(std::string name, const std::vector<std::string>& claims, std::string node = "") {
-  Pod p = LabeledPod(std::move(name), {}, std::move(node));
-  for (const std::string& c : claims) p.volumes.push_back({.name = "v-" + c, .claim_name = c});
-  return p;
-}
 
 PersistentVolumeClaim Claim(std::string name, std::string storage_class, std::string volume = "") {
   PersistentVolumeClaim c;

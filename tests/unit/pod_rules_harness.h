@@ -1,10 +1,11 @@
-// Helpers for the pod-to-pod rule tests (InterPodAffinity, PodTopologySpread, NodePorts): pods
-// with labels and owners, and one call that runs a plugin's PreFilter and Filter over every
-// node of a FakeHandle's snapshot, the way the framework does.
+// Helpers for the pod-to-pod rule tests (InterPodAffinity, PodTopologySpread, NodePorts) and the
+// volume plugin tests: pods with labels, owners or claims, and one call that runs a plugin's
+// PreFilter and Filter over every node of a FakeHandle's snapshot, the way the framework does.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "scheduler/framework/interface.h"
 #include "tests/unit/builders.h"
@@ -19,6 +20,13 @@ inline Pod LabeledPod(std::string name, StringMap labels, std::string node = "",
   if (!node.empty()) b.Node(std::move(node));
   b.mutable_pod().meta.labels = std::move(labels);
   return b.Build();
+}
+
+// A pod (as LabeledPod, no labels) whose volumes use the named claims, in order.
+inline Pod WithClaims(std::string name, const std::vector<std::string>& claims, std::string node = "") {
+  Pod p = LabeledPod(std::move(name), {}, std::move(node));
+  for (const std::string& c : claims) p.volumes.push_back({.name = "v-" + c, .claim_name = c});
+  return p;
 }
 
 inline LabelSelector MatchLabels(StringMap labels) { return LabelSelector{.match_labels = std::move(labels)}; }

@@ -16,17 +16,11 @@ namespace tessel {
 namespace {
 
 using testing::FakeHandle;
-using testing::LabeledPod;
+using testing::WithClaims;
 using testing::NodeBuilder;
 
 constexpr std::string_view kZone = "topology.kubernetes.io/zone";
 constexpr int64_t kGi = int64_t{1} << 30;
-
-Pod WithClaims(std::string name, std::vector<std::string> claims, std::string node = "") {
-  Pod p = LabeledPod(std::move(name), {}, std::move(node));
-  for (std::string& c : claims) p.volumes.push_back({.name = "v-" + c, .claim_name = c});
-  return p;
-}
 
 PersistentVolumeClaim Claim(std::string name, std::string storage_class, int64_t bytes = kGi,
                             uint8_t modes = kReadWriteOnce, std::string volume = "") {
