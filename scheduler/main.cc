@@ -454,6 +454,15 @@ int Run(Flags flags) {
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
                             .pdb_api = eviction_api});
+  metrics_registry.CounterSamplesFunc(
+      "tessel_informer_watches_total", "Watch requests sent, by resource", [&] {
+        std::vector<server::GaugeSample> out;
+        for (const auto& informer : feed.informers()) {
+          out.push_back({{{"resource", informer->spec().name}},
+                         static_cast<double>(informer->watches_sent())});
+        }
+        return out;
+      });
   feed.Start();
 
   // The endpoints: HTTPS with delegated authorization of /metrics, and plain HTTP if asked.

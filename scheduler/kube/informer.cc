@@ -252,7 +252,11 @@ absl::Status Informer::Watch() {
                              {"allowWatchBookmarks", "true"},
                              {"timeoutSeconds", std::to_string(timeout_s)}}),
               .timeout = absl::Seconds(timeout_s + 30),
-              .retry = false};
+              .retry = false,
+              .precondition = [this] {  // runs right before the request leaves
+                watches_sent_.fetch_add(1);
+                return absl::OkStatus();
+              }};
   absl::Status gone = absl::OkStatus();
   auto on_line = [&](std::string_view line) -> bool {
     json event = json::parse(line, nullptr, false);

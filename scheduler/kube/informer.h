@@ -86,6 +86,10 @@ class Informer {
   const ResourceSpec& spec() const { return spec_; }
   std::string resource_version() const;
   int64_t relists() const { return relists_.load(); }
+  // Watch requests sent (they leave after the client's rate limiter: at a low QPS the first
+  // watches open seconds after the lists). From the first one the informer hears of every change
+  // after its list, since a watch resumes from the list's resourceVersion.
+  int64_t watches_sent() const { return watches_sent_.load(); }
 
  private:
   void Run();
@@ -109,6 +113,7 @@ class Informer {
   std::atomic<bool> synced_{false};
   std::atomic<bool> absent_{false};
   std::atomic<int64_t> relists_{0};
+  std::atomic<int64_t> watches_sent_{0};
   mutable absl::Mutex mu_;
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
   struct Seen {

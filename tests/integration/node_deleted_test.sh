@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # node_deleted_test.sh: binds waiting in the binder backlog are rechecked against the node
 # (issue 10 §1.6). The scheduler (client QPS 1, so binds queue up) assumes 8 pods on the only
-# node that fits them; as soon as the first is bound the node is deleted and another node with
-# the same labels is added. No bind to the deleted node may be sent after its deletion (one
+# node that fits them (created once the scheduler watches nodes); as soon as the first is bound
+# the node is deleted and another node with the same labels is added. No bind to the deleted node may be sent after its deletion (one
 # that was already on its way is tolerated), and every pod that was not bound before the
 # deletion ends bound to the new node.
 # The scheduler talks to a side apiserver whose audit log has every bind with its target and
@@ -16,6 +16,10 @@ side_apiserver_start
 it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
   --kube-api-qps 1 --kube-api-burst 1
 it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+# At QPS 1 the informers' watches leave one per second after their lists: until the node watch
+# is sent the scheduler cannot hear of the deletion, whatever it rechecks.
+node_watch_sent() { (($(metric "$SCHED_PORT_main" 'tessel_informer_watches_total{resource="nodes"}') >= 1)); }
+it_wait 60 "the scheduler's node watch" node_watch_sent
 
 mapfile -t pods < <(pod_names p $(seq 0 7))
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --select pool=nodedel --gpus 1 "${pods[@]}"

@@ -161,6 +161,8 @@ TEST_CASE("informer: list, watch, bookmark, 410 relist with exact deletes") {
   // Watches resume from the list (10), from the bookmark (13), then from the relist (20).
   CHECK(server.watch_rvs == std::vector<std::string>{"10", "13", "20"});
   CHECK(server.lists == 2);
+  // Every watch the server received was counted when it left (the metric tests wait on).
+  CHECK(informer.watches_sent() == static_cast<int64_t>(server.watch_rvs.size()));
 }
 
 TEST_CASE("informer: an absent optional resource counts as synced") {
@@ -173,6 +175,7 @@ TEST_CASE("informer: an absent optional resource counts as synced") {
   REQUIRE(WaitFor([&] { return informer.HasSynced(); }));
   CHECK(informer.absent());
   informer.Stop();
+  CHECK(informer.watches_sent() == 0);  // no list, no watch
   CHECK(rec.events().empty());
 }
 

@@ -129,7 +129,14 @@ start_bg() {  # NAME CMD... : runs CMD detached, logging to logs/NAME.log
   local name=$1; shift
   mkdir -p "$STATE/run" "$STATE/logs"
   nohup setsid "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1 &
-  echo $! >"$(pidfile "$name")"
+  local pid=$! i
+  echo "$pid" >"$(pidfile "$name")"
+  # Until the child has exec'd, /proc/PID/cmdline is this shell's, which running_pid (it checks
+  # the command line against pid reuse) would take for an exited component: wait for the exec.
+  for ((i = 0; i < 100; i++)); do
+    running_pid "$name" >/dev/null || { alive "$pid" && sleep 0.05 && continue; }
+    return 0
+  done
 }
 
 # stop_components NAME... : SIGTERM to all of them at once, SIGKILL to those still running
