@@ -245,6 +245,9 @@ class Observers final : public SchedulingObserver {
                      const std::vector<PreemptionVictim>& victims) override {
     for (auto* o : list_) o->PodsPreempted(preemptor, node, victims);
   }
+  void NominationCleared(const Pod& pod) override {
+    for (auto* o : list_) o->NominationCleared(pod);
+  }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
   }

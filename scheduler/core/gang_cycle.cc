@@ -9,6 +9,7 @@
 // and the PodGroup as a status update (GangStatusSink).
 #include <algorithm>
 #include <atomic>
+#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "scheduler/core/scheduler.h"
@@ -218,6 +219,9 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
       nominator_.Set(m, t.node);
     }
   }
+  std::set<std::string> target_nodes;
+  for (const preemption::GangMemberTarget& t : plan.targets) target_nodes.insert(t.node);
+  for (const std::string& node : target_nodes) ClearLowerNominations(head, node);
   {
     absl::MutexLock lock(&gang_mu_);
     for (const PodRef& m : members) {

@@ -533,6 +533,26 @@ void Scheduler::ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info)
     info.pod = std::make_shared<const Pod>(std::move(nominated));
   }
   nominator_.Set(info.pod, node);
+  if (!node.empty()) ClearLowerNominations(*info.pod, node);
+}
+
+void Scheduler::ClearLowerNominations(const Pod& preemptor, const std::string& node) {
+  const NominatedPodMap nominated = nominator_.Pods();
+  auto on_node = nominated.find(node);
+  if (on_node == nominated.end()) return;
+  const int32_t priority = PriorityOf(preemptor);
+  for (const PodRef& p : on_node->second) {
+    if (p->Key() == preemptor.Key() || PriorityOf(*p) >= priority) continue;
+    // The nominator's copy is the latest one observed (OnPodObserved refreshes it), so it may
+    // replace the queued copy: the next attempt does not try the lost node first, and a
+    // failure does not write the nomination back.
+    Pod cleared = *p;
+    cleared.nominated_node_name.clear();
+    PodRef ref = std::make_shared<const Pod>(std::move(cleared));
+    nominator_.Set(ref, "");
+    queue_->Update(ref);
+    if (observer_) observer_->NominationCleared(*ref);
+  }
 }
 
 void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle,

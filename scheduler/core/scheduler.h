@@ -76,6 +76,10 @@ class SchedulingObserver {
   // candidates were refused): for metrics (scheduler_preemption_victims{reason}).
   virtual void PodsPreempted(const Pod& /*preemptor*/, const std::string& /*node*/,
                              const std::vector<PreemptionVictim>& /*victims*/) {}
+  // A preemption for a more important pod chose the node this pending pod was nominated to: the
+  // room it was promised may be gone, so its nomination is dropped (live: status.nominatedNodeName
+  // removed, as kube-scheduler does) and it looks for a node afresh at its next attempt.
+  virtual void NominationCleared(const Pod& /*pod*/) {}
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -235,6 +239,9 @@ class Scheduler final : public Handle {
   const PriorityClass* ClassFor(const Pod& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies a PostFilter's nomination to the pod the cycle requeues (and the nominator).
   void ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info);
+  // A preemption for `preemptor` chose `node`: pods of lower priority nominated there lose
+  // their nomination (kube-scheduler's prepareCandidate does the same).
+  void ClearLowerNominations(const Pod& preemptor, const std::string& node);
   bool Ours(const Pod& pod) const;
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);

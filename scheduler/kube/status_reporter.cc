@@ -50,6 +50,19 @@ void StatusReporter::PodSchedulingGated(const Pod& pod) {
                          .message = "Scheduling is blocked due to non-empty scheduling gates"});
 }
 
+void StatusReporter::NominationCleared(const Pod& pod) {
+  PodCondition condition;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pods_.find(pod.Key());
+    if (it != pods_.end() && it->second.uid == pod.meta.uid && it->second.wanted.has_value()) {
+      condition = *it->second.wanted;
+    }
+  }
+  condition.nominated_node.clear();
+  Want(pod, std::move(condition));
+}
+
 void StatusReporter::Want(const Pod& pod, PodCondition condition) {
   {
     absl::MutexLock lock(&mu_);
@@ -92,20 +105,21 @@ KeyedQueue::Outcome StatusReporter::Write(const std::string& key) {
     r = it->second;
   }
   const PodCondition& want = *r.wanted;
-  json condition = {{"type", "PodScheduled"},
-                    {"status", "False"},
-                    {"reason", want.reason},
-                    {"message", want.message},
-                    {"lastProbeTime", nullptr},
-                    {"lastTransitionTime", FormatRfc3339(absl::Now())}};
-  // Strategic merge: conditions merge by "type", so other conditions stay. The UID makes the
-  // patch fail (422) instead of touching a new pod that took the name.
   // nominatedNodeName: the node a preemption chose (null removes it), as kube-scheduler sets it
   // with the condition.
   json patch = {{"status",
-                 {{"conditions", json::array({condition})},
-                  {"nominatedNodeName",
+                 {{"nominatedNodeName",
                    want.nominated_node.empty() ? json(nullptr) : json(want.nominated_node)}}}};
+  // Strategic merge: conditions merge by "type", so other conditions stay. The UID makes the
+  // patch fail (422) instead of touching a new pod that took the name.
+  if (!want.reason.empty()) {
+    patch["status"]["conditions"] = json::array({{{"type", "PodScheduled"},
+                                                  {"status", "False"},
+                                                  {"reason", want.reason},
+                                                  {"message", want.message},
+                                                  {"lastProbeTime", nullptr},
+                                                  {"lastTransitionTime", FormatRfc3339(absl::Now())}}});
+  }
   if (!r.uid.empty()) patch["metadata"] = {{"uid", r.uid}};
   absl::StatusOr<Response> resp =
       client_->Do({.method = "PATCH",

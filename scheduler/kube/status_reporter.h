@@ -38,7 +38,9 @@ struct StatusReporterOptions {
 };
 
 struct PodCondition {
-  std::string reason;  // "Unschedulable", "QuotaExceeded", "SchedulerError" or "SchedulingGated"
+  // "Unschedulable", "QuotaExceeded", "SchedulerError" or "SchedulingGated"; "" writes no
+  // condition, only nominatedNodeName.
+  std::string reason;
   std::string message;
   // status.nominatedNodeName, written with the condition as kube-scheduler does ("" clears it).
   std::string nominated_node;
@@ -57,6 +59,9 @@ class StatusReporter final : public SchedulingObserver {
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
   // PodScheduled=False, reason SchedulingGated, as kube-scheduler writes it (no Event).
   void PodSchedulingGated(const Pod& pod) override;
+  // Removes status.nominatedNodeName: with the condition this reporter wants for the pod, or
+  // alone if it wants none (a nomination an earlier leader wrote).
+  void NominationCleared(const Pod& pod) override;
 
   // The informer saw the pod bound: a condition write still queued for it is dropped (it
   // would turn the apiserver's PodScheduled=True back to False).

@@ -227,6 +227,37 @@ TEST_CASE("status: the nominated node travels in the same patch, and is cleared 
   CHECK(patches[1]["status"].contains("nominatedNodeName"));
 }
 
+TEST_CASE("status: a cleared nomination keeps the pod's condition; without one, only the field goes") {
+  FlakyServer server;
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  Pod reported = MakePod("reported");
+  reported.nominated_node_name = "gpu-7";
+  reporter.PodUnschedulable(reported, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  reporter.NominationCleared(reported);
+  Pod inherited = MakePod("inherited");  // nominated by an earlier leader: no condition wanted here
+  inherited.nominated_node_name = "gpu-3";
+  reporter.NominationCleared(inherited);
+  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  std::map<std::string, std::vector<json>> patches;
+  for (const auto& call : server.api.calls()) {
+    if (call.method == "PATCH") patches[call.path].push_back(json::parse(call.body));
+  }
+  const auto& r = patches["/api/v1/namespaces/ns/pods/reported/status"];
+  REQUIRE(r.size() == 2);
+  CHECK(r[1]["status"]["nominatedNodeName"].is_null());
+  CHECK(r[1]["status"]["conditions"][0]["reason"] == "Unschedulable");
+  CHECK(r[1]["status"]["conditions"][0]["message"] == r[0]["status"]["conditions"][0]["message"]);
+  const auto& i = patches["/api/v1/namespaces/ns/pods/inherited/status"];
+  REQUIRE(i.size() == 1);
+  CHECK(i[0]["status"].contains("nominatedNodeName"));
+  CHECK(i[0]["status"]["nominatedNodeName"].is_null());
+  CHECK_FALSE(i[0]["status"].contains("conditions"));
+  CHECK(i[0]["metadata"]["uid"] == "uid-inherited");
+  CHECK(events.created() == 1);  // clearing a nomination records no Event
+}
+
 TEST_CASE("status: a gated pod shows PodScheduled=False SchedulingGated, without an Event") {
   FlakyServer server;
   EventRecorder events(server.client.get(), {.queue = kFastRetries});

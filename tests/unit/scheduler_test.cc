@@ -87,7 +87,9 @@ class RecordingObserver final : public SchedulingObserver {
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration) override {
     attempts.push_back(pod.Key() + ":" + std::string(result));
   }
+  void NominationCleared(const Pod& pod) override { cleared.push_back(pod.Key()); }
   std::function<void(const Pod&)> on_unschedulable;
+  std::vector<std::string> cleared;
   std::map<std::string, std::string> scheduled;
   std::map<std::string, std::string> failures;
   std::map<std::string, FailureKind> kinds;
@@ -392,6 +394,49 @@ TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging u
     CHECK(f.observer.scheduled.at("default/high") == "n1");
     CHECK(f.s->NominatedNodeOf("default/high").empty());
   }
+}
+
+// kube-scheduler's prepareCandidate: pods of lower priority nominated to the node a preemption
+// chose lose their nomination (the room they were promised is the preemptor's now); others keep
+// theirs.
+TEST_CASE("a preemption clears lower-priority nominations on its node only", "[scheduler][preemption]") {
+  Fixture f(0);
+  for (std::string node : {"n1", "n2"}) {
+    f.s->OnNodeAdd(NodeBuilder(node).Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:8").Label("pool", node).Build());
+    // A pod preempted earlier, still terminating: pods nominated here wait for it to leave.
+    Pod leaving = PodBuilder("leaving-" + node).Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node(node).Build();
+    leaving.meta.deletion_timestamp = absl::FromUnixSeconds(1);
+    f.s->OnPodAdd(leaving);
+  }
+  // Nominations as an earlier leader left them (read from status.nominatedNodeName).
+  auto nominated = [](const std::string& name, int32_t priority, const std::string& node) {
+    Pod p = PodBuilder(name).Requests("cpu:1,nvidia.com/gpu:2").Priority(priority).Build();
+    p.nominated_node_name = node;
+    return p;
+  };
+  f.s->OnPodAdd(nominated("low-on-n1", 10, "n1"));
+  f.s->OnPodAdd(nominated("low-on-n2", 10, "n2"));
+  f.s->OnPodAdd(nominated("peer-on-n1", 200, "n1"));
+  f.RunUntilIdle();
+  REQUIRE(f.s->NominatedNodeOf("default/low-on-n1") == "n1");
+  REQUIRE(f.observer.cleared.empty());
+  // A preemptor for n1: it fits once leaving-n1 is gone, beside the 2 GPUs promised to
+  // peer-on-n1 (more important than it); low-on-n1's 2 do not count against it.
+  f.s->OnPodAdd(PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:6").Priority(100).Selector("pool", "n1").Build());
+  f.RunUntilIdle();
+  REQUIRE(f.s->NominatedNodeOf("default/high") == "n1");
+  CHECK(f.s->NominatedNodeOf("default/low-on-n1").empty());
+  CHECK(f.s->NominatedNodeOf("default/low-on-n2") == "n2");   // another node
+  CHECK(f.s->NominatedNodeOf("default/peer-on-n1") == "n1");  // more important
+  CHECK(f.observer.cleared == std::vector<std::string>{"default/low-on-n1"});
+  // Its next attempt neither tries n1 as its own nor reports the lost nomination.
+  f.s->OnPodDelete("default/leaving-n2");
+  for (int i = 0; i < 3; ++i) {
+    f.RunUntilIdle();
+    f.clock.Advance(absl::Seconds(30));
+  }
+  CHECK(f.observer.scheduled.at("default/low-on-n1") == "n2");
+  CHECK(f.s->NominatedNodeOf("default/low-on-n1").empty());
 }
 
 TEST_CASE("preemptionPolicy Never: the pod waits, nothing is evicted", "[scheduler][preemption]") {
