@@ -134,8 +134,9 @@ start_bg() {  # NAME CMD... : runs CMD detached, logging to logs/NAME.log
   # Until the child has exec'd, /proc/PID/cmdline is this shell's, which running_pid (it checks
   # the command line against pid reuse) would take for an exited component: wait for the exec.
   for ((i = 0; i < 100; i++)); do
-    running_pid "$name" >/dev/null || { alive "$pid" && sleep 0.05 && continue; }
-    return 0
+    running_pid "$name" >/dev/null && return 0
+    alive "$pid" || return 0  # exited: wait_for reports it, with its log
+    sleep 0.05
   done
 }
 
