@@ -1,6 +1,8 @@
 // List+watch loop of Informer.
 #include "scheduler/kube/informer.h"
 
+#include <future>
+#include <optional>
 #include <random>
 
 #include "spdlog/spdlog.h"
@@ -33,7 +35,70 @@ std::string MetaString(const json& object, const char* field) {
 std::string ResourceVersionOf(const json& object) { return MetaString(object, "resourceVersion"); }
 std::string UidOf(const json& object) { return MetaString(object, "uid"); }
 
+// Reads a list reply only as far as its top-level "metadata" object and keeps its "continue".
+// Stops (returns false to the parser) as soon as that object ends, or at "items" if it comes
+// first: then the token is not known from the head of the reply.
+class ListHeadReader final : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t& value) override {
+    if (depth_ == 2 && in_metadata_ && key_ == "continue") continue_token_ = value;
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (depth_ == 2 && key_ == "metadata") in_metadata_ = true;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 1 && in_metadata_) {
+      done_ = true;
+      return false;
+    }
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    return !(depth_ == 2 && key_ == "items");  // items before metadata: give up
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& value) override {
+    key_ = value;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+  // The continue token ("" on the last page), or nullopt when the head did not say.
+  std::optional<std::string> continue_token() const {
+    if (!done_) return std::nullopt;
+    return continue_token_;
+  }
+
+ private:
+  int depth_ = 0;
+  std::string key_;
+  bool in_metadata_ = false;
+  bool done_ = false;
+  std::string continue_token_;
+};
+
 }  // namespace
+
+std::optional<std::string> ListContinueToken(std::string_view body) {
+  ListHeadReader reader;
+  (void)json::sax_parse(body, &reader);
+  return reader.continue_token();
+}
 
 std::string UrlEncode(std::string_view value) {
   static const char* kHex = "0123456789ABCDEF";
@@ -149,20 +214,28 @@ absl::Status Informer::List() {
   StringKeyedMap<Seen> fresh;
   std::string continue_token;
   std::string list_rv;
+  auto fetch = [this](const std::string& token) {
+    return client_->Do({.path = Query({{"limit", std::to_string(options_.page_size)},
+                                       {"continue", token}}),
+                        .timeout = absl::Seconds(60)});
+  };
+  absl::StatusOr<Response> resp = fetch(continue_token);
   for (;;) {
-    Request req{.path = Query({{"limit", std::to_string(options_.page_size)},
-                               {"continue", continue_token}}),
-                .timeout = absl::Seconds(60)};
-    absl::StatusOr<Response> resp = client_->Do(req);
     if (!resp.ok()) return resp.status();
     if (resp->code == 410 && !continue_token.empty()) {
       // The continue token expired: start over with a fresh list. What was delivered from the
       // first pages is in the store already, so it is not delivered twice.
       continue_token.clear();
       fresh.clear();
+      resp = fetch(continue_token);
       continue;
     }
     if (!resp->ok()) return resp->ToStatus(StrCat("list ", spec_.name));
+    // The next page is asked for before this one is decoded, so that the server prepares it
+    // while this thread parses (the token is in the reply's head, ahead of the items).
+    std::optional<std::string> next = ListContinueToken(resp->body);
+    std::future<absl::StatusOr<Response>> prefetch;
+    if (next.has_value() && !next->empty()) prefetch = std::async(std::launch::async, fetch, *next);
     json page = json::parse(resp->body, nullptr, false);
     resp->body.clear();
     resp->body.shrink_to_fit();
@@ -194,6 +267,7 @@ absl::Status Informer::List() {
     list_rv = JsonString(meta, "resourceVersion");
     continue_token = JsonString(meta, "continue");
     if (continue_token.empty()) break;
+    resp = prefetch.valid() && next == continue_token ? prefetch.get() : fetch(continue_token);
   }
 
   for (const auto& [key, seen] : store_) {

@@ -100,7 +100,11 @@ TEST_CASE("informer relists diff by UID and stream pages, over seeded histories"
       for (const auto& [name, o] : prev) want_deletes += s.contains(name) ? 0 : 1;
     }
 
+    // Half the seeds serve lists as the API server writes them, metadata ahead of the items (the
+    // informer then asks for the next page before it decodes this one); the others items first.
+    const bool metadata_first = seed % 2 == 1;
     absl::Mutex mu;
+    std::map<std::pair<size_t, size_t>, int> page_requests;  // (state, first item) -> requests
     size_t current = 0;  // the state the server lists
     int final_watches = 0;  // watches after the last state was listed
     bool selector_ok = true;
@@ -122,6 +126,7 @@ TEST_CASE("informer relists diff by UID and stream pages, over seeded histories"
       }
       const State& s = history[current];
       const size_t start = call.params.contains("continue") ? std::stoul(call.params.at("continue")) : 0;
+      ++page_requests[{current, start}];
       json items = json::array();
       size_t i = 0;
       for (const auto& [name, o] : s) {
@@ -137,7 +142,9 @@ TEST_CASE("informer relists diff by UID and stream pages, over seeded histories"
       }
       json meta = {{"resourceVersion", std::to_string(1000 + current)}};
       if (start + 2 < s.size()) meta["continue"] = std::to_string(start + 2);
-      res.set_content(json{{"kind", "PodList"}, {"metadata", meta}, {"items", items}}.dump(),
+      res.set_content(metadata_first ? StrCat(R"({"kind":"PodList","metadata":)", meta.dump(),
+                                              R"(,"items":)", items.dump(), "}")
+                                     : json{{"kind", "PodList"}, {"metadata", meta}, {"items", items}}.dump(),
                       "application/json");
     });
     auto client = api.Client();
@@ -170,7 +177,22 @@ TEST_CASE("informer relists diff by UID and stream pages, over seeded histories"
     }
     absl::MutexLock l2(&mu);
     CHECK(selector_ok);
+    for (const auto& [page, n] : page_requests) CHECK(n == 1);  // no page asked for twice
   }
+}
+
+TEST_CASE("a list reply's continue token is read from its head") {
+  CHECK(ListContinueToken(R"({"kind":"PodList","metadata":{"resourceVersion":"7","continue":"abc"},"items":[{"metadata":{"continue":"no"}}]})") == "abc");
+  CHECK(ListContinueToken(R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]})") == "");
+  // A top-level "continue", or one nested deeper in metadata, is not the list's.
+  CHECK(ListContinueToken(R"({"continue":"x","metadata":{"labels":{"continue":"y"}},"items":[]})") == "");
+  // Items ahead of the metadata (or no metadata at all): unknown from the head.
+  CHECK(ListContinueToken(R"({"items":[],"metadata":{"continue":"abc"}})") == std::nullopt);
+  CHECK(ListContinueToken(R"({"kind":"PodList","items":[]})") == std::nullopt);
+  // Not JSON, or cut before the metadata ended.
+  CHECK(ListContinueToken("<html>") == std::nullopt);
+  CHECK(ListContinueToken(R"({"metadata":{"continue":"abc")") == std::nullopt);
+  CHECK(ListContinueToken("") == std::nullopt);
 }
 
 TEST_CASE("pruning drops what no decoder reads and keeps what they do") {
