@@ -25,9 +25,7 @@
 
 #include <atomic>
 #include <functional>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -125,11 +123,6 @@ class Informer {
   // Key -> identity and version of every object delivered. Touched only by the informer thread.
   StringKeyedMap<Seen> store_;
 };
-
-// The "continue" token of a list reply read from its head (the top-level metadata, which the
-// API server writes ahead of the items) without parsing the items: "" on the last page, nullopt
-// when the head does not say (items first, or not JSON).
-std::optional<std::string> ListContinueToken(std::string_view body);
 
 // Percent-encodes a query parameter value.
 std::string UrlEncode(std::string_view value);

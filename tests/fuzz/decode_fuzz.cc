@@ -3,6 +3,7 @@
 // as JSON, to every object decoder (Pod, Node, PriorityClass, PodDisruptionBudget,
 // PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace, CSINode): each must answer with a value
 // or an error, never throw. An error message must name the object it is about (kind and name).
+// The text also goes to ListContinueToken (the informer's read of a list reply's head).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/api/decode.h"
+#include "scheduler/kube/list_head.h"
 
 namespace {
 
@@ -29,6 +31,7 @@ void CheckNamed(const absl::StatusOr<T>& decoded, const std::string& object) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   (void)tessel::DecodeList(text);
+  (void)tessel::kube::ListContinueToken(text);
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return 0;
   const std::string described = tessel::DescribeObject(object);

@@ -16,6 +16,7 @@
 #include "scheduler/api/decode.h"
 #include "scheduler/api/storage.h"
 #include "scheduler/kube/informer.h"
+#include "scheduler/kube/list_head.h"
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
