@@ -38,7 +38,6 @@ std::string UidOf(const json& object) { return MetaString(object, "uid"); }
 
 }  // namespace
 
-
 std::string UrlEncode(std::string_view value) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
