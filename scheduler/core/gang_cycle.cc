@@ -222,17 +222,17 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
   std::set<std::string> target_nodes;
   for (const preemption::GangMemberTarget& t : plan.targets) target_nodes.insert(t.node);
   for (const std::string& node : target_nodes) ClearLowerNominations(head, node);
-  {
-    absl::MutexLock lock(&gang_mu_);
-    for (const PodRef& m : members) {
-      auto it = gang_of_.find(m->Key());
-      if (it == gang_of_.end()) continue;
-      auto g = gang_states_.find(it->second);
-      if (g == gang_states_.end()) continue;
-      if (auto p = g->second.pending.find(m->Key()); p != g->second.pending.end()) p->second = m;
-    }
-  }
+  for (const PodRef& m : members) ReplacePendingMember(m);
   return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
+}
+
+void Scheduler::ReplacePendingMember(const PodRef& pod) {
+  absl::MutexLock lock(&gang_mu_);
+  auto it = gang_of_.find(pod->Key());
+  if (it == gang_of_.end()) return;
+  auto g = gang_states_.find(it->second);
+  if (g == gang_states_.end()) return;
+  if (auto p = g->second.pending.find(pod->Key()); p != g->second.pending.end()) p->second = pod;
 }
 
 void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {

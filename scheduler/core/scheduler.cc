@@ -551,6 +551,7 @@ void Scheduler::ClearLowerNominations(const Pod& preemptor, const std::string& n
     PodRef ref = std::make_shared<const Pod>(std::move(cleared));
     nominator_.Set(ref, "");
     queue_->Update(ref);
+    ReplacePendingMember(ref);  // a gang member: the copy its gang's next cycle reads
     if (observer_) observer_->NominationCleared(*ref);
   }
 }

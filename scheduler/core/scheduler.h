@@ -242,6 +242,9 @@ class Scheduler final : public Handle {
   // A preemption for `preemptor` chose `node`: pods of lower priority nominated there lose
   // their nomination (kube-scheduler's prepareCandidate does the same).
   void ClearLowerNominations(const Pod& preemptor, const std::string& node);
+  // A pending gang member's copy (in its gang's state) replaced by a newer one of the same pod,
+  // e.g. with a changed nomination; nothing for a pod that is no pending gang member.
+  void ReplacePendingMember(const PodRef& pod) ABSL_LOCKS_EXCLUDED(gang_mu_);
   bool Ours(const Pod& pod) const;
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);

@@ -48,14 +48,18 @@ class Recorder final : public SchedulingObserver, public GangStatusSink {
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     unschedulable[pod.Key()] = message;
     kinds[pod.Key()] = kind;
+    nominated[pod.Key()] = pod.nominated_node_name;  // what the status patch would write
     ++reports;
   }
+  void NominationCleared(const Pod& pod) override { cleared.push_back(pod.Key()); }
   void GangStatusChanged(const GangId& id, const GangStatusUpdate& update) override {
     status[id.Describe()] = update;
   }
   std::map<std::string, std::string> scheduled;
   std::map<std::string, std::string> unschedulable;
   std::map<std::string, FailureKind> kinds;
+  std::map<std::string, std::string> nominated;
+  std::vector<std::string> cleared;
   int reports = 0;
   std::map<std::string, GangStatusUpdate> status;
 };
@@ -536,6 +540,45 @@ TEST_CASE("property: no partial gang is ever bound", "[gang][core][property]") {
   }
   CHECK(placed_gangs > 50);
   CHECK(refused_gangs > 50);
+}
+
+// A preemption for a more important pod clears the nominations of a gang's members on its node,
+// in every copy the gang reads: the gang's next failure does not write them back.
+TEST_CASE("a preemption clears a lower-priority gang's nominations on its node", "[gang][core][preemption]") {
+  Core c;
+  c.GpuNodes(1, 8);
+  // A pod preempted earlier, still terminating: the gang nominated to gpu-0 waits for it.
+  Pod leaving = PodBuilder("leaving").Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node("gpu-0").Build();
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(1);
+  c.s->OnPodAdd(leaving);
+  c.PodGroup("g", 2);
+  for (int i = 0; i < 2; ++i) {
+    Pod m = c.Member("g", i, "cpu:1,nvidia.com/gpu:2", 100 + i);
+    m.priority = 10;
+    m.nominated_node_name = "gpu-0";  // as an earlier leader left it
+    c.s->OnPodAdd(m);
+  }
+  c.Run();
+  REQUIRE(c.s->NominatedNodeOf("default/g-1") == "gpu-0");
+  c.s->OnPodAdd(PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:6").Priority(100).Build());
+  c.Run();
+  REQUIRE(c.s->NominatedNodeOf("default/high") == "gpu-0");
+  CHECK(c.s->NominatedNodeOf("default/g-0").empty());
+  CHECK(c.s->NominatedNodeOf("default/g-1").empty());
+  std::vector<std::string> cleared = c.rec.cleared;
+  std::sort(cleared.begin(), cleared.end());
+  CHECK(cleared == std::vector<std::string>{"default/g-0", "default/g-1"});
+  // The gang tries again (its victim's room is high's now) and is reported without them.
+  c.rec.nominated.clear();
+  c.s->OnPodDelete("default/leaving");
+  for (int i = 0; i < 3; ++i) {
+    c.Run();
+    c.clock.Advance(absl::Seconds(30));
+  }
+  REQUIRE(c.rec.nominated.contains("default/g-1"));
+  CHECK(c.rec.nominated.at("default/g-0").empty());
+  CHECK(c.rec.nominated.at("default/g-1").empty());
+  CHECK(c.s->NominatedNodeOf("default/g-1").empty());
 }
 
 }  // namespace
