@@ -68,6 +68,27 @@ struct FlakyServer {
   std::unique_ptr<KubeClient> client = api.Client();
 };
 
+// A StatusReporter and its EventRecorder on a FlakyServer with fast retries.
+struct StatusHarness {
+  FlakyServer server;
+  EventRecorder events{server.client.get(), {.queue = kFastRetries}};
+  StatusReporter reporter{server.client.get(), &events, {.queue = kFastRetries}};
+  // Waits until every wanted condition and Event was written (or given up).
+  void Drain() {
+    WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  }
+  // The bodies of the status patches sent for pod ns/NAME, in order.
+  std::vector<json> StatusPatches(const std::string& name) const {
+    std::vector<json> out;
+    for (const auto& call : server.api.calls()) {
+      if (call.method == "PATCH" && call.path == "/api/v1/namespaces/ns/pods/" + name + "/status") {
+        out.push_back(json::parse(call.body));
+      }
+    }
+    return out;
+  }
+};
+
 TEST_CASE("keyed queue: a burst of one key is one write; a key added while written is written again") {
   absl::Mutex mu;
   int runs = 0;
@@ -181,23 +202,19 @@ TEST_CASE("events: refused for good is dropped and counted; a forgotten pod is n
 }
 
 TEST_CASE("status: one condition per distinct wish, reason from the failure kind") {
-  FlakyServer server;
-  EventRecorder events(server.client.get(), {.queue = kFastRetries});
-  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  StatusHarness h;
   const Pod pod = MakePod("p");
   for (int i = 0; i < 5; ++i) {
-    reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+    h.reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
   }
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
-  reporter.PodUnschedulable(pod, FailureKind::kBindFailed, "binding rejected: timeout");
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"SchedulerError", "binding rejected: timeout"});
-  CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
-  CHECK(events.created() == 2);
-  for (const auto& call : server.api.calls()) {
-    if (call.path != "/api/v1/namespaces/ns/pods/p/status") continue;
-    json patch = json::parse(call.body);
+  h.Drain();
+  CHECK(h.reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
+  h.reporter.PodUnschedulable(pod, FailureKind::kBindFailed, "binding rejected: timeout");
+  h.Drain();
+  CHECK(h.reporter.WrittenCondition("ns/p") == PodCondition{"SchedulerError", "binding rejected: timeout"});
+  CHECK(h.server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 2);
+  CHECK(h.events.created() == 2);
+  for (const json& patch : h.StatusPatches("p")) {
     CHECK(patch["metadata"]["uid"] == "uid-p");
     CHECK(patch["status"]["conditions"][0]["type"] == "PodScheduled");
     CHECK(patch["status"]["conditions"][0]["status"] == "False");
@@ -207,20 +224,15 @@ TEST_CASE("status: one condition per distinct wish, reason from the failure kind
 }
 
 TEST_CASE("status: the nominated node travels in the same patch, and is cleared with null") {
-  FlakyServer server;
-  EventRecorder events(server.client.get(), {.queue = kFastRetries});
-  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  StatusHarness h;
   Pod pod = MakePod("p");
   pod.nominated_node_name = "gpu-7";
-  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
+  h.reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
+  h.Drain();
   pod.nominated_node_name.clear();
-  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  std::vector<json> patches;
-  for (const auto& call : server.api.calls()) {
-    if (call.path == "/api/v1/namespaces/ns/pods/p/status") patches.push_back(json::parse(call.body));
-  }
+  h.reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+  h.Drain();
+  const std::vector<json> patches = h.StatusPatches("p");
   REQUIRE(patches.size() == 2);
   CHECK(patches[0]["status"]["nominatedNodeName"] == "gpu-7");
   CHECK(patches[1]["status"]["nominatedNodeName"].is_null());
@@ -228,52 +240,44 @@ TEST_CASE("status: the nominated node travels in the same patch, and is cleared 
 }
 
 TEST_CASE("status: a cleared nomination keeps the pod's condition; without one, only the field goes") {
-  FlakyServer server;
-  EventRecorder events(server.client.get(), {.queue = kFastRetries});
-  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  StatusHarness h;
   Pod reported = MakePod("reported");
   reported.nominated_node_name = "gpu-7";
-  reporter.PodUnschedulable(reported, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  reporter.NominationCleared(reported);
+  h.reporter.PodUnschedulable(reported, FailureKind::kUnschedulable, "0/2 nodes are available. Preempting pods on node gpu-7.");
+  h.Drain();
+  h.reporter.NominationCleared(reported);
   Pod inherited = MakePod("inherited");  // nominated by an earlier leader: no condition wanted here
   inherited.nominated_node_name = "gpu-3";
-  reporter.NominationCleared(inherited);
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  std::map<std::string, std::vector<json>> patches;
-  for (const auto& call : server.api.calls()) {
-    if (call.method == "PATCH") patches[call.path].push_back(json::parse(call.body));
-  }
-  const auto& r = patches["/api/v1/namespaces/ns/pods/reported/status"];
+  h.reporter.NominationCleared(inherited);
+  h.Drain();
+  const std::vector<json> r = h.StatusPatches("reported");
   REQUIRE(r.size() == 2);
   CHECK(r[1]["status"]["nominatedNodeName"].is_null());
   CHECK(r[1]["status"]["conditions"][0]["reason"] == "Unschedulable");
   CHECK(r[1]["status"]["conditions"][0]["message"] == r[0]["status"]["conditions"][0]["message"]);
-  const auto& i = patches["/api/v1/namespaces/ns/pods/inherited/status"];
+  const std::vector<json> i = h.StatusPatches("inherited");
   REQUIRE(i.size() == 1);
   CHECK(i[0]["status"].contains("nominatedNodeName"));
   CHECK(i[0]["status"]["nominatedNodeName"].is_null());
   CHECK_FALSE(i[0]["status"].contains("conditions"));
   CHECK(i[0]["metadata"]["uid"] == "uid-inherited");
-  CHECK(events.created() == 1);  // clearing a nomination records no Event
+  CHECK(h.events.created() == 1);  // clearing a nomination records no Event
 }
 
 TEST_CASE("status: a gated pod shows PodScheduled=False SchedulingGated, without an Event") {
-  FlakyServer server;
-  EventRecorder events(server.client.get(), {.queue = kFastRetries});
-  StatusReporter reporter(server.client.get(), &events, {.queue = kFastRetries});
+  StatusHarness h;
   const Pod pod = MakePod("p");
-  reporter.PodSchedulingGated(pod);
-  reporter.PodSchedulingGated(pod);
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  CHECK(reporter.WrittenCondition("ns/p") ==
+  h.reporter.PodSchedulingGated(pod);
+  h.reporter.PodSchedulingGated(pod);
+  h.Drain();
+  CHECK(h.reporter.WrittenCondition("ns/p") ==
         PodCondition{"SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"});
-  CHECK(server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 1);
-  CHECK(events.created() == 0);
+  CHECK(h.server.api.Count("PATCH /api/v1/namespaces/ns/pods/p/status") == 1);
+  CHECK(h.events.created() == 0);
   // Once the gates are gone and it fits nowhere, the reason changes to Unschedulable.
-  reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
-  WaitUntil([&] { return reporter.pending() == 0 && events.pending() == 0; });
-  CHECK(reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
+  h.reporter.PodUnschedulable(pod, FailureKind::kUnschedulable, "0/2 nodes are available");
+  h.Drain();
+  CHECK(h.reporter.WrittenCondition("ns/p") == PodCondition{"Unschedulable", "0/2 nodes are available"});
 }
 
 TEST_CASE("status: failed writes are retried; a refused one is not claimed as written") {

@@ -140,6 +140,13 @@ struct Fixture {
     const std::atomic<bool> never{false};
     return s->Run(never);
   }
+  // Runs until idle `rounds` times, 30 s of the manual clock apart, so backoffs pass.
+  void Settle(int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+      RunUntilIdle();
+      clock.Advance(absl::Seconds(30));
+    }
+  }
 
   ManualClock clock;
   Cache cache;
@@ -321,13 +328,6 @@ TEST_CASE("a nominated node is tried first and dropped when it no longer fits", 
 // room is free again once the nominated pod is gone.
 TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priority", "[scheduler][preemption]") {
   Fixture f(1);
-  // Runs until idle, letting backoffs pass on the manual clock.
-  auto settle = [&f] {
-    for (int i = 0; i < 5; ++i) {
-      f.RunUntilIdle();
-      f.clock.Advance(absl::Seconds(30));
-    }
-  };
   Pod waiting = PodBuilder("waiting").Requests("cpu:1,nvidia.com/gpu:6").Priority(100).Build();
   waiting.nominated_node_name = "n1";
   // It does not fit yet: a terminating pod it preempted still holds the node.
@@ -335,7 +335,7 @@ TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priorit
   leaving.meta.deletion_timestamp = absl::FromUnixSeconds(1);
   f.s->OnPodAdd(leaving);
   f.s->OnPodAdd(waiting);
-  settle();
+  f.Settle(5);
   CHECK_FALSE(f.observer.scheduled.contains("default/waiting"));
   CHECK(f.api.evictions.empty());  // it waits for its victim instead of preempting again
   CHECK(f.s->NominatedNodeOf("default/waiting") == "n1");
@@ -345,7 +345,7 @@ TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priorit
   SECTION("lower and equal priority wait; the nominated pod takes its node") {
     f.s->OnPodAdd(PodBuilder("lower").Requests("cpu:1,nvidia.com/gpu:4").Priority(50).Build());
     f.s->OnPodAdd(PodBuilder("peer").Requests("cpu:1,nvidia.com/gpu:4").Priority(100).Created(0).Build());
-    settle();
+    f.Settle(5);
     CHECK(f.observer.scheduled.at("default/waiting") == "n1");
     CHECK_FALSE(f.observer.scheduled.contains("default/lower"));
     CHECK_FALSE(f.observer.scheduled.contains("default/peer"));
@@ -353,14 +353,14 @@ TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priorit
   }
   SECTION("a more important pod may take the room") {
     f.s->OnPodAdd(PodBuilder("vip").Requests("cpu:1,nvidia.com/gpu:4").Priority(200).Build());
-    settle();
+    f.Settle(5);
     CHECK(f.observer.scheduled.at("default/vip") == "n1");
   }
   SECTION("the nominated pod is deleted: its room is free") {
     f.s->OnPodDelete("default/waiting");
     CHECK(f.s->NominatedNodeOf("default/waiting").empty());
     f.s->OnPodAdd(PodBuilder("lower").Requests("cpu:1,nvidia.com/gpu:4").Priority(50).Build());
-    settle();
+    f.Settle(5);
     CHECK(f.observer.scheduled.at("default/lower") == "n1");
   }
 }
@@ -387,10 +387,7 @@ TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging u
   }
   SECTION("the victim leaves: the preemptor takes the node") {
     f.s->OnPodDelete("default/low");
-    for (int i = 0; i < 3; ++i) {
-      f.RunUntilIdle();
-      f.clock.Advance(absl::Seconds(30));
-    }
+    f.Settle(3);
     CHECK(f.observer.scheduled.at("default/high") == "n1");
     CHECK(f.s->NominatedNodeOf("default/high").empty());
   }
@@ -431,10 +428,7 @@ TEST_CASE("a preemption clears lower-priority nominations on its node only", "[s
   CHECK(f.observer.cleared == std::vector<std::string>{"default/low-on-n1"});
   // Its next attempt neither tries n1 as its own nor reports the lost nomination.
   f.s->OnPodDelete("default/leaving-n2");
-  for (int i = 0; i < 3; ++i) {
-    f.RunUntilIdle();
-    f.clock.Advance(absl::Seconds(30));
-  }
+  f.Settle(3);
   CHECK(f.observer.scheduled.at("default/low-on-n1") == "n2");
   CHECK(f.s->NominatedNodeOf("default/low-on-n1").empty());
 }
