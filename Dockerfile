@@ -27,6 +27,6 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
 COPY --from=build /out/ /
 COPY manifests/config.yaml /etc/tessel/config.yaml
 USER 65532:65532
-EXPOSE 10251
+EXPOSE 10259
 ENTRYPOINT ["/usr/local/bin/tessel-scheduler"]
 CMD ["--config=/etc/tessel/config.yaml"]

@@ -387,8 +387,8 @@ std::vector<std::string> SchedulerCommand(const Options& o, std::string_view whi
             "--bind-address", "127.0.0.1", "--port", "0", "--secure-port", "0", "--kube-api-qps", qps,
             "--kube-api-burst", burst};
   }
-  // kube-scheduler 1.20: no serving ports at all (nothing here reads them).
-  return {o.kube_scheduler, "--kubeconfig", o.kubeconfig, "--leader-elect=false", "--port=0",
+  // kube-scheduler: no serving port at all (nothing here reads it).
+  return {o.kube_scheduler, "--kubeconfig", o.kubeconfig, "--leader-elect=false",
           "--secure-port=0", "--kube-api-qps", qps, "--kube-api-burst", burst, "-v=1"};
 }
 

@@ -70,7 +70,7 @@ EOF
   "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-    --secure-port="$SIDE_PORT" --insecure-port=0 \
+    --secure-port="$SIDE_PORT" \
     --cert-dir="$dir" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \

@@ -1,78 +1,65 @@
 #!/usr/bin/env bash
-# build-k8s.sh: builds kube-apiserver and kube-controller-manager (and kubectl when none is on
-# PATH, and kube-scheduler when asked) from Debian's own "kubernetes" source package, and caches
-# them.
+# build-k8s.sh: builds the Kubernetes control plane the tests run on, from the Go module proxy,
+# and caches it. Prints the directory of the binaries on stdout (the only thing it prints there).
 #
-# The binaries are cached under
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/k8s-<debian source version>/bin/
-# and that directory is printed on stdout (the only thing printed on stdout). When the cache is
-# already complete the script exits at once. Progress goes to stderr; the full build output goes
-# to build.log next to bin/. A cold build takes about 8-9 minutes on 2 cores.
+#   build-k8s.sh [--oldest] [VERSION]
+#
+# VERSION defaults to KUBE_VERSION of tools/cluster/k8s-versions. It builds kube-apiserver,
+# kube-controller-manager and kubectl of that release, and etcd (ETCD_VERSION), into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/k8s-v<VERSION>/bin/
+# --oldest builds only kube-apiserver of KUBE_OLDEST_VERSION (the install test on the oldest
+# supported release needs no more), with etcd and the kubectl of KUBE_VERSION beside it.
+# When the cache is complete it exits at once. Progress goes to stderr, the go tool's output to
+# build.log next to bin/. Cold (empty module and build caches), about 12 minutes on 2 cores.
+#
+# How: a small module of our own requires k8s.io/kubernetes@vVERSION, with one `replace` line per
+# staging module (k8s.io/api, k8s.io/client-go, ...) pointing at its published v0.MINOR.PATCH
+# (k8s.io/kubernetes's own go.mod points them at ./staging, which a dependency cannot use), and
+# `go build`s the commands with the version stamped in as the release's own build does. etcd is
+# built the same way from go.etcd.io/etcd/server/v3. Only the Go module proxy is used; Go comes
+# from /usr/local/go (or PATH) and must be new enough for the release's go.mod.
 #
 # Environment:
-#   TESSEL_BUILD_KUBECTL=1   also build kubectl even if one is on PATH.
 #   TESSEL_BUILD_KUBE_SCHEDULER=1   also build kube-scheduler (for `tessel-bench e2e --compare
-#                            kube-scheduler`; about 2 more minutes with the Go build cache warm).
-#                            Runs that do not ask for it neither build nor wait for it.
-#
-# Why it is built this way (see issue 4, section 7):
-#   - only the Debian archive is used: `apt-get source kubernetes` through a temporary deb-src
-#     entry, removed again afterwards;
-#   - the vendored modern-go/reflect2 v1.0.1 crashes under Go 1.19, so it is replaced by the files
-#     of Debian's golang-github-modern-go-reflect2-dev;
-#   - `go build -mod=vendor` does not work on this tree: its own make (GOPATH mode) is used.
+#                                   kube-scheduler`); runs that do not ask for it never wait for it.
 set -euo pipefail
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tessel"
-SRC_LIST=/etc/apt/sources.list.d/tessel-kubernetes-src.sources
-APT_OPTS=(-q -o DPkg::Lock::Timeout=600)
 
 log() { printf '[build-k8s %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-as_root() {
-  if [[ $EUID -eq 0 ]]; then "$@"
-  elif command -v sudo >/dev/null; then sudo -n "$@"
-  else die "need root (or sudo) to run: $*"
-  fi
-}
+# shellcheck disable=SC1091
+source "$HERE/k8s-versions"
+VERSION=$KUBE_VERSION
+OLDEST=0
+for arg in "$@"; do
+  case $arg in
+    --oldest) VERSION=$KUBE_OLDEST_VERSION; OLDEST=1 ;;
+    [0-9]*.[0-9]*.[0-9]*) VERSION=$arg ;;
+    *) die "usage: $0 [--oldest] [VERSION]  (got '$arg')" ;;
+  esac
+done
+VERSION=${VERSION#v}
 
-# Version of the Debian source package "kubernetes", read from its binary package
-# kubernetes-client so that no deb-src entry is needed to know the cache key.
-source_version() {
-  apt-cache show --no-all-versions kubernetes-client 2>/dev/null | awk '
-    /^Version:/ { v = $2 }
-    /^Source:/ && NF >= 3 { s = $3; gsub(/[()]/, "", s) }
-    END { if (s != "") print s; else if (v != "") print v }'
-}
-
-want_kubectl() {
-  [[ "${TESSEL_BUILD_KUBECTL:-0}" == 1 ]] || ! command -v kubectl >/dev/null
-}
-
-want_kube_scheduler() {
-  [[ "${TESSEL_BUILD_KUBE_SCHEDULER:-0}" == 1 ]]
-}
-
-cache_complete() {
-  local bin=$1
-  [[ -x $bin/kube-apiserver && -x $bin/kube-controller-manager ]] || return 1
-  if want_kubectl; then [[ -x $bin/kubectl ]] || return 1; fi
-  if want_kube_scheduler; then [[ -x $bin/kube-scheduler ]] || return 1; fi
-  return 0
-}
-
-VERSION=$(source_version || true)
-if [[ -z $VERSION ]]; then
-  log "apt lists do not know kubernetes-client; running apt-get update"
-  as_root apt-get "${APT_OPTS[@]}" update >/dev/null
-  VERSION=$(source_version || true)
-  [[ -n $VERSION ]] || die "the apt sources have no kubernetes-client package (Debian 12 expected)"
+COMMANDS=(kube-apiserver kube-controller-manager kubectl)
+[[ ${TESSEL_BUILD_KUBE_SCHEDULER:-0} != 1 ]] || COMMANDS+=(kube-scheduler)
+if ((OLDEST)); then
+  COMMANDS=(kube-apiserver)
+  # kubectl of the newest release (kubectl speaks to older servers; only `version` warns).
+  CURRENT_BIN=$(TESSEL_BUILD_KUBE_SCHEDULER=0 "$HERE/build-k8s.sh")
+  mkdir -p "$CACHE_ROOT/k8s-v${VERSION#v}/bin"
+  ln -sfn "$CURRENT_BIN/kubectl" "$CACHE_ROOT/k8s-v${VERSION#v}/bin/kubectl"
 fi
 
-VDIR="$CACHE_ROOT/k8s-$VERSION"
+VDIR="$CACHE_ROOT/k8s-v$VERSION"
 BIN="$VDIR/bin"
-if cache_complete "$BIN"; then
+missing_commands() {
+  local c
+  for c in "${COMMANDS[@]}" etcd; do [[ -x $BIN/$c ]] || echo "$c"; done
+}
+if [[ -z $(missing_commands) ]]; then
   echo "$BIN"
   exit 0
 fi
@@ -81,171 +68,110 @@ mkdir -p "$VDIR"
 # One build at a time per cache (parallel test runs may all ask for the binaries).
 exec 9>"$VDIR/.lock"
 if ! flock -n 9; then
-  log "another build is running; waiting for it"
+  log "another build of $VERSION is running; waiting for it"
   flock 9
 fi
-if cache_complete "$BIN"; then
+if [[ -z $(missing_commands) ]]; then
   echo "$BIN"
   exit 0
 fi
 
+# --- Go ---------------------------------------------------------------------------------------
+GO=
+for g in /usr/local/go/bin/go "$(command -v go || true)"; do
+  [[ -n $g && -x $g ]] && { GO=$g; break; }
+done
+[[ -n $GO ]] || die "no Go toolchain (expected /usr/local/go/bin/go)"
+# The go tool's own module and build caches (~/go/pkg/mod, ~/.cache/go-build) are used, so a
+# second release, or kube-scheduler later, compiles only what differs.
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+# Our module's go line is the toolchain's own version (its GODEBUG defaults are the newest).
+GO_LANG=$("$GO" env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')
+export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+
 START=$SECONDS
 LOG="$VDIR/build.log"
 : >"$LOG"
-log "building Kubernetes $VERSION from the Debian source package (about 9 minutes; log: $LOG)"
+WORK="$VDIR/module"
+rm -rf "$WORK"
+mkdir -p "$WORK" "$BIN"
 
-# --- 1. build dependencies -------------------------------------------------------------------
-PKGS=(etcd-server golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev openssl curl)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  log "installing ${missing[*]}"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y \
-    --no-install-recommends "${missing[@]}" >>"$LOG" 2>&1 || die "apt-get install failed (see $LOG)"
+# write_module DIR MODULE VERSION [REPLACE-LINES]: a module that requires MODULE@VERSION.
+write_module() {
+  local dir=$1 module=$2 version=$3 replaces=${4:-}
+  mkdir -p "$dir"
+  {
+    echo "// Written by tools/cluster/build-k8s.sh: builds $module $version from the module proxy."
+    echo "module tessel.local/build/$(basename "$dir")"
+    echo
+    echo "go $GO_LANG"
+    echo
+    echo "require $module $version"
+    if [[ -n $replaces ]]; then
+      echo
+      echo "replace ("
+      printf '%s\n' "$replaces"
+      echo ")"
+    fi
+  } >"$dir/go.mod"
+}
+
+go_build() {  # DIR OUT PACKAGE [LDFLAGS]
+  local dir=$1 out=$2 pkg=$3 ldflags=${4:-}
+  (cd "$dir" && nice -n 10 "$GO" build -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg") \
+    >>"$LOG" 2>&1 || { tail -n 20 "$LOG" >&2; die "go build $pkg failed (see $LOG)"; }
+  mv -f "$out.tmp" "$out"
+}
+
+# --- Kubernetes --------------------------------------------------------------------------------
+need_k8s=0
+for c in "${COMMANDS[@]}"; do [[ -x $BIN/$c ]] || need_k8s=1; done
+if ((need_k8s)); then
+  log "building Kubernetes v$VERSION (${COMMANDS[*]}) from the Go module proxy (log: $LOG)"
+  modfile=$(cd "$VDIR" && GOFLAGS= "$GO" mod download -json "k8s.io/kubernetes@v$VERSION" 2>>"$LOG" \
+    | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p') || true
+  [[ -n $modfile && -f $modfile ]] \
+    || die "cannot download k8s.io/kubernetes@v$VERSION from the module proxy (see $LOG)"
+  gomod=$(<"$modfile")
+  minor=${VERSION#*.}
+  # Every staging module k8s.io/kubernetes replaces with ./staging/src/k8s.io/NAME is published
+  # as k8s.io/NAME v0.MINOR.PATCH.
+  replaces=$(awk -v v="v0.$minor" '$1 ~ /^k8s\.io\// && $2 == "=>" && $3 ~ /^\.\/staging\// {
+    printf "\t%s => %s %s\n", $1, $1, v }' <<<"$gomod")
+  [[ -n $replaces ]] || die "k8s.io/kubernetes@v$VERSION's go.mod names no staging modules"
+  write_module "$WORK/k8s" k8s.io/kubernetes "v$VERSION" "$replaces"
+  IFS=. read -r major minor_only _ <<<"$VERSION"
+  pkg_version=k8s.io/component-base/version
+  stamp="-X $pkg_version.gitVersion=v$VERSION -X $pkg_version.gitMajor=$major"
+  stamp+=" -X $pkg_version.gitMinor=$minor_only -X $pkg_version.gitTreeState=clean"
+  stamp+=" -X $pkg_version.buildDate=1970-01-01T00:00:00Z"
+  # The client's own copy of the version (kubectl version) lives in client-go.
+  stamp+=" -X k8s.io/client-go/pkg/version.gitVersion=v$VERSION"
+  stamp+=" -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor_only"
+  for c in "${COMMANDS[@]}"; do
+    [[ -x $BIN/$c ]] && continue
+    t0=$SECONDS
+    log "go build k8s.io/kubernetes/cmd/$c"
+    go_build "$WORK/k8s" "$BIN/$c" "k8s.io/kubernetes/cmd/$c" "$stamp"
+    log "built $c in $((SECONDS - t0)) s"
+  done
 fi
 
-# --- 2. the source, through a temporary deb-src entry ------------------------------------------
-# Prints "URIS<TAB>SUITES<TAB>SIGNED-BY" of the machine's deb.debian.org/debian main entry.
-debian_entry() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f && $f != "$SRC_LIST" ]] || continue
-    awk '
-      function flush() {
-        if (types ~ /(^| )deb( |$)/ && uris ~ /\/debian\/?( |$)/ && comps ~ /(^| )main( |$)/)
-          printf "%s\t%s\t%s\n", uris, suites, signed
-        types = uris = suites = comps = signed = ""
-      }
-      /^[ \t]*#/ { next }
-      /^[ \t]*$/ { flush(); next }
-      { key = tolower($1); sub(/^[^:]*:[ \t]*/, "") }
-      key == "types:" { types = $0 } key == "uris:" { uris = $0 }
-      key == "suites:" { suites = $0 } key == "components:" { comps = $0 }
-      key == "signed-by:" { signed = $0 }
-      END { flush() }' "$f"
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [[ -f $f ]] || continue
-    awk '
-      /^[ \t]*deb[ \t]/ {
-        signed = ""; i = 2
-        if ($2 ~ /^\[/) {
-          for (; i <= NF; i++) {
-            if ($i ~ /^\[?signed-by=/) { signed = $i; sub(/^\[?signed-by=/, "", signed); sub(/\]$/, "", signed) }
-            if ($i ~ /\]$/) { i++; break }
-          }
-        }
-        uri = $i; suite = $(i + 1); main = 0
-        for (j = i + 2; j <= NF; j++) if ($j == "main") main = 1
-        if (uri ~ /\/debian\/?$/ && main) printf "%s\t%s\t%s\n", uri, suite, signed
-      }' "$f"
-  done
-}
-
-entry=$(debian_entry | head -n1)
-[[ -n $entry ]] || die "no deb.debian.org/debian main entry found in the apt sources"
-IFS=$'\t' read -r uris suites signed <<<"$entry"
-# One-line style lists give one suite per line: gather all suites of that URI.
-if [[ $suites != *" "* ]]; then
-  suites=$(debian_entry | awk -F'\t' -v u="$uris" '$1 == u { print $2 }' | sort -u | tr '\n' ' ')
-  suites=${suites% }
+# --- etcd ----------------------------------------------------------------------------------------
+if [[ ! -x $BIN/etcd ]]; then
+  ETCD_BIN="$CACHE_ROOT/etcd-v$ETCD_VERSION/etcd"
+  if [[ ! -x $ETCD_BIN ]]; then
+    t0=$SECONDS
+    log "go build go.etcd.io/etcd/server/v3 v$ETCD_VERSION"
+    mkdir -p "$(dirname "$ETCD_BIN")"
+    write_module "$WORK/etcd" go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
+    go_build "$WORK/etcd" "$ETCD_BIN" go.etcd.io/etcd/server/v3
+    log "built etcd in $((SECONDS - t0)) s"
+  fi
+  install -m 0755 "$ETCD_BIN" "$BIN/.etcd.tmp"
+  mv -f "$BIN/.etcd.tmp" "$BIN/etcd"
 fi
 
-SRC_ADDED=0
-cleanup_src() {
-  if ((SRC_ADDED)); then
-    as_root rm -f "$SRC_LIST"
-    as_root apt-get "${APT_OPTS[@]}" update >>"$LOG" 2>&1 || log "warning: apt-get update after removing $SRC_LIST failed"
-    SRC_ADDED=0
-  fi
-}
-SCRATCH="$VDIR/scratch"
-cleanup() {
-  local rc=$?
-  cleanup_src
-  if [[ -d $SCRATCH ]]; then rm -rf "$SCRATCH"; fi
-  if ((rc)); then log "FAILED after $((SECONDS - START)) s; see $LOG"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log "adding temporary deb-src entry $SRC_LIST ($uris $suites)"
-{
-  echo "# Temporary entry added by Tessel's tools/cluster/build-k8s.sh; removed after use."
-  echo "Types: deb-src"
-  echo "URIs: $uris"
-  echo "Suites: $suites"
-  echo "Components: main"
-  [[ -z $signed ]] || echo "Signed-By: $signed"
-} | as_root tee "$SRC_LIST" >/dev/null
-SRC_ADDED=1
-as_root apt-get "${APT_OPTS[@]}" update >>"$LOG" 2>&1 || die "apt-get update failed (see $LOG)"
-
-rm -rf "$SCRATCH"
-mkdir -p "$SCRATCH/home"
-log "downloading and unpacking the kubernetes source package"
-(cd "$SCRATCH" && apt-get "${APT_OPTS[@]}" source "kubernetes=$VERSION") >>"$LOG" 2>&1 \
-  || die "apt-get source kubernetes=$VERSION failed (see $LOG)"
-cleanup_src
-TREE=$(find "$SCRATCH" -mindepth 1 -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
-[[ -n $TREE && -f $TREE/Makefile ]] || die "no unpacked kubernetes tree in $SCRATCH"
-
-# --- 3. replace the vendored reflect2 ----------------------------------------------------------
-R2=vendor/github.com/modern-go/reflect2
-mapfile -t r2files < <(dpkg -L golang-github-modern-go-reflect2-dev \
-  | grep -E '/github\.com/modern-go/reflect2/[^/]+\.(go|s)$' | grep -v '_test\.go$')
-((${#r2files[@]})) || die "golang-github-modern-go-reflect2-dev installs no .go files?"
-[[ -d $TREE/$R2 ]] || die "$R2 missing from the source tree"
-rm -f "$TREE/$R2"/*.go "$TREE/$R2"/*.s
-cp "${r2files[@]}" "$TREE/$R2/"
-log "replaced $R2 with ${#r2files[@]} files from golang-github-modern-go-reflect2-dev"
-
-# --- 4. build ------------------------------------------------------------------------------------
-# Only what the cache lacks (e.g. kubectl alone, when it is wanted later).
-TARGETS=()
-for name in kube-apiserver kube-controller-manager kubectl kube-scheduler; do
-  [[ $name != kubectl ]] || want_kubectl || continue
-  [[ $name != kube-scheduler ]] || want_kube_scheduler || continue
-  [[ -x $BIN/$name ]] || TARGETS+=("cmd/$name")
-done
-export HOME="$SCRATCH/home"
-export GOPROXY=off GOFLAGS='' GO111MODULE=off
-unset GOPATH GOBIN GOCACHE
-# The tree's make puts the Go build cache in _output/local/go/cache; point that at a directory
-# that outlives the tree, so that a later build of the same version (kubectl, say) is quicker.
-GOCACHE_DIR="$CACHE_ROOT/go-build-cache"
-link_gocache() {
-  mkdir -p "$GOCACHE_DIR" "$TREE/_output/local/go"
-  ln -sfn "$GOCACHE_DIR" "$TREE/_output/local/go/cache"
-}
-
-build_target() {
-  # Plain make (no -j): the go tool itself uses at most one process per core.
-  link_gocache
-  (cd "$TREE" && nice -n 10 make WHAT="$1") >>"$LOG" 2>&1
-}
-for t in "${TARGETS[@]}"; do
-  t0=$SECONDS
-  log "make WHAT=$t"
-  if ! build_target "$t"; then
-    log "make WHAT=$t failed; removing _output and retrying once"
-    rm -rf "$TREE/_output"   # removes the cache link, not the cache
-    build_target "$t" || die "make WHAT=$t failed twice (see $LOG)"
-  fi
-  log "built $t in $((SECONDS - t0)) s"
-done
-
-# --- 5. cache the binaries -----------------------------------------------------------------------
-mkdir -p "$BIN"
-for t in "${TARGETS[@]}"; do
-  name=${t#cmd/}
-  src="$TREE/_output/bin/$name"
-  [[ -x $src ]] || src=$(find "$TREE/_output" -type f -name "$name" -perm -u+x | head -n1)
-  [[ -n $src && -x $src ]] || die "built $name not found under _output"
-  install -m 0755 "$src" "$BIN/.$name.tmp"
-  mv -f "$BIN/.$name.tmp" "$BIN/$name"
-done
+rm -rf "$WORK"
 log "done in $((SECONDS - START)) s; binaries in $BIN"
 echo "$BIN"

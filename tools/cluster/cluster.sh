@@ -5,7 +5,9 @@
 # authentication, self-signed TLS), kube-controller-manager (job, garbagecollector, namespace,
 # replicaset, deployment, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
 # every node (pods go Running, finish after tessel.io/sim-duration, deletions complete).
-# The binaries come from build-k8s.sh (Debian's kubernetes 1.20 source, built once and cached).
+# The binaries come from build-k8s.sh (Kubernetes and etcd from the Go module proxy, built once
+# and cached): the release KUBE_VERSION of tools/cluster/k8s-versions, or TESSEL_KUBE_VERSION
+# (e.g. "oldest" for KUBE_OLDEST_VERSION, or 1.33.5).
 #
 # Usage: cluster.sh up | down | nodes FILE | env | status | kubectl ARGS...
 #                   | stop COMPONENT... | restart COMPONENT...
@@ -19,12 +21,13 @@
 # RBAC grants them), scheduler-tokenfile.kubeconfig (the same, through tokenFile),
 # admin-cert.kubeconfig (client certificate), admin.token, scheduler.token and pki/ca.crt.
 # `up` prints `export KUBECONFIG=<state dir>/admin.kubeconfig` as its last line on stdout
-# (preceded by an `export PATH=...` line when kubectl comes from the build cache).
+# (preceded by an `export PATH=...` line that puts the release's own kubectl first).
 #
 # Pids are in <state dir>/run/NAME.pid (to SIGKILL one in a test, then `up` to bring it back),
 # logs in <state dir>/logs/NAME.log.
 #
-# Environment: TESSEL_CLUSTER_DIR, TESSEL_APISERVER_ARGS, TESSEL_KCM_ARGS (extra flags),
+# Environment: TESSEL_CLUSTER_DIR, TESSEL_KUBE_VERSION, TESSEL_CLUSTER_COMPONENTS (which of
+# "etcd apiserver controller-manager kubelet" to run; all by default), TESSEL_APISERVER_ARGS, TESSEL_KCM_ARGS (extra flags),
 # TESSEL_KCM_CONTROLLERS (the --controllers list), TESSEL_SIM_LEASE_INTERVAL (seconds, 0 = off),
 # TESSEL_STOP_GRACE (seconds between SIGTERM and SIGKILL, default 5).
 set -euo pipefail
@@ -34,6 +37,7 @@ STATE="${TESSEL_CLUSTER_DIR:-/tmp/tessel-cluster-$UID}"
 STATE=${STATE%/}
 MARKER="$STATE/.tessel-cluster"
 COMPONENTS=(etcd apiserver controller-manager kubelet)
+if [[ -n ${TESSEL_CLUSTER_COMPONENTS:-} ]]; then read -r -a COMPONENTS <<<"$TESSEL_CLUSTER_COMPONENTS"; fi
 DEFAULT_CONTROLLERS="job,garbagecollector,namespace,replicaset,deployment,replicationcontroller,\
 statefulset,daemonset,cronjob,disruption,resourcequota,podgc,clusterrole-aggregation,\
 serviceaccount,serviceaccount-token"
@@ -62,7 +66,6 @@ find_python() {
 
 ensure_runtime_packages() {
   local missing=()
-  command -v etcd >/dev/null || missing+=(etcd-server)
   command -v openssl >/dev/null || missing+=(openssl)
   command -v curl >/dev/null || missing+=(curl)
   command -v python3 >/dev/null || missing+=(python3)
@@ -74,15 +77,20 @@ ensure_runtime_packages() {
   find_python
 }
 
-# kubectl: the one on PATH, else the one build-k8s.sh built.
+# kubectl: the one build-k8s.sh built with the control plane (same release).
 KUBECTL=
 find_kubectl() {
-  KUBECTL=$(command -v kubectl || true)
-  if [[ -z $KUBECTL ]]; then
-    [[ -n ${BIN_DIR:-} ]] || load_env
-    KUBECTL="$BIN_DIR/kubectl"
-    [[ -x $KUBECTL ]] || die "no kubectl on PATH and none in $BIN_DIR"
-  fi
+  [[ -n ${BIN_DIR:-} ]] || load_env
+  KUBECTL="$BIN_DIR/kubectl"
+  [[ -x $KUBECTL ]] || die "no kubectl in $BIN_DIR"
+}
+
+build_k8s() {  # prints the bin dir of the release TESSEL_KUBE_VERSION asks for
+  case ${TESSEL_KUBE_VERSION:-} in
+    "") "$HERE/build-k8s.sh" ;;
+    oldest) "$HERE/build-k8s.sh" --oldest ;;
+    *) "$HERE/build-k8s.sh" "$TESSEL_KUBE_VERSION" ;;
+  esac
 }
 
 free_ports() {  # N -> N distinct free loopback ports
@@ -274,7 +282,7 @@ init_state() {
 # ---- components -----------------------------------------------------------------------------------
 start_etcd() {
   log "starting etcd on 127.0.0.1:$ETCD_CLIENT_PORT"
-  start_bg etcd etcd --name tessel --data-dir "$STATE/etcd" \
+  start_bg etcd "$BIN_DIR/etcd" --name tessel --data-dir "$STATE/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
     --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -296,7 +304,7 @@ start_apiserver() {
   start_bg apiserver "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-    --secure-port="$APISERVER_PORT" --insecure-port=0 \
+    --secure-port="$APISERVER_PORT" \
     --cert-dir="$STATE/pki" \
     --tls-cert-file="$STATE/pki/apiserver.crt" --tls-private-key-file="$STATE/pki/apiserver.key" \
     --client-ca-file="$STATE/pki/ca.crt" \
@@ -322,7 +330,7 @@ start_controller_manager() {
     --use-service-account-credentials=false \
     --controllers="${TESSEL_KCM_CONTROLLERS:-$DEFAULT_CONTROLLERS}" \
     --leader-elect=false \
-    --bind-address=127.0.0.1 --port=0 --secure-port="$KCM_PORT" --cert-dir="$STATE/kcm-certs" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$STATE/kcm-certs" \
     --root-ca-file="$STATE/pki/ca.crt" \
     --service-account-private-key-file="$STATE/pki/sa.key" \
     --kube-api-qps=1000 --kube-api-burst=2000 \
@@ -359,9 +367,7 @@ all_running() {
 
 print_env() {
   load_env
-  if ! command -v kubectl >/dev/null && [[ -x $BIN_DIR/kubectl ]]; then
-    echo "export PATH=\"$BIN_DIR:\$PATH\""
-  fi
+  echo "export PATH=\"$BIN_DIR:\$PATH\""
   echo "export KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
@@ -385,7 +391,7 @@ cmd_up() {
     if [[ -e $STATE && ! -f $MARKER && -n $(ls -A "$STATE" 2>/dev/null) ]]; then
       die "$STATE exists and is not a Tessel cluster dir; refusing to use it"
     fi
-    BIN_DIR=$("$HERE/build-k8s.sh")
+    BIN_DIR=$(build_k8s)
     init_state
     fresh=1
   else

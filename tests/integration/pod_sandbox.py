@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""pod_sandbox.py: runs a container of an applied Deployment the way a kubelet would, without a
+container runtime, using bubblewrap (Debian's bwrap).
+
+It reads the Deployment as the API server stored it (kubectl get -o json) and turns its pod spec
+into a bwrap command line, so that the install test checks the manifests themselves, not a copy:
+  - the container's args, after the binary given on the command line (the image's ENTRYPOINT);
+  - runAsUser / runAsGroup (container securityContext first, then the pod's);
+  - readOnlyRootFilesystem: the new root is remounted read-only; the only writable places are
+    the emptyDir volumes the container mounts;
+  - volumeMounts: configMap volumes are written out from the ConfigMap the API server holds and
+    bound read-only at their mountPath; emptyDir volumes become a tmpfs (sizeLimit honoured);
+  - the ServiceAccount token, CA and namespace at /var/run/secrets/kubernetes.io/serviceaccount,
+    and KUBERNETES_SERVICE_HOST/PORT, as the kubelet projects them (in-cluster configuration).
+The host's /usr (and /lib, /bin, ... as the host has them) is bound read-only as the image's
+filesystem; the process shares the host's network (the API server is on 127.0.0.1).
+
+Arguments that the tests must change because they run next to other tests on one machine are
+given with --override-arg NAME=VALUE (e.g. --secure-port=<free port>), and only those.
+
+    pod_sandbox.py --deployment deploy.json --configmaps cms.json --token-dir DIR
+        --apiserver 127.0.0.1:6443 --work DIR [--override-arg --secure-port=1234] -- BINARY
+
+Prints the bwrap command line as JSON on stdout (the caller runs it), one argument per element.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def fail(msg):
+    print("pod_sandbox.py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def quantity_bytes(q):
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "k": 10**3, "M": 10**6, "G": 10**9}
+    for suffix, mult in units.items():
+        if q.endswith(suffix):
+            return int(q[: -len(suffix)]) * mult
+    return int(q)
+
+
+def host_root_binds():
+    """The image's filesystem: the host's /usr and its top-level links into it, read-only."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = "/" + d
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    # What a Debian image has in /etc that a process may read (CA bundle, name service).
+    for f in ("/etc/ssl", "/etc/ca-certificates", "/etc/nsswitch.conf", "/etc/hosts",
+              "/etc/passwd", "/etc/group", "/etc/localtime"):
+        if os.path.exists(f):
+            args += ["--ro-bind", f, f]
+    return args
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--deployment", required=True)
+    ap.add_argument("--configmaps", required=True, help="kubectl get configmaps -o json")
+    ap.add_argument("--token-dir", required=True, help="holds token, ca.crt, namespace")
+    ap.add_argument("--apiserver", required=True, help="HOST:PORT")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--container", default=None)
+    ap.add_argument("--override-arg", action="append", default=[])
+    ap.add_argument("binary", nargs=1)
+    a = ap.parse_args()
+
+    deploy = json.load(open(a.deployment))
+    pod = deploy["spec"]["template"]["spec"]
+    containers = pod["containers"]
+    c = next((x for x in containers if x["name"] == a.container), containers[0]) \
+        if a.container else containers[0]
+    psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
+    uid = csc.get("runAsUser", psc.get("runAsUser"))
+    gid = csc.get("runAsGroup", psc.get("runAsGroup"))
+    if uid is None or uid == 0:
+        fail("the container runs as root (runAsUser unset or 0)")
+    cms = {cm["metadata"]["name"]: cm for cm in json.load(open(a.configmaps))["items"]}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+
+    args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-user", "--uid", str(uid), "--gid", str(gid if gid is not None else uid),
+            "--proc", "/proc", "--dev", "/dev", "--clearenv"]
+    args += host_root_binds()
+    # The binary is the image's ENTRYPOINT, where the Dockerfile installs it (a read-only
+    # /usr/local of its own, hiding the host's).
+    binary = os.path.abspath(a.binary[0])
+    args += ["--tmpfs", "/usr/local", "--ro-bind", binary, "/usr/local/bin/tessel-scheduler",
+             "--remount-ro", "/usr/local"]
+    for m in c.get("volumeMounts", []):
+        v = volumes.get(m["name"])
+        if v is None:
+            fail("volumeMount %s names no volume" % m["name"])
+        target = m["mountPath"]
+        if "configMap" in v:
+            name = v["configMap"]["name"]
+            if name not in cms:
+                fail("configMap %s of volume %s is not in the cluster" % (name, m["name"]))
+            d = os.path.join(a.work, "volumes", m["name"])
+            os.makedirs(d, exist_ok=True)
+            for key, text in cms[name].get("data", {}).items():
+                with open(os.path.join(d, key), "w") as f:
+                    f.write(text)
+            os.chmod(d, 0o755)
+            args += ["--ro-bind", d, target]
+        elif "emptyDir" in v:
+            size = v["emptyDir"].get("sizeLimit")
+            if size:
+                args += ["--size", str(quantity_bytes(size))]
+            args += ["--perms", "1777", "--tmpfs", target]
+        else:
+            fail("volume %s: only configMap and emptyDir are supported here" % m["name"])
+    if pod.get("automountServiceAccountToken", True):
+        args += ["--ro-bind", a.token_dir, SA_DIR]
+    host, port = a.apiserver.rsplit(":", 1)
+    args += ["--setenv", "KUBERNETES_SERVICE_HOST", host, "--setenv", "KUBERNETES_SERVICE_PORT", port,
+             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin"]
+    if csc.get("readOnlyRootFilesystem"):
+        args += ["--remount-ro", "/"]
+
+    overrides = {}
+    for o in a.override_arg:
+        k, _, val = o.partition("=")
+        overrides[k] = val
+    cargs = []
+    for arg in c.get("args", []):
+        k = arg.partition("=")[0]
+        if k in overrides:
+            cargs.append("%s=%s" % (k, overrides.pop(k)))
+        else:
+            cargs.append(arg)
+    if overrides:
+        fail("--override-arg for flags the Deployment does not set: %s" % ", ".join(overrides))
+    args += ["/usr/local/bin/tessel-scheduler"] + cargs
+    json.dump(args, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
