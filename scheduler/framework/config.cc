@@ -388,6 +388,25 @@ absl::StatusOr<SchedulerConfig> Parse(const YAML::Node& root) {
   return config;
 }
 
+// `user` over `defaults`, as kube-scheduler defaults a plugin's typed args: a field the user sets
+// wins, a field left out keeps its default, and maps are merged field by field at every depth.
+// A list is a value like any other: set, it replaces the default list whole.
+YAML::Node MergeArgs(const YAML::Node& defaults, const YAML::Node& user) {
+  if (!defaults.IsMap() || !user.IsMap()) return YAML::Clone(user);
+  // A key that is not a string is left for the plugin's args reader, which names it.
+  for (const auto& field : user) {
+    if (!field.first.IsScalar()) return YAML::Clone(user);
+  }
+  YAML::Node merged = YAML::Clone(defaults);
+  for (const auto& field : user) {
+    const std::string key = field.first.as<std::string>();
+    const YAML::Node base = merged[key];
+    merged[key] = base && base.IsMap() && field.second.IsMap() ? MergeArgs(base, field.second)
+                                                               : YAML::Clone(field.second);
+  }
+  return merged;
+}
+
 // True if `name` is enabled at some point of a resolved profile.
 bool EnabledAnywhere(const ProfileConfig& resolved, std::string_view name) {
   for (const auto& [point, set] : resolved.plugins) {
@@ -423,8 +442,10 @@ ProfileConfig ResolveProfile(const ProfileConfig& profile, const ProfileConfig& 
   // cloned and inserted, never assigned over the defaults'.
   for (const auto& [name, args] : defaults.plugin_args) out.plugin_args.emplace(name, YAML::Clone(args));
   for (const auto& [name, args] : profile.plugin_args) {
+    auto base = out.plugin_args.find(name);
+    YAML::Node merged = base == out.plugin_args.end() ? YAML::Clone(args) : MergeArgs(base->second, args);
     out.plugin_args.erase(name);
-    out.plugin_args.emplace(name, YAML::Clone(args));
+    out.plugin_args.emplace(name, std::move(merged));
   }
   std::vector<std::string> points(std::begin(kExtensionPoints), std::end(kExtensionPoints));
   points.push_back("multiPoint");

@@ -23,6 +23,17 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
   fw->scheduler_name_ = profile.scheduler_name;
   const std::string where = StrCat("profile \"", profile.scheduler_name, "\"");
 
+  // A disabled name must be a plugin too: a typo there would silently leave a default enabled.
+  for (const auto& [point, set] : profile.plugins) {
+    for (size_t i = 0; i < set.disabled.size(); ++i) {
+      const std::string& name = set.disabled[i];
+      if (name != "*" && registry.Find(name) == nullptr) {
+        return absl::InvalidArgumentError(StrCat(where, ": plugins.", point, ".disabled[", i,
+                                                 "]: unknown plugin \"", name, "\""));
+      }
+    }
+  }
+
   // Instantiate every plugin named anywhere, once.
   StringKeyedMap<Plugin*> by_name;
   for (const auto& [point, set] : profile.plugins) {

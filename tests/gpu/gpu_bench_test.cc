@@ -80,6 +80,57 @@ TEST_CASE("time-slicing scenario: 1 GPU x 3 replicas hosts 3 pods, the 4th waits
   CHECK(r["metrics"]["gpu_allocated_milli"] == 3000);  // the raw resource count stays as it was
 }
 
+// One 1-GPU node and four pods that each ask for a quarter of it (tessel.io/gpu-milli: 250).
+std::string QuarterGpuSnapshot() {
+  json items = json::parse(R"([{"apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "nvidia.com/gpu.count": "1"}},
+    "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"},
+               "conditions": [{"type": "Ready", "status": "True"}]}}])");
+  for (int i = 0; i < 4; ++i) {
+    items.push_back(json::parse(fmt::format(R"({{"apiVersion": "v1", "kind": "Pod",
+      "metadata": {{"name": "quarter-{0}", "namespace": "infer", "uid": "uid-quarter-{0}",
+                   "creationTimestamp": "2026-11-01T10:0{0}:00Z",
+                   "annotations": {{"tessel.io/gpu-milli": "250"}}}},
+      "spec": {{"schedulerName": "tessel", "containers": [{{"name": "main", "image": "infer:1",
+        "resources": {{"requests": {{"cpu": "1", "nvidia.com/gpu": "1"}}, "limits": {{"nvidia.com/gpu": "1"}}}}}}]}},
+      "status": {{"phase": "Pending"}}}})", i)));
+  }
+  return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump();
+}
+
+// The configuration the Dockerfile bakes in: GPU sharing must work under it exactly as under the
+// built-in defaults (its NodeResourcesFit args are merged over the defaults', so the default
+// ignoredResources that leave GPUs to GpuShare stay).
+TEST_CASE("the shipped manifests/config.yaml keeps fractional and time-sliced GPUs working", "[gpu][replay]") {
+  const std::string shipped = Read(fs::path(TESSEL_MANIFESTS_DIR) / "config.yaml");
+  REQUIRE_FALSE(shipped.empty());
+  for (const std::string& config : {std::string(), shipped}) {
+    SECTION(config.empty() ? "built-in defaults" : "manifests/config.yaml") {
+      ReplayOptions options;
+      fs::path path;
+      if (!config.empty()) {
+        path = fs::temp_directory_path() / fmt::format("tessel-shipped-{}.yaml", ::getpid());
+        std::ofstream(path) << config;
+        options.config_path = path.string();
+      }
+      auto quarters = RunReplayText(QuarterGpuSnapshot(), options);
+      REQUIRE(quarters.ok());
+      for (int i = 0; i < 4; ++i) {
+        CAPTURE(i, (*quarters)["reasons"].dump());
+        CHECK((*quarters)["placements"][fmt::format("infer/quarter-{}", i)] == "n1");
+      }
+      CHECK((*quarters)["metrics"]["gpu_equivalent_allocated_milli"] == 1000);
+
+      json slicing = Replay("time_slicing.json", config);
+      int placed = 0;
+      for (int i = 0; i < 4; ++i) placed += slicing["placements"][fmt::format("infer/replica-{}", i)].is_string();
+      CHECK(placed == 3);
+      CHECK(slicing["metrics"]["gpu_equivalent_allocated_milli"] == 1000);
+      if (!path.empty()) fs::remove(path);
+    }
+  }
+}
+
 TEST_CASE("trace CSVs parse, and bad rows are rejected with the pod's name", "[gpu][inflate]") {
   auto pods = ParseTracePods(
       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"

@@ -349,6 +349,64 @@ profiles:
 )") == "");
 }
 
+TEST_CASE("pluginConfig args are merged field by field over the defaults; a list replaces", "[config]") {
+  // The shipped defaults give NodeResourcesFit ignoredResources and a scoring strategy with a
+  // type and a resource list.
+  const YAML::Node defaults = DefaultProfile().plugin_args.at("NodeResourcesFit");
+  REQUIRE(defaults["ignoredResources"].size() == 2);
+  REQUIRE(defaults["scoringStrategy"]["resources"].size() == 2);
+  auto resolve = [](const std::string& args) {
+    auto config = ParseSchedulerConfig(
+        StrCat("profiles: [{pluginConfig: [{name: NodeResourcesFit, args: ", args, "}]}]"));
+    REQUIRE(config.ok());
+    return ResolveProfile(config->profiles[0], DefaultProfile()).plugin_args.at("NodeResourcesFit");
+  };
+  auto strings = [](const YAML::Node& list) {
+    std::vector<std::string> out;
+    for (const auto& item : list) out.push_back(item.IsMap() ? item["name"].as<std::string>() : item.as<std::string>());
+    return out;
+  };
+  SECTION("a nested list set: it replaces; the sibling scalar and the other fields keep their defaults") {
+    // manifests/config.yaml's shape: before the merge, this dropped ignoredResources.
+    YAML::Node args = resolve("{scoringStrategy: {resources: [{name: nvidia.com/gpu, weight: 10}]}}");
+    CHECK(strings(args["scoringStrategy"]["resources"]) == std::vector<std::string>{"nvidia.com/gpu"});
+    CHECK(args["scoringStrategy"]["type"].as<std::string>() == "MostAllocated");
+    CHECK(strings(args["ignoredResources"]) == strings(defaults["ignoredResources"]));
+  }
+  SECTION("a scalar set: it wins; the nested list keeps its default") {
+    YAML::Node args = resolve("{scoringStrategy: {type: LeastAllocated}}");
+    CHECK(args["scoringStrategy"]["type"].as<std::string>() == "LeastAllocated");
+    CHECK(strings(args["scoringStrategy"]["resources"]) == strings(defaults["scoringStrategy"]["resources"]));
+    CHECK(strings(args["ignoredResources"]) == strings(defaults["ignoredResources"]));
+  }
+  SECTION("a top-level list set: it replaces the default list whole") {
+    YAML::Node args = resolve("{ignoredResources: [example.com/foo]}");
+    CHECK(strings(args["ignoredResources"]) == std::vector<std::string>{"example.com/foo"});
+    CHECK(args["scoringStrategy"]["type"].as<std::string>() == "MostAllocated");
+  }
+  SECTION("the defaults themselves are not changed by a merge") {
+    resolve("{ignoredResources: [example.com/foo], scoringStrategy: {type: LeastAllocated}}");
+    CHECK(strings(DefaultProfile().plugin_args.at("NodeResourcesFit")["ignoredResources"]) ==
+          std::vector<std::string>{"nvidia.com/gpu", "nvidia.com/gpu.shared"});
+    CHECK(DefaultProfile().plugin_args.at("NodeResourcesFit")["scoringStrategy"]["type"].as<std::string>() ==
+          "MostAllocated");
+  }
+  SECTION("args for a plugin without default args are taken as given") {
+    REQUIRE_FALSE(DefaultProfile().plugin_args.contains("GpuShare"));
+    auto config = ParseSchedulerConfig("profiles: [{pluginConfig: [{name: GpuShare, args: {}}]}]");
+    REQUIRE(config.ok());
+    CHECK(ResolveProfile(config->profiles[0], DefaultProfile()).plugin_args.contains("GpuShare"));
+  }
+}
+
+TEST_CASE("an unknown plugin under disabled is an error naming it, like one under enabled", "[config]") {
+  CHECK(FirstError("profiles: [{plugins: {score: {disabled: [{name: TaintToleration}, {name: NodeResourceFit}]}}}]") ==
+        "profile \"tessel\": plugins.score.disabled[1]: unknown plugin \"NodeResourceFit\"");
+  CHECK(FirstError("profiles: [{plugins: {filter: {enabled: [{name: NodeResourceFit}]}}}]") ==
+        "profile \"tessel\": plugins.filter: unknown plugin \"NodeResourceFit\"");
+  CHECK(FirstError("profiles: [{plugins: {score: {disabled: [{name: \"*\"}], enabled: [{name: Tessel}]}}}]") == "");
+}
+
 TEST_CASE("disabling a plugin everywhere drops its default args", "[config]") {
   // The shipped defaults give NodeResourcesFit args; it is enabled at filter and score.
   REQUIRE(DefaultProfile().plugin_args.contains("NodeResourcesFit"));
