@@ -120,10 +120,12 @@ Resources FieldDecoder::ResourceMap(const json& parent, std::string_view key,
       amount = ParseResourceQuantity(name, std::to_string(v.get<int64_t>()));
     } else {
       Fail(field, StrCat("expected a quantity string, got ", v.dump()));
+      if (saturate_quantities_) out.Set(name, kUnreadableQuantity);
       continue;
     }
     if (!amount.ok()) {
       Fail(field, ToStd(amount.status().message()));
+      if (saturate_quantities_) out.Set(name, kUnreadableQuantity);
       continue;
     }
     if (*amount < 0 && !allow_negative) {
@@ -652,10 +654,9 @@ int64_t DecodeStorage(FieldDecoder& d, const json& parent, std::string_view key,
   return *bytes;
 }
 
-}  // namespace
-
-absl::StatusOr<Pod> DecodePod(const json& object) {
-  FieldDecoder d(DescribeObject(object));
+// Every field of a pod; errors are recorded in `d` (the first one wins), fields that fail keep
+// their defaults. The requests are computed by the caller.
+Pod DecodePodFields(FieldDecoder& d, const json& object) {
   Pod pod;
   pod.meta = d.Meta(object);
   if (pod.meta.namespace_.empty()) pod.meta.namespace_ = "default";
@@ -725,11 +726,50 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
       pod.start_time = d.Timestamp(*status, "startTime", "status.startTime");
     }
   }
-  if (!d.ok()) return d.status();
+  return pod;
+}
+
+// What a pod bound to a node holds, when strict decoding failed with `problem`.
+absl::StatusOr<Pod> DecodeBoundPodLeniently(const json& object, const absl::Status& problem) {
+  FieldDecoder d(DescribeObject(object));
+  d.SaturateUnreadableQuantities();
+  Pod pod = DecodePodFields(d, object);
+  if (pod.meta.name.empty() || pod.node_name.empty()) return problem;
   absl::StatusOr<Resources> requests = ComputePodRequests(pod);
-  if (!requests.ok()) d.Fail("spec.containers", ToStd(requests.status().message()));
-  if (!d.ok()) return d.status();
+  if (!requests.ok()) return problem;  // not with sums of kUnreadableQuantity below 2^63
   pod.requests = *std::move(requests);
+  pod.decode_warnings.push_back(
+      StrCat(ToStd(problem.message()), " (the pod is bound to ", pod.node_name,
+             ": charged as read leniently; a quantity that does not read counts as the node's whole capacity)"));
+  ReadGpuDevicesAnnotation(pod);
+  return pod;
+}
+
+}  // namespace
+
+Pod DecodePodIdentity(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  Pod pod;
+  pod.meta = d.Meta(object);
+  if (pod.meta.namespace_.empty()) pod.meta.namespace_ = "default";
+  const json* spec = &SpecOrEmpty(d, object);
+  pod.scheduler_name = d.String(*spec, "schedulerName", "spec.schedulerName", "default-scheduler");
+  pod.node_name = d.String(*spec, "nodeName", "spec.nodeName");
+  return pod;
+}
+
+absl::StatusOr<Pod> DecodePod(const json& object) {
+  FieldDecoder d(DescribeObject(object));
+  Pod pod = DecodePodFields(d, object);
+  if (d.ok()) {
+    absl::StatusOr<Resources> requests = ComputePodRequests(pod);
+    if (!requests.ok()) d.Fail("spec.containers", ToStd(requests.status().message()));
+    if (requests.ok()) pod.requests = *std::move(requests);
+  }
+  if (!d.ok()) {
+    if (pod.node_name.empty()) return d.status();
+    return DecodeBoundPodLeniently(object, d.status());
+  }
   ReadGpuDevicesAnnotation(pod);
   return pod;
 }

@@ -18,7 +18,21 @@
 
 namespace tessel {
 
+// A pod bound to a node holds resources whatever else is in it, so it is never dropped, as
+// kube-scheduler never drops one: when strict decoding fails (an enum value of a newer
+// Kubernetes, such as a toleration operator "Lt"; a quantity beyond int64, such as a CPU limit
+// of 2^63-1), the pod is decoded leniently and returned with the first problem, naming the
+// field, in `decode_warnings`. Leniently, a field that does not read keeps its default, and a
+// resource quantity that does not read is charged as kUnreadableQuantity: more than any node
+// has, so the node counts as full of that resource while the pod runs there, and nothing is
+// overcommitted (a limit that does not read matters only where it stands in for a missing
+// request). A pod not bound yet fails, naming the field (it cannot be scheduled as written);
+// so does one whose name or spec.nodeName does not read.
 absl::StatusOr<Pod> DecodePod(const nlohmann::json& object);
+inline constexpr int64_t kUnreadableQuantity = int64_t{1} << 52;
+// What identifies a pod, read as far as it reads (never fails): metadata, spec.schedulerName
+// and spec.nodeName. For reporting a pod that DecodePod refused.
+Pod DecodePodIdentity(const nlohmann::json& object);
 absl::StatusOr<Node> DecodeNode(const nlohmann::json& object);
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& object);
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& object);
@@ -77,6 +91,9 @@ class FieldDecoder {
   absl::Time Timestamp(const nlohmann::json& parent, std::string_view key, std::string_view path);
   ObjectMeta Meta(const nlohmann::json& object);
 
+  // Leniently, a resource quantity that does not read is kUnreadableQuantity (still an error).
+  void SaturateUnreadableQuantities() { saturate_quantities_ = true; }
+
   void Fail(std::string_view path, std::string_view why);
   bool ok() const { return error_.empty(); }
   // InvalidArgument "<object>: <path>: <why>" for the first error, or OK.
@@ -86,6 +103,7 @@ class FieldDecoder {
   const nlohmann::json* Child(const nlohmann::json& parent, std::string_view key);
   std::string object_;
   std::string error_;
+  bool saturate_quantities_ = false;
 };
 
 }  // namespace tessel

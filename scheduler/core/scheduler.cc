@@ -232,6 +232,19 @@ void Scheduler::EndPod(const std::string& key, const std::string& uid) {
 
 void Scheduler::OnPodDelete(const std::string& key, const std::string& uid) { EndPod(key, uid); }
 
+void Scheduler::OnPodUndecodable(const Pod& identity, const absl::Status& problem) {
+  if (!identity.node_name.empty() || identity.meta.name.empty() || !Ours(identity)) return;
+  const std::string key = identity.Key();
+  nominator_.Remove(key);
+  EndGated(key);
+  ForgetGangMember(key);
+  queue_->Delete(key, identity.meta.uid);
+  if (observer_) {
+    observer_->PodUnschedulable(identity, FailureKind::kError,
+                                StrCat("the pod cannot be scheduled as written: ", ToStd(problem.message())));
+  }
+}
+
 void Scheduler::OnNodeAdd(Node node) {
   cache_->AddOrUpdateNode(std::move(node));
   queue_->OnClusterEvent(kNodeAdd);

@@ -143,6 +143,11 @@ class Scheduler final : public Handle {
   // ends without a retry. With a UID, only that pod (a late delete of an older pod of the same
   // name leaves the new one alone).
   void OnPodDelete(const std::string& key, const std::string& uid = {});
+  // A pod that does not decode (DecodePod failed with `problem`; `identity` holds what could be
+  // read: name, namespace, uid, schedulerName, nodeName). A pending pod of this scheduler leaves
+  // the queue (its older copy must not be placed in its stead) and is reported as a
+  // FailedScheduling error naming the field; it comes back when an update makes it readable.
+  void OnPodUndecodable(const Pod& identity, const absl::Status& problem);
   void OnNodeAdd(Node node);
   void OnNodeUpdate(Node node);
   void OnNodeDelete(const std::string& name);

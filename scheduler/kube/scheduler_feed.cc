@@ -20,18 +20,8 @@ class PodHandler final : public InformerHandler {
   PodHandler(Scheduler* s, std::function<void(const std::string&)> bound,
              std::function<void(const std::string&)> gone)
       : s_(s), bound_(std::move(bound)), gone_(std::move(gone)) {}
-  void OnAdd(const json& object) override {
-    absl::StatusOr<Pod> pod = DecodePod(object);
-    if (!pod.ok()) return WarnUndecodable(pod.status());
-    if (!pod->node_name.empty() && bound_) bound_(pod->Key());
-    s_->OnPodAdd(*std::move(pod));
-  }
-  void OnUpdate(const json& object) override {
-    absl::StatusOr<Pod> pod = DecodePod(object);
-    if (!pod.ok()) return WarnUndecodable(pod.status());
-    if (!pod->node_name.empty() && bound_) bound_(pod->Key());
-    s_->OnPodUpdate(*std::move(pod));
-  }
+  void OnAdd(const json& object) override { Observe(object); }
+  void OnUpdate(const json& object) override { Observe(object); }
   void OnDelete(const std::string& key, const json* last) override {
     // The UID of the deleted object: a late delete of an old pod must not end a new pod that
     // took its name.
@@ -46,6 +36,20 @@ class PodHandler final : public InformerHandler {
   }
 
  private:
+  // Add and update are one: the core tells them apart by what it holds. A bound pod always
+  // decodes (leniently if need be: DecodePod); one that fails is pending and is reported.
+  void Observe(const json& object) {
+    absl::StatusOr<Pod> pod = DecodePod(object);
+    if (!pod.ok()) {
+      WarnUndecodable(pod.status());
+      s_->OnPodUndecodable(DecodePodIdentity(object), pod.status());
+      return;
+    }
+    for (const std::string& w : pod->decode_warnings) spdlog::warn("{}", w);
+    if (!pod->node_name.empty() && bound_) bound_(pod->Key());
+    s_->OnPodUpdate(*std::move(pod));
+  }
+
   Scheduler* s_;
   std::function<void(const std::string&)> bound_;
   std::function<void(const std::string&)> gone_;

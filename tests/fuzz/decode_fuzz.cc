@@ -3,7 +3,9 @@
 // as JSON, to every object decoder (Pod, Node, PriorityClass, PodDisruptionBudget,
 // PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace, CSINode): each must answer with a value
 // or an error, never throw. An error message must name the object it is about (kind and name).
-// The text also goes to ListContinueToken (the informer's read of a list reply's head).
+// A pod decoded leniently (bound, but not strictly readable) must be bound, name itself in its
+// warning, and hold no negative request. The text also goes to DecodePodIdentity and to
+// ListContinueToken (the informer's read of a list reply's head).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -35,7 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return 0;
   const std::string described = tessel::DescribeObject(object);
-  CheckNamed(tessel::DecodePod(object), described);
+  const absl::StatusOr<tessel::Pod> pod = tessel::DecodePod(object);
+  CheckNamed(pod, described);
+  if (pod.ok()) {
+    for (const std::string& w : pod->decode_warnings) {
+      if (w.find("charged as read leniently") == std::string::npos) continue;
+      if (pod->node_name.empty() || w.find(described) == std::string::npos) std::abort();
+    }
+    for (const auto& [name, amount] : pod->requests.Entries()) {
+      if (amount < 0) std::abort();
+    }
+  }
+  (void)tessel::DecodePodIdentity(object);
   CheckNamed(tessel::DecodeNode(object), described);
   CheckNamed(tessel::DecodePriorityClass(object), described);
   CheckNamed(tessel::DecodePodDisruptionBudget(object), described);

@@ -141,6 +141,84 @@ TEST_CASE("malformed objects name the object and the field", "[decode]") {
   }
 }
 
+// A pod with one defect in `spec` (merged into a 1-GPU pod), bound to n1 or pending.
+json DefectivePod(const json& spec_patch, const json& status_patch, bool bound) {
+  json pod = json::parse(R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1",
+      "annotations":{"tessel.io/gpu-devices":"0"}},
+    "spec":{"schedulerName":"default-scheduler","containers":[{"name":"c","resources":{
+      "requests":{"cpu":"2","memory":"1Gi"},"limits":{"nvidia.com/gpu":"1"}}}]},
+    "status":{"phase":"Running"}})");
+  pod["spec"].merge_patch(spec_patch);
+  pod["status"].merge_patch(status_patch);
+  if (bound) pod["spec"]["nodeName"] = "n1";
+  return pod;
+}
+
+TEST_CASE("a bound pod that fails strict decoding is charged, never dropped", "[decode]") {
+  struct Case {
+    std::string name;
+    json spec_patch;
+    json status_patch;
+    std::string field;          // named by the warning (bound) and the error (pending)
+    int64_t want_cpu = 2000;    // what the bound pod is charged
+    int64_t want_memory = int64_t{1} << 30;
+  };
+  const json gpu_container_with = json::parse(R"({"name":"c","resources":{
+      "requests":{"cpu":"2","memory":"1Gi"},"limits":{"nvidia.com/gpu":"1"}}})");
+  auto containers = [&](const json& resources_patch) {
+    json c = gpu_container_with;
+    c["resources"].merge_patch(resources_patch);
+    return json{{"containers", json::array({c})}};
+  };
+  const std::vector<Case> cases = {
+      {"toleration operator of a newer Kubernetes (Lt)",
+       json::parse(R"({"tolerations":[{"key":"gpu-age","operator":"Lt","value":"3","effect":"NoSchedule"}]})"),
+       json::object(), "spec.tolerations[0].operator"},
+      {"unknown node affinity operator",
+       json::parse(R"({"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"Like","values":["x"]}]}]}}}})"),
+       json::object(), "matchExpressions[0].operator"},
+      {"a CPU limit of 2^63-1 beside a CPU request", containers(json::parse(R"({"limits":{"cpu":"9223372036854775807"}})")),
+       json::object(), "spec.containers[0].resources.limits.cpu"},
+      {"a CPU limit of 10^30 and no CPU request: the limit is the request",
+       containers(json::parse(R"({"requests":{"cpu":null},"limits":{"cpu":"1e30"}})")), json::object(),
+       "spec.containers[0].resources.limits.cpu", kUnreadableQuantity},
+      {"a memory request beyond int64", containers(json::parse(R"({"requests":{"memory":"100Ei"}})")),
+       json::object(), "spec.containers[0].resources.requests.memory", 2000, kUnreadableQuantity},
+      {"an unknown phase of a newer Kubernetes", json::object(), json::parse(R"({"phase":"Hibernating"})"),
+       "status.phase"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      absl::StatusOr<Pod> bound = DecodePod(DefectivePod(c.spec_patch, c.status_patch, true));
+      REQUIRE(bound.ok());
+      CHECK(bound->node_name == "n1");
+      CHECK(bound->Key() == "ns/p");
+      CHECK(bound->requests.milli_cpu == c.want_cpu);
+      CHECK(bound->requests.memory == c.want_memory);
+      CHECK(bound->requests.Get("nvidia.com/gpu") == 1000);
+      REQUIRE(bound->gpu_devices.has_value());
+      CHECK(*bound->gpu_devices == std::vector<int32_t>{0});
+      CHECK_FALSE(bound->IsTerminal());
+      REQUIRE(bound->decode_warnings.size() == 1);
+      CHECK_THAT(bound->decode_warnings[0], Catch::Contains("Pod ns/p: " ) && Catch::Contains(c.field) &&
+                                                Catch::Contains("bound to n1: charged as read leniently"));
+
+      absl::StatusOr<Pod> pending = DecodePod(DefectivePod(c.spec_patch, c.status_patch, false));
+      REQUIRE_FALSE(pending.ok());
+      CHECK_THAT(std::string(pending.status().message()), Catch::Contains("Pod ns/p: ") && Catch::Contains(c.field));
+      Pod identity = DecodePodIdentity(DefectivePod(c.spec_patch, c.status_patch, false));
+      CHECK(identity.Key() == "ns/p");
+      CHECK(identity.meta.uid == "u1");
+      CHECK(identity.scheduler_name == "default-scheduler");
+    }
+  }
+  SECTION("a bound pod without a readable name is still an error") {
+    json pod = DefectivePod(json::parse(R"({"tolerations":[{"operator":"Lt"}]})"), json::object(), true);
+    pod["metadata"].erase("name");
+    CHECK_FALSE(DecodePod(pod).ok());
+  }
+}
+
 TEST_CASE("PriorityClass decodes and validates its value", "[decode]") {
   auto pc = DecodePriorityClass(json::parse(
       R"({"kind":"PriorityClass","metadata":{"name":"high"},"value":1000,"globalDefault":true,"preemptionPolicy":"Never"})"));

@@ -964,5 +964,40 @@ TEST_CASE("a pod parked for an unbound Immediate claim is retried when the claim
   CHECK(f.api.binds[0].first == "default/db");
 }
 
+TEST_CASE("a pending pod that stops decoding leaves the queue and is reported, naming the field", "[scheduler]") {
+  Fixture f;
+  Pod pod = GpuPod("a");
+  pod.meta.uid = "u1";
+  f.s->OnPodAdd(pod);
+  REQUIRE(f.s->queue().Contains("default/a"));
+  // An update the scheduler cannot read (say, a toleration operator of a newer Kubernetes): its
+  // older copy must not be placed instead.
+  const absl::Status problem = absl::InvalidArgumentError(
+      "Pod default/a: spec.tolerations[0].operator: unknown operator \"Lt\" (want Equal or Exists)");
+  Pod identity;
+  identity.meta.name = "a";
+  identity.meta.namespace_ = "default";
+  identity.meta.uid = "u1";
+  identity.scheduler_name = "tessel";
+  f.s->OnPodUndecodable(identity, problem);
+  CHECK_FALSE(f.s->queue().Contains("default/a"));
+  REQUIRE(f.observer.failures.contains("default/a"));
+  CHECK(f.observer.kinds.at("default/a") == FailureKind::kError);
+  CHECK_THAT(f.observer.failures.at("default/a"),
+             Catch::Contains("cannot be scheduled as written") && Catch::Contains("spec.tolerations[0].operator"));
+  f.RunUntilIdle();
+  CHECK(f.api.binds.empty());
+  // Another scheduler's pod is not ours to report.
+  identity.meta.name = "b";
+  identity.scheduler_name = "default-scheduler";
+  f.s->OnPodUndecodable(identity, problem);
+  CHECK_FALSE(f.observer.failures.contains("default/b"));
+  // Fixed by a later update: scheduled as usual.
+  f.s->OnPodUpdate(pod);
+  f.RunUntilIdle();
+  REQUIRE(f.api.binds.size() == 1);
+  CHECK(f.api.binds[0].first == "default/a");
+}
+
 }  // namespace
 }  // namespace tessel
