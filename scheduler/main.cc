@@ -271,6 +271,9 @@ struct Clients {
   std::unique_ptr<kube::KubeClient> status;    // events and pod conditions
   std::unique_ptr<kube::KubeClient> election;  // the lease
   std::unique_ptr<kube::KubeClient> informers; // lists and watches
+  // TokenReviews and SubjectAccessReviews for /metrics: callers of the endpoint decide how many
+  // there are, so they never spend the budget of events and conditions (autoscalers read those).
+  std::unique_ptr<kube::KubeClient> auth;
 };
 
 absl::StatusOr<Clients> MakeClients(const kube::ClientConfig& config, double qps, int64_t burst) {
@@ -284,6 +287,14 @@ absl::StatusOr<Clients> MakeClients(const kube::ClientConfig& config, double qps
   ASSIGN_OR_RETURN(c.status, make("events"));
   ASSIGN_OR_RETURN(c.election, make("leader-election"));
   ASSIGN_OR_RETURN(c.informers, make("informers"));
+  // Its own small budget, short timeouts and no retries: an answer late is no answer (the
+  // authorizer's own limit, DelegatedAuthOptions, keeps callers within it).
+  ASSIGN_OR_RETURN(c.auth, kube::KubeClient::New(config, {.qps = 10,
+                                                          .burst = 20,
+                                                          .timeout = absl::Seconds(5),
+                                                          .connect_timeout = absl::Seconds(2),
+                                                          .max_attempts = 1,
+                                                          .user_agent = "tessel-scheduler/0.1 (auth)"}));
   return c;
 }
 
@@ -476,7 +487,7 @@ int Run(Flags flags) {
     }
     return {true, ""};
   };
-  kube::DelegatedAuthorizer metrics_auth(clients->status.get(), &clock);
+  kube::DelegatedAuthorizer metrics_auth(clients->auth.get(), &clock);
   std::vector<std::unique_ptr<server::HttpServer>> servers;
   if (flags.secure_port > 0) {
     absl::StatusOr<server::ServingCert> cert = server::ServingCertFor(

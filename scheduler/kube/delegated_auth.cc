@@ -44,7 +44,8 @@ absl::StatusOr<json> PostReview(KubeClient& client, std::string_view path, const
 
 DelegatedAuthorizer::DelegatedAuthorizer(KubeClient* client, const Clock* clock,
                                          DelegatedAuthOptions options)
-    : client_(client), clock_(clock), options_(options) {}
+    : client_(client), clock_(clock), options_(options),
+      reviews_(options.reviews_per_second, options.review_burst, clock->Now()) {}
 
 int64_t DelegatedAuthorizer::reviews_sent() const {
   absl::MutexLock lock(&mu_);
@@ -59,6 +60,9 @@ server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_toke
     absl::MutexLock lock(&mu_);
     auto it = cache_.find(key);
     if (it != cache_.end() && clock_->Now() < it->second.expires) return it->second.decision;
+  }
+  if (!reviews_.TryTake(clock_->Now())) {
+    return {429, "Too Many Requests: the token review budget is spent; retry later"};
   }
   server::AuthDecision decision = Review(bearer_token, verb, path);
   if (decision.http_status != 500) {

@@ -6,7 +6,7 @@
 // scraper every few seconds costs the API server two requests per TTL. The scheduler's
 // ServiceAccount needs the ClusterRole system:auth-delegator (manifests/rbac.yaml).
 //
-//   DelegatedAuthorizer auth(clients->status.get(), &clock);
+//   DelegatedAuthorizer auth(clients->auth.get(), &clock);
 //   HttpServer https({.tls = cert, .metrics_authorizer = &auth}, ...);
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "scheduler/kube/backoff.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/util/clock.h"
@@ -23,16 +24,22 @@ namespace tessel::kube {
 
 struct DelegatedAuthOptions {
   absl::Duration allowed_ttl = absl::Seconds(10);
-  absl::Duration denied_ttl = absl::Seconds(10);
+  absl::Duration denied_ttl = absl::Seconds(10);  // unauthenticated and forbidden answers
   size_t max_entries = 4096;  // beyond it the cache is emptied (tokens are few in practice)
+  // Reviews (a TokenReview, then a SubjectAccessReview) begun per second, and saved up: a caller
+  // beyond them gets 429 at once, without waiting and without a review, so a flood of unknown
+  // tokens costs the API server at most this, holds no server worker, and is bounded apart from
+  // the scheduler's own traffic (the authorizer is given a client of its own).
+  double reviews_per_second = 5;
+  int64_t review_burst = 10;
 };
 
 class DelegatedAuthorizer final : public server::RequestAuthorizer {
  public:
   DelegatedAuthorizer(KubeClient* client, const Clock* clock, DelegatedAuthOptions options = {});
 
-  // 200 allowed; 401 no token, or one the API server does not authenticate; 403 denied; 500
-  // when the API server could not be asked (not cached).
+  // 200 allowed; 401 no token, or one the API server does not authenticate; 403 denied; 429
+  // over the review budget; 500 when the API server could not be asked (neither cached).
   server::AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
                                  std::string_view path) override;
 
@@ -48,6 +55,7 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
     server::AuthDecision decision;
     absl::Time expires;
   };
+  TokenBucket reviews_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);  // sha256|verb|path
   int64_t reviews_sent_ ABSL_GUARDED_BY(mu_) = 0;

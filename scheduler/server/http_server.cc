@@ -2,6 +2,9 @@
 #include "scheduler/server/http_server.h"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
 
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
@@ -38,7 +41,25 @@ absl::Status HttpServer::Start() {
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
-  server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  if (options_.tls.has_value()) {
+    // No SSLv3, TLS 1.0 or 1.1, whatever OpenSSL's build defaults are.
+    auto* https = static_cast<httplib::SSLServer*>(server_.get());
+    if (SSL_CTX_set_min_proto_version(https->ssl_context(), TLS1_2_VERSION) != 1) {
+      return absl::InternalError("cannot set the TLS minimum version to 1.2");
+    }
+  }
+  const ServingLimits& limits = options_.limits;
+  const size_t workers = std::max<size_t>(limits.workers, 1);
+  server_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  server_->set_payload_max_length(limits.max_body_bytes);
+  auto set = [](absl::Duration d, auto&& setter) {
+    const int64_t usec = absl::ToInt64Microseconds(d);
+    setter(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
+  };
+  set(limits.read_timeout, [&](time_t s, time_t us) { server_->set_read_timeout(s, us); });
+  set(limits.write_timeout, [&](time_t s, time_t us) { server_->set_write_timeout(s, us); });
+  set(limits.keep_alive_timeout, [&](time_t s, time_t) { server_->set_keep_alive_timeout(std::max<time_t>(s, 1)); });
+  server_->set_keep_alive_max_count(limits.max_requests_per_connection);
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
   });

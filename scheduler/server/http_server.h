@@ -3,7 +3,10 @@
 //   /readyz   200 when the informers have synced and, with leader election, the leader is
 //             known; 503 with the reason otherwise (open to anyone)
 //   /metrics  Prometheus text format (MetricsRegistry::Render); with an authorizer, only for a
-//             caller whose bearer token it allows (401 without a token, 403 when denied)
+//             caller whose bearer token it allows (401 without a token, 403 when denied, 429
+//             when the authorizer is asked too often)
+// Callers are bounded (ServingLimits): body and header sizes, read and write deadlines, and
+// enough workers that the probes are answered while other connections are held.
 //
 //   HttpServer server({.bind_address = "0.0.0.0", .port = 10259, .tls = cert,
 //                      .metrics_authorizer = &delegated}, &registry,
@@ -21,6 +24,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/server/serving_cert.h"
 
@@ -44,11 +48,27 @@ class RequestAuthorizer {
                                  std::string_view path) = 0;
 };
 
+// What a caller may cost the server. Only GET is served, so a body is never needed: a request
+// with a larger one is refused (413) before it is read, and never buffered. A connection that
+// sends nothing for `read_timeout` (a stalled TLS handshake included: httplib bounds the
+// handshake by the same timeout) is closed. /metrics waits on the API server (TokenReview and
+// SubjectAccessReview), so workers are many: probes find a free one while slow or hostile
+// callers hold others, each for at most a read timeout per byte they trickle.
+struct ServingLimits {
+  size_t max_body_bytes = 64 * 1024;
+  absl::Duration read_timeout = absl::Seconds(2);
+  absl::Duration write_timeout = absl::Seconds(5);
+  absl::Duration keep_alive_timeout = absl::Seconds(2);
+  size_t max_requests_per_connection = 20;
+  size_t workers = 32;
+};
+
 struct HttpServerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 10259;  // 0 picks a free port (see port())
-  std::optional<ServingCert> tls;                   // set: HTTPS
+  std::optional<ServingCert> tls;                   // set: HTTPS (TLS 1.2 or later only)
   RequestAuthorizer* metrics_authorizer = nullptr;  // set: /metrics is authorized
+  ServingLimits limits;
 };
 
 struct ReadyState {
