@@ -389,7 +389,7 @@ int Run(Flags flags) {
   observers.Add(&reporter);
 
   Registry registry = InTreeRegistry();
-  kube::PodGroupStatusWriter podgroup_status(clients->status.get());
+  kube::PodGroupStatusWriter podgroup_status(clients->status.get(), {.write_budget = write_budget});
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::New(SchedulerParams{.registry = &registry,
                                      .config = &config,
@@ -581,6 +581,7 @@ int Run(Flags flags) {
   binder.Shutdown();
   reporter.Shutdown();
   events.Shutdown();
+  podgroup_status.Stop();
   if (elector) elector->Stop(/*release=*/true);
   feed.Stop();
   for (auto& s : servers) s->Stop();

@@ -52,7 +52,10 @@ absl::StatusOr<bool> Scheduler::OnGangObject(const nlohmann::json& object) {
 }
 
 void Scheduler::OnGangObjectDelete(const nlohmann::json& object) {
-  if (gangs_.Remove(object)) OnCustomObjectChange();
+  if (!gangs_.Remove(object)) return;
+  OnCustomObjectChange();
+  if (gang_status_ == nullptr) return;
+  if (std::optional<gang::GangId> id = GangBook::IdOf(object)) gang_status_->GangForgotten(*id);
 }
 
 bool Scheduler::AdmitGangMember(const PodRef& pod) {

@@ -99,6 +99,22 @@ bool GangBook::Remove(const json& object) {
   return true;
 }
 
+std::optional<GangId> GangBook::IdOf(const json& object) {
+  std::optional<GangKind> kind;
+  switch (KindOf(object)) {
+    case ObjectKind::kPodGroup: kind = GangKind::kPodGroup; break;
+    case ObjectKind::kSchedulingPodGroup: kind = GangKind::kSchedulingPodGroup; break;
+    case ObjectKind::kJob: kind = GangKind::kJob; break;
+    case ObjectKind::kWorkload:
+    case ObjectKind::kOther: break;
+  }
+  if (!kind) return std::nullopt;
+  auto meta = object.find("metadata");
+  if (meta == object.end()) return std::nullopt;
+  const std::string ns = StringField(*meta, "namespace");
+  return GangId{.kind = *kind, .namespace_ = ns.empty() ? "default" : ns, .name = StringField(*meta, "name")};
+}
+
 void GangBook::Put(PodGroup pg) {
   absl::MutexLock lock(&mu_);
   Key key{pg.meta.namespace_, pg.meta.name};

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,6 +25,9 @@ class GangBook {
   absl::StatusOr<bool> Apply(const nlohmann::json& object);
   // Forgets the object of that apiVersion/kind/namespace/name; false if it was not a gang kind.
   bool Remove(const nlohmann::json& object);
+  // The gang a PodGroup or Job object stands for (nullopt for other kinds, and for a Workload,
+  // which stands for several).
+  static std::optional<GangId> IdOf(const nlohmann::json& object);
 
   void Put(PodGroup pg);
   void Put(Workload w);

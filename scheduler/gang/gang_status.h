@@ -43,6 +43,8 @@ class GangStatusSink {
   virtual ~GangStatusSink() = default;
   // Called from the scheduling thread (and binder threads); must not block.
   virtual void GangStatusChanged(const GangId& id, const GangStatusUpdate& update) = 0;
+  // The gang's object was deleted: nothing more will be reported about it.
+  virtual void GangForgotten(const GangId& /*id*/) {}
 };
 
 }  // namespace tessel::gang

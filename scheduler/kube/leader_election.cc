@@ -18,9 +18,24 @@ std::string FormatRfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
+namespace {
+const Clock* DefaultMonotonic() {
+  static const SteadyClock clock;
+  return &clock;
+}
+const Clock* DefaultWall() {
+  static const RealClock clock;
+  return &clock;
+}
+}  // namespace
+
 LeaderElector::LeaderElector(KubeClient* client, LeaderElectionConfig config,
-                             LeaderCallbacks callbacks)
-    : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {}
+                             LeaderCallbacks callbacks, ElectorClocks clocks)
+    : client_(client),
+      monotonic_(clocks.monotonic != nullptr ? clocks.monotonic : DefaultMonotonic()),
+      wall_(clocks.wall != nullptr ? clocks.wall : DefaultWall()),
+      config_(std::move(config)),
+      callbacks_(std::move(callbacks)) {}
 
 LeaderElector::~LeaderElector() { Stop(false); }
 
@@ -30,13 +45,13 @@ bool LeaderElector::Sleep(absl::Duration d) { return !stopped_.WaitForNotificati
 
 bool LeaderElector::IsLeader() const {
   absl::MutexLock lock(&mu_);
-  return leading_ && absl::Now() < renewed_at_ + config_.renew_deadline;
+  return leading_ && monotonic_->Now() < renewed_at_ + config_.renew_deadline;
 }
 
 std::optional<absl::Duration> LeaderElector::WriteBudget() const {
   absl::MutexLock lock(&mu_);
   if (!leading_) return std::nullopt;
-  const absl::Duration left = renewed_at_ + config_.renew_deadline - absl::Now();
+  const absl::Duration left = renewed_at_ + config_.renew_deadline - monotonic_->Now();
   if (left <= absl::ZeroDuration()) return std::nullopt;
   return left;
 }
@@ -63,7 +78,8 @@ void LeaderElector::SetLeader(const std::string& holder) {
 bool LeaderElector::TryAcquireOrRenew() {
   const std::string path = StrCat("/apis/coordination.k8s.io/v1/namespaces/", config_.namespace_,
                                   "/leases/", config_.name);
-  const absl::Time now = absl::Now();
+  const absl::Time now = monotonic_->Now();
+  const absl::Time wall_now = wall_->Now();
   const int lease_seconds = static_cast<int>(absl::ToInt64Seconds(config_.lease_duration));
   const Request get{.path = path, .timeout = config_.retry_period, .retry = false};
   absl::StatusOr<Response> resp = client_->Do(get);
@@ -78,8 +94,8 @@ bool LeaderElector::TryAcquireOrRenew() {
                   {"spec",
                    {{"holderIdentity", config_.identity},
                     {"leaseDurationSeconds", lease_seconds},
-                    {"acquireTime", FormatMicroTime(now)},
-                    {"renewTime", FormatMicroTime(now)},
+                    {"acquireTime", FormatMicroTime(wall_now)},
+                    {"renewTime", FormatMicroTime(wall_now)},
                     {"leaseTransitions", 0}}}};
     absl::StatusOr<Response> created = client_->Do(
         {.method = "POST",
@@ -131,9 +147,9 @@ bool LeaderElector::TryAcquireOrRenew() {
   }
   spec["holderIdentity"] = config_.identity;
   spec["leaseDurationSeconds"] = lease_seconds;
-  spec["renewTime"] = FormatMicroTime(now);
+  spec["renewTime"] = FormatMicroTime(wall_now);
   if (!ours) {
-    spec["acquireTime"] = FormatMicroTime(now);
+    spec["acquireTime"] = FormatMicroTime(wall_now);
     spec["leaseTransitions"] = JsonInt(spec, "leaseTransitions") + (holder.empty() ? 0 : 1);
   }
   // PUT carries metadata.resourceVersion: a concurrent writer makes it fail with 409.
@@ -165,7 +181,7 @@ void LeaderElector::Run() {
     absl::Duration wait = jittered();
     {
       absl::MutexLock lock(&mu_);
-      const absl::Duration to_expiry = expires_at_ - absl::Now() + absl::Milliseconds(20);
+      const absl::Duration to_expiry = expires_at_ - monotonic_->Now() + absl::Milliseconds(20);
       if (to_expiry > absl::ZeroDuration()) wait = std::min(wait, to_expiry);
     }
     Sleep(wait);
@@ -193,7 +209,7 @@ void LeaderElector::Run() {
         absl::MutexLock lock(&mu_);
         renewed_at = renewed_at_;
       }
-      if (absl::Now() >= renewed_at + config_.renew_deadline || stop_.load()) break;
+      if (monotonic_->Now() >= renewed_at + config_.renew_deadline || stop_.load()) break;
       Sleep(config_.retry_period / 4);
     }
     if (!renewed) {
@@ -231,7 +247,7 @@ void LeaderElector::Stop(bool release) {
           JsonString(lease["spec"], "holderIdentity") == config_.identity) {
         lease["spec"]["holderIdentity"] = "";
         lease["spec"]["leaseDurationSeconds"] = 1;
-        lease["spec"]["renewTime"] = FormatMicroTime(absl::Now());
+        lease["spec"]["renewTime"] = FormatMicroTime(wall_->Now());
         auto put = client_->Do({.method = "PUT", .path = path, .body = lease.dump(),
                                 .timeout = absl::Seconds(2), .retry = false});
         if (put.ok() && put->ok()) spdlog::info("leader election: released the lease");

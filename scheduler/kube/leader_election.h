@@ -2,8 +2,8 @@
 // kube-scheduler's defaults (lease 15 s, renew deadline 10 s, retry 2 s).
 //
 // A candidate takes the lease when it is free or when its holder has not renewed it for
-// leaseDurationSeconds, measured on the candidate's own clock from the moment it last saw the
-// lease change (so clocks need not agree). The leader renews every retry period; if it cannot
+// leaseDurationSeconds, measured on the candidate's own monotonic clock from the moment it last
+// saw the lease change (so clocks need not agree, and a wall-clock step changes nothing). The leader renews every retry period; if it cannot
 // renew within the renew deadline it has lost, and IsLeader() turns false at once, even if the
 // elector thread is stuck: IsLeader() checks the time of the last successful renewal itself.
 // Because renew deadline < lease duration, the old leader stops before anyone else may start:
@@ -26,6 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "scheduler/kube/client.h"
+#include "scheduler/util/clock.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::kube {
@@ -37,6 +38,15 @@ struct LeaderElectionConfig {
   absl::Duration lease_duration = absl::Seconds(15);
   absl::Duration renew_deadline = absl::Seconds(10);
   absl::Duration retry_period = absl::Seconds(2);
+};
+
+// Local decisions (am I still the leader, how long may I write, when does another holder's lease
+// run out) are measured on `monotonic`, so a step of the wall clock can neither extend a term
+// nor end another holder's early; `wall` only stamps the Lease's acquireTime and renewTime,
+// which the API defines as wall-clock times. Tests inject ManualClocks for both.
+struct ElectorClocks {
+  const Clock* monotonic = nullptr;  // default: a SteadyClock
+  const Clock* wall = nullptr;       // default: a RealClock
 };
 
 struct LeaderCallbacks {
@@ -51,7 +61,8 @@ std::string FormatRfc3339(absl::Time t);
 
 class LeaderElector {
  public:
-  LeaderElector(KubeClient* client, LeaderElectionConfig config, LeaderCallbacks callbacks);
+  LeaderElector(KubeClient* client, LeaderElectionConfig config, LeaderCallbacks callbacks,
+                ElectorClocks clocks = {});
   ~LeaderElector();
 
   void Start();
@@ -76,6 +87,8 @@ class LeaderElector {
   void SetLeader(const std::string& holder);
 
   KubeClient* client_;
+  const Clock* monotonic_;
+  const Clock* wall_;
   const LeaderElectionConfig config_;
   LeaderCallbacks callbacks_;
   std::thread thread_;
@@ -85,13 +98,13 @@ class LeaderElector {
   mutable absl::Mutex mu_;
   std::string holder_ ABSL_GUARDED_BY(mu_);
   bool leading_ ABSL_GUARDED_BY(mu_) = false;
-  // When the last successful renewal was sent (our clock).
+  // When the last successful renewal was sent (monotonic).
   absl::Time renewed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // The lease as last observed, and when we observed it change.
   std::string observed_holder_ ABSL_GUARDED_BY(mu_);
   std::string observed_renew_ ABSL_GUARDED_BY(mu_);
   absl::Time observed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // When the other holder's lease runs out unless it renews (our clock).
+  // When the other holder's lease runs out unless it renews (monotonic).
   absl::Time expires_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 

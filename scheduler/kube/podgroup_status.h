@@ -6,11 +6,17 @@
 // one LIST (finished pods are not in the scheduler's informer), derives the phase and sends the
 // merge PATCH, the latest update per PodGroup only, so a slow API server never blocks scheduling.
 //
-//   PodGroupStatusWriter writer(client.get());
+// Writes are fenced like every other write of the scheduler (`write_budget`: none while this
+// replica is not the leader or shuts down; a write's timeout is cut to what is left). The pods
+// are listed in pages; a group that is deleted (GangForgotten, or a 404) is forgotten.
+//
+//   PodGroupStatusWriter writer(client.get(), {.write_budget = budget});
 //   SchedulerParams{..., .gang_status = &writer};
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,18 +29,30 @@ namespace tessel::kube {
 // The merge patch for one update (exposed for tests).
 nlohmann::json PodGroupStatusPatch(const gang::GangStatusUpdate& update);
 
+struct PodGroupStatusOptions {
+  std::function<std::optional<absl::Duration>()> write_budget;  // see Request::write_budget
+  int64_t page_size = 500;  // pods per LIST page
+};
+
 class PodGroupStatusWriter final : public gang::GangStatusSink {
  public:
-  explicit PodGroupStatusWriter(KubeClient* client);
+  explicit PodGroupStatusWriter(KubeClient* client, PodGroupStatusOptions options = {});
   ~PodGroupStatusWriter() override;
 
   void GangStatusChanged(const gang::GangId& id, const gang::GangStatusUpdate& update) override;
+  void GangForgotten(const gang::GangId& id) override;
+  // Ends the worker; updates not sent yet are dropped (at shutdown nothing more is written).
+  void Stop();
+
+  // Groups whose last written status is remembered (for tests).
+  size_t remembered() const;
 
  private:
   void Run();
 
   KubeClient* client_;
-  absl::Mutex mu_;
+  const PodGroupStatusOptions options_;
+  mutable absl::Mutex mu_;
   // Counts the group's pods by phase into `update` and derives its phase.
   absl::Status CountMembers(const gang::GangId& id, gang::GangStatusUpdate& update);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -19,6 +20,15 @@ class Clock {
 class RealClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+};
+
+// Monotonic time as an absl::Time (from an arbitrary epoch): it never steps when the wall clock
+// is set, so deadlines measured on it (the leader lease's) do not move with the wall clock.
+class SteadyClock final : public Clock {
+ public:
+  absl::Time Now() const override {
+    return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
 };
 
 // A clock that only moves when told to.

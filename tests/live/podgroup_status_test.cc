@@ -22,9 +22,16 @@ struct Fixture {
     absl::MutexLock lock(&mu);
     if (call.line() == "GET /api/v1/namespaces/ns/pods") {
       REQUIRE(call.params.at("labelSelector") == "scheduling.x-k8s.io/pod-group=train");
+      // Pages of `limit` pods, the continue token being the offset of the next page.
+      const size_t limit = call.params.contains("limit") ? std::stoul(call.params.at("limit")) : phases.size();
+      const size_t from = call.params.contains("continue") ? std::stoul(call.params.at("continue")) : 0;
       json items = json::array();
-      for (const std::string& p : phases) items.push_back({{"status", {{"phase", p}}}});
-      res.set_content(json{{"kind", "PodList"}, {"items", items}}.dump(), "application/json");
+      for (size_t i = from; i < phases.size() && i < from + limit; ++i) {
+        items.push_back({{"status", {{"phase", phases[i]}}}});
+      }
+      json list{{"kind", "PodList"}, {"metadata", json::object()}, {"items", items}};
+      if (from + limit < phases.size()) list["metadata"]["continue"] = std::to_string(from + limit);
+      res.set_content(list.dump(), "application/json");
       return;
     }
     if (call.line() == "PATCH /apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/train/status") {
@@ -85,6 +92,68 @@ TEST_CASE("PodGroup status: counts from the pods' phases, the phase derived from
     CHECK(status["failed"] == c.failed);
     CHECK(status["conditions"][0]["reason"] == "Scheduled");
   }
+}
+
+// Waits (real time, up to 5 s) for `pred`.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 500 && !pred(); ++i) absl::SleepFor(absl::Milliseconds(10));
+  return pred();
+}
+
+TEST_CASE("PodGroup status: paged counts, fenced writes, no write after Stop, deleted groups forgotten") {
+  Fixture f;
+  {
+    absl::MutexLock lock(&f.mu);
+    f.phases = {"Running", "Running", "Running", "Running", "Running", "Running", "Succeeded"};
+  }
+  std::atomic<bool> leading{false};
+  PodGroupStatusWriter writer(f.client.get(),
+                              {.write_budget = [&]() -> std::optional<absl::Duration> {
+                                 if (!leading.load()) return std::nullopt;
+                                 return absl::Seconds(10);
+                               },
+                               .page_size = 3});
+  const gang::GangId id{.kind = gang::GangKind::kPodGroup, .namespace_ = "ns", .name = "train"};
+  auto patches = [&] {
+    absl::MutexLock lock(&f.mu);
+    return f.patches.size();
+  };
+
+  // Not the leader: nothing is read or written.
+  writer.GangStatusChanged(id, Scheduled());
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(patches() == 0);
+  CHECK(f.api.calls().empty());
+
+  // The leader: every page is read (7 pods, 3 a page), and the status counts them all.
+  leading = true;
+  writer.GangStatusChanged(id, Scheduled());
+  REQUIRE(Eventually([&] { return patches() == 1; }));
+  CHECK(f.api.Count("GET /api/v1/namespaces/ns/pods") == 3);
+  {
+    absl::MutexLock lock(&f.mu);
+    CHECK(f.patches[0]["status"]["running"] == 6);
+    CHECK(f.patches[0]["status"]["succeeded"] == 1);
+  }
+  CHECK(Eventually([&] { return writer.remembered() == 1; }));  // once the PATCH is answered
+
+  // The same status is not written twice, until the group is deleted and made again.
+  writer.GangStatusChanged(id, Scheduled());
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(patches() == 1);
+  writer.GangForgotten(id);
+  CHECK(writer.remembered() == 0);
+  writer.GangStatusChanged(id, Scheduled());
+  REQUIRE(Eventually([&] { return patches() == 2; }));
+
+  // Stopped (SIGTERM): nothing more is written.
+  writer.Stop();
+  gang::GangStatusUpdate changed = Scheduled();
+  changed.message = "a change after the stop";
+  writer.GangStatusChanged(id, changed);
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(patches() == 2);
 }
 
 TEST_CASE("PodGroup status: a failed count leaves the core's phase and is still written") {
