@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# preemption_test.sh: priority preemption on the real control plane (kube-apiserver 1.20 with
+# preemption_test.sh: priority preemption on the real control plane (kube-apiserver with
 # kube-controller-manager's job and disruption controllers, and the simulated kubelet).
 #  1. The single precious node: a Job's low-priority pod (tessel-batch) holds all 8 GPUs of
 #     node preempt-a. A tessel-production pod arrives: Tessel evicts the Job's pod through the
@@ -7,7 +7,7 @@
 #     victim is gone. The Job controller creates a replacement pod, which waits in the queue
 #     (PodScheduled=False); scheduler_preemption_attempts_total counts the preemption.
 #  2. A PodDisruptionBudget blocks an eviction: a low-priority pod on node preempt-b is covered
-#     by a budget (minAvailable 1, policy/v1beta1 on 1.20); a tessel-production pod that needs
+#     by a budget (minAvailable 1, policy/v1); a tessel-production pod that needs
 #     its room gets a 429 for the eviction, so the guarded pod stays and the preemptor waits.
 source "$(dirname "$0")/lib.sh"
 it_begin preempt
@@ -83,10 +83,8 @@ victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="Lo
 # --- 2. A PodDisruptionBudget blocks the eviction ----------------------------------------------
 it_pod guarded --gpus 8 --priority-class tessel-batch --select pool=b --label app=guarded
 it_wait 60 "guarded bound" it_bound guarded
-pdb_api=policy/v1
-kubectl api-versions | grep -qx policy/v1 || pdb_api=policy/v1beta1
 cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: $pdb_api
+apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: guarded, namespace: $NS}
 spec:

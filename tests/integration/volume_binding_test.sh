@@ -68,8 +68,8 @@ $ref
   nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: $Z, operator: In, values: [$4]}]}]}}
 YAML
 }
-# bind_claim CLAIM PV: the PV controller's part: the claim names its volume (allowed once on
-# 1.20), is marked bind-completed, and both are Bound.
+# bind_claim CLAIM PV: the PV controller's part: the claim names its volume (allowed once), is
+# marked bind-completed, and both are Bound.
 bind_claim() {
   kubectl patch pvc -n "$NS" "$1" --type merge \
     -p "{\"spec\":{\"volumeName\":\"$2\"},\"metadata\":{\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}}}" >/dev/null

@@ -29,6 +29,19 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kube_http import Api, log, now_rfc3339  # noqa: E402
 
+
+def harness_kube_version():
+    """KUBE_VERSION from tools/cluster/k8s-versions: the release the simulated nodes claim."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "k8s-versions")
+    with open(path) as f:
+        for line in f:
+            if line.startswith("KUBE_VERSION="):
+                return line.split("=", 1)[1].strip()
+    sys.exit(f"register_nodes.py: {path}: no KUBE_VERSION line")
+
+
+SIM_VERSION = f"v{harness_kube_version()}-tessel-sim"
+
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -101,7 +114,7 @@ def node_status(node, now):
     status.setdefault("addresses", [{"type": "Hostname", "address": node["metadata"]["name"]}])
     info = {"architecture": "amd64", "operatingSystem": "linux", "osImage": "simulated",
             "kernelVersion": "", "containerRuntimeVersion": "sim://0",
-            "kubeletVersion": "v1.20.2-tessel-sim", "kubeProxyVersion": "v1.20.2-tessel-sim",
+            "kubeletVersion": SIM_VERSION, "kubeProxyVersion": SIM_VERSION,
             "machineID": "", "systemUUID": "", "bootID": ""}
     info.update(status.get("nodeInfo") or {})
     status["nodeInfo"] = info
