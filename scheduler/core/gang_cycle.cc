@@ -23,6 +23,10 @@ using gang::GangBook;
 
 namespace {
 
+// How soon a refused rollback eviction is tried again, doubling up to the maximum.
+constexpr absl::Duration kFirstRollbackRetry = absl::Seconds(1);
+constexpr absl::Duration kMaxRollbackRetry = absl::Seconds(60);
+
 bool EarlierMember(const PodRef& a, const PodRef& b) {
   if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
     return a->meta.creation_timestamp < b->meta.creation_timestamp;
@@ -32,6 +36,19 @@ bool EarlierMember(const PodRef& a, const PodRef& b) {
 
 std::string Plural(int64_t n, std::string_view one, std::string_view many) {
   return StrCat(n, " ", n == 1 ? one : many);
+}
+
+// The pods nominated to nodes, without the gang's own pending members: the plan places those
+// itself, so their nominations must not count as room already taken.
+NominatedPodMap WithoutMembers(NominatedPodMap nominated, const std::vector<PodRef>& members) {
+  if (nominated.empty()) return nominated;
+  absl::flat_hash_set<std::string> keys;
+  for (const PodRef& m : members) keys.insert(m->Key());
+  for (auto it = nominated.begin(); it != nominated.end();) {
+    std::erase_if(it->second, [&](const PodRef& p) { return keys.contains(p->Key()); });
+    it = it->second.empty() ? nominated.erase(it) : std::next(it);
+  }
+  return nominated;
 }
 
 }  // namespace
@@ -102,7 +119,12 @@ void Scheduler::NoteGangMemberPlaced(const Pod& pod) {
     g.pending.erase(key);
     if (pod.IsTerminal()) {
       g.placed.erase(key);
-    } else if (!g.evicting.contains(key)) {
+    } else if (pod.meta.deletion_timestamp.has_value() || g.evicting.contains(key)) {
+      // Terminating (a preemption's victim, a rollback's eviction): it holds its node until it
+      // is gone, but no longer counts towards minMember, so replacements are planned together.
+      g.placed.erase(key);
+      g.evicting.insert(key);
+    } else {
       g.placed.insert(key);
     }
     gang_of_[key] = gang_key;
@@ -123,6 +145,7 @@ void Scheduler::ForgetGangMember(const std::string& key) {
     if (it == gang_of_.end()) return;
     auto state = gang_states_.find(it->second);
     gang_of_.erase(it);
+    rollback_evictions_.erase(key);
     if (state == gang_states_.end()) return;
     GangState& g = state->second;
     g.pending.erase(key);
@@ -187,7 +210,7 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
   preemption::Context ctx{.framework = &fw,
                           .snapshot = &snapshot_,
                           .pdbs = PodDisruptionBudgets(),
-                          .nominated = nominator_.Pods(),
+                          .nominated = WithoutMembers(nominator_.Pods(), members),
                           .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
                           .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
   preemption::GangPreemptionPlan plan =
@@ -254,6 +277,35 @@ void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update
     }
   }
   if (gang_status_ != nullptr) gang_status_->GangStatusChanged(id, update);
+}
+
+void Scheduler::EvictRolledBack(const PodRef& pod, const std::string& message,
+                                absl::Duration backoff) {
+  const absl::Status st = api_ == nullptr ? absl::OkStatus() : api_->Evict(*pod, message);
+  absl::MutexLock lock(&gang_mu_);
+  if (st.ok() || absl::IsNotFound(st) || absl::IsFailedPrecondition(st) ||
+      !gang_of_.contains(pod->Key())) {
+    rollback_evictions_.erase(pod->Key());
+    return;
+  }
+  // Refused (a PodDisruptionBudget) or failed: the member keeps its node until evicted.
+  rollback_evictions_[pod->Key()] =
+      PendingEviction{.pod = pod,
+                      .message = message,
+                      .due = clock_->Now() + backoff,
+                      .backoff = std::min(backoff * 2, kMaxRollbackRetry)};
+}
+
+void Scheduler::RetryRollbackEvictions() {
+  std::vector<PendingEviction> due;
+  {
+    absl::MutexLock lock(&gang_mu_);
+    const absl::Time now = clock_->Now();
+    for (const auto& [key, e] : rollback_evictions_) {
+      if (e.due <= now) due.push_back(e);
+    }
+  }
+  for (const PendingEviction& e : due) EvictRolledBack(e.pod, e.message, e.backoff);
 }
 
 void Scheduler::ExpireGangWaits() {
@@ -392,6 +444,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
   }
 
   cache_->UpdateSnapshot(snapshot_);
+  const NominatedPodMap nominated = WithoutMembers(nominator_.Pods(), members);
   gang::GangPlan plan = gang::PlanGang(gang::PlanInput{.framework = fw,
                                                        .snapshot = &snapshot_,
                                                        .members = members,
@@ -399,7 +452,8 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
                                                        .min_member = spec.min_member,
                                                        .gang = spec.id.Describe(),
                                                        .topology_key = spec.topology_key,
-                                                       .min_resources = spec.min_resources});
+                                                       .min_resources = spec.min_resources,
+                                                       .nominated = nominated.empty() ? nullptr : &nominated});
   if (plan.feasible) {
     Status held = HoldGang(*fw, plan.placements, static_cast<size_t>(need));
     if (held.IsRejected()) {
@@ -423,6 +477,10 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
       finish("error");
       return;
     }
+  }
+  if (!plan.feasible && plan.code != Code::kError && QuotaOnly(plan.rejecting_plugins) &&
+      !plan.limit_reason.empty()) {
+    StrAppend(&plan.message, ": ", plan.limit_reason);  // the cluster has room; the quota not
   }
   if (!plan.feasible) {
     // Room the gang could get by evicting lower-priority pods (whole gangs among them).
@@ -497,9 +555,18 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
     }
   }
   if (superseded) {
-    // A member changed or left during the cycle; the gang's new head retries it.
+    // A member changed or left during the cycle (Tessel's own status patch is enough): nothing
+    // is held, and the gang is tried again at once with its members' newest copies.
     ReleaseGang(*fw, plan.placements, n);
     done_with_head();
+    {
+      absl::MutexLock lock(&gang_mu_);
+      if (auto it = gang_states_.find(gang_key); it != gang_states_.end()) {
+        GangState& g = it->second;
+        if (g.head == head->Key()) g.head.clear();
+        RequeueGangHead(g, std::nullopt, false);
+      }
+    }
     finish("error");
     return;
   }
@@ -606,7 +673,7 @@ void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
     gang::MemberPlacement& m = b->members[i];
     if (b->results[i].ok()) {
       (void)cache_->FinishBinding(m.pod->Key());  // bound: it holds its node until deleted
-      if (may_write && api_ != nullptr) (void)api_->Evict(*m.pod, message);
+      if (may_write) EvictRolledBack(m.pod, message, kFirstRollbackRetry);
     } else {
       b->fw->RunUnreserve(*m.state, *m.pod, m.node);
       (void)cache_->ForgetPod(m.pod->Key());

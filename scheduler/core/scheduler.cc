@@ -302,6 +302,7 @@ void Scheduler::Housekeeping() {
   // Assumed pods are not expired here: they are held until the informer confirms them or the
   // pod is deleted (see cache.h).
   ExpireWaitingPods();
+  RetryRollbackEvictions();
 }
 
 bool Scheduler::ScheduleOne() {
@@ -357,6 +358,7 @@ std::optional<absl::Time> Scheduler::NextWakeup() const {
   for (const auto& [key, g] : gang_states_) {  // scheduleTimeoutSeconds of gangs still waiting
     if (g.waiting_since && g.timeout && !g.timed_out) consider(*g.waiting_since + *g.timeout);
   }
+  for (const auto& [key, e] : rollback_evictions_) consider(e.due);
   return next;
 }
 

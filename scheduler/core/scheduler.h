@@ -318,6 +318,11 @@ class Scheduler final : public Handle {
   static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
+  // A rolled-back gang's bound member is evicted; a refused or failed eviction is tried again
+  // (RetryRollbackEvictions, with backoff) until the pod is gone, so no half-started gang keeps
+  // its nodes; not while this replica may no longer write (the next leader takes over).
+  void EvictRolledBack(const PodRef& pod, const std::string& message, absl::Duration backoff);
+  void RetryRollbackEvictions();
 
   const Registry* registry_;
   Cache* cache_;
@@ -338,6 +343,14 @@ class Scheduler final : public Handle {
   mutable absl::Mutex gang_mu_;
   std::map<std::string, GangState> gang_states_ ABSL_GUARDED_BY(gang_mu_);  // by GangId::Key()
   StringKeyedMap<std::string> gang_of_ ABSL_GUARDED_BY(gang_mu_);          // pod key -> gang key
+  struct PendingEviction {
+    PodRef pod;
+    std::string message;
+    absl::Time due;
+    absl::Duration backoff;
+  };
+  // Rollback evictions to try again, by pod key (dropped when the pod is gone).
+  StringKeyedMap<PendingEviction> rollback_evictions_ ABSL_GUARDED_BY(gang_mu_);
 
   mutable absl::Mutex mu_;
   StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);

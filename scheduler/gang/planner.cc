@@ -23,9 +23,47 @@ void AppendTerm(std::string& k, const NodeSelectorTerm& term) {
   }
 }
 
+void AppendSelector(std::string& k, const std::optional<LabelSelector>& selector) {
+  if (!selector.has_value()) {
+    k += "nil;";
+    return;
+  }
+  for (const auto& [key, value] : selector->match_labels) StrAppend(&k, key, "=", value, ",");
+  for (const LabelSelectorRequirement& r : selector->match_expressions) {
+    StrAppend(&k, r.key, "~", static_cast<int>(r.op), "~", StrJoin(r.values, ","), ",");
+  }
+  k += ";";
+}
+
+void AppendPodTerm(std::string& k, const PodAffinityTerm& t) {
+  AppendSelector(k, t.label_selector);
+  StrAppend(&k, StrJoin(t.namespaces, ","), "/");
+  if (t.namespace_selector.has_value()) AppendSelector(k, t.namespace_selector);
+  StrAppend(&k, t.topology_key, ";");
+}
+
+void AppendPodRules(std::string& k, const PodAffinityRules& rules) {
+  for (const PodAffinityTerm& t : rules.required) AppendPodTerm(k, t);
+  k += "/";
+  for (const WeightedPodAffinityTerm& t : rules.preferred) {
+    StrAppend(&k, t.weight, ":");
+    AppendPodTerm(k, t.term);
+  }
+  k += "|";
+}
+
+// Whether the pod has rules about other pods (affinity, anti-affinity, spread): then where
+// one member goes changes where the next may go.
+bool HasPodRules(const Pod& p) {
+  return !p.pod_affinity.empty() || !p.pod_anti_affinity.empty() ||
+         !p.topology_spread_constraints.empty();
+}
+
 // Pods with the same key are interchangeable for every plugin Tessel ships: they ask for the
-// same resources on the same nodes.
-std::string ShapeKey(const Pod& p) {
+// same resources on the same nodes, with the same rules about other pods. Labels are part of
+// the key when some selector could tell the members apart (a pod in the cluster or a member
+// with pod rules): then a member's labels decide which rules it triggers.
+std::string ShapeKey(const Pod& p, bool labels_matter) {
   std::string k = StrCat(p.scheduler_name, "|", p.PriorityValue(), "|", p.requests.DebugString(), "|");
   for (const auto& [key, value] : p.node_selector) StrAppend(&k, key, "=", value, ",");
   k += "|";
@@ -51,6 +89,21 @@ std::string ShapeKey(const Pod& p) {
   // plugins' PreFilter state belongs to one pod's claims.
   k += "|";
   for (const PodVolume& v : p.volumes) StrAppend(&k, ClaimNameOf(p, v), ",");
+  k += "|";
+  AppendPodRules(k, p.pod_affinity);
+  AppendPodRules(k, p.pod_anti_affinity);
+  for (const TopologySpreadConstraint& c : p.topology_spread_constraints) {
+    StrAppend(&k, c.max_skew, "~", c.topology_key, "~", static_cast<int>(c.when_unsatisfiable), "~",
+              c.min_domains.value_or(-1), "~",
+              c.node_affinity_policy ? static_cast<int>(*c.node_affinity_policy) : -1, "~",
+              c.node_taints_policy ? static_cast<int>(*c.node_taints_policy) : -1, "~");
+    AppendSelector(k, c.label_selector);
+  }
+  if (labels_matter) {
+    k += "|";
+    for (const auto& [key, value] : p.meta.labels) StrAppend(&k, key, "=", value, ",");
+    StrAppend(&k, "|", p.meta.namespace_);
+  }
   return k;
 }
 
@@ -64,10 +117,18 @@ struct Shape {
 class Overlay {
  public:
   explicit Overlay(std::vector<NodeInfo*> nodes) : nodes_(std::move(nodes)) {
-    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]] = i;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      index_[nodes_[i]] = i;
+      by_name_.emplace(nodes_[i]->name(), i);
+    }
   }
   const std::vector<NodeInfo*>& nodes() const { return nodes_; }
   size_t IndexOf(const NodeInfo* node) const { return index_.at(node); }
+  // The overlay's copy of the node placements went to (placements are always on its nodes).
+  const NodeInfo* Get(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : nodes_[it->second];
+  }
   NodeInfo& Mutable(size_t i) {
     auto& slot = owned_[i];
     if (!slot) {
@@ -82,6 +143,7 @@ class Overlay {
  private:
   std::vector<NodeInfo*> nodes_;
   std::unordered_map<const NodeInfo*, size_t> index_;
+  std::unordered_map<std::string, size_t> by_name_;
   std::unordered_map<size_t, std::unique_ptr<NodeInfo>> owned_;
 };
 
@@ -92,6 +154,7 @@ struct Attempt {
   std::string error;
   std::vector<std::string> rejecting;
   std::string fit_error;  // why the first shape that fit nowhere was refused
+  std::string limit_reason;  // the first rejection that stopped members on a feasible node
   int32_t nodes_used() const { return static_cast<int32_t>(std::count(used.begin(), used.end(), true)); }
 };
 
@@ -99,80 +162,99 @@ void AddRejecting(std::vector<std::string>& out, const std::string& plugin) {
   if (std::find(out.begin(), out.end(), plugin) == out.end()) out.push_back(plugin);
 }
 
-// How many more pods of this shape the node can host, at most `limit`: members are added to a
-// copy until a Filter refuses. The first one is known to pass.
-int32_t Capacity(const Framework& fw, const CycleState& state, const PodRef& rep,
-                 const NodeInfo& node, int32_t limit) {
+// The filters for one member on one node: the plugins' own, with the pods nominated there
+// that are at least as important counted as present (RunFiltersWithNominatedPods).
+Status Fits(const PlanInput& in, const CycleState& state, const Pod& pod, const NodeInfo& node) {
+  return in.framework->RunFiltersWithNominatedPods(state, pod, node, in.nominated);
+}
+
+// A Filter refused one more member on a node that took others: the plan was limited by it.
+void NoteLimit(Attempt& a, const Status& st) {
+  if (st.ok()) return;
+  AddRejecting(a.rejecting, st.plugin());
+  if (a.limit_reason.empty()) a.limit_reason = st.Message();
+}
+
+// How many more pods of this shape the node can host, at most `limit`: copies are added to the
+// node, and to the shape's cycle state (AddPod), until a Filter refuses (noted in `a`).
+int32_t Capacity(const PlanInput& in, const CycleState& state, const PodRef& rep,
+                 const NodeInfo& node, int32_t limit, Attempt& a) {
   NodeInfo copy = node;
+  CycleState probe_state = state.Clone();
   auto probe = std::make_shared<Pod>(*rep);
   probe->node_name = node.name();
   PodRef probe_ref = probe;
   int32_t n = 0;
   while (n < limit) {
-    if (n > 0 && !fw.RunFilters(state, *rep, copy).ok()) break;
+    if (Status st = Fits(in, probe_state, *rep, copy); !st.ok()) {
+      NoteLimit(a, st);
+      break;
+    }
     copy.AddPod(probe_ref);
+    if (!in.framework->RunPreFilterExtensionAddPod(probe_state, *rep, *probe, copy).ok()) break;
     ++n;
   }
   return n;
 }
 
-Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& overlay) {
+// One shape's members onto the overlay, after the members placed before them. `state` is the
+// shape's PreFilter state; it learns of every member placed (AddPod), so each member is
+// filtered against all the members before it, its own shape's and the others'. Each member's
+// own state (for PreAssume, Reserve, Permit and binding) is a copy of `base`, the PreFilter
+// state before any member was added: Reserve plugins count the gang's other reservations
+// themselves.
+void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base, CycleState& state,
+                bool interacting, Overlay& overlay, Attempt& a) {
   const Framework& fw = *in.framework;
-  Attempt a;
-  a.used.assign(overlay.nodes().size(), false);
-  for (const Shape& shape : shapes) {
-    const PodRef& rep = shape.representative;
-    auto state = std::make_shared<CycleState>();
-    Status pre = fw.RunPreFilter(*state, *rep);
-    if (!pre.ok()) {
-      if (pre.code() == Code::kError) {
-        a.code = Code::kError;
-        a.error = pre.Message();
-        return a;
-      }
-      AddRejecting(a.rejecting, pre.plugin());
-      if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(overlay.nodes().size(), pre);
-      continue;
-    }
-    FilterOutcome outcome = fw.FindFeasibleNodes(*state, *rep, overlay.nodes());
+  const PodRef& rep = shape.representative;
+  size_t next = 0;
+  bool first_round = true;
+  // Members with rules about each other change which nodes fit as they are placed: when the
+  // nodes found at first are used up, the rest is evaluated again (while it makes progress).
+  while (next < shape.members.size()) {
+    const size_t placed_before = next;
+    FilterOutcome outcome = fw.FindFeasibleNodes(state, *rep, overlay.nodes(), in.nominated);
     for (const auto& [node, st] : outcome.rejected) {
       if (st.code() == Code::kError) {
         a.code = Code::kError;
         a.error = st.Message();
-        return a;
+        return;
       }
-      AddRejecting(a.rejecting, st.plugin());
+      if (first_round) AddRejecting(a.rejecting, st.plugin());
     }
     if (outcome.feasible.empty()) {
-      if (a.fit_error.empty()) a.fit_error = FormatFitError(overlay.nodes().size(), outcome.rejected);
-      continue;
+      if (first_round && a.fit_error.empty()) {
+        a.fit_error = FormatFitError(overlay.nodes().size(), outcome.rejected);
+      }
+      return;
     }
+    first_round = false;
     const size_t n = outcome.feasible.size();
     std::vector<int64_t> score(n, 0);
     if (n > 1) {
-      Status ps = fw.RunPreScore(*state, *rep, outcome.feasible);
+      CycleState score_state = state.Clone();
+      Status ps = fw.RunPreScore(score_state, *rep, outcome.feasible);
       if (!ps.ok()) {
         a.code = Code::kError;
         a.error = ps.Message();
-        return a;
+        return;
       }
-      absl::StatusOr<NodeScoreList> scores = fw.RunScore(*state, *rep, outcome.feasible);
+      absl::StatusOr<NodeScoreList> scores = fw.RunScore(score_state, *rep, outcome.feasible);
       if (!scores.ok()) {
         a.code = Code::kError;
         a.error = std::string(scores.status().message());
-        return a;
+        return;
       }
       for (size_t i = 0; i < n; ++i) score[i] = (*scores)[i].score;
     }
-    int32_t remaining = static_cast<int32_t>(shape.members.size());
+    int32_t remaining = static_cast<int32_t>(shape.members.size() - next);
     std::vector<size_t> index(n);
     std::vector<int32_t> cap(n);
     for (size_t i = 0; i < n; ++i) {
       index[i] = overlay.IndexOf(outcome.feasible[i]);
-      cap[i] = Capacity(fw, *state, rep, *outcome.feasible[i], remaining);
+      cap[i] = Capacity(in, state, rep, *outcome.feasible[i], remaining, a);
     }
     std::vector<bool> done(n, false);
-    size_t next = 0;
     while (remaining > 0) {
       // Fill whole nodes: the tightest node that takes every remaining member, else the one
       // that takes the most; ties by score, then by name (snapshot order).
@@ -194,8 +276,13 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
       for (int32_t k = 0; k < take; ++k) {
         const PodRef& member = shape.members[next];
         NodeInfo& node = overlay.Mutable(index[*best]);
-        auto member_state = std::make_shared<CycleState>(state->Clone());
-        if (k > 0 && !fw.RunFilters(*member_state, *member, node).ok()) break;
+        // Every member is filtered where it goes: the members placed since the capacities were
+        // found (on other nodes too) may have changed what fits here.
+        if (Status st = Fits(in, state, *member, node); !st.ok()) {
+          NoteLimit(a, st);
+          break;
+        }
+        auto member_state = std::make_shared<CycleState>(base.Clone());
         Pod assumed = *member;
         assumed.node_name = node.name();
         Status pa = fw.RunPreAssume(*member_state, assumed, node);
@@ -203,11 +290,17 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
           if (pa.code() == Code::kError) {
             a.code = Code::kError;
             a.error = pa.Message();
-            return a;
+            return;
           }
           break;
         }
-        node.AddPod(std::make_shared<const Pod>(assumed));
+        auto placed = std::make_shared<const Pod>(assumed);
+        node.AddPod(placed);
+        if (Status st = fw.RunPreFilterExtensionAddPod(state, *rep, *placed, node); !st.ok()) {
+          a.code = Code::kError;
+          a.error = st.Message();
+          return;
+        }
         a.used[index[*best]] = true;
         a.placements.push_back(MemberPlacement{.pod = member,
                                                .assumed = std::move(assumed),
@@ -217,15 +310,47 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
         --remaining;
       }
     }
+    if (!interacting || next == placed_before) return;
+  }
+}
+
+Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& overlay,
+              bool interacting) {
+  const Framework& fw = *in.framework;
+  Attempt a;
+  a.used.assign(overlay.nodes().size(), false);
+  for (const Shape& shape : shapes) {
+    const PodRef& rep = shape.representative;
+    CycleState state;
+    Status pre = fw.RunPreFilter(state, *rep);
+    const CycleState base = state.Clone();
+    // The members placed so far (earlier shapes) are in the overlay's nodes; the shape's state
+    // learns of them as if they were bound.
+    for (const MemberPlacement& m : a.placements) {
+      if (!pre.ok()) break;
+      pre = fw.RunPreFilterExtensionAddPod(state, *rep, m.assumed, *overlay.Get(m.node));
+    }
+    if (!pre.ok()) {
+      if (pre.code() == Code::kError) {
+        a.code = Code::kError;
+        a.error = pre.Message();
+        return a;
+      }
+      AddRejecting(a.rejecting, pre.plugin());
+      if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(overlay.nodes().size(), pre);
+      continue;
+    }
+    PlaceShape(in, shape, base, state, interacting, overlay, a);
+    if (a.code == Code::kError) return a;
   }
   return a;
 }
 
-std::vector<Shape> GroupShapes(const std::vector<PodRef>& members) {
+std::vector<Shape> GroupShapes(const std::vector<PodRef>& members, bool labels_matter) {
   std::vector<Shape> shapes;
   std::map<std::string, size_t> by_key;
   for (const PodRef& m : members) {
-    auto [it, fresh] = by_key.emplace(ShapeKey(*m), shapes.size());
+    auto [it, fresh] = by_key.emplace(ShapeKey(*m, labels_matter), shapes.size());
     if (fresh) {
       shapes.push_back(Shape{.representative = m, .members = {}, .gpu_milli = ReadGpuRequest(*m).total_milli()});
     }
@@ -308,7 +433,17 @@ GangPlan PlanGang(const PlanInput& input) {
     plan.message = StrCat(in.gang, " has no pending members to place");
     return plan;
   }
-  const std::vector<Shape> shapes = GroupShapes(in.members);
+  // Members with rules about other pods see each other; any selector in the cluster (a pod's,
+  // a nominated pod's, a member's) may tell members apart by their labels.
+  const bool interacting = std::any_of(in.members.begin(), in.members.end(),
+                                       [](const PodRef& m) { return HasPodRules(*m); });
+  bool labels_matter = interacting || in.snapshot->pods_with_affinity() > 0;
+  if (in.nominated != nullptr) {
+    for (const auto& [node, pods] : *in.nominated) {
+      for (const PodRef& p : pods) labels_matter |= HasPodRules(*p);
+    }
+  }
+  const std::vector<Shape> shapes = GroupShapes(in.members, labels_matter);
   const std::vector<NodeInfo*>& all = in.snapshot->nodes();
 
   if (in.topology_key.empty()) {
@@ -319,7 +454,7 @@ GangPlan PlanGang(const PlanInput& input) {
       return plan;
     }
     Overlay overlay(all);
-    Attempt a = Place(in, shapes, overlay);
+    Attempt a = Place(in, shapes, overlay, interacting);
     plan.rejecting_plugins = a.rejecting;
     if (a.code == Code::kError) {
       plan.code = Code::kError;
@@ -334,6 +469,7 @@ GangPlan PlanGang(const PlanInput& input) {
       return plan;
     }
     plan.code = Code::kUnschedulable;
+    plan.limit_reason = a.limit_reason;
     plan.message = placed > 0 ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
                                        " can host ", Plural(placed, "member", "members"))
                               : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
@@ -364,7 +500,7 @@ GangPlan PlanGang(const PlanInput& input) {
       continue;
     }
     Overlay overlay(nodes);
-    Attempt a = Place(in, shapes, overlay);
+    Attempt a = Place(in, shapes, overlay, interacting);
     for (const std::string& p : a.rejecting) AddRejecting(plan.rejecting_plugins, p);
     if (a.code == Code::kError) {
       plan.code = Code::kError;
@@ -373,6 +509,7 @@ GangPlan PlanGang(const PlanInput& input) {
     }
     const int32_t placed = static_cast<int32_t>(a.placements.size());
     if (placed < in.min_to_place) {
+      if (plan.limit_reason.empty()) plan.limit_reason = a.limit_reason;
       plan.too_small.push_back(DomainFit{.domain = domain, .members = placed});
       continue;
     }

@@ -3,18 +3,25 @@
 // start. It is a pure function of its inputs: it never touches the cache, so a plan that falls
 // short reserves nothing, and two gangs can never each hold part of the cluster.
 //
-// Algorithm. Members are grouped into shapes (same requests, selectors, affinity, tolerations,
-// priority and tessel.io/ annotations: pods of one template are one shape); bigger shapes first.
-// For each shape, PreFilter runs once, Filter once over every node, Score once over the nodes
-// that pass (for tie-breaks). Then, on a private overlay of the snapshot, each feasible node's
-// capacity (how many more members of this shape it can host) is found by adding members to a
-// copy of the node until Filter refuses, so every plugin's rules hold, including per-device GPU
-// accounting. Nodes are then filled whole, not spread:
+// Algorithm. Members are grouped into shapes (same requests, selectors, affinity and
+// anti-affinity, spread, tolerations, priority and tessel.io/ annotations, and the same labels
+// when any selector could tell them apart: pods of one template are one shape); bigger shapes
+// first. For each shape, PreFilter runs once and its state learns of every member placed
+// before (the PreFilter extensions' AddPod, as preemption's dry run does), Filter runs once
+// over every node, Score once over the nodes that pass (for tie-breaks). Pods nominated to a
+// node that are at least as important as the member count as present there (kube-scheduler's
+// rule for room a preemption freed). Then, on a private overlay of the snapshot, each feasible
+// node's capacity (how many more members of this shape it can host) is found by adding members
+// to a copy of the node and the state until Filter refuses, so every plugin's rules hold,
+// including per-device GPU accounting and the members' rules about each other (anti-affinity,
+// spread). Every member is filtered again on the node it takes. Nodes are then filled whole,
+// not spread:
 //   - if some node can host every member still to place, the smallest such node (best fit);
 //   - otherwise the node that hosts the most (fewest nodes for the gang);
 //   ties by score, then name. Members take the node one after another: PreAssume picks each
 //   one's GPU devices against the overlay, which already holds the members placed before it, so
-//   reservations are cumulative.
+//   reservations are cumulative. Members with rules about each other (spread, affinity) are
+//   evaluated again when the nodes found first are used up.
 // Compact placement (topology_key): the same plan runs within each domain of that node label;
 // of the domains that fit the gang, the one left fullest (least free GPU, then CPU) wins, and
 // the domains too small are reported.
@@ -46,6 +53,9 @@ struct PlanInput {
   std::string topology_key;
   // spec.minResources: the nodes the gang may use must have this much free in total.
   Resources min_resources;
+  // Pods nominated to nodes (their preemptions' victims are leaving), without the gang's own
+  // members: those at least as important as a member count as present where it is filtered.
+  const NominatedPodMap* nominated = nullptr;
 };
 
 struct MemberPlacement {
@@ -69,6 +79,9 @@ struct GangPlan {
   std::string message;
   // Plugins whose rejections limited the plan (for the queue's wake-up events).
   std::vector<std::string> rejecting_plugins;
+  // The first rejection that stopped a member on a node that took others ("" if none): with a
+  // quota as the only limit, the message says so.
+  std::string limit_reason;
   std::string domain;                  // compact placement: the chosen domain
   std::vector<DomainFit> too_small;    // compact placement: domains that could not host it
   int32_t nodes_used = 0;

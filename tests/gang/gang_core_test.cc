@@ -30,6 +30,11 @@ class FakeBinder final : public ClusterApi {
     return absl::OkStatus();
   }
   absl::Status Evict(const Pod& pod, std::string_view) override {
+    ++eviction_attempts[pod.Key()];
+    if (refuse_evictions > 0) {
+      --refuse_evictions;
+      return absl::ResourceExhaustedError("Cannot evict pod as it would violate the pod's disruption budget.");
+    }
     evicted.push_back(pod.Key());
     bound.erase(pod.Key());
     return absl::OkStatus();
@@ -40,6 +45,23 @@ class FakeBinder final : public ClusterApi {
   std::map<std::string, int> attempts;
   std::map<std::string, std::string> bound;
   std::vector<std::string> evicted;
+  std::map<std::string, int> eviction_attempts;
+  int refuse_evictions = 0;  // the next evictions refused (a PodDisruptionBudget)
+};
+
+// A Reserve plugin that runs a test's hook (e.g. an informer update racing the gang's cycle).
+class Touch final : public ReservePlugin {
+ public:
+  explicit Touch(std::function<void(const Pod&)>* hook) : hook_(hook) {}
+  std::string_view Name() const override { return "Touch"; }
+  Status Reserve(CycleState&, const Pod& pod, const std::string&) override {
+    if (*hook_) std::exchange(*hook_, nullptr)(pod);
+    return Status::Ok();
+  }
+  void Unreserve(CycleState&, const Pod&, const std::string&) override {}
+
+ private:
+  std::function<void(const Pod&)>* hook_;
 };
 
 class Recorder final : public SchedulingObserver, public GangStatusSink {
@@ -72,7 +94,20 @@ struct Core {
   FakeBinder api;
   Recorder rec;
   std::unique_ptr<Scheduler> s;
-  Core() {
+  std::function<void(const Pod&)> on_reserve;  // run once by the Touch plugin
+  explicit Core(bool with_touch = false) {
+    if (with_touch) {
+      REQUIRE(registry
+                  .Register("Touch",
+                            [this](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                              return std::unique_ptr<Plugin>(std::make_unique<Touch>(&on_reserve));
+                            })
+                  .ok());
+      auto parsed = ParseSchedulerConfig(
+          "profiles:\n- schedulerName: tessel\n  plugins:\n    reserve: {enabled: [{name: Touch}]}\n");
+      REQUIRE(parsed.ok());
+      config = *std::move(parsed);
+    }
     config.parallelism = 1;
     auto made = Scheduler::New(SchedulerParams{.registry = &registry,
                                                .config = &config,
@@ -89,8 +124,18 @@ struct Core {
     for (int i = 0; i < n; ++i) {
       s->OnNodeAdd(NodeBuilder(StrCat(prefix, i))
                        .Allocatable(StrCat("cpu:64,memory:512Gi,nvidia.com/gpu:", gpus))
+                       .Label("kubernetes.io/hostname", StrCat(prefix, i))
                        .Build());
     }
+  }
+  // Where the bound or assumed pods are, by node.
+  std::map<std::string, std::vector<std::string>> PodsByNode() {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const std::string& n : cache.NodeNames()) {
+      const std::optional<NodeInfo> info = cache.GetNodeInfo(n);
+      for (const PodRef& p : info->pods()) out[n].push_back(p->meta.name);
+    }
+    return out;
   }
   void PodGroup(std::string name, int min, std::optional<int> timeout = std::nullopt) {
     json pg = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
@@ -579,6 +624,170 @@ TEST_CASE("a preemption clears a lower-priority gang's nominations on its node",
   CHECK(c.rec.nominated.at("default/g-0").empty());
   CHECK(c.rec.nominated.at("default/g-1").empty());
   CHECK(c.s->NominatedNodeOf("default/g-1").empty());
+}
+
+// --- Composition (issue 18): members see each other's pod rules, nominations hold room,
+// replacements go together, no gang is lost. ---
+
+PodAffinityTerm HostnameTerm(std::string app) {
+  return PodAffinityTerm{.label_selector = LabelSelector{.match_labels = {{"app", std::move(app)}}},
+                         .topology_key = "kubernetes.io/hostname"};
+}
+
+TEST_CASE("gang members obey each other's anti-affinity and spread", "[gang][core][rules]") {
+  Core c;
+  c.GpuNodes(3, 8);
+  SECTION("required anti-affinity on hostname: one member per node") {
+    c.PodGroup("w", 3);
+    for (int i = 0; i < 3; ++i) {
+      Pod m = c.Member("w", i, "cpu:1,nvidia.com/gpu:1", 100 + i);
+      m.meta.labels["app"] = "w";
+      m.pod_anti_affinity.required.push_back(HostnameTerm("w"));
+      c.s->OnPodAdd(std::move(m));
+    }
+    c.Run();
+    CHECK(c.BoundOf("w") == 3);
+    const auto by_node = c.PodsByNode();
+    CHECK(by_node.size() == 3);
+    for (const auto& [node, pods] : by_node) CHECK(pods.size() == 1);
+  }
+  SECTION("DoNotSchedule spread, maxSkew 1 on hostname: 6 members, 2 per node") {
+    c.PodGroup("s", 6);
+    for (int i = 0; i < 6; ++i) {
+      Pod m = c.Member("s", i, "cpu:1,nvidia.com/gpu:1", 100 + i);
+      m.meta.labels["app"] = "s";
+      m.topology_spread_constraints.push_back(TopologySpreadConstraint{
+          .max_skew = 1,
+          .topology_key = "kubernetes.io/hostname",
+          .label_selector = LabelSelector{.match_labels = {{"app", "s"}}}});
+      c.s->OnPodAdd(std::move(m));
+    }
+    c.Run();
+    CHECK(c.BoundOf("s") == 6);
+    const auto by_node = c.PodsByNode();
+    CHECK(by_node.size() == 3);
+    for (const auto& [node, pods] : by_node) CHECK(pods.size() == 2);
+  }
+  SECTION("a member's own anti-affinity to another pod holds though a member without it has "
+          "the same requests") {
+    Pod db = PodBuilder("db").Requests("cpu:1").Node("gpu-0").Build();
+    db.meta.labels["app"] = "db";
+    c.s->OnPodAdd(std::move(db));
+    c.PodGroup("m", 2);
+    c.s->OnPodAdd(c.Member("m", 0, "cpu:1,nvidia.com/gpu:1", 100));
+    Pod shy = c.Member("m", 1, "cpu:1,nvidia.com/gpu:1", 101);
+    shy.pod_anti_affinity.required.push_back(HostnameTerm("db"));
+    c.s->OnPodAdd(std::move(shy));
+    c.Run();
+    CHECK(c.BoundOf("m") == 2);
+    CHECK(c.api.bound.at("default/m-1") != "gpu-0");
+  }
+}
+
+TEST_CASE("a gang's plan leaves the room of a more important nominated pod", "[gang][core][rules]") {
+  Core c;
+  for (std::string pool : {"a", "b"}) {
+    c.s->OnNodeAdd(NodeBuilder(StrCat("n-", pool)).Allocatable("cpu:32,memory:128Gi")
+                       .Label("pool", pool).Build());
+  }
+  // hp may only run on n-a, where a terminating victim still holds the CPUs.
+  Pod victim = PodBuilder("victim").Requests("cpu:32").Priority(0).Node("n-a").Build();
+  victim.meta.deletion_timestamp = c.clock.Now();
+  c.s->OnPodAdd(victim);
+  Pod hp = PodBuilder("hp").Requests("cpu:32").Priority(1000).Selector("pool", "a").Created(50).Build();
+  hp.nominated_node_name = "n-a";
+  c.s->OnPodAdd(std::move(hp));
+  c.Run();  // hp waits for its victim (in backoff)
+  CHECK(c.api.bound.empty());
+  c.s->OnPodDelete("default/victim");  // the victim is gone; hp is still in backoff
+  // A less important gang of 4 x 8 CPUs fits on either node; n-a is hp's.
+  c.PodGroup("g", 4);
+  for (int i = 0; i < 4; ++i) {
+    Pod m = PodBuilder(StrCat("g-", i)).Requests("cpu:8").Priority(10).Created(100 + i).Build();
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "g";
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.Run();
+  CHECK(c.BoundOf("g") == 4);
+  for (int i = 0; i < 4; ++i) CHECK(c.api.bound.at(StrCat("default/g-", i)) == "n-b");
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  CHECK(c.api.bound.at("default/hp") == "n-a");
+  CHECK(c.api.evicted.empty());
+}
+
+TEST_CASE("replacement members of a gang whose old members terminate are placed together",
+          "[gang][core][rules]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.PodGroup("job", 4);
+  // The old members run, then terminate (a preemption evicted them); the Job recreates them.
+  for (int i = 0; i < 4; ++i) {
+    Pod old = c.Member("job", i, "cpu:1,nvidia.com/gpu:4", 100 + i);
+    old.node_name = StrCat("gpu-", i / 2);
+    old.phase = PodPhase::kRunning;
+    old.meta.deletion_timestamp = c.clock.Now();
+    c.s->OnPodAdd(std::move(old));
+  }
+  for (int i = 4; i < 8; ++i) c.s->OnPodAdd(c.Member("job", i, "cpu:1,nvidia.com/gpu:4", 100 + i));
+  c.Run();
+  CHECK(c.BoundOf("job") == 0);
+  // Half of the old members are gone: room for two, not for the gang.
+  c.s->OnPodDelete("default/job-0");
+  c.s->OnPodDelete("default/job-1");
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  CHECK(c.BoundOf("job") == 0);
+  CHECK_THAT(c.rec.unschedulable.at("default/job-4"), Catch::Contains("needs 4 × 4 GPUs"));
+  c.s->OnPodDelete("default/job-2");
+  c.s->OnPodDelete("default/job-3");
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  CHECK(c.BoundOf("job") == 4);
+}
+
+TEST_CASE("a gang whose member changes while its plan is held is tried again, not lost",
+          "[gang][core][rules]") {
+  Core c(/*with_touch=*/true);
+  c.GpuNodes(1, 8);
+  c.PodGroup("g", 2);
+  Pod m0 = c.Member("g", 0, "cpu:1,nvidia.com/gpu:2", 100);
+  m0.scheduler_name = "tessel";
+  Pod m1 = c.Member("g", 1, "cpu:1,nvidia.com/gpu:2", 101);
+  m1.scheduler_name = "tessel";
+  c.s->OnPodAdd(m0);
+  c.s->OnPodAdd(m1);
+  // During the cycle, the informer delivers a newer copy of a member (a status patch).
+  c.on_reserve = [&](const Pod&) {
+    Pod newer = m1;
+    newer.meta.annotations["touched"] = "yes";
+    c.s->OnPodUpdate(std::move(newer));
+  };
+  c.Run();
+  CHECK(c.BoundOf("g") == 2);
+}
+
+TEST_CASE("a refused rollback eviction is tried again until the member is gone",
+          "[gang][core][rules]") {
+  Core c;
+  c.GpuNodes(1, 8);
+  c.PodGroup("ring", 2);
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("ring", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
+  c.api.failures["default/ring-1"] = -1;
+  c.api.refuse_evictions = 2;
+  CHECK(c.s->ScheduleOne());
+  CHECK(c.api.evicted.empty());
+  CHECK(c.api.eviction_attempts.at("default/ring-0") == 1);
+  // The retries follow the scheduler's clock, with backoff (NextWakeup includes them).
+  const std::optional<absl::Time> next = c.s->NextWakeup();
+  REQUIRE(next.has_value());
+  CHECK(*next <= c.clock.Now() + absl::Seconds(1));
+  for (int second = 0; second < 10; ++second) {
+    c.clock.Advance(absl::Seconds(1));
+    c.s->Housekeeping();
+  }
+  CHECK(c.api.evicted == std::vector<std::string>{"default/ring-0"});
+  CHECK(c.api.eviction_attempts.at("default/ring-0") == 3);  // refused twice, then done
 }
 
 }  // namespace
