@@ -199,22 +199,28 @@ void Scheduler::RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previ
 }
 
 std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
-                                      int32_t need) {
+                                      int32_t need, const std::string& topology_key) {
   if (members.empty() || !members.front()->MayPreempt()) return {};
-  std::vector<CycleState> states(members.size());
-  std::vector<const CycleState*> state_ptrs;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
-    state_ptrs.push_back(&states[i]);
-  }
   preemption::Context ctx{.framework = &fw,
                           .snapshot = &snapshot_,
                           .pdbs = PodDisruptionBudgets(),
                           .nominated = WithoutMembers(nominator_.Pods(), members),
                           .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
                           .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
+  // A member's earlier victims are still terminating on its nominated node: wait for them
+  // rather than evict more (kube-scheduler's rule for one pod, per member).
+  for (const PodRef& m : members) {
+    std::string why;
+    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return {};
+  }
+  std::vector<CycleState> states(members.size());
+  std::vector<const CycleState*> state_ptrs;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
+    state_ptrs.push_back(&states[i]);
+  }
   preemption::GangPreemptionPlan plan =
-      preemption::PlanGangPreemption(ctx, members, state_ptrs, need);
+      preemption::PlanGangPreemption(ctx, members, state_ptrs, need, topology_key);
   if (!plan.feasible || plan.victims.empty()) return {};
   const Pod& head = *members.front();
   const std::string reason = StrCat("preempted by the gang of ", head.Key(), " (priority ",
@@ -486,7 +492,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
     // Room the gang could get by evicting lower-priority pods (whole gangs among them).
     uint32_t preempt_events = 0;
     if (plan.code != Code::kError && fw->HasPostFilter()) {
-      const std::string preempted = PreemptForGang(*fw, members, need);
+      const std::string preempted = PreemptForGang(*fw, members, need, spec.topology_key);
       if (!preempted.empty()) {
         StrAppend(&plan.message, " ", preempted);
         preempt_events = kAllEvents;  // any pod deletion may be a victim leaving

@@ -312,8 +312,11 @@ class Scheduler final : public Handle {
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
   // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
   // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
-  // `members`). Returns what it did for the gang's message, "" when it evicted nothing.
-  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need);
+  // `members`), within one domain of `topology_key` if set. Not while a member's earlier
+  // victims are still terminating. Returns what it did for the gang's message, "" when it
+  // evicted nothing.
+  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+                             const std::string& topology_key);
   // Records a member's pod phase; true if the gang's counts changed.
   static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).

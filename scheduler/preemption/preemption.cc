@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "scheduler/util/strings.h"
@@ -347,43 +348,68 @@ std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudge
   return victims;
 }
 
-GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
-                                      const std::vector<const CycleState*>& states, int32_t need) {
-  GangPreemptionPlan plan;
-  const Framework& fw = *ctx.framework;
-  const GangIndex gangs(ctx);
-  // The overlay: copies of the nodes this plan changed.
-  StringKeyedMap<NodeInfo> changed;
-  const NodeLookup lookup = [&](std::string_view name) -> const NodeInfo* {
-    auto it = changed.find(name);
-    return it != changed.end() ? &it->second : ctx.snapshot->Get(name);
-  };
-  auto mutable_node = [&](const std::string& name) -> NodeInfo& {
-    auto it = changed.find(name);
-    if (it == changed.end()) it = changed.emplace(name, *ctx.snapshot->Get(name)).first;
-    return it->second;
-  };
+namespace {
+
+// A member's state as the plan left the cluster: the victims gone, the members placed so far
+// present (the PreFilter extensions see the change as the node copies do).
+struct PlanLog {
   struct Change {
     bool add;
     PodRef pod;
   };
-  std::vector<Change> log;  // replayed into each later member's state
+  std::vector<Change> changes;
+  bool Replay(const Framework& fw, CycleState& s, const Pod& member, const NodeLookup& lookup) const {
+    for (const Change& c : changes) {
+      const NodeInfo* where = lookup(c.pod->node_name);
+      if (where == nullptr) continue;
+      Status st = c.add ? fw.RunPreFilterExtensionAddPod(s, member, *c.pod, *where)
+                        : fw.RunPreFilterExtensionRemovePod(s, member, *c.pod, *where);
+      if (!st.ok()) return false;
+    }
+    return true;
+  }
+};
+
+// Copy-on-write node copies over the snapshot.
+class NodeOverlay {
+ public:
+  explicit NodeOverlay(const Snapshot* snapshot) : snapshot_(snapshot) {}
+  const NodeInfo* Get(std::string_view name) const {
+    auto it = changed_.find(name);
+    return it != changed_.end() ? &it->second : snapshot_->Get(name);
+  }
+  NodeInfo& Mutable(const std::string& name) {
+    auto it = changed_.find(name);
+    if (it == changed_.end()) it = changed_.emplace(name, *snapshot_->Get(name)).first;
+    return it->second;
+  }
+  NodeLookup Lookup() const {
+    return [this](std::string_view name) { return Get(name); };
+  }
+
+ private:
+  const Snapshot* snapshot_;
+  StringKeyedMap<NodeInfo> changed_;
+};
+
+// Member after member, the best candidate node among `nodes` (see preemption.h).
+GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& members,
+                               const std::vector<const CycleState*>& states, int32_t need,
+                               const std::vector<NodeInfo*>& nodes) {
+  GangPreemptionPlan plan;
+  const Framework& fw = *ctx.framework;
+  const GangIndex gangs(ctx);
+  NodeOverlay overlay(ctx.snapshot);
+  const NodeLookup lookup = overlay.Lookup();
+  PlanLog log;
   StringSet placed_keys, gone;
   int32_t placed = 0;
   for (size_t i = 0; i < members.size() && placed < need; ++i) {
     const Pod& member = *members[i];
     CycleState s = states[i]->Clone();
-    bool state_ok = true;
-    for (const Change& c : log) {
-      const NodeInfo* where = lookup(c.pod->node_name);
-      if (where == nullptr) continue;
-      Status st = c.add ? fw.RunPreFilterExtensionAddPod(s, member, *c.pod, *where)
-                        : fw.RunPreFilterExtensionRemovePod(s, member, *c.pod, *where);
-      state_ok &= st.ok();
-    }
-    if (!state_ok) continue;
+    if (!log.Replay(fw, s, member, lookup)) continue;
     std::optional<Candidate> best;
-    for (const NodeInfo* snap_node : ctx.snapshot->nodes()) {
+    for (const NodeInfo* snap_node : nodes) {
       const NodeInfo& node = *lookup(snap_node->name());
       auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone, /*rejected_as_is=*/false);
       if (c && (!best || BetterCandidate(ctx, *c, *best))) best = std::move(c);
@@ -391,26 +417,152 @@ GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodR
     if (!best) continue;
     for (PreemptionVictim& v : best->victims) {
       if (!gone.insert(v.pod->Key()).second) continue;
-      mutable_node(v.pod->node_name).RemovePod(v.pod->Key());
-      log.push_back({false, v.pod});
+      overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
+      log.changes.push_back({false, v.pod});
       plan.victims.push_back(std::move(v));
     }
     Pod at = member;
     at.node_name = best->node;
     auto ref = std::make_shared<const Pod>(std::move(at));
-    mutable_node(best->node).AddPod(ref);
-    log.push_back({true, ref});
+    overlay.Mutable(best->node).AddPod(ref);
+    log.changes.push_back({true, ref});
     placed_keys.insert(member.Key());
     plan.targets.push_back({members[i], best->node});
     ++placed;
   }
   plan.feasible = placed >= need;
-  plan.pdb_violations = CountPdbViolations(ctx.pdbs, plan.victims);
-  if (!plan.feasible) {
-    plan.message = StrCat("preemption: evicting lower-priority pods would make room for ", placed,
-                          " of the ", need, " members still needed");
-  }
   return plan;
+}
+
+// Where `need` members fit with only `victims` gone, on the nodes the plan touched (no further
+// eviction); nullopt when they do not. Each member takes the fullest node that fits it.
+std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx,
+                                                     const std::vector<PodRef>& members,
+                                                     const std::vector<const CycleState*>& states,
+                                                     int32_t need,
+                                                     const std::vector<PreemptionVictim>& victims,
+                                                     const std::vector<std::string>& touched) {
+  const Framework& fw = *ctx.framework;
+  NodeOverlay overlay(ctx.snapshot);
+  const NodeLookup lookup = overlay.Lookup();
+  PlanLog log;
+  for (const PreemptionVictim& v : victims) {
+    overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
+    log.changes.push_back({false, v.pod});
+  }
+  std::vector<GangMemberTarget> targets;
+  for (size_t i = 0; i < members.size() && static_cast<int32_t>(targets.size()) < need; ++i) {
+    CycleState s = states[i]->Clone();
+    if (!log.Replay(fw, s, *members[i], lookup)) continue;
+    const NodeInfo* best = nullptr;
+    for (const std::string& name : touched) {
+      const NodeInfo* node = lookup(name);
+      if (node == nullptr || !fw.RunFiltersWithNominatedPods(s, *members[i], *node, &ctx.nominated).ok()) {
+        continue;
+      }
+      const auto fullness = [](const NodeInfo* n) {
+        return std::make_pair(n->gpus().total_free_milli(), n->Free().milli_cpu);
+      };
+      if (best == nullptr || fullness(node) < fullness(best)) best = node;
+    }
+    if (best == nullptr) continue;
+    Pod at = *members[i];
+    at.node_name = best->name();
+    auto ref = std::make_shared<const Pod>(std::move(at));
+    overlay.Mutable(best->name()).AddPod(ref);
+    log.changes.push_back({true, ref});
+    targets.push_back({members[i], best->name()});
+  }
+  if (static_cast<int32_t>(targets.size()) < need) return std::nullopt;
+  return targets;
+}
+
+// The gang's reprieve: victims chosen for one member may be unneeded once later members freed
+// room elsewhere (a whole gang evicted frees every node it ran on). Victim units (a pod, or a
+// gang) are put back most important first; each stays if the members still fit.
+void Reprieve(const Context& ctx, const std::vector<PodRef>& members,
+              const std::vector<const CycleState*>& states, int32_t need, GangPreemptionPlan& plan) {
+  std::vector<std::string> touched;
+  auto touch = [&](const std::string& node) {
+    if (std::find(touched.begin(), touched.end(), node) == touched.end()) touched.push_back(node);
+  };
+  for (const PreemptionVictim& v : plan.victims) touch(v.pod->node_name);
+  for (const GangMemberTarget& t : plan.targets) touch(t.node);
+  // Units, most important first.
+  std::vector<std::vector<PreemptionVictim>> units;
+  StringKeyedMap<size_t> unit_of_gang;
+  for (const PreemptionVictim& v : plan.victims) {
+    const std::string gang = GangOf(ctx, *v.pod);
+    if (gang.empty()) {
+      units.push_back({v});
+      continue;
+    }
+    auto [it, fresh] = unit_of_gang.emplace(gang, units.size());
+    if (fresh) units.emplace_back();
+    units[it->second].push_back(v);
+  }
+  auto top = [&](const std::vector<PreemptionVictim>& u) {
+    return *std::min_element(u.begin(), u.end(), [&](const auto& a, const auto& b) {
+      return MoreImportantVictim(ctx, a, b);
+    });
+  };
+  std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) {
+    return MoreImportantVictim(ctx, top(a), top(b));
+  });
+  std::vector<bool> kept(units.size(), false);
+  for (size_t u = 0; u < units.size(); ++u) {
+    kept[u] = true;
+    std::vector<PreemptionVictim> rest;
+    for (size_t k = 0; k < units.size(); ++k) {
+      if (!kept[k]) rest.insert(rest.end(), units[k].begin(), units[k].end());
+    }
+    std::optional<std::vector<GangMemberTarget>> fit = FitWith(ctx, members, states, need, rest, touched);
+    if (!fit) {
+      kept[u] = false;
+      continue;
+    }
+    plan.victims = std::move(rest);
+    plan.targets = *std::move(fit);
+  }
+}
+
+}  // namespace
+
+GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
+                                      const std::vector<const CycleState*>& states, int32_t need,
+                                      const std::string& topology_key) {
+  // Compact gangs: the plan is made within each domain of the label, and the best one wins.
+  std::map<std::string, std::vector<NodeInfo*>> domains;
+  if (topology_key.empty()) {
+    domains.emplace("", ctx.snapshot->nodes());
+  } else {
+    for (NodeInfo* n : ctx.snapshot->nodes()) {
+      auto it = n->node()->meta.labels.find(topology_key);
+      if (it != n->node()->meta.labels.end()) domains[it->second].push_back(n);
+    }
+  }
+  std::optional<GangPreemptionPlan> best;
+  std::optional<Candidate> best_cost;
+  int32_t most = 0;
+  for (const auto& [domain, nodes] : domains) {
+    GangPreemptionPlan plan = PlanOnNodes(ctx, members, states, need, nodes);
+    most = std::max(most, static_cast<int32_t>(plan.targets.size()));
+    if (!plan.feasible) continue;
+    if (!plan.victims.empty()) Reprieve(ctx, members, states, need, plan);
+    plan.pdb_violations = CountPdbViolations(ctx.pdbs, plan.victims);
+    // The domains compared as candidates are (fewest budget violations, least important victims).
+    Candidate cost{.node = domain, .victims = plan.victims, .pdb_violations = plan.pdb_violations};
+    if (!best || BetterCandidate(ctx, cost, *best_cost)) {
+      best = std::move(plan);
+      best_cost = std::move(cost);
+    }
+  }
+  if (best) return *std::move(best);
+  GangPreemptionPlan none;
+  none.message = StrCat("preemption: evicting lower-priority pods would make room for ", most,
+                        " of the ", need, " members still needed",
+                        topology_key.empty() ? "" : StrCat(" within one ", topology_key, " domain"));
+  return none;
 }
 
 }  // namespace tessel::preemption

@@ -107,8 +107,14 @@ struct GangPreemptionPlan {
 // far are present, each takes the best candidate node (the order above; a node where it fits
 // with no victim is best). A victim's whole gang goes with it, so the space it frees elsewhere
 // is used by later members at no further cost, and one pod from each of many jobs is never
-// chosen over the whole of one job. `states` are the members' cycle states after PreFilter.
+// chosen over the whole of one job. Then the gang's reprieve: victim units are put back, most
+// important first, wherever the members still fit on the nodes the plan touched without them
+// (a pod evicted for the first member is spared when a whole gang evicted for a later one
+// freed enough). With `topology_key` (a compact gang), the plan is made within each domain of
+// that node label, and the domain whose victims are the better candidate wins. `states` are
+// the members' cycle states after PreFilter.
 GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
-                                      const std::vector<const CycleState*>& states, int32_t need);
+                                      const std::vector<const CycleState*>& states, int32_t need,
+                                      const std::string& topology_key = "");
 
 }  // namespace tessel::preemption

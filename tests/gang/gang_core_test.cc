@@ -767,6 +767,40 @@ TEST_CASE("a gang whose member changes while its plan is held is tried again, no
   CHECK(c.BoundOf("g") == 2);
 }
 
+TEST_CASE("a gang waits for its victims to terminate instead of evicting more",
+          "[gang][core][rules][preemption]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  for (int node = 0; node < 2; ++node) {
+    for (int k = 0; k < 2; ++k) {
+      Pod low = PodBuilder(StrCat("low-", node, "-", k)).Requests("cpu:1,nvidia.com/gpu:4")
+                    .Priority(0).Node(StrCat("gpu-", node)).Build();
+      low.phase = PodPhase::kRunning;
+      // gpu-0's pods are the victims of the gang's earlier preemption, still terminating.
+      if (node == 0) low.meta.deletion_timestamp = c.clock.Now();
+      c.s->OnPodAdd(std::move(low));
+    }
+  }
+  c.PodGroup("hp", 2);
+  for (int i = 0; i < 2; ++i) {
+    Pod m = c.Member("hp", i, "cpu:1,nvidia.com/gpu:4", 100 + i);
+    m.priority = 100;
+    m.nominated_node_name = "gpu-0";
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.Run();
+  CHECK(c.api.evicted.empty());
+  CHECK(c.BoundOf("hp") == 0);
+  // The victims are gone: the gang takes their room.
+  c.s->OnPodDelete("default/low-0-0");
+  c.s->OnPodDelete("default/low-0-1");
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  CHECK(c.BoundOf("hp") == 2);
+  CHECK(c.api.bound.at("default/hp-0") == "gpu-0");
+  CHECK(c.api.evicted.empty());
+}
+
 TEST_CASE("a refused rollback eviction is tried again until the member is gone",
           "[gang][core][rules]") {
   Core c;

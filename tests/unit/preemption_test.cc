@@ -617,10 +617,109 @@ TEST_CASE("gang preemptors on generated clusters: whole gangs, lower priority, r
         }
       }
     }
+    // Minimal: every victim unit (a pod, or a job's pods) is needed. With any one back, the
+    // room left (2 GPUs a member, per node) is short of the members.
+    std::map<std::string, std::vector<PodRef>> units;
+    for (const PreemptionVictim& v : plan.victims) {
+      auto g = w.gang_label.find(v.pod->Key());
+      units[g != w.gang_label.end() ? g->second : v.pod->Key()].push_back(v.pod);
+    }
+    for (const auto& [unit, pods] : units) {
+      CAPTURE(unit);
+      std::map<std::string, int64_t> with_unit = used;  // the pods that stay, without the members
+      for (const PodRef& p : pods) with_unit[p->node_name] += p->requests.Get(kNvidiaGpu) / 1000;
+      int64_t room = 0;
+      for (const NodeInfo* n : w.handle.snapshot().nodes()) room += (kNodeGpu - with_unit[n->name()]) / 2;
+      CHECK(room < m);
+    }
     for (const auto& t : plan.targets) used[t.node] += 2;
     for (const auto& [node, u] : used) CHECK(u <= kNodeGpu);
   }
   CHECK(feasible > 30);
+}
+
+// Issue 18, item 5: the loner's 2 GPUs on w-2 looked cheapest for the first member, but the
+// whole gang evicted for the second frees w-0 and w-1, where both members fit: the loner stays.
+TEST_CASE("a gang preemptor spares victims that later victims made unneeded", "[preemption][gang]") {
+  World w;
+  for (int n = 0; n < 3; ++n) w.handle.AddNode(SmallNode(StrCat("w-", n)));
+  for (int k = 0; k < 4; ++k) {
+    const std::string key = StrCat("default/low-", k);
+    w.handle.AddPod(Running({.key = key, .priority = 1, .cpu = 1, .gpu = 2, .start = 10}, StrCat("w-", k / 2)));
+    w.gang_label[key] = "low";
+  }
+  w.handle.AddPod(Running({.key = "default/loner", .priority = 1, .cpu = 1, .gpu = 2, .start = 5}, "w-2"));
+  std::vector<PodRef> members;
+  std::vector<CycleState> states(2);
+  std::vector<const CycleState*> state_ptrs;
+  for (int i = 0; i < 2; ++i) {
+    members.push_back(std::make_shared<const Pod>(
+        PodBuilder(StrCat("hp-", i)).Requests("cpu:1,nvidia.com/gpu:4").Priority(100).Build()));
+    REQUIRE(w.fw->RunPreFilter(states[i], *members[i]).ok());
+    state_ptrs.push_back(&states[i]);
+  }
+  preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(w.Ctx(), members, state_ptrs, 2);
+  REQUIRE(plan.feasible);
+  CHECK(Keys(plan.victims) ==
+        std::set<std::string>{"default/low-0", "default/low-1", "default/low-2", "default/low-3"});
+  std::set<std::string> nodes;
+  for (const auto& t : plan.targets) nodes.insert(t.node);
+  CHECK(nodes == std::set<std::string>{"w-0", "w-1"});
+}
+
+// Issue 18, item 7: a compact gang is planned within one rack; no rack can host it, so
+// nothing is evicted (the gang would stay pending after the evictions anyway).
+TEST_CASE("a compact gang preempts within one domain of its topology key, or not at all",
+          "[preemption][gang]") {
+  World w;
+  auto rack_node = [&](std::string name, std::string rack) {
+    w.handle.AddNode(NodeBuilder(name)
+                         .Allocatable("cpu:16,memory:64Gi,nvidia.com/gpu:8")
+                         .Label("nvidia.com/gpu.count", "8")
+                         .Label("rack", rack)
+                         .Build());
+  };
+  rack_node("a-0", "a");
+  rack_node("a-1", "a");
+  rack_node("b-0", "b");
+  rack_node("b-1", "b");
+  w.handle.AddPod(Running({.key = "default/low-a", .priority = 1, .cpu = 1, .gpu = 8, .start = 1}, "a-0"));
+  w.handle.AddPod(Running({.key = "default/low-b", .priority = 1, .cpu = 1, .gpu = 8, .start = 1}, "b-1"));
+  auto gang = [&](int size, std::vector<CycleState>& states, std::vector<const CycleState*>& ptrs) {
+    std::vector<PodRef> members;
+    states.resize(size);
+    for (int i = 0; i < size; ++i) {
+      members.push_back(std::make_shared<const Pod>(
+          PodBuilder(StrCat("big-", i)).Requests("cpu:1,nvidia.com/gpu:8").Priority(100).Build()));
+      REQUIRE(w.fw->RunPreFilter(states[i], *members[i]).ok());
+      ptrs.push_back(&states[i]);
+    }
+    return members;
+  };
+  SECTION("three 8-GPU members, two nodes a rack: not feasible, no victim") {
+    std::vector<CycleState> states;
+    std::vector<const CycleState*> ptrs;
+    auto members = gang(3, states, ptrs);
+    auto plan = preemption::PlanGangPreemption(w.Ctx(), members, ptrs, 3, "rack");
+    CHECK_FALSE(plan.feasible);
+    CHECK(plan.victims.empty());
+    CHECK(plan.message ==
+          "preemption: evicting lower-priority pods would make room for 2 of the 3 members still "
+          "needed within one rack domain");
+    // Without the topology key the same gang would evict (and then stay pending).
+    CHECK(preemption::PlanGangPreemption(w.Ctx(), members, ptrs, 3).feasible);
+  }
+  SECTION("two members: one rack, one victim") {
+    std::vector<CycleState> states;
+    std::vector<const CycleState*> ptrs;
+    auto members = gang(2, states, ptrs);
+    auto plan = preemption::PlanGangPreemption(w.Ctx(), members, ptrs, 2, "rack");
+    REQUIRE(plan.feasible);
+    CHECK(plan.victims.size() == 1);
+    std::set<std::string> racks;
+    for (const auto& t : plan.targets) racks.insert(t.node.substr(0, 1));
+    CHECK(racks.size() == 1);
+  }
 }
 
 }  // namespace
