@@ -54,8 +54,9 @@ profiles:
       - {name: Tessel}
     # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
-    # GpuShare scores only pods that opted into sharing; its weight makes shared room win over
-    # a whole exclusive GPU whatever the others say (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10)).
+    # GpuShare sends pods that opted into sharing to shared room and other GPU pods to exclusive
+    # GPUs first; its weight makes that preference win whatever the others say
+    # (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10)).
     score:
       enabled:
       - {name: TaintToleration, weight: 10}

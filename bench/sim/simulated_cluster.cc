@@ -126,7 +126,11 @@ absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
   return absl::OkStatus();
 }
 
-void SimulatedCluster::RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) {}
+void SimulatedCluster::RecordEvent(const Pod& pod, std::string_view, std::string_view reason,
+                                   std::string_view message) {
+  // A victim's "Preempted" event is what the replay reports for it (it was placed, then evicted).
+  if (reason == "Preempted") last_failure_[pod.Key()] = StrCat("evicted: ", message);
+}
 
 absl::Status SimulatedCluster::AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
                                              std::string_view value) {

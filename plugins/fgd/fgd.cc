@@ -152,7 +152,7 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
                          gpus.inventory().capacity_milli();
     return ((in_use ? int64_t{1} << 28 : 0) + fill) * 256 + raw;
   };
-  return ChooseByKey(gpus, demand, pod.request.opt_in, key_of);
+  return ChooseByKey(gpus, demand, pod.request.opt_in(), key_of);
 }
 
 int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

@@ -27,7 +27,7 @@ const DeviceList* ChosenDevices(const CycleState& state) {
 void AppendPodGpuKey(const PodGpu& pod, std::string& key) {
   const GpuRequest& r = pod.request;
   key.push_back('G');
-  for (int64_t v : {static_cast<int64_t>(r.kind), int64_t{r.count}, r.milli, int64_t{r.opt_in},
+  for (int64_t v : {static_cast<int64_t>(r.kind), int64_t{r.count}, r.milli, static_cast<int64_t>(r.sharing),
                     r.memory_bytes, r.mig_sevenths, pod.cpu_milli, pod.memory,
                     static_cast<int64_t>(pod.models.size())}) {
     AppendKeyInt(v, key);

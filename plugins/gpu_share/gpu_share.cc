@@ -1,4 +1,4 @@
-// GpuShare: device-level fit, sharing opt-in, memory hint, device hand-off (see gpu_share.h).
+// GpuShare: device-level fit, sharing preference, memory hint, device hand-off (see gpu_share.h).
 #include "plugins/gpu_share/gpu_share.h"
 
 #include "scheduler/framework/binding.h"
@@ -32,13 +32,18 @@ Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {
   }
   switch (demand.kind) {
     case GpuDemand::Kind::kMilli:
-      return Status::Unschedulable(StrCat("no single GPU with ", demand.milli, " milli-GPU free"));
+      // Room in total (after what unplaced pods hold) but on no single device.
+      if (gpus.FitsBesideUnplaced(demand)) {
+        return Status::Unschedulable(StrCat("no single GPU with ", demand.milli, " milli-GPU free"));
+      }
+      break;
     case GpuDemand::Kind::kSlots:
       return Status::Unschedulable(StrCat("Insufficient ", gpus.inventory().replica_resource,
                                           " (GPU replicas)"));
     default:
-      return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
+      break;
   }
+  return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
 }
 
 Status GpuShare::PreFilter(CycleState& state, const Pod& pod) {
@@ -56,11 +61,12 @@ Status GpuShare::Filter(const CycleState& state, const Pod& pod, const NodeInfo&
 Status GpuShare::PreScore(CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>&) {
   gpu::EnsurePodGpu(state, pod);
   const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
-  return p.request.needs_devices() && p.request.opt_in ? Status::Ok() : Status::Skip();
+  return p.request.needs_devices() ? Status::Ok() : Status::Skip();
 }
 
 int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node) {
   const GpuDevices& gpus = node.gpus();
+  if (!pod.request.opt_in()) return gpus.inventory().shared() ? 0 : kExclusiveScore;
   if (gpus.inventory().shared()) {
     for (int32_t i = 0; i < gpus.count(); ++i) {
       if (gpus.UsedSlots(i) > 0) return kSharedInUseScore;
@@ -93,7 +99,7 @@ NodeLocalPlugin::ScoreUse GpuShare::AppendScoreKey(const CycleState& state, cons
                                                    std::string& key) const {
   gpu::PodGpu scratch;
   const gpu::PodGpu& p = gpu::PodGpuOf(state, pod, scratch);
-  if (!p.request.needs_devices() || !p.request.opt_in) return ScoreUse::kUnused;  // PreScore skips
+  if (!p.request.needs_devices()) return ScoreUse::kUnused;  // PreScore skips
   gpu::AppendPodGpuKey(p, key);
   return ScoreUse::kNodeLocal;
 }

@@ -4,21 +4,25 @@
 // Filter, per node (see scheduler/gpu/gpu_devices.h for the accounting):
 //   - whole GPUs need that many fully free devices ("Insufficient nvidia.com/gpu");
 //   - a fraction (tessel.io/gpu-milli) needs one device with that much room;
-//   - on a time-sliced or MPS node, each GPU the pod asks for is one replica slot; the node
-//     needs that many free slots;
-//   - opt-in: a pod lands on shared (time-sliced, MPS) GPUs only with the annotation
-//     tessel.io/gpu-sharing: allowed or a request for nvidia.com/gpu.shared; otherwise the node
+//   - on a time-sliced or MPS node, each GPU the pod asks for is one replica slot (the device
+//     plugin advertises replicas as nvidia.com/gpu); the node needs that many free slots;
+//   - and in every case the node's free total, less what pods without devices hold (a
+//     nominated pod whose victims still terminate, or an overcommitted node), must cover the
+//     demand: kube-scheduler's sum of requests, so a nomination holds its GPUs;
+//   - opt-out: a pod with tessel.io/gpu-sharing: never does not land on shared GPUs; the node
 //     is not eligible, and the reason says so;
 //   - memory hint: tessel.io/gpu-memory must fit the device's memory (nvidia.com/gpu.memory)
 //     minus what the other pods on that device declared.
-// Score: a pod that opted in goes to shared room when it fits, so whole GPUs stay free for pods
-// that did not opt in: 100 on a shared (time-sliced, MPS) node with slots in use, or for a
-// fraction on an unshared node with a partly allocated device it fits on; 80 on an unused
-// shared node; 0 where it would take a whole exclusive GPU. (Other pods: PreScore skips.) The
-// default profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
-// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): shared room always wins over an exclusive GPU,
-// and the GPU policy decides among the nodes of one tier. A fraction's device choice follows the
-// same rule (fgd::ChooseByKey, and the default best-fit choice).
+// Score keeps each kind of pod on its own room first. A pod that opted in (tessel.io/gpu-sharing:
+// allowed, or nvidia.com/gpu.shared) goes to shared room when it fits, so whole GPUs stay free:
+// 100 on a shared (time-sliced, MPS) node with slots in use, or for a fraction on an unshared
+// node with a partly allocated device it fits on; 80 on an unused shared node; 0 where it would
+// take a whole exclusive GPU. Any other GPU pod goes to exclusive GPUs first, so replicas stay
+// for the pods that asked to share: 100 on an unshared node, 0 on a shared one. The default
+// profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
+// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): the preferred room always wins, and the
+// GPU policy decides among the nodes of one tier. A fraction's device choice follows the same
+// rule (fgd::ChooseByKey, and the default best-fit choice).
 // PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen
 // devices to the bind as the binding annotation tessel.io/gpu-devices (the API server puts it on
 // the pod with the bind; a cooperating device plugin honours it).
@@ -39,7 +43,8 @@ Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node);
 
 inline constexpr int64_t kSharedInUseScore = 100;
 inline constexpr int64_t kSharedIdleScore = 80;
-// The Score of a pod that opted into sharing (see above).
+inline constexpr int64_t kExclusiveScore = 100;  // a pod that did not opt in, on an unshared node
+// GpuShare's Score of a GPU pod on a node (see above).
 int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node);
 
 class GpuShare final : public PreFilterPlugin,

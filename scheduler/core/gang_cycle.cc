@@ -207,28 +207,35 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
                           .nominated = WithoutMembers(nominator_.Pods(), members),
                           .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
                           .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
-  // A member's earlier victims are still terminating on its nominated node: wait for them
-  // rather than evict more (kube-scheduler's rule for one pod, per member).
-  for (const PodRef& m : members) {
-    std::string why;
-    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return {};
-  }
   std::vector<CycleState> states(members.size());
   std::vector<const CycleState*> state_ptrs;
   for (size_t i = 0; i < members.size(); ++i) {
     if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
     state_ptrs.push_back(&states[i]);
+    // A member's earlier victims are still terminating on its nominated node: wait for them
+    // rather than evict more (kube-scheduler's rule for one pod, per member).
+    std::string why;
+    if (!preemption::EligibleToPreempt(ctx, *members[i], {}, &why)) return {};
   }
   preemption::GangPreemptionPlan plan =
       preemption::PlanGangPreemption(ctx, members, state_ptrs, need, topology_key);
   if (!plan.feasible || plan.victims.empty()) return {};
   const Pod& head = *members.front();
-  const std::string reason = StrCat("preempted by the gang of ", head.Key(), " (priority ",
-                                    PriorityOf(head), ")");
   std::vector<PreemptionVictim> evicted;
   bool refused = false;
   for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, plan.victims)) {
-    absl::Status st = api_ == nullptr ? absl::OkStatus() : api_->Evict(*v.pod, reason);
+    // The member whose room the victim frees, else the gang's head (a victim's gang mates).
+    const Pod* preemptor = &head;
+    std::string node;
+    for (const preemption::GangMemberTarget& t : plan.targets) {
+      if (t.node == v.pod->node_name) {
+        preemptor = t.member.get();
+        node = t.node;
+        break;
+      }
+    }
+    const std::string message = preemption::PreemptionMessage(*preemptor, PriorityOf(head), node, v);
+    absl::Status st = api_ == nullptr ? absl::OkStatus() : preemption::EvictVictim(*api_, v, message);
     if (st.ok() || absl::IsNotFound(st)) {
       evicted.push_back(v);
       continue;

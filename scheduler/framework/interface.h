@@ -72,6 +72,10 @@ class ClusterApi {
   //   FailedPrecondition  this replica may not write (not the leader, shutting down);
   //   anything else       failed (transient or refused).
   virtual absl::Status Evict(const Pod& pod, std::string_view reason) = 0;
+  // Tells an evicted pod why (status condition DisruptionTarget=True with `reason` and
+  // `message`, as kube-scheduler marks its victims). Best effort; the pod may be gone already.
+  virtual void MarkDisruptionTarget(const Pod& /*pod*/, std::string_view /*reason*/,
+                                    std::string_view /*message*/) {}
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
   virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                            std::string_view message) = 0;

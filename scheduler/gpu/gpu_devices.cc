@@ -96,7 +96,20 @@ GpuRequest ReadGpuRequest(const Pod& pod) {
   const int64_t shared = pod.requests.Get(kNvidiaGpuShared);
   req.mig_sevenths = MigSevenths(pod.requests);
   const StringMap& ann = pod.meta.annotations;
-  req.opt_in = Label(ann, kGpuSharingAnnotation) == "allowed" || shared > 0;
+  if (shared > 0) req.sharing = GpuRequest::Sharing::kAllowed;
+  if (auto it = ann.find(kGpuSharingAnnotation); it != ann.end()) {
+    if (it->second == kGpuSharingAllowed) {
+      req.sharing = GpuRequest::Sharing::kAllowed;
+    } else if (it->second == kGpuSharingNever && shared == 0) {
+      req.sharing = GpuRequest::Sharing::kNever;
+    } else if (it->second == kGpuSharingNever) {
+      req.error = StrCat("annotation ", kGpuSharingAnnotation, ": \"", kGpuSharingNever, "\" contradicts the request for ",
+                         kNvidiaGpuShared);
+    } else {
+      req.error = StrCat("annotation ", kGpuSharingAnnotation, ": \"", it->second, "\" is not one of ",
+                         kGpuSharingAllowed, ", ", kGpuSharingNever);
+    }
+  }
   if (auto it = ann.find(kGpuMemoryAnnotation); it != ann.end()) {
     auto bytes = ParseValue(it->second);
     if (!bytes.ok() || *bytes < 0) {
@@ -152,12 +165,14 @@ GpuDemand DemandOn(const GpuRequest& req, const GpuInventory& inv) {
   d.memory_bytes = req.memory_bytes;
   if (!req.needs_devices()) return d;
   if (inv.shared()) {
+    // The node's GPUs are replicas: each GPU asked for is one slot, whether or not the pod
+    // said anything about sharing (the device plugin's default setup needs no annotation).
     d.kind = GpuDemand::Kind::kSlots;
     d.count = req.kind == GpuRequest::Kind::kFraction ? 1 : req.count;
-    if (!req.opt_in) {
+    if (req.sharing == GpuRequest::Sharing::kNever) {
       d.ineligible = inv.strategy == SharingStrategy::kMps
-                         ? "node(s) share GPUs (mps) and the pod did not opt in"
-                         : "node(s) share GPUs (time-slicing) and the pod did not opt in";
+                         ? "node(s) share GPUs (mps) and the pod opted out (tessel.io/gpu-sharing: never)"
+                         : "node(s) share GPUs (time-slicing) and the pod opted out (tessel.io/gpu-sharing: never)";
     } else if (inv.replica_resource == kNvidiaGpuShared && req.kind != GpuRequest::Kind::kReplicas) {
       d.ineligible = "node(s) advertise GPU replicas only as nvidia.com/gpu.shared";
     } else if (inv.replica_resource != kNvidiaGpuShared && req.kind == GpuRequest::Kind::kReplicas) {
@@ -193,6 +208,7 @@ void GpuDevices::SetInventory(GpuInventory inventory) {
   allocated_milli_ = 0;
   whole_free_ = inventory_.count;
   unplaced_milli_ = 0;
+  unplaced_slots_ = 0;
   mig_allocated_sevenths_ = 0;
   sharing_pods_ = 0;
   gpu_pods_ = 0;
@@ -207,6 +223,27 @@ bool GpuDevices::DeviceFits(int32_t device, int64_t milli, int64_t memory_bytes)
 }
 
 bool GpuDevices::Fits(const GpuDemand& demand) const {
+  return FitsOnDevices(demand) && FitsBesideUnplaced(demand);
+}
+
+bool GpuDevices::FitsBesideUnplaced(const GpuDemand& demand) const {
+  switch (demand.kind) {
+    case GpuDemand::Kind::kNone:
+      return true;
+    case GpuDemand::Kind::kWhole:
+      return total_free_milli() - unplaced_milli_ >= int64_t{demand.count} * kMilliPerGpu;
+    case GpuDemand::Kind::kMilli:
+      return total_free_milli() - unplaced_milli_ >= demand.milli;
+    case GpuDemand::Kind::kSlots: {
+      int64_t free = 0;
+      for (int32_t i = 0; i < count(); ++i) free += FreeSlots(i);
+      return free - unplaced_slots_ >= demand.count;
+    }
+  }
+  return false;
+}
+
+bool GpuDevices::FitsOnDevices(const GpuDemand& demand) const {
   switch (demand.kind) {
     case GpuDemand::Kind::kNone:
       return true;
@@ -341,6 +378,7 @@ void GpuDevices::Take(const Holding& h, int sign) {
     whole_free_ += d.used_milli == 0;
   }
   unplaced_milli_ += sign * h.unplaced_milli;
+  unplaced_slots_ += sign * h.unplaced_slots;
   mig_allocated_sevenths_ += sign * h.mig_sevenths;
   if (h.kind == GpuDemand::Kind::kMilli || h.kind == GpuDemand::Kind::kSlots) sharing_pods_ += sign;
   if (h.kind != GpuDemand::Kind::kNone) gpu_pods_ += sign;
@@ -363,6 +401,7 @@ void GpuDevices::AddPod(const Pod* pod) {
             .mig_sevenths = req.mig_sevenths,
             .whole_count = demand.kind == GpuDemand::Kind::kWhole ? demand.count : 0,
             .unplaced_milli = 0,
+            .unplaced_slots = 0,
             .devices = {}};
   if (demand.kind != GpuDemand::Kind::kNone) {
     std::optional<DeviceList> chosen = pod->gpu_devices;
@@ -370,10 +409,11 @@ void GpuDevices::AddPod(const Pod* pod) {
     if (!chosen.has_value()) chosen = DefaultChoice(demand);
     if (chosen.has_value()) {
       h.devices = *std::move(chosen);
+    } else if (demand.kind == GpuDemand::Kind::kSlots) {
+      h.unplaced_milli = int64_t{demand.count} * kMilliPerGpu / inventory_.replicas;
+      h.unplaced_slots = demand.count;
     } else {
-      h.unplaced_milli = demand.kind == GpuDemand::Kind::kSlots
-                             ? int64_t{demand.count} * kMilliPerGpu / inventory_.replicas
-                             : req.total_milli();
+      h.unplaced_milli = req.total_milli();
     }
   }
   Take(h, +1);
@@ -407,7 +447,11 @@ int32_t GpuDevices::whole_pods(int32_t gpus) const {
 std::string GpuDevices::CheckInvariants() const {
   if (static_cast<int32_t>(devices_.size()) != count()) return "device vector size != count";
   std::vector<Device> expect(devices_.size());
+  int64_t unplaced_milli = 0;
+  int32_t unplaced_slots = 0;
   for (const Holding& h : holdings_) {
+    unplaced_milli += h.unplaced_milli;
+    unplaced_slots += h.unplaced_slots;
     for (size_t k = 0; k < h.devices.size(); ++k) {
       Device& d = expect[h.devices[k]];
       if (h.kind == GpuDemand::Kind::kWhole) d.used_milli += kMilliPerGpu;
@@ -437,6 +481,10 @@ std::string GpuDevices::CheckInvariants() const {
     return StrCat("node: allocated ", allocated_milli_, " but devices sum to ", total);
   }
   if (whole_free != whole_free_) return StrCat("node: ", whole_free_, " whole free, devices say ", whole_free);
+  if (unplaced_milli != unplaced_milli_ || unplaced_slots != unplaced_slots_) {
+    return StrCat("node: ", unplaced_milli_, " milli / ", unplaced_slots_, " slots unplaced but its pods hold ",
+                  unplaced_milli, " / ", unplaced_slots);
+  }
   return "";
 }
 

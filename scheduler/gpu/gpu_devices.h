@@ -6,11 +6,17 @@
 //   - a whole-GPU request takes whole free devices (1000 milli each);
 //   - a fractional request (annotation tessel.io/gpu-milli: 1..999 with nvidia.com/gpu: 1)
 //     takes that many milli on one device;
-//   - on a time-sliced or MPS node with R replicas per GPU, each replica is a slot of a device;
-//     u used slots count as floor(u * 1000 / R) milli, so R slots are exactly 1000;
+//   - on a time-sliced or MPS node with R replicas per GPU, each replica is a slot of a device,
+//     and each GPU a pod asks for is one slot (nvidia.com/gpu there *is* a replica, as the
+//     NVIDIA device plugin advertises it); u used slots count as floor(u * 1000 / R) milli, so
+//     R slots are exactly 1000;
 //   - MIG slices nvidia.com/mig-<N>g.<M>gb count N/7 of a GPU, for metrics only (the device
 //     plugin hands them out as ordinary extended resources).
 // Invariant, for every device after every operation: AllocatedMilli(i) + FreeMilli(i) == 1000.
+// A pod that fits on no device (bound elsewhere to an overcommitted node, or a nominated pod
+// added to a copy of the node) is counted as unplaced; a demand fits only where the devices
+// have room for it and the free total still covers it after what is unplaced (the per-device
+// analogue of kube-scheduler's sum of requests).
 //
 //   GpuDevices gpus(ReadGpuInventory(node));
 //   GpuDemand d = DemandOn(ReadGpuRequest(pod), gpus.inventory());
@@ -35,6 +41,8 @@ inline constexpr int64_t kMigSlicesPerGpu = 7;
 // Pod annotations.
 inline constexpr std::string_view kGpuMilliAnnotation = "tessel.io/gpu-milli";
 inline constexpr std::string_view kGpuSharingAnnotation = "tessel.io/gpu-sharing";
+inline constexpr std::string_view kGpuSharingAllowed = "allowed";  // values of kGpuSharingAnnotation
+inline constexpr std::string_view kGpuSharingNever = "never";
 inline constexpr std::string_view kGpuMemoryAnnotation = "tessel.io/gpu-memory";
 // NVIDIA GPU feature discovery node labels.
 inline constexpr std::string_view kGpuCountLabel = "nvidia.com/gpu.count";
@@ -71,15 +79,21 @@ GpuInventory ReadGpuInventory(const Node& node);
 struct GpuRequest {
   // Devices (kWhole), replicas (kReplicas: nvidia.com/gpu.shared), or one device's share.
   enum class Kind { kNone, kWhole, kFraction, kReplicas };
+  // What the pod says about shared (time-sliced, MPS) GPUs: nothing (it takes a replica where
+  // the node's nvidia.com/gpu are replicas, but prefers an exclusive GPU), allowed (prefers
+  // shared room), or never (stays off shared GPUs).
+  enum class Sharing { kUnstated, kAllowed, kNever };
   Kind kind = Kind::kNone;
   int32_t count = 0;          // kWhole: GPUs; kReplicas: replicas; kFraction: 1
   int64_t milli = 0;          // kFraction: milli-GPU on one device (1..999)
-  bool opt_in = false;        // tessel.io/gpu-sharing: allowed, or requests nvidia.com/gpu.shared
+  // tessel.io/gpu-sharing: allowed | never; a request for nvidia.com/gpu.shared is allowed.
+  Sharing sharing = Sharing::kUnstated;
   int64_t memory_bytes = 0;   // tessel.io/gpu-memory hint; 0 = none
   int64_t mig_sevenths = 0;   // MIG slices requested, in sevenths of a GPU
   std::string error;          // a malformed annotation; the pod is unschedulable until fixed
 
   bool needs_devices() const { return kind != Kind::kNone; }
+  bool opt_in() const { return sharing == Sharing::kAllowed; }
   // GPU-equivalent milli the pod holds on an unshared node (what the FGD paper calls its GPU
   // request: num_gpu * gpu_milli).
   int64_t total_milli() const;
@@ -93,8 +107,8 @@ struct GpuDemand {
   int32_t count = 0;   // kWhole: devices; kSlots: slots
   int64_t milli = 0;   // kMilli
   int64_t memory_bytes = 0;
-  // Why the pod cannot use this node at all (not an out-of-capacity reason), e.g. sharing not
-  // opted in. Empty when eligible.
+  // Why the pod cannot use this node at all (not an out-of-capacity reason), e.g. the pod
+  // opted out of sharing. Empty when eligible.
   std::string_view ineligible;
 };
 GpuDemand DemandOn(const GpuRequest& request, const GpuInventory& inventory);
@@ -123,13 +137,24 @@ class GpuDevices {
   int64_t total_allocated_milli() const { return allocated_milli_; }
   int64_t total_free_milli() const { return inventory_.capacity_milli() - allocated_milli_; }
   int32_t whole_free_devices() const { return whole_free_; }
-  // GPU milli held by pods whose devices could not be accounted (the node was overcommitted
-  // by pods bound elsewhere, e.g. before Tessel ran). Counted in no device.
+  // GPU milli held by pods whose devices could not be accounted: the node was overcommitted
+  // by pods bound elsewhere (e.g. before Tessel ran), or a nominated pod was added to a copy
+  // of the node while its victims still hold its devices. Counted in no device.
   int64_t unplaced_milli() const { return unplaced_milli_; }
+  // The same for replica slots (shared nodes): slots asked for by pods that got none.
+  int32_t unplaced_slots() const { return unplaced_slots_; }
   int64_t mig_allocated_sevenths() const { return mig_allocated_sevenths_; }
 
-  // Whether the demand fits now (fast path for Filter; no allocation).
+  // Whether the demand fits now (fast path for Filter; no allocation): FitsOnDevices and
+  // FitsBesideUnplaced.
   bool Fits(const GpuDemand& demand) const;
+  // Whether free devices can take the demand (whole devices, one device's milli, free slots).
+  bool FitsOnDevices(const GpuDemand& demand) const;
+  // Whether the node's free total, less what unplaced pods hold, covers the demand: free milli
+  // for whole GPUs and fractions, free slots for replicas. What kube-scheduler's resource fit
+  // checks by summing requests, so a nominated pod's reservation holds even when its devices
+  // are still taken.
+  bool FitsBesideUnplaced(const GpuDemand& demand) const;
   // The devices a placement takes when nobody chose: whole GPUs the lowest-index free ones; a
   // fraction the best-fit device (least free milli that fits, lowest index on ties); slots
   // least-loaded device first, as the NVIDIA device plugin hands out replicas. nullopt: no fit.
@@ -173,6 +198,7 @@ class GpuDevices {
     int64_t mig_sevenths;
     int32_t whole_count;     // kWhole: GPUs (for the kind counters)
     int64_t unplaced_milli;  // > 0 when the devices could not be accounted
+    int32_t unplaced_slots;  // kSlots: the slots of an unplaced pod
     DeviceList devices;
   };
 
@@ -185,6 +211,7 @@ class GpuDevices {
   int64_t allocated_milli_ = 0;
   int32_t whole_free_ = 0;
   int64_t unplaced_milli_ = 0;
+  int32_t unplaced_slots_ = 0;
   int64_t mig_allocated_sevenths_ = 0;
   int32_t sharing_pods_ = 0;
   int32_t gpu_pods_ = 0;

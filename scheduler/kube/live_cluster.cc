@@ -249,6 +249,28 @@ absl::Status LiveCluster::Evict(const Pod& pod, std::string_view reason) {
   return resp->ToStatus(StrCat("evict pod ", pod.Key()));
 }
 
+void LiveCluster::MarkDisruptionTarget(const Pod& pod, std::string_view reason,
+                                       std::string_view message) {
+  if (!MayWrite()) return;
+  json patch = {{"status",
+                 {{"conditions", json::array({{{"type", "DisruptionTarget"},
+                                               {"status", "True"},
+                                               {"reason", reason},
+                                               {"message", StrCat("tessel: ", message)}}})}}}};
+  if (!pod.meta.uid.empty()) patch["metadata"] = {{"uid", pod.meta.uid}};
+  absl::StatusOr<Response> resp = client_->Do({.method = "PATCH",
+                                               .path = PodPath(pod, "status"),
+                                               .body = patch.dump(),
+                                               .content_type = std::string(kStrategicMergePatch),
+                                               .write_budget = [this] { return WriteBudget(); }});
+  if (!resp.ok()) {
+    spdlog::warn("DisruptionTarget condition of pod {}: {}", pod.Key(), resp.status().message());
+  } else if (!resp->ok() && resp->code != 404) {
+    spdlog::warn("DisruptionTarget condition of pod {}: HTTP {}: {}", pod.Key(), resp->code,
+                 resp->ErrorMessage());
+  }
+}
+
 void LiveCluster::RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                               std::string_view message) {
   events_->Record(pod, type, reason, message);

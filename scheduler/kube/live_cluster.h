@@ -54,6 +54,10 @@ class LiveCluster final : public ClusterApi {
 
   absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override;
   absl::Status Evict(const Pod& pod, std::string_view reason) override;
+  // A strategic merge PATCH of the pod's status: the DisruptionTarget condition that the
+  // Eviction API set (reason EvictionByEvictionAPI) now names the scheduler's reason.
+  void MarkDisruptionTarget(const Pod& pod, std::string_view reason,
+                            std::string_view message) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
   // Merge patches, with the object's UID (and for the PV its resourceVersion) as preconditions:

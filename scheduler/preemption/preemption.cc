@@ -261,6 +261,23 @@ Summary Summarize(const Context& ctx, const Candidate& c) {
 
 }  // namespace
 
+std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::string_view node,
+                              const PreemptionVictim& victim) {
+  std::string message = StrCat("preempted by ", preemptor.Key(), " (priority ", priority, ")");
+  if (!node.empty()) StrAppend(&message, " on node ", node);
+  if (!victim.reason.empty()) StrAppend(&message, " (", victim.reason, ")");
+  return message;
+}
+
+absl::Status EvictVictim(ClusterApi& api, const PreemptionVictim& victim, std::string_view message) {
+  absl::Status st = api.Evict(*victim.pod, message);
+  if (st.ok()) {
+    api.RecordEvent(*victim.pod, "Normal", "Preempted", message);
+    api.MarkDisruptionTarget(*victim.pod, "PreemptionByScheduler", message);
+  }
+  return st;
+}
+
 bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& rejected,
                        std::string* why) {
   if (!pod.MayPreempt()) {
@@ -274,7 +291,10 @@ bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& 
   }
   if (const NodeInfo* node = ctx.snapshot->Get(pod.nominated_node_name)) {
     for (const PodRef& p : node->pods()) {
-      if (p->meta.deletion_timestamp.has_value() && PriorityOf(ctx, *p) < PriorityOf(ctx, pod)) {
+      // Any terminating pod: its room is being freed. (kube-scheduler waits only for pods of
+      // lower priority, its only victims; a queue's reclaim may have evicted any priority, and
+      // whether a policy would allow it again changes as the victims' charges go.)
+      if (p->meta.deletion_timestamp.has_value()) {
         *why = "not eligible due to a terminating pod on the nominated node.";
         return false;
       }

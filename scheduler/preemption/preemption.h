@@ -59,8 +59,9 @@ struct Candidate {
 };
 
 // Whether the pod may preempt now; `why` says why not. Never with preemptionPolicy: Never; not
-// while a lower-priority pod on its nominated node is still terminating (its earlier victims
-// are leaving), unless that node turned unresolvable for it.
+// while a pod is still terminating on its nominated node (its earlier victims are leaving;
+// kube-scheduler looks only at pods of lower priority, but a queue's reclaim may evict any),
+// unless that node turned unresolvable for it.
 bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& rejected,
                        std::string* why);
 
@@ -88,6 +89,16 @@ int64_t CountPdbViolations(const std::vector<PodDisruptionBudget>& pdbs,
 // before anything else on the candidate was evicted.
 std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudget>& pdbs,
                                             std::vector<PreemptionVictim> victims);
+
+// What a victim is told, and the preemption's log line: "preempted by team-a/hp (priority
+// 1000) on node n1 (LowerPriority)"; the reason is the victim's (LowerPriority, reclaim, ...).
+std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::string_view node,
+                              const PreemptionVictim& victim);
+
+// Evicts one victim (ClusterApi::Evict's answers). Once evicted, the victim is told, as
+// kube-scheduler tells its victims: a Normal event "Preempted" and the condition
+// DisruptionTarget (reason PreemptionByScheduler), both with `message`.
+absl::Status EvictVictim(ClusterApi& api, const PreemptionVictim& victim, std::string_view message);
 
 // --- Gang preemptors ---
 struct GangMemberTarget {

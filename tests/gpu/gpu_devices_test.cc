@@ -97,26 +97,34 @@ TEST_CASE("GPU inventory comes from GFD labels, else from allocatable nvidia.com
 
 TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annotations", "[gpu]") {
   using K = GpuRequest::Kind;
+  using S = GpuRequest::Sharing;
   struct Case {
     std::string name;
     Pod pod;
     K kind;
     int32_t count;
     int64_t milli;
-    bool opt_in;
-    bool error;
+    S sharing;
+    std::string error;  // a substring of the error; empty = none
   };
   std::vector<Case> cases = {
-      {"cpu only", GpuPod("a", "cpu:1"), K::kNone, 0, 0, false, false},
-      {"two whole", GpuPod("b", "nvidia.com/gpu:2"), K::kWhole, 2, 0, false, false},
-      {"fraction", GpuPod("c", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kFraction, 1, 250, false, false},
-      {"fraction of 1000 is whole", GpuPod("d", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "1000"}}), K::kWhole, 1, 0, false, false},
-      {"opt-in annotation", GpuPod("e", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}}), K::kWhole, 1, 0, true, false},
-      {"shared resource", GpuPod("f", "nvidia.com/gpu.shared:2"), K::kReplicas, 2, 0, true, false},
-      {"milli without a GPU", GpuPod("g", "cpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kNone, 0, 0, false, true},
-      {"milli with two GPUs", GpuPod("h", "nvidia.com/gpu:2", {{"tessel.io/gpu-milli", "250"}}), K::kWhole, 2, 0, false, true},
-      {"milli not a number", GpuPod("i", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "half"}}), K::kWhole, 1, 0, false, true},
-      {"bad memory hint", GpuPod("j", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "lots"}}), K::kWhole, 1, 0, false, true},
+      {"cpu only", GpuPod("a", "cpu:1"), K::kNone, 0, 0, S::kUnstated, ""},
+      {"two whole", GpuPod("b", "nvidia.com/gpu:2"), K::kWhole, 2, 0, S::kUnstated, ""},
+      {"fraction", GpuPod("c", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kFraction, 1, 250, S::kUnstated, ""},
+      {"fraction of 1000 is whole", GpuPod("d", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "1000"}}), K::kWhole, 1, 0, S::kUnstated, ""},
+      {"opt-in annotation", GpuPod("e", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}}), K::kWhole, 1, 0, S::kAllowed, ""},
+      {"opt-out annotation", GpuPod("e2", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "never"}}), K::kWhole, 1, 0, S::kNever, ""},
+      {"shared resource", GpuPod("f", "nvidia.com/gpu.shared:2"), K::kReplicas, 2, 0, S::kAllowed, ""},
+      {"milli without a GPU", GpuPod("g", "cpu:1", {{"tessel.io/gpu-milli", "250"}}), K::kNone, 0, 0, S::kUnstated, "tessel.io/gpu-milli"},
+      {"milli with two GPUs", GpuPod("h", "nvidia.com/gpu:2", {{"tessel.io/gpu-milli", "250"}}), K::kWhole, 2, 0, S::kUnstated, "tessel.io/gpu-milli"},
+      {"milli not a number", GpuPod("i", "nvidia.com/gpu:1", {{"tessel.io/gpu-milli", "half"}}), K::kWhole, 1, 0, S::kUnstated, "tessel.io/gpu-milli"},
+      {"bad memory hint", GpuPod("j", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "lots"}}), K::kWhole, 1, 0, S::kUnstated, "tessel.io/gpu-memory"},
+      {"unknown sharing value", GpuPod("l", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "yes"}}), K::kWhole, 1, 0, S::kUnstated,
+       "annotation tessel.io/gpu-sharing: \"yes\" is not one of allowed, never"},
+      {"sharing values are case-sensitive", GpuPod("m", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "Allowed"}}), K::kWhole, 1, 0,
+       S::kUnstated, "tessel.io/gpu-sharing"},
+      {"opt-out contradicts nvidia.com/gpu.shared", GpuPod("n", "nvidia.com/gpu.shared:1", {{"tessel.io/gpu-sharing", "never"}}),
+       K::kReplicas, 1, 0, S::kAllowed, "annotation tessel.io/gpu-sharing: \"never\" contradicts the request for nvidia.com/gpu.shared"},
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
@@ -124,8 +132,13 @@ TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annota
       CHECK(r.kind == c.kind);
       CHECK(r.count == c.count);
       CHECK(r.milli == c.milli);
-      CHECK(r.opt_in == c.opt_in);
-      CHECK(r.error.empty() != c.error);
+      CHECK(r.sharing == c.sharing);
+      CHECK(r.opt_in() == (c.sharing == S::kAllowed));
+      if (c.error.empty()) {
+        CHECK(r.error.empty());
+      } else {
+        CHECK_THAT(r.error, Catch::Contains(c.error));
+      }
     }
   }
   CHECK(ReadGpuRequest(GpuPod("m", "nvidia.com/mig-2g.10gb:3")).mig_sevenths == 6);
@@ -235,23 +248,113 @@ TEST_CASE("placements take devices and give them back exactly", "[gpu]") {
 }
 
 TEST_CASE("time-slicing: 1 GPU x 3 replicas hosts 3 pods and counts as 1 GPU", "[gpu]") {
-  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 3)));
-  const GpuRequest req = ReadGpuRequest(GpuPod("x", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}}));
-  const GpuDemand demand = DemandOn(req, gpus.inventory());
-  CHECK(demand.kind == GpuDemand::Kind::kSlots);
-  std::vector<std::shared_ptr<const Pod>> pods;
-  for (int i = 0; i < 3; ++i) {
-    REQUIRE(gpus.Fits(demand));
-    pods.push_back(std::make_shared<const Pod>(
-        GpuPod(fmt::format("p{}", i), "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}})));
-    gpus.AddPod(pods.back().get());
-    CheckDevices(gpus);
+  // The device plugin's default setup: pods ask nvidia.com/gpu: 1 with no annotation, and each
+  // gets one replica; a pod that opted in is accounted the same way.
+  const StringMap ordinary = {}, opted_in = {{"tessel.io/gpu-sharing", "allowed"}};
+  for (const StringMap* annotations : {&ordinary, &opted_in}) {
+    CAPTURE(annotations->size());
+    GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 3)));
+    const GpuDemand demand = DemandOn(ReadGpuRequest(GpuPod("x", "nvidia.com/gpu:1", *annotations)), gpus.inventory());
+    CHECK(demand.kind == GpuDemand::Kind::kSlots);
+    CHECK(demand.count == 1);
+    CHECK(demand.ineligible.empty());
+    std::vector<std::shared_ptr<const Pod>> pods;
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(gpus.Fits(demand));
+      pods.push_back(std::make_shared<const Pod>(GpuPod(fmt::format("p{}", i), "nvidia.com/gpu:1", *annotations)));
+      gpus.AddPod(pods.back().get());
+      CHECK(gpus.total_allocated_milli() == (i + 1) * 1000 / 3);
+      CheckDevices(gpus);
+    }
+    CHECK_FALSE(gpus.Fits(demand));
+    CHECK(gpus.total_allocated_milli() == 1000);  // 3 replicas are one physical GPU
+    CHECK(gpus.UsedSlots(0) == 3);
+    // Asking for 2 GPUs is 2 replicas: 2/3 of the GPU.
+    CHECK(HeldGpuMilli(ReadGpuRequest(GpuPod("two", "nvidia.com/gpu:2", *annotations)), gpus.inventory()) == 666);
   }
-  CHECK_FALSE(gpus.Fits(demand));
-  CHECK(gpus.total_allocated_milli() == 1000);  // 3 replicas are one physical GPU
-  CHECK(gpus.UsedSlots(0) == 3);
-  // Not opted in: the shared node is not eligible at all.
-  CHECK_FALSE(DemandOn(ReadGpuRequest(GpuPod("y", "nvidia.com/gpu:1")), gpus.inventory()).ineligible.empty());
+  // Opted out: a shared node (time-slicing or MPS) is not eligible at all, and the reason says so.
+  Node mps = GfdNode("m", 1, 3);
+  mps.meta.labels["nvidia.com/gpu.sharing-strategy"] = "mps";
+  const GpuRequest never = ReadGpuRequest(GpuPod("y", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "never"}}));
+  CHECK(DemandOn(never, ReadGpuInventory(GfdNode("n", 1, 3))).ineligible ==
+        "node(s) share GPUs (time-slicing) and the pod opted out (tessel.io/gpu-sharing: never)");
+  CHECK(DemandOn(never, ReadGpuInventory(mps)).ineligible ==
+        "node(s) share GPUs (mps) and the pod opted out (tessel.io/gpu-sharing: never)");
+  // MPS replicas are nvidia.com/gpu too: an ordinary pod takes one.
+  CHECK(DemandOn(ReadGpuRequest(GpuPod("z", "nvidia.com/gpu:1")), ReadGpuInventory(mps)).ineligible.empty());
+  // An unshared node takes the opted-out pod as usual.
+  CHECK(DemandOn(never, ReadGpuInventory(GfdNode("u", 2))).kind == GpuDemand::Kind::kWhole);
+  // Replicas renamed to nvidia.com/gpu.shared: the node has no nvidia.com/gpu for an ordinary pod.
+  Node renamed = GfdNode("r", 1, 3);
+  renamed.allocatable.Set("nvidia.com/gpu", 0);
+  renamed.allocatable.Set("nvidia.com/gpu.shared", 3000);
+  CHECK_FALSE(DemandOn(ReadGpuRequest(GpuPod("o", "nvidia.com/gpu:1")), ReadGpuInventory(renamed)).ineligible.empty());
+  CHECK(DemandOn(ReadGpuRequest(GpuPod("s", "nvidia.com/gpu.shared:1")), ReadGpuInventory(renamed)).ineligible.empty());
+}
+
+// kube-scheduler adds the pods nominated to a node to a copy of it (RunFiltersWithNominatedPods)
+// and sums requests. A nominated pod whose victims still hold its devices fits on no device
+// and is counted as unplaced; what it holds must still keep others off.
+TEST_CASE("unplaced pods hold their share of the node's free total", "[gpu][nomination]") {
+  struct Case {
+    std::string name;
+    Node node;
+    std::vector<std::pair<std::string, StringMap>> held;  // requests, annotations, in order
+    std::string demand_requests;
+    StringMap demand_annotations;
+    bool on_devices, beside_unplaced;
+  };
+  const StringMap frac600 = {{"tessel.io/gpu-milli", "600"}}, frac700 = {{"tessel.io/gpu-milli", "700"}};
+  const StringMap frac300 = {{"tessel.io/gpu-milli", "300"}}, frac500 = {{"tessel.io/gpu-milli", "500"}};
+  std::vector<Case> cases = {
+      {"whole: 4 free devices, all 8 promised to a nominated pod", GfdNode("n", 8),
+       {{"nvidia.com/gpu:4", {}}, {"nvidia.com/gpu:8", {}}}, "nvidia.com/gpu:4", {}, true, false},
+      {"whole: even one GPU is promised", GfdNode("n", 8),
+       {{"nvidia.com/gpu:4", {}}, {"nvidia.com/gpu:8", {}}}, "nvidia.com/gpu:1", {}, true, false},
+      {"fraction: 400 free on the device, 700 promised", GfdNode("n", 1),
+       {{"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", frac700}}, "nvidia.com/gpu:1", frac300, true, false},
+      {"replicas: 1 slot free, 2 promised", GfdNode("n", 1, 4),
+       {{"nvidia.com/gpu:3", {}}, {"nvidia.com/gpu:2", {}}}, "nvidia.com/gpu:1", {}, true, false},
+      {"replicas across devices: 2 slots free, 3 promised", GfdNode("n", 2, 3),
+       {{"nvidia.com/gpu:2", {}}, {"nvidia.com/gpu:2", {}}, {"nvidia.com/gpu:3", {}}}, "nvidia.com/gpu:1", {}, true, false},
+      // Four devices with 600 used by a fraction each, and a whole GPU bound elsewhere: 1600
+      // free, 1000 of it held; a fraction of 300 still fits in the rest; one of 500 has room in
+      // total but on no device.
+      {"fragmented: the sum leaves room for a small fraction", GfdNode("n", 4),
+       {{"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", frac600},
+        {"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", {}}},
+       "nvidia.com/gpu:1", frac300, true, true},
+      {"fragmented: room in total, on no device", GfdNode("n", 4),
+       {{"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", frac600},
+        {"nvidia.com/gpu:1", frac600}, {"nvidia.com/gpu:1", {}}},
+       "nvidia.com/gpu:1", frac500, false, true},
+      {"nothing unplaced: the devices decide", GfdNode("n", 8), {{"nvidia.com/gpu:4", {}}}, "nvidia.com/gpu:4", {}, true, true},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      GpuDevices gpus(ReadGpuInventory(c.node));
+      std::vector<std::shared_ptr<const Pod>> pods;
+      for (const auto& [requests, annotations] : c.held) {
+        pods.push_back(std::make_shared<const Pod>(GpuPod(fmt::format("p{}", pods.size()), requests, annotations)));
+        gpus.AddPod(pods.back().get());
+        CheckDevices(gpus);
+      }
+      const GpuDemand demand = DemandOn(ReadGpuRequest(GpuPod("new", c.demand_requests, c.demand_annotations)), gpus.inventory());
+      CHECK(gpus.FitsOnDevices(demand) == c.on_devices);
+      CHECK(gpus.FitsBesideUnplaced(demand) == c.beside_unplaced);
+      CHECK(gpus.Fits(demand) == (c.on_devices && c.beside_unplaced));
+      // Each pod gives back exactly what it held, on devices or not.
+      for (const auto& p : pods) {
+        CHECK(gpus.RemovePod(p.get()));
+        CheckDevices(gpus);
+      }
+      CHECK(gpus.total_allocated_milli() == 0);
+      CHECK(gpus.unplaced_milli() == 0);
+      CHECK(gpus.unplaced_slots() == 0);
+      CHECK(gpus.Fits(demand));
+      CheckDevices(gpus);
+    }
+  }
 }
 
 TEST_CASE("six replicas on a node with R=4 are 1.5 GPUs", "[gpu]") {

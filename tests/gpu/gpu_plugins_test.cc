@@ -79,13 +79,17 @@ int64_t ScoreOf(const ScorePlugin& plugin, const Pod& pod, const NodeInfo& node)
 
 gpu::PodGpu PodGpuOf(const Pod& pod) { return gpu::MakePodGpu(pod); }
 
-TEST_CASE("GpuShare: opt-in, fit and memory hint, with reasons", "[gpu][plugins]") {
+TEST_CASE("GpuShare: sharing choice, fit and memory hint, with reasons", "[gpu][plugins]") {
   const StringMap slicing = {{"nvidia.com/gpu.replicas", "2"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"},
                              {"nvidia.com/gpu.memory", "16384"}};
   TestNode sliced("sliced", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 1, slicing);
+  StringMap mps_labels = slicing;
+  mps_labels["nvidia.com/gpu.sharing-strategy"] = "mps";
+  TestNode mps("mps", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 1, mps_labels);
+  TestNode renamed("renamed", "cpu:16,memory:64Gi,nvidia.com/gpu.shared:2", 1, slicing);
   TestNode whole("whole", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
   TestNode cpu("cpu", "cpu:16,memory:64Gi", 0);
-  const StringMap allowed = {{"tessel.io/gpu-sharing", "allowed"}};
+  const StringMap allowed = {{"tessel.io/gpu-sharing", "allowed"}}, never = {{"tessel.io/gpu-sharing", "never"}};
   struct Case {
     std::string name;
     Pod pod;
@@ -94,13 +98,27 @@ TEST_CASE("GpuShare: opt-in, fit and memory hint, with reasons", "[gpu][plugins]
     std::string reason;  // a substring of the first reason
   };
   std::vector<Case> cases = {
-      {"not opted in: shared node not eligible", MakePod("a", "nvidia.com/gpu:1"), &sliced,
-       Code::kUnschedulableAndUnresolvable, "did not opt in"},
+      {"no annotation: nvidia.com/gpu on a time-sliced node is a replica", MakePod("a", "nvidia.com/gpu:1"), &sliced,
+       Code::kSuccess, ""},
+      {"no annotation: so is an MPS replica", MakePod("a2", "nvidia.com/gpu:1"), &mps, Code::kSuccess, ""},
+      {"no annotation: two GPUs are two replicas", MakePod("a3", "nvidia.com/gpu:2"), &sliced, Code::kSuccess, ""},
+      {"no annotation: a fraction takes a replica", Frac("a4", 500), &sliced, Code::kSuccess, ""},
+      {"opted out: time-sliced node not eligible", MakePod("a5", "nvidia.com/gpu:1", never), &sliced,
+       Code::kUnschedulableAndUnresolvable, "node(s) share GPUs (time-slicing) and the pod opted out (tessel.io/gpu-sharing: never)"},
+      {"opted out: MPS node not eligible", MakePod("a6", "nvidia.com/gpu:1", never), &mps,
+       Code::kUnschedulableAndUnresolvable, "node(s) share GPUs (mps) and the pod opted out"},
+      {"opted out: an unshared node is fine", MakePod("a7", "nvidia.com/gpu:1", never), &whole, Code::kSuccess, ""},
+      {"replicas renamed to nvidia.com/gpu.shared: no nvidia.com/gpu here", MakePod("a8", "nvidia.com/gpu:1"), &renamed,
+       Code::kUnschedulableAndUnresolvable, "only as nvidia.com/gpu.shared"},
+      {"replicas renamed: a request for nvidia.com/gpu.shared fits", MakePod("a9", "nvidia.com/gpu.shared:1"), &renamed,
+       Code::kSuccess, ""},
       {"opted in by annotation", MakePod("b", "nvidia.com/gpu:1", allowed), &sliced, Code::kSuccess, ""},
       {"opted in by nvidia.com/gpu.shared, node advertises nvidia.com/gpu", MakePod("c", "nvidia.com/gpu.shared:1"),
        &sliced, Code::kUnschedulableAndUnresolvable, "nvidia.com/gpu.shared"},
       {"more replicas than slots", MakePod("d", "nvidia.com/gpu:3", allowed), &sliced, Code::kUnschedulable,
        "GPU replicas"},
+      {"more replicas than slots, no annotation", MakePod("d2", "nvidia.com/gpu:3"), &sliced, Code::kUnschedulable,
+       "Insufficient nvidia.com/gpu (GPU replicas)"},
       {"memory hint fits", MakePod("e", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", "16Gi"}}),
        &sliced, Code::kSuccess, ""},
       {"memory hint too big", MakePod("f", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", "20Gi"}}),
@@ -121,12 +139,56 @@ TEST_CASE("GpuShare: opt-in, fit and memory hint, with reasons", "[gpu][plugins]
       }
     }
   }
+  SECTION("a malformed tessel.io/gpu-sharing leaves the pod unschedulable, naming the annotation") {
+    FakeHandle handle;
+    auto plugin = gpu_share::GpuShare::New(YAML::Node(), handle);
+    REQUIRE(plugin.ok());
+    CycleState state;
+    Status st = (*plugin)->PreFilter(state, MakePod("bad", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "sometimes"}}));
+    CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
+    REQUIRE_FALSE(st.reasons().empty());
+    CHECK(st.reasons().front() == "annotation tessel.io/gpu-sharing: \"sometimes\" is not one of allowed, never");
+  }
   SECTION("a fraction needs room on one device, not in total") {
     TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
     n.Add(Frac("x", 600)).Add(Frac("y", 600));  // 400 free on each device, 800 in total
     CHECK(gpu_share::CheckFit(PodGpuOf(Frac("z", 400)), n.info).ok());
     Status st = gpu_share::CheckFit(PodGpuOf(Frac("z", 500)), n.info);
     CHECK(st.code() == Code::kUnschedulable);
+  }
+}
+
+// RunFiltersWithNominatedPods adds the pods nominated to a node (of at least the pod's priority)
+// to a copy of it. The reported case: hp (8 GPUs) is nominated to an 8-GPU node whose other 4
+// GPUs a terminating victim still holds; hp fits on no device, and a 4-GPU pod must not take the
+// 4 free ones. Fractions and replicas the same way.
+TEST_CASE("GpuShare: a nominated pod's GPUs are held though its victims still hold its devices", "[gpu][plugins][nomination]") {
+  const StringMap slicing = {{"nvidia.com/gpu.replicas", "4"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}};
+  struct Case {
+    std::string name;
+    TestNode node;
+    Pod victim, nominated, pod;
+    std::string reason;
+  };
+  std::vector<Case> cases = {
+      {"whole GPUs", TestNode("n1", "cpu:64,memory:256Gi,nvidia.com/gpu:8", 8), MakePod("victim", "nvidia.com/gpu:4"),
+       MakePod("hp", "nvidia.com/gpu:8"), MakePod("later", "nvidia.com/gpu:4"), "Insufficient nvidia.com/gpu"},
+      {"fractions", TestNode("n1", "cpu:64,memory:256Gi,nvidia.com/gpu:1", 1), Frac("victim", 600), Frac("hp", 700),
+       Frac("later", 300), "Insufficient nvidia.com/gpu"},
+      {"replicas", TestNode("n1", "cpu:64,memory:256Gi,nvidia.com/gpu:4", 1, slicing), MakePod("victim", "nvidia.com/gpu:3"),
+       MakePod("hp", "nvidia.com/gpu:2"), MakePod("later", "nvidia.com/gpu:1"), "Insufficient nvidia.com/gpu (GPU replicas)"},
+  };
+  for (Case& c : cases) {
+    SECTION(c.name) {
+      c.node.Add(c.victim);
+      REQUIRE(gpu_share::CheckFit(PodGpuOf(c.pod), c.node.info).ok());  // without the nomination it fits
+      c.node.Add(c.nominated);
+      REQUIRE(c.node.info.gpus().unplaced_milli() > 0);  // the nominated pod fits on no device
+      Status st = gpu_share::CheckFit(PodGpuOf(c.pod), c.node.info);
+      CHECK(st.code() == Code::kUnschedulable);
+      REQUIRE_FALSE(st.reasons().empty());
+      CHECK(st.reasons().front() == c.reason);
+    }
   }
 }
 
@@ -143,6 +205,19 @@ TEST_CASE("GpuShare: an opted-in pod prefers GPUs already shared", "[gpu][plugin
   const Pod pod = MakePod("p", "nvidia.com/gpu:1", allowed);
   CHECK(ScoreOf(**plugin, pod, busy.info) > ScoreOf(**plugin, pod, fresh.info));
   CHECK(ScoreOf(**plugin, pod, fresh.info) > ScoreOf(**plugin, pod, exclusive.info));
+  // A pod that said nothing prefers an exclusive GPU, so the replicas stay for pods that share;
+  // the gap is a whole tier, as wide as the opted-in pod's (see gpu_share.h).
+  for (const Pod& ordinary : {MakePod("q", "nvidia.com/gpu:1"), Frac("r", 500)}) {
+    CAPTURE(ordinary.meta.name);
+    CycleState state;
+    CHECK((*plugin)->PreScore(state, ordinary, {}).ok());  // scored, not skipped
+    CHECK(ScoreOf(**plugin, ordinary, exclusive.info) == gpu_share::kExclusiveScore);
+    CHECK(ScoreOf(**plugin, ordinary, busy.info) == 0);
+    CHECK(ScoreOf(**plugin, ordinary, fresh.info) == 0);
+    CHECK(gpu_share::kExclusiveScore >= gpu_share::kSharedIdleScore);
+  }
+  CycleState cpu_state;
+  CHECK((*plugin)->PreScore(cpu_state, MakePod("c", "cpu:1"), {}).code() == Code::kSkip);
 }
 
 TEST_CASE("BestFit: raw score and min-max normalisation", "[gpu][plugins]") {

@@ -3,8 +3,11 @@
 //   1. Cold start packs: a fresh scheduler with the default profile and no targetWorkload,
 //      given any run of small whole-GPU jobs and then node-sized jobs, places at least as many
 //      node-sized jobs as GpuBinPack does.
-//   2. Sharing keeps exclusive GPUs free: a pod that opted into sharing takes shared room when
-//      some fits, and only then a whole exclusive GPU.
+//   2. Each kind of pod to its own room first, on clusters of time-sliced/MPS and exclusive
+//      nodes: a pod that opted into sharing takes shared room when some fits, and only then a
+//      whole exclusive GPU (sharing keeps exclusive GPUs free); any other GPU pod takes an
+//      exclusive GPU when one fits, else a replica (nvidia.com/gpu is a replica on a shared
+//      node, no annotation needed); a pod that opted out never takes a replica.
 // A failing case prints its seed; rerun it alone with the same seed to see the sequence.
 #include <catch2/catch.hpp>
 
@@ -191,7 +194,7 @@ TEST_CASE("cold start: many small pods do not wash out the whole-node prior", "[
   CHECK(placed == 4);
 }
 
-// ---- Property 2: sharing keeps exclusive GPUs free ----
+// ---- Property 2: each kind of pod to its own room first ----
 
 struct NodeState {
   bool shared = false;
@@ -212,19 +215,35 @@ NodeState StateOf(const NodeInfo& info) {
   return s;
 }
 
+// Free slots on a shared node for `gpus` replicas (a fraction takes one).
+bool SlotsFit(const NodeState& n, int gpus) {
+  if (!n.shared) return false;
+  int32_t free = 0;
+  for (int32_t used : n.slots) free += n.replicas - used;
+  return free >= gpus;
+}
+
 // Shared room for an opted-in pod: a slot on a shared node (one per GPU asked), or for a
 // fraction a device of an unshared node that is partly allocated and has the room.
 bool SharedRoomFits(const NodeState& n, int gpus, int64_t milli) {
-  if (n.shared) {
-    int32_t free = 0;
-    for (int32_t used : n.slots) free += n.replicas - used;
-    return free >= gpus;
-  }
+  if (n.shared) return SlotsFit(n, gpus);
   if (milli == 0) return false;
   for (int64_t a : n.allocated) {
     if (a > 0 && kMilliPerGpu - a >= milli) return true;
   }
   return false;
+}
+
+// Exclusive room: `gpus` idle devices of an unshared node, or for a fraction one device of an
+// unshared node with that much free.
+bool ExclusiveRoomFits(const NodeState& n, int gpus, int64_t milli) {
+  if (n.shared) return false;
+  int idle = 0;
+  for (int64_t a : n.allocated) {
+    if (milli > 0 && kMilliPerGpu - a >= milli) return true;
+    idle += a == 0;
+  }
+  return milli == 0 && idle >= gpus;
 }
 
 // Whether a pod took a whole exclusive GPU: a device of an unshared node went from idle to used.
@@ -236,9 +255,11 @@ bool TookExclusiveGpu(const NodeState& before, const NodeState& after) {
   return false;
 }
 
-TEST_CASE("property: a pod that opted into sharing takes shared room before an exclusive GPU", "[gpu][property]") {
-  const StringMap opt_in = {{"tessel.io/gpu-sharing", "allowed"}};
-  int sharing_checked = 0, held_back = 0;
+TEST_CASE("property: each pod takes its own kind of room first (shared for opted-in pods, exclusive for others)",
+          "[gpu][property]") {
+  enum Kind { kOptInSlots, kOptInFraction, kOrdinary, kOrdinaryFraction, kOptOut, kKinds };
+  const StringMap opt_in = {{"tessel.io/gpu-sharing", "allowed"}}, opt_out = {{"tessel.io/gpu-sharing", "never"}};
+  int sharing_checked = 0, held_back = 0, ordinary_exclusive = 0, ordinary_replica = 0, opted_out_kept = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     std::mt19937_64 rng(seed * 104729);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -254,31 +275,58 @@ TEST_CASE("property: a pod that opted into sharing takes shared room before an e
     for (int i = 0; i < exclusive_nodes; ++i) cluster.AddGpuNode(fmt::format("excl-{}", i), uniform(1, 8));
     const int pods = uniform(4, 24);
     for (int p = 0; p < pods; ++p) {
-      const int kind = uniform(0, 2);  // 0: opted-in slot pod, 1: opted-in fraction, 2: exclusive
-      const int gpus = kind == 1 ? 1 : uniform(1, 2);
-      const int64_t milli = kind == 1 ? uniform(1, 9) * 100 : 0;
-      Pod pod = WholeGpuPod(StrCat("p", p), gpus, kind == 2 ? StringMap{} : opt_in);
-      if (kind == 1) pod.meta.annotations["tessel.io/gpu-milli"] = StrCat(milli);
+      const int kind = uniform(0, kKinds - 1);
+      const bool fraction = kind == kOptInFraction || kind == kOrdinaryFraction;
+      const int gpus = fraction ? 1 : uniform(1, 2);
+      const int64_t milli = fraction ? uniform(1, 9) * 100 : 0;
+      const StringMap& annotations = kind == kOptInSlots || kind == kOptInFraction ? opt_in
+                                     : kind == kOptOut                           ? opt_out
+                                                                                 : StringMap{};
+      Pod pod = WholeGpuPod(StrCat("p", p), gpus, annotations);
+      if (fraction) pod.meta.annotations["tessel.io/gpu-milli"] = StrCat(milli);
       std::map<std::string, NodeState> before;
-      bool room = false;
+      bool shared_room = false, exclusive_room = false, slot_room = false;
       for (const std::string& n : cluster.NodeNames()) {
         before[n] = StateOf(cluster.Node(n));
-        room = room || (kind != 2 && SharedRoomFits(before[n], gpus, milli));
+        shared_room = shared_room || SharedRoomFits(before[n], gpus, milli);
+        exclusive_room = exclusive_room || ExclusiveRoomFits(before[n], gpus, milli);
+        slot_room = slot_room || SlotsFit(before[n], gpus);
       }
       const std::string node = cluster.Submit(std::move(pod));
-      if (kind == 2 || node.empty()) continue;
-      ++sharing_checked;
-      const bool took = TookExclusiveGpu(before[node], StateOf(cluster.Node(node)));
-      CAPTURE(seed, p, kind, gpus, milli, node, room);
-      if (room) {
-        CHECK_FALSE(took);
-        held_back += 1;
+      CAPTURE(seed, p, kind, gpus, milli, node, shared_room, exclusive_room, slot_room);
+      const bool on_shared = !node.empty() && before[node].shared;
+      switch (kind) {
+        case kOptInSlots:
+        case kOptInFraction:
+          if (node.empty()) break;
+          ++sharing_checked;
+          if (shared_room) {
+            CHECK_FALSE(TookExclusiveGpu(before[node], StateOf(cluster.Node(node))));
+            ++held_back;
+          }
+          break;
+        case kOrdinary:
+        case kOrdinaryFraction:
+          // An exclusive GPU when one fits, else a replica; pending only when neither fits.
+          CHECK(node.empty() == (!exclusive_room && !slot_room));
+          CHECK(on_shared == (!exclusive_room && slot_room));
+          ordinary_exclusive += exclusive_room;
+          ordinary_replica += on_shared;
+          break;
+        case kOptOut:
+          CHECK_FALSE(on_shared);
+          CHECK(node.empty() == !exclusive_room);
+          opted_out_kept += !exclusive_room && slot_room;
+          break;
       }
     }
   }
-  // The generator reaches the interesting case often, or the property says nothing.
-  CHECK(sharing_checked > 400);
-  CHECK(held_back > 200);
+  // The generator reaches every interesting case often, or the property says nothing.
+  CHECK(sharing_checked > 200);
+  CHECK(held_back > 100);
+  CHECK(ordinary_exclusive > 100);
+  CHECK(ordinary_replica > 50);
+  CHECK(opted_out_kept > 20);
 }
 
 }  // namespace

@@ -6,13 +6,16 @@
 #     Eviction API, sets the preemptor's status.nominatedNodeName, and binds it there once the
 #     victim is gone. The Job controller creates a replacement pod, which waits in the queue
 #     (PodScheduled=False); scheduler_preemption_attempts_total counts the preemption.
+#     The victim is told: a Preempted event naming the preemptor.
 #  2. A PodDisruptionBudget blocks an eviction: a low-priority pod on node preempt-b is covered
 #     by a budget (minAvailable 1, policy/v1); a tessel-production pod that needs
 #     its room gets a 429 for the eviction, so the guarded pod stays and the preemptor waits.
+#  3. A victim that lingers (a finalizer holds it): while it terminates it shows the condition
+#     DisruptionTarget=True, reason PreemptionByScheduler, naming its preemptor.
 source "$(dirname "$0")/lib.sh"
 it_begin preempt
 
-it_nodes preempt-a:8:pool=a preempt-b:8:pool=b
+it_nodes preempt-a:8:pool=a preempt-b:8:pool=b preempt-c:8:pool=c
 it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
@@ -61,6 +64,12 @@ it_wait 60 "urgent nominated to preempt-a" nominated
 it_wait 60 "urgent bound" it_bound urgent
 [[ $(node_of urgent) == preempt-a ]] || fail "urgent went to $(node_of urgent), want preempt-a"
 
+preempted_event() {
+  kubectl get events -n "$NS" --field-selector "involvedObject.name=$victim_name,reason=Preempted" \
+    -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -q "preempted by $NS/urgent (priority"
+}
+it_wait 30 "the victim's Preempted event names its preemptor" preempted_event
+
 # The Job controller replaces its evicted pod; the replacement waits: the node is taken by a
 # more important pod, and tessel-batch (preemptionPolicy: Never) does not preempt.
 replacement() { job_pods | grep -v "^$victim_name|" | grep -q .; }
@@ -108,3 +117,32 @@ say "scheduler: $(grep "evict pod $NS/guarded" "$(scheduler_log main)" | tail -n
 [[ -z $(node_of urgent-b) ]] || fail "urgent-b was bound to $(node_of urgent-b)"
 nominated_b=$(kubectl get pod -n "$NS" urgent-b -o 'jsonpath={.status.nominatedNodeName}')
 [[ -z $nominated_b ]] || fail "urgent-b nominated to $nominated_b although no eviction succeeded"
+
+# --- 3. A lingering victim carries DisruptionTarget ---------------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: lingering, namespace: $NS, finalizers: [tessel.io/test-hold]}
+spec:
+  schedulerName: tessel
+  priorityClassName: tessel-batch
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME, pool: c}
+  containers:
+  - {name: main, image: busybox, resources: {limits: {nvidia.com/gpu: "8"}}}
+YAML
+it_wait 60 "lingering bound" it_bound lingering
+it_pod urgent-c --gpus 8 --priority-class tessel-production --select pool=c
+terminating() { [[ -n $(kubectl get pod -n "$NS" lingering -o 'jsonpath={.metadata.deletionTimestamp}') ]]; }
+it_wait 60 "lingering evicted" terminating
+disruption() {
+  kubectl get pod -n "$NS" lingering \
+    -o 'jsonpath={.status.conditions[?(@.type=="DisruptionTarget")].reason} {.status.conditions[?(@.type=="DisruptionTarget")].message}'
+}
+told() { [[ $(disruption) == "PreemptionByScheduler tessel: preempted by $NS/urgent-c (priority "* ]]; }
+it_wait 30 "DisruptionTarget=PreemptionByScheduler names the preemptor" told
+say "lingering: $(disruption)"
+[[ -z $(node_of urgent-c) ]] || fail "urgent-c bound while its victim still holds the GPUs"
+kubectl patch pod -n "$NS" lingering --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]' >/dev/null
+it_wait 60 "urgent-c bound once the victim is gone" it_bound urgent-c
+[[ $(node_of urgent-c) == preempt-c ]] || fail "urgent-c went to $(node_of urgent-c), want preempt-c"

@@ -66,12 +66,20 @@ class FakeApi final : public ClusterApi {
     evictions.push_back(pod.Key());
     return absl::OkStatus();
   }
-  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
+  void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
+                   std::string_view message) override {
+    events.push_back(StrCat(pod.Key(), " ", type, " ", reason, ": ", message));
+  }
+  void MarkDisruptionTarget(const Pod& pod, std::string_view reason, std::string_view message) override {
+    disruption_targets.push_back(StrCat(pod.Key(), " ", reason, ": ", message));
+  }
 
   absl::Status next_bind = absl::OkStatus();
   std::function<void(const Pod&, const std::string&)> on_bind;
   std::vector<std::pair<std::string, std::string>> binds;
   std::vector<std::string> evictions;
+  std::vector<std::string> events;
+  std::vector<std::string> disruption_targets;
 };
 
 class RecordingObserver final : public SchedulingObserver {
@@ -371,6 +379,10 @@ TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging u
   f.s->OnPodAdd(PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:8").Priority(100).Build());
   f.RunUntilIdle();
   CHECK(f.api.evictions == std::vector<std::string>{"default/low"});
+  // The victim is told who preempted it, where, and why, as kube-scheduler tells its victims.
+  const std::string told = "preempted by default/high (priority 100) on node n1 (LowerPriority)";
+  CHECK(f.api.events == std::vector<std::string>{"default/low Normal Preempted: " + told});
+  CHECK(f.api.disruption_targets == std::vector<std::string>{"default/low PreemptionByScheduler: " + told});
   CHECK(f.s->NominatedNodeOf("default/high") == "n1");
   CHECK_THAT(f.observer.failures.at("default/high"), Catch::EndsWith("Preempting pods on node n1."));
   Pod high = PodBuilder("high").Requests("cpu:1,nvidia.com/gpu:8").Priority(100).Build();

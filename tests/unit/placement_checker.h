@@ -1,0 +1,289 @@
+// An independent checker of a scheduler's placements, for property tests. It reads only what a
+// cluster shows (the pods on each node, bound or assumed, the nominations, the gangs' and
+// queues' specs as the test wrote them) and re-derives each rule from its Kubernetes definition
+// with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker.
+//
+//   PlacementChecker checker(world);          // the test's own record of nodes, pods, queues
+//   checker.BeforeCycle(view);                // what held before the cycle
+//   s->ScheduleOne();
+//   for (const std::string& v : checker.AfterCycle(view, evictions)) FAIL(v);
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduler/api/objects.h"
+#include "scheduler/state/node_info.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::testing {
+
+// What the test generated, in its own terms.
+struct CheckedNode {
+  std::string name;
+  int64_t milli_cpu = 0;
+  int64_t gpus = 0;  // whole physical GPUs
+};
+struct CheckedPod {
+  std::string key;        // namespace/name
+  std::string namespace_;
+  std::string app;        // label app
+  int64_t milli_cpu = 0;
+  int64_t gpus = 0;       // whole GPUs
+  int32_t priority = 0;
+  std::string gang;       // "" for none
+  std::string anti_app;   // required anti-affinity, hostname, to pods labelled app=anti_app
+  bool spread = false;    // DoNotSchedule, maxSkew 1, hostname, over pods labelled app=app
+};
+struct CheckedQueue {
+  std::string name;
+  std::string namespace_;
+  std::string cohort;
+  int64_t nominal_gpus = 0;
+};
+struct CheckedWorld {
+  std::vector<CheckedNode> nodes;
+  std::map<std::string, CheckedPod> pods;    // by key
+  std::map<std::string, int32_t> gang_min;   // gang -> minMember
+  std::vector<CheckedQueue> queues;
+};
+
+// What the cluster shows at one moment.
+struct ClusterView {
+  std::map<std::string, std::vector<PodRef>> on_node;     // bound or assumed, terminating too
+  std::map<std::string, std::vector<PodRef>> nominated;   // node -> pending pods nominated there
+};
+
+// One eviction the API accepted: the victim and the preemptor its message names.
+struct Eviction {
+  std::string victim;
+  std::string preemptor;
+  std::string node;  // where the victim ran
+};
+
+class PlacementChecker {
+ public:
+  explicit PlacementChecker(const CheckedWorld* world) : world_(world) {}
+
+  void BeforeCycle(const ClusterView& view) {
+    before_ = view;
+    placed_before_.clear();
+    for (const auto& [node, pods] : view.on_node) {
+      for (const PodRef& p : pods) placed_before_[p->Key()] = node;
+    }
+  }
+
+  // Every rule the cycle broke, as readable sentences.
+  std::vector<std::string> AfterCycle(const ClusterView& view, const std::vector<Eviction>& evictions) {
+    std::vector<std::string> out;
+    std::map<std::string, std::string> placed_now;  // key -> node, placed in this cycle
+    for (const CheckedNode& n : world_->nodes) {
+      auto it = view.on_node.find(n.name);
+      if (it == view.on_node.end()) continue;
+      CheckNode(n, it->second, out);
+      for (const PodRef& p : it->second) {
+        if (!placed_before_.contains(p->Key())) placed_now[p->Key()] = n.name;
+      }
+    }
+    CheckNominations(view, placed_now, out);
+    if (evictions.empty()) CheckSpread(view, placed_now, out);
+    CheckQuota(view, out);
+    CheckGangs(view, out);
+    CheckEvictions(evictions, out);
+    return out;
+  }
+
+ private:
+  const CheckedPod* Spec(const Pod& p) const { return SpecOf(p.Key()); }
+  const CheckedPod* SpecOf(const std::string& key) const {
+    auto it = world_->pods.find(key);
+    return it == world_->pods.end() ? nullptr : &it->second;
+  }
+  static bool Terminating(const Pod& p) { return p.meta.deletion_timestamp.has_value(); }
+
+  // Resources (CPU, whole GPUs), devices, and required anti-affinity on the node.
+  void CheckNode(const CheckedNode& n, const std::vector<PodRef>& pods, std::vector<std::string>& out) {
+    int64_t cpu = 0, gpus = 0;
+    std::set<int32_t> devices;
+    for (const PodRef& p : pods) {
+      const CheckedPod* s = Spec(*p);
+      if (s == nullptr) continue;
+      cpu += s->milli_cpu;
+      gpus += s->gpus;
+      if (s->gpus > 0) {
+        const int64_t held = p->gpu_devices ? static_cast<int64_t>(p->gpu_devices->size()) : 0;
+        if (held != s->gpus) {
+          out.push_back(StrCat(p->Key(), " asks ", s->gpus, " GPUs but holds ", held, " devices on ", n.name));
+        }
+        if (p->gpu_devices) {
+          for (int32_t d : *p->gpu_devices) {
+            if (d < 0 || d >= n.gpus) out.push_back(StrCat(p->Key(), " holds device ", d, " of ", n.name));
+            if (!devices.insert(d).second) {
+              out.push_back(StrCat("device ", d, " of ", n.name, " is held twice (", p->Key(), ")"));
+            }
+          }
+        }
+      }
+    }
+    if (cpu > n.milli_cpu) out.push_back(StrCat(n.name, " overcommitted: cpu ", cpu, "m of ", n.milli_cpu, "m"));
+    if (gpus > n.gpus) out.push_back(StrCat(n.name, " overcommitted: ", gpus, " GPUs of ", n.gpus));
+    for (const PodRef& a : pods) {
+      const CheckedPod* sa = Spec(*a);
+      if (sa == nullptr || sa->anti_app.empty()) continue;
+      for (const PodRef& b : pods) {
+        const CheckedPod* sb = Spec(*b);
+        if (a == b || sb == nullptr || sb->app != sa->anti_app || sb->namespace_ != sa->namespace_) continue;
+        out.push_back(StrCat(a->Key(), " (anti-affinity to app=", sa->anti_app, ") shares ", n.name,
+                             " with ", b->Key()));
+      }
+    }
+  }
+
+  // A pod placed this cycle left the room of every pod nominated to its node that is at least
+  // as important (kube-scheduler filters with those pods added to the node).
+  void CheckNominations(const ClusterView& view, const std::map<std::string, std::string>& placed_now,
+                        std::vector<std::string>& out) {
+    for (const auto& [key, node_name] : placed_now) {
+      const CheckedPod* s = SpecOf(key);
+      if (s == nullptr) continue;
+      auto nominated = before_.nominated.find(node_name);
+      if (nominated == before_.nominated.end()) continue;
+      const CheckedNode& n = NodeOf(node_name);
+      int64_t cpu = 0, gpus = 0;
+      for (const PodRef& p : view.on_node.at(node_name)) {
+        if (const CheckedPod* o = Spec(*p)) cpu += o->milli_cpu, gpus += o->gpus;
+      }
+      for (const PodRef& q : nominated->second) {
+        const CheckedPod* sq = Spec(*q);
+        if (sq == nullptr || q->Key() == key || sq->priority < s->priority) continue;
+        if (placed_now.contains(q->Key())) continue;  // placed in the same cycle (a gang mate)
+        // Only what the pod asks for is checked (a pod without GPUs may join a node whose GPUs
+        // are still held by a nominated pod's victims).
+        if (cpu + sq->milli_cpu > n.milli_cpu || (s->gpus > 0 && gpus + sq->gpus > n.gpus)) {
+          out.push_back(StrCat(key, " (priority ", s->priority, ") took the room on ", node_name,
+                               " of nominated ", q->Key(), " (priority ", sq->priority, "): cpu ",
+                               cpu, "m + ", sq->milli_cpu, "m of ", n.milli_cpu, "m, GPUs ", gpus,
+                               " + ", sq->gpus, " of ", n.gpus));
+        }
+      }
+    }
+  }
+
+  // DoNotSchedule, maxSkew 1 over hostnames, among the pods of one app that are not
+  // terminating: a cycle that places such a pod never leaves a skew above 1 that it made worse.
+  void CheckSpread(const ClusterView& view, const std::map<std::string, std::string>& placed_now,
+                   std::vector<std::string>& out) {
+    std::set<std::string> apps;
+    for (const auto& entry : placed_now) {
+      const CheckedPod* s = SpecOf(entry.first);
+      if (s != nullptr && s->spread) apps.insert(StrCat(s->namespace_, "/", s->app));
+    }
+    for (const std::string& app : apps) {
+      const int64_t after = Skew(view, app), before = Skew(before_, app);
+      if (after > 1 && after > before) {
+        out.push_back(StrCat("spread of ", app, " went from skew ", before, " to ", after));
+      }
+    }
+  }
+  int64_t Skew(const ClusterView& view, const std::string& app) const {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const CheckedNode& n : world_->nodes) {
+      int64_t count = 0;
+      if (auto it = view.on_node.find(n.name); it != view.on_node.end()) {
+        for (const PodRef& p : it->second) {
+          const CheckedPod* s = Spec(*p);
+          count += s != nullptr && !Terminating(*p) && StrCat(s->namespace_, "/", s->app) == app;
+        }
+      }
+      lo = std::min(lo, count);
+      hi = std::max(hi, count);
+    }
+    return hi - lo;
+  }
+
+  // A queue without a cohort stays within its nominal GPUs; a cohort's queues together within
+  // the sum of their nominal GPUs. Terminating pods are still charged.
+  void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::string, int64_t> used;  // namespace -> GPUs
+    for (const auto& [node, pods] : view.on_node) {
+      for (const PodRef& p : pods) {
+        if (const CheckedPod* s = Spec(*p)) used[s->namespace_] += s->gpus;
+      }
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
+    for (const CheckedQueue& q : world_->queues) {
+      const int64_t u = used[q.namespace_];
+      if (q.cohort.empty()) {
+        if (u > q.nominal_gpus) out.push_back(StrCat("queue ", q.name, " holds ", u, " GPUs of nominal ", q.nominal_gpus));
+        continue;
+      }
+      cohorts[q.cohort].first += u;
+      cohorts[q.cohort].second += q.nominal_gpus;
+    }
+    for (const auto& [cohort, un] : cohorts) {
+      if (un.first > un.second) {
+        out.push_back(StrCat("cohort ", cohort, " holds ", un.first, " GPUs of nominal ", un.second));
+      }
+    }
+  }
+
+  // A gang is either not running or running with at least minMember members (terminating
+  // members do not count; the test ends gangs whole).
+  void CheckGangs(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::string, int32_t> running;
+    for (const auto& [node, pods] : view.on_node) {
+      for (const PodRef& p : pods) {
+        const CheckedPod* s = Spec(*p);
+        if (s != nullptr && !s->gang.empty() && !Terminating(*p)) ++running[s->gang];
+      }
+    }
+    for (const auto& [gang, n] : running) {
+      const int32_t min = world_->gang_min.at(gang);
+      if (n > 0 && n < min) out.push_back(StrCat("gang ", gang, " runs ", n, " of minMember ", min));
+    }
+  }
+
+  // A preemptor (a pod, or a gang) does not evict again while its earlier victims still
+  // terminate on the node it is nominated to.
+  void CheckEvictions(const std::vector<Eviction>& evictions, std::vector<std::string>& out) {
+    std::set<std::string> reported;
+    for (const Eviction& e : evictions) {
+      const std::string who = Preemptor(e.preemptor);
+      if (reported.contains(who)) continue;
+      for (const auto& [node, pods] : before_.nominated) {
+        bool nominated_here = false;
+        for (const PodRef& p : pods) nominated_here |= Preemptor(p->Key()) == who;
+        if (!nominated_here) continue;
+        auto victims = earlier_victims_.find(who);
+        if (victims == earlier_victims_.end()) continue;
+        for (const PodRef& p : before_.on_node[node]) {
+          if (Terminating(*p) && victims->second.contains(p->Key()) && reported.insert(who).second) {
+            out.push_back(StrCat(who, " evicted ", e.victim, " while its victim ", p->Key(),
+                                 " still terminates on ", node));
+          }
+        }
+      }
+    }
+    for (const Eviction& e : evictions) earlier_victims_[Preemptor(e.preemptor)].insert(e.victim);
+  }
+  std::string Preemptor(const std::string& key) const {
+    auto it = world_->pods.find(key);
+    return it != world_->pods.end() && !it->second.gang.empty() ? StrCat("gang ", it->second.gang) : key;
+  }
+
+  const CheckedNode& NodeOf(const std::string& name) const {
+    return *std::find_if(world_->nodes.begin(), world_->nodes.end(),
+                         [&](const CheckedNode& n) { return n.name == name; });
+  }
+
+  const CheckedWorld* world_;
+  ClusterView before_;
+  std::map<std::string, std::string> placed_before_;
+  std::map<std::string, std::set<std::string>> earlier_victims_;
+};
+
+}  // namespace tessel::testing
