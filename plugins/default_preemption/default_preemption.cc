@@ -39,13 +39,12 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
                        "lower-priority pods")),
             .nomination = Nomination::kOverride};
   }
-  ClusterApi* api = handle_.api();
   std::vector<PreemptionVictim> evicted;  // on every candidate tried, for metrics and reports
   for (const preemption::Candidate& c : candidates) {
     bool refused = false;
     for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, c.victims)) {
       const std::string message = preemption::PreemptionMessage(pod, handle_.PriorityOf(pod), c.node, v);
-      absl::Status st = api == nullptr ? absl::OkStatus() : preemption::EvictVictim(*api, v, message);
+      absl::Status st = preemption::EvictVictim(handle_, v, message);
       if (st.ok() || absl::IsNotFound(st)) {  // NotFound: already gone, as good as evicted
         evicted.push_back(v);
         continue;

@@ -22,6 +22,7 @@ struct QuotaCycle {
   Resources request;     // the pod's charge without GPUs
   GpuRequest gpu;
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
+  StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
   std::map<int64_t, QuotaVerdict> verdicts;  // by the GPU milli the pod would hold
 
   Resources ChargeFor(int64_t gpu_milli) const {
@@ -131,6 +132,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       }
     }
   }
+  ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
   cycle.tracker = cycle.base;
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
@@ -148,6 +150,28 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   cycle.Refresh();
   state.Write(kName, std::make_unique<QuotaState>(std::move(cycle)));
   return Status::Ok();
+}
+
+void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
+                                     const Queue& own, QuotaTracker& usage, StringSet& charged) {
+  const NominatedPodMap nominated = handle_->NominatedPods();
+  if (nominated.empty()) return;
+  const std::string gang = handle_->GangKeyOf(pod);
+  absl::MutexLock lock(&mu_);
+  const bool same_snapshot = reserved_generation_ == handle_->snapshot().generation();
+  for (const auto& [node_name, pods] : nominated) {
+    const NodeInfo* node = handle_->snapshot().Get(node_name);
+    if (node == nullptr) continue;
+    for (const PodRef& p : pods) {
+      if (p->Key() == pod.Key() || (!gang.empty() && handle_->GangKeyOf(*p) == gang)) continue;
+      if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
+      const Queue* queue = directory.QueueFor(*p).queue;
+      // A teammate of lower priority yields, as on a node; another team's claim holds.
+      if (queue == nullptr || (queue == &own && p->PriorityValue() < pod.PriorityValue())) continue;
+      usage.AddUsage(queue->name(), QuotaCharge(*p, node->gpus().inventory()));
+      charged.insert(p->Key());
+    }
+  }
 }
 
 Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
@@ -192,7 +216,9 @@ void QueueQuota::Unreserve(CycleState&, const Pod& pod, const std::string&) {
 Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
                           const NodeInfo& node) const {
   QuotaCycle* cycle = state.ReadMutableValue<QuotaCycle>(kName);
-  if (cycle == nullptr) return Status::Ok();
+  if (cycle == nullptr || !ChargesQuota(other) || cycle->nominated.contains(other.Key())) {
+    return Status::Ok();  // not charged, or charged already (a nominated pod, everywhere)
+  }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.AddUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
@@ -203,7 +229,9 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
 Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
                              const NodeInfo& node) const {
   QuotaCycle* cycle = state.ReadMutableValue<QuotaCycle>(kName);
-  if (cycle == nullptr) return Status::Ok();
+  if (cycle == nullptr || !ChargesQuota(other) || cycle->nominated.contains(other.Key())) {
+    return Status::Ok();
+  }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.SubUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
@@ -218,7 +246,19 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const Queue* own = cycle->queue;
   const Queue* theirs = cycle->directory->QueueFor(victim).queue;
   if (theirs == nullptr) return VictimVerdict::kDefer;
+  const NodeInfo* node = handle_->snapshot().Get(victim.node_name);
+  if (node == nullptr) return VictimVerdict::kDeny;
   const bool lower = victim.PriorityValue() < preemptor.PriorityValue();
+  const Resources want = cycle->ChargeOn(*node);
+  // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
+  // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
+  // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
+  // that queue could reclaim the room right back.
+  if (lower && cycle->base.Check(own->name(), want).fits &&
+      (theirs == own || cycle->base.WithinNominal(own->name(), want))) {
+    return VictimVerdict::kDefer;
+  }
+  // Otherwise quota is what the preemptor lacks, and the queues' preemption policies decide.
   if (theirs == own) {
     if (own->within_queue != WithinQueuePolicy::kLowerPriority || !lower) return VictimVerdict::kDeny;
     if (reason != nullptr) *reason = "within-queue";
@@ -229,9 +269,6 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   if (own->reclaim_within_cohort == ReclaimPolicy::kLowerPriority && !lower) {
     return VictimVerdict::kDeny;
   }
-  const NodeInfo* node = handle_->snapshot().Get(victim.node_name);
-  if (node == nullptr) return VictimVerdict::kDeny;
-  const Resources want = cycle->ChargeOn(*node);
   // Within its nominal quota the preemptor reclaims what others borrow. Above it, it borrows
   // too, and takes borrowed capacity only from a queue whose weighted dominant share stays at
   // least its own after the move (DRF: hungry queues converge to shares by weight).
@@ -243,10 +280,11 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     own_share_after = after.WeightedDominantShare(own->name());
   }
 
-  // The victim's queue gives back only what it borrows: walk its pods on this node in
-  // eviction order, taking those that relieve what the preemptor needs while the queue stays
-  // at or above its nominal quota in those resources (and, when sharing, above the
-  // preemptor's share).
+  // The victim's queue gives back what it borrows: walk its pods on this node in eviction
+  // order, taking those that relieve what the preemptor needs while the queue still borrows it
+  // (Kueue's rule: a queue that borrows may lose any pod, so a lender gets its whole nominal
+  // back even when pod sizes do not divide; the last one may take the queue below nominal).
+  // When sharing, the queue also stays at or above its nominal and above the preemptor's share.
   std::vector<const Pod*> mates;
   for (const PodRef& p : node->pods()) {
     if (cycle->directory->QueueFor(*p).queue == theirs) mates.push_back(p.get());
@@ -264,11 +302,11 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
       if (used.Get(r) - amount < theirs->nominal.Get(r)) keeps_nominal = false;
       if (used.Get(r) > theirs->nominal.Get(r)) relieves = true;
     }
-    bool take = keeps_nominal && relieves;
+    bool take = relieves;
     if (take && !reclaim) {
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = trial.WeightedDominantShare(theirs->name()) >= own_share_after;
+      take = keeps_nominal && trial.WeightedDominantShare(theirs->name()) >= own_share_after;
     }
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;

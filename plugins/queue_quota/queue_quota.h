@@ -3,8 +3,10 @@
 // placement are decided in one transaction (docs/quota.md).
 //
 // PreFilter maps the pod to its queue (label tessel.io/queue, else spec.namespaces) and sums
-// what every queue uses now: the pods the snapshot shows on nodes (bound and assumed), plus the
-// pods reserved since the snapshot was taken (a gang's members are planned on one snapshot).
+// what every queue uses now: the pods the snapshot shows on nodes (bound and assumed), the
+// pods reserved since the snapshot was taken (a gang's members are planned on one snapshot),
+// and the pods nominated to nodes by an earlier preemption (cluster-wide: quota reclaimed for
+// a pod is not borrowed again by another team while its victims leave).
 // Per-node sums are kept by node generation, so a cycle re-reads only the nodes that changed.
 // Filter rejects every node with kUnschedulable and the quota message ("queue team-a:
 // nvidia.com/gpu 21 of nominal 20; ...") when the request does not fit the queue's nominal
@@ -62,12 +64,14 @@ class QueueQuota final : public PreFilterPlugin,
   Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other,
                    const NodeInfo& node) const override;
 
+  // Capacity: when the preemptor's queue takes it without evicting anyone and within its
+  // nominal quota (or the victim is in its own queue), a lower-priority victim is left to the
+  // priority rule (kDefer), whatever the queues' policies: they govern preemption for quota.
   // Reclaim: a victim in another queue of the preemptor's cohort that borrows may be evicted
   // (reason "reclaim") when the preemptor's queue stays within its nominal quota, as its
-  // spec.preemption.reclaimWithinCohort allows (Any; LowerPriority: only lower priority), and
-  // never below the victim queue's nominal: of that queue's pods on the victim's node, in
-  // eviction order (lowest priority, most recently created first), only those that fit in what
-  // it borrows. Fair sharing: a preemptor that would itself borrow may take borrowed capacity
+  // spec.preemption.reclaimWithinCohort allows (Any; LowerPriority: only lower priority): of
+  // that queue's pods on the victim's node, in eviction order (lowest priority, most recently
+  // created first), those taken while the queue still borrows. Fair sharing: a preemptor that would itself borrow may take borrowed capacity
   // (reason "fair-share", same policy) only from a queue whose weighted dominant share stays at
   // least the preemptor's after the move. A victim in the preemptor's own queue: withinQueue
   // LowerPriority allows lower priority (reason "within-queue"), Never denies. Victims in other
@@ -83,6 +87,12 @@ class QueueQuota final : public PreFilterPlugin,
   };
   // Usage per queue of the snapshot's nodes (cached per node by generation).
   QueueUsage SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory);
+  // Charges to their queues the pods nominated to nodes (their victims are leaving), wherever
+  // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
+  // Left out: the pod itself, its gang, and lower-priority pods of its own queue.
+  // `charged` gets their keys.
+  void ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
+                           QuotaTracker& usage, StringSet& charged);
 
   Handle* handle_;
   const bool reject_unqueued_;

@@ -235,7 +235,7 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
       }
     }
     const std::string message = preemption::PreemptionMessage(*preemptor, PriorityOf(head), node, v);
-    absl::Status st = api_ == nullptr ? absl::OkStatus() : preemption::EvictVictim(*api_, v, message);
+    absl::Status st = preemption::EvictVictim(*this, v, message);
     if (st.ok() || absl::IsNotFound(st)) {
       evicted.push_back(v);
       continue;

@@ -125,6 +125,10 @@ std::string Scheduler::GangKeyOf(const Pod& pod) const {
   return r.membership == gang::GangBook::Membership::kGang ? r.spec.id.Key() : std::string();
 }
 
+void Scheduler::PodEvicted(const Pod& pod) {
+  cache_->MarkTerminating(pod.Key(), pod.meta.uid, clock_->Now());
+}
+
 bool Scheduler::PodEnded(const Pod& pod) const { return queue_->Ended(pod.Key(), pod.meta.uid); }
 
 bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_name) != nullptr; }

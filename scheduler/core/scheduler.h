@@ -220,6 +220,7 @@ class Scheduler final : public Handle {
   std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
   std::string GangKeyOf(const Pod& pod) const override;
   bool PodEnded(const Pod& pod) const override;
+  void PodEvicted(const Pod& pod) override;
   int32_t PriorityOf(const Pod& pod) const override;
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }

@@ -133,6 +133,10 @@ class Handle {
   // Whether the pod was deleted (or its name taken by a new UID) since its cycle began: a
   // binding-cycle plugin that waits (PreBind) stops waiting for it.
   virtual bool PodEnded(const Pod& /*pod*/) const { return false; }
+  // A preemption evicted the pod (the API server accepted): the scheduler counts it as
+  // terminating at once, before the informer says so, so that no later cycle charges its
+  // quota beside the nomination it made room for.
+  virtual void PodEvicted(const Pod& /*pod*/) {}
 };
 
 class Plugin {

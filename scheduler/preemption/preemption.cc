@@ -269,11 +269,14 @@ std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::strin
   return message;
 }
 
-absl::Status EvictVictim(ClusterApi& api, const PreemptionVictim& victim, std::string_view message) {
-  absl::Status st = api.Evict(*victim.pod, message);
+absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message) {
+  ClusterApi* api = handle.api();
+  if (api == nullptr) return absl::OkStatus();
+  absl::Status st = api->Evict(*victim.pod, message);
   if (st.ok()) {
-    api.RecordEvent(*victim.pod, "Normal", "Preempted", message);
-    api.MarkDisruptionTarget(*victim.pod, "PreemptionByScheduler", message);
+    api->RecordEvent(*victim.pod, "Normal", "Preempted", message);
+    api->MarkDisruptionTarget(*victim.pod, "PreemptionByScheduler", message);
+    handle.PodEvicted(*victim.pod);
   }
   return st;
 }

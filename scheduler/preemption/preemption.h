@@ -95,10 +95,11 @@ std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudge
 std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::string_view node,
                               const PreemptionVictim& victim);
 
-// Evicts one victim (ClusterApi::Evict's answers). Once evicted, the victim is told, as
-// kube-scheduler tells its victims: a Normal event "Preempted" and the condition
-// DisruptionTarget (reason PreemptionByScheduler), both with `message`.
-absl::Status EvictVictim(ClusterApi& api, const PreemptionVictim& victim, std::string_view message);
+// Evicts one victim through handle.api() (ClusterApi::Evict's answers; OK without an API). Once
+// evicted, the victim is told, as kube-scheduler tells its victims: a Normal event "Preempted"
+// and the condition DisruptionTarget (reason PreemptionByScheduler), both with `message`; and
+// the scheduler counts it as terminating at once (Handle::PodEvicted).
+absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message);
 
 // --- Gang preemptors ---
 struct GangMemberTarget {

@@ -1,5 +1,6 @@
 // Quota accounting per queue and cohort: whether a pod fits its team's quota, how much a queue
-// borrows, and which running pods to evict to reclaim lent quota. Exact integers throughout;
+// borrows, and its weighted dominant share (the victim policy in plugins/queue_quota decides
+// whom to evict). Exact integers throughout;
 // GPUs are counted in physical-GPU equivalents (milli), converted by the caller.
 //
 // The rules are Kueue's ClusterQueue rules, per resource r:
@@ -13,15 +14,12 @@
 //   QuotaTracker t(&directory);
 //   t.Add("team-a/train-0", "team-a", usage);
 //   QuotaVerdict v = t.Check("team-a", request);   // v.fits, v.reason ("queue team-a: ...")
-//   auto victims = t.ReclaimVictims({.queue = "team-b", .request = r, .priority = 10}, running);
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "absl/time/time.h"
 #include "scheduler/quota/queue.h"
 
 namespace tessel {
@@ -30,21 +28,6 @@ struct QuotaVerdict {
   bool fits = true;
   bool borrows = false;  // fits only by borrowing from the cohort
   std::string reason;    // when !fits: "queue team-a: nvidia.com/gpu 21 of nominal 20; ..."
-};
-
-// A running pod (or a whole gang, as one unit) that holds quota.
-struct QuotaWorkload {
-  std::string key;
-  std::string queue;
-  int32_t priority = 0;
-  absl::Time start_time = absl::UnixEpoch();
-  Resources usage;
-};
-
-struct ReclaimRequest {
-  std::string queue;
-  Resources request;
-  int32_t priority = 0;
 };
 
 class QuotaTracker {
@@ -72,16 +55,6 @@ class QuotaTracker {
   // The queue's dominant share of its cohort's pool, per mille, divided by its weight
   // (weight 1 = 1000 milli): borrowing is shared in increasing order of this (DRF).
   int64_t WeightedDominantShare(std::string_view queue) const;
-
-  // The running workloads to evict so that `req` fits its queue's quota, or nullopt when no
-  // set allowed by the queues' preemption policies makes it fit. Empty when it fits already.
-  // Victims come from cohort members that borrow (reclaimWithinCohort: only when the
-  // preemptor's queue stays within its nominal quota), lowest priority and most recently
-  // started first, never pushing a member below its nominal in what the request needs; then, if withinQueue allows,
-  // lower-priority workloads of the preemptor's own queue. Afterwards every victim that is not
-  // needed is reprieved (highest priority first), so no more than needed are evicted.
-  std::optional<std::vector<QuotaWorkload>> ReclaimVictims(
-      const ReclaimRequest& req, const std::vector<QuotaWorkload>& running) const;
 
   // Resources listed in nominalQuota or borrowingLimit by any queue sharing `queue`'s cohort
   // (or by the queue): the ones quota limits.

@@ -12,8 +12,11 @@ Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory) {
   return charge;
 }
 
+bool ChargesQuota(const Pod& pod) { return !pod.meta.deletion_timestamp.has_value(); }
+
 void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage) {
   for (const PodRef& pod : node.pods()) {
+    if (!ChargesQuota(*pod)) continue;
     const Queue* queue = directory.QueueFor(*pod).queue;
     if (queue == nullptr) continue;
     (void)usage[queue->name()].Add(QuotaCharge(*pod, node.gpus().inventory()));

@@ -28,6 +28,9 @@ using QueueUsage = std::map<std::string, Resources, std::less<>>;
 Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory);
 
 // Adds the charges of the node's pods to their queues.
+// Pods being deleted (a preemption's victims among them) are not charged: their quota goes to
+// whoever their room was freed for, while the node still counts them until they are gone.
+bool ChargesQuota(const Pod& pod);
 void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage);
 
 // One queue, for metrics and replay.

@@ -111,6 +111,22 @@ void Cache::AddOrUpdatePod(Pod pod) {
   AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
 }
 
+void Cache::MarkTerminating(std::string_view key, std::string_view uid, absl::Time when) {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it == pods_.end() || !SamePod(*it->second.pod, uid) || it->second.pod->meta.deletion_timestamp) {
+    return;
+  }
+  Pod leaving = *it->second.pod;
+  leaving.meta.deletion_timestamp = when;
+  auto updated = std::make_shared<const Pod>(std::move(leaving));
+  NodeInfo& info = NodeLocked(updated->node_name);
+  info.RemovePod(updated->Key());
+  info.AddPod(updated);
+  Touch(info);
+  it->second.pod = std::move(updated);
+}
+
 void Cache::RemovePod(std::string_view key, std::string_view uid) {
   absl::MutexLock lock(&mu_);
   auto it = pods_.find(key);

@@ -48,6 +48,11 @@ class Cache {
   // leaves the new one alone.
   void RemovePod(std::string_view key, std::string_view uid = {});
 
+  // The scheduler evicted the pod: it is terminating from `when` on (the informer's update
+  // confirms it). Nothing changes for a pod the cache does not hold under `uid`, or that is
+  // terminating already.
+  void MarkTerminating(std::string_view key, std::string_view uid, absl::Time when);
+
   // `pod.node_name` must name a node in the cache.
   absl::Status AssumePod(Pod pod);
   absl::Status FinishBinding(std::string_view key, std::string_view uid = {});

@@ -206,12 +206,13 @@ class PlacementChecker {
   }
 
   // A queue without a cohort stays within its nominal GPUs; a cohort's queues together within
-  // the sum of their nominal GPUs. Terminating pods are still charged.
+  // the sum of their nominal GPUs. Pods being deleted hold no quota (docs/quota.md).
   void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
     std::map<std::string, int64_t> used;  // namespace -> GPUs
     for (const auto& [node, pods] : view.on_node) {
       for (const PodRef& p : pods) {
-        if (const CheckedPod* s = Spec(*p)) used[s->namespace_] += s->gpus;
+        const CheckedPod* s = Spec(*p);
+        if (s != nullptr && !Terminating(*p)) used[s->namespace_] += s->gpus;
       }
     }
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal

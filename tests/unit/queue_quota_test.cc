@@ -31,10 +31,16 @@ class BindingApi final : public ClusterApi {
     if (on_bind) on_bind(pod, node);
     return absl::OkStatus();
   }
-  absl::Status Evict(const Pod&, std::string_view) override { return absl::OkStatus(); }
+  absl::Status Evict(const Pod& pod, std::string_view) override {
+    evicted.push_back(pod.Key());
+    if (on_evict) on_evict(pod);
+    return absl::OkStatus();
+  }
   void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
   std::function<void(const Pod&, const std::string&)> on_bind;
+  std::function<void(const Pod&)> on_evict;
   std::map<std::string, std::string> binds;
+  std::vector<std::string> evicted;
 };
 
 class Outcomes final : public SchedulingObserver {
@@ -81,6 +87,24 @@ struct Cluster {
       bound.node_name = node;
       s->OnPodUpdate(std::move(bound));
     };
+    // An evicted pod terminates until the test lets it go (DeleteEvicted).
+    api.on_evict = [this](const Pod& pod) {
+      Pod leaving = pod;
+      leaving.meta.deletion_timestamp = clock.Now();
+      s->OnPodUpdate(std::move(leaving));
+      terminating.push_back(pod.Key());
+    };
+  }
+  void DeleteEvicted() {
+    for (const std::string& key : std::exchange(terminating, {})) s->OnPodDelete(key);
+  }
+  // Rounds of scheduling in which evicted pods go away, until nothing is evicted any more.
+  void RunWithEvictions(int rounds = 10) {
+    for (int i = 0; i < rounds; ++i) {
+      Run();
+      DeleteEvicted();
+      RetryParked();
+    }
   }
   void AddQueue(std::string name, json spec) {
     absl::Status st = s->OnQueueObject(QueueObject(std::move(name), std::move(spec)));
@@ -114,6 +138,7 @@ struct Cluster {
   Registry registry;
   SchedulerConfig config;
   std::unique_ptr<Scheduler> s;
+  std::vector<std::string> terminating;
 };
 
 Pod GpuPod(std::string ns, std::string name, int gpus = 1, int32_t priority = 0) {
@@ -366,13 +391,15 @@ TEST_CASE("QueueQuota: who may be evicted for whom", "[quota][queue_quota]") {
   const std::vector<Case> cases = {
       {"reclaim Any: a borrower's pod of higher priority", GpuPod("any", "p", 1, 3), &b_mid,
        VictimVerdict::kAllow, "reclaim"},
-      {"reclaim never below the borrower's nominal: its last pod in eviction order stays",
+      {"reclaim only while the borrower borrows: its last pod in eviction order stays",
        GpuPod("any", "p", 1, 3), &b_old, VictimVerdict::kDeny, ""},
-      {"reclaim LowerPriority: a lower-priority borrower pod", GpuPod("lower", "p", 1, 3), &b_low,
-       VictimVerdict::kAllow, "reclaim"},
+      {"capacity: within its nominal quota the preemptor evicts lower priority by the priority "
+       "rule, whatever reclaimWithinCohort says", GpuPod("never", "p", 1, 9), &b_low,
+       VictimVerdict::kDefer, ""},
       {"reclaim LowerPriority: not a higher-priority one", GpuPod("lower", "p", 1, 3), &b_new,
        VictimVerdict::kDeny, ""},
-      {"reclaim Never", GpuPod("never", "p", 1, 9), &b_low, VictimVerdict::kDeny, ""},
+      {"reclaim Never: a preemptor short of quota", GpuPod("never", "p", 5, 9), &b_low,
+       VictimVerdict::kDeny, ""},
       // "any" holds 2 of its 4 and asks 4: it would borrow 2 of the cohort's 13 lendable GPUs
       // (share 153 per mille). borrower borrows 3 (230): its first pod in eviction order may go
       // (it keeps 153), the next may not (it would drop to 76, below the preemptor's share).
@@ -380,12 +407,19 @@ TEST_CASE("QueueQuota: who may be evicted for whom", "[quota][queue_quota]") {
        &b_low, VictimVerdict::kAllow, "fair-share"},
       {"fair share: not below the preemptor's share", GpuPod("any", "p", 4, 3), &b_new,
        VictimVerdict::kDeny, ""},
-      {"withinQueue LowerPriority", GpuPod("any", "p", 1, 3), &own_low, VictimVerdict::kAllow,
-       "within-queue"},
+      {"capacity: a teammate of lower priority, the queue taking the pod",
+       GpuPod("borrower", "p", 1, 9), &b_low, VictimVerdict::kDefer, ""},
+      {"withinQueue LowerPriority, the queue short of quota", GpuPod("any", "p", 8, 3), &own_low,
+       VictimVerdict::kAllow, "within-queue"},
       {"withinQueue LowerPriority: not equal or higher", GpuPod("any", "p", 1, 9), &own_high,
        VictimVerdict::kDeny, ""},
-      {"withinQueue Never", GpuPod("borrower", "p", 1, 9), &b_low, VictimVerdict::kDeny, ""},
-      {"another cohort", GpuPod("any", "p", 1, 9), &other, VictimVerdict::kDeny, ""},
+      {"withinQueue Never, the queue short of quota", GpuPod("borrower", "p", 8, 9), &b_low,
+       VictimVerdict::kDeny, ""},
+      {"capacity: another cohort's lower-priority pod", GpuPod("any", "p", 1, 9), &other,
+       VictimVerdict::kDefer, ""},
+      {"another cohort, for quota", GpuPod("any", "p", 8, 9), &other, VictimVerdict::kDeny, ""},
+      {"a borrowing preemptor does not evict another queue's pod by priority alone",
+       GpuPod("any", "p", 3, 9), &b_low, VictimVerdict::kAllow, "fair-share"},
       {"a victim in no queue: the priority rule", GpuPod("any", "p", 1, 9), &unqueued,
        VictimVerdict::kDefer, ""},
       {"a preemptor in no queue: the priority rule", GpuPod("free", "p", 1, 9), &b_low,
@@ -400,6 +434,71 @@ TEST_CASE("QueueQuota: who may be evicted for whom", "[quota][queue_quota]") {
     CHECK(h.plugin->MayEvict(state, c.preemptor, *c.victim, &reason) == c.want);
     CHECK(reason == c.reason);
   }
+}
+
+TEST_CASE("QueueQuota: queues leave preemption for capacity to priority", "[quota][queue_quota][preemption]") {
+  // One node; two priority-0 batch pods hold its 8 GPUs; an urgent 8-GPU pod arrives.
+  Cluster c(1);
+  std::string batch_ns = "a";
+  SECTION("a team queue whose quota is no constraint") {
+    c.AddQueue("team", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "100"}}}});
+  }
+  SECTION("two teams within their nominal quota, no reclaim") {
+    c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+    c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+    batch_ns = "b";
+  }
+  SECTION("no queues at all") {}
+  c.s->OnPodAdd(GpuPod(batch_ns, "batch-0", 4, 0));
+  c.s->OnPodAdd(GpuPod(batch_ns, "batch-1", 4, 0));
+  c.Run();
+  REQUIRE(c.GpusOf(batch_ns) == 8000);
+  c.s->OnPodAdd(GpuPod("a", "urgent", 8, 1000));
+  c.RunWithEvictions(3);
+  std::sort(c.api.evicted.begin(), c.api.evicted.end());
+  CHECK(c.api.evicted == std::vector<std::string>{batch_ns + "/batch-0", batch_ns + "/batch-1"});
+  CHECK(c.outcomes.scheduled.at("a/urgent") == "n1");
+}
+
+TEST_CASE("QueueQuota: a lender reclaims its whole nominal quota when pod sizes do not divide "
+          "what the borrower borrows", "[quota][queue_quota][preemption]") {
+  Cluster c(5);  // 40 GPUs
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "research"}, {"nominalQuota", {{"nvidia.com/gpu", "20"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "research"},
+                        {"nominalQuota", {{"nvidia.com/gpu", "20"}}},
+                        {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  for (int i = 0; i < 10; ++i) c.s->OnPodAdd(GpuPod("a", StrCat("a-", i), 3));
+  c.Run();
+  REQUIRE(c.GpusOf("a") == 30000);  // borrows 10
+  for (int i = 0; i < 4; ++i) {  // one after another, each once the previous one runs
+    c.s->OnPodAdd(GpuPod("b", StrCat("b-", i), 5));
+    c.RunWithEvictions(3);
+    INFO(c.outcomes.failures[StrCat("b/b-", i)] << "; team-a holds " << c.GpusOf("a"));
+    CHECK(c.outcomes.scheduled.contains(StrCat("b/b-", i)));
+  }
+  CHECK(c.GpusOf("b") == 20000);
+  CHECK(c.GpusOf("a") == 18000);  // four 3-GPU pods gave back 12: the last took it below 20
+  CHECK(c.api.evicted.size() == 4);
+}
+
+TEST_CASE("QueueQuota: quota reclaimed for a nominated pod is not borrowed again elsewhere",
+          "[quota][queue_quota][preemption]") {
+  Cluster c(3);  // 24 GPUs; the cohort's quota is 16
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "lab"},
+                        {"nominalQuota", {{"nvidia.com/gpu", "8"}}},
+                        {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+  for (int i = 0; i < 4; ++i) c.s->OnPodAdd(PodBuilder(StrCat("b-", i), "b").Requests("cpu:1,nvidia.com/gpu:4").Created(i).Build());
+  c.Run();
+  REQUIRE(c.GpusOf("b") == 16000);  // borrows all of team-a's 8
+  // An older team-b pod waits for quota, with a node free; then team-a wants 4 of its own.
+  c.s->OnPodAdd(PodBuilder("b-late", "b").Requests("cpu:1,nvidia.com/gpu:4").Created(10).Build());
+  c.s->OnPodAdd(PodBuilder("a-0", "a").Requests("cpu:1,nvidia.com/gpu:4").Created(20).Build());
+  c.RunWithEvictions();
+  CHECK(c.outcomes.scheduled.contains("a/a-0"));
+  CHECK_FALSE(c.outcomes.scheduled.contains("b/b-late"));
+  CHECK(c.api.evicted.size() == 1);  // one reclaim; b-late did not take the reclaimed quota
+  CHECK(c.GpusOf("b") == 12000);
 }
 
 TEST_CASE("IsQuotaOnlyFailure: only when QueueQuota rejected every node", "[quota][queue_quota]") {
@@ -504,7 +603,7 @@ TEST_CASE("property: scheduled pods never break nominal, borrowing and lending l
 }
 
 TEST_CASE("property: reclaim through the victim policy evicts no more than needed, lowest "
-          "priority and most recent first, and never below a lender's nominal",
+          "priority and most recent first, and only from queues that still borrow",
           "[quota][queue_quota][property]") {
   int reclaimed = 0;
   for (uint64_t seed = 0; seed < 300; ++seed) {
@@ -564,8 +663,8 @@ TEST_CASE("property: reclaim through the victim policy evicts no more than neede
     for (const Pod& r : running) before[r.meta.namespace_] += r.requests.Get(kNvidiaGpu);
     std::map<std::string, int64_t> after = before;
     for (const Pod* v : victims) after[v->meta.namespace_] -= v->requests.Get(kNvidiaGpu);
-    // Never pushed below its nominal (a queue already below it loses nothing).
-    CHECK(after["b"] >= std::min(before["b"], lender_nominal * 1000));
+    // A queue at or below its nominal loses nothing.
+    if (before["b"] <= lender_nominal * 1000) CHECK(after["b"] == before["b"]);
     // No more than needed: sparing any one victim leaves the pod unfit.
     for (const Pod* v : victims) {
       CycleState spared = state.Clone();
@@ -573,8 +672,8 @@ TEST_CASE("property: reclaim through the victim policy evicts no more than neede
       CHECK_FALSE(h.FilterN1(spared, pod).ok());
     }
     // Within each borrowing queue the policy allows its pods in eviction order (lowest
-    // priority, most recently created first), skipping only those that would take the queue
-    // below its nominal quota.
+    // priority, most recently created first) while the queue still borrows: the last one may
+    // take it below its nominal quota (Kueue's rule; sizes need not divide what it borrows).
     for (const auto& [ns, nominal] : std::map<std::string, int64_t>{{"b", lender_nominal * 1000}, {"d", 0}}) {
       std::vector<const Pod*> order;
       int64_t used = 0;
@@ -595,10 +694,10 @@ TEST_CASE("property: reclaim through the victim policy evicts no more than neede
         const bool fits_policy = policy == "Any" || r->PriorityValue() < pod.PriorityValue();
         const int64_t size = r->requests.Get(kNvidiaGpu);
         if (is_allowed) {
-          CHECK(used - size >= nominal);
+          CHECK(used > nominal);
           used -= size;
         } else if (fits_policy) {
-          CHECK(used - size < nominal);
+          CHECK(used <= nominal);
         }
       }
     }
