@@ -114,6 +114,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
     return Status::Unresolvable(StrCat("the pod's label ", kQueueLabel, " names Queue \"",
                                        lookup.missing, "\", which does not exist"));
   }
+  if (!lookup.refused.empty()) return Status::Unresolvable(lookup.refused);
   if (lookup.queue == nullptr) {
     if (!reject_unqueued_) return Status::Skip();
     return Status::Unresolvable(StrCat("no Queue lists namespace \"", pod.meta.namespace_,

@@ -2,7 +2,8 @@
 // Queue objects (scheduler/quota), enforced when a pod is scheduled, so quota, gang and
 // placement are decided in one transaction (docs/quota.md).
 //
-// PreFilter maps the pod to its queue (label tessel.io/queue, else spec.namespaces) and sums
+// PreFilter maps the pod to its queue (label tessel.io/queue, else spec.namespaces; a label
+// naming a queue that does not admit the pod's namespace makes the pod wait) and sums
 // what every queue uses now: the pods the snapshot shows on nodes (bound and assumed), the
 // pods reserved since the snapshot was taken (a gang's members are planned on one snapshot),
 // and the pods nominated to nodes by an earlier preemption (cluster-wide: quota reclaimed for

@@ -747,6 +747,11 @@ absl::StatusOr<Pod> DecodeBoundPodLeniently(const json& object, const absl::Stat
 
 }  // namespace
 
+std::optional<LabelSelector> FieldDecoder::Selector(const json& parent, std::string_view key,
+                                                    std::string_view path) {
+  return DecodeLabelSelector(*this, parent, key, path);
+}
+
 Pod DecodePodIdentity(const json& object) {
   FieldDecoder d(DescribeObject(object));
   Pod pod;

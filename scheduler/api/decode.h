@@ -86,6 +86,10 @@ class FieldDecoder {
                               std::string_view path);
   StringMap StringMapField(const nlohmann::json& parent, std::string_view key,
                            std::string_view path);
+  // A metav1.LabelSelector (matchLabels, matchExpressions); nullopt when absent or null (a nil
+  // selector, which selects nothing).
+  std::optional<LabelSelector> Selector(const nlohmann::json& parent, std::string_view key,
+                                        std::string_view path);
   Resources ResourceMap(const nlohmann::json& parent, std::string_view key, std::string_view path,
                         bool allow_negative = false);
   absl::Time Timestamp(const nlohmann::json& parent, std::string_view key, std::string_view path);

@@ -25,6 +25,16 @@ struct OwnerReference {
   bool controller = false;
 };
 
+// The object an Event is about (core/v1 ObjectReference, the fields Events carry). A
+// cluster-scoped object has no namespace; its Events are written to namespace "default".
+struct ObjectReference {
+  std::string api_version;
+  std::string kind;
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+};
+
 struct ObjectMeta {
   std::string name;
   std::string namespace_;
@@ -152,6 +162,10 @@ struct Pod {
   int32_t PriorityValue() const { return priority.value_or(0); }
   bool MayPreempt() const { return preemption_policy != PreemptionPolicy::kNever; }
   bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  ObjectReference Reference() const {
+    return {.api_version = "v1", .kind = "Pod", .namespace_ = meta.namespace_, .name = meta.name,
+            .uid = meta.uid};
+  }
 };
 
 // The kubelet's default maxPods, used for nodes whose status does not say.

@@ -275,8 +275,9 @@ void Scheduler::OnCustomObjectChange() { queue_->OnClusterEvent(kCustomObjectCha
 
 void Scheduler::OnClusterObjectDelete(std::string_view kind, std::string_view key) {
   if (kind == "Namespace") {
+    const bool queues_changed = queue_store_.DeleteNamespace(key);
     objects_.DeleteNamespace(key);
-    queue_->OnClusterEvent(kNamespaceChange);
+    queue_->OnClusterEvent(kNamespaceChange | (queues_changed ? kCustomObjectChange : 0u));
     return;
   }
   if (kind == "PersistentVolumeClaim") {
@@ -293,12 +294,25 @@ void Scheduler::OnClusterObjectDelete(std::string_view kind, std::string_view ke
 
 absl::Status Scheduler::OnQueueObject(const nlohmann::json& object) {
   absl::Status st = queue_store_.Apply(object);
+  ReportQueueConflicts();
   OnCustomObjectChange();
   return st;
 }
 
+void Scheduler::ReportQueueConflicts() {
+  for (const NamespaceConflict& c : queue_store_.TakeNewConflicts()) {
+    if (api_ == nullptr) continue;
+    api_->RecordObjectEvent(ObjectReference{.api_version = std::string(kQueueApiVersion),
+                                            .kind = std::string(kQueueKind),
+                                            .name = c.refused,
+                                            .uid = c.refused_uid},
+                            "Warning", "NamespaceConflict", c.Message());
+  }
+}
+
 void Scheduler::OnQueueDelete(const std::string& name) {
   queue_store_.Delete(name);
+  ReportQueueConflicts();  // the next oldest of several claimants now keeps the namespace
   OnCustomObjectChange();
 }
 

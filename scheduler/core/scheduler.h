@@ -160,11 +160,19 @@ class Scheduler final : public Handle {
   void OnCustomObjectChange();
   // PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes (kStorageChange) and Namespaces
   // (kNamespaceChange): the store plugins read (Handle::Objects), and the queue's events.
+  // A Namespace's labels also decide which Queues its pods may choose (spec.namespaceSelector):
+  // when that changes, the queue's event is a Queue change too.
   template <typename T>
   void OnClusterObject(T object) {
-    constexpr bool kIsNamespace = std::is_same_v<T, Namespace>;
+    uint32_t events = kStorageChange;
+    if constexpr (std::is_same_v<T, Namespace>) {
+      events = kNamespaceChange;
+      if (queue_store_.PutNamespace(object.meta.name, object.meta.labels)) {
+        events |= kCustomObjectChange;
+      }
+    }
     objects_.Put(std::move(object));
-    queue_->OnClusterEvent(kIsNamespace ? kNamespaceChange : kStorageChange);
+    queue_->OnClusterEvent(events);
   }
   // `kind` is PersistentVolumeClaim (key namespace/name), PersistentVolume, StorageClass,
   // CSINode or Namespace.
@@ -177,7 +185,9 @@ class Scheduler final : public Handle {
   // The informers deliver every Job (see GangBook::SetJobsWatched).
   void OnJobsWatched() { gangs_.SetJobsWatched(true); }
   // A Queue (tessel.io/v1alpha1) was added or changed / deleted. A Queue that does not decode
-  // is an error naming it and the field; that queue is ignored, the others stay.
+  // is an error naming it and the field; that queue is ignored, the others stay. A namespace two
+  // queues list is an error naming both; the older keeps it, and a Warning Event
+  // (NamespaceConflict) is recorded on the newer one when the conflict appears.
   absl::Status OnQueueObject(const nlohmann::json& object);
   void OnQueueDelete(const std::string& name);
   const QueueStore& queue_store() const { return queue_store_; }
@@ -268,6 +278,8 @@ class Scheduler final : public Handle {
                     std::string node);
   void Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
             std::string node);
+  // Records an Event on each Queue that newly lost a namespace to an older queue.
+  void ReportQueueConflicts();
   // Unreserve and forget the pod's assumption; `notify` raises the event that its resources
   // are free (not for an assumption made and dropped within one cycle).
   void UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,

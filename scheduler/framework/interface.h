@@ -79,6 +79,10 @@ class ClusterApi {
   // A Kubernetes Event about the pod ("Normal"/"Warning", reason, message).
   virtual void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                            std::string_view message) = 0;
+  // A Kubernetes Event about another object, e.g. a Queue that does not get a namespace it
+  // lists. Best effort; nothing by default (the bench reports such problems as warnings).
+  virtual void RecordObjectEvent(const ObjectReference& /*object*/, std::string_view /*type*/,
+                                 std::string_view /*reason*/, std::string_view /*message*/) {}
   // Volume binding's writes (VolumeBinding PreBind), answered like Bind's. Sets one annotation
   // on the claim (volume.kubernetes.io/selected-node) / the PV's spec.claimRef to the claim.
   // Unimplemented by default (fakes that never bind volumes).

@@ -17,16 +17,29 @@ constexpr char kSep = '\x1f';
 constexpr size_t kMaxMessage = 1024;  // the API caps event messages
 constexpr int64_t kPruneEvery = 1024;
 
-std::string EventKey(std::string_view pod_key, std::string_view type, std::string_view reason,
+// Where an object's Events go: its namespace, or "default" for a cluster-scoped object.
+std::string EventNamespace(const ObjectReference& object) {
+  return object.namespace_.empty() ? "default" : object.namespace_;
+}
+
+// "Pod ns/name", "Queue /name": one key per object, a pod's from its own key (ForgetPod).
+std::string ObjectKey(std::string_view kind, std::string_view namespace_and_name) {
+  return StrCat(kind, " ", namespace_and_name);
+}
+std::string ObjectKey(const ObjectReference& object) {
+  return ObjectKey(object.kind, StrCat(object.namespace_, "/", object.name));
+}
+
+std::string EventKey(std::string_view object_key, std::string_view type, std::string_view reason,
                      std::string_view message) {
-  return StrCat(pod_key, std::string_view(&kSep, 1), type, std::string_view(&kSep, 1), reason,
+  return StrCat(object_key, std::string_view(&kSep, 1), type, std::string_view(&kSep, 1), reason,
                 std::string_view(&kSep, 1), message);
 }
 
-std::string NewEventName(const std::string& pod_name) {
+std::string NewEventName(const std::string& object_name) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   // Like client-go: "<object name>.<unique hex>".
-  return fmt::format("{}.{:x}{:04x}", pod_name, absl::ToUnixNanos(absl::Now()),
+  return fmt::format("{}.{:x}{:04x}", object_name, absl::ToUnixNanos(absl::Now()),
                      static_cast<unsigned>(rng() & 0xffff));
 }
 
@@ -44,11 +57,12 @@ EventRecorder::~EventRecorder() { Shutdown(); }
 
 void EventRecorder::Shutdown() { queue_->Shutdown(); }
 
-void EventRecorder::Record(const Pod& pod, std::string_view type, std::string_view reason,
-                           std::string_view message) {
+void EventRecorder::Record(const ObjectReference& object, std::string_view type,
+                           std::string_view reason, std::string_view message) {
   if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage);
   const absl::Time now = absl::Now();
-  const std::string key = EventKey(pod.Key(), type, reason, message);
+  const std::string object_key = ObjectKey(object);
+  const std::string key = EventKey(object_key, type, reason, message);
   recorded_.fetch_add(1);
   {
     absl::MutexLock lock(&mu_);
@@ -61,17 +75,15 @@ void EventRecorder::Record(const Pod& pod, std::string_view type, std::string_vi
       e.last = now;
     } else {
       // New, or the last one is older than the window: a fresh Event object.
-      e = Entry{.pod_key = pod.Key(),
-                .namespace_ = pod.meta.namespace_,
-                .name = pod.meta.name,
-                .uid = pod.meta.uid,
+      e = Entry{.object_key = object_key,
+                .object = object,
                 .type = std::string(type),
                 .reason = std::string(reason),
                 .message = std::string(message),
                 .count = 1,
                 .first = now,
                 .last = now};
-      by_pod_[pod.Key()].insert(key);
+      by_object_[object_key].insert(key);
     }
   }
   queue_->Add(key);
@@ -81,10 +93,10 @@ void EventRecorder::ForgetPod(const std::string& pod_key) {
   StringSet keys;
   {
     absl::MutexLock lock(&mu_);
-    auto it = by_pod_.find(pod_key);
-    if (it == by_pod_.end()) return;
+    auto it = by_object_.find(ObjectKey("Pod", pod_key));
+    if (it == by_object_.end()) return;
     keys = std::move(it->second);
-    by_pod_.erase(it);
+    by_object_.erase(it);
     for (const std::string& k : keys) entries_.erase(k);
   }
   for (const std::string& k : keys) queue_->Remove(k);
@@ -97,9 +109,9 @@ void EventRecorder::Prune(absl::Time now) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     const Entry& e = it->second;
     if (now - e.last >= options_.window && e.written_count == e.count) {
-      if (auto p = by_pod_.find(e.pod_key); p != by_pod_.end()) {
+      if (auto p = by_object_.find(e.object_key); p != by_object_.end()) {
         p->second.erase(it->first);
-        if (p->second.empty()) by_pod_.erase(p);
+        if (p->second.empty()) by_object_.erase(p);
       }
       it = entries_.erase(it);
     } else {
@@ -110,9 +122,12 @@ void EventRecorder::Prune(absl::Time now) {
 
 int64_t EventRecorder::WrittenCount(const std::string& pod_key, std::string_view reason,
                                     std::string_view message) const {
+  const std::string object_key = ObjectKey("Pod", pod_key);
   absl::MutexLock lock(&mu_);
   for (const auto& [key, e] : entries_) {
-    if (e.pod_key == pod_key && e.reason == reason && e.message == message) return e.written_count;
+    if (e.object_key == object_key && e.reason == reason && e.message == message) {
+      return e.written_count;
+    }
   }
   return 0;
 }
@@ -126,7 +141,8 @@ KeyedQueue::Outcome EventRecorder::Write(const std::string& key) {
     if (it->second.written_count == it->second.count) return KeyedQueue::Outcome::kDone;
     e = it->second;
   }
-  const std::string events_path = StrCat("/api/v1/namespaces/", e.namespace_, "/events");
+  const std::string events_namespace = EventNamespace(e.object);
+  const std::string events_path = StrCat("/api/v1/namespaces/", events_namespace, "/events");
   absl::StatusOr<Response> resp;
   bool created = false;
   std::string name = e.event_name;
@@ -141,16 +157,16 @@ KeyedQueue::Outcome EventRecorder::Write(const std::string& key) {
     if (resp.ok() && resp->code == 404) name.clear();  // expired (event TTL): create anew
   }
   if (name.empty()) {
-    name = NewEventName(e.name);
+    name = NewEventName(e.object.name);
+    json involved = {{"apiVersion", e.object.api_version},
+                     {"kind", e.object.kind},
+                     {"name", e.object.name},
+                     {"uid", e.object.uid}};
+    if (!e.object.namespace_.empty()) involved["namespace"] = e.object.namespace_;
     json event = {{"apiVersion", "v1"},
                   {"kind", "Event"},
-                  {"metadata", {{"name", name}, {"namespace", e.namespace_}}},
-                  {"involvedObject",
-                   {{"apiVersion", "v1"},
-                    {"kind", "Pod"},
-                    {"name", e.name},
-                    {"namespace", e.namespace_},
-                    {"uid", e.uid}}},
+                  {"metadata", {{"name", name}, {"namespace", events_namespace}}},
+                  {"involvedObject", std::move(involved)},
                   {"reason", e.reason},
                   {"message", e.message},
                   {"type", e.type},
@@ -168,16 +184,16 @@ KeyedQueue::Outcome EventRecorder::Write(const std::string& key) {
   }
   if (!resp.ok()) {
     if (absl::IsFailedPrecondition(resp.status())) return KeyedQueue::Outcome::kDone;  // not leader
-    spdlog::warn("event {} for pod {}: {}; will retry", e.reason, e.pod_key, resp.status().message());
+    spdlog::warn("event {} for {}: {}; will retry", e.reason, e.object_key, resp.status().message());
     return KeyedQueue::Outcome::kRetry;
   }
   if (!resp->ok()) {
     if (IsRetryableCode(resp->code)) {
-      spdlog::warn("event {} for pod {}: HTTP {}; will retry", e.reason, e.pod_key, resp->code);
+      spdlog::warn("event {} for {}: HTTP {}; will retry", e.reason, e.object_key, resp->code);
       return KeyedQueue::Outcome::kRetry;
     }
     // The namespace is gone, or the server refuses it: not worth repeating.
-    spdlog::warn("event {} for pod {} not written: HTTP {}: {}", e.reason, e.pod_key, resp->code,
+    spdlog::warn("event {} for {} not written: HTTP {}: {}", e.reason, e.object_key, resp->code,
                  resp->ErrorMessage());
     return KeyedQueue::Outcome::kGiveUp;
   }

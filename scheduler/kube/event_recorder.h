@@ -1,5 +1,5 @@
-// Kubernetes Events about pods, correlated like client-go's EventCorrelator: the same
-// (pod, type, reason, message) within `window` is one Event object whose count and
+// Kubernetes Events about pods and other objects (a Queue), correlated like client-go's
+// EventCorrelator: the same (object, type, reason, message) within `window` is one Event object whose count and
 // lastTimestamp are bumped, not a new Event. Writes go through a KeyedQueue on the events and
 // status client, so a burst of identical events costs one write per distinct event, the
 // backlog is bounded by the distinct events in flight, and nothing is dropped to a rate limit:
@@ -8,6 +8,7 @@
 //
 //   EventRecorder events(events_client, {.identity = "host_1234", .may_write = is_leader});
 //   events.Record(pod, "Warning", "FailedScheduling", "0/3 nodes are available: ...");
+//   events.Record(queue_ref, "Warning", "NamespaceConflict", "...");  // cluster-scoped: in "default"
 //   events.ForgetPod("ns/pod");   // the pod was deleted
 #pragma once
 
@@ -43,6 +44,11 @@ class EventRecorder {
   ~EventRecorder();
 
   void Record(const Pod& pod, std::string_view type, std::string_view reason,
+              std::string_view message) {
+    Record(pod.Reference(), type, reason, message);
+  }
+  // An Event about any object; one without a namespace (cluster-scoped) is written to "default".
+  void Record(const ObjectReference& object, std::string_view type, std::string_view reason,
               std::string_view message);
   // The pod is gone: its events are no longer written or bumped.
   void ForgetPod(const std::string& pod_key);
@@ -56,13 +62,14 @@ class EventRecorder {
   int64_t dropped() const { return queue_->dropped(); }    // refused by the server for good
   int64_t retries() const { return queue_->retries(); }
   size_t pending() const { return queue_->pending(); }
-  // The count last written for an event (0 when never written), for tests.
+  // The count last written for an event about a pod (0 when never written), for tests.
   int64_t WrittenCount(const std::string& pod_key, std::string_view reason,
                        std::string_view message) const;
 
  private:
   struct Entry {
-    std::string pod_key, namespace_, name, uid;
+    std::string object_key;  // ObjectKey(object)
+    ObjectReference object;
     std::string type, reason, message;
     int64_t count = 0;          // occurrences seen
     int64_t written_count = 0;  // count the API server has
@@ -77,7 +84,7 @@ class EventRecorder {
   std::atomic<int64_t> recorded_{0}, created_{0}, bumped_{0}, correlated_{0};
   mutable absl::Mutex mu_;
   StringKeyedMap<Entry> entries_ ABSL_GUARDED_BY(mu_);      // by event key
-  StringKeyedMap<StringSet> by_pod_ ABSL_GUARDED_BY(mu_);   // pod key -> event keys
+  StringKeyedMap<StringSet> by_object_ ABSL_GUARDED_BY(mu_);  // object key -> event keys
   int64_t records_since_prune_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<KeyedQueue> queue_;  // last: its threads use the members above
 };

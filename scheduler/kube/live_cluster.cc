@@ -276,4 +276,9 @@ void LiveCluster::RecordEvent(const Pod& pod, std::string_view type, std::string
   events_->Record(pod, type, reason, message);
 }
 
+void LiveCluster::RecordObjectEvent(const ObjectReference& object, std::string_view type,
+                                    std::string_view reason, std::string_view message) {
+  events_->Record(object, type, reason, message);
+}
+
 }  // namespace tessel::kube

@@ -60,6 +60,8 @@ class LiveCluster final : public ClusterApi {
                             std::string_view message) override;
   void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
                    std::string_view message) override;
+  void RecordObjectEvent(const ObjectReference& object, std::string_view type,
+                         std::string_view reason, std::string_view message) override;
   // Merge patches, with the object's UID (and for the PV its resourceVersion) as preconditions:
   // a claim re-created under the same name, or a PV changed meanwhile, answers 409.
   absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,

@@ -2,6 +2,8 @@
 #include "scheduler/quota/queue.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
@@ -58,6 +60,7 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
       q.namespaces.push_back(item.get<std::string>());
     }
   }
+  q.namespace_selector = d.Selector(*spec, "namespaceSelector", "spec.namespaceSelector");
   q.cohort = d.String(*spec, "cohort", "spec.cohort");
   q.nominal = d.ResourceMap(*spec, "nominalQuota", "spec.nominalQuota");
   if (const json* listed = d.Object(*spec, "nominalQuota", "spec.nominalQuota")) {
@@ -104,58 +107,78 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
   return q;
 }
 
-absl::Status QueueDirectory::Set(std::vector<Queue> queues) {
-  std::sort(queues.begin(), queues.end(),
-            [](const Queue& a, const Queue& b) { return a.name() < b.name(); });
-  std::map<std::string, size_t, std::less<>> by_name, by_namespace;
-  for (size_t i = 0; i < queues.size(); ++i) {
-    if (!by_name.emplace(queues[i].name(), i).second) {
-      return absl::InvalidArgumentError(StrCat("Queue ", queues[i].name(), " is defined twice"));
-    }
+std::string NamespaceConflict::Message() const {
+  return StrCat("Queue ", refused, ": spec.namespaces: namespace \"", namespace_,
+                "\" already belongs to the older Queue ", kept_by,
+                "; this queue does not get it (its other namespaces stay)");
+}
+
+std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
+                                                     const NamespaceLabelMap& namespaces) {
+  const auto by_name = [](const Queue& a, const Queue& b) { return a.name() < b.name(); };
+  std::stable_sort(queues.begin(), queues.end(), by_name);
+  queues.erase(std::unique(queues.begin(), queues.end(),
+                           [](const Queue& a, const Queue& b) { return a.name() == b.name(); }),
+               queues.end());
+  // A contested namespace goes to the oldest queue: who had it first keeps it, whatever the
+  // names, so a new queue can never take a team's namespace away.
+  std::vector<size_t> by_age(queues.size());
+  for (size_t i = 0; i < by_age.size(); ++i) by_age[i] = i;
+  std::sort(by_age.begin(), by_age.end(), [&](size_t a, size_t b) {
+    const absl::Time ta = queues[a].meta.creation_timestamp, tb = queues[b].meta.creation_timestamp;
+    return ta != tb ? ta < tb : queues[a].name() < queues[b].name();
+  });
+  std::vector<NamespaceConflict> conflicts;
+  std::map<std::string, size_t, std::less<>> by_namespace;
+  for (size_t i : by_age) {
     for (const std::string& ns : queues[i].namespaces) {
       auto [it, fresh] = by_namespace.emplace(ns, i);
-      if (!fresh) {
-        return absl::InvalidArgumentError(
-            StrCat("Queue ", queues[i].name(), ": spec.namespaces: namespace \"", ns,
-                   "\" already belongs to Queue ", queues[it->second].name()));
-      }
+      if (fresh || it->second == i) continue;
+      conflicts.push_back(NamespaceConflict{.namespace_ = ns,
+                                            .kept_by = queues[it->second].name(),
+                                            .refused = queues[i].name(),
+                                            .refused_uid = queues[i].meta.uid});
+    }
+  }
+  std::sort(conflicts.begin(), conflicts.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.refused, a.namespace_) < std::tie(b.refused, b.namespace_);
+  });
+  std::vector<Selected> selected(queues.size());
+  std::map<std::string, size_t, std::less<>> names;
+  for (size_t i = 0; i < queues.size(); ++i) {
+    names.emplace(queues[i].name(), i);
+    const std::optional<LabelSelector>& selector = queues[i].namespace_selector;
+    if (!selector.has_value()) continue;
+    selected[i].every_namespace = selector->empty();
+    if (selected[i].every_namespace) continue;
+    for (const auto& [ns, labels] : namespaces) {
+      if (MatchesLabelSelector(*selector, labels)) selected[i].namespaces.insert(ns);
     }
   }
   queues_ = std::move(queues);
-  by_name_ = std::move(by_name);
+  selected_ = std::move(selected);
+  by_name_ = std::move(names);
   by_namespace_ = std::move(by_namespace);
+  return conflicts;
+}
+
+absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces) {
+  std::set<std::string, std::less<>> names;
+  for (const Queue& q : queues) {
+    if (!names.insert(q.name()).second) {
+      return absl::InvalidArgumentError(StrCat("Queue ", q.name(), " is defined twice"));
+    }
+  }
+  QueueDirectory built;
+  std::vector<NamespaceConflict> conflicts = built.Build(std::move(queues), namespaces);
+  if (!conflicts.empty()) return absl::InvalidArgumentError(conflicts.front().Message());
+  *this = std::move(built);
   return absl::OkStatus();
 }
 
-std::vector<std::string> QueueDirectory::SetSkippingConflicts(std::vector<Queue> queues) {
-  std::sort(queues.begin(), queues.end(),
-            [](const Queue& a, const Queue& b) { return a.name() < b.name(); });
-  std::vector<std::string> errors;
-  std::vector<Queue> kept;
-  std::map<std::string, std::string, std::less<>> owner;  // namespace -> queue
-  for (Queue& q : queues) {
-    if (!kept.empty() && kept.back().name() == q.name()) {
-      errors.push_back(StrCat("Queue ", q.name(), " is defined twice; the second is ignored"));
-      continue;
-    }
-    std::string clash;
-    for (const std::string& ns : q.namespaces) {
-      if (auto it = owner.find(ns); it != owner.end()) {
-        clash = StrCat("Queue ", q.name(), ": spec.namespaces: namespace \"", ns,
-                       "\" already belongs to Queue ", it->second, "; this queue is ignored");
-        break;
-      }
-    }
-    if (!clash.empty()) {
-      errors.push_back(std::move(clash));
-      continue;
-    }
-    for (const std::string& ns : q.namespaces) owner.emplace(ns, q.name());
-    kept.push_back(std::move(q));
-  }
-  absl::Status st = Set(std::move(kept));
-  if (!st.ok()) errors.push_back(std::string(st.message()));  // cannot happen: no clash is left
-  return errors;
+std::vector<NamespaceConflict> QueueDirectory::SetResolvingConflicts(
+    std::vector<Queue> queues, const NamespaceLabelMap& namespaces) {
+  return Build(std::move(queues), namespaces);
 }
 
 const Queue* QueueDirectory::Find(std::string_view name) const {
@@ -163,13 +186,30 @@ const Queue* QueueDirectory::Find(std::string_view name) const {
   return it == by_name_.end() ? nullptr : &queues_[it->second];
 }
 
-QueueDirectory::Lookup QueueDirectory::QueueFor(const Pod& pod) const {
-  if (auto label = pod.meta.labels.find(kQueueLabel); label != pod.meta.labels.end()) {
-    const Queue* q = Find(label->second);
-    return q != nullptr ? Lookup{.queue = q} : Lookup{.missing = label->second};
+bool QueueDirectory::Admits(std::string_view queue, std::string_view namespace_) const {
+  auto q = by_name_.find(queue);
+  if (q == by_name_.end()) return false;
+  if (auto it = by_namespace_.find(namespace_); it != by_namespace_.end() && it->second == q->second) {
+    return true;
   }
-  auto it = by_namespace_.find(pod.meta.namespace_);
-  return it == by_namespace_.end() ? Lookup{} : Lookup{.queue = &queues_[it->second]};
+  const Selected& selected = selected_[q->second];
+  return selected.every_namespace || selected.namespaces.contains(namespace_);
+}
+
+QueueDirectory::Lookup QueueDirectory::QueueFor(const Pod& pod) const {
+  const std::string& ns = pod.meta.namespace_;
+  const auto own_it = by_namespace_.find(ns);
+  const Queue* own = own_it == by_namespace_.end() ? nullptr : &queues_[own_it->second];
+  const auto label = pod.meta.labels.find(kQueueLabel);
+  if (label == pod.meta.labels.end()) return Lookup{.queue = own};
+  const Queue* named = Find(label->second);
+  if (named == nullptr) return Lookup{.missing = label->second};
+  if (named == own || Admits(named->name(), ns)) return Lookup{.queue = named};
+  return Lookup{.queue = own,
+                .refused = StrCat("the pod's label ", kQueueLabel, " names Queue \"", named->name(),
+                                  "\", which does not admit namespace \"", ns,
+                                  "\": neither its spec.namespaces nor its spec.namespaceSelector "
+                                  "selects it")};
 }
 
 }  // namespace tessel

@@ -1,5 +1,7 @@
-// QueueStore: decoded Queue objects -> QueueDirectory snapshots.
+// QueueStore: decoded Queue objects and Namespace labels -> QueueDirectory snapshots.
 #include "scheduler/quota/queue_store.h"
+
+#include <algorithm>
 
 #include "scheduler/util/strings.h"
 
@@ -15,20 +17,24 @@ absl::Status QueueStore::Apply(const nlohmann::json& object) {
   }
   absl::MutexLock lock(&mu_);
   if (!queue.ok()) {
+    std::string problem = StrCat(queue.status().message(), "; the queue is ignored");
     if (!name.empty()) {
       decoded_.erase(name);
-      undecodable_[name] = std::string(queue.status().message());
+      undecodable_[name] = problem;
       RebuildLocked();
     }
-    return absl::InvalidArgumentError(StrCat(queue.status().message(), "; the queue is ignored"));
+    return absl::InvalidArgumentError(problem);
   }
   undecodable_.erase(queue->name());
   const std::string key = queue->name();
   decoded_[key] = *std::move(queue);
   RebuildLocked();
-  if (auto it = conflicts_.find(key); it != conflicts_.end()) {
-    return absl::InvalidArgumentError(it->second);
+  std::string clashes;
+  for (const NamespaceConflict& c : conflicts_) {
+    if (c.refused != key && c.kept_by != key) continue;
+    StrAppend(&clashes, clashes.empty() ? "" : "; ", c.Message());
   }
+  if (!clashes.empty()) return absl::InvalidArgumentError(clashes);
   return absl::OkStatus();
 }
 
@@ -39,20 +45,50 @@ void QueueStore::Delete(std::string_view name) {
   RebuildLocked();
 }
 
+bool QueueStore::SelectionDiffersLocked(const StringMap* a, const StringMap* b) const {
+  for (const auto& [name, q] : decoded_) {
+    // nil selects no namespace, {} every one: neither depends on labels.
+    if (!q.namespace_selector.has_value() || q.namespace_selector->empty()) continue;
+    const bool in_a = a != nullptr && MatchesLabelSelector(*q.namespace_selector, *a);
+    const bool in_b = b != nullptr && MatchesLabelSelector(*q.namespace_selector, *b);
+    if (in_a != in_b) return true;
+  }
+  return false;
+}
+
+bool QueueStore::PutNamespace(const std::string& name, const StringMap& labels) {
+  absl::MutexLock lock(&mu_);
+  auto it = namespaces_.find(name);
+  const StringMap* before = it == namespaces_.end() ? nullptr : &it->second;
+  if (before != nullptr && *before == labels) return false;  // e.g. a status update
+  const bool differs = SelectionDiffersLocked(before, &labels);
+  namespaces_[name] = labels;
+  if (!differs) return false;
+  RebuildLocked();
+  return true;
+}
+
+bool QueueStore::DeleteNamespace(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto it = namespaces_.find(name);
+  if (it == namespaces_.end()) return false;
+  const bool differs = SelectionDiffersLocked(&it->second, nullptr);
+  namespaces_.erase(it);
+  if (!differs) return false;
+  RebuildLocked();
+  return true;
+}
+
 void QueueStore::RebuildLocked() {
   std::vector<Queue> queues;
   queues.reserve(decoded_.size());
   for (const auto& [name, q] : decoded_) queues.push_back(q);
   auto dir = std::make_shared<QueueDirectory>();
-  conflicts_.clear();
-  std::vector<std::string> errors = dir->SetSkippingConflicts(std::move(queues));
-  // Name each left-out queue's problem under its name ("Queue NAME: ...").
-  for (std::string& e : errors) {
-    const size_t start = std::string_view("Queue ").size();
-    const size_t end = e.find(':', start);
-    conflicts_[e.substr(start, end == std::string::npos ? std::string::npos : end - start)] =
-        std::move(e);
-  }
+  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_);
+  // A conflict that ended is forgotten, so that it is handed out again if it comes back.
+  std::erase_if(taken_, [&](const NamespaceConflict& c) {
+    return std::find(conflicts_.begin(), conflicts_.end(), c) == conflicts_.end();
+  });
   directory_ = std::move(dir);
 }
 
@@ -63,9 +99,24 @@ std::shared_ptr<const QueueDirectory> QueueStore::directory() const {
 
 std::map<std::string, std::string> QueueStore::Problems() const {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, std::string> out(conflicts_.begin(), conflicts_.end());
+  std::map<std::string, std::string> out;
+  for (const NamespaceConflict& c : conflicts_) {
+    std::string& problem = out[c.refused];
+    StrAppend(&problem, problem.empty() ? "" : "; ", c.Message());
+  }
   for (const auto& [name, why] : undecodable_) out[name] = why;
   return out;
+}
+
+std::vector<NamespaceConflict> QueueStore::TakeNewConflicts() {
+  absl::MutexLock lock(&mu_);
+  std::vector<NamespaceConflict> fresh;
+  for (const NamespaceConflict& c : conflicts_) {
+    if (std::find(taken_.begin(), taken_.end(), c) != taken_.end()) continue;
+    fresh.push_back(c);
+    taken_.push_back(c);
+  }
+  return fresh;
 }
 
 }  // namespace tessel

@@ -2,12 +2,17 @@
 // turned into QueueDirectory snapshots the scheduling cycle reads. Thread-safe: informers write,
 // the scheduling thread and metrics read.
 //
-// A Queue that does not decode, or that claims a namespace another queue (earlier by name)
-// already has, is left out with an error naming the object and the field; every other queue
-// stays in force. A later good version of the object replaces the error.
+// A Queue that does not decode is left out with an error naming the object and the field; every
+// other queue stays in force, and a later good version of the object replaces the error. A
+// namespace two queues list goes to the older one; the newer queue stays in force without it,
+// and the conflict is an error naming both queues and the namespace.
+//
+// Namespace labels are fed here too: spec.namespaceSelector is evaluated when a Queue or a
+// Namespace changes, never during a cycle, so a directory is a pure, immutable snapshot.
 //
 //   QueueStore store;
 //   absl::Status st = store.Apply(json);          // error: "Queue team-a: spec.weight: ..."
+//   store.PutNamespace("team-b", {{"team", "b"}});
 //   std::shared_ptr<const QueueDirectory> dir = store.directory();  // never null
 #pragma once
 
@@ -28,23 +33,38 @@ class QueueStore {
  public:
   QueueStore();
 
-  // Adds or replaces the Queue `object`. An object that does not decode, or whose namespaces
-  // clash with another queue's, is an error naming it and the field; the queue is then ignored
-  // (its previous version too) until a good version arrives.
+  // Adds or replaces the Queue `object`. An object that does not decode is an error naming it
+  // and the field; the queue is then ignored (its previous version too) until a good version
+  // arrives. A namespace it shares with another queue is an error naming both (whichever of the
+  // two is applied, while the conflict lasts); the older queue keeps that namespace.
   absl::Status Apply(const nlohmann::json& object);
   void Delete(std::string_view name);
+  // A Namespace's labels, which spec.namespaceSelector is matched against. True when this
+  // changed which queues its pods may choose (the directory was replaced).
+  bool PutNamespace(const std::string& name, const StringMap& labels);
+  bool DeleteNamespace(std::string_view name);
 
   std::shared_ptr<const QueueDirectory> directory() const;
-  // The current problem of every ignored Queue, by name.
+  // The current problem of every ignored Queue, and of every queue that does not get a
+  // namespace it lists, by name.
   std::map<std::string, std::string> Problems() const;
+  // The namespace conflicts not taken before: each is handed out once while it lasts (for an
+  // Event about the newer queue), and again if it ends and comes back.
+  std::vector<NamespaceConflict> TakeNewConflicts();
 
  private:
   void RebuildLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a queue's selector matches the namespace differently with labels `a` and `b`
+  // (null: no such namespace).
+  bool SelectionDiffersLocked(const StringMap* a, const StringMap* b) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<std::string, Queue, std::less<>> decoded_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> undecodable_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> conflicts_ ABSL_GUARDED_BY(mu_);
+  NamespaceLabelMap namespaces_ ABSL_GUARDED_BY(mu_);
+  std::vector<NamespaceConflict> conflicts_ ABSL_GUARDED_BY(mu_);
+  std::vector<NamespaceConflict> taken_ ABSL_GUARDED_BY(mu_);  // a subset of conflicts_
   std::shared_ptr<const QueueDirectory> directory_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,9 +2,11 @@
 # quota_test.sh: team Queues on the real apiserver. With the Queue CRD and two queues applied
 # with kubectl, the greedy team's pods stop at its nominal quota: the rest get PodScheduled=False
 # with reason QuotaExceeded (not Unschedulable, which autoscalers act on) and the quota message,
-# while the cluster has room; the other queue (pods labelled tessel.io/queue) is unaffected. A
-# bad Queue is logged naming its field and changes nothing; raising the quota admits the rest;
-# /metrics shows each queue's nominal quota, usage and pending pods.
+# while the cluster has room; the other queue (pods labelled tessel.io/queue, which its
+# spec.namespaceSelector lets this namespace use) is unaffected. A bad Queue is logged naming its
+# field and changes nothing; a newer Queue that lists the greedy team's namespace does not take
+# it (a Warning Event NamespaceConflict on the newer Queue, the team still limited); raising the
+# quota admits the rest; /metrics shows each queue's nominal quota, usage and pending pods.
 source "$(dirname "$0")/lib.sh"
 it_begin quota
 
@@ -12,26 +14,30 @@ kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null \
   || fail "Queue CRD not established"
 # Queues are cluster-scoped: name them after the test so that reruns and other tests never clash.
-QA="$NS-a" QB="$NS-b"
-cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$NS-bad" --ignore-not-found >/dev/null 2>&1 || true; }
+# QNEW sorts before QA by name: a newer queue must not take QA's namespace whatever its name.
+QA="$NS-a" QB="$NS-b" QNEW="$NS-0-newer"
+cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$QNEW" "$NS-bad" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
 trap 'rc=$?; cleanup_queues; (exit $rc); it_cleanup' EXIT
 
-# queue NAME GPUS [NAMESPACE]
+# queue NAME GPUS [NAMESPACES] [NAMESPACE-THE-SELECTOR-ADMITS]
 queue() {
-  local ns_line=""
+  local ns_line="" selector_line=""
   [[ -n ${3:-} ]] && ns_line="  namespaces: [$3]"
-  kubectl apply -f - >/dev/null <<YAML
+  [[ -n ${4:-} ]] && selector_line="  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $4}}"
+  # --validate=strict: a field the CRD schema does not know (pruned silently) is an error.
+  kubectl apply --validate=strict -f - >/dev/null <<YAML
 apiVersion: tessel.io/v1alpha1
 kind: Queue
 metadata: {name: $1}
 spec:
 $ns_line
+$selector_line
   nominalQuota: {nvidia.com/gpu: "$2"}
 YAML
 }
 queue "$QA" 2 "$NS"
-queue "$QB" 3
+queue "$QB" 3 "" "$NS"
 
 it_nodes quota-0:8 quota-1:8
 it_start_scheduler main --leader-elect=false
@@ -87,6 +93,26 @@ logged_bad() { grep -q "Queue $NS-bad: spec.weight: must be positive; the queue 
 it_wait 30 "bad Queue logged" logged_bad
 sleep 1
 (( $(bound_greedy) == 2 )) || fail "the bad Queue changed the greedy team's quota"
+
+# A newer Queue that lists the greedy team's namespace (and one of its own) does not get it: the
+# scheduler logs the conflict, records a Warning Event on the newer Queue, and the greedy team
+# stays limited by QA (the parked pods are retried on the Queue change, and stay parked).
+sleep 1  # a later creationTimestamp (seconds) than QA's
+queue "$QNEW" 8 "$NS, $NS-other"
+conflict="Queue $QNEW: spec.namespaces: namespace \"$NS\" already belongs to the older Queue $QA; this queue does not get it (its other namespaces stay)"
+logged_conflict() { grep -qF "$conflict" "$(scheduler_log main)"; }
+it_wait 30 "namespace conflict logged" logged_conflict
+conflict_event() {
+  kubectl get events -A --field-selector "involvedObject.kind=Queue,involvedObject.name=$QNEW,reason=NamespaceConflict" \
+    -o 'jsonpath={range .items[*]}{.metadata.namespace}|{.type}|{.involvedObject.apiVersion}|{.message}{"\n"}{end}'
+}
+has_conflict_event() { [[ $(conflict_event) == *"default|Warning|tessel.io/v1alpha1|$conflict"* ]]; }
+it_wait 30 "Warning Event NamespaceConflict on Queue $QNEW" has_conflict_event
+say "event: $(conflict_event | head -1)"
+sleep 3
+(( $(bound_greedy) == 2 )) || fail "the newer Queue $QNEW took the greedy team's namespace: $(bound_greedy) bound"
+for p in "${blocked[@]}"; do quota_blocked "$p" || fail "$p: $(cond "$p")"; done
+is_series "tessel_queue_usage{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QA after $QNEW"
 
 # Raising the quota wakes the parked pods.
 queue "$QA" 4 "$NS"

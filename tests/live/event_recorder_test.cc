@@ -176,6 +176,32 @@ TEST_CASE("events: many pods' FailedScheduling all arrive through a flaky server
   CHECK(events.dropped() == 0);
 }
 
+TEST_CASE("events: about a cluster-scoped object, in namespace default, correlated like a pod's") {
+  FlakyServer server;
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  const ObjectReference queue{.api_version = "tessel.io/v1alpha1", .kind = "Queue", .name = "new-team",
+                              .uid = "uid-q"};
+  for (int i = 0; i < 3; ++i) events.Record(queue, "Warning", "NamespaceConflict", "namespace \"b\" ...");
+  // A pod of the same name is another object.
+  events.Record(MakePod("new-team"), "Warning", "NamespaceConflict", "namespace \"b\" ...");
+  WaitUntil([&] { return events.pending() == 0; });
+  CHECK(events.created() == 2);
+  json posted;
+  for (const auto& call : server.api.calls()) {
+    if (call.method == "POST" && call.path == "/api/v1/namespaces/default/events") posted = json::parse(call.body);
+  }
+  REQUIRE(posted.is_object());
+  CHECK(posted["metadata"]["namespace"] == "default");
+  CHECK(posted["involvedObject"] == json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                         {"name", "new-team"}, {"uid", "uid-q"}});
+  CHECK(posted["type"] == "Warning");
+  CHECK(posted["reason"] == "NamespaceConflict");
+  absl::MutexLock lock(&server.mu);
+  int64_t total = 0;
+  for (const auto& [name, count] : server.counts) total += count;
+  CHECK(total == 4);  // 3 on the Queue's Event, 1 on the pod's
+}
+
 TEST_CASE("events: refused for good is dropped and counted; a forgotten pod is not written") {
   SECTION("403") {
     FlakyServer server;

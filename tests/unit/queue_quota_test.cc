@@ -37,10 +37,16 @@ class BindingApi final : public ClusterApi {
     return absl::OkStatus();
   }
   void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
+  void RecordObjectEvent(const ObjectReference& o, std::string_view type, std::string_view reason,
+                         std::string_view message) override {
+    object_events.push_back(StrCat(type, " ", reason, " ", o.api_version, " ", o.kind, " ",
+                                   o.namespace_, "/", o.name, " ", o.uid, ": ", message));
+  }
   std::function<void(const Pod&, const std::string&)> on_bind;
   std::function<void(const Pod&)> on_evict;
   std::map<std::string, std::string> binds;
   std::vector<std::string> evicted;
+  std::vector<std::string> object_events;
 };
 
 class Outcomes final : public SchedulingObserver {
@@ -223,14 +229,113 @@ TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming t
   CHECK(st.message() == "Queue team-b: spec.weight: must be positive; the queue is ignored");
   st = c.s->OnQueueObject(QueueObject("team-c", {{"namespaces", {"a"}}}));
   CHECK(st.message() ==
-        "Queue team-c: spec.namespaces: namespace \"a\" already belongs to Queue team-a; this "
-        "queue is ignored");
+        "Queue team-c: spec.namespaces: namespace \"a\" already belongs to the older Queue "
+        "team-a; this queue does not get it (its other namespaces stay)");
   // team-a is still in force.
   c.s->OnPodAdd(GpuPod("a", "j0"));
   c.s->OnPodAdd(GpuPod("a", "j1"));
   c.Run();
   CHECK(c.GpusOf("a") == 1000);
   CHECK(c.s->queue_store().Problems().size() == 2);
+}
+
+Pod Labelled(Pod pod, std::string queue) {
+  pod.meta.labels[std::string(kQueueLabel)] = std::move(queue);
+  return pod;
+}
+
+// How a pod whose label names a queue that does not admit its namespace is told it waits.
+std::string Refused(int nodes, std::string_view ns, std::string_view queue) {
+  return StrCat("0/", nodes, " nodes are available: the pod's label tessel.io/queue names Queue \"",
+                queue, "\", which does not admit namespace \"", ns,
+                "\": neither its spec.namespaces nor its spec.namespaceSelector selects it.");
+}
+
+TEST_CASE("QueueQuota: a pod cannot charge a queue that does not admit its namespace",
+          "[quota][queue_quota]") {
+  Cluster c(2);
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+  // Placed before (by another scheduler): charged to its own namespace's team, not the label's.
+  Pod running = Labelled(GpuPod("b", "running"), "team-a");
+  running.node_name = "n1";
+  c.s->OnPodAdd(running);
+  c.s->OnPodAdd(Labelled(GpuPod("b", "sneaky"), "team-a"));
+  c.s->OnPodAdd(Labelled(GpuPod("elsewhere", "stray"), "team-a"));
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(GpuPod("a", StrCat("j", i)));
+  c.Run();
+  CHECK(c.GpusOf("a") == 2000);  // team-a's quota is all its own
+  CHECK(c.outcomes.scheduled.count("b/sneaky") == 0);
+  CHECK(c.outcomes.scheduled.count("elsewhere/stray") == 0);
+  CHECK(c.outcomes.failures.at("b/sneaky") == Refused(2, "b", "team-a"));
+  CHECK(c.outcomes.failures.at("elsewhere/stray") == Refused(2, "elsewhere", "team-a"));
+  // The label that names the pod's own queue is honoured.
+  c.s->OnPodAdd(Labelled(GpuPod("b", "honest"), "team-b"));
+  c.Run();
+  CHECK(c.outcomes.scheduled.count("b/honest") == 1);
+}
+
+TEST_CASE("QueueQuota: spec.namespaceSelector lets a namespace's pods choose the queue; a "
+          "Namespace's label change wakes them",
+          "[quota][queue_quota]") {
+  Cluster c(1);
+  c.AddQueue("team-a", {{"namespaces", {"a"}},
+                        {"namespaceSelector", {{"matchLabels", {{"share", "team-a"}}}}},
+                        {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  c.s->OnClusterObject(Namespace{.meta = {.name = "lab", .labels = {{"share", "team-a"}}}});
+  c.s->OnClusterObject(Namespace{.meta = {.name = "b"}});
+  c.s->OnPodAdd(Labelled(GpuPod("lab", "shared"), "team-a"));
+  c.s->OnPodAdd(Labelled(GpuPod("b", "sneaky"), "team-a"));
+  c.Run();
+  CHECK(c.outcomes.scheduled.count("lab/shared") == 1);
+  CHECK(c.outcomes.failures.at("b/sneaky") == Refused(1, "b", "team-a"));
+
+  // b is labelled to share team-a's quota: the parked pod is retried at once (a Queue change),
+  // well before the periodic flush of parked pods.
+  c.s->OnClusterObject(Namespace{.meta = {.name = "b", .labels = {{"share", "team-a"}}}});
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  CHECK(c.outcomes.scheduled.count("b/sneaky") == 1);
+  CHECK(c.GpusOf("lab") + c.GpusOf("b") == 2000);
+
+  // The label taken away: new pods of b may no longer choose team-a, and b's pod that runs is
+  // no longer charged to it (team-a's quota frees).
+  c.s->OnClusterObject(Namespace{.meta = {.name = "b"}});
+  c.s->OnPodAdd(Labelled(GpuPod("b", "late"), "team-a"));
+  c.s->OnPodAdd(Labelled(GpuPod("lab", "second"), "team-a"));
+  c.Run();
+  CHECK(c.outcomes.failures.at("b/late") == Refused(1, "b", "team-a"));
+  CHECK(c.outcomes.scheduled.count("lab/second") == 1);
+}
+
+TEST_CASE("QueueQuota: a newer Queue listing a team's namespace does not take it; a Warning "
+          "Event on the newer queue names both",
+          "[quota][queue_quota]") {
+  Cluster c(2);
+  json older = QueueObject("team-b", {{"namespaces", {"b"}}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  older["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  older["metadata"]["uid"] = "uid-b";
+  json newer = QueueObject("aaa", {{"namespaces", {"b", "x"}}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+  newer["metadata"]["creationTimestamp"] = "2026-06-01T00:00:00Z";
+  newer["metadata"]["uid"] = "uid-aaa";
+  const std::string want =
+      "Queue aaa: spec.namespaces: namespace \"b\" already belongs to the older Queue team-b; "
+      "this queue does not get it (its other namespaces stay)";
+  REQUIRE(c.s->OnQueueObject(older).ok());
+  CHECK(c.s->OnQueueObject(newer).message() == want);
+  CHECK(c.api.object_events ==
+        std::vector<std::string>{"Warning NamespaceConflict tessel.io/v1alpha1 Queue /aaa uid-aaa: " + want});
+  for (int i = 0; i < 4; ++i) c.s->OnPodAdd(GpuPod("b", StrCat("j", i)));
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(GpuPod("x", StrCat("j", i)));
+  c.Run();
+  CHECK(c.GpusOf("b") == 2000);  // still team-b's quota
+  CHECK(c.GpusOf("x") == 2000);  // the newer queue is in force for its other namespace
+  CHECK(c.outcomes.failures.at("b/j2") ==
+        "0/2 nodes are available: 2 queue team-b: nvidia.com/gpu 3 of nominal 2; it is in no "
+        "cohort, so it cannot borrow.");
+  // Applying either again reports it again (logged), but the Event is not repeated.
+  CHECK_FALSE(c.s->OnQueueObject(older).ok());
+  CHECK(c.api.object_events.size() == 1);
 }
 
 TEST_CASE("QueueQuota: idle quota of the cohort is borrowed up to what the lenders lend",

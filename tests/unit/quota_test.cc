@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "builders.h"
+#include "scheduler/quota/queue_store.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/util/strings.h"
 
@@ -80,30 +81,202 @@ TEST_CASE("Queue decoding errors name the object and the field", "[quota]") {
   }
 }
 
-TEST_CASE("pods map to queues by label, then namespace; a missing labelled queue is named",
+Pod LabelledPod(std::string ns, std::string queue) {
+  Pod p = testing::PodBuilder("p", std::move(ns)).Build();
+  if (!queue.empty()) p.meta.labels[std::string(kQueueLabel)] = std::move(queue);
+  return p;
+}
+
+std::string QueueOf(const QueueDirectory& d, const Pod& pod) {
+  const Queue* q = d.QueueFor(pod).queue;
+  return q == nullptr ? "" : q->name();
+}
+
+TEST_CASE("pods map to queues by namespace; the label chooses a queue only where it admits the "
+          "namespace; a missing labelled queue is named",
           "[quota]") {
   Queue a = MakeQueue("team-a", "", "nvidia.com/gpu:4");
   a.namespaces = {"ns-a"};
   Queue b = MakeQueue("team-b", "", "nvidia.com/gpu:4");
   b.namespaces = {"ns-b"};
   QueueDirectory d = Directory({a, b});
-  CHECK(d.QueueFor(testing::PodBuilder("p", "ns-a").Build()).queue->name() == "team-a");
-  Pod labelled = testing::PodBuilder("p", "ns-a").Build();
-  labelled.meta.labels[std::string(kQueueLabel)] = "team-b";
-  CHECK(d.QueueFor(labelled).queue->name() == "team-b");
-  labelled.meta.labels[std::string(kQueueLabel)] = "team-typo";
-  CHECK(d.QueueFor(labelled).queue == nullptr);
-  CHECK(d.QueueFor(labelled).missing == "team-typo");
+  CHECK(QueueOf(d, LabelledPod("ns-a", "")) == "team-a");
+  CHECK(QueueOf(d, LabelledPod("ns-b", "team-b")) == "team-b");  // its own queue, by spec.namespaces
+
+  // A pod of team-a labelled team-b: team-b admits no namespace but ns-b, so the label is
+  // refused; the pod stays team-a's (charged there if it runs), and the lookup says why.
+  QueueDirectory::Lookup hijack = d.QueueFor(LabelledPod("ns-a", "team-b"));
+  CHECK(QueueOf(d, LabelledPod("ns-a", "team-b")) == "team-a");
+  CHECK(hijack.missing.empty());
+  CHECK(hijack.refused ==
+        "the pod's label tessel.io/queue names Queue \"team-b\", which does not admit namespace "
+        "\"ns-a\": neither its spec.namespaces nor its spec.namespaceSelector selects it");
+  QueueDirectory::Lookup stray = d.QueueFor(LabelledPod("elsewhere", "team-b"));
+  CHECK(stray.queue == nullptr);
+  CHECK_FALSE(stray.refused.empty());
+
+  Pod typo = LabelledPod("ns-a", "team-typo");
+  CHECK(d.QueueFor(typo).queue == nullptr);
+  CHECK(d.QueueFor(typo).missing == "team-typo");
   auto free = d.QueueFor(testing::PodBuilder("p", "elsewhere").Build());
   CHECK(free.queue == nullptr);
   CHECK(free.missing.empty());
+  CHECK(free.refused.empty());
 
   Queue clash = MakeQueue("team-c", "", "cpu:1");
   clash.namespaces = {"ns-a"};
   QueueDirectory bad;
   absl::Status st = bad.Set({a, clash});
   CHECK(st.message() ==
-        "Queue team-c: spec.namespaces: namespace \"ns-a\" already belongs to Queue team-a");
+        "Queue team-c: spec.namespaces: namespace \"ns-a\" already belongs to the older Queue "
+        "team-a; this queue does not get it (its other namespaces stay)");
+}
+
+TEST_CASE("spec.namespaceSelector admits namespaces by their labels, as Kueue's", "[quota]") {
+  const NamespaceLabelMap namespaces = {{"lab", {{"share", "team-b"}, {"tier", "research"}}},
+                                        {"ns-a", {{"tier", "prod"}}}};
+  Queue a = MakeQueue("team-a", "", "nvidia.com/gpu:4");
+  a.namespaces = {"ns-a"};
+  Queue b = MakeQueue("team-b", "", "nvidia.com/gpu:4");
+  b.namespaces = {"ns-b"};
+  struct Case {
+    std::string name;
+    std::optional<LabelSelector> selector;
+    std::map<std::string, std::string> want;  // namespace of a pod labelled team-b -> its queue
+  };
+  using Op = LabelSelectorRequirement::Operator;
+  const std::vector<Case> cases = {
+      {"nil: only spec.namespaces", std::nullopt,
+       {{"lab", ""}, {"ns-a", "team-a"}, {"ns-b", "team-b"}, {"unknown", ""}}},
+      {"matchLabels", LabelSelector{.match_labels = {{"share", "team-b"}}},
+       {{"lab", "team-b"}, {"ns-a", "team-a"}, {"ns-b", "team-b"}, {"unknown", ""}}},
+      {"matchExpressions",
+       LabelSelector{.match_expressions = {{.key = "tier", .op = Op::kIn, .values = {"research", "prod"}}}},
+       {{"lab", "team-b"}, {"ns-a", "team-b"}, {"ns-b", "team-b"}, {"unknown", ""}}},
+      {"{}: every namespace, known or not", LabelSelector{},
+       {{"lab", "team-b"}, {"ns-a", "team-b"}, {"ns-b", "team-b"}, {"unknown", "team-b"}}},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      b.namespace_selector = c.selector;
+      QueueDirectory d;
+      REQUIRE(d.Set({a, b}, namespaces).ok());
+      for (const auto& [ns, want] : c.want) {
+        CAPTURE(ns);
+        CHECK(QueueOf(d, LabelledPod(ns, "team-b")) == want);
+        CHECK(d.QueueFor(LabelledPod(ns, "team-b")).refused.empty() == (want == "team-b"));
+        CHECK(d.Admits("team-b", ns) == (want == "team-b"));
+      }
+      // The selector admits; it does not claim: unlabelled pods stay with their namespace.
+      CHECK(QueueOf(d, LabelledPod("lab", "")) == "");
+      CHECK(QueueOf(d, LabelledPod("ns-a", "")) == "team-a");
+    }
+  }
+}
+
+TEST_CASE("Queue decodes spec.namespaceSelector; a bad one is an error naming the field",
+          "[quota]") {
+  auto q = DecodeQueue(json::parse(R"({"kind": "Queue", "metadata": {"name": "q",
+      "creationTimestamp": "2026-03-01T10:00:00Z"},
+      "spec": {"namespaceSelector": {"matchLabels": {"team": "a"},
+               "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]}]}}})"));
+  REQUIRE(q.ok());
+  REQUIRE(q->namespace_selector.has_value());
+  CHECK(q->namespace_selector->match_labels == StringMap{{"team", "a"}});
+  REQUIRE(q->namespace_selector->match_expressions.size() == 1);
+  CHECK(q->meta.creation_timestamp == absl::FromUnixSeconds(1772359200));
+  auto empty = DecodeQueue(json::parse(
+      R"({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"namespaceSelector": {}}})"));
+  REQUIRE(empty.ok());
+  CHECK(empty->namespace_selector.has_value());
+  CHECK(empty->namespace_selector->empty());
+  auto bad = DecodeQueue(json::parse(R"({"kind": "Queue", "metadata": {"name": "q"},
+      "spec": {"namespaceSelector": {"matchExpressions": [{"key": "t", "operator": "Near"}]}}})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()),
+             Catch::StartsWith("Queue q: spec.namespaceSelector.matchExpressions[0].operator: "
+                               "unknown operator \"Near\""));
+}
+
+json QueueJson(std::string name, std::string created, json namespaces, std::string gpus = "4") {
+  return json{{"apiVersion", "tessel.io/v1alpha1"},
+              {"kind", "Queue"},
+              {"metadata", {{"name", std::move(name)}, {"uid", "uid-" + created},
+                            {"creationTimestamp", std::move(created)}}},
+              {"spec", {{"namespaces", std::move(namespaces)}, {"nominalQuota", {{"nvidia.com/gpu", gpus}}}}}};
+}
+
+TEST_CASE("a newer Queue listing an older queue's namespace does not get it, and the older "
+          "queue stays in force",
+          "[quota]") {
+  // team-b is older; the newcomer sorts before it by name and lists one of team-b's namespaces.
+  const json team_b = QueueJson("team-b", "2026-01-01T00:00:00Z", {"b-train", "b-eval"});
+  const json newcomer = QueueJson("aaa-newcomer", "2026-06-01T00:00:00Z", {"b-eval", "new"});
+  const std::string want =
+      "Queue aaa-newcomer: spec.namespaces: namespace \"b-eval\" already belongs to the older "
+      "Queue team-b; this queue does not get it (its other namespaces stay)";
+  // Either order of arrival (informers list by name, so the newcomer may come first); the
+  // error comes with whichever of the two arrives second.
+  const bool older_last = GENERATE(false, true);
+  CAPTURE(older_last);
+  QueueStore store;
+  REQUIRE(store.Apply(older_last ? newcomer : team_b).ok());
+  CHECK(store.Apply(older_last ? team_b : newcomer).message() == want);
+  std::shared_ptr<const QueueDirectory> d = store.directory();
+  CHECK(QueueOf(*d, LabelledPod("b-eval", "")) == "team-b");
+  CHECK(QueueOf(*d, LabelledPod("b-train", "")) == "team-b");
+  CHECK(QueueOf(*d, LabelledPod("new", "")) == "aaa-newcomer");
+  // The contested namespace does not let its pods choose the newcomer either.
+  CHECK_FALSE(d->QueueFor(LabelledPod("b-eval", "aaa-newcomer")).refused.empty());
+  CHECK(store.Problems() == std::map<std::string, std::string>{{"aaa-newcomer", want}});
+  const std::vector<NamespaceConflict> events = store.TakeNewConflicts();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0] == NamespaceConflict{.namespace_ = "b-eval", .kept_by = "team-b",
+                                       .refused = "aaa-newcomer",
+                                       .refused_uid = "uid-2026-06-01T00:00:00Z"});
+  CHECK(store.TakeNewConflicts().empty());  // once while it lasts
+
+  SECTION("the conflict ends when the older queue goes, and the newcomer gets the namespace") {
+    store.Delete("team-b");
+    CHECK(QueueOf(*store.directory(), LabelledPod("b-eval", "")) == "aaa-newcomer");
+    CHECK(store.Problems().empty());
+    CHECK_FALSE(store.Apply(team_b).ok());  // back, and still the older one
+    CHECK(QueueOf(*store.directory(), LabelledPod("b-eval", "")) == "team-b");
+    CHECK(store.TakeNewConflicts().size() == 1);  // handed out again
+  }
+  SECTION("the same creation time: the first by name keeps it") {
+    QueueStore tie;
+    REQUIRE(tie.Apply(QueueJson("zz", "2026-01-01T00:00:00Z", {"ns"})).ok());
+    CHECK_FALSE(tie.Apply(QueueJson("yy", "2026-01-01T00:00:00Z", {"ns", "y"})).ok());
+    CHECK(QueueOf(*tie.directory(), LabelledPod("ns", "")) == "yy");
+    CHECK(QueueOf(*tie.directory(), LabelledPod("y", "")) == "yy");
+    CHECK(tie.Problems().count("zz") == 1);
+  }
+}
+
+TEST_CASE("a Namespace's labels re-evaluate which queues its pods may choose", "[quota]") {
+  QueueStore store;
+  json shared = QueueJson("team-a", "2026-01-01T00:00:00Z", {"a"});
+  shared["spec"]["namespaceSelector"] = {{"matchLabels", {{"share", "team-a"}}}};
+  REQUIRE(store.Apply(shared).ok());
+  const Pod pod = LabelledPod("lab", "team-a");
+  CHECK_FALSE(store.directory()->QueueFor(pod).refused.empty());
+  CHECK(store.PutNamespace("lab", {{"share", "team-a"}}));  // now admitted: a new directory
+  CHECK(store.directory()->QueueFor(pod).refused.empty());
+  CHECK(QueueOf(*store.directory(), pod) == "team-a");
+  const std::shared_ptr<const QueueDirectory> before = store.directory();
+  CHECK_FALSE(store.PutNamespace("lab", {{"share", "team-a"}, {"x", "y"}}));  // same verdict
+  CHECK(store.directory() == before);  // the quota plugin keeps its per-node sums
+  CHECK(store.PutNamespace("lab", {}));
+  CHECK_FALSE(store.directory()->QueueFor(pod).refused.empty());
+  CHECK(store.PutNamespace("lab", {{"share", "team-a"}}));
+  CHECK(store.DeleteNamespace("lab"));
+  CHECK_FALSE(store.directory()->QueueFor(pod).refused.empty());
+  // Labels that arrive before the queue count too.
+  QueueStore early;
+  CHECK_FALSE(early.PutNamespace("lab", {{"share", "team-a"}}));  // no queue selects yet
+  REQUIRE(early.Apply(shared).ok());
+  CHECK(QueueOf(*early.directory(), pod) == "team-a");
 }
 
 TEST_CASE("the greedy team is capped at its nominal quota", "[quota]") {
