@@ -237,6 +237,15 @@ Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod
   if (ahead.empty()) return RunFilters(state, pod, node);
   CycleState with_state = state.Clone();
   NodeInfo with_node = node;
+  // The node as it will be: the terminating pods gone (a nominated pod's victims leave the room
+  // it was nominated for: counting both would charge that room twice), the nominated pods there.
+  for (const PodRef& leaving : node.pods()) {
+    if (!leaving->meta.deletion_timestamp.has_value()) continue;
+    with_node.RemovePod(leaving->Key());
+    if (Status st = RunPreFilterExtensionRemovePod(with_state, pod, *leaving, with_node); !st.ok()) {
+      return st;
+    }
+  }
   for (const PodRef& other : ahead) {
     Pod placed = *other;
     placed.node_name = node.name();

@@ -57,8 +57,11 @@ class Framework {
                                   const NominatedPodMap* nominated = nullptr) const;
   // kube-scheduler's rule for space a preemption freed: the pods nominated to this node with a
   // priority >= the pod's (other than the pod itself) count as already there. The filters run
-  // with them added (on copies of the node and the state) and, if any were added, once more
-  // without them (their presence may also help, e.g. affinity); the pod passes only if both do.
+  // on the node as it will be (copies of the node and the state: its terminating pods gone, the
+  // nominated pods added) and, if any were added, once more on the node as it is (the pod is
+  // bound now; the nominated pods' presence may also help, e.g. affinity); the pod passes only
+  // if both do. Unlike kube-scheduler, a terminating pod and the nominated pod its eviction
+  // made room for are not both counted.
   Status RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
                                      const NominatedPodMap* nominated) const;
   // The PreFilterExtensions of every PreFilter plugin that ran for this state (not skipped):

@@ -17,6 +17,8 @@ int32_t PriorityOf(const Context& ctx, const Pod& pod) {
   return ctx.priority_of ? ctx.priority_of(pod) : pod.PriorityValue();
 }
 
+bool Terminating(const Pod& pod) { return pod.meta.deletion_timestamp.has_value(); }
+
 absl::Time StartOf(const Pod& pod) { return pod.start_time.value_or(pod.meta.creation_timestamp); }
 
 std::string GangOf(const Context& ctx, const Pod& pod) {
@@ -103,7 +105,8 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
   std::vector<Unit> units;
   StringSet gangs_seen;
   for (const PodRef& p : node.pods()) {
-    if (exclude.contains(p->Key())) continue;
+    // A terminating pod is leaving already (the dry run counts its room as free): no victim.
+    if (exclude.contains(p->Key()) || Terminating(*p)) continue;
     // A pod that may not be evicted is no victim alone, and keeps its gang from being one (it is
     // among the members walked below unless it is gone): asked first, it spares the gang lookup.
     std::string reason;
@@ -125,7 +128,7 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
     Unit u;
     bool all = true;
     for (const PodRef& m : *members) {
-      if (gone.contains(m->Key())) continue;
+      if (gone.contains(m->Key()) || Terminating(*m)) continue;
       std::string reason;
       if (exclude.contains(m->Key()) || !MayEvict(ctx, state, pod, *m, &reason)) {
         all = false;
@@ -173,10 +176,22 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
                                        const StringSet& gone, bool rejected_as_is) {
   const Framework& fw = *ctx.framework;
   std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
+  std::vector<PodRef> leaving;
+  for (const PodRef& p : node.pods()) {
+    if (Terminating(*p)) leaving.push_back(p);
+  }
   // Nothing to take out: the dry run would filter the node exactly as the cycle just did.
-  if (units.empty() && rejected_as_is) return std::nullopt;
+  if (units.empty() && leaving.empty() && rejected_as_is) return std::nullopt;
   NodeInfo work = node;
   CycleState s = state.Clone();
+  // The node as it will be once its terminating pods are gone: their room goes to the pods
+  // nominated here (RunFiltersWithNominatedPods adds those at least as important) and then to
+  // this pod, so a preemptor never evicts for room that is being freed already. A node where
+  // that room is enough is a candidate without victims: the pod is nominated there and waits.
+  for (const PodRef& p : leaving) {
+    work.RemovePod(p->Key());
+    if (!fw.RunPreFilterExtensionRemovePod(s, pod, *p, work).ok()) return std::nullopt;
+  }
   // Takes a unit's victims out of (or puts them back into) the dry run: the node's copy, and
   // every PreFilter state, for the victims here and for gang members elsewhere.
   auto apply = [&](const Unit& u, bool adding) -> bool {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "scheduler/api/objects.h"
 #include "scheduler/state/node_info.h"
 #include "scheduler/util/strings.h"
@@ -143,8 +144,11 @@ class PlacementChecker {
     }
   }
 
-  // A pod placed this cycle left the room of every pod nominated to its node that is at least
-  // as important (kube-scheduler filters with those pods added to the node).
+  // A pod placed this cycle left the room of the pods nominated to its node that are at least as
+  // important: once the node's terminating pods are gone (their room is what preemption freed
+  // for those pods), the pods that stay, the pod and all those nominated pods fit together
+  // (kube-scheduler adds the nominated pods to the node; it also keeps the terminating pods,
+  // which counts a victim's room twice).
   void CheckNominations(const ClusterView& view, const std::map<std::string, std::string>& placed_now,
                         std::vector<std::string>& out) {
     for (const auto& [key, node_name] : placed_now) {
@@ -155,20 +159,24 @@ class PlacementChecker {
       const CheckedNode& n = NodeOf(node_name);
       int64_t cpu = 0, gpus = 0;
       for (const PodRef& p : view.on_node.at(node_name)) {
+        if (Terminating(*p)) continue;
         if (const CheckedPod* o = Spec(*p)) cpu += o->milli_cpu, gpus += o->gpus;
       }
+      std::vector<std::string> ahead;
       for (const PodRef& q : nominated->second) {
         const CheckedPod* sq = Spec(*q);
         if (sq == nullptr || q->Key() == key || sq->priority < s->priority) continue;
         if (placed_now.contains(q->Key())) continue;  // placed in the same cycle (a gang mate)
-        // Only what the pod asks for is checked (a pod without GPUs may join a node whose GPUs
-        // are still held by a nominated pod's victims).
-        if (cpu + sq->milli_cpu > n.milli_cpu || (s->gpus > 0 && gpus + sq->gpus > n.gpus)) {
-          out.push_back(StrCat(key, " (priority ", s->priority, ") took the room on ", node_name,
-                               " of nominated ", q->Key(), " (priority ", sq->priority, "): cpu ",
-                               cpu, "m + ", sq->milli_cpu, "m of ", n.milli_cpu, "m, GPUs ", gpus,
-                               " + ", sq->gpus, " of ", n.gpus));
-        }
+        cpu += sq->milli_cpu, gpus += sq->gpus;
+        ahead.push_back(q->Key());
+      }
+      if (ahead.empty()) continue;
+      // Only what the pod asks for is checked (a pod without GPUs may join a node whose GPUs
+      // are still held by a nominated pod's victims).
+      if (cpu > n.milli_cpu || (s->gpus > 0 && gpus > n.gpus)) {
+        out.push_back(StrCat(key, " (priority ", s->priority, ") took the room on ", node_name,
+                             " of nominated ", absl::StrJoin(ahead, ", "), ": once its terminating pods are gone, cpu ",
+                             cpu, "m of ", n.milli_cpu, "m, GPUs ", gpus, " of ", n.gpus));
       }
     }
   }

@@ -411,6 +411,70 @@ TEST_CASE("preemptionPolicy Never and terminating victims make a pod wait", "[pr
   CHECK(why == "not eligible due to preemptionPolicy=Never.");
 }
 
+// Issue 18, item 12: two reclaimers on one node. The first one's victim terminates while it is
+// nominated there; the second must evict one pod for its one CPU, not a second for the room the
+// first one's victim is freeing (kube-scheduler counts that room twice), and never "evict" the
+// terminating pod again.
+TEST_CASE("a terminating victim's room is counted once, for the pod nominated to it", "[preemption]") {
+  World w;
+  w.handle.AddNode(SmallNode("n1"));
+  Pod leaving = Running({.key = "default/old", .priority = 0, .cpu = 1, .gpu = 0, .start = 1}, "n1");
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(50);
+  w.handle.AddPod(leaving);
+  for (int i = 0; i < 7; ++i) {
+    w.handle.AddPod(Running({.key = StrCat("default/b", i), .priority = 0, .cpu = 1, .gpu = 0,
+                             .start = 10 + i},
+                            "n1"));
+  }
+  Context ctx = w.Ctx();
+  Pod first = PodBuilder("first").Requests("cpu:1").Priority(10).Build();
+  first.nominated_node_name = "n1";
+  ctx.nominated["n1"].push_back(std::make_shared<const Pod>(first));
+  const Pod second = PodBuilder("second").Requests("cpu:1").Priority(10).Build();
+  const CycleState state = w.PreFiltered(second);
+  const NodeInfo& n1 = *w.handle.snapshot().Get("n1");
+
+  // Filtering: the node is full now, and will be full once `old` has gone to `first`.
+  CHECK_FALSE(w.fw->RunFiltersWithNominatedPods(state, second, n1, &ctx.nominated).ok());
+  auto c = preemption::SelectVictimsOnNode(ctx, state, second, n1);
+  REQUIRE(c.has_value());
+  REQUIRE(c->victims.size() == 1);
+  CHECK(c->victims[0].pod->Key() == "default/b6");  // the least important: started last
+
+  // Without the nomination, the room `old` frees is enough: a candidate without victims.
+  ctx.nominated.clear();
+  c = preemption::SelectVictimsOnNode(ctx, state, second, n1);
+  REQUIRE(c.has_value());
+  CHECK(c->victims.empty());
+}
+
+TEST_CASE("a pod may take room beside a nominated pod once that pod's victims are counted gone",
+          "[preemption]") {
+  World w;
+  w.handle.AddNode(SmallNode("n1"));  // 8 CPUs
+  Pod leaving = Running({.key = "default/old", .priority = 0, .cpu = 2, .gpu = 0, .start = 1}, "n1");
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(50);
+  w.handle.AddPod(leaving);
+  w.handle.AddPod(Running({.key = "default/keep", .priority = 0, .cpu = 3, .gpu = 0, .start = 2}, "n1"));
+  Pod first = PodBuilder("first").Requests("cpu:2").Priority(10).Build();
+  NominatedPodMap nominated;
+  nominated["n1"].push_back(std::make_shared<const Pod>(first));
+  const NodeInfo& n1 = *w.handle.snapshot().Get("n1");
+  // 3 free now; once `old` leaves, `first` takes its 2 and 3 remain: a 3-CPU pod fits both views.
+  const Pod fits = PodBuilder("fits").Requests("cpu:3").Priority(10).Build();
+  CHECK(w.fw->RunFiltersWithNominatedPods(w.PreFiltered(fits), fits, n1, &nominated).ok());
+  // The node as it is still counts: `old` holds its room until it is gone.
+  const Pod big = PodBuilder("big").Requests("cpu:4").Priority(10).Build();
+  CHECK_FALSE(w.fw->RunFiltersWithNominatedPods(w.PreFiltered(big), big, n1, &nominated).ok());
+  // A less important pod does not see the nomination: it is checked against the node as it is.
+  const Pod low = PodBuilder("low").Requests("cpu:3").Priority(5).Build();
+  CHECK(w.fw->RunFiltersWithNominatedPods(w.PreFiltered(low), low, n1, &nominated).ok());
+  // The future view is what holds the room: a 3-CPU pod beside two nominated 2-CPU pods does not fit.
+  Pod second = PodBuilder("second").Requests("cpu:2").Priority(10).Build();
+  nominated["n1"].push_back(std::make_shared<const Pod>(second));
+  CHECK_FALSE(w.fw->RunFiltersWithNominatedPods(w.PreFiltered(fits), fits, n1, &nominated).ok());
+}
+
 TEST_CASE("anti-affinity: evicting the pod that repels the preemptor is enough", "[preemption]") {
   World w;
   w.handle.AddNode(SmallNode("n1"));
