@@ -1,6 +1,7 @@
 // Features together: seeded runs that mix gangs, priorities, team queues in a cohort, pod
-// anti-affinity, spread and preemption (with victims that take a while to terminate) on small
-// GPU clusters with churn. After every scheduling cycle an independent checker
+// anti-affinity, spread, preemption (with victims that take a while to terminate) and shared
+// GPUs (time-sliced nodes, fractional pods, pods that opt out of sharing) on small GPU clusters
+// with churn. After every scheduling cycle an independent checker
 // (placement_checker.h: its own arithmetic over what the cluster shows) checks resources, GPU
 // devices, anti-affinity, spread, nominated pods' room, quota, gangs, and that no preemptor
 // evicts again while its victims terminate.
@@ -101,13 +102,20 @@ struct Run {
     const int nodes = Pick(2, 5);
     for (int i = 0; i < nodes; ++i) {
       const int gpus = Chance(50) ? 4 : 8;
+      // A third of the nodes share each GPU by time-slicing, as the NVIDIA device plugin sets
+      // it up: allocatable nvidia.com/gpu is the replicas, GFD labels say how many per GPU.
+      const int replicas = Chance(33) ? (Chance(50) ? 2 : 4) : 1;
       const std::string name = StrCat("n", i);
-      s->OnNodeAdd(NodeBuilder(name)
-                       .Allocatable(StrCat("cpu:16,memory:256Gi,nvidia.com/gpu:", gpus))
-                       .Label("kubernetes.io/hostname", name)
-                       .Label("nvidia.com/gpu.count", std::to_string(gpus))
-                       .Build());
-      world.nodes.push_back({.name = name, .milli_cpu = 16000, .gpus = gpus});
+      NodeBuilder node(name);
+      node.Allocatable(StrCat("cpu:16,memory:256Gi,nvidia.com/gpu:", gpus * replicas))
+          .Label("kubernetes.io/hostname", name)
+          .Label("nvidia.com/gpu.count", std::to_string(gpus));
+      if (replicas > 1) {
+        node.Label("nvidia.com/gpu.replicas", std::to_string(replicas))
+            .Label("nvidia.com/gpu.sharing-strategy", "time-slicing");
+      }
+      s->OnNodeAdd(node.Build());
+      world.nodes.push_back({.name = name, .milli_cpu = 16000, .gpus = gpus, .replicas = replicas});
     }
     if (Chance(50)) {
       const char* policies[] = {"Never", "LowerPriority", "Any"};
@@ -138,6 +146,8 @@ struct Run {
                 .Build();
     p.meta.namespace_ = spec.namespace_;
     p.meta.labels["app"] = spec.app;
+    if (spec.gpu_milli > 0) p.meta.annotations["tessel.io/gpu-milli"] = std::to_string(spec.gpu_milli);
+    if (spec.sharing_never) p.meta.annotations["tessel.io/gpu-sharing"] = "never";
     if (!spec.gang.empty()) p.meta.labels["scheduling.x-k8s.io/pod-group"] = spec.gang;
     if (!spec.anti_app.empty()) {
       p.pod_anti_affinity.required.push_back(PodAffinityTerm{
@@ -184,6 +194,9 @@ struct Run {
     CheckedPod spec{.key = StrCat(ns, "/", name), .namespace_ = ns, .app = Chance(50) ? "web" : "batch",
                     .milli_cpu = 1000 * Pick(1, 4), .gpus = Chance(20) ? 0 : gpus, .priority = priority,
                     .anti_app = rule <= 1 ? "web" : "", .spread = rule == 2 || rule == 3};
+    // Shared GPUs: some pods ask a fraction of one GPU, some refuse time-sliced GPUs.
+    if (spec.gpus > 0 && Chance(25)) spec.gpus = 1, spec.gpu_milli = 250 * Pick(1, 3);
+    if (spec.gpus > 0 && Chance(10)) spec.sharing_never = true;
     world.pods[spec.key] = spec;
     singles.push_back(spec.key);
     s->OnPodAdd(MakePod(spec, next_pod++));
@@ -221,7 +234,7 @@ struct Run {
 
 TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose; an independent "
           "checker finds no broken rule after any cycle", "[property][composition]") {
-  int cycles = 0, evictions = 0, gang_pods_bound = 0;
+  int cycles = 0, evictions = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -242,7 +255,14 @@ TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose
       r.Churn();
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
     }
-    for (const auto& [key, pod] : r.api.bound) gang_pods_bound += !r.world.pods.at(key).gang.empty();
+    for (const auto& [key, pod] : r.api.bound) {
+      const CheckedPod& spec = r.world.pods.at(key);
+      gang_pods_bound += !spec.gang.empty();
+      fractions_bound += spec.gpu_milli > 0;
+      for (const testing::CheckedNode& n : r.world.nodes) {
+        replica_pods_bound += n.name == pod.node_name && n.replicas > 1 && spec.gpus > 0;
+      }
+    }
     INFO("seed " << seed);
     for (const std::string& b : broken) FAIL_CHECK(b);
   }
@@ -250,6 +270,8 @@ TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose
   CHECK(cycles > 5000);
   CHECK(evictions > 50);
   CHECK(gang_pods_bound > 100);
+  CHECK(replica_pods_bound > 100);
+  CHECK(fractions_bound > 50);
 }
 
 }  // namespace

@@ -27,14 +27,17 @@ namespace tessel::testing {
 struct CheckedNode {
   std::string name;
   int64_t milli_cpu = 0;
-  int64_t gpus = 0;  // whole physical GPUs
+  int64_t gpus = 0;      // whole physical GPUs
+  int64_t replicas = 1;  // slots per GPU: > 1 on a time-sliced node (allocatable gpus x replicas)
 };
 struct CheckedPod {
   std::string key;        // namespace/name
   std::string namespace_;
   std::string app;        // label app
   int64_t milli_cpu = 0;
-  int64_t gpus = 0;       // whole GPUs
+  int64_t gpus = 0;       // nvidia.com/gpu asked for (1 with a fraction)
+  int64_t gpu_milli = 0;  // tessel.io/gpu-milli: a fraction of one GPU; 0 for whole GPUs
+  bool sharing_never = false;  // tessel.io/gpu-sharing: never
   int32_t priority = 0;
   std::string gang;       // "" for none
   std::string anti_app;   // required anti-affinity, hostname, to pods labelled app=anti_app
@@ -44,7 +47,7 @@ struct CheckedQueue {
   std::string name;
   std::string namespace_;
   std::string cohort;
-  int64_t nominal_gpus = 0;
+  int64_t nominal_gpus = 0;  // physical GPUs
 };
 struct CheckedWorld {
   std::vector<CheckedNode> nodes;
@@ -106,32 +109,59 @@ class PlacementChecker {
   }
   static bool Terminating(const Pod& p) { return p.meta.deletion_timestamp.has_value(); }
 
-  // Resources (CPU, whole GPUs), devices, and required anti-affinity on the node.
+  // GPU room, in the node's own unit: milli-GPUs on an exclusive node (a device is 1000), slots
+  // on a time-sliced one (each GPU asked for is one replica; a fraction takes one too).
+  static int64_t GpuRoom(const CheckedNode& n) {
+    return n.replicas > 1 ? n.gpus * n.replicas : n.gpus * 1000;
+  }
+  static int64_t GpuDemandOn(const CheckedPod& s, const CheckedNode& n) {
+    if (s.gpus == 0) return 0;
+    if (n.replicas > 1) return s.gpu_milli > 0 ? 1 : s.gpus;
+    return s.gpu_milli > 0 ? s.gpu_milli : s.gpus * 1000;
+  }
+  // What the pod charges its queue, in milli-GPUs of physical GPUs: a replica is 1/R of a GPU.
+  static int64_t QuotaMilliOn(const CheckedPod& s, const CheckedNode& n) {
+    if (n.replicas > 1) return GpuDemandOn(s, n) * 1000 / n.replicas;
+    return GpuDemandOn(s, n);
+  }
+
+  // Resources (CPU, GPU room), devices (whole GPUs alone on theirs, fractions within 1000 milli,
+  // at most R replicas per GPU), the opt-out from shared GPUs, and required anti-affinity.
   void CheckNode(const CheckedNode& n, const std::vector<PodRef>& pods, std::vector<std::string>& out) {
-    int64_t cpu = 0, gpus = 0;
-    std::set<int32_t> devices;
+    int64_t cpu = 0, room = 0;
+    std::map<int32_t, int64_t> on_device;  // device -> milli (exclusive node) or slots (shared)
     for (const PodRef& p : pods) {
       const CheckedPod* s = Spec(*p);
       if (s == nullptr) continue;
       cpu += s->milli_cpu;
-      gpus += s->gpus;
-      if (s->gpus > 0) {
-        const int64_t held = p->gpu_devices ? static_cast<int64_t>(p->gpu_devices->size()) : 0;
-        if (held != s->gpus) {
-          out.push_back(StrCat(p->Key(), " asks ", s->gpus, " GPUs but holds ", held, " devices on ", n.name));
-        }
-        if (p->gpu_devices) {
-          for (int32_t d : *p->gpu_devices) {
-            if (d < 0 || d >= n.gpus) out.push_back(StrCat(p->Key(), " holds device ", d, " of ", n.name));
-            if (!devices.insert(d).second) {
-              out.push_back(StrCat("device ", d, " of ", n.name, " is held twice (", p->Key(), ")"));
-            }
-          }
-        }
+      room += GpuDemandOn(*s, n);
+      if (s->gpus == 0) continue;
+      if (s->sharing_never && n.replicas > 1) {
+        out.push_back(StrCat(p->Key(), " opted out of shared GPUs but runs on time-sliced ", n.name));
+      }
+      const int64_t held = p->gpu_devices ? static_cast<int64_t>(p->gpu_devices->size()) : 0;
+      const int64_t want = n.replicas > 1 || s->gpu_milli == 0 ? s->gpus : 1;
+      if (held != want) {
+        out.push_back(StrCat(p->Key(), " asks ", s->gpus, " GPUs but holds ", held, " devices on ", n.name));
+      }
+      if (!p->gpu_devices) continue;
+      for (int32_t d : *p->gpu_devices) {
+        if (d < 0 || d >= n.gpus) out.push_back(StrCat(p->Key(), " holds device ", d, " of ", n.name));
+        on_device[d] += n.replicas > 1 ? 1 : (s->gpu_milli > 0 ? s->gpu_milli : 1000);
       }
     }
+    for (const auto& [d, used] : on_device) {
+      const int64_t cap = n.replicas > 1 ? n.replicas : 1000;
+      if (used > cap) {
+        out.push_back(StrCat("device ", d, " of ", n.name, " is overcommitted: ", used, " of ", cap,
+                             n.replicas > 1 ? " replicas" : " milli"));
+      }
+    }
+    if (room > GpuRoom(n)) {
+      out.push_back(StrCat(n.name, " overcommitted: GPU room ", room, " of ", GpuRoom(n),
+                           n.replicas > 1 ? " replicas" : " milli"));
+    }
     if (cpu > n.milli_cpu) out.push_back(StrCat(n.name, " overcommitted: cpu ", cpu, "m of ", n.milli_cpu, "m"));
-    if (gpus > n.gpus) out.push_back(StrCat(n.name, " overcommitted: ", gpus, " GPUs of ", n.gpus));
     for (const PodRef& a : pods) {
       const CheckedPod* sa = Spec(*a);
       if (sa == nullptr || sa->anti_app.empty()) continue;
@@ -157,26 +187,26 @@ class PlacementChecker {
       auto nominated = before_.nominated.find(node_name);
       if (nominated == before_.nominated.end()) continue;
       const CheckedNode& n = NodeOf(node_name);
-      int64_t cpu = 0, gpus = 0;
+      int64_t cpu = 0, gpus = 0;  // gpus: GPU room, in the node's unit (GpuRoom)
       for (const PodRef& p : view.on_node.at(node_name)) {
         if (Terminating(*p)) continue;
-        if (const CheckedPod* o = Spec(*p)) cpu += o->milli_cpu, gpus += o->gpus;
+        if (const CheckedPod* o = Spec(*p)) cpu += o->milli_cpu, gpus += GpuDemandOn(*o, n);
       }
       std::vector<std::string> ahead;
       for (const PodRef& q : nominated->second) {
         const CheckedPod* sq = Spec(*q);
         if (sq == nullptr || q->Key() == key || sq->priority < s->priority) continue;
         if (placed_now.contains(q->Key())) continue;  // placed in the same cycle (a gang mate)
-        cpu += sq->milli_cpu, gpus += sq->gpus;
+        cpu += sq->milli_cpu, gpus += GpuDemandOn(*sq, n);
         ahead.push_back(q->Key());
       }
       if (ahead.empty()) continue;
       // Only what the pod asks for is checked (a pod without GPUs may join a node whose GPUs
       // are still held by a nominated pod's victims).
-      if (cpu > n.milli_cpu || (s->gpus > 0 && gpus > n.gpus)) {
+      if (cpu > n.milli_cpu || (s->gpus > 0 && gpus > GpuRoom(n))) {
         out.push_back(StrCat(key, " (priority ", s->priority, ") took the room on ", node_name,
                              " of nominated ", absl::StrJoin(ahead, ", "), ": once its terminating pods are gone, cpu ",
-                             cpu, "m of ", n.milli_cpu, "m, GPUs ", gpus, " of ", n.gpus));
+                             cpu, "m of ", n.milli_cpu, "m, GPU room ", gpus, " of ", GpuRoom(n)));
       }
     }
   }
@@ -214,28 +244,32 @@ class PlacementChecker {
   }
 
   // A queue without a cohort stays within its nominal GPUs; a cohort's queues together within
-  // the sum of their nominal GPUs. Pods being deleted hold no quota (docs/quota.md).
+  // the sum of their nominal GPUs. Pods being deleted hold no quota; a replica is 1/R of a GPU,
+  // a fraction its milli (docs/quota.md, docs/gpu.md). Compared in milli-GPUs.
   void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
-    std::map<std::string, int64_t> used;  // namespace -> GPUs
+    std::map<std::string, int64_t> used;  // namespace -> milli-GPUs
     for (const auto& [node, pods] : view.on_node) {
+      const CheckedNode& n = NodeOf(node);
       for (const PodRef& p : pods) {
         const CheckedPod* s = Spec(*p);
-        if (s != nullptr && !Terminating(*p)) used[s->namespace_] += s->gpus;
+        if (s != nullptr && !Terminating(*p)) used[s->namespace_] += QuotaMilliOn(*s, n);
       }
     }
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
     for (const CheckedQueue& q : world_->queues) {
       const int64_t u = used[q.namespace_];
       if (q.cohort.empty()) {
-        if (u > q.nominal_gpus) out.push_back(StrCat("queue ", q.name, " holds ", u, " GPUs of nominal ", q.nominal_gpus));
+        if (u > q.nominal_gpus * 1000) {
+          out.push_back(StrCat("queue ", q.name, " holds ", u, " milli-GPUs of nominal ", q.nominal_gpus));
+        }
         continue;
       }
       cohorts[q.cohort].first += u;
-      cohorts[q.cohort].second += q.nominal_gpus;
+      cohorts[q.cohort].second += q.nominal_gpus * 1000;
     }
     for (const auto& [cohort, un] : cohorts) {
       if (un.first > un.second) {
-        out.push_back(StrCat("cohort ", cohort, " holds ", un.first, " GPUs of nominal ", un.second));
+        out.push_back(StrCat("cohort ", cohort, " holds ", un.first, " milli-GPUs of nominal ", un.second));
       }
     }
   }
