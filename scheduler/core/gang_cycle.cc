@@ -12,9 +12,10 @@
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
+#include "scheduler/core/admission.h"
 #include "scheduler/core/scheduler.h"
-#include "scheduler/preemption/preemption.h"
 #include "scheduler/framework/binding.h"
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -57,7 +58,8 @@ struct Scheduler::GangBinding {
   const Framework* fw = nullptr;
   gang::GangId id;
   std::vector<gang::MemberPlacement> members;
-  std::vector<Status> results;
+  std::vector<Status> results;        // what failed, for messages
+  std::vector<BindOutcome> outcomes;  // how each member's bind ended
   std::atomic<size_t> left{0};
   QueuedPodInfo head_info;
 };
@@ -351,23 +353,12 @@ Status Scheduler::HoldGang(const Framework& fw, std::vector<gang::MemberPlacemen
                            size_t required) {
   for (size_t held = 0; held < placements.size(); ++held) {
     gang::MemberPlacement& m = placements[held];
-    Status failure;
-    if (absl::Status st = cache_->AssumePod(m.assumed); !st.ok()) {
-      failure = Status::Error(std::string(st.message()));
-    } else {
-      nominator_.Remove(m.pod->Key());  // it holds its own room now
-      failure = fw.RunReserve(*m.state, *m.pod, m.node);
-      if (failure.ok()) {
-        PermitResult permit = fw.RunPermit(*m.state, *m.pod, m.node);
-        if (permit.status.IsWait()) {
-          failure = Status::Error("a Permit plugin asked a gang member to wait; a gang is "
-                                  "permitted as a whole");
-        } else if (!permit.status.ok()) {
-          failure = permit.status;
-        }
-        if (!failure.ok()) fw.RunUnreserve(*m.state, *m.pod, m.node);
-      }
-      if (!failure.ok()) (void)cache_->ForgetPod(m.pod->Key());
+    Admission admitted = Admit(fw, *m.state, *cache_, nominator_, m.assumed);
+    Status failure = admitted.status;
+    if (failure.IsWait()) {
+      Unadmit(fw, *m.state, *cache_, *m.pod, m.node);
+      failure = Status::Error("a Permit plugin asked a gang member to wait; a gang is "
+                              "permitted as a whole");
     }
     if (failure.IsRejected() && held >= required && held > 0) {
       // The members the gang needs are held; the rest wait, as members beyond capacity do.
@@ -386,8 +377,7 @@ void Scheduler::ReleaseGang(const Framework& fw, std::vector<gang::MemberPlaceme
                             size_t count) {
   for (size_t k = 0; k < count; ++k) {
     gang::MemberPlacement& m = placements[k];
-    fw.RunUnreserve(*m.state, *m.pod, m.node);
-    (void)cache_->ForgetPod(m.pod->Key());
+    Unadmit(fw, *m.state, *cache_, *m.pod, m.node);
   }
 }
 
@@ -604,6 +594,7 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
   binding->id = spec.id;
   binding->members = std::move(plan.placements);
   binding->results.resize(n);
+  binding->outcomes.resize(n, BindOutcome::kFailed);
   binding->left = n;
   binding->head_info = std::move(info);
   for (size_t i = 0; i < n; ++i) {
@@ -618,45 +609,39 @@ void Scheduler::RunGangCycle(QueuedPodInfo info, int64_t cycle) {
 void Scheduler::BindGangMember(const std::shared_ptr<GangBinding>& b, size_t i) {
   gang::MemberPlacement& m = b->members[i];
   Status st;
+  BindOutcome outcome = BindOutcome::kFailed;
   for (int attempt = 0; attempt < gang_bind_attempts_; ++attempt) {
-    st = b->fw->RunPreBind(*m.state, *m.pod, m.node);
-    if (st.ok()) st = b->fw->RunBind(*m.state, *m.pod, m.node);
-    if (st.ok()) break;
-    // The API's typed answer (scheduler/framework/binding.h): only transient failures retry.
-    const absl::Status* answer = BindResult(*m.state);
-    if (answer == nullptr) continue;
-    if (absl::IsAlreadyExists(*answer)) {
-      st = Status::Ok();  // bound already; the informer says where
-      break;
-    }
-    if (absl::IsNotFound(*answer) || absl::IsFailedPrecondition(*answer)) break;
+    outcome = BindAdmitted(*b->fw, *m.state, *m.pod, m.node, &st);
+    if (outcome != BindOutcome::kFailed) break;  // only what may be transient is retried
   }
+  b->outcomes[i] = outcome;
   b->results[i] = std::move(st);
   if (b->left.fetch_sub(1) == 1) FinishGangBinding(b);
 }
 
 void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
-  size_t failed = b->results.size();
-  for (size_t i = 0; i < b->results.size() && failed == b->results.size(); ++i) {
-    if (!b->results[i].ok()) failed = i;
+  const size_t n = b->members.size();
+  size_t failed = n;
+  for (size_t i = 0; i < n && failed == n; ++i) {
+    if (!Placed(b->outcomes[i])) failed = i;
   }
-  if (failed == b->results.size()) {
-    for (const gang::MemberPlacement& m : b->members) {
-      (void)cache_->FinishBinding(m.pod->Key());
-      if (observer_) observer_->PodScheduled(*m.pod, m.node);
+  if (failed == n) {
+    for (size_t i = 0; i < n; ++i) {
+      gang::MemberPlacement& m = b->members[i];
+      (void)SettleBind(*b->fw, *m.state, *cache_, *m.pod, m.node, b->outcomes[i]);
+      // Bound before (AlreadyExists): not by this bind, so not reported as scheduled here.
+      if (b->outcomes[i] == BindOutcome::kBound && observer_) observer_->PodScheduled(*m.pod, m.node);
     }
     return;
   }
   // A replica that may no longer write (not the leader) leaves the gang to the next leader,
   // which sees the bound members as running and plans the rest. Otherwise: roll back, so no
   // half-started gang keeps its nodes.
-  bool may_write = true;
-  for (const gang::MemberPlacement& m : b->members) {
-    const absl::Status* answer = BindResult(*m.state);
-    if (answer != nullptr && absl::IsFailedPrecondition(*answer)) may_write = false;
-  }
+  const bool may_write = std::none_of(b->outcomes.begin(), b->outcomes.end(), [](BindOutcome o) {
+    return o == BindOutcome::kMayNotWrite;
+  });
   int64_t bound = 0;
-  for (const Status& st : b->results) bound += st.ok();
+  for (BindOutcome o : b->outcomes) bound += Placed(o);
   const std::string message =
       StrCat(b->id.Describe(), ": binding ", b->members[failed].pod->Key(), " failed (",
              b->results[failed].Message(), "); the gang was rolled back and ",
@@ -666,7 +651,7 @@ void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
     auto it = gang_states_.find(b->id.Key());
     for (size_t i = 0; i < b->members.size() && it != gang_states_.end(); ++i) {
       const std::string key = b->members[i].pod->Key();
-      if (b->results[i].ok()) {
+      if (Placed(b->outcomes[i])) {
         if (may_write) {
           it->second.placed.erase(key);
           it->second.evicting.insert(key);
@@ -684,13 +669,9 @@ void Scheduler::FinishGangBinding(const std::shared_ptr<GangBinding>& b) {
   }
   for (size_t i = 0; i < b->members.size(); ++i) {
     gang::MemberPlacement& m = b->members[i];
-    if (b->results[i].ok()) {
-      (void)cache_->FinishBinding(m.pod->Key());  // bound: it holds its node until deleted
-      if (may_write) EvictRolledBack(m.pod, message, kFirstRollbackRetry);
-    } else {
-      b->fw->RunUnreserve(*m.state, *m.pod, m.node);
-      (void)cache_->ForgetPod(m.pod->Key());
-    }
+    // A bound member holds its node until the rollback's eviction deletes it.
+    (void)SettleBind(*b->fw, *m.state, *cache_, *m.pod, m.node, b->outcomes[i]);
+    if (Placed(b->outcomes[i]) && may_write) EvictRolledBack(m.pod, message, kFirstRollbackRetry);
     if (may_write && observer_) observer_->PodUnschedulable(*m.pod, FailureKind::kBindFailed, message);
   }
   if (!may_write) return;

@@ -1,9 +1,10 @@
 // The scheduling cycle and binding cycle.
 #include "scheduler/core/scheduler.h"
 
-#include "scheduler/util/strings.h"
+#include "scheduler/core/admission.h"
 #include "scheduler/core/fit_error.h"
 #include "scheduler/framework/binding.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -521,36 +522,22 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       return;
     }
   }
-  if (absl::Status st = cache_->AssumePod(std::move(assumed)); !st.ok()) {
-    HandleFailure(*fw, std::move(info), popped.cycle, Status::Error(std::string(st.message())),
-                  std::string(st.message()), {});
-    finish("error");
-    return;
-  }
-  nominator_.Remove(pod.Key());  // it holds its own room now
-  if (Status st = fw->RunReserve(*state, pod, chosen); !st.ok()) {
-    (void)cache_->ForgetPod(pod.Key(), pod.meta.uid);
-    HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
-    finish(st.code() == Code::kError ? "error" : "unschedulable");
-    return;
-  }
-  PermitResult permit = fw->RunPermit(*state, pod, chosen);
-  if (permit.status.IsWait()) {
+  Admission admitted = Admit(*fw, *state, *cache_, nominator_, std::move(assumed));
+  if (admitted.status.IsWait()) {
     {
       absl::MutexLock lock(&mu_);
-      waiting_[pod.Key()] = WaitingPod{fw, state, info, chosen, clock_->Now() + permit.timeout};
+      waiting_[pod.Key()] = WaitingPod{fw, state, info, chosen, clock_->Now() + admitted.timeout};
     }
     // Deleted during the cycle, before it waited: let go at once.
     if (queue_->Ended(pod.Key(), pod.meta.uid)) RejectWaitingPod(pod.Key(), "deleted");
     finish("scheduled");
     return;
   }
-  if (!permit.status.ok()) {
-    // Held only during this cycle, in which no other pod was parked: nobody to wake.
-    UndoAssume(*fw, *state, info, chosen, /*notify=*/false);
-    std::string msg = permit.status.Message();
-    HandleFailure(*fw, std::move(info), popped.cycle, permit.status, msg, {permit.status.plugin()});
-    finish("unschedulable");
+  if (!admitted.status.ok()) {
+    // Nothing is held (and it was held only during this cycle: nobody to wake).
+    const Status& st = admitted.status;
+    HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
+    finish(st.code() == Code::kError ? "error" : "unschedulable");
     return;
   }
   finish("scheduled");
@@ -620,8 +607,7 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
 
 void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
                            const std::string& node, bool notify) {
-  fw.RunUnreserve(state, *info.pod, node);
-  if (cache_->ForgetPod(info.pod->Key(), info.pod->meta.uid).ok() && notify) {
+  if (Unadmit(fw, state, *cache_, *info.pod, node) && notify) {
     // Its resources are free again: pods parked while they were held may fit now.
     queue_->OnClusterEvent(kAssignedPodDelete);
   }
@@ -652,34 +638,21 @@ void Scheduler::Bind(const Framework& fw, std::shared_ptr<CycleState> state, Que
   }
   // Recheck the node right before binding: a bind to a node deleted meanwhile would succeed,
   // and pod GC would then delete the pod.
-  Status st = cache_->HasNode(node)
-                  ? Status::Ok()
-                  : Status::Error(StrCat("node \"", node, "\" was deleted before the bind"));
-  if (st.ok()) st = fw.RunPreBind(*state, pod, node);
-  if (st.ok()) st = fw.RunBind(*state, pod, node);
-  if (st.ok()) {
-    (void)cache_->FinishBinding(key, pod.meta.uid);
-    queue_->Done(key, pod.meta.uid);
-    if (observer_) observer_->PodScheduled(pod, node);
-    return;
+  Status st;
+  BindOutcome outcome = BindOutcome::kFailed;
+  if (cache_->HasNode(node)) {
+    outcome = BindAdmitted(fw, *state, pod, node, &st);
+  } else {
+    st = Status::Error(StrCat("node \"", node, "\" was deleted before the bind"));
   }
-  UndoAssume(fw, *state, info, node);
-  // The bind plugin recorded the API server's typed answer (scheduler/framework/binding.h).
-  const absl::Status* answer = BindResult(*state);
-  switch (answer != nullptr ? answer->code() : absl::StatusCode::kOk) {
-    case absl::StatusCode::kNotFound:
-      // The pod no longer exists (deleted, or its name holds another UID): its life here ends.
-    case absl::StatusCode::kAlreadyExists:
-      // Already bound: the informer's update accounts the real binding.
-    case absl::StatusCode::kFailedPrecondition:
-      // Not (or no longer) the leader, or shutting down: nothing to retry or report.
-      queue_->Done(key, pod.meta.uid);
-      return;
-    default:
-      break;
+  if (SettleBind(fw, *state, *cache_, pod, node, outcome)) {
+    queue_->OnClusterEvent(kAssignedPodDelete);  // parked pods may fit in the room it held
   }
-  if (queue_->Ended(key, pod.meta.uid)) {
+  // Placed (now or before), gone, or not ours to write: nothing to retry. Only a bind of this
+  // cycle's is reported as scheduled.
+  if (outcome != BindOutcome::kFailed || queue_->Ended(key, pod.meta.uid)) {
     queue_->Done(key, pod.meta.uid);
+    if (outcome == BindOutcome::kBound && observer_) observer_->PodScheduled(pod, node);
     return;
   }
   const std::string message = StrCat("binding rejected: ", st.Message());

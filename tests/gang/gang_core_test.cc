@@ -22,6 +22,7 @@ class FakeBinder final : public ClusterApi {
  public:
   absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
     ++attempts[pod.Key()];
+    if (auto it = answers.find(pod.Key()); it != answers.end()) return it->second;
     if (auto it = failures.find(pod.Key()); it != failures.end() && it->second != 0) {
       if (it->second > 0) --it->second;
       return absl::UnavailableError("apiserver unavailable");
@@ -42,6 +43,7 @@ class FakeBinder final : public ClusterApi {
   void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
 
   std::map<std::string, int> failures;  // pod key -> failures left (-1: always)
+  std::map<std::string, absl::Status> answers;  // pod key -> the API's answer to every bind
   std::map<std::string, int> attempts;
   std::map<std::string, std::string> bound;
   std::vector<std::string> evicted;
@@ -438,6 +440,41 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
     c.clock.Advance(absl::Seconds(30));
     c.Run();
     CHECK(c.BoundOf("ring") == 4);
+  }
+}
+
+// One admission path (issue 18): a bind's answer means the same for a gang member as for a single
+// pod (scheduler_test.cc, "the bind's API answer decides the pod's fate"). AlreadyExists: the pod
+// runs, where the informer will say; the cycle's own assumption is forgotten and the pod is not
+// reported as scheduled by this bind (a gang member used to keep its assumption and be reported).
+TEST_CASE("a gang member's bind answer is read as a single pod's", "[gang][core]") {
+  struct Case {
+    absl::Status answer;
+    int attempts;      // binds sent for ring-2
+    bool rolled_back;  // the other members evicted
+    bool reported;     // the others reported scheduled (not when the replica may not write)
+  };
+  const std::vector<Case> cases = {
+      {absl::AlreadyExistsError("pod default/ring-2 is already assigned to node \"gpu-0\""), 1, false, true},
+      {absl::NotFoundError("pods \"ring-2\" not found"), 1, true, false},
+      {absl::FailedPreconditionError("not the leader"), 1, false, false},
+      {absl::UnavailableError("connection refused"), 3, true, false},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.answer.ToString());
+    Core c;
+    c.GpuNodes(1, 8);
+    c.PodGroup("ring", 4);
+    for (int i = 0; i < 4; ++i) c.s->OnPodAdd(c.Member("ring", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
+    c.api.answers["default/ring-2"] = k.answer;
+    CHECK(c.s->ScheduleOne());
+    CHECK(c.api.attempts.at("default/ring-2") == k.attempts);
+    // Whatever the answer, this cycle's assumption of ring-2 is not kept.
+    CHECK_FALSE(c.cache.NodeOf("default/ring-2").has_value());
+    CHECK_FALSE(c.rec.scheduled.contains("default/ring-2"));
+    CHECK(c.api.evicted.empty() != k.rolled_back);
+    // The members whose binds were accepted are reported when the gang stands.
+    CHECK(c.rec.scheduled.contains("default/ring-0") == k.reported);
   }
 }
 

@@ -1,0 +1,64 @@
+// Admission of a pod to its chosen node, and the reading of its bind (see admission.h).
+#include "scheduler/core/admission.h"
+
+#include "scheduler/framework/binding.h"
+
+namespace tessel {
+
+Admission Admit(const Framework& fw, CycleState& state, Cache& cache, Nominator& nominator,
+                Pod assumed) {
+  const std::string key = assumed.Key(), uid = assumed.meta.uid, node = assumed.node_name;
+  const PodRef pod = std::make_shared<const Pod>(assumed);
+  if (absl::Status st = cache.AssumePod(std::move(assumed)); !st.ok()) {
+    return {.status = Status::Error(std::string(st.message()))};
+  }
+  // RunReserve unreserves the plugins it ran when one refuses.
+  if (Status st = fw.RunReserve(state, *pod, node); !st.ok()) {
+    (void)cache.ForgetPod(key, uid);
+    return {.status = st};
+  }
+  PermitResult permit = fw.RunPermit(state, *pod, node);
+  if (!permit.status.ok() && !permit.status.IsWait()) {
+    Unadmit(fw, state, cache, *pod, node);
+    return {.status = permit.status};
+  }
+  nominator.Remove(key);  // it holds its own room now
+  return {.status = permit.status, .timeout = permit.timeout};
+}
+
+bool Unadmit(const Framework& fw, CycleState& state, Cache& cache, const Pod& pod,
+             const std::string& node) {
+  fw.RunUnreserve(state, pod, node);
+  return cache.ForgetPod(pod.Key(), pod.meta.uid).ok();
+}
+
+BindOutcome BindAdmitted(const Framework& fw, CycleState& state, const Pod& pod,
+                         const std::string& node, Status* status) {
+  *status = fw.RunPreBind(state, pod, node);
+  if (!status->ok()) return BindOutcome::kFailed;
+  *status = fw.RunBind(state, pod, node);
+  if (status->ok()) return BindOutcome::kBound;
+  const absl::Status* answer = BindResult(state);
+  if (answer == nullptr) return BindOutcome::kFailed;  // no bind was sent
+  switch (answer->code()) {
+    case absl::StatusCode::kAlreadyExists:
+      return BindOutcome::kAlreadyBound;
+    case absl::StatusCode::kNotFound:
+      return BindOutcome::kPodGone;
+    case absl::StatusCode::kFailedPrecondition:
+      return BindOutcome::kMayNotWrite;
+    default:
+      return BindOutcome::kFailed;
+  }
+}
+
+bool SettleBind(const Framework& fw, CycleState& state, Cache& cache, const Pod& pod,
+                const std::string& node, BindOutcome outcome) {
+  if (outcome == BindOutcome::kBound) {
+    (void)cache.FinishBinding(pod.Key(), pod.meta.uid);
+    return false;
+  }
+  return Unadmit(fw, state, cache, pod, node);
+}
+
+}  // namespace tessel
