@@ -79,7 +79,7 @@ NamespaceLabelsFn InterPodAffinity::NamespaceLabels() const {
   return [objects](std::string_view ns) { return objects->NamespaceLabels(ns); };
 }
 
-std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) const {
+std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod, bool always) const {
   auto s = std::make_unique<PreFilterState>();
   s->affinity = ResolveRequired(pod.pod_affinity, pod);
   s->anti_affinity = ResolveRequired(pod.pod_anti_affinity, pod);
@@ -88,7 +88,7 @@ std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) c
   const bool own_terms = !s->affinity.empty() || !s->anti_affinity.empty();
   // Without terms of its own, only existing pods with required anti-affinity matter: the
   // snapshot counts them, so a cluster without any is not walked.
-  if (!own_terms && handle_.snapshot().pods_with_required_anti_affinity() == 0) return nullptr;
+  if (!own_terms && !always && handle_.snapshot().pods_with_required_anti_affinity() == 0) return nullptr;
   for (const NodeInfo* info : handle_.snapshot().nodes()) {
     if (info->node() == nullptr) continue;
     for (const PodRef& existing : info->pods()) {
@@ -98,7 +98,7 @@ std::unique_ptr<PreFilterState> InterPodAffinity::ComputeState(const Pod& pod) c
       s->UpdateWithPod(pod, *existing, *info->node(), ns, +1);
     }
   }
-  if (!own_terms && s->existing_anti_affinity.empty()) return nullptr;
+  if (!own_terms && !always && s->existing_anti_affinity.empty()) return nullptr;
   return s;
 }
 
@@ -108,10 +108,23 @@ Status InterPodAffinity::PreFilter(CycleState& state, const Pod& pod) {
 
 Status InterPodAffinity::AddPod(CycleState& state, const Pod& to_schedule, const Pod& other,
                                 const NodeInfo& node) const {
+  if (node.node() == nullptr) return Status::Ok();
   PreFilterState* s = state.ReadMutable<PreFilterState>(kName);
-  if (s != nullptr && node.node() != nullptr) {
+  if (s != nullptr) {
     s->UpdateWithPod(to_schedule, other, *node.node(), NamespaceLabels(), +1);
+    return Status::Ok();
   }
+  // PreFilter found nothing that constrains the pod and skipped the Filter. A pod added now
+  // (one nominated to the node, in the filters' view of the node as it will be) may constrain it
+  // with its required anti-affinity: then the state is built after all and the Filter runs.
+  if (other.pod_anti_affinity.required.empty()) return Status::Ok();
+  PreFilterState probe;
+  probe.UpdateWithPod(to_schedule, other, *node.node(), NamespaceLabels(), +1);
+  if (probe.existing_anti_affinity.empty()) return Status::Ok();  // its terms do not match the pod
+  std::unique_ptr<PreFilterState> built = ComputeState(to_schedule, /*always=*/true);
+  built->UpdateWithPod(to_schedule, other, *node.node(), NamespaceLabels(), +1);
+  state.Write(kName, std::move(built));
+  state.skip_filter.erase(std::string(kName));
   return Status::Ok();
 }
 

@@ -89,8 +89,9 @@ class InterPodAffinity final : public PreFilterPlugin,
 
  private:
   NamespaceLabelsFn NamespaceLabels() const;
-  // PreFilter's state; null when nothing constrains the pod (Skip).
-  std::unique_ptr<PreFilterState> ComputeState(const Pod& pod) const;
+  // PreFilter's state; null when nothing constrains the pod (no terms of its own, no existing
+  // pod's anti-affinity matches it: Skip), unless `always`.
+  std::unique_ptr<PreFilterState> ComputeState(const Pod& pod, bool always = false) const;
   Args args_;
   Handle& handle_;
 };

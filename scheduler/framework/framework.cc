@@ -259,12 +259,14 @@ Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod
 
 namespace {
 
+// `with_skipped`: also the plugins whose PreFilter skipped their Filter (each extension then
+// finds no state of its own; one that learns a constraint may build it and un-skip the Filter).
 template <typename Call>
 Status ForEachExtension(const std::vector<PreFilterPlugin*>& plugins, const CycleState& state,
-                        Call call) {
+                        bool with_skipped, Call call) {
   for (const PreFilterPlugin* p : plugins) {
     const PreFilterExtensions* ext = p->Extensions();
-    if (ext == nullptr || state.skip_filter.contains(p->Name())) continue;
+    if (ext == nullptr || (!with_skipped && state.skip_filter.contains(p->Name()))) continue;
     Status st = call(*ext);
     if (!st.ok()) return st.WithPlugin(p->Name());
   }
@@ -275,14 +277,15 @@ Status ForEachExtension(const std::vector<PreFilterPlugin*>& plugins, const Cycl
 
 Status Framework::RunPreFilterExtensionAddPod(CycleState& state, const Pod& to_schedule,
                                               const Pod& other, const NodeInfo& node) const {
-  return ForEachExtension(pre_filter_, state, [&](const PreFilterExtensions& ext) {
+  // A pod added can bring a constraint the PreFilter did not see (required anti-affinity).
+  return ForEachExtension(pre_filter_, state, /*with_skipped=*/true, [&](const PreFilterExtensions& ext) {
     return ext.AddPod(state, to_schedule, other, node);
   });
 }
 
 Status Framework::RunPreFilterExtensionRemovePod(CycleState& state, const Pod& to_schedule,
                                                  const Pod& other, const NodeInfo& node) const {
-  return ForEachExtension(pre_filter_, state, [&](const PreFilterExtensions& ext) {
+  return ForEachExtension(pre_filter_, state, /*with_skipped=*/false, [&](const PreFilterExtensions& ext) {
     return ext.RemovePod(state, to_schedule, other, node);
   });
 }

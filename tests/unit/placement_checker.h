@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -98,6 +99,7 @@ class PlacementChecker {
     CheckQuota(view, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
+    CheckRepeatedPreemption(view, placed_now, evictions, out);
     return out;
   }
 
@@ -313,6 +315,47 @@ class PlacementChecker {
     }
     for (const Eviction& e : evictions) earlier_victims_[Preemptor(e.preemptor)].insert(e.victim);
   }
+  // Stable preemption: a preemptor may evict again in a later cycle when its room was taken
+  // meanwhile, which under the nomination rules only a more important pod (placed, or nominated:
+  // its preemption clears less important nominations) can do, or when the room it was nominated
+  // for no longer suits it for a reason kube-scheduler does not protect either (its own spread
+  // constraint, devices that a smaller pod fragmented). A third round with no more important pod
+  // since the first is a loop: evictions repeat for one placement.
+  void CheckRepeatedPreemption(const ClusterView& view, const std::map<std::string, std::string>& placed_now,
+                               const std::vector<Eviction>& evictions, std::vector<std::string>& out) {
+    auto note = [&](const std::string& key) {
+      const CheckedPod* s = SpecOf(key);
+      if (s == nullptr) return;
+      for (auto& [who, r] : rounds_) {
+        if (s->priority > PriorityOfPreemptor(who)) r = 0;  // its room may have been taken
+      }
+    };
+    std::set<std::string> this_round;
+    for (const Eviction& e : evictions) this_round.insert(Preemptor(e.preemptor));
+    for (const std::string& who : this_round) {
+      if (++rounds_[who] >= 3) {
+        out.push_back(StrCat(who, " (priority ", PriorityOfPreemptor(who), ") preempts for the ",
+                             rounds_[who], "th time though no more important pod was placed or "
+                             "nominated since its first round: a preemption loop"));
+      }
+    }
+    for (const auto& [key, node] : placed_now) note(key);
+    for (const auto& [node, pods] : view.nominated) {
+      for (const PodRef& p : pods) {
+        if (!nominated_before_.contains(p->Key())) note(p->Key());
+      }
+    }
+    nominated_before_.clear();
+    for (const auto& [node, pods] : view.nominated) {
+      for (const PodRef& p : pods) nominated_before_.insert(p->Key());
+    }
+  }
+  int32_t PriorityOfPreemptor(const std::string& who) const {
+    for (const auto& [key, spec] : world_->pods) {
+      if (key == who || StrCat("gang ", spec.gang) == who) return spec.priority;
+    }
+    return 0;
+  }
   std::string Preemptor(const std::string& key) const {
     auto it = world_->pods.find(key);
     return it != world_->pods.end() && !it->second.gang.empty() ? StrCat("gang ", it->second.gang) : key;
@@ -327,6 +370,8 @@ class PlacementChecker {
   ClusterView before_;
   std::map<std::string, std::string> placed_before_;
   std::map<std::string, std::set<std::string>> earlier_victims_;
+  std::map<std::string, int> rounds_;  // preemptor -> eviction rounds since a more important pod came
+  std::set<std::string> nominated_before_;
 };
 
 }  // namespace tessel::testing

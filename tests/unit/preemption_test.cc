@@ -499,6 +499,32 @@ TEST_CASE("anti-affinity: evicting the pod that repels the preemptor is enough",
   CHECK(Keys(got[0].victims) == std::set<std::string>{"default/repeller"});
 }
 
+// Found by the composition property: a nominated pod's required anti-affinity must keep the pods
+// it repels off its node, also when no running pod has anti-affinity (InterPodAffinity's PreFilter
+// then skips its Filter, and adding the nominated pod used to leave it skipped).
+TEST_CASE("a nominated pod's anti-affinity holds its node against the pods it repels", "[preemption]") {
+  World w;
+  Node n = SmallNode("n1");
+  n.meta.labels["kubernetes.io/hostname"] = "n1";
+  w.handle.AddNode(n);
+  Pod nominated = PodBuilder("loner").Requests("cpu:1").Priority(10).Build();
+  nominated.pod_anti_affinity.required.push_back(PodAffinityTerm{
+      .label_selector = LabelSelector{.match_labels = {{"app", "web"}}},
+      .topology_key = "kubernetes.io/hostname"});
+  NominatedPodMap map;
+  map["n1"].push_back(std::make_shared<const Pod>(nominated));
+  const NodeInfo& n1 = *w.handle.snapshot().Get("n1");
+  Pod web = PodBuilder("web").Requests("cpu:1").Priority(5).Build();
+  web.meta.labels["app"] = "web";
+  const Status st = w.fw->RunFiltersWithNominatedPods(w.PreFiltered(web), web, n1, &map);
+  CHECK_FALSE(st.ok());
+  CHECK(st.plugin() == "InterPodAffinity");
+  // A pod it does not repel is not kept off.
+  Pod batch = PodBuilder("batch").Requests("cpu:1").Priority(5).Build();
+  batch.meta.labels["app"] = "batch";
+  CHECK(w.fw->RunFiltersWithNominatedPods(w.PreFiltered(batch), batch, n1, &map).ok());
+}
+
 // The PreFilter extensions make pod-to-pod rules right under removal: after RemovePod of some
 // pods (through Framework::RunPreFilterExtensionRemovePod, on a state computed with them), every
 // filter answers on every node as it does for a fresh PreFilter on a cluster without them.
