@@ -2,6 +2,7 @@
 //   tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]
 //   tessel-bench gang [--gangs 20] [--members 500] [--nodes 5000]
 //   tessel-bench inflate --nodes NODES.csv --pods PODS.csv --policy NAME[,NAME...] --seeds 42-51 --tune 1.3 --out DIR
+//   tessel-bench trace --nodes NODES.csv --pods PODS.csv --load 0.9 --policy bestfit,fgd,tessel --seeds 1-10 --out DIR
 //   tessel-bench throughput --nodes N --pods M [--gpus-per-node 8] [--mix 1,1,2,4,8] [--threads T] [--json]
 //   tessel-bench e2e --nodes N --pods M [--qps Q] [--compare kube-scheduler|ceiling] [--json]
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
 #include "bench/throughput/throughput.h"
+#include "bench/trace/trace.h"
 
 namespace {
 
@@ -20,6 +22,7 @@ void Usage() {
                "commands:\n"
                "  replay   schedule the pending pods of a cluster snapshot (kubectl get -o json)\n"
                "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n"
+               "  trace    a cluster's jobs over time: queueing delays, allocation, evictions per policy (docs/bench.md)\n"
                "  throughput  decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)\n"
                "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n"
 
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   std::string_view command = argv[1];
   if (command == "replay") return tessel::bench::ReplayMain(argc - 2, argv + 2);
   if (command == "inflate") return tessel::bench::InflateMain(argc - 2, argv + 2);
+  if (command == "trace") return tessel::bench::TraceMain(argc - 2, argv + 2);
   if (command == "throughput") return tessel::bench::ThroughputMain(argc - 2, argv + 2);
   if (command == "e2e") return tessel::bench::E2eMain(argc - 2, argv + 2);
   if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);

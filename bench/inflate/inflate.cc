@@ -66,6 +66,8 @@ std::string PaperName(const std::string& policy) {
   return it == kNames.end() ? "" : it->second;
 }
 
+}  // namespace
+
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text) {
   std::vector<uint64_t> out;
   for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
@@ -79,8 +81,6 @@ absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text) {
   }
   return out;
 }
-
-}  // namespace
 
 int InflateMain(int argc, char** argv) {
   InflateOptions o;

@@ -40,4 +40,7 @@ struct InflateOptions {
 
 int InflateMain(int argc, char** argv);
 
+// "42-51" or "1,5,9-10" (the bench's --seeds flag).
+absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text);
+
 }  // namespace tessel::bench

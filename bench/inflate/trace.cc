@@ -140,6 +140,14 @@ absl::StatusOr<std::vector<TracePod>> ParseTracePods(std::string_view text) {
     if (has_spec && !row[csv->column["gpu_spec"]].empty()) {
       p.gpu_spec = absl::StrSplit(row[csv->column["gpu_spec"]], '|');
     }
+    for (auto [column, field] : {std::pair{"creation_time", &p.creation_time},
+                                 std::pair{"deletion_time", &p.deletion_time},
+                                 std::pair{"scheduled_time", &p.scheduled_time}}) {
+      auto it = csv->column.find(column);
+      if (it == csv->column.end() || row[it->second].empty()) continue;
+      *field = ToInt(row[it->second]);
+      if (!*field) return absl::InvalidArgumentError(StrCat("pod ", p.name, ": bad ", column));
+    }
     out.push_back(std::move(p));
   }
   return out;

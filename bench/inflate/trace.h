@@ -29,6 +29,8 @@ struct TracePod {
   int32_t num_gpu = 0;
   int64_t gpu_milli = 0;  // per GPU
   std::vector<std::string> gpu_spec;  // allowed models; empty = any
+  // Seconds, where the file has the columns and the row a value (`tessel-bench trace`).
+  std::optional<int64_t> creation_time, deletion_time, scheduled_time;
   int64_t total_gpu_milli() const { return num_gpu * gpu_milli; }
 };
 

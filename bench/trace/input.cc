@@ -1,0 +1,190 @@
+// Inputs of `tessel-bench trace` (see input.h).
+#include "bench/trace/input.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "fmt/format.h"
+#include "scheduler/api/decode.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+int64_t LargestNodeGpus(const std::vector<Node>& nodes) {
+  int64_t most = 0;
+  for (const Node& n : nodes) most = std::max<int64_t>(most, ReadGpuInventory(n).count);
+  return most;
+}
+
+}  // namespace
+
+absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
+                                         const std::vector<TracePod>& pods, const OpenbOptions& o) {
+  OpenbTrace out;
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + 1);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out.input.nodes.push_back(MakeNode(nodes[i], fmt::format("{:04d}-{}", order[i], nodes[i].sn)));
+  }
+  int64_t first = INT64_MAX, last_arrival = 0, trace_end = 0;
+  for (const TracePod& p : pods) {
+    if (!p.creation_time) return absl::InvalidArgumentError(StrCat("pod ", p.name, ": no creation_time"));
+    first = std::min(first, *p.creation_time);
+    last_arrival = std::max(last_arrival, *p.creation_time);
+    trace_end = std::max({trace_end, *p.creation_time, p.deletion_time.value_or(0)});
+  }
+  auto duration_of = [&](const TracePod& p) -> int64_t {
+    const int64_t end = p.deletion_time.value_or(trace_end);
+    return std::max<int64_t>(1, end - *p.scheduled_time);
+  };
+  const int32_t repeat = std::max(1, o.repeat);
+  const double span = static_cast<double>(std::max<int64_t>(1, last_arrival - first));
+  const double capacity = static_cast<double>(CapacityMilli(nodes));
+  // The load a scale offers: GPU work within the arrivals' span (all passes) over capacity x span.
+  auto offered = [&](double scale) {
+    const double total_span = repeat * span / scale;
+    double work = 0;
+    for (const TracePod& p : pods) {
+      if (!p.scheduled_time) continue;
+      work += static_cast<double>(p.total_gpu_milli()) *
+              std::min(static_cast<double>(duration_of(p)), total_span);
+    }
+    return capacity > 0 ? repeat * work / (capacity * total_span) : 0.0;
+  };
+  out.time_scale = o.time_scale;
+  if (o.load > 0) {
+    // offered() grows with the scale: bisect on a log scale.
+    double lo = 1e-3, hi = 1e7;
+    for (int k = 0; k < 100; ++k) {
+      const double mid = std::sqrt(lo * hi);
+      (offered(mid) < o.load ? lo : hi) = mid;
+    }
+    out.time_scale = hi;
+  }
+  if (!(out.time_scale > 0)) return absl::InvalidArgumentError("--time-scale must be positive");
+  out.offered_load = offered(out.time_scale);
+  const int64_t largest = LargestNodeGpus(out.input.nodes);
+  for (int32_t pass = 0; pass < repeat; ++pass) {
+    for (const TracePod& p : pods) {
+      if (!p.scheduled_time) {
+        out.skipped += pass == 0;
+        continue;
+      }
+      TraceJob j;
+      j.id = pass == 0 ? p.name : StrCat(p.name, "-c", pass);
+      const double at = (static_cast<double>(*p.creation_time - first) + pass * span) / out.time_scale;
+      j.arrive = static_cast<int64_t>(std::llround(at));
+      j.duration = duration_of(p);
+      j.pods.push_back(MakePod(p, j.id));
+      j.size_class = SizeClassOf(j, largest);
+      out.input.jobs.push_back(std::move(j));
+    }
+  }
+  std::stable_sort(out.input.jobs.begin(), out.input.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.arrive < b.arrive; });
+  return out;
+}
+
+namespace {
+
+absl::StatusOr<int64_t> Seconds(const nlohmann::json& e, const char* field, const std::string& where,
+                                bool required, int64_t fallback = 0) {
+  if (!e.contains(field)) {
+    if (required) return absl::InvalidArgumentError(StrCat(where, ": missing field \"", field, "\""));
+    return fallback;
+  }
+  if (!e[field].is_number_integer() || e[field].get<int64_t>() < 0) {
+    return absl::InvalidArgumentError(StrCat(where, ".", field, ": want a whole number of seconds >= 0, got ",
+                                             e[field].dump()));
+  }
+  return e[field].get<int64_t>();
+}
+
+absl::StatusOr<Pod> PodOf(const nlohmann::json& object, const std::string& where) {
+  absl::StatusOr<Pod> pod = DecodePod(object);
+  if (!pod.ok()) return absl::InvalidArgumentError(StrCat(where, ": ", pod.status().message()));
+  if (pod->scheduler_name.empty() || pod->scheduler_name == "default-scheduler") pod->scheduler_name = "tessel";
+  pod->node_name.clear();
+  return pod;
+}
+
+}  // namespace
+
+absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc) {
+  if (!doc.is_object()) return absl::InvalidArgumentError("event list: want a JSON object");
+  TimelineInput in;
+  for (size_t i = 0; doc.contains("nodes") && i < doc["nodes"].size(); ++i) {
+    absl::StatusOr<Node> n = DecodeNode(doc["nodes"][i]);
+    if (!n.ok()) return absl::InvalidArgumentError(StrCat("nodes[", i, "]: ", n.status().message()));
+    in.nodes.push_back(*std::move(n));
+  }
+  for (size_t i = 0; doc.contains("priorityClasses") && i < doc["priorityClasses"].size(); ++i) {
+    absl::StatusOr<PriorityClass> pc = DecodePriorityClass(doc["priorityClasses"][i]);
+    if (!pc.ok()) return absl::InvalidArgumentError(StrCat("priorityClasses[", i, "]: ", pc.status().message()));
+    in.changes.push_back({.at = 0, .kind = ClusterChange::Kind::kPriorityClass, .priority = *std::move(pc)});
+  }
+  for (size_t i = 0; doc.contains("queues") && i < doc["queues"].size(); ++i) {
+    in.changes.push_back({.at = 0, .kind = ClusterChange::Kind::kQueue, .object = doc["queues"][i]});
+  }
+  const int64_t largest = LargestNodeGpus(in.nodes);
+  const nlohmann::json events = doc.value("events", nlohmann::json::array());
+  if (!events.is_array()) return absl::InvalidArgumentError("events: want a list");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const nlohmann::json& e = events[i];
+    const std::string where = StrCat("events[", i, "]");
+    absl::StatusOr<int64_t> at = Seconds(e, "at", where, true);
+    if (!at.ok()) return at.status();
+    if (e.contains("nodeAdd")) {
+      absl::StatusOr<Node> n = DecodeNode(e["nodeAdd"]);
+      if (!n.ok()) return absl::InvalidArgumentError(StrCat(where, ".nodeAdd: ", n.status().message()));
+      in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kNodeAdd, .node = *std::move(n)});
+    } else if (e.contains("nodeRemove")) {
+      if (!e["nodeRemove"].is_string()) return absl::InvalidArgumentError(StrCat(where, ".nodeRemove: want a node name"));
+      in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kNodeRemove, .name = e["nodeRemove"].get<std::string>()});
+    } else if (e.contains("queue")) {
+      in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kQueue, .object = e["queue"]});
+    } else if (e.contains("pod") || e.contains("podGroup")) {
+      TraceJob j;
+      j.arrive = *at;
+      absl::StatusOr<int64_t> d = Seconds(e, "duration", where, true);
+      if (!d.ok()) return d.status();
+      if (*d <= 0) return absl::InvalidArgumentError(StrCat(where, ".duration: want at least 1 second"));
+      j.duration = *d;
+      if (e.contains("pod")) {
+        absl::StatusOr<Pod> p = PodOf(e["pod"], StrCat(where, ".pod"));
+        if (!p.ok()) return p.status();
+        j.id = p->Key();
+        j.pods.push_back(*std::move(p));
+      } else {
+        j.gang_object = e["podGroup"];
+        j.id = StrCat(e["podGroup"].value("/metadata/namespace"_json_pointer, std::string("default")), "/",
+                      e["podGroup"].value("/metadata/name"_json_pointer, std::string()));
+        const nlohmann::json members = e.value("pods", nlohmann::json::array());
+        if (!members.is_array() || members.empty()) {
+          return absl::InvalidArgumentError(StrCat(where, ".pods: a podGroup event needs its member pods"));
+        }
+        for (size_t k = 0; k < members.size(); ++k) {
+          absl::StatusOr<Pod> p = PodOf(members[k], StrCat(where, ".pods[", k, "]"));
+          if (!p.ok()) return p.status();
+          j.pods.push_back(*std::move(p));
+        }
+      }
+      const auto queue = j.pods.front().meta.labels.find("tessel.io/queue");
+      j.queue = queue != j.pods.front().meta.labels.end() ? queue->second : j.pods.front().meta.namespace_;
+      j.size_class = SizeClassOf(j, largest);
+      in.jobs.push_back(std::move(j));
+    } else {
+      return absl::InvalidArgumentError(
+          StrCat(where, ": want one of pod, podGroup, nodeAdd, nodeRemove, queue"));
+    }
+  }
+  std::stable_sort(in.jobs.begin(), in.jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrive < b.arrive; });
+  return in;
+}
+
+}  // namespace tessel::bench

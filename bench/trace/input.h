@@ -1,0 +1,51 @@
+// `tessel-bench trace`, inputs: the openb CSV files with their times, or a JSON event list, made
+// into the simulator's nodes, jobs and cluster changes (timeline.h).
+//
+// The JSON event list (every time in seconds; objects are Kubernetes objects as kubectl prints
+// them):
+//   {"nodes": [Node...], "priorityClasses": [PriorityClass...], "queues": [Queue...],
+//    "events": [
+//      {"at": 0,   "pod": {Pod}, "duration": 600},
+//      {"at": 60,  "podGroup": {PodGroup}, "pods": [{Pod}...], "duration": 3600},
+//      {"at": 120, "nodeAdd": {Node}},  {"at": 900, "nodeRemove": "gpu-3"},
+//      {"at": 300, "queue": {Queue}}]}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/inflate/trace.h"
+#include "bench/trace/timeline.h"
+
+namespace tessel::bench {
+
+struct OpenbOptions {
+  // Inter-arrival times are divided by this (1: as recorded).
+  double time_scale = 1;
+  // If > 0, time_scale is chosen so that the GPU work offered is this fraction of the cluster's
+  // capacity over the arrivals' span (1.0: exactly full on average; work beyond the span is not
+  // counted). One pass of openb's default trace asks less than the cluster holds, so loads
+  // near or above 1 need `repeat`.
+  double load = 0;
+  // The pod list arrives this many times, one pass after another (copies named "-c<k>").
+  int32_t repeat = 1;
+  uint64_t seed = 42;  // node name prefixes: ties fall to a seeded node order, as in inflate
+};
+
+struct OpenbTrace {
+  TimelineInput input;
+  double time_scale = 1;
+  double offered_load = 0;  // what the chosen scale gives (below `load` when it cannot be reached)
+  int64_t skipped = 0;  // pods that never ran in the trace (no scheduled_time)
+};
+
+// Each pod arrives at creation_time (relative to the first) and runs for deletion_time -
+// scheduled_time (to the trace's last time if it never ended) once bound.
+absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
+                                         const std::vector<TracePod>& pods, const OpenbOptions& options);
+
+// The JSON event list above; errors name the event and the field.
+absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc);
+
+}  // namespace tessel::bench

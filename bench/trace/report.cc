@@ -1,0 +1,232 @@
+// The figures and the report of `tessel-bench trace` (see report.h).
+#include "bench/trace/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "bench/report/svg.h"
+#include "fmt/format.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+
+int64_t Percentile(std::vector<int64_t> values, int p) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  // Nearest rank: the smallest value with at least p% of the values at or below it.
+  size_t rank = (static_cast<size_t>(p) * values.size() + 99) / 100;
+  rank = std::clamp<size_t>(rank, 1, values.size());
+  return values[rank - 1];
+}
+
+namespace {
+
+nlohmann::json Percentiles(const std::vector<int64_t>& v) {
+  return {{"count", v.size()}, {"p50", Percentile(v, 50)}, {"p95", Percentile(v, 95)}, {"p99", Percentile(v, 99)}};
+}
+
+double Pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
+
+}  // namespace
+
+nlohmann::json Summarize(const PolicyRuns& pr) {
+  std::vector<int64_t> delay, jct, slowdown;
+  std::map<std::string, std::vector<int64_t>> by_class, by_queue, by_priority;
+  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, lost = 0, makespan = 0;
+  int64_t alloc_ms = 0, capacity_s = 0, frag_sum = 0, frag_cap = 0;
+  double wall = 0;
+  for (const TimelineResult& r : pr.runs) {
+    for (const JobOutcome& j : r.jobs) {
+      ++jobs;
+      if (j.start < 0) continue;
+      ++started;
+      const int64_t d = j.start - j.arrive;
+      delay.push_back(d);
+      by_class[j.size_class].push_back(d);
+      if (!j.queue.empty()) by_queue[j.queue].push_back(d);
+      by_priority[std::to_string(j.priority)].push_back(d);
+      if (j.end >= 0) {
+        ++completed;
+        jct.push_back(j.end - j.arrive);
+        slowdown.push_back((j.end - j.arrive) * 1000 / std::max<int64_t>(1, j.duration));
+      }
+    }
+    evictions += r.evictions;
+    lost += r.lost_gpu_milli_seconds;
+    makespan = std::max(makespan, r.makespan);
+    alloc_ms += r.allocated_milli_seconds;
+    const int64_t span = r.samples.empty() ? 0 : r.samples.back().at - r.first_arrival;
+    capacity_s += r.capacity_milli * span;
+    for (const Sample& s : r.samples) frag_sum += s.frag_milli, frag_cap += r.capacity_milli;
+    wall += r.wall_seconds;
+  }
+  auto group = [](const std::map<std::string, std::vector<int64_t>>& m) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : m) out[k] = Percentiles(v);
+    return out;
+  };
+  return {{"policy", pr.policy},
+          {"seeds", pr.seeds},
+          {"jobs", jobs},
+          {"started", started},
+          {"completed", completed},
+          {"queued_at_end", jobs - started},
+          {"delay_s", Percentiles(delay)},
+          {"delay_by_class", group(by_class)},
+          {"delay_by_queue", group(by_queue)},
+          {"delay_by_priority", group(by_priority)},
+          {"jct_s", Percentiles(jct)},
+          {"slowdown_milli", Percentiles(slowdown)},
+          {"alloc_pct", Pct(alloc_ms, capacity_s)},
+          {"frag_pct", Pct(frag_sum, frag_cap)},
+          {"evictions", evictions},
+          {"lost_gpu_hours", static_cast<double>(lost) / 1000.0 / 3600.0},
+          {"makespan_s", makespan},
+          {"wall_s", wall}};
+}
+
+std::string JobsCsv(const std::vector<PolicyRuns>& all) {
+  std::string out = "policy,seed,job,class,queue,priority,gpu_milli,arrive,start,end,duration,evictions,lost_gpu_milli_s\n";
+  for (const PolicyRuns& pr : all) {
+    for (size_t s = 0; s < pr.runs.size(); ++s) {
+      for (const JobOutcome& j : pr.runs[s].jobs) {
+        StrAppend(&out, fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", pr.policy, pr.seeds[s], j.id,
+                                    j.size_class, j.queue, j.priority, j.gpu_milli, j.arrive, j.start, j.end,
+                                    j.duration, j.evictions, j.lost_gpu_milli_seconds));
+      }
+    }
+  }
+  return out;
+}
+
+std::string CurvesCsv(const std::vector<PolicyRuns>& all) {
+  std::string out = "policy,seed,at,allocated_milli,capacity_milli,frag_milli,evictions\n";
+  for (const PolicyRuns& pr : all) {
+    for (size_t s = 0; s < pr.runs.size(); ++s) {
+      for (const Sample& x : pr.runs[s].samples) {
+        StrAppend(&out, fmt::format("{},{},{},{},{},{},{}\n", pr.policy, pr.seeds[s], x.at, x.allocated_milli,
+                                    pr.runs[s].capacity_milli, x.frag_milli, x.evictions));
+      }
+    }
+  }
+  return out;
+}
+
+std::string RenderTraceReport(const std::string& title, const std::string& note,
+                              const std::vector<PolicyRuns>& all, const nlohmann::json& summaries) {
+  std::string html = fmt::format(R"(<!doctype html>
+<html><head><meta charset="utf-8"><title>Tessel trace: {0}</title>
+<style>body{{font-family:sans-serif;max-width:1000px;margin:24px auto;color:#222}}
+table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-size:13px}}</style></head><body>
+<h1>What users wait for: {0}</h1>
+<p class="note">{1}</p>
+<table><tr><th>policy</th><th>jobs</th><th>never started</th><th>delay p50 s</th><th>p95</th><th>p99</th>
+<th>JCT p50 s</th><th>slowdown p95</th><th>GPU alloc % (time-weighted)</th><th>frag % (mean)</th>
+<th>evictions</th><th>GPU-h lost</th><th>makespan h</th></tr>
+)",
+                                 HtmlEscape(title), HtmlEscape(note));
+  for (const nlohmann::json& s : summaries) {
+    StrAppend(&html, fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                                 "<td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+                                 HtmlEscape(s["policy"].get<std::string>()), s["jobs"].get<int64_t>(),
+                                 s["queued_at_end"].get<int64_t>(), s["delay_s"]["p50"].get<int64_t>(),
+                                 s["delay_s"]["p95"].get<int64_t>(), s["delay_s"]["p99"].get<int64_t>(),
+                                 s["jct_s"]["p50"].get<int64_t>(), s["slowdown_milli"]["p95"].get<int64_t>() / 1000.0,
+                                 s["alloc_pct"].get<double>(), s["frag_pct"].get<double>(), s["evictions"].get<int64_t>(),
+                                 s["lost_gpu_hours"].get<double>(), s["makespan_s"].get<int64_t>() / 3600.0));
+  }
+  html += "</table>\n";
+  // Per size class: delay percentiles of each policy.
+  std::vector<std::string> classes;
+  for (const nlohmann::json& s : summaries) {
+    for (const auto& [k, v] : s["delay_by_class"].items()) {
+      if (std::find(classes.begin(), classes.end(), k) == classes.end()) classes.push_back(k);
+    }
+  }
+  html += "<h2>Queueing delay by size class (s, p50 / p95 / p99)</h2>\n<table><tr><th>policy</th>";
+  for (const std::string& c : classes) StrAppend(&html, "<th>", HtmlEscape(c), "</th>");
+  html += "</tr>\n";
+  for (const nlohmann::json& s : summaries) {
+    StrAppend(&html, "<tr><td>", HtmlEscape(s["policy"].get<std::string>()), "</td>");
+    for (const std::string& c : classes) {
+      const nlohmann::json d = s["delay_by_class"].value(c, nlohmann::json::object());
+      StrAppend(&html, "<td>", d.empty() ? "-" : fmt::format("{} / {} / {}", d["p50"].get<int64_t>(), d["p95"].get<int64_t>(),
+                                                             d["p99"].get<int64_t>()), "</td>");
+    }
+    html += "</tr>\n";
+  }
+  html += "</table>\n";
+  // Curves of each policy's first seed, in hours from the first arrival.
+  double x_max = 0;
+  for (const PolicyRuns& pr : all) {
+    if (!pr.runs.empty() && !pr.runs[0].samples.empty()) {
+      x_max = std::max(x_max, (pr.runs[0].samples.back().at - pr.runs[0].first_arrival) / 3600.0);
+    }
+  }
+  std::vector<PlotLine> alloc, frag, evict;
+  int64_t most_evictions = 1;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].runs.empty()) continue;
+    const TimelineResult& r = all[i].runs[0];
+    PlotLine a{all[i].policy, PlotColor(i), false, {}}, f = a, e = a;
+    for (const Sample& s : r.samples) {
+      const double x = (s.at - r.first_arrival) / 3600.0;
+      a.points.push_back({x, Pct(s.allocated_milli, r.capacity_milli)});
+      f.points.push_back({x, Pct(s.frag_milli, r.capacity_milli)});
+      e.points.push_back({x, static_cast<double>(s.evictions)});
+      most_evictions = std::max(most_evictions, s.evictions);
+    }
+    alloc.push_back(std::move(a));
+    frag.push_back(std::move(f));
+    evict.push_back(std::move(e));
+  }
+  html += "<h2>GPU allocation over time</h2>\n";
+  html += LinePlot({.title = "Allocated GPU over time (first seed)", .x_label = "hours since the first arrival",
+                    .x_max = std::max(1.0, x_max), .y_label = "allocated GPU (% of capacity)", .y_max = 100},
+                   alloc);
+  html += "<h2>Fragmentation over time</h2>\n";
+  html += LinePlot({.title = "Fragmented GPU over time (FGD's measure, first seed)",
+                    .x_label = "hours since the first arrival", .x_max = std::max(1.0, x_max),
+                    .y_label = "fragmented GPU (% of capacity)", .y_max = 30},
+                   frag);
+  html += "<h2>Evictions over time</h2>\n";
+  html += LinePlot({.title = "Evictions so far (first seed)", .x_label = "hours since the first arrival",
+                    .x_max = std::max(1.0, x_max), .y_label = "evictions",
+                    .y_max = static_cast<double>(most_evictions)},
+                   evict);
+  // Delay CDFs by size class, all seeds pooled.
+  html += "<h2>Queueing delay CDFs by size class</h2>\n";
+  for (const std::string& c : classes) {
+    std::vector<PlotLine> lines;
+    double d_max = 1;
+    std::vector<std::vector<int64_t>> per_policy(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      for (const TimelineResult& r : all[i].runs) {
+        for (const JobOutcome& j : r.jobs) {
+          if (j.size_class == c && j.start >= 0) per_policy[i].push_back(j.start - j.arrive);
+        }
+      }
+      std::sort(per_policy[i].begin(), per_policy[i].end());
+      if (!per_policy[i].empty()) d_max = std::max(d_max, static_cast<double>(Percentile(per_policy[i], 99)) / 60.0);
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      PlotLine l{all[i].policy, PlotColor(i), false, {}};
+      const auto& v = per_policy[i];
+      for (size_t k = 0; k < v.size(); k += std::max<size_t>(1, v.size() / 200)) {
+        l.points.push_back({v[k] / 60.0, 100.0 * static_cast<double>(k + 1) / static_cast<double>(v.size())});
+      }
+      if (!v.empty()) l.points.push_back({v.back() / 60.0, 100.0});
+      lines.push_back(std::move(l));
+    }
+    html += LinePlot({.title = StrCat("Queueing delay, ", c, " (all seeds; x to the p99)"),
+                      .x_label = "minutes from arrival to bind", .x_max = d_max,
+                      .y_label = "jobs started (%)", .y_max = 100},
+                     lines);
+  }
+  html += "</body></html>\n";
+  return html;
+}
+
+}  // namespace tessel::bench

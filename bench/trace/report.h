@@ -1,0 +1,36 @@
+// `tessel-bench trace`, what users wait for: per policy (over its seeds), queueing delay and job
+// completion time percentiles overall and by size class, queue and priority, slowdown, GPU
+// allocation and fragmentation over time, evictions and the GPU-hours they threw away,
+// makespan; as JSON, CSV and a self-contained HTML report with SVG plots.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/trace/timeline.h"
+#include "nlohmann/json.hpp"
+
+namespace tessel::bench {
+
+struct PolicyRuns {
+  std::string policy;
+  std::vector<uint64_t> seeds;
+  std::vector<TimelineResult> runs;  // one per seed
+};
+
+// Nearest-rank percentile (p in 0..100) of whole numbers; -1 when empty.
+int64_t Percentile(std::vector<int64_t> values, int p);
+
+// The summary of one policy: {"policy", "jobs", "started", "queued_at_end", "delay_s": {p50, p95,
+// p99}, "delay_by_class": {...}, "delay_by_queue", "delay_by_priority", "jct_s", "slowdown_milli",
+// "alloc_pct", "frag_pct", "evictions", "lost_gpu_hours", "makespan_s", "wall_s"}.
+nlohmann::json Summarize(const PolicyRuns& runs);
+
+// jobs.csv (one row per job and seed) and curves.csv (one row per sample).
+std::string JobsCsv(const std::vector<PolicyRuns>& all);
+std::string CurvesCsv(const std::vector<PolicyRuns>& all);
+
+std::string RenderTraceReport(const std::string& title, const std::string& note,
+                              const std::vector<PolicyRuns>& all, const nlohmann::json& summaries);
+
+}  // namespace tessel::bench

@@ -1,0 +1,340 @@
+// The trace simulator's event loop (see timeline.h).
+#include "bench/trace/timeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <queue>
+
+#include "bench/sim/sim_world.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+const absl::Time kEpoch = absl::FromUnixSeconds(1'700'000'000);
+absl::Time At(int64_t seconds) { return kEpoch + absl::Seconds(seconds); }
+
+// The pods this scheduler bound, in order (the simulated cluster binds inline).
+class BindLog final : public SchedulingObserver {
+ public:
+  void PodScheduled(const Pod& pod, const std::string&) override { bound.push_back(pod.Key()); }
+  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
+  std::vector<std::string> bound;
+};
+
+struct Event {
+  enum class Kind { kChange, kArrival, kCompletion };
+  int64_t at;
+  int64_t seq;  // arrival order among events at one time
+  Kind kind;
+  size_t index;
+  int32_t incarnation = 0;  // a completion of an interrupted run is stale
+  bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+// A job's life in the simulation.
+struct JobState {
+  int32_t incarnation = 0;   // bumped when the job goes back to the queue
+  std::vector<std::string> keys;  // its pods' current keys
+  size_t bound = 0;
+  bool pending = false, running = false;
+  int64_t run_start = 0;
+  int64_t remaining = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const TimelineInput& in, const TimelineOptions& o, SimWorld& w)
+      : in_(in), o_(o), w_(w), s_(*w.scheduler), states_(in.jobs.size()) {}
+
+  absl::StatusOr<TimelineResult> Run(BindLog& log) {
+    for (const Node& n : in_.nodes) AddNode(n);
+    int64_t seq = 0;
+    for (size_t i = 0; i < in_.changes.size(); ++i) {
+      events_.push({in_.changes[i].at, seq++, Event::Kind::kChange, i});
+    }
+    std::map<std::string, int32_t> class_value;  // the PriorityClasses the input brings
+    for (const ClusterChange& c : in_.changes) {
+      if (c.kind == ClusterChange::Kind::kPriorityClass) class_value[c.priority.meta.name] = c.priority.value;
+    }
+    auto priority_of = [&](const Pod& p) {
+      if (p.priority.has_value()) return *p.priority;
+      auto it = class_value.find(p.priority_class_name);
+      return it == class_value.end() ? 0 : it->second;
+    };
+    int64_t horizon = 0;
+    result_.first_arrival = in_.jobs.empty() ? 0 : in_.jobs.front().arrive;
+    for (size_t i = 0; i < in_.jobs.size(); ++i) {
+      const TraceJob& j = in_.jobs[i];
+      events_.push({j.arrive, seq++, Event::Kind::kArrival, i});
+      result_.first_arrival = std::min(result_.first_arrival, j.arrive);
+      horizon = std::max(horizon, j.arrive + j.duration);
+      JobOutcome& out = result_.jobs.emplace_back();
+      out.id = j.id;
+      out.size_class = j.size_class;
+      out.queue = j.queue;
+      out.priority = j.pods.empty() ? 0 : priority_of(j.pods.front());
+      out.arrive = j.arrive;
+      out.duration = j.duration;
+      states_[i].remaining = j.duration;
+    }
+    seq_ = seq;
+    sample_every_ = std::max<int64_t>(1, (horizon - result_.first_arrival) / std::max(1, o_.samples));
+    next_sample_ = result_.first_arrival;
+    now_ = result_.first_arrival;
+    const std::atomic<bool> never{false};
+    while (true) {
+      std::optional<int64_t> next;
+      if (!events_.empty()) next = events_.top().at;
+      if (pending_ > 0) {
+        // A pod in backoff: time moves to its retry (whole seconds, rounded up).
+        if (std::optional<absl::Time> wake = s_.NextWakeup()) {
+          int64_t w = absl::ToInt64Seconds(*wake - kEpoch);
+          if (At(w) < *wake) ++w;
+          w = std::max(w, now_ + 1);
+          if (!next || w < *next) next = w;
+        }
+      }
+      if (!next) break;
+      Advance(*next);
+      while (!events_.empty() && events_.top().at == now_) {
+        const Event e = events_.top();
+        events_.pop();
+        Handle(e);
+        ++result_.events;
+        if (o_.progress != nullptr) o_.progress->fetch_add(1, std::memory_order_relaxed);
+      }
+      s_.Run(never, {.on_idle = [] { return false; }});
+      if (absl::Status st = Settle(log); !st.ok()) return st;
+    }
+    if (absl::Status st = TakeSample(now_); !st.ok()) return st;
+    for (const JobOutcome& j : result_.jobs) {
+      if (j.end >= 0) result_.makespan = std::max(result_.makespan, j.end - result_.first_arrival);
+    }
+    return std::move(result_);
+  }
+
+ private:
+  void AddNode(const Node& n) {
+    capacity_by_node_[n.meta.name] = GpuCapacity(n);
+    s_.OnNodeAdd(n);
+    Recount();
+  }
+  static int64_t GpuCapacity(const Node& n) {
+    const GpuInventory inv = ReadGpuInventory(n);
+    return int64_t{inv.count} * kMilliPerGpu;
+  }
+  void Recount() {
+    result_.capacity_milli = 0;
+    for (const auto& [name, c] : capacity_by_node_) result_.capacity_milli += c;
+  }
+
+  // Moves virtual time to `t`: the allocation integral, and the samples passed on the way.
+  void Advance(int64_t t) {
+    while (next_sample_ <= t && sample_error_.ok()) {
+      sample_error_ = TakeSample(next_sample_);
+      next_sample_ += sample_every_;
+    }
+    result_.allocated_milli_seconds += running_milli_ * (t - now_);
+    now_ = t;
+    w_.clock.Set(At(t));
+  }
+
+  absl::Status TakeSample(int64_t at) {
+    Sample smp{.at = at, .allocated_milli = 0, .frag_milli = 0, .evictions = result_.evictions};
+    for (const auto& [name, c] : capacity_by_node_) {
+      std::optional<NodeInfo> info = w_.cache.GetNodeInfo(name);
+      if (!info.has_value()) continue;
+      smp.allocated_milli += info->gpus().total_allocated_milli();
+      if (o_.frag != nullptr) {
+        smp.frag_milli += o_.frag->NodeFrag(
+            fgd::NodeShape::Of(*info, o_.frag->ModelId(info->gpus().inventory().product)));
+      }
+    }
+    if (smp.allocated_milli != running_milli_) {
+      return absl::InternalError(StrCat("at t=", at, "s the nodes hold ", smp.allocated_milli,
+                                        " GPU milli but the running jobs ", running_milli_));
+    }
+    if (o_.frag != nullptr && o_.frag->total_weight() > 0) smp.frag_milli /= o_.frag->total_weight();
+    result_.samples.push_back(smp);
+    return sample_error_;
+  }
+
+  void Handle(const Event& e) {
+    switch (e.kind) {
+      case Event::Kind::kChange: {
+        const ClusterChange& c = in_.changes[e.index];
+        switch (c.kind) {
+          case ClusterChange::Kind::kNodeAdd: AddNode(c.node); break;
+          case ClusterChange::Kind::kNodeRemove:
+            capacity_by_node_.erase(c.name);
+            s_.OnNodeDelete(c.name);
+            Recount();
+            break;
+          case ClusterChange::Kind::kQueue: (void)s_.OnQueueObject(c.object); break;
+          case ClusterChange::Kind::kPriorityClass: s_.OnPriorityClass(c.priority); break;
+        }
+        return;
+      }
+      case Event::Kind::kArrival: {
+        const TraceJob& j = in_.jobs[e.index];
+        if (j.gang_object) (void)s_.OnGangObject(*j.gang_object);
+        Submit(e.index);
+        return;
+      }
+      case Event::Kind::kCompletion: {
+        JobState& st = states_[e.index];
+        if (e.incarnation != st.incarnation || !st.running) return;  // interrupted meanwhile
+        st.running = false;
+        running_milli_ -= result_.jobs[e.index].gpu_milli;
+        result_.jobs[e.index].end = now_;
+        for (const std::string& key : st.keys) {
+          by_key_.erase(key);
+          s_.OnPodDelete(key);
+        }
+        return;
+      }
+    }
+  }
+
+  // Puts the job's pods in the queue (a new incarnation after an interruption: new names, as a
+  // Job controller's replacements get).
+  void Submit(size_t i) {
+    const TraceJob& j = in_.jobs[i];
+    JobState& st = states_[i];
+    st.keys.clear();
+    st.bound = 0;
+    st.pending = true;
+    ++pending_;
+    for (size_t k = 0; k < j.pods.size(); ++k) {
+      Pod p = j.pods[k];
+      if (st.incarnation > 0) p.meta.name = StrCat(p.meta.name, "-r", st.incarnation);
+      p.meta.uid = StrCat("job", i, "-", st.incarnation, "-", k);
+      p.meta.creation_timestamp = At(now_);
+      st.keys.push_back(p.Key());
+      by_key_[p.Key()] = i;
+      s_.OnPodAdd(std::move(p));
+    }
+  }
+
+  // After scheduling: evicted jobs go back to the queue (first, so the allocation never counts a
+  // victim beside its preemptor), then jobs whose pods are all bound start.
+  absl::Status Settle(BindLog& log) {
+    const std::vector<std::string>& evicted = w_.sim.evicted();
+    for (; evicted_seen_ < evicted.size(); ++evicted_seen_) {
+      auto it = by_key_.find(evicted[evicted_seen_]);
+      if (it == by_key_.end()) continue;
+      ++result_.evictions;
+      Interrupt(it->second, evicted[evicted_seen_]);
+    }
+    for (const std::string& key : std::exchange(log.bound, {})) {
+      auto it = by_key_.find(key);  // a pod of a job interrupted since is not found
+      if (it == by_key_.end()) continue;
+      const size_t i = it->second;
+      JobState& st = states_[i];
+      if (!st.pending || ++st.bound < st.keys.size()) continue;
+      Start(i);
+    }
+    return absl::OkStatus();
+  }
+
+  void Start(size_t i) {
+    JobState& st = states_[i];
+    JobOutcome& out = result_.jobs[i];
+    int64_t milli = 0;
+    for (const std::string& key : st.keys) {
+      std::optional<std::string> node = w_.cache.NodeOf(key);
+      if (!node) continue;
+      std::optional<NodeInfo> info = w_.cache.GetNodeInfo(*node);
+      for (const PodRef& p : info->pods()) {
+        if (p->Key() == key) milli += HeldGpuMilli(ReadGpuRequest(*p), info->gpus().inventory());
+      }
+    }
+    out.gpu_milli = milli;
+    running_milli_ += milli;
+    result_.peak_allocated_milli = std::max(result_.peak_allocated_milli, running_milli_);
+    if (out.start < 0) out.start = now_;
+    st.pending = false;
+    --pending_;
+    st.running = true;
+    st.run_start = now_;
+    events_.push({now_ + st.remaining, seq_++, Event::Kind::kCompletion, i, st.incarnation});
+  }
+
+  // A pod of the job was evicted: the job stops (a running one loses or keeps its progress) and
+  // all its pods go back to the queue. (A job not started yet: a gang member bound and rolled
+  // back.)
+  void Interrupt(size_t i, const std::string& evicted_key) {
+    JobState& st = states_[i];
+    JobOutcome& out = result_.jobs[i];
+    if (st.running) {
+      const int64_t ran = now_ - st.run_start;
+      st.running = false;
+      running_milli_ -= out.gpu_milli;
+      ++out.evictions;
+      if (o_.on_evict == OnEvict::kRestart) {
+        out.lost_gpu_milli_seconds += ran * out.gpu_milli;
+        result_.lost_gpu_milli_seconds += ran * out.gpu_milli;
+        st.remaining = in_.jobs[i].duration;
+      } else {
+        st.remaining -= ran;
+      }
+    } else if (st.pending) {
+      st.pending = false;
+      --pending_;
+    }
+    for (const std::string& key : st.keys) {
+      by_key_.erase(key);
+      if (key != evicted_key) s_.OnPodDelete(key);  // the rest of the job stops too
+    }
+    ++st.incarnation;
+    Submit(i);
+  }
+
+  const TimelineInput& in_;
+  const TimelineOptions& o_;
+  SimWorld& w_;
+  Scheduler& s_;
+  std::vector<JobState> states_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::map<std::string, size_t> by_key_;  // current pod key -> job
+  std::map<std::string, int64_t> capacity_by_node_;
+  TimelineResult result_;
+  int64_t now_ = 0, seq_ = 0, pending_ = 0, running_milli_ = 0;
+  int64_t sample_every_ = 1, next_sample_ = 0;
+  absl::Status sample_error_;
+  size_t evicted_seen_ = 0;
+};
+
+}  // namespace
+
+std::string SizeClassOf(const TraceJob& job, int64_t largest_node_gpus) {
+  if (job.pods.size() > 1) return "gang";
+  if (job.pods.empty()) return "cpu";
+  const GpuRequest r = ReadGpuRequest(job.pods.front());
+  if (!r.needs_devices()) return "cpu";
+  if (r.kind == GpuRequest::Kind::kFraction) return "fractional";
+  if (r.count >= largest_node_gpus && largest_node_gpus > 1) return "whole-node";
+  if (r.count == 1) return "1";
+  return "2-4";
+}
+
+absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, const TimelineOptions& options) {
+  if (options.profile == nullptr) return absl::InvalidArgumentError("SimulateTimeline: no profile");
+  const auto start = std::chrono::steady_clock::now();
+  SchedulerConfig config;
+  config.parallelism = 1;  // runs go in parallel instead
+  BindLog log;
+  auto world = SimWorld::New({.config = &config, .defaults = options.profile, .seed = options.seed,
+                              .observer = &log});
+  if (!world.ok()) return world.status();
+  (*world)->clock.Set(At(0));
+  Simulation sim(input, options, **world);
+  absl::StatusOr<TimelineResult> r = sim.Run(log);
+  if (r.ok()) r->wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,105 @@
+// `tessel-bench trace`, the simulator: a cluster's jobs over virtual time through Tessel's
+// scheduling core. An event queue of arrivals, completions and cluster changes drives one
+// Scheduler on a SimulatedCluster; a job runs for its duration once all its pods are bound, and
+// a job whose pod is evicted goes back to the queue (restarted, or resumed with its progress).
+//
+//   TimelineInput in = ...;                       // nodes, jobs, cluster events
+//   ASSIGN_OR_RETURN(TimelineResult r, SimulateTimeline(in, {.profile = p, .seed = 7}));
+//   r.jobs[i].start, r.jobs[i].end;                // -1 while queued / running at the end
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/api/objects.h"
+#include "scheduler/framework/config.h"
+#include "scheduler/gpu/fragmentation.h"
+
+namespace tessel::bench {
+
+// One job: a pod, or the members of a gang, arriving together and running together.
+struct TraceJob {
+  std::string id;
+  int64_t arrive = 0;    // virtual seconds
+  int64_t duration = 1;  // run time once every pod is bound
+  std::vector<Pod> pods;
+  std::optional<nlohmann::json> gang_object;  // the PodGroup, applied when the job arrives
+  std::string queue;                          // for the report ("" when none)
+  std::string size_class;                     // see SizeClassOf
+};
+
+// A change of the cluster at a time: a node added or removed, a Queue applied.
+struct ClusterChange {
+  enum class Kind { kNodeAdd, kNodeRemove, kQueue, kPriorityClass };
+  int64_t at = 0;
+  Kind kind = Kind::kNodeAdd;
+  Node node;               // kNodeAdd
+  std::string name;        // kNodeRemove
+  nlohmann::json object;   // kQueue
+  PriorityClass priority;  // kPriorityClass
+};
+
+struct TimelineInput {
+  std::vector<Node> nodes;  // there from the start
+  std::vector<ClusterChange> changes;
+  std::vector<TraceJob> jobs;
+};
+
+enum class OnEvict { kRestart, kResume };
+
+struct TimelineOptions {
+  const ProfileConfig* profile = nullptr;  // required
+  uint64_t seed = 42;
+  OnEvict on_evict = OnEvict::kRestart;
+  int32_t samples = 200;                  // points of the allocation and fragmentation curves
+  const fgd::FragModel* frag = nullptr;   // null: no fragmentation curve
+  std::atomic<int64_t>* progress = nullptr;  // incremented per event handled
+};
+
+struct JobOutcome {
+  std::string id;
+  std::string size_class;
+  std::string queue;
+  int32_t priority = 0;
+  int64_t gpu_milli = 0;   // physical GPU milli the job holds while it runs
+  int64_t arrive = 0;
+  int64_t duration = 0;
+  int64_t start = -1;      // first time all its pods were bound; -1 if never
+  int64_t end = -1;        // completion; -1 if it did not complete
+  int32_t evictions = 0;   // times it was interrupted
+  int64_t lost_gpu_milli_seconds = 0;  // work thrown away by restarts
+};
+
+struct Sample {
+  int64_t at = 0;
+  int64_t allocated_milli = 0;  // GPU milli the cache holds (independent of the job bookkeeping)
+  int64_t frag_milli = 0;       // FGD's fragmentation measure, milli-GPU
+  int64_t evictions = 0;        // so far
+};
+
+struct TimelineResult {
+  std::vector<JobOutcome> jobs;
+  std::vector<Sample> samples;
+  int64_t capacity_milli = 0;
+  int64_t first_arrival = 0;
+  int64_t makespan = 0;                      // last completion - first arrival
+  int64_t allocated_milli_seconds = 0;       // integral of the allocation, job bookkeeping
+  int64_t peak_allocated_milli = 0;
+  int64_t evictions = 0;
+  int64_t lost_gpu_milli_seconds = 0;
+  int64_t events = 0;
+  double wall_seconds = 0;
+};
+
+absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, const TimelineOptions& options);
+
+// "cpu", "fractional", "1", "2-4", "whole-node" (a pod asking as many GPUs as the largest node
+// has), "gang" (several pods).
+std::string SizeClassOf(const TraceJob& job, int64_t largest_node_gpus);
+
+}  // namespace tessel::bench

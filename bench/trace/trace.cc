@@ -1,0 +1,319 @@
+// `tessel-bench trace`, the command: flags, the runs of every (policy, seed) in parallel, and the
+// outputs (input.h loads, timeline.h simulates, report.h reports).
+#include "bench/trace/trace.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_split.h"
+#include "bench/inflate/inflate.h"
+#include "bench/inflate/run.h"
+#include "bench/trace/input.h"
+#include "bench/trace/report.h"
+#include "fmt/format.h"
+#include "plugins/registry.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/util/file.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::bench {
+namespace {
+
+// The trace row a pod would be, for FGD's typical pods of an event list.
+TracePod TracePodOf(const Pod& p) {
+  const GpuRequest r = ReadGpuRequest(p);
+  TracePod t;
+  t.name = p.Key();
+  t.cpu_milli = p.requests.milli_cpu;
+  t.memory_mib = p.requests.memory / (1024 * 1024);
+  if (r.kind == GpuRequest::Kind::kFraction) {
+    t.num_gpu = 1;
+    t.gpu_milli = r.milli;
+  } else if (r.needs_devices()) {
+    t.num_gpu = r.count;
+    t.gpu_milli = kMilliPerGpu;
+  }
+  return t;
+}
+
+struct Options {
+  std::string nodes_path, pods_path, events_path, out_dir;
+  std::vector<std::string> policies;
+  std::vector<uint64_t> seeds;
+  OpenbOptions openb;
+  OnEvict on_evict = OnEvict::kRestart;
+  int threads = 2;
+  int32_t samples = 200;
+  int64_t max_jobs = 0;  // 0: all
+  bool progress = true;
+};
+
+void Usage() {
+  std::cerr << "usage: tessel-bench trace (--nodes NODES.csv --pods PODS.csv [--time-scale S | --load L] [--repeat K] |\n"
+               "                          --events SCENARIO.json)\n"
+               "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
+               "         [--threads N] [--samples 200] [--max-jobs N] [--no-progress]\n"
+               "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack\n";
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy, const std::vector<fgd::TargetClass>& typical) {
+  const std::string plugin = PluginForPolicy(policy);
+  if (plugin.empty()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
+  ProfileConfig profile = DefaultProfile();
+  const bool learns = plugin == "FGD" || plugin == "Tessel";
+  for (const char* point : {"preFilter", "preScore", "score"}) {
+    auto it = profile.plugins.find(point);
+    if (it == profile.plugins.end()) continue;
+    std::vector<PluginRef>& enabled = it->second.enabled;
+    for (auto ref = enabled.begin(); ref != enabled.end();) {
+      if (ref->name != "Tessel") {
+        ++ref;
+        continue;
+      }
+      if (std::string_view(point) == "preFilter" && !learns) {
+        ref = enabled.erase(ref);
+        continue;
+      }
+      ref->name = plugin;
+      ++ref;
+    }
+  }
+  if (learns && !typical.empty()) {
+    YAML::Node args = profile.plugin_args.contains(plugin) ? YAML::Clone(profile.plugin_args[plugin])
+                                                           : YAML::Node(YAML::NodeType::Map);
+    args["targetWorkload"] = fgd::TargetWorkloadYaml(typical);
+    profile.plugin_args[plugin] = args;
+  }
+  return profile;
+}
+
+int TraceMain(int argc, char** argv) {
+  Options o;
+  o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
+  std::string policies = "bestfit,fgd,tessel", seeds = "1-3";
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "tessel-bench trace: " << arg << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&](std::string_view flag) {
+      const std::string v = value();
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(d > 0)) {
+        std::cerr << "tessel-bench trace: " << flag << ": want a positive number, got \"" << v << "\"\n";
+        std::exit(2);
+      }
+      return d;
+    };
+    if (arg == "--nodes") o.nodes_path = value();
+    else if (arg == "--pods") o.pods_path = value();
+    else if (arg == "--events") o.events_path = value();
+    else if (arg == "--out") o.out_dir = value();
+    else if (arg == "--policy" || arg == "--policies") policies = value();
+    else if (arg == "--seeds") seeds = value();
+    else if (arg == "--time-scale") o.openb.time_scale = number(arg);
+    else if (arg == "--load") o.openb.load = number(arg);
+    else if (arg == "--repeat") o.openb.repeat = static_cast<int32_t>(number(arg));
+    else if (arg == "--threads") o.threads = std::max(1, static_cast<int>(number(arg)));
+    else if (arg == "--samples") o.samples = std::max(2, static_cast<int>(number(arg)));
+    else if (arg == "--max-jobs") o.max_jobs = static_cast<int64_t>(number(arg));
+    else if (arg == "--no-progress") o.progress = false;
+    else if (arg == "--on-evict") {
+      const std::string v = value();
+      if (v != "restart" && v != "resume") {
+        std::cerr << "tessel-bench trace: --on-evict: want restart or resume, got \"" << v << "\"\n";
+        return 2;
+      }
+      o.on_evict = v == "resume" ? OnEvict::kResume : OnEvict::kRestart;
+    } else if (arg == "--help" || arg == "-h") {
+      Usage();
+      return 0;
+    } else {
+      std::cerr << "tessel-bench trace: unknown argument \"" << arg << "\"\n";
+      Usage();
+      return 2;
+    }
+  }
+  const bool openb = !o.nodes_path.empty() || !o.pods_path.empty();
+  if (o.out_dir.empty() || openb == !o.events_path.empty() || (openb && (o.nodes_path.empty() || o.pods_path.empty()))) {
+    std::cerr << "tessel-bench trace: --out and either --nodes with --pods, or --events, are required\n";
+    Usage();
+    return 2;
+  }
+  for (absl::string_view p : absl::StrSplit(policies, ',')) {
+    if (PluginForPolicy(std::string(p)).empty()) {
+      std::cerr << "tessel-bench trace: unknown policy \"" << p << "\"\n";
+      return 2;
+    }
+    o.policies.emplace_back(p);
+  }
+  absl::StatusOr<std::vector<uint64_t>> parsed_seeds = ParseSeeds(seeds);
+  if (!parsed_seeds.ok()) {
+    std::cerr << "tessel-bench trace: " << parsed_seeds.status().message() << "\n";
+    return 2;
+  }
+  o.seeds = *parsed_seeds;
+
+  // The input of each seed (openb: node names carry a seeded prefix), and FGD's typical pods.
+  std::vector<TracePod> trace_pods;
+  std::vector<TraceNode> trace_nodes;
+  std::vector<TimelineInput> inputs;
+  std::string title, note;
+  if (openb) {
+    auto nodes = LoadTraceNodes(o.nodes_path);
+    auto pods = nodes.ok() ? LoadTracePods(o.pods_path) : absl::StatusOr<std::vector<TracePod>>(nodes.status());
+    if (!pods.ok()) {
+      std::cerr << "tessel-bench trace: " << pods.status().message() << "\n";
+      return 1;
+    }
+    trace_nodes = *nodes;
+    trace_pods = *pods;
+    double scale = 1, offered = 0;
+    int64_t skipped = 0;
+    for (uint64_t seed : o.seeds) {
+      OpenbOptions oo = o.openb;
+      oo.seed = seed;
+      absl::StatusOr<OpenbTrace> t = OpenbTimeline(trace_nodes, trace_pods, oo);
+      if (!t.ok()) {
+        std::cerr << "tessel-bench trace: " << t.status().message() << "\n";
+        return 1;
+      }
+      scale = t->time_scale;
+      offered = t->offered_load;
+      skipped = t->skipped;
+      if (o.max_jobs > 0 && static_cast<int64_t>(t->input.jobs.size()) > o.max_jobs) t->input.jobs.resize(o.max_jobs);
+      inputs.push_back(std::move(t->input));
+    }
+    title = std::filesystem::path(o.pods_path).stem().string();
+    note = fmt::format("{} nodes, {} GPUs; {} jobs per run ({} pods that never ran in the trace left out); "
+                       "{} pass(es) of the trace, inter-arrival times divided by {:.2f} (offered load {:.2f}); evicted jobs {}; seeds {}.",
+                       trace_nodes.size(), CapacityMilli(trace_nodes) / kMilliPerGpu, inputs.front().jobs.size(),
+                       skipped, o.openb.repeat, scale, offered,
+                       o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
+  } else {
+    absl::StatusOr<std::string> text = ReadFileToString(o.events_path);
+    if (!text.ok()) {
+      std::cerr << "tessel-bench trace: " << text.status().message() << "\n";
+      return 1;
+    }
+    nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+    if (doc.is_discarded()) {
+      std::cerr << "tessel-bench trace: " << o.events_path << ": not JSON\n";
+      return 1;
+    }
+    absl::StatusOr<TimelineInput> in = ParseEventList(doc);
+    if (!in.ok()) {
+      std::cerr << "tessel-bench trace: " << o.events_path << ": " << in.status().message() << "\n";
+      return 1;
+    }
+    for (const TraceJob& j : in->jobs) {
+      for (const Pod& p : j.pods) trace_pods.push_back(TracePodOf(p));
+    }
+    for (size_t s = 0; s < o.seeds.size(); ++s) inputs.push_back(*in);
+    title = std::filesystem::path(o.events_path).stem().string();
+    note = fmt::format("{} nodes at the start; {} jobs; evicted jobs {}; seeds {}.", in->nodes.size(), in->jobs.size(),
+                       o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
+  }
+  const std::vector<fgd::TargetClass> typical = TypicalPods(trace_pods);
+  const fgd::FragModel frag(typical);
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) {
+    std::cerr << "tessel-bench trace: cannot create " << o.out_dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+
+  struct Run {
+    size_t policy, seed;
+  };
+  std::vector<Run> runs;
+  std::vector<ProfileConfig> profiles;
+  for (size_t p = 0; p < o.policies.size(); ++p) {
+    absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p], typical);
+    if (!profile.ok()) {
+      std::cerr << "tessel-bench trace: " << profile.status().message() << "\n";
+      return 2;
+    }
+    profiles.push_back(*std::move(profile));
+    for (size_t s = 0; s < o.seeds.size(); ++s) runs.push_back({p, s});
+  }
+  std::vector<absl::StatusOr<TimelineResult>> results(runs.size(), absl::UnknownError("not run"));
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> events{0};
+  std::atomic<size_t> finished{0};
+  int64_t total_events = 0;
+  for (const Run& r : runs) total_events += static_cast<int64_t>(2 * inputs[r.seed].jobs.size() + inputs[r.seed].changes.size());
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t k = next.fetch_add(1); k < runs.size(); k = next.fetch_add(1)) {
+      results[k] = SimulateTimeline(inputs[runs[k].seed], {.profile = &profiles[runs[k].policy],
+                                                           .seed = o.seeds[runs[k].seed],
+                                                           .on_evict = o.on_evict,
+                                                           .samples = o.samples,
+                                                           .frag = &frag,
+                                                           .progress = &events});
+      finished.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::min<int>(o.threads, static_cast<int>(runs.size())); ++t) threads.emplace_back(worker);
+  int last_decile = -1;
+  while (o.progress && finished.load() < runs.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const int decile = static_cast<int>(10 * std::min<int64_t>(events.load(), total_events) / std::max<int64_t>(1, total_events));
+    if (decile == last_decile) continue;
+    last_decile = decile;
+    std::cerr << fmt::format("trace: {}0% of events, runs {}/{}, {:.0f}s\n", decile, finished.load(), runs.size(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<PolicyRuns> all(o.policies.size());
+  for (size_t p = 0; p < o.policies.size(); ++p) all[p].policy = o.policies[p];
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (!results[k].ok()) {
+      std::cerr << "tessel-bench trace: " << o.policies[runs[k].policy] << " seed " << o.seeds[runs[k].seed] << ": "
+                << results[k].status().message() << "\n";
+      return 1;
+    }
+    all[runs[k].policy].seeds.push_back(o.seeds[runs[k].seed]);
+    all[runs[k].policy].runs.push_back(*std::move(results[k]));
+  }
+  nlohmann::json summaries = nlohmann::json::array();
+  for (const PolicyRuns& pr : all) summaries.push_back(Summarize(pr));
+  const std::filesystem::path out(o.out_dir);
+  std::ofstream(out / "summary.json") << summaries.dump(2) << "\n";
+  std::ofstream(out / "jobs.csv") << JobsCsv(all);
+  std::ofstream(out / "curves.csv") << CurvesCsv(all);
+  std::ofstream(out / "report.html") << RenderTraceReport(title, note, all, summaries);
+
+  std::cout << title << ": " << note << "\n";
+  std::cout << fmt::format("{:<10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>9} {:>9}\n", "policy", "jobs",
+                           "waiting", "delay p50", "p95", "p99", "JCT p50", "alloc %", "frag %", "evict", "GPU-h lost",
+                           "wall s");
+  for (const nlohmann::json& s : summaries) {
+    std::cout << fmt::format("{:<10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.1f} {:>7.1f} {:>6} {:>9.1f} {:>9.1f}\n",
+                             s["policy"].get<std::string>(), s["jobs"].get<int64_t>(), s["queued_at_end"].get<int64_t>(),
+                             s["delay_s"]["p50"].get<int64_t>(), s["delay_s"]["p95"].get<int64_t>(),
+                             s["delay_s"]["p99"].get<int64_t>(), s["jct_s"]["p50"].get<int64_t>(),
+                             s["alloc_pct"].get<double>(), s["frag_pct"].get<double>(), s["evictions"].get<int64_t>(),
+                             s["lost_gpu_hours"].get<double>(), s["wall_s"].get<double>());
+  }
+  std::cout << "report: " << (std::filesystem::absolute(out) / "report.html").string() << "\n";
+  return 0;
+}
+
+}  // namespace tessel::bench

@@ -1,0 +1,206 @@
+// `tessel-bench trace`'s simulator (bench/trace/timeline.h) against timelines computed by hand,
+// and seeded properties over generated event lists: every job ends placed (or stays queued when
+// it fits nowhere), GPU-seconds are conserved, the allocation never exceeds the capacity. The
+// scenarios shipped in bench/scenarios load and run.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include "bench/trace/input.h"
+#include "bench/trace/trace.h"
+#include "builders.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "plugins/registry.h"
+#include "scheduler/util/file.h"
+
+namespace tessel::bench {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+Node GpuNode(const std::string& name, int gpus) {
+  return NodeBuilder(name)
+      .Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus))
+      .Label("kubernetes.io/hostname", name)
+      .Label("nvidia.com/gpu.count", std::to_string(gpus))
+      .Build();
+}
+
+TraceJob Job(const std::string& name, int64_t at, int64_t duration, int gpus, int32_t priority = 0) {
+  TraceJob j;
+  j.id = name;
+  j.arrive = at;
+  j.duration = duration;
+  j.pods.push_back(PodBuilder(name).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Priority(priority).Build());
+  j.size_class = SizeClassOf(j, 8);
+  return j;
+}
+
+TraceJob Gang(const std::string& name, int64_t at, int64_t duration, int members, int gpus) {
+  TraceJob j;
+  j.id = name;
+  j.arrive = at;
+  j.duration = duration;
+  j.gang_object = nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                 {"kind", "PodGroup"},
+                                 {"metadata", {{"name", name}, {"namespace", "default"}}},
+                                 {"spec", {{"minMember", members}}}};
+  for (int i = 0; i < members; ++i) {
+    Pod p = PodBuilder(StrCat(name, "-", i)).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Build();
+    p.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
+    j.pods.push_back(std::move(p));
+  }
+  j.size_class = SizeClassOf(j, 8);
+  return j;
+}
+
+TimelineResult Simulate(const TimelineInput& in, OnEvict on_evict = OnEvict::kRestart) {
+  absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel", {});
+  REQUIRE(profile.ok());
+  absl::StatusOr<TimelineResult> r = SimulateTimeline(in, {.profile = &*profile, .on_evict = on_evict});
+  REQUIRE(r.ok());
+  return *std::move(r);
+}
+
+const JobOutcome& Outcome(const TimelineResult& r, const std::string& id) {
+  for (const JobOutcome& j : r.jobs) {
+    if (j.id == id) return j;
+  }
+  FAIL("no job " << id);
+  return r.jobs.front();
+}
+
+TEST_CASE("trace: one node works through its queue in order", "[trace]") {
+  TimelineInput in;
+  in.nodes.push_back(GpuNode("n1", 8));
+  in.jobs = {Job("a", 0, 10, 8), Job("b", 1, 20, 8), Job("c", 2, 30, 8)};
+  const TimelineResult r = Simulate(in);
+  // a runs 0-10; b waits for it, 10-30; c waits for both, 30-60.
+  CHECK(Outcome(r, "a").start == 0);
+  CHECK(Outcome(r, "a").end == 10);
+  CHECK(Outcome(r, "b").start == 10);
+  CHECK(Outcome(r, "b").end == 30);
+  CHECK(Outcome(r, "c").start == 30);
+  CHECK(Outcome(r, "c").end == 60);
+  CHECK(r.makespan == 60);
+  CHECK(r.allocated_milli_seconds == 8000 * 60);
+  CHECK(r.capacity_milli == 8000);
+}
+
+TEST_CASE("trace: a gang starts only when all its members fit, and ends together", "[trace]") {
+  TimelineInput in;
+  in.nodes = {GpuNode("n1", 4), GpuNode("n2", 4)};
+  in.jobs = {Job("solo", 0, 50, 4), Gang("ring", 10, 20, 2, 4)};
+  const TimelineResult r = Simulate(in);
+  // The gang needs both nodes: it waits for solo (0-50), then runs 50-70 on both.
+  CHECK(Outcome(r, "solo").end == 50);
+  CHECK(Outcome(r, "ring").start == 50);
+  CHECK(Outcome(r, "ring").end == 70);
+  CHECK(Outcome(r, "ring").gpu_milli == 8000);
+  CHECK(r.allocated_milli_seconds == 4000 * 50 + 8000 * 20);
+}
+
+TEST_CASE("trace: a preempted job restarts, or resumes with its progress", "[trace]") {
+  TimelineInput in;
+  in.nodes.push_back(GpuNode("n1", 8));
+  in.jobs = {Job("low", 0, 100, 8, 0), Job("high", 40, 10, 8, 1000)};
+  // At 40 high evicts low; it is bound once its first retry's 1 s backoff has passed (41) and
+  // runs to 51. low is queued again at 40 and starts at 51.
+  SECTION("restart: low runs its 100 s again; the 40 s it ran are lost") {
+    const TimelineResult r = Simulate(in, OnEvict::kRestart);
+    CHECK(Outcome(r, "high").start == 41);
+    CHECK(Outcome(r, "high").end == 51);
+    CHECK(Outcome(r, "low").start == 0);  // its first start
+    CHECK(Outcome(r, "low").end == 151);
+    CHECK(Outcome(r, "low").evictions == 1);
+    CHECK(r.lost_gpu_milli_seconds == 40 * 8000);
+    CHECK(r.evictions == 1);
+  }
+  SECTION("resume: low keeps its 40 s and runs 60 more") {
+    const TimelineResult r = Simulate(in, OnEvict::kResume);
+    CHECK(Outcome(r, "low").end == 111);
+    CHECK(r.lost_gpu_milli_seconds == 0);
+    CHECK(r.allocated_milli_seconds == 8000 * (100 + 10));
+  }
+}
+
+TEST_CASE("property: jobs end placed, GPU-seconds are conserved, allocation stays within capacity",
+          "[trace][property]") {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    TimelineInput in;
+    for (int n = pick(1, 3); n > 0; --n) in.nodes.push_back(GpuNode(StrCat("n", n), pick(0, 1) ? 4 : 8));
+    const int smallest = 4;
+    for (int k = pick(10, 30); k > 0; --k) {
+      const int gpus = std::vector<int>{1, 2, 4}[pick(0, 2)];
+      if (pick(1, 5) == 1) {
+        in.jobs.push_back(Gang(StrCat("g", k), pick(0, 200), pick(1, 80), pick(2, 3), std::min(gpus, smallest)));
+      } else {
+        in.jobs.push_back(Job(StrCat("j", k), pick(0, 200), pick(1, 80), gpus, pick(0, 1) ? 0 : 100));
+      }
+    }
+    std::stable_sort(in.jobs.begin(), in.jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrive < b.arrive; });
+    int64_t capacity = 0;
+    for (const Node& n : in.nodes) capacity += 1000 * ReadGpuInventory(n).count;
+    for (OnEvict mode : {OnEvict::kRestart, OnEvict::kResume}) {
+      const TimelineResult r = Simulate(in, mode);
+      int64_t work = 0;
+      for (const JobOutcome& j : r.jobs) {
+        // A gang bigger than the cluster never starts; every other job completes.
+        const TraceJob& spec = *std::find_if(in.jobs.begin(), in.jobs.end(), [&](const TraceJob& t) { return t.id == j.id; });
+        int64_t ask = 0;
+        for (const Pod& p : spec.pods) ask += ReadGpuRequest(p).count * 1000;
+        if (ask > capacity) {
+          CHECK(j.start == -1);
+          continue;
+        }
+        REQUIRE(j.end >= 0);
+        CHECK(j.start >= j.arrive);
+        CHECK(j.end - j.start >= j.duration);
+        CHECK(j.gpu_milli == ask);
+        work += j.gpu_milli * j.duration;
+      }
+      CHECK(r.allocated_milli_seconds == work + r.lost_gpu_milli_seconds);
+      if (mode == OnEvict::kResume) CHECK(r.lost_gpu_milli_seconds == 0);
+      CHECK(r.peak_allocated_milli <= capacity);
+      for (const Sample& s : r.samples) CHECK(s.allocated_milli <= capacity);
+    }
+  }
+}
+
+TEST_CASE("trace: the shipped scenarios load and every job ends", "[trace]") {
+  int scenarios = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TESSEL_TRACE_SCENARIOS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path().string());
+    absl::StatusOr<std::string> text = ReadFileToString(entry.path().string());
+    REQUIRE(text.ok());
+    absl::StatusOr<TimelineInput> in = ParseEventList(nlohmann::json::parse(*text));
+    REQUIRE(in.ok());
+    const TimelineResult r = Simulate(*in);
+    for (const JobOutcome& j : r.jobs) CHECK(j.end >= 0);
+    ++scenarios;
+  }
+  CHECK(scenarios >= 4);
+}
+
+TEST_CASE("trace: a bad event list is refused naming the event and the field", "[trace]") {
+  auto error = [](const char* text) {
+    absl::StatusOr<TimelineInput> in = ParseEventList(nlohmann::json::parse(text));
+    REQUIRE_FALSE(in.ok());
+    return std::string(in.status().message());
+  };
+  CHECK(error(R"({"events": [{"pod": {}, "duration": 5}]})") == "events[0]: missing field \"at\"");
+  CHECK(error(R"({"events": [{"at": 1, "duration": 5}]})") ==
+        "events[0]: want one of pod, podGroup, nodeAdd, nodeRemove, queue");
+  CHECK(error(R"({"events": [{"at": -1, "pod": {}}]})").rfind("events[0].at: want a whole number", 0) == 0);
+  CHECK(error(R"({"events": [{"at": 1, "podGroup": {"metadata": {"name": "g"}}, "duration": 5}]})") ==
+        "events[0].pods: a podGroup event needs its member pods");
+}
+
+}  // namespace
+}  // namespace tessel::bench
