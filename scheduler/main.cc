@@ -567,7 +567,6 @@ int Run(Flags flags) {
                                  .port = flags.admin_port,
                                  .tls = flags.admin_insecure ? std::nullopt : serving_cert},
       &admin_backend, &metrics_auth);
-  std::atomic<bool> admin_failed{false};
 
   // Queue statuses, written by the leader once its caches have synced.
   kube::QueueStatusWriter queue_status(
@@ -595,10 +594,8 @@ int Run(Flags flags) {
         std::call_once(queue_status_started, [&] {
           queue_status.Start();
           if (flags.admin_port > 0) {
-            if (absl::Status st = admin.Start(); !st.ok()) {
-              spdlog::error("{}", st.message());
-              admin_failed.store(true);
-            }
+            // Not fatal: scheduling goes on without tesselctl's API.
+            if (absl::Status st = admin.Start(); !st.ok()) spdlog::error("{}", st.message());
           }
         });
       }

@@ -27,7 +27,7 @@ cleanup_admin() {
   [[ -n $holder_pod ]] && kubectl delete pod -n kube-system "$holder_pod" --wait=false >/dev/null 2>&1 || true
 }
 cleanup_admin
-trap 'rc=$?; cleanup_admin; (exit $rc); it_cleanup' EXIT
+trap 'rc=$?; cleanup_admin; set +e; (exit $rc); it_cleanup' EXIT
 kubectl create namespace "$NS2" >/dev/null
 
 for crd in queues podgroups; do kubectl apply -f "$TESSEL_ROOT/manifests/crds/$crd.yaml" >/dev/null; done
@@ -152,8 +152,17 @@ assert snap["kind"] == "List"
 kinds = {i["kind"] for i in snap["items"]}
 assert {"Node", "Pod", "PriorityClass", "PodGroup", "Queue", "Namespace"} <= kinds, kinds
 text = json.dumps(snap)
-assert sys.argv[2] not in text and "admin-0" not in text, "names left in the anonymized snapshot"
-assert any(i["kind"] == "Node" and i["metadata"]["name"].startswith("node-") for i in snap["items"])
+for name in ('"admin-0"', '"admin-1"', '"a-2"', '"wait-2"', f'"{sys.argv[2]}"'):
+    assert name not in text, f"{name} left in the anonymized snapshot"
+for i in snap["items"]:
+    meta = i["metadata"]
+    if i["kind"] == "Pod":
+        assert meta["name"].startswith("pod-") and meta["namespace"].startswith("ns-"), meta
+        assert i["spec"].get("nodeName", "node-").startswith("node-"), i["spec"]
+    if i["kind"] == "Node":
+        assert meta["name"].startswith("node-"), meta
+queue = [i for i in snap["items"] if i["kind"] == "Queue" and i["metadata"]["name"] == sys.argv[2] + "-a"]
+assert queue and all(n.startswith("ns-") for n in queue[0]["spec"]["namespaces"]), queue
 PY
 "$TESSEL_BENCH_BIN" replay --snapshot "$IT_WORK/snap.json" >/dev/null || fail "replay cannot read the snapshot"
 

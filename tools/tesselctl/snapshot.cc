@@ -101,7 +101,17 @@ void Anonymize(json& list) {
       }
     }
     json& spec = item["spec"];
-    if (kind == "Pod") RenameString(spec, "nodeName", node);
+    if (kind == "Pod") {
+      RenameString(spec, "nodeName", node);
+      if (spec.is_object()) spec.erase("hostname");
+      if (item.contains("status") && item["status"].is_object()) {
+        RenameString(item["status"], "nominatedNodeName", node);
+      }
+    }
+    if (kind == "Node" && item.contains("status") && item["status"].is_object()) {
+      item["status"].erase("addresses");  // the host name and IPs
+      item["status"].erase("images");
+    }
     if (kind == "Queue" && spec.is_object() && spec.contains("namespaces") && spec["namespaces"].is_array()) {
       for (json& n : spec["namespaces"]) {
         if (n.is_string()) n = ns(n.get<std::string>());

@@ -4,8 +4,8 @@
 // apiVersion and kind. Kinds the cluster does not serve (a CRD not installed) are left out.
 //
 // Anonymized, namespaces, pods and nodes are renamed consistently (ns-1, pod-1, node-1 in order
-// of first appearance) wherever the snapshot names them: metadata, spec.nodeName, a Queue's
-// spec.namespaces, the kubernetes.io/hostname label; annotations are dropped.
+// of first appearance) wherever the snapshot names them (see Anonymize in snapshot.cc); other
+// names (queues, PodGroups, priority classes) stay.
 //
 //   ASSIGN_OR_RETURN(nlohmann::json list, TakeSnapshot(client));
 //   Anonymize(list);
