@@ -103,8 +103,19 @@ void ExplainQuota(Scheduler& s, const Pod& pod, const Queue& queue, const Status
   for (const auto& [name, amount] : usage) tracker.AddUsage(name, amount);
   e.nearest_kind = "quota";
   std::string first;
+  std::string lent_line;  // the first resource it lends while within its nominal quota
   for (const std::string& r : tracker.Governed(queue)) {
     if (pod.requests.Get(r) <= 0) continue;
+    const int64_t used = tracker.Usage(queue.name()).Get(r);
+    const int64_t lent = tracker.Lent(queue.name()).Get(r);
+    if (lent_line.empty() && lent > 0 && used + pod.requests.Get(r) <= queue.nominal.Get(r)) {
+      static constexpr std::string_view kPolicy[] = {"Never", "LowerPriority", "Any"};
+      lent_line = StrCat("queue ", queue.name(), " is at ", FormatResourceQuantity(r, used), " of nominal ",
+                         FormatResourceQuantity(r, queue.nominal.Get(r)), " ", r, " and lends ",
+                         FormatResourceQuantity(r, lent), " of it to cohort ", queue.cohort,
+                         ": it waits for the borrowers' pods to finish (spec.preemption.reclaimWithinCohort: ",
+                         kPolicy[static_cast<int>(queue.reclaim_within_cohort)], ")");
+    }
     auto limit = queue.borrowing_limit.find(r);
     const std::string borrowing =
         queue.cohort.empty() ? "no cohort, so no borrowing"
@@ -118,6 +129,10 @@ void ExplainQuota(Scheduler& s, const Pod& pod, const Queue& queue, const Status
     e.details.push_back(std::move(line));
   }
   e.details.push_back(StrJoin(verdict.reasons(), "; "));
+  if (!lent_line.empty()) {
+    e.nearest_miss = lent_line;
+    return;
+  }
   e.nearest_miss = StrCat(first.empty() ? StrCat("queue ", queue.name(), " is full") : first,
                           queue.cohort.empty()
                               ? ": it waits for its own pods to finish"

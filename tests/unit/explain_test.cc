@@ -42,7 +42,9 @@ struct World {
   void Pending(Pod pod) { s->OnPodAdd(std::move(pod)); }
   std::set<std::string> CacheKeys() {
     std::set<std::string> out;
-    for (const PodRef& p : cache.GetNodeInfo("n1")->pods()) out.insert(p->Key());
+    const std::optional<NodeInfo> node = cache.GetNodeInfo("n1");
+    REQUIRE(node.has_value());
+    for (const PodRef& p : node->pods()) out.insert(p->Key());
     return out;
   }
 };
@@ -91,6 +93,24 @@ TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
   CHECK(e.nearest_miss == "queue team-a is at 2 of nominal 2 nvidia.com/gpu, no cohort, so no "
                           "borrowing: it waits for its own pods to finish");
   CHECK_FALSE(e.message.empty());
+}
+
+TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borrows") {
+  World w;
+  for (const char* q : {"team-a", "team-b"}) {
+    REQUIRE(w.s->OnQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                    {"metadata", {{"name", q}}},
+                                    {"spec", {{"namespaces", {q}}, {"cohort", "research"},
+                                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+                .ok());
+  }
+  w.Bound("borrower", "team-b", "4", 0, 100);  // team-b holds 4: 2 of them team-a's
+  w.Pending(PodBuilder("p", "team-a").Requests("cpu:1,nvidia.com/gpu:1").Created(200).Build());
+  const Explanation e = Explain(*w.s, "team-a/p");
+  CHECK(e.nearest_kind == "quota");
+  CHECK(e.nearest_miss == "queue team-a is at 0 of nominal 2 nvidia.com/gpu and lends 2 of it to cohort "
+                          "research: it waits for the borrowers' pods to finish "
+                          "(spec.preemption.reclaimWithinCohort: Never)");
 }
 
 TEST_CASE("explain: a gang's members placeable now and the largest free block") {
