@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -22,9 +23,12 @@
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
 #include "scheduler/kube/podgroup_status.h"
+#include "scheduler/kube/queue_status.h"
 #include "scheduler/kube/scheduler_feed.h"
 #include "scheduler/kube/status_reporter.h"
 #include "scheduler/kube/work_queue.h"
+#include "bench/replay/replay.h"
+#include "scheduler/server/admin_service.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/server/serving_cert.h"
@@ -42,6 +46,7 @@ constexpr std::string_view kUsage = R"(usage: tessel-scheduler [flags]
   --context NAME             kubeconfig context (default: its current-context)
   --config FILE              scheduler configuration (KubeSchedulerConfiguration-shaped YAML)
   --print-defaults           print the built-in default configuration and exit
+  --version                  print the version and exit
   --leader-elect BOOL        run leader election on a Lease (default true)
   --lock-namespace NS        namespace of the Lease (default kube-system)
   --lock-name NAME           name of the Lease (default tessel-scheduler)
@@ -62,6 +67,12 @@ constexpr std::string_view kUsage = R"(usage: tessel-scheduler [flags]
                              and informers each have their own budget
   --kube-api-burst N         client-side burst of each client (default 100, or clientConnection.burst)
   --bind-workers N           binder threads: binds in flight at once (default 32)
+  --queue-status-interval D  how often the leader writes Queue statuses, at most (default 10s)
+  --admin-port N             gRPC admin API for tesselctl, served by the leader on
+                             --bind-address with the secure port's certificate (default 10260;
+                             0: off). Callers are authorized like /metrics, per call
+                             (get/create on tessel.io scheduler/<call>)
+  --admin-insecure           serve the admin API without TLS (local use and tests only)
   -v N                       log verbosity: 0-3 info, 4-5 debug, 6+ trace (default 2)
 )";
 
@@ -83,6 +94,9 @@ struct Flags {
   std::optional<double> qps;      // unset: clientConnection.qps, else 50
   std::optional<int64_t> burst;   // unset: clientConnection.burst, else 100
   int bind_workers = 32;
+  absl::Duration queue_status_interval = absl::Seconds(10);
+  int admin_port = 10260;
+  bool admin_insecure = false;
   int verbosity = 2;
   std::set<std::string, std::less<>> given;  // the flags on the command line, by name
 };
@@ -151,6 +165,9 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       std::exit(0);
+    } else if (arg == "--version") {
+      std::cout << "tessel-scheduler " << server::BuildVersion() << "\n";
+      std::exit(0);
     } else if (arg == "--print-defaults") {
       f.print_defaults = true;
     } else if (arg == "--kubeconfig") {
@@ -214,6 +231,16 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(int64_t n, as_int(v));
       if (n < 1 || n > 256) return absl::InvalidArgumentError("--bind-workers: 1..256");
       f.bind_workers = static_cast<int>(n);
+    } else if (arg == "--admin-port") {
+      ASSIGN_OR_RETURN(std::string v, need());
+      ASSIGN_OR_RETURN(int64_t p, as_int(v));
+      if (p < 0 || p > 65535) return absl::InvalidArgumentError("--admin-port: out of range");
+      f.admin_port = static_cast<int>(p);
+    } else if (arg == "--admin-insecure") {
+      f.admin_insecure = true;
+    } else if (arg == "--queue-status-interval") {
+      ASSIGN_OR_RETURN(std::string v, need());
+      ASSIGN_OR_RETURN(f.queue_status_interval, as_duration(v));
     } else if (arg == "-v") {
       ASSIGN_OR_RETURN(std::string v, need());
       ASSIGN_OR_RETURN(int64_t n, as_int(v));
@@ -247,6 +274,12 @@ class Observers final : public SchedulingObserver {
   }
   void NominationCleared(const Pod& pod) override {
     for (auto* o : list_) o->NominationCleared(pod);
+  }
+  void PodRejected(const Pod& pod, const std::vector<std::string>& plugins) override {
+    for (auto* o : list_) o->PodRejected(pod, plugins);
+  }
+  void GangMemberEvicted(const Pod& pod) override {
+    for (auto* o : list_) o->GangMemberEvicted(pod);
   }
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
@@ -489,7 +522,8 @@ int Run(Flags flags) {
   };
   kube::DelegatedAuthorizer metrics_auth(clients->auth.get(), &clock);
   std::vector<std::unique_ptr<server::HttpServer>> servers;
-  if (flags.secure_port > 0) {
+  std::optional<server::ServingCert> serving_cert;
+  if (flags.secure_port > 0 || (flags.admin_port > 0 && !flags.admin_insecure)) {
     absl::StatusOr<server::ServingCert> cert = server::ServingCertFor(
         {.cert_file = flags.tls_cert_file, .key_file = flags.tls_key_file, .cert_dir = flags.cert_dir});
     if (!cert.ok()) {
@@ -497,6 +531,10 @@ int Run(Flags flags) {
       feed.Stop();
       return 1;
     }
+    serving_cert = *cert;
+  }
+  if (flags.secure_port > 0) {
+    const server::ServingCert* cert = &*serving_cert;
     servers.push_back(std::make_unique<server::HttpServer>(
         server::HttpServerOptions{.bind_address = flags.bind_address,
                                   .port = flags.secure_port,
@@ -517,6 +555,30 @@ int Run(Flags flags) {
     }
   }
 
+  // The admin API (tesselctl), served by the leader once its caches have synced; simulate
+  // replays a snapshot under this scheduler's configuration, as tessel-bench replay does.
+  server::SchedulerAdminBackend admin_backend(&sched, [&](std::string_view snapshot) -> absl::StatusOr<std::string> {
+    absl::StatusOr<nlohmann::json> result = bench::RunReplayText(snapshot, {.config_path = flags.config});
+    if (!result.ok()) return result.status();
+    return result->dump(2);
+  });
+  server::AdminServer admin(
+      server::AdminServerOptions{.bind_address = flags.bind_address,
+                                 .port = flags.admin_port,
+                                 .tls = flags.admin_insecure ? std::nullopt : serving_cert},
+      &admin_backend, &metrics_auth);
+
+  // Queue statuses, written by the leader once its caches have synced.
+  kube::QueueStatusWriter queue_status(
+      clients->status.get(),
+      [&] {
+        return kube::QueueStatusView{.reports = server::ComputeQueueReports(sched),
+                                     .conflicts = sched.queue_store().Conflicts(),
+                                     .invalid = sched.queue_store().Undecodable()};
+      },
+      {.write_budget = write_budget, .interval = flags.queue_status_interval});
+  std::once_flag queue_status_started;
+
   // The scheduling loop: one thread, only while leading.
   std::atomic<bool> loop_stop{false};
   absl::Mutex loop_mu;  // start_loop runs on the elector's thread, shutdown on this one
@@ -528,6 +590,15 @@ int Run(Flags flags) {
       while (!loop_stop.load() && !feed.WaitForSync(absl::Milliseconds(500))) {
       }
       spdlog::info("caches synced; scheduling");
+      if (!loop_stop.load()) {
+        std::call_once(queue_status_started, [&] {
+          queue_status.Start();
+          if (flags.admin_port > 0) {
+            // Not fatal: scheduling goes on without tesselctl's API.
+            if (absl::Status st = admin.Start(); !st.ok()) spdlog::error("{}", st.message());
+          }
+        });
+      }
       sched.Run(loop_stop, {.wait = absl::Milliseconds(500),
                             .may_schedule = [&] { return cluster.MayWrite(); }});
     });
@@ -582,6 +653,8 @@ int Run(Flags flags) {
   reporter.Shutdown();
   events.Shutdown();
   podgroup_status.Stop();
+  queue_status.Stop();
+  admin.Stop();
   if (elector) elector->Stop(/*release=*/true);
   feed.Stop();
   for (auto& s : servers) s->Stop();

@@ -297,6 +297,7 @@ void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update
 void Scheduler::EvictRolledBack(const PodRef& pod, const std::string& message,
                                 absl::Duration backoff) {
   const absl::Status st = api_ == nullptr ? absl::OkStatus() : api_->Evict(*pod, message);
+  if (st.ok() && observer_) observer_->GangMemberEvicted(*pod);
   absl::MutexLock lock(&gang_mu_);
   if (st.ok() || absl::IsNotFound(st) || absl::IsFailedPrecondition(st) ||
       !gang_of_.contains(pod->Key())) {

@@ -322,6 +322,17 @@ void Scheduler::Housekeeping() {
   // pod is deleted (see cache.h).
   ExpireWaitingPods();
   RetryRollbackEvictions();
+  std::vector<std::function<void()>> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    tasks.swap(loop_tasks_);
+  }
+  for (auto& task : tasks) task();
+}
+
+void Scheduler::RunOnLoop(std::function<void()> task) {
+  absl::MutexLock lock(&mu_);
+  loop_tasks_.push_back(std::move(task));
 }
 
 bool Scheduler::ScheduleOne() {
@@ -362,6 +373,19 @@ int64_t Scheduler::Run(const std::atomic<bool>& stop, const RunOptions& options)
     }
   }
   return cycles;
+}
+
+std::vector<PodRef> Scheduler::PendingPods() const {
+  std::vector<PodRef> out = queue_->PendingPods();
+  StringSet seen;
+  for (const PodRef& p : out) seen.insert(p->Key());
+  absl::MutexLock lock(&gang_mu_);
+  for (const auto& [gang, g] : gang_states_) {
+    for (const auto& [key, pod] : g.pending) {
+      if (seen.insert(key).second) out.push_back(pod);
+    }
+  }
+  return out;
 }
 
 std::optional<absl::Time> Scheduler::NextWakeup() const {
@@ -602,6 +626,7 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
                        rejecting_plugins.end()) {
     events = fw.EventsFor(rejecting_plugins);
   }
+  if (observer_) observer_->PodRejected(*info.pod, rejecting_plugins);
   queue_->AddUnschedulable(std::move(info), cycle, events);
 }
 

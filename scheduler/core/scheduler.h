@@ -80,6 +80,11 @@ class SchedulingObserver {
   // room it was promised may be gone, so its nomination is dropped (live: status.nominatedNodeName
   // removed, as kube-scheduler does) and it looks for a node afresh at its next attempt.
   virtual void NominationCleared(const Pod& /*pod*/) {}
+  // The pod waits as unschedulable; these plugins rejected it in its last attempt (for
+  // scheduler_unschedulable_pods{plugin}).
+  virtual void PodRejected(const Pod& /*pod*/, const std::vector<std::string>& /*plugins*/) {}
+  // A bound member of a gang that was rolled back was evicted (evictions by reason "gang").
+  virtual void GangMemberEvicted(const Pod& /*pod*/) {}
   // The attempt took this long (for the attempt-duration histogram); result is
   // "scheduled", "unschedulable" or "error".
   virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
@@ -205,10 +210,20 @@ class Scheduler final : public Handle {
   bool ScheduleOne();
   // Like ScheduleOne, but waits up to `timeout` for a pod.
   bool ScheduleOneWait(absl::Duration timeout);
-  // Rejects permit-waiting pods whose timeout passed; called by the loop each step.
+  // Rejects permit-waiting pods whose timeout passed, runs the tasks given to RunOnLoop;
+  // called by the loop each step.
   void Housekeeping();
+  // Runs `task` on the scheduling thread between two cycles, where the snapshot and the
+  // frameworks may be used (the admin API's dry runs: scheduler/core/explain.h). Tasks given
+  // while no loop runs wait for one.
+  void RunOnLoop(std::function<void()> task);
+  // Scheduling thread only: brings snapshot() up to date with the cache.
+  void RefreshSnapshot() { cache_->UpdateSnapshot(snapshot_); }
 
   SchedulingQueue& queue() { return *queue_; }
+  // Every pod waiting to be scheduled: the queue's, and the members a pending gang holds back
+  // behind its head (each once). For status, metrics and the admin API.
+  std::vector<PodRef> PendingPods() const;
   const gang::GangBook& gangs() const { return gangs_; }
   Cache& cache() { return *cache_; }
   const Framework* FrameworkFor(std::string_view scheduler_name) const override;
@@ -373,6 +388,7 @@ class Scheduler final : public Handle {
   StringKeyedMap<WaitingPod> waiting_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
   StringKeyedMap<PodDisruptionBudget> pdbs_ ABSL_GUARDED_BY(mu_);  // by namespace/name
+  std::vector<std::function<void()>> loop_tasks_ ABSL_GUARDED_BY(mu_);
   Nominator nominator_;
 };
 

@@ -54,8 +54,24 @@ int64_t DelegatedAuthorizer::reviews_sent() const {
 
 server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_token,
                                                     std::string_view verb, std::string_view path) {
+  return Decide(bearer_token, {{"nonResourceAttributes", {{"path", path}, {"verb", verb}}}},
+                StrCat(verb, " ", path));
+}
+
+server::AuthDecision DelegatedAuthorizer::AuthorizeResource(std::string_view bearer_token,
+                                                            const server::ResourceAccess& access) {
+  return Decide(bearer_token,
+                {{"resourceAttributes", {{"verb", access.verb},
+                                         {"group", access.group},
+                                         {"resource", access.resource},
+                                         {"subresource", access.subresource}}}},
+                access.Describe());
+}
+
+server::AuthDecision DelegatedAuthorizer::Decide(std::string_view bearer_token,
+                                                 const json& attributes, std::string_view what) {
   if (bearer_token.empty()) return {401, "Unauthorized: a bearer token is required"};
-  const std::string key = StrCat(Sha256Hex(bearer_token), "|", verb, "|", path);
+  const std::string key = StrCat(Sha256Hex(bearer_token), "|", attributes.dump());
   {
     absl::MutexLock lock(&mu_);
     auto it = cache_.find(key);
@@ -64,7 +80,7 @@ server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_toke
   if (!reviews_.TryTake(clock_->Now())) {
     return {429, "Too Many Requests: the token review budget is spent; retry later"};
   }
-  server::AuthDecision decision = Review(bearer_token, verb, path);
+  server::AuthDecision decision = Review(bearer_token, attributes, what);
   if (decision.http_status != 500) {
     const absl::Duration ttl = decision.http_status == 200 ? options_.allowed_ttl : options_.denied_ttl;
     absl::MutexLock lock(&mu_);
@@ -74,8 +90,8 @@ server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_toke
   return decision;
 }
 
-server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, std::string_view verb,
-                                                 std::string_view path) {
+server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, const json& attributes,
+                                                 std::string_view what) {
   {
     absl::MutexLock lock(&mu_);
     reviews_sent_ += 1;
@@ -89,8 +105,8 @@ server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, std::st
   }
   if (!who->value("authenticated", false)) return {401, "Unauthorized"};
   const json user = who->value("user", json::object());
-  json spec = {{"user", user.value("username", "")},
-               {"nonResourceAttributes", {{"path", path}, {"verb", verb}}}};
+  json spec = attributes;
+  spec["user"] = user.value("username", "");
   if (user.contains("uid")) spec["uid"] = user["uid"];
   if (user.contains("groups")) spec["groups"] = user["groups"];
   if (user.contains("extra")) spec["extra"] = user["extra"];
@@ -106,8 +122,8 @@ server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, std::st
     return {500, "Internal Server Error: authorization unavailable"};
   }
   if (may->value("allowed", false)) return {200, ""};
-  return {403, StrCat("Forbidden: user \"", user.value("username", ""), "\" may not ", verb, " ",
-                      path, may->contains("reason") ? StrCat(": ", may->value("reason", "")) : "")};
+  return {403, StrCat("Forbidden: user \"", user.value("username", ""), "\" may not ", what,
+                      may->contains("reason") ? StrCat(": ", may->value("reason", "")) : "")};
 }
 
 }  // namespace tessel::kube

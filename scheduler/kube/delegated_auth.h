@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
 #include "absl/time/time.h"
 #include "scheduler/kube/backoff.h"
 #include "scheduler/kube/client.h"
@@ -42,11 +43,19 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
   // over the review budget; 500 when the API server could not be asked (neither cached).
   server::AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
                                  std::string_view path) override;
+  // The same with resourceAttributes (the admin API's calls), cached alike.
+  server::AuthDecision AuthorizeResource(std::string_view bearer_token,
+                                         const server::ResourceAccess& access) override;
 
   int64_t reviews_sent() const;
 
  private:
-  server::AuthDecision Review(std::string_view token, std::string_view verb, std::string_view path);
+  // `attributes` is the SubjectAccessReview's nonResourceAttributes or resourceAttributes;
+  // `what` names the request in a denial ("get /metrics").
+  server::AuthDecision Decide(std::string_view token, const nlohmann::json& attributes,
+                              std::string_view what);
+  server::AuthDecision Review(std::string_view token, const nlohmann::json& attributes,
+                              std::string_view what);
 
   KubeClient* client_;
   const Clock* clock_;

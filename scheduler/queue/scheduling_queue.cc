@@ -312,6 +312,19 @@ std::vector<PodRef> SchedulingQueue::PendingPods() const {
   return out;
 }
 
+std::vector<SchedulingQueue::PendingEntry> SchedulingQueue::PendingEntries() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PendingEntry> out;
+  out.reserve(entries_.size());
+  for (const auto& [key, e] : entries_) {
+    const std::string_view state = e->where == Entry::Where::kActive    ? "active"
+                                   : e->where == Entry::Where::kBackoff ? "backoff"
+                                                                        : "unschedulable";
+    out.push_back({e->info.pod, state, e->info.attempts});
+  }
+  return out;
+}
+
 std::vector<std::string> SchedulingQueue::UnschedulableKeys() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;

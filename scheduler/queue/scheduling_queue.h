@@ -100,6 +100,13 @@ class SchedulingQueue {
   QueueStats Stats() const;
   // Every pod waiting in the queue (active, backoff, unschedulable), e.g. for per-team metrics.
   std::vector<PodRef> PendingPods() const;
+  // Every queued pod with where it waits, for the admin API's pending list.
+  struct PendingEntry {
+    PodRef pod;
+    std::string_view state;  // "active", "backoff" or "unschedulable"
+    int attempts = 0;
+  };
+  std::vector<PendingEntry> PendingEntries() const;
   // Keys of pods in the unschedulable part (for status and tests).
   std::vector<std::string> UnschedulableKeys() const;
   // Earliest time a backoff ends, if any pod is backing off (lets the bench advance its clock).

@@ -108,6 +108,16 @@ std::map<std::string, std::string> QueueStore::Problems() const {
   return out;
 }
 
+std::vector<NamespaceConflict> QueueStore::Conflicts() const {
+  absl::MutexLock lock(&mu_);
+  return conflicts_;
+}
+
+std::map<std::string, std::string> QueueStore::Undecodable() const {
+  absl::MutexLock lock(&mu_);
+  return {undecodable_.begin(), undecodable_.end()};
+}
+
 std::vector<NamespaceConflict> QueueStore::TakeNewConflicts() {
   absl::MutexLock lock(&mu_);
   std::vector<NamespaceConflict> fresh;

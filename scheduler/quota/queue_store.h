@@ -48,6 +48,10 @@ class QueueStore {
   // The current problem of every ignored Queue, and of every queue that does not get a
   // namespace it lists, by name.
   std::map<std::string, std::string> Problems() const;
+  // Every namespace conflict in force, and the Queues ignored because they do not decode
+  // (name -> the error naming the field): what the Queue status reports.
+  std::vector<NamespaceConflict> Conflicts() const;
+  std::map<std::string, std::string> Undecodable() const;
   // The namespace conflicts not taken before: each is handed out once while it lasts (for an
   // Event about the newer queue), and again if it ends and comes back.
   std::vector<NamespaceConflict> TakeNewConflicts();

@@ -17,11 +17,11 @@ int64_t LimitOf(const ResourceLimits& limits, std::string_view r, int64_t fallba
   return it == limits.end() ? fallback : it->second;
 }
 
-int64_t Lendable(const Queue& q, std::string_view r) {
+int64_t LendableOf(const Queue& q, std::string_view r) {
   return LimitOf(q.lending_limit, r, q.nominal.Get(r));
 }
 
-int64_t Guaranteed(const Queue& q, std::string_view r) { return q.nominal.Get(r) - Lendable(q, r); }
+int64_t Guaranteed(const Queue& q, std::string_view r) { return q.nominal.Get(r) - LendableOf(q, r); }
 
 // Saturating a + b for the "nominal + unlimited borrowing" sums.
 int64_t SatAdd(int64_t a, int64_t b) { return b > kUnlimited - a ? kUnlimited : a + b; }
@@ -125,10 +125,10 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     int64_t used_by_others = 0;
     for (const Queue* m : cohort) {
       if (m == queue) continue;
-      lent_by_others += Lendable(*m, r);
+      lent_by_others += LendableOf(*m, r);
       used_by_others += std::max<int64_t>(0, UsageRef(m->name()).Get(r) - Guaranteed(*m, r));
     }
-    const int64_t pool_room = lent_by_others + Lendable(*queue, r) - used_by_others;
+    const int64_t pool_room = lent_by_others + LendableOf(*queue, r) - used_by_others;
     if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
       if (used_by_others > lent_by_others) {
         fail(StrCat("other queues of the cohort ", queue->cohort, " borrow ",
@@ -158,13 +158,46 @@ Resources QuotaTracker::Borrowed(std::string_view queue_name) const {
   return out;
 }
 
+Resources QuotaTracker::Lendable(std::string_view queue_name) const {
+  Resources out;
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr || queue->cohort.empty()) return out;
+  for (const std::string& r : Governed(*queue)) out.Set(r, LendableOf(*queue, r));
+  return out;
+}
+
+Resources QuotaTracker::Lent(std::string_view queue_name) const {
+  Resources out;
+  const Queue* queue = directory_->Find(queue_name);
+  if (queue == nullptr || queue->cohort.empty()) return out;
+  // What a member leaves unused of what it lends.
+  auto idle = [&](const Queue& m, std::string_view r) {
+    return std::min(LendableOf(m, r), std::max<int64_t>(0, m.nominal.Get(r) - UsageRef(m.name()).Get(r)));
+  };
+  const std::vector<const Queue*> cohort = CohortOf(*queue);
+  for (const std::string& r : Governed(*queue)) {
+    const int64_t mine = idle(*queue, r);
+    if (mine <= 0) continue;
+    __int128 borrowed = 0;
+    __int128 all_idle = 0;
+    for (const Queue* m : cohort) {
+      borrowed += std::max<int64_t>(0, UsageRef(m->name()).Get(r) - m->nominal.Get(r));
+      all_idle += idle(*m, r);
+    }
+    const __int128 share = borrowed * mine / all_idle;
+    const int64_t lent = share > mine ? mine : static_cast<int64_t>(share);
+    if (lent > 0) out.Set(r, lent);
+  }
+  return out;
+}
+
 int64_t QuotaTracker::WeightedDominantShare(std::string_view queue_name) const {
   const Queue* queue = directory_->Find(queue_name);
   if (queue == nullptr) return 0;
   int64_t dominant = 0;
   for (const auto& [r, borrowed] : Borrowed(queue_name).Entries()) {
     int64_t pool = 0;
-    for (const Queue* m : CohortOf(*queue)) pool += Lendable(*m, r);
+    for (const Queue* m : CohortOf(*queue)) pool += LendableOf(*m, r);
     if (pool <= 0) continue;
     dominant = std::max(dominant, borrowed * 1000 / pool);
   }

@@ -52,6 +52,13 @@ class QuotaTracker {
   Resources Usage(std::string_view queue) const;
   // How far above nominal the queue is, per resource (what it borrows from its cohort).
   Resources Borrowed(std::string_view queue) const;
+  // How much of its nominal quota the queue lets its cohort borrow, per governed resource
+  // (spec.lendingLimit, else all of nominal); nothing without a cohort.
+  Resources Lendable(std::string_view queue) const;
+  // What the queue lends now, per resource: its share of what the cohort's queues borrow
+  // (usage above nominal), split among the lenders in proportion to the lendable quota each
+  // leaves unused (floor of an exact integer ratio, never more than it leaves unused).
+  Resources Lent(std::string_view queue) const;
   // The queue's dominant share of its cohort's pool, per mille, divided by its weight
   // (weight 1 = 1000 milli): borrowing is shared in increasing order of this (DRF).
   int64_t WeightedDominantShare(std::string_view queue) const;

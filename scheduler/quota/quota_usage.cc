@@ -14,32 +14,49 @@ Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory) {
 
 bool ChargesQuota(const Pod& pod) { return !pod.meta.deletion_timestamp.has_value(); }
 
-void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage) {
+void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage,
+                  QueueCounts* admitted) {
   for (const PodRef& pod : node.pods()) {
     if (!ChargesQuota(*pod)) continue;
     const Queue* queue = directory.QueueFor(*pod).queue;
     if (queue == nullptr) continue;
     (void)usage[queue->name()].Add(QuotaCharge(*pod, node.gpus().inventory()));
+    if (admitted != nullptr) ++(*admitted)[queue->name()];
   }
 }
 
 std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const QueueUsage& usage,
-                                      const std::vector<const Pod*>& pending) {
+                                      const std::vector<const Pod*>& pending,
+                                      const QueueCounts& admitted) {
   QuotaTracker tracker(&directory);
   for (const auto& [queue, amount] : usage) tracker.AddUsage(queue, amount);
-  std::map<std::string, int64_t, std::less<>> waiting;
+  struct Waiting {
+    int64_t pods = 0;
+    std::optional<absl::Time> oldest;
+  };
+  std::map<std::string, Waiting, std::less<>> waiting;
   for (const Pod* pod : pending) {
-    if (const Queue* q = directory.QueueFor(*pod).queue; q != nullptr) ++waiting[q->name()];
+    const Queue* q = directory.QueueFor(*pod).queue;
+    if (q == nullptr) continue;
+    Waiting& w = waiting[q->name()];
+    ++w.pods;
+    if (!w.oldest || pod->meta.creation_timestamp < *w.oldest) w.oldest = pod->meta.creation_timestamp;
   }
   std::vector<QueueReport> out;
   for (const Queue& q : directory.queues()) {
     auto w = waiting.find(q.name());
+    auto a = admitted.find(q.name());
     out.push_back(QueueReport{.name = q.name(),
                               .cohort = q.cohort,
                               .nominal = q.nominal,
                               .usage = tracker.Usage(q.name()),
                               .borrowed = tracker.Borrowed(q.name()),
-                              .pending_pods = w == waiting.end() ? 0 : w->second});
+                              .lendable = tracker.Lendable(q.name()),
+                              .lent = tracker.Lent(q.name()),
+                              .weighted_share_milli = tracker.WeightedDominantShare(q.name()),
+                              .pending_pods = w == waiting.end() ? 0 : w->second.pods,
+                              .admitted_pods = a == admitted.end() ? 0 : a->second,
+                              .oldest_pending = w == waiting.end() ? std::nullopt : w->second.oldest});
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,27 +24,38 @@ namespace tessel {
 
 // Usage per queue name.
 using QueueUsage = std::map<std::string, Resources, std::less<>>;
+// Pods per queue name.
+using QueueCounts = std::map<std::string, int64_t, std::less<>>;
 
 // The pod's charge on a node with `inventory` (see above).
 Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory);
 
-// Adds the charges of the node's pods to their queues.
+// Adds the charges of the node's pods to their queues, and counts them in `admitted` if given.
 // Pods being deleted (a preemption's victims among them) are not charged: their quota goes to
 // whoever their room was freed for, while the node still counts them until they are gone.
 bool ChargesQuota(const Pod& pod);
-void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage);
+void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage,
+                  QueueCounts* admitted = nullptr);
 
-// One queue, for metrics and replay.
+// One queue, for metrics, Queue status, the admin API and replay.
 struct QueueReport {
   std::string name;
   std::string cohort;
   Resources nominal;
   Resources usage;
   Resources borrowed;  // usage above nominal (only in a cohort)
+  Resources lendable;  // what its cohort may borrow of its nominal quota (only in a cohort)
+  Resources lent;      // what the cohort borrows of it now (QuotaTracker::Lent)
+  int64_t weighted_share_milli = 0;  // QuotaTracker::WeightedDominantShare
   int64_t pending_pods = 0;
+  int64_t admitted_pods = 0;  // pods on nodes charged to it (bound or being bound)
+  // The creation time of its oldest pending pod, if any waits.
+  std::optional<absl::Time> oldest_pending;
 };
-// Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled.
+// Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled;
+// `admitted` the pods on nodes per queue (AddNodeUsage), if counted.
 std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const QueueUsage& usage,
-                                      const std::vector<const Pod*>& pending);
+                                      const std::vector<const Pod*>& pending,
+                                      const QueueCounts& admitted = {});
 
 }  // namespace tessel

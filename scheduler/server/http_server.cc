@@ -11,6 +11,15 @@
 
 namespace tessel::server {
 
+std::string ResourceAccess::Describe() const {
+  return StrCat(verb, " ", group, "/", resource, subresource.empty() ? "" : "/", subresource);
+}
+
+AuthDecision RequestAuthorizer::AuthorizeResource(std::string_view, const ResourceAccess& access) {
+  return {403, StrCat("Forbidden: ", access.Describe(), " is not authorized here")};
+}
+
+
 HttpServer::HttpServer(HttpServerOptions options, const MetricsRegistry* registry,
                        std::function<ReadyState()> readiness)
     : options_(std::move(options)), registry_(registry), readiness_(std::move(readiness)) {}

@@ -40,12 +40,23 @@ struct AuthDecision {
   int http_status = 200;  // 200 allowed, 401 not authenticated, 403 denied, 500 not decided
   std::string reason;
 };
+// A cluster-scoped resource a caller wants to use (a SubjectAccessReview's resourceAttributes),
+// e.g. the admin API's virtual resource: get tessel.io scheduler/explain.
+struct ResourceAccess {
+  std::string verb;
+  std::string group;
+  std::string resource;
+  std::string subresource;
+  std::string Describe() const;  // "get tessel.io/scheduler/explain"
+};
 class RequestAuthorizer {
  public:
   virtual ~RequestAuthorizer() = default;
   // `bearer_token` is empty when the request carried none. Called on server threads.
   virtual AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
                                  std::string_view path) = 0;
+  // The same for a resource (the admin API). Not supported unless overridden: 403.
+  virtual AuthDecision AuthorizeResource(std::string_view bearer_token, const ResourceAccess& access);
 };
 
 // What a caller may cost the server. Only GET is served, so a body is never needed: a request

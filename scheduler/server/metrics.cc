@@ -1,6 +1,7 @@
 // Prometheus text rendering and Tessel's scheduler metrics.
 #include "scheduler/server/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -182,6 +183,35 @@ std::string MetricsRegistry::Render() const {
   return out;
 }
 
+std::vector<std::string> MetricsRegistry::SeriesNames() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& f : families_) {
+    if (f->histogram) {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) out.push_back(f->name + suffix);
+    } else {
+      out.push_back(f->name);
+    }
+  }
+  return out;
+}
+
+std::string_view BuildVersion() { return TESSEL_VERSION; }
+
+bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes) {
+  for (const NodeInfo& node : nodes) {
+    bool fits = true;
+    for (const auto& [name, amount] : pod.requests.Entries()) {
+      if (amount > node.allocatable().Get(name)) {
+        fits = false;
+        break;
+      }
+    }
+    if (fits) return true;
+  }
+  return false;
+}
+
 GpuTotals ComputeGpuTotals(const Cache& cache) {
   const std::vector<std::string> names = cache.NodeNames();
   std::vector<NodeInfo> infos;
@@ -206,15 +236,16 @@ std::vector<QueueReport> ComputeQueueReports(Scheduler& s) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
   if (directory == nullptr || directory->queues().empty()) return {};
   QueueUsage usage;
+  QueueCounts admitted;
   for (const std::string& name : s.cache().NodeNames()) {
     if (std::optional<NodeInfo> info = s.cache().GetNodeInfo(name); info.has_value()) {
-      AddNodeUsage(*directory, *info, usage);
+      AddNodeUsage(*directory, *info, usage, &admitted);
     }
   }
-  const std::vector<PodRef> pending = s.queue().PendingPods();
+  const std::vector<PodRef> pending = s.PendingPods();
   std::vector<const Pod*> pods;
   for (const PodRef& p : pending) pods.push_back(p.get());
-  return ReportQueues(*directory, usage, pods);
+  return ReportQueues(*directory, usage, pods, admitted);
 }
 
 namespace {
@@ -234,9 +265,34 @@ std::vector<GaugeSample> PerResource(const std::vector<QueueReport>& reports,
     for (const auto& [name, amount] : r.nominal.Entries()) amounts[name] = 0;
     for (const auto& [name, amount] : (r.*field).Entries()) amounts[name] = amount;
     for (const auto& [name, amount] : amounts) {
-      out.push_back({{{"queue", r.name}, {"resource", name}}, InUnits(name, amount)});
+      out.push_back({{{"queue", r.name}, {"cohort", r.cohort}, {"resource", name}},
+                     InUnits(name, amount)});
     }
   }
+  return out;
+}
+
+std::vector<GaugeSample> PerQueue(const std::vector<QueueReport>& reports,
+                                  int64_t QueueReport::*field) {
+  std::vector<GaugeSample> out;
+  for (const QueueReport& r : reports) {
+    out.push_back({{{"queue", r.name}, {"cohort", r.cohort}}, static_cast<double>(r.*field)});
+  }
+  return out;
+}
+
+// A preemption victim's reason (LowerPriority, or the victim policy's) as an eviction reason:
+// quota's reclaim and fair-share evictions are "reclaim", the others "priority".
+std::string_view EvictionReason(std::string_view victim_reason) {
+  return victim_reason == "reclaim" || victim_reason == "fair-share" ? "reclaim" : "priority";
+}
+
+// Seconds from 1 s to a day: how long pods wait for GPUs.
+const std::vector<double> kWaitBuckets = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400};
+
+std::vector<double> ExponentialBuckets(double start, double factor, int count) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i, start *= factor) out.push_back(start);
   return out;
 }
 
@@ -307,15 +363,104 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                   "How far each Queue's usage is above its nominal quota (borrowed from its "
                   "cohort), by resource",
                   [queues] { return PerResource(*queues, &QueueReport::borrowed); });
-  registry->Gauge("tessel_queue_pending_pods", "Pods of each Queue waiting to be scheduled",
-                  [queues] {
+  registry->Gauge("tessel_queue_lent",
+                  "What the cohort borrows of each Queue's unused nominal quota, by resource",
+                  [queues] { return PerResource(*queues, &QueueReport::lent); });
+  registry->Gauge("tessel_queue_pending_pods",
+                  "Pods of each Queue waiting to be scheduled (gang members included)",
+                  [queues] { return PerQueue(*queues, &QueueReport::pending_pods); });
+  registry->Gauge("tessel_queue_admitted_pods",
+                  "Pods of each Queue on nodes (bound or being bound)",
+                  [queues] { return PerQueue(*queues, &QueueReport::admitted_pods); });
+  registry->Gauge(
+      "tessel_pending_pods",
+      "Pods waiting to be scheduled, by Queue ('' for none) and whether some node's allocatable "
+      "could hold them ('after_change': they wait for room; 'never': no node of this cluster "
+      "is big enough)",
+      [this] {
+        std::vector<NodeInfo> nodes;
+        for (const std::string& name : scheduler_->cache().NodeNames()) {
+          if (std::optional<NodeInfo> info = scheduler_->cache().GetNodeInfo(name)) {
+            nodes.push_back(*std::move(info));
+          }
+        }
+        std::shared_ptr<const QueueDirectory> directory = scheduler_->Queues();
+        std::map<std::vector<std::string>, int64_t> counts;
+        for (const PodRef& pod : scheduler_->PendingPods()) {
+          const Queue* q = directory ? directory->QueueFor(*pod).queue : nullptr;
+          counts[{q ? q->name() : "", q ? q->cohort : "",
+                  FitsSomeNode(*pod, nodes) ? "after_change" : "never"}]++;
+        }
+        std::vector<GaugeSample> out;
+        for (const auto& [labels, n] : counts) {
+          out.push_back({{{"queue", labels[0]}, {"cohort", labels[1]}, {"fit", labels[2]}},
+                         static_cast<double>(n)});
+        }
+        return out;
+      });
+  registry->Gauge("scheduler_unschedulable_pods",
+                  "The number of unschedulable pods broken down by plugin name. A pod will "
+                  "increment the gauge for all plugins that caused it to not schedule and so "
+                  "this metric have meaning only when broken down by plugin.",
+                  [this] {
+                    const std::vector<std::string> parked = scheduler_->queue().UnschedulableKeys();
+                    StringSet keys(parked.begin(), parked.end());
+                    std::map<std::pair<std::string, std::string>, int64_t> counts;
+                    absl::MutexLock lock(&mu_);
+                    std::erase_if(rejected_by_, [&](const auto& kv) { return !keys.contains(kv.first); });
+                    for (const auto& [key, plugins] : rejected_by_) {
+                      // plugins[0] is the profile (see PodRejected).
+                      for (size_t i = 1; i < plugins.size(); ++i) ++counts[{plugins[i], plugins[0]}];
+                    }
                     std::vector<GaugeSample> out;
-                    for (const QueueReport& r : *queues) {
-                      out.push_back({{{"queue", r.name}}, static_cast<double>(r.pending_pods)});
+                    for (const auto& [k, n] : counts) {
+                      out.push_back({{{"plugin", k.first}, {"profile", k.second}}, static_cast<double>(n)});
                     }
                     return out;
                   });
+  sli_duration_ = &registry->Histogram(
+      "scheduler_pod_scheduling_sli_duration_seconds",
+      "E2e latency for a pod being scheduled, from the start of its first scheduling attempt "
+      "to its bind, over all its attempts",
+      {"attempts"}, ExponentialBuckets(0.01, 2, 20));
+  creation_to_bind_ = &registry->Histogram(
+      "tessel_pod_scheduling_duration_seconds",
+      "Time from a pod's creation to its bind, by Queue ('' for none) and priority",
+      {"queue", "cohort", "priority"}, kWaitBuckets);
+  evictions_ = &registry->Counter(
+      "tessel_queue_evictions_total",
+      "Pods evicted by the scheduler, by the victim's Queue ('' for none) and why: 'priority' "
+      "(preempted by a more important pod), 'reclaim' (quota reclaimed by its cohort), 'gang' "
+      "(a gang rolled back)",
+      {"queue", "cohort", "reason"});
+  registry->Gauge("tessel_build_info", "The build of this tessel-scheduler (always 1)", [] {
+    return std::vector<GaugeSample>{
+        {{{"version", std::string(BuildVersion())}, {"compiler", __VERSION__}}, 1}};
+  });
 }
+
+std::pair<std::string, std::string> SchedulerMetrics::QueueLabels(const Pod& pod) const {
+  std::shared_ptr<const QueueDirectory> directory = scheduler_->Queues();
+  const Queue* q = directory ? directory->QueueFor(pod).queue : nullptr;
+  if (q == nullptr) return {"", ""};
+  return {q->name(), q->cohort};
+}
+
+void SchedulerMetrics::CountEviction(const Pod& pod, std::string_view reason) {
+  auto [queue, cohort] = QueueLabels(pod);
+  evictions_->Inc({queue, cohort, std::string(reason)});
+}
+
+void SchedulerMetrics::PodRejected(const Pod& pod, const std::vector<std::string>& plugins) {
+  std::vector<std::string> entry{pod.scheduler_name};
+  for (const std::string& p : plugins) {
+    if (!p.empty() && std::find(entry.begin() + 1, entry.end(), p) == entry.end()) entry.push_back(p);
+  }
+  absl::MutexLock lock(&mu_);
+  rejected_by_[pod.Key()] = std::move(entry);
+}
+
+void SchedulerMetrics::GangMemberEvicted(const Pod& pod) { CountEviction(pod, "gang"); }
 
 void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
                                        absl::Duration latency) {
@@ -327,7 +472,18 @@ void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
       std::erase_if(binding_since_, [&](const auto& kv) { return now - kv.second > absl::Hours(1); });
     }
     binding_since_[pod.Key()] = now - latency;
+    Attempts& a = attempts_by_pod_[pod.Key()];
+    if (a.count++ == 0) a.first = now - latency;
     return;
+  }
+  {
+    const absl::Time now = scheduler_->clock().Now();
+    absl::MutexLock lock(&mu_);
+    if (attempts_by_pod_.size() > 100000) {  // pods deleted while pending
+      std::erase_if(attempts_by_pod_, [&](const auto& kv) { return now - kv.second.first > absl::Hours(24); });
+    }
+    Attempts& a = attempts_by_pod_[pod.Key()];
+    if (a.count++ == 0) a.first = now - latency;
   }
   std::vector<std::string> labels{std::string(result), pod.scheduler_name};
   attempts_->Inc(labels);
@@ -350,6 +506,22 @@ void SchedulerMetrics::BindingEnded(const Pod& pod, std::string_view result) {
 
 void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
   BindingEnded(pod, "scheduled");
+  const absl::Time now = scheduler_->clock().Now();
+  std::optional<Attempts> attempts;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = attempts_by_pod_.find(pod.Key()); it != attempts_by_pod_.end()) {
+      attempts = it->second;
+      attempts_by_pod_.erase(it);
+    }
+    rejected_by_.erase(pod.Key());
+  }
+  if (attempts.has_value()) {
+    sli_duration_->Observe({StrCat(attempts->count)}, absl::ToDoubleSeconds(now - attempts->first));
+  }
+  auto [queue, cohort] = QueueLabels(pod);
+  creation_to_bind_->Observe({queue, cohort, StrCat(pod.PriorityValue())},
+                             absl::ToDoubleSeconds(now - pod.meta.creation_timestamp));
 }
 
 void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string&) {
@@ -365,7 +537,10 @@ void SchedulerMetrics::PodsPreempted(const Pod&, const std::string&,
   if (victims.empty()) return;
   preemption_attempts_->Inc({});
   std::map<std::string, int64_t> by_reason;
-  for (const PreemptionVictim& v : victims) ++by_reason[v.reason];
+  for (const PreemptionVictim& v : victims) {
+    ++by_reason[v.reason];
+    CountEviction(*v.pod, EvictionReason(v.reason));
+  }
   for (const auto& [reason, n] : by_reason) {
     preemption_victims_->Observe({reason}, static_cast<double>(n));
   }

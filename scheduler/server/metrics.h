@@ -11,8 +11,15 @@
 //   scheduler_preemption_attempts_total                         counter
 //   tessel_gpu_allocatable / tessel_gpu_allocated               gauges, physical-GPU equivalents
 //   tessel_gpu_fragmentation                                    gauge, physical-GPU equivalents (FGD)
-//   tessel_queue_nominal_quota / tessel_queue_usage / tessel_queue_borrowed{queue,resource}
-//   tessel_queue_pending_pods{queue}                            gauges, per team Queue
+//   scheduler_pod_scheduling_sli_duration_seconds{attempts}     histogram, first attempt to bind
+//   scheduler_unschedulable_pods{plugin,profile}                gauge, parked pods by rejecting plugin
+//   tessel_queue_nominal_quota / _usage / _borrowed / _lent{queue,cohort,resource}
+//   tessel_queue_pending_pods / tessel_queue_admitted_pods{queue,cohort}  gauges, per team Queue
+//   tessel_pending_pods{queue,cohort,fit="after_change|never"}  gauge: could it ever fit here
+//   tessel_pod_scheduling_duration_seconds{queue,cohort,priority}  histogram, creation to bind
+//   tessel_queue_evictions_total{queue,cohort,reason="priority|reclaim|gang"}  counter
+//   tessel_build_info{version,compiler}                         gauge, 1
+// docs/metrics.md explains each one.
 //
 //   MetricsRegistry registry;
 //   SchedulerMetrics metrics(&registry, &scheduler);
@@ -88,6 +95,9 @@ class MetricsRegistry {
   void CounterSamplesFunc(std::string name, std::string help,
                           std::function<std::vector<GaugeSample>()> fn);
   std::string Render() const;
+  // Every series name a scrape may contain: counters and gauges by their name, histograms as
+  // NAME_bucket, NAME_sum and NAME_count (what dashboards may query).
+  std::vector<std::string> SeriesNames() const;
 
  private:
   struct Family {
@@ -115,6 +125,15 @@ GpuTotals ComputeGpuTotals(const Cache& cache);
 // Every team Queue's nominal quota, usage (pods on nodes), borrowing and pending pods.
 std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler);
 
+// Whether a pending pod could ever fit in this cluster: some node's allocatable covers every
+// resource it requests (a change, such as pods ending, may then make room); false means it
+// never fits here as the nodes are (a bigger node must come).
+bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes);
+
+// The version this binary was built as (CMake's project version), for --version and
+// tessel_build_info.
+std::string_view BuildVersion();
+
 // Replaces the fragmentation measure (e.g. against a configured target workload); returning
 // nullopt falls back to ComputeGpuTotals' measure.
 using GpuFragmentationFn = std::function<std::optional<double>(const Cache&)>;
@@ -132,8 +151,13 @@ class SchedulerMetrics final : public SchedulingObserver {
   void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
   void PodsPreempted(const Pod& preemptor, const std::string& node,
                      const std::vector<PreemptionVictim>& victims) override;
+  void PodRejected(const Pod& pod, const std::vector<std::string>& plugins) override;
+  void GangMemberEvicted(const Pod& pod) override;
 
  private:
+  // The pod's queue and cohort ("" for none), for labels.
+  std::pair<std::string, std::string> QueueLabels(const Pod& pod) const;
+  void CountEviction(const Pod& pod, std::string_view reason);
   // Ends an attempt whose binding cycle was running: counts and observes it.
   void BindingEnded(const Pod& pod, std::string_view result);
 
@@ -143,6 +167,17 @@ class SchedulerMetrics final : public SchedulingObserver {
   // Pods in their binding cycle -> when their attempt started (a bind whose pod vanished
   // without an outcome is pruned after an hour).
   StringKeyedMap<absl::Time> binding_since_ ABSL_GUARDED_BY(mu_);
+  // Pods not bound yet -> when their first attempt started and how many they had.
+  struct Attempts {
+    absl::Time first;
+    int64_t count = 0;
+  };
+  StringKeyedMap<Attempts> attempts_by_pod_ ABSL_GUARDED_BY(mu_);
+  // Parked pods -> the plugins that rejected them (pruned at each scrape).
+  StringKeyedMap<std::vector<std::string>> rejected_by_ ABSL_GUARDED_BY(mu_);
+  HistogramFamily* sli_duration_;
+  HistogramFamily* creation_to_bind_;
+  CounterFamily* evictions_;
   CounterFamily* attempts_;
   HistogramFamily* attempt_duration_;
   HistogramFamily* preemption_victims_;

@@ -14,6 +14,26 @@ rendered=$(kubectl kustomize "$TESSEL_ROOT/manifests")
 grep -q "replicas: 2" <<<"$rendered" || fail "Deployment replicas != 2"
 grep -q -- "--leader-elect=true" <<<"$rendered" || fail "leader election not on"
 grep -q "runAsNonRoot: true" <<<"$rendered" || fail "not non-root"
+grep -q -- "--admin-port=10260" <<<"$rendered" || fail "admin API port not set"
+
+# The monitoring component, from a kustomization outside manifests/ as docs/metrics.md shows:
+# a Service, a ServiceMonitor and the dashboard ConfigMap, all in kube-system; the Service
+# applies (the ServiceMonitor needs the Prometheus Operator's CRD, absent here).
+mkdir -p "$IT_WORK/monitoring"
+cat >"$IT_WORK/monitoring/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: kube-system
+resources: [$(realpath --relative-to="$IT_WORK/monitoring" "$TESSEL_ROOT/manifests")]
+components: [$(realpath --relative-to="$IT_WORK/monitoring" "$TESSEL_ROOT/manifests/monitoring")]
+YAML
+monitoring=$(kubectl kustomize "$IT_WORK/monitoring") || fail "the monitoring component does not render"
+for want in "kind: ServiceMonitor" "name: tessel-scheduler-metrics" "name: tessel-grafana-dashboard" \
+            "grafana_dashboard: \"1\"" "tessel-dashboard.json:"; do
+  grep -qF "$want" <<<"$monitoring" || fail "monitoring component: no \"$want\""
+done
+out=$(kubectl apply --dry-run=server -n kube-system -f "$TESSEL_ROOT/manifests/monitoring/service.yaml" 2>&1) \
+  || fail "service.yaml: $out"
 
 # API Priority and Fairness: applied for real, the scheduler's lease requests are classified
 # into the lease flow and its other requests into its own flow (the apiserver names the

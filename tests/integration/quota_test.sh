@@ -18,7 +18,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/de
 QA="$NS-a" QB="$NS-b" QNEW="$NS-0-newer"
 cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$QNEW" "$NS-bad" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; (exit $rc); it_cleanup' EXIT
+trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
 
 # queue NAME GPUS [NAMESPACES] [NAMESPACE-THE-SELECTOR-ADMITS]
 queue() {
@@ -76,10 +76,10 @@ sleep 2
 # Metrics: the greedy queue's nominal, usage and pending pods.
 series() { metric "$SCHED_PORT_main" "$1"; }
 is_series() { [[ $(series "$1") == "$2" ]]; }
-it_wait 10 "usage metric" is_series "tessel_queue_usage{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2
-is_series "tessel_queue_nominal_quota{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2 || fail "nominal metric: $(series "tessel_queue_nominal_quota{queue=\"$QA\",resource=\"nvidia.com/gpu\"}")"
-is_series "tessel_queue_pending_pods{queue=\"$QA\"}" 2 || fail "pending metric: $(series "tessel_queue_pending_pods{queue=\"$QA\"}")"
-is_series "tessel_queue_usage{queue=\"$QB\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QB"
+it_wait 10 "usage metric" is_series "tessel_queue_usage{queue=\"$QA\",cohort=\"\",resource=\"nvidia.com/gpu\"}" 2
+is_series "tessel_queue_nominal_quota{queue=\"$QA\",cohort=\"\",resource=\"nvidia.com/gpu\"}" 2 || fail "nominal metric: $(series "tessel_queue_nominal_quota{queue=\"$QA\",cohort=\"\",resource=\"nvidia.com/gpu\"}")"
+is_series "tessel_queue_pending_pods{queue=\"$QA\",cohort=\"\"}" 2 || fail "pending metric: $(series "tessel_queue_pending_pods{queue=\"$QA\",cohort=\"\"}")"
+is_series "tessel_queue_usage{queue=\"$QB\",cohort=\"\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QB"
 
 # A bad Queue is rejected by the scheduler with its field named (the CRD schema lets a zero
 # weight through); the good queues stay in force.
@@ -112,7 +112,7 @@ say "event: $(conflict_event | head -1)"
 sleep 3
 (( $(bound_greedy) == 2 )) || fail "the newer Queue $QNEW took the greedy team's namespace: $(bound_greedy) bound"
 for p in "${blocked[@]}"; do quota_blocked "$p" || fail "$p: $(cond "$p")"; done
-is_series "tessel_queue_usage{queue=\"$QA\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QA after $QNEW"
+is_series "tessel_queue_usage{queue=\"$QA\",cohort=\"\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QA after $QNEW"
 
 # Raising the quota wakes the parked pods.
 queue "$QA" 4 "$NS"

@@ -194,7 +194,7 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
     const size_t start = at + name.size() + 2;
     return text.substr(start, text.find('\n', start) - start);
   };
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a"})") == "absent");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "absent");
   for (const char* q : {"team-a", "team-b"}) {
     REQUIRE(s.OnQueueObject(nlohmann::json{
                   {"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
@@ -221,13 +221,104 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   };
   s.OnPodAdd(pod("running", "n1", 3000));  // borrows 1 of team-b's
   s.OnPodAdd(pod("waiting", "", 1000));
-  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",resource="nvidia.com/gpu"})") == "2");
-  CHECK(series(R"(tessel_queue_usage{queue="team-a",resource="nvidia.com/gpu"})") == "3");
-  CHECK(series(R"(tessel_queue_borrowed{queue="team-a",resource="nvidia.com/gpu"})") == "1");
-  CHECK(series(R"(tessel_queue_usage{queue="team-b",resource="nvidia.com/gpu"})") == "0");
-  CHECK(series(R"(tessel_queue_borrowed{queue="team-b",resource="nvidia.com/gpu"})") == "0");
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a"})") == "1");
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-b"})") == "0");
+  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "2");
+  CHECK(series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "3");
+  CHECK(series(R"(tessel_queue_borrowed{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  CHECK(series(R"(tessel_queue_usage{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
+  CHECK(series(R"(tessel_queue_borrowed{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "1");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-b",cohort="c"})") == "0");
+  CHECK(series(R"(tessel_queue_admitted_pods{queue="team-a",cohort="c"})") == "1");
+  CHECK(series(R"(tessel_queue_lent{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="after_change"})") == "1");
+  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "absent");
+  s.OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
+  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "1");
+  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "2");
+}
+
+TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions by reason, "
+          "parked pods by plugin, build info") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock(absl::FromUnixSeconds(1000));
+  Cache cache(&clock);
+  auto made = Scheduler::New({.registry = &registry, .config = &config,
+                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
+  REQUIRE(made.ok());
+  Scheduler& s = **made;
+  REQUIRE(s.OnQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                          {"metadata", {{"name", "team-a"}}},
+                                          {"spec", {{"namespaces", {"team-a"}}, {"cohort", "c"}}}})
+              .ok());
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, &s);
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  Pod p;
+  p.meta.name = "train";
+  p.meta.namespace_ = "team-a";
+  p.meta.creation_timestamp = absl::FromUnixSeconds(900);
+  p.scheduler_name = "tessel";
+  p.priority = 100;
+  m.AttemptFinished(p, "unschedulable", absl::Seconds(1));  // the first attempt began at 999
+  m.PodRejected(p, {"NodeResourcesFit", "QueueQuota", "NodeResourcesFit"});
+  clock.Advance(absl::Seconds(10));
+  m.AttemptFinished(p, "scheduled", absl::Seconds(1));
+  m.PodScheduled(p, "n1");
+  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_sum{queue="team-a",cohort="c",priority="100"})") == "110");
+  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="60"})") == "0");
+  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="120"})") == "1");
+  CHECK(series(R"(scheduler_pod_scheduling_sli_duration_seconds_sum{attempts="2"})") == "11");
+  // Bound: no longer parked, whatever the queue says.
+  CHECK(r.Render().find("scheduler_unschedulable_pods{") == std::string::npos);
+
+  auto victim = [](std::string name, std::string ns, std::string reason) {
+    auto v = std::make_shared<Pod>();
+    v->meta.name = std::move(name);
+    v->meta.namespace_ = std::move(ns);
+    return PreemptionVictim{v, std::move(reason)};
+  };
+  m.PodsPreempted(p, "n1", {victim("a", "team-a", "LowerPriority"), victim("b", "team-a", "reclaim"),
+                            victim("c", "other", "fair-share")});
+  Pod member;
+  member.meta.name = "worker-0";
+  member.meta.namespace_ = "team-a";
+  m.GangMemberEvicted(member);
+  m.GangMemberEvicted(member);
+  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="priority"})") == "1");
+  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="reclaim"})") == "1");
+  CHECK(series(R"(tessel_queue_evictions_total{queue="",cohort="",reason="reclaim"})") == "1");
+  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="gang"})") == "2");
+  CHECK(r.Render().find("tessel_build_info{version=\"" + std::string(BuildVersion()) + "\"") !=
+        std::string::npos);
+  CHECK_FALSE(BuildVersion().empty());
+}
+
+TEST_CASE("a pod could ever fit when some node's allocatable covers every request") {
+  Node small;
+  small.meta.name = "small";
+  small.allocatable.Set("cpu", 4000);
+  small.allocatable.Set("nvidia.com/gpu", 2000);
+  Node big;
+  big.meta.name = "big";
+  big.allocatable.Set("cpu", 64000);
+  big.allocatable.Set("nvidia.com/gpu", 0);
+  const std::vector<NodeInfo> nodes = {NodeInfo(std::make_shared<Node>(small)),
+                                       NodeInfo(std::make_shared<Node>(big))};
+  Pod p;
+  p.requests.Set("cpu", 8000);
+  CHECK(FitsSomeNode(p, nodes));       // the big node
+  p.requests.Set("nvidia.com/gpu", 1000);
+  CHECK_FALSE(FitsSomeNode(p, nodes));  // GPUs only on the small one, too few CPUs there
+  p.requests.Set("cpu", 2000);
+  CHECK(FitsSomeNode(p, nodes));
+  CHECK_FALSE(FitsSomeNode(p, {}));
 }
 
 }  // namespace

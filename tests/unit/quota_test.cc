@@ -9,12 +9,14 @@
 #include "builders.h"
 #include "scheduler/quota/queue_store.h"
 #include "scheduler/quota/quota_tracker.h"
+#include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
 namespace {
 
 using nlohmann::json;
+using testing::PodBuilder;
 using testing::Res;
 
 Queue MakeQueue(std::string name, std::string cohort, std::string_view nominal) {
@@ -436,6 +438,52 @@ TEST_CASE("borrowing is ordered by weighted dominant share", "[quota]") {
   CHECK(t.WeightedDominantShare("a") == 100);
   CHECK(t.WeightedDominantShare("b") == 75);
   CHECK(t.WeightedDominantShare("idle") == 0);
+}
+
+TEST_CASE("what a queue lends: the cohort's borrowing split among the idle lenders", "[quota]") {
+  Queue a = MakeQueue("a", "c", "nvidia.com/gpu:10");
+  Queue b = MakeQueue("b", "c", "nvidia.com/gpu:10");
+  Queue c = MakeQueue("c", "c", "nvidia.com/gpu:20");
+  b.lending_limit = {{"nvidia.com/gpu", 2000}};  // lends at most 2 of its 10
+  Queue alone = MakeQueue("alone", "", "nvidia.com/gpu:4");
+  QueueDirectory d = Directory({a, b, c, alone});
+  QuotaTracker t(&d);
+  t.Add("a/1", "a", Res("nvidia.com/gpu:15"));  // borrows 5
+  t.Add("b/1", "b", Res("nvidia.com/gpu:4"));   // 6 unused, but lends at most 2
+  t.Add("c/1", "c", Res("nvidia.com/gpu:14"));  // 6 unused
+  // Idle lendable quota: b 2, c 6 (8 in all); the 5 borrowed split 2:6, floored.
+  CHECK(t.Lent("a") == Resources());
+  CHECK(t.Lent("b").Get(kNvidiaGpu) == 1250);
+  CHECK(t.Lent("c").Get(kNvidiaGpu) == 3750);
+  CHECK(t.Lent("b").Get(kNvidiaGpu) + t.Lent("c").Get(kNvidiaGpu) == t.Borrowed("a").Get(kNvidiaGpu));
+  CHECK(t.Lendable("b").Get(kNvidiaGpu) == 2000);
+  CHECK(t.Lendable("c").Get(kNvidiaGpu) == 20000);
+  CHECK(t.Lent("alone") == Resources());
+  CHECK(t.Lendable("alone") == Resources());
+  t.Remove("a/1");  // nobody borrows: nobody lends
+  CHECK(t.Lent("c") == Resources());
+}
+
+TEST_CASE("queue reports count pending and admitted pods and the oldest wait", "[quota]") {
+  Queue a = MakeQueue("a", "c", "nvidia.com/gpu:2");
+  a.namespaces = {"team-a"};
+  Queue b = MakeQueue("b", "c", "nvidia.com/gpu:2");
+  b.namespaces = {"team-b"};
+  QueueDirectory d = Directory({a, b});
+  Pod p1 = PodBuilder("p1", "team-a").Created(300).Build();
+  Pod p2 = PodBuilder("p2", "team-a").Created(100).Build();
+  Pod other = PodBuilder("x", "elsewhere").Created(50).Build();
+  const QueueUsage usage{{"a", Res("nvidia.com/gpu:3")}};
+  const std::vector<QueueReport> r = ReportQueues(d, usage, {&p1, &p2, &other}, {{"a", 3}});
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].name == "a");
+  CHECK(r[0].pending_pods == 2);
+  CHECK(r[0].admitted_pods == 3);
+  CHECK(r[0].oldest_pending == absl::FromUnixSeconds(100));
+  CHECK(r[0].borrowed.Get(kNvidiaGpu) == 1000);
+  CHECK(r[1].lent.Get(kNvidiaGpu) == 1000);
+  CHECK(r[1].pending_pods == 0);
+  CHECK_FALSE(r[1].oldest_pending.has_value());
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// Queue status writes from a worker thread (see queue_status.h).
+#include "scheduler/kube/queue_status.h"
+
+#include <algorithm>
+
+#include "scheduler/util/strings.h"
+#include "spdlog/spdlog.h"
+
+namespace tessel::kube {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
+// Every resource of the nominal quota (so the columns exist at 0) and every one in `amounts`.
+json QuantityMap(const Resources& nominal, const Resources& amounts) {
+  json out = json::object();
+  for (const auto& [name, amount] : nominal.Entries()) out[name] = FormatResourceQuantity(name, 0);
+  for (const auto& [name, amount] : amounts.Entries()) out[name] = FormatResourceQuantity(name, amount);
+  return out;
+}
+
+std::string StatusPath(const std::string& name) {
+  return StrCat("/apis/tessel.io/v1alpha1/queues/", name, "/status");
+}
+
+}  // namespace
+
+json QueueStatusFields(const QueueStatusView& view, const std::string& name, absl::Time now,
+                       std::vector<QueueCondition>* conditions) {
+  conditions->clear();
+  if (auto bad = view.invalid.find(name); bad != view.invalid.end()) {
+    conditions->push_back({"Active", "False", "InvalidSpec", bad->second});
+    return json::object();
+  }
+  const QueueReport* report = nullptr;
+  for (const QueueReport& r : view.reports) {
+    if (r.name == name) report = &r;
+  }
+  if (report == nullptr) return nullptr;
+  json status{{"pendingPods", report->pending_pods},
+              {"admittedPods", report->admitted_pods},
+              {"usage", QuantityMap(report->nominal, report->usage)},
+              {"borrowed", QuantityMap(report->nominal, report->borrowed)},
+              {"lent", QuantityMap(report->nominal, report->lent)}};
+  if (report->oldest_pending.has_value()) {
+    status["oldestPendingSince"] = Rfc3339(*report->oldest_pending);
+    status["oldestPendingWaitSeconds"] =
+        std::max<int64_t>(0, absl::ToInt64Seconds(now - *report->oldest_pending));
+  } else {
+    status["oldestPendingSince"] = nullptr;
+    status["oldestPendingWaitSeconds"] = nullptr;
+  }
+  conditions->push_back({"Active", "True", "Ready", "The queue is in force: its quota limits its pods"});
+  std::string clashes;
+  for (const NamespaceConflict& c : view.conflicts) {
+    if (c.refused == name) StrAppend(&clashes, clashes.empty() ? "" : "; ", c.Message());
+  }
+  if (clashes.empty()) {
+    conditions->push_back({"Conflict", "False", "NoConflict", "Every namespace it lists is its own"});
+  } else {
+    conditions->push_back({"Conflict", "True", "NamespaceConflict", clashes});
+  }
+  return status;
+}
+
+QueueStatusWriter::QueueStatusWriter(KubeClient* client, std::function<QueueStatusView()> source,
+                                     QueueStatusOptions options)
+    : client_(client),
+      source_(std::move(source)),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : &real_clock_) {}
+
+QueueStatusWriter::~QueueStatusWriter() { Stop(); }
+
+void QueueStatusWriter::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void QueueStatusWriter::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void QueueStatusWriter::Run() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stopped), options_.interval);
+      if (stop_) return;
+    }
+    WriteOnce();
+  }
+}
+
+int QueueStatusWriter::WriteOnce() {
+  // Not the leader (or shutting down): nothing is computed or written.
+  if (options_.write_budget && !options_.write_budget().has_value()) return 0;
+  absl::MutexLock round(&round_mu_);
+  const QueueStatusView view = source_();
+  const absl::Time now = clock_->Now();
+  std::vector<std::string> names;
+  for (const QueueReport& r : view.reports) names.push_back(r.name);
+  for (const auto& [name, problem] : view.invalid) names.push_back(name);
+  // Queues no longer in the view (deleted) are forgotten.
+  std::erase_if(sent_, [&](const auto& kv) {
+    return std::find(names.begin(), names.end(), kv.first) == names.end();
+  });
+  int written = 0;
+  for (const std::string& name : names) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return written;
+    }
+    std::vector<QueueCondition> conditions;
+    json status = QueueStatusFields(view, name, now, &conditions);
+    if (status.is_null()) continue;
+    json key_json = status;
+    key_json.erase("oldestPendingWaitSeconds");
+    key_json["conditions"] = json::array();
+    for (const QueueCondition& c : conditions) {
+      key_json["conditions"].push_back({c.type, c.status, c.reason, c.message});
+    }
+    const std::string key = key_json.dump();
+    auto prev = sent_.find(name);
+    const bool waiting = status.contains("oldestPendingSince") && !status["oldestPendingSince"].is_null();
+    if (prev != sent_.end() && prev->second.key == key &&
+        (!waiting || now - prev->second.at < options_.refresh)) {
+      continue;
+    }
+    // Conditions keep their transition time while their status stays.
+    std::map<std::string, std::pair<QueueCondition, absl::Time>> transitions;
+    json list = json::array();
+    for (const QueueCondition& c : conditions) {
+      absl::Time since = now;
+      if (prev != sent_.end()) {
+        if (auto it = prev->second.conditions.find(c.type);
+            it != prev->second.conditions.end() && it->second.first.status == c.status) {
+          since = it->second.second;
+        }
+      }
+      transitions[c.type] = {c, since};
+      list.push_back({{"type", c.type},
+                      {"status", c.status},
+                      {"reason", c.reason},
+                      {"message", c.message},
+                      {"lastTransitionTime", Rfc3339(since)}});
+    }
+    json patch_status = status;
+    patch_status["conditions"] = list;
+    // A resource no longer reported is removed (a merge patch keeps keys it does not name).
+    if (prev != sent_.end()) {
+      for (const char* field : {"usage", "borrowed", "lent"}) {
+        const json& before = prev->second.status.contains(field) ? prev->second.status[field] : json();
+        if (!before.is_object() || !patch_status.contains(field)) continue;
+        for (const auto& [resource, v] : before.items()) {
+          if (!patch_status[field].contains(resource)) patch_status[field][resource] = nullptr;
+        }
+      }
+    }
+    absl::StatusOr<Response> r =
+        client_->Do(Request{.method = "PATCH",
+                            .path = StatusPath(name),
+                            .body = json{{"status", patch_status}}.dump(),
+                            .content_type = std::string(kMergePatch),
+                            .write_budget = options_.write_budget});
+    if (r.ok() && r->code == 404) {  // the Queue is gone
+      sent_.erase(name);
+      continue;
+    }
+    if (!r.ok() || !r->ok()) {
+      spdlog::warn("Queue {} status: {}", name,
+                   r.ok() ? std::string(r->ToStatus("patch").message()) : std::string(r.status().message()));
+      continue;
+    }
+    sent_[name] = Sent{.key = key, .at = now, .status = status, .conditions = std::move(transitions)};
+    ++written;
+  }
+  return written;
+}
+
+}  // namespace tessel::kube

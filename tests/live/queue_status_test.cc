@@ -1,0 +1,156 @@
+// QueueStatusWriter against a fake API server: one merge PATCH of the status subresource per
+// queue whose status changed, the counts, quantities and conditions as docs/quota.md lists them,
+// transition times kept while a condition stays, the wait rewritten only every `refresh`, an
+// ignored Queue reported Active=False, a resource that left removed, nothing while not leading.
+#include <catch2/catch.hpp>
+
+#include "absl/synchronization/mutex.h"
+#include "fake_api_server.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/queue_status.h"
+
+namespace tessel::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+
+constexpr std::string_view kPrefix = "PATCH /apis/tessel.io/v1alpha1/queues/";
+
+struct Fixture {
+  absl::Mutex mu;
+  std::map<std::string, std::vector<json>> patches;  // by queue name
+  FakeApiServer api{[this](const FakeApiServer::Call& call, httplib::Response& res) {
+    const std::string line = call.line();
+    if (line.rfind(kPrefix, 0) == 0 && line.ends_with("/status")) {
+      const std::string name = line.substr(kPrefix.size(), line.size() - kPrefix.size() - 7);
+      if (name == "gone") {
+        res.status = 404;
+        return;
+      }
+      absl::MutexLock lock(&mu);
+      patches[name].push_back(json::parse(call.body));
+      res.set_content("{}", "application/json");
+      return;
+    }
+    res.status = 404;
+  }};
+  std::unique_ptr<KubeClient> client = api.Client();
+  ManualClock clock{absl::FromUnixSeconds(1'700'000'000)};
+  QueueStatusView view;
+  bool leading = true;
+  QueueStatusWriter writer{client.get(), [this] { return view; },
+                           {.write_budget = [this]() -> std::optional<absl::Duration> {
+                              if (!leading) return std::nullopt;
+                              return absl::InfiniteDuration();
+                            },
+                            .refresh = absl::Seconds(60),
+                            .clock = &clock}};
+
+  json Last(const std::string& name) {
+    absl::MutexLock lock(&mu);
+    REQUIRE(patches.contains(name));
+    return patches[name].back()["status"];
+  }
+  size_t Count(const std::string& name) {
+    absl::MutexLock lock(&mu);
+    return patches.contains(name) ? patches[name].size() : 0;
+  }
+};
+
+Resources Gpus(int64_t milli) {
+  Resources r;
+  r.Set(kNvidiaGpu, milli);
+  return r;
+}
+
+json Condition(const json& status, const std::string& type) {
+  for (const json& c : status["conditions"]) {
+    if (c["type"] == type) return c;
+  }
+  FAIL("no condition " << type << " in " << status.dump());
+  return {};
+}
+
+TEST_CASE("Queue status: counts, quantities, wait and conditions, written when they change") {
+  Fixture f;
+  const absl::Time created = f.clock.Now() - absl::Seconds(90);
+  f.view.reports = {QueueReport{.name = "team-a",
+                                .cohort = "research",
+                                .nominal = Gpus(4000),
+                                .usage = Gpus(5500),
+                                .borrowed = Gpus(1500),
+                                .pending_pods = 2,
+                                .admitted_pods = 5,
+                                .oldest_pending = created},
+                    QueueReport{.name = "team-b", .cohort = "research", .nominal = Gpus(8000),
+                                .usage = Gpus(2000), .lent = Gpus(1500), .admitted_pods = 1}};
+  REQUIRE(f.writer.WriteOnce() == 2);
+  json a = f.Last("team-a");
+  CHECK(a["pendingPods"] == 2);
+  CHECK(a["admittedPods"] == 5);
+  CHECK(a["usage"] == json{{"nvidia.com/gpu", "5500m"}});
+  CHECK(a["borrowed"] == json{{"nvidia.com/gpu", "1500m"}});
+  CHECK(a["lent"] == json{{"nvidia.com/gpu", "0"}});
+  CHECK(a["oldestPendingSince"] == "2023-11-14T22:11:50Z");
+  CHECK(a["oldestPendingWaitSeconds"] == 90);
+  CHECK(Condition(a, "Active")["status"] == "True");
+  CHECK(Condition(a, "Conflict")["status"] == "False");
+  json b = f.Last("team-b");
+  CHECK(b["lent"] == json{{"nvidia.com/gpu", "1500m"}});
+  CHECK(b["oldestPendingSince"].is_null());  // removes an earlier value
+
+  SECTION("unchanged: nothing written until the wait is due for a refresh") {
+    f.clock.Advance(absl::Seconds(30));
+    CHECK(f.writer.WriteOnce() == 0);
+    f.clock.Advance(absl::Seconds(30));
+    CHECK(f.writer.WriteOnce() == 1);  // team-a waits; team-b has nothing waiting
+    CHECK(f.Last("team-a")["oldestPendingWaitSeconds"] == 150);
+    CHECK(f.Count("team-b") == 1);
+  }
+  SECTION("a conflict: Conflict=True with the message, Active keeps its transition time") {
+    const std::string active_since = Condition(a, "Active")["lastTransitionTime"];
+    f.clock.Advance(absl::Seconds(5));
+    f.view.conflicts = {{.namespace_ = "ml", .kept_by = "team-b", .refused = "team-a"}};
+    REQUIRE(f.writer.WriteOnce() == 1);
+    json now = f.Last("team-a");
+    CHECK(Condition(now, "Conflict")["status"] == "True");
+    CHECK(Condition(now, "Conflict")["reason"] == "NamespaceConflict");
+    CHECK(Condition(now, "Conflict")["message"] == f.view.conflicts[0].Message());
+    CHECK(Condition(now, "Conflict")["lastTransitionTime"] == "2023-11-14T22:13:25Z");
+    CHECK(Condition(now, "Active")["lastTransitionTime"] == active_since);
+  }
+  SECTION("a resource no longer reported is removed") {
+    f.view.reports[1].nominal = Resources();
+    f.view.reports[1].usage = Resources();
+    f.view.reports[1].lent = Resources();
+    REQUIRE(f.writer.WriteOnce() == 1);
+    json now = f.Last("team-b");
+    CHECK(now["usage"] == json{{"nvidia.com/gpu", nullptr}});
+    CHECK(now["lent"] == json{{"nvidia.com/gpu", nullptr}});
+  }
+  SECTION("an ignored Queue: Active=False with the decode error") {
+    f.view.invalid = {{"team-c", "Queue team-c: spec.weight: must be positive; the queue is ignored"}};
+    REQUIRE(f.writer.WriteOnce() == 1);
+    json c = f.Last("team-c");
+    CHECK(Condition(c, "Active")["status"] == "False");
+    CHECK(Condition(c, "Active")["reason"] == "InvalidSpec");
+    CHECK(Condition(c, "Active")["message"] == f.view.invalid["team-c"]);
+    CHECK_FALSE(c.contains("pendingPods"));
+  }
+  SECTION("not leading: nothing is written") {
+    f.leading = false;
+    f.view.reports[0].pending_pods = 3;
+    CHECK(f.writer.WriteOnce() == 0);
+    f.leading = true;
+    CHECK(f.writer.WriteOnce() == 1);
+    CHECK(f.Last("team-a")["pendingPods"] == 3);
+  }
+  SECTION("a Queue deleted meanwhile (404) is not counted as written") {
+    f.view.reports.push_back(QueueReport{.name = "gone"});
+    CHECK(f.writer.WriteOnce() == 0);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::kube

@@ -1,0 +1,427 @@
+// tesselctl: a command-line client of a running tessel-scheduler for users of kubectl. It reads
+// the kubeconfig (the user's own credentials), finds the leading scheduler through its Lease,
+// and calls the admin API (proto/tessel/v1/admin.proto) with the user's bearer token, which
+// the scheduler authorizes with the API server. Output is a table, or -o json|yaml.
+//
+//   tesselctl queues
+//   tesselctl pending [--queue Q] [-n NS]
+//   tesselctl explain NS/POD
+//   tesselctl simulate SNAPSHOT.json
+//   tesselctl snapshot -o FILE [--anonymize]
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <google/protobuf/util/json_util.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/client.h"
+#include "scheduler/kube/kubeconfig.h"
+#include "scheduler/server/metrics.h"
+#include "scheduler/util/file.h"
+#include "scheduler/util/status_macros.h"
+#include "scheduler/util/strings.h"
+#include "tessel/v1/admin.grpc.pb.h"
+#include "tools/tesselctl/leader.h"
+#include "tools/tesselctl/snapshot.h"
+
+namespace tessel::ctl {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kUsage = R"(usage: tesselctl [flags] COMMAND [args]
+
+Commands:
+  queues                         every team Queue: pending and admitted pods, GPU usage,
+                                 borrowing, lending, weighted share, the oldest wait
+  pending [--queue Q] [-n NS]    pending pods in the order the scheduler takes them
+  explain NS/POD                 why a pod waits: per-node reasons and the nearest miss
+  simulate FILE                  replay a snapshot (a v1 List) under the live configuration;
+                                 prints what tessel-bench replay prints
+  snapshot -o FILE [--anonymize] write the cluster as replay reads it (no scheduler needed)
+  version                        print tesselctl's version
+
+Flags:
+  --kubeconfig FILE        (default: $KUBECONFIG, else ~/.kube/config)
+  --context NAME           kubeconfig context (default: its current-context)
+  --server HOST:PORT       the admin API (default: the leader's, found through its Lease)
+  --lease-namespace NS     namespace of the scheduler's Lease (default kube-system)
+  --lease-name NAME        name of the Lease (default tessel-scheduler)
+  --ca FILE                CA that signed the scheduler's serving certificate
+  --insecure-skip-tls-verify   do not verify the scheduler's certificate
+  --plaintext              no TLS (a scheduler run with --admin-insecure; local use only)
+  -o table|json|yaml       output format (default table)
+)";
+
+struct Flags {
+  std::string kubeconfig, context, server, ca;
+  std::string lease_namespace = "kube-system", lease_name = "tessel-scheduler";
+  bool insecure_skip_verify = false, plaintext = false, anonymize = false;
+  std::string output = "table";
+  std::string out_file;
+  std::string queue, namespace_;
+  std::vector<std::string> args;  // command and positional arguments
+};
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_value = true;
+      }
+    }
+    auto need = [&]() -> absl::StatusOr<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= argc) return absl::InvalidArgumentError(StrCat(arg, " needs a value"));
+      return std::string(argv[++i]);
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--kubeconfig") {
+      ASSIGN_OR_RETURN(f.kubeconfig, need());
+    } else if (arg == "--context") {
+      ASSIGN_OR_RETURN(f.context, need());
+    } else if (arg == "--server") {
+      ASSIGN_OR_RETURN(f.server, need());
+    } else if (arg == "--lease-namespace") {
+      ASSIGN_OR_RETURN(f.lease_namespace, need());
+    } else if (arg == "--lease-name") {
+      ASSIGN_OR_RETURN(f.lease_name, need());
+    } else if (arg == "--ca") {
+      ASSIGN_OR_RETURN(f.ca, need());
+    } else if (arg == "--insecure-skip-tls-verify") {
+      f.insecure_skip_verify = true;
+    } else if (arg == "--plaintext") {
+      f.plaintext = true;
+    } else if (arg == "--anonymize") {
+      f.anonymize = true;
+    } else if (arg == "-o" || arg == "--output") {
+      ASSIGN_OR_RETURN(std::string o, need());
+      f.output = o;
+      f.out_file = o;  // snapshot: -o FILE
+    } else if (arg == "--queue") {
+      ASSIGN_OR_RETURN(f.queue, need());
+    } else if (arg == "-n" || arg == "--namespace") {
+      ASSIGN_OR_RETURN(f.namespace_, need());
+    } else if (arg.rfind("-", 0) == 0 && arg.size() > 1) {
+      return absl::InvalidArgumentError(StrCat("unknown flag ", arg));
+    } else {
+      f.args.push_back(arg);
+    }
+  }
+  if (f.args.empty()) return absl::InvalidArgumentError("no command given");
+  if (f.args[0] != "snapshot" && f.output != "table" && f.output != "json" && f.output != "yaml") {
+    return absl::InvalidArgumentError(StrCat("-o: \"", f.output, "\" is not table, json or yaml"));
+  }
+  return f;
+}
+
+absl::StatusOr<kube::ClientConfig> KubeConfig(const Flags& f) {
+  std::string path = f.kubeconfig;
+  if (path.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') path = env;
+  }
+  if (path.empty()) {
+    const char* home = std::getenv("HOME");
+    path = StrCat(home != nullptr ? home : "", "/.kube/config");
+  }
+  return kube::LoadKubeconfig(path, f.context);
+}
+
+// The token sent as plain metadata: only with --plaintext (insecure channels refuse call
+// credentials); otherwise BearerToken attaches it.
+std::string plaintext_token_;
+
+// Attaches the user's bearer token to every call.
+class BearerToken final : public grpc::MetadataCredentialsPlugin {
+ public:
+  explicit BearerToken(std::string token) : token_(std::move(token)) {}
+  grpc::Status GetMetadata(grpc::string_ref, grpc::string_ref, const grpc::AuthContext&,
+                           std::multimap<grpc::string, grpc::string>* metadata) override {
+    metadata->insert({"authorization", "Bearer " + token_});
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::string token_;
+};
+
+absl::StatusOr<std::unique_ptr<tessel::v1::Admin::Stub>> Connect(const Flags& f,
+                                                                const kube::ClientConfig& config,
+                                                                kube::KubeClient& client) {
+  std::string endpoint = f.server;
+  if (endpoint.empty()) {
+    ASSIGN_OR_RETURN(endpoint, FindLeaderEndpoint(client, f.lease_namespace, f.lease_name));
+  }
+  std::string token = config.token;
+  if (!config.token_file.empty()) {
+    absl::StatusOr<std::string> t = ReadFileToString(config.token_file);
+    if (!t.ok()) return t.status();
+    token = std::string(absl::StripAsciiWhitespace(*t));
+  }
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        "the kubeconfig's user has no bearer token: the admin API authenticates callers with "
+        "their token (a client certificate alone is not forwarded)");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> channel;
+  if (f.plaintext) {
+    channel = grpc::InsecureChannelCredentials();
+  } else if (f.insecure_skip_verify) {
+    grpc::experimental::TlsChannelCredentialsOptions options;
+    options.set_verify_server_certs(false);
+    options.set_check_call_host(false);
+    options.set_certificate_verifier(std::make_shared<grpc::experimental::NoOpCertificateVerifier>());
+    channel = grpc::experimental::TlsCredentials(options);
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    if (!f.ca.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFileToString(f.ca));
+    } else {
+      ssl.pem_root_certs = config.ca_pem;
+    }
+    channel = grpc::SslCredentials(ssl);
+  }
+  // Tokens never travel in clear text unless the user asked for --plaintext.
+  auto creds = f.plaintext
+                   ? channel
+                   : grpc::CompositeChannelCredentials(
+                         channel, grpc::MetadataCredentialsFromPlugin(std::make_unique<BearerToken>(token)));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  std::shared_ptr<grpc::Channel> ch = grpc::CreateCustomChannel(endpoint, creds, args);
+  auto stub = tessel::v1::Admin::NewStub(ch);
+  if (f.plaintext) {
+    // Insecure channels refuse call credentials: the token goes as plain metadata.
+    plaintext_token_ = token;
+  }
+  return stub;
+}
+
+std::unique_ptr<grpc::ClientContext> Context() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  if (!plaintext_token_.empty()) ctx->AddMetadata("authorization", "Bearer " + plaintext_token_);
+  return ctx;
+}
+
+absl::Status FromGrpc(const grpc::Status& st, std::string_view call) {
+  if (st.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                      StrCat(call, ": ", st.error_message()));
+}
+
+YAML::Node ToYaml(const json& j) {
+  YAML::Node n;
+  if (j.is_object()) {
+    n = YAML::Node(YAML::NodeType::Map);
+    for (const auto& [k, v] : j.items()) n[k] = ToYaml(v);
+  } else if (j.is_array()) {
+    n = YAML::Node(YAML::NodeType::Sequence);
+    for (const json& v : j) n.push_back(ToYaml(v));
+  } else if (j.is_string()) {
+    n = j.get<std::string>();
+  } else if (j.is_null()) {
+    n = YAML::Node(YAML::NodeType::Null);
+  } else {
+    n = YAML::Load(j.dump());
+  }
+  return n;
+}
+
+// -o json|yaml of a response; false when the format is table.
+bool PrintStructured(const google::protobuf::Message& m, const std::string& format) {
+  if (format == "table") return false;
+  std::string text;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = false;
+  (void)google::protobuf::util::MessageToJsonString(m, &text, options);
+  const json j = json::parse(text, nullptr, false);
+  if (format == "json") {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    YAML::Emitter out;
+    out << ToYaml(j);
+    std::cout << out.c_str() << "\n";
+  }
+  return true;
+}
+
+// Columns padded to their widest cell.
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+std::string Wait(int64_t seconds) {
+  if (seconds < 0) return "-";
+  if (seconds < 120) return StrCat(seconds, "s");
+  if (seconds < 7200) return StrCat(seconds / 60, "m", seconds % 60 ? StrCat(seconds % 60, "s") : "");
+  return StrCat(seconds / 3600, "h", (seconds % 3600) / 60, "m");
+}
+
+std::string Gpu(const google::protobuf::Map<std::string, std::string>& m) {
+  auto it = m.find("nvidia.com/gpu");
+  return it == m.end() ? "0" : it->second;
+}
+
+absl::Status Queues(tessel::v1::Admin::Stub& stub, const Flags& f) {
+  tessel::v1::ListQueuesResponse r;
+  RETURN_IF_ERROR(FromGrpc(stub.ListQueues(Context().get(), {}, &r), "queues"));
+  if (PrintStructured(r, f.output)) return absl::OkStatus();
+  std::vector<std::vector<std::string>> rows = {{"QUEUE", "COHORT", "PENDING", "ADMITTED", "GPU NOMINAL",
+                                                 "GPU USAGE", "BORROWED", "LENT", "SHARE", "OLDEST WAIT"}};
+  for (const auto& q : r.queues()) {
+    rows.push_back({q.name(), q.cohort().empty() ? "-" : q.cohort(), StrCat(q.pending_pods()),
+                    StrCat(q.admitted_pods()), Gpu(q.nominal()), Gpu(q.usage()), Gpu(q.borrowed()),
+                    Gpu(q.lent()), fmt::format("{}.{:03d}", q.weighted_share_milli() / 1000,
+                                               q.weighted_share_milli() % 1000),
+                    Wait(q.oldest_pending_wait_seconds())});
+  }
+  PrintTable(rows);
+  return absl::OkStatus();
+}
+
+absl::Status Pending(tessel::v1::Admin::Stub& stub, const Flags& f) {
+  tessel::v1::ListPendingRequest req;
+  req.set_queue(f.queue);
+  req.set_namespace_(f.namespace_);
+  tessel::v1::ListPendingResponse r;
+  RETURN_IF_ERROR(FromGrpc(stub.ListPending(Context().get(), req, &r), "pending"));
+  if (PrintStructured(r, f.output)) return absl::OkStatus();
+  std::vector<std::vector<std::string>> rows = {
+      {"POSITION", "IN QUEUE", "POD", "QUEUE", "PRIORITY", "WAIT", "STATE", "GANG"}};
+  for (const auto& p : r.pods()) {
+    rows.push_back({StrCat(p.position()), StrCat(p.queue_position()), p.pod(),
+                    p.queue().empty() ? "-" : p.queue(), StrCat(p.priority()), Wait(p.wait_seconds()),
+                    p.state(), p.gang().empty() ? "-" : p.gang()});
+  }
+  PrintTable(rows);
+  return absl::OkStatus();
+}
+
+absl::Status Explain(tessel::v1::Admin::Stub& stub, const Flags& f) {
+  if (f.args.size() != 2) return absl::InvalidArgumentError("explain takes one pod: NS/NAME (or NAME with -n NS)");
+  tessel::v1::ExplainRequest req;
+  std::string pod = f.args[1];
+  if (pod.find('/') == std::string::npos) pod = StrCat(f.namespace_.empty() ? "default" : f.namespace_, "/", pod);
+  req.set_pod(pod);
+  tessel::v1::ExplainResponse r;
+  RETURN_IF_ERROR(FromGrpc(stub.Explain(Context().get(), req, &r), "explain"));
+  if (PrintStructured(r, f.output)) return absl::OkStatus();
+  std::cout << "Pod:     " << r.pod() << " (" << r.state() << (r.node().empty() ? "" : " on " + r.node())
+            << (r.queue().empty() ? "" : ", queue " + r.queue()) << ")\n";
+  if (!r.message().empty()) std::cout << "Message: " << r.message() << "\n";
+  if (r.reasons_size() > 0) {
+    std::cout << "Nodes:\n";
+    for (const auto& g : r.reasons()) {
+      std::vector<std::string> nodes(g.nodes().begin(), g.nodes().end());
+      if (nodes.size() > 5) {
+        nodes.resize(5);
+        nodes.push_back("...");
+      }
+      std::cout << "  " << g.count() << " " << g.reason() << " (" << StrJoin(nodes, ", ") << ")\n";
+    }
+  }
+  std::cout << "Nearest miss (" << r.nearest_kind() << "): " << r.nearest_miss() << "\n";
+  for (const std::string& d : r.details()) std::cout << "  - " << d << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Simulate(tessel::v1::Admin::Stub& stub, const Flags& f) {
+  if (f.args.size() != 2) return absl::InvalidArgumentError("simulate takes one snapshot file");
+  tessel::v1::SimulateRequest req;
+  ASSIGN_OR_RETURN(*req.mutable_snapshot(), ReadFileToString(f.args[1]));
+  tessel::v1::SimulateResponse r;
+  auto ctx = Context();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  RETURN_IF_ERROR(FromGrpc(stub.Simulate(ctx.get(), req, &r), "simulate"));
+  const json result = json::parse(r.result_json(), nullptr, false);
+  if (f.output == "yaml") {
+    YAML::Emitter out;
+    out << ToYaml(result);
+    std::cout << out.c_str() << "\n";
+  } else {
+    std::cout << result.dump(2) << "\n";  // the replay JSON, as tessel-bench prints it
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Snapshot(kube::KubeClient& client, const Flags& f) {
+  if (f.out_file.empty() || f.out_file == "table") {
+    return absl::InvalidArgumentError("snapshot needs -o FILE");
+  }
+  ASSIGN_OR_RETURN(json list, TakeSnapshot(client));
+  if (f.anonymize) Anonymize(list);
+  std::ofstream out(f.out_file);
+  out << list.dump(1) << "\n";
+  if (!out.good()) return absl::InternalError(StrCat(f.out_file, ": cannot write"));
+  std::cerr << "wrote " << list["items"].size() << " objects to " << f.out_file << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Run(const Flags& f) {
+  const std::string& command = f.args[0];
+  if (command == "version") {
+    std::cout << "tesselctl " << server::BuildVersion() << "\n";
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(kube::ClientConfig config, KubeConfig(f));
+  ASSIGN_OR_RETURN(std::unique_ptr<kube::KubeClient> client,
+                   kube::KubeClient::New(config, {.max_attempts = 2, .user_agent = "tesselctl"}));
+  if (command == "snapshot") return Snapshot(*client, f);
+  if (command != "queues" && command != "pending" && command != "explain" && command != "simulate") {
+    return absl::InvalidArgumentError(StrCat("unknown command \"", command, "\""));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<tessel::v1::Admin::Stub> stub, Connect(f, config, *client));
+  if (command == "queues") return Queues(*stub, f);
+  if (command == "pending") return Pending(*stub, f);
+  if (command == "explain") return Explain(*stub, f);
+  return Simulate(*stub, f);
+}
+
+}  // namespace
+}  // namespace tessel::ctl
+
+int main(int argc, char** argv) {
+  absl::StatusOr<tessel::ctl::Flags> flags = tessel::ctl::ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    std::cerr << "tesselctl: " << flags.status().message() << "\n\n" << tessel::ctl::kUsage;
+    return 2;
+  }
+  if (absl::Status st = tessel::ctl::Run(*flags); !st.ok()) {
+    std::cerr << "tesselctl: " << st.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
