@@ -98,6 +98,13 @@ int32_t Scheduler::PriorityOf(const Pod& pod) const {
   return pc == nullptr ? 0 : pc->value;
 }
 
+int32_t Scheduler::PriorityFloor() const {
+  absl::MutexLock lock(&mu_);
+  int32_t floor = 0;
+  for (const auto& [name, c] : priority_classes_) floor = std::min(floor, c.value);
+  return floor;
+}
+
 std::vector<PodDisruptionBudget> Scheduler::PodDisruptionBudgets() const {
   absl::MutexLock lock(&mu_);
   std::vector<PodDisruptionBudget> out;

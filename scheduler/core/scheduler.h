@@ -232,6 +232,7 @@ class Scheduler final : public Handle {
   bool PodEnded(const Pod& pod) const override;
   void PodEvicted(const Pod& pod) override;
   int32_t PriorityOf(const Pod& pod) const override;
+  int32_t PriorityFloor() const override;
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }

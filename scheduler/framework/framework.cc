@@ -296,6 +296,14 @@ VictimVerdict Framework::RunVictimPolicies(const CycleState& state, const Pod& p
   return VictimVerdict::kDefer;
 }
 
+bool Framework::VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
+                                                int32_t priority) const {
+  for (const VictimPolicyPlugin* p : victim_policies_) {
+    if (p->MayAllowAtOrAbove(state, preemptor, priority)) return true;
+  }
+  return false;
+}
+
 PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
                                           const NodeStatusMap& rejected) const {
   PostFilterResult last{Status::Unschedulable("no postFilter plugin helped")};

@@ -74,6 +74,11 @@ class Framework {
   // VictimPolicyPlugin of the profile that does not defer (kDefer when none decides).
   VictimVerdict RunVictimPolicies(const CycleState& state, const Pod& preemptor, const Pod& victim,
                                   std::string* reason) const;
+  // Whether a VictimPolicyPlugin of the profile could allow a victim of priority >= `priority`.
+  bool VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
+                                       int32_t priority) const;
+  // Reference evaluation (FrameworkOptions::reference): no caches or indexes anywhere.
+  bool reference() const { return reference_; }
   bool HasPostFilter() const { return !post_filter_.empty(); }
   PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
   Status RunPreScore(CycleState& state, const Pod& pod,

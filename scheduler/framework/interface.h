@@ -131,6 +131,9 @@ class Handle {
   // class's, else 0 (the core resolves pods on arrival; this also covers pods that arrived
   // before their class).
   virtual int32_t PriorityOf(const Pod& pod) const { return pod.PriorityValue(); }
+  // No pod without spec.priority has a PriorityOf below this: min(0, the lowest PriorityClass
+  // value). Preemption's index bounds such pods with it.
+  virtual int32_t PriorityFloor() const { return 0; }
   // The profile that schedules pods of this schedulerName (preemption runs its filters); null
   // when unknown.
   virtual const Framework* FrameworkFor(std::string_view /*scheduler_name*/) const { return nullptr; }
@@ -227,6 +230,13 @@ class VictimPolicyPlugin : public virtual Plugin {
   // `reason` (out) labels scheduler_preemption_victims{reason=...} when this plugin allowed it.
   virtual VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor,
                                  const Pod& victim, std::string* reason) const = 0;
+  // Whether MayEvict could allow any victim of priority >= `priority` for this preemptor (true
+  // unless the plugin knows better). Preemption skips the nodes whose pods all have such
+  // priorities when no policy could allow one.
+  virtual bool MayAllowAtOrAbove(const CycleState& /*state*/, const Pod& /*preemptor*/,
+                                 int32_t /*priority*/) const {
+    return true;
+  }
 };
 
 class PreScorePlugin : public virtual Plugin {
