@@ -451,18 +451,17 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   }
 
   if (!decided && outcome.feasible.empty()) {
-    std::string message = FormatFitError(num_nodes, rejected);
-    std::vector<std::string> rejecting;
-    for (const auto& [node, st] : rejected) {
-      if (st.code() == Code::kError) {
-        HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
-        finish("error");
-        return;
-      }
-      if (std::find(rejecting.begin(), rejecting.end(), st.plugin()) == rejecting.end()) {
-        rejecting.push_back(st.plugin());
-      }
+    // From the cache's per-shape histogram when it answered, without walking the nodes.
+    FitError fit = no_fit_cached ? SummarizeFitError(num_nodes, *cached.histogram)
+                                 : SummarizeFitError(num_nodes, rejected);
+    if (fit.error != nullptr) {
+      HandleFailure(*fw, std::move(info), popped.cycle, *fit.error, fit.error->Message(),
+                    {fit.error->plugin()});
+      finish("error");
+      return;
     }
+    std::string message = std::move(fit.message);
+    std::vector<std::string> rejecting = std::move(fit.rejecting_plugins);
     if (fw->HasPostFilter()) {
       PostFilterResult pf = fw->RunPostFilter(*state, pod, rejected);
       if (!pf.victims.empty() && observer_) {

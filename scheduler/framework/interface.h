@@ -196,6 +196,12 @@ class FilterPlugin : public virtual EnqueueExtensions {
 };
 
 using NodeStatusMap = StringKeyedMap<Status>;
+// One distinct rejection and how many nodes gave it: a pod that fits nowhere is described by a
+// few of these ("0/5000 nodes are available: ...") rather than by every node's.
+struct NodeRejections {
+  const Status* status;
+  int64_t nodes;
+};
 
 // A pod a preemption evicts, and why it was eligible: "LowerPriority", or the reason a
 // VictimPolicyPlugin gave (label of scheduler_preemption_victims{reason}).
