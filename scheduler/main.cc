@@ -593,6 +593,9 @@ int Run(Flags flags) {
 }  // namespace tessel
 
 int main(int argc, char** argv) {
+  // Debian's Abseil checks every mutex acquisition for lock-order cycles unless told not to, at
+  // a cost on every scheduling decision (docs/bench.md).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto logger = spdlog::stderr_color_mt("tessel");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
@@ -610,4 +613,5 @@ int main(int argc, char** argv) {
                                             : spdlog::level::info);
   spdlog::flush_on(spdlog::level::info);
   return tessel::Run(*flags);
-}
+}#include "absl/synchronization/mutex.h"
+
