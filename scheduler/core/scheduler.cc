@@ -171,8 +171,13 @@ void Scheduler::OnPodObserved(Pod pod) {
     }
     queue_->Delete(key, uid);
     const bool releases = pod.IsTerminal();
+    const std::string node = pod.node_name;
     cache_->AddOrUpdatePod(std::move(pod));
-    queue_->OnClusterEvent(releases ? kAssignedPodDelete : kAssignedPodAdd);
+    if (!releases) {
+      queue_->OnClusterEvent(kAssignedPodAdd);
+    } else {
+      NotifyPodLeft(node);
+    }
     return;
   }
   if (!Ours(pod)) return;
@@ -236,9 +241,15 @@ void Scheduler::EndPod(const std::string& key, const std::string& uid) {
     UndoAssume(*waiting->fw, *waiting->state, waiting->info, waiting->node);
     queue_->Done(key, waiting->info.pod->meta.uid);
   }
-  const bool held = cache_->Held(key).has_value();
+  const std::optional<Cache::HeldPod> held = cache_->Held(key);
   cache_->RemovePod(key, uid);
-  if (held && !cache_->Held(key).has_value()) queue_->OnClusterEvent(kAssignedPodDelete);
+  if (held.has_value() && !cache_->Held(key).has_value()) NotifyPodLeft(held->node);
+}
+
+void Scheduler::NotifyPodLeft(const std::string& node) {
+  // With the room it left: parked pods that only room can help and that it cannot hold stay.
+  const std::optional<Resources> room = node.empty() ? std::nullopt : cache_->RoomOn(node);
+  queue_->OnClusterEvent(kAssignedPodDelete, room.has_value() ? &*room : nullptr);
 }
 
 void Scheduler::OnPodDelete(const std::string& key, const std::string& uid) { EndPod(key, uid); }
@@ -615,13 +626,15 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
     return;
   }
   uint32_t events = kAllEvents;
+  uint32_t hinted = 0;
   bool any_named = false;
   for (const std::string& p : rejecting_plugins) any_named |= !p.empty();
   if (any_named && std::find(rejecting_plugins.begin(), rejecting_plugins.end(), "") ==
                        rejecting_plugins.end()) {
     events = fw.EventsFor(rejecting_plugins);
+    hinted = fw.EventsHintedByRoom(rejecting_plugins);
   }
-  queue_->AddUnschedulable(std::move(info), cycle, events);
+  queue_->AddUnschedulable(std::move(info), cycle, events, hinted);
 }
 
 void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,

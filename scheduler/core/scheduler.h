@@ -263,6 +263,8 @@ class Scheduler final : public Handle {
   // e.g. with a changed nomination; nothing for a pod that is no pending gang member.
   void ReplacePendingMember(const PodRef& pod) ABSL_LOCKS_EXCLUDED(gang_mu_);
   bool Ours(const Pod& pod) const;
+  // A pod released `node` (deleted, finished): the queue's kAssignedPodDelete with the node's room.
+  void NotifyPodLeft(const std::string& node);
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);
   // Ends a pod's life in the scheduler: out of the queue, Permit and the cache; in flight, it is

@@ -428,6 +428,17 @@ uint32_t Framework::EventsFor(const std::vector<std::string>& plugin_names) cons
   return plugin_names.empty() ? kAllEvents : events;
 }
 
+uint32_t Framework::EventsHintedByRoom(const std::vector<std::string>& plugin_names) const {
+  uint32_t hinted = plugin_names.empty() ? 0u : uint32_t{kAllEvents};
+  for (const std::string& name : plugin_names) {
+    auto* ext = dynamic_cast<EnqueueExtensions*>(FindPlugin(name));
+    if (ext == nullptr) return 0;
+    // An event it registered without a hint moves the pod whatever the room.
+    hinted &= ~(ext->EventsToRegister() & ~ext->EventsHintedByRoom());
+  }
+  return hinted & EventsFor(plugin_names);
+}
+
 std::vector<std::string> Framework::PluginNames(std::string_view point) const {
   std::vector<std::string> out;
   auto names = [&](const auto& list) {

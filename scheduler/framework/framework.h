@@ -105,6 +105,9 @@ class Framework {
 
   // Union of EventsToRegister of the named PreFilter/Filter plugins (kAllEvents if unknown).
   uint32_t EventsFor(const std::vector<std::string>& plugin_names) const;
+  // Of those, the events every named plugin that registered hints by the node's room
+  // (EnqueueExtensions::EventsHintedByRoom); 0 when a name is unknown.
+  uint32_t EventsHintedByRoom(const std::vector<std::string>& plugin_names) const;
   // The enabled plugins of an extension point, in order ("filter", "score", ...).
   std::vector<std::string> PluginNames(std::string_view point) const;
   // A plugin by name, for plugins that cooperate (e.g. preemption reading gang state).

@@ -169,6 +169,11 @@ class EnqueueExtensions : public virtual Plugin {
  public:
   // The events that may undo this plugin's rejection (default: any).
   virtual uint32_t EventsToRegister() const { return kAllEvents; }
+  // Those of the events above after which this plugin's rejection can be undone only on a node
+  // whose room (allocatable - requested of CPU, memory, pods and nvidia.com/gpu) now holds the
+  // pod's request (kube-scheduler's queueing hints by resource): the queue keeps the pod parked
+  // when the event's node has less room.
+  virtual uint32_t EventsHintedByRoom() const { return 0; }
 };
 
 // Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,
