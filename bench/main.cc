@@ -8,6 +8,8 @@
 #include <iostream>
 #include <string_view>
 
+#include "absl/synchronization/mutex.h"
+
 #include "bench/e2e/e2e.h"
 #include "bench/gang/gang_bench.h"
 #include "bench/inflate/inflate.h"
@@ -32,6 +34,10 @@ void Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil checks every mutex acquisition for lock-order cycles unless told not to;
+  // the scheduling core takes mutexes on every decision (docs/bench.md measures the cost).
+  // `throughput --mutex-deadlock-detection` turns it back on for that comparison.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (argc < 2) {
     Usage();
     return 2;

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "plugins/registry.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/config.h"
@@ -666,6 +667,9 @@ int Run(Flags flags) {
 }  // namespace tessel
 
 int main(int argc, char** argv) {
+  // Debian's Abseil checks every mutex acquisition for lock-order cycles unless told not to, at
+  // a cost on every scheduling decision (docs/bench.md).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto logger = spdlog::stderr_color_mt("tessel");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");

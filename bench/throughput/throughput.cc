@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include "absl/synchronization/mutex.h"
 #include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
@@ -39,6 +40,32 @@ Node SyntheticNode(int i, int gpus) {
   n.allocatable.Set(kNvidiaGpu, int64_t{gpus} * 1000);
   n.capacity = n.allocatable;
   return n;
+}
+
+// --priorities: the classes pods choose from.
+constexpr int kPriorityClasses = 4;
+std::string PriorityClassName(int k) { return StrCat("bench-p", (k + 1) * 1000); }
+
+PriorityClass BenchPriorityClass(int k) {
+  PriorityClass pc;
+  pc.meta.name = PriorityClassName(k);
+  pc.value = (k + 1) * 1000;
+  return pc;
+}
+
+// FNV-1a over the outcome: every pod's node in key order, then the evictions in order.
+uint64_t Digest(const SimulatedCluster& sim) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  for (const auto& [key, node] : sim.placements()) {
+    mix(key);
+    mix(node);
+  }
+  for (const std::string& key : sim.evicted()) mix(key);
+  return h;
 }
 
 Pod SyntheticPod(int i, int gpus, std::mt19937_64& rng) {
@@ -127,8 +154,12 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
     objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node));
     feed(false);
   }
+  if (options.priorities) {
+    for (int k = 0; k < kPriorityClasses; ++k) objects.priority_classes.push_back(BenchPriorityClass(k));
+  }
   feed(true);
   std::mt19937_64 rng(options.seed);
+  std::mt19937_64 class_rng(options.seed + 1);
   for (int i = 0; i < options.bound; ++i) {
     Pod p;
     p.meta.name = fmt::format("running-{:07d}", i);
@@ -143,24 +174,33 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
     objects.pods.push_back(std::move(p));
     feed(false);
   }
-  for (int i = 0; i < options.pods; ++i) {
-    const int gpus = options.mix[rng() % options.mix.size()];
-    objects.pods.push_back(SyntheticPod(i, gpus, rng));
-    feed(false);
-  }
   feed(true);
 
   ThroughputResult result;
   std::vector<double> cycle_us;
   cycle_us.reserve(options.pods);
-  for (;;) {
-    const Clock::time_point start = Clock::now();
-    if (!s.ScheduleOne()) break;
-    const double us = SecondsSince(start) * 1e6;
-    if (cycle_us.empty()) result.load_seconds = SecondsSince(load_start);
-    if (cycle_us.empty()) result.first_decision_us = us;
-    cycle_us.push_back(us);
+  const int waves = options.waves > 0 ? options.waves : options.priorities ? 4 : 1;
+  for (int wave = 0, next = 0; wave < waves; ++wave) {
+    const int end = static_cast<int>(int64_t{options.pods} * (wave + 1) / waves);
+    for (; next < end; ++next) {
+      const int gpus = options.mix[rng() % options.mix.size()];
+      Pod p = SyntheticPod(next, gpus, rng);
+      if (options.priorities) p.priority_class_name = PriorityClassName(class_rng() % kPriorityClasses);
+      objects.pods.push_back(std::move(p));
+      feed(false);
+    }
+    feed(true);
+    for (;;) {
+      const Clock::time_point start = Clock::now();
+      if (!s.ScheduleOne()) break;
+      const double us = SecondsSince(start) * 1e6;
+      if (cycle_us.empty()) result.load_seconds = SecondsSince(load_start);
+      if (cycle_us.empty()) result.first_decision_us = us;
+      cycle_us.push_back(us);
+    }
   }
+  result.evicted = static_cast<int64_t>(sim.evicted().size());
+  result.digest = Digest(sim);
   result.decisions = static_cast<int64_t>(cycle_us.size());
   for (const auto& [key, node] : sim.placements()) result.scheduled += !node.empty();
   for (double us : cycle_us) result.seconds += us / 1e6;
@@ -215,13 +255,20 @@ int ThroughputMain(int argc, char** argv) {
       options.threads = number(arg, 1, 256);
     } else if (arg == "--seed") {
       options.seed = static_cast<uint64_t>(number(arg, 0, 1 << 30));
+    } else if (arg == "--mutex-deadlock-detection") {
+      absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort);  // Debian's default
+    } else if (arg == "--priorities") {
+      options.priorities = true;
+    } else if (arg == "--waves") {
+      options.waves = number(arg, 1, 1000);
     } else if (arg == "--reference") {
       options.reference = true;
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: tessel-bench throughput --nodes N --pods M [--bound R] [--gpus-per-node 8] "
-                   "[--mix 1,1,1,1,2,2,4,8] [--config FILE] [--threads T] [--seed S] [--reference] [--json]\n";
+                   "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--config FILE] [--threads T] [--seed S] "
+                   "[--reference] [--json]\n";
       return 0;
     } else {
       std::cerr << "tessel-bench throughput: unknown argument \"" << arg << "\"\n";
@@ -237,7 +284,11 @@ int ThroughputMain(int argc, char** argv) {
     nlohmann::json out{{"decisions_per_s", result->decisions_per_s},
                        {"p50_us", result->p50_us},
                        {"p99_us", result->p99_us},
-                       {"peak_rss_mib", result->peak_rss_mib}};
+                       {"peak_rss_mib", result->peak_rss_mib},
+                       {"decisions", result->decisions},
+                       {"placed", result->scheduled},
+                       {"evicted", result->evicted},
+                       {"digest", fmt::format("{:016x}", result->digest)}};
     std::cout << out.dump() << "\n";
     return 0;
   }
@@ -247,10 +298,13 @@ int ThroughputMain(int argc, char** argv) {
       "p50 decision    {:.1f} us\n"
       "p99 decision    {:.1f} us\n"
       "load            {:.2f} s (nodes and pods fed to the scheduler, to the end of the first decision of {:.1f} us)\n"
-      "peak RSS        {:.1f} MiB\n",
+      "peak RSS        {:.1f} MiB\n"
+      "evicted         {}\n"
+      "digest          {:016x} (placements and evictions; a --reference run must print the same)\n",
       options.nodes, options.gpus_per_node, options.bound, result->decisions, result->scheduled, options.threads,
       options.reference ? ", reference evaluation" : "", result->decisions_per_s, result->p50_us,
-      result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib);
+      result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib,
+      result->evicted, result->digest);
   return 0;
 }
 

@@ -3,7 +3,8 @@
 // live binary run (a SimulatedCluster binds at once; the clock is virtual).
 //
 //   tessel-bench throughput --nodes 5000 --pods 10000 [--bound 0] [--gpus-per-node 8]
-//       [--mix 1,1,1,1,2,2,4,8] [--config FILE] [--threads T] [--seed S] [--json]
+//       [--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--config FILE] [--threads T]
+//       [--seed S] [--reference] [--json]
 //
 // The cluster: N nodes of G GPUs, 96 CPUs, 384 GiB, 110 pods. Every 10th node carries a
 // NoSchedule taint (tessel.io/dedicated=infer) and every 5th node the label
@@ -11,9 +12,17 @@
 // pool, so Filter rejects some nodes for most pods. Pods ask the GPU counts of --mix, drawn from
 // --seed, with 4 CPUs and 16 GiB per GPU.
 //
+// With --priorities every pod names one of four PriorityClasses (bench-p1000 .. bench-p4000,
+// drawn from --seed apart from the GPU counts, so the mix stays the same), and the pods arrive in
+// --waves W groups (default 4 with --priorities, else 1): each wave is fed once the previous
+// one is decided, so later waves find running pods of lower priority and some of them preempt.
+// When the pods ask more than the cluster holds, most decisions are for pods that fit nowhere
+// (the backlog); the output says how many were placed.
+//
 // A decision is one scheduling cycle (pop, snapshot, Filter, Score, assume, the in-memory bind),
 // timed on the wall clock. Reported: decisions/s (pods decided / total cycle time), p50 and p99
-// of the cycle times, peak RSS (VmHWM).
+// of the cycle times, peak RSS (VmHWM), the pods evicted, and a digest of the outcome (every
+// pod's node or none, and the evictions in order) that --reference runs must reproduce.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +46,10 @@ struct ThroughputOptions {
   uint64_t seed = 42;
   // Evaluate every node in every cycle, without the decision caches (see framework.h).
   bool reference = false;
+  // Pods name PriorityClasses of four values; they arrive in `waves` groups (0: 4 with
+  // priorities, else 1).
+  bool priorities = false;
+  int waves = 0;
 };
 
 struct ThroughputResult {
@@ -49,6 +62,8 @@ struct ThroughputResult {
   double p50_us = 0;
   double p99_us = 0;
   double peak_rss_mib = 0;
+  int64_t evicted = 0;
+  uint64_t digest = 0;  // of the placements and evictions: equal runs decided alike
 };
 
 absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options);

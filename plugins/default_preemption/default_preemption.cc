@@ -1,5 +1,7 @@
 #include "plugins/default_preemption/default_preemption.h"
 
+#include <limits>
+
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/preemption/preemption.h"
 
@@ -7,8 +9,24 @@ namespace tessel::default_preemption {
 
 absl::StatusOr<std::unique_ptr<DefaultPreemption>> DefaultPreemption::New(const YAML::Node& args,
                                                                           Handle& handle) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
-  return std::make_unique<DefaultPreemption>(handle);
+  ArgsReader reader(args);
+  if (absl::Status st =
+          reader.OnlyKeys({"minCandidateNodesPercentage", "minCandidateNodesAbsolute"});
+      !st.ok()) {
+    return st;
+  }
+  absl::StatusOr<int64_t> percentage = reader.Int("minCandidateNodesPercentage", 10, 0, 100);
+  if (!percentage.ok()) return percentage.status();
+  absl::StatusOr<int64_t> absolute =
+      reader.Int("minCandidateNodesAbsolute", 100, 0, std::numeric_limits<int32_t>::max());
+  if (!absolute.ok()) return absolute.status();
+  if (*percentage == 0 && *absolute == 0) {
+    return absl::InvalidArgumentError(
+        "args: minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0");
+  }
+  return std::make_unique<DefaultPreemption>(
+      handle, preemption::CandidateLimits{.min_percentage = static_cast<int32_t>(*percentage),
+                                          .min_absolute = static_cast<int32_t>(*absolute)});
 }
 
 PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod,
@@ -19,13 +37,18 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
     return {.status = Status::Error(StrCat("preemption: no profile \"", pod.scheduler_name, "\""))};
   }
   const Handle* handle = &handle_;
+  if (!fw->reference()) index_.Sync(handle_.snapshot());
   preemption::Context ctx{
       .framework = fw,
       .snapshot = &handle_.snapshot(),
       .pdbs = handle_.PodDisruptionBudgets(),
       .nominated = handle_.NominatedPods(),
       .gang_of = [handle](const Pod& p) { return handle->GangKeyOf(p); },
-      .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); }};
+      .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); },
+      .priority_floor = handle_.PriorityFloor(),
+      .index = fw->reference() ? nullptr : &index_,
+      .limits = limits_,
+      .seed = handle_.seed()};
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) {
     return {.status = Status::Unschedulable(StrCat("preemption: ", why))};

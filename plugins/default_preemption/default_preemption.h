@@ -8,10 +8,19 @@
 // before anything else on that node was evicted. The pod waits for its victims to leave with
 // status.nominatedNodeName set; meanwhile no pod of lower or equal priority takes that room.
 //
-// Args: none.
+// Which nodes are tried follows kube-scheduler: from a per-pod offset until
+// max(nodes x minCandidateNodesPercentage / 100, minCandidateNodesAbsolute) candidates are found
+// (scheduler/preemption/preemption.h), and only nodes that hold a pod the preemptor may evict or
+// a terminating pod (scheduler/preemption/victim_index.h, kept here in step with the snapshot; a
+// preemptor that outranks every running pod is answered without a walk). In reference mode
+// (FrameworkOptions::reference) every node is tried, for the differential test.
+//
+// Args (kube-scheduler's DefaultPreemptionArgs): minCandidateNodesPercentage (0..100, default
+// 10), minCandidateNodesAbsolute (>= 0, default 100); not both 0.
 #pragma once
 
 #include "scheduler/framework/registry.h"
+#include "scheduler/preemption/preemption.h"
 
 namespace tessel::default_preemption {
 
@@ -19,13 +28,16 @@ class DefaultPreemption final : public PostFilterPlugin {
  public:
   static constexpr std::string_view kName = "DefaultPreemption";
   static absl::StatusOr<std::unique_ptr<DefaultPreemption>> New(const YAML::Node& args, Handle& handle);
-  explicit DefaultPreemption(Handle& handle) : handle_(handle) {}
+  DefaultPreemption(Handle& handle, preemption::CandidateLimits limits)
+      : handle_(handle), limits_(limits) {}
   std::string_view Name() const override { return kName; }
   PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                               const NodeStatusMap& filtered) override;
 
  private:
   Handle& handle_;
+  const preemption::CandidateLimits limits_;
+  preemption::VictimIndex index_;  // the scheduling thread's, like the cycle
 };
 
 }  // namespace tessel::default_preemption

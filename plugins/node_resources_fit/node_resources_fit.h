@@ -49,6 +49,11 @@ class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public N
   explicit NodeResourcesFit(Args args) : args_(std::move(args)) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
+  // A pod leaving a node helps only where the room it leaves holds every resource the pod
+  // requests (all are checked unless some are ignored).
+  uint32_t EventsHintedByRoom() const override {
+    return args_.ignored.empty() ? kAssignedPodDelete : 0u;
+  }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // Filter and Score read the pod's requests and the node (the args are fixed).

@@ -240,6 +240,15 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   return Status::Ok();
 }
 
+bool QueueQuota::MayAllowAtOrAbove(const CycleState& state, const Pod& preemptor, int32_t) const {
+  const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return false;  // no queue: it defers on every victim
+  // MayEvict compares spec.priority ("lower"); a preemptor without it is not judged here.
+  if (!preemptor.priority.has_value()) return true;
+  // Within the queue and with reclaim policy LowerPriority only lower victims are allowed.
+  return !cycle->queue->cohort.empty() && cycle->queue->reclaim_within_cohort == ReclaimPolicy::kAny;
+}
+
 VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor,
                                    const Pod& victim, std::string* reason) const {
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);

@@ -79,6 +79,9 @@ class QueueQuota final : public PreFilterPlugin,
   // cohorts are denied; pods without a queue (victim or preemptor) defer to the priority rule.
   VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor, const Pod& victim,
                          std::string* reason) const override;
+  // Only reclaim within a cohort whose policy is Any may take a victim that is not lower.
+  bool MayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
+                         int32_t priority) const override;
 
  private:
   struct Reserved {

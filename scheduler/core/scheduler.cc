@@ -99,6 +99,13 @@ int32_t Scheduler::PriorityOf(const Pod& pod) const {
   return pc == nullptr ? 0 : pc->value;
 }
 
+int32_t Scheduler::PriorityFloor() const {
+  absl::MutexLock lock(&mu_);
+  int32_t floor = 0;
+  for (const auto& [name, c] : priority_classes_) floor = std::min(floor, c.value);
+  return floor;
+}
+
 std::vector<PodDisruptionBudget> Scheduler::PodDisruptionBudgets() const {
   absl::MutexLock lock(&mu_);
   std::vector<PodDisruptionBudget> out;
@@ -165,8 +172,13 @@ void Scheduler::OnPodObserved(Pod pod) {
     }
     queue_->Delete(key, uid);
     const bool releases = pod.IsTerminal();
+    const std::string node = pod.node_name;
     cache_->AddOrUpdatePod(std::move(pod));
-    queue_->OnClusterEvent(releases ? kAssignedPodDelete : kAssignedPodAdd);
+    if (!releases) {
+      queue_->OnClusterEvent(kAssignedPodAdd);
+    } else {
+      NotifyPodLeft(node);
+    }
     return;
   }
   if (!Ours(pod)) return;
@@ -230,9 +242,15 @@ void Scheduler::EndPod(const std::string& key, const std::string& uid) {
     UndoAssume(*waiting->fw, *waiting->state, waiting->info, waiting->node);
     queue_->Done(key, waiting->info.pod->meta.uid);
   }
-  const bool held = cache_->Held(key).has_value();
+  const std::optional<Cache::HeldPod> held = cache_->Held(key);
   cache_->RemovePod(key, uid);
-  if (held && !cache_->Held(key).has_value()) queue_->OnClusterEvent(kAssignedPodDelete);
+  if (held.has_value() && !cache_->Held(key).has_value()) NotifyPodLeft(held->node);
+}
+
+void Scheduler::NotifyPodLeft(const std::string& node) {
+  // With the room it left: parked pods that only room can help and that it cannot hold stay.
+  const std::optional<Resources> room = node.empty() ? std::nullopt : cache_->RoomOn(node);
+  queue_->OnClusterEvent(kAssignedPodDelete, room.has_value() ? &*room : nullptr);
 }
 
 void Scheduler::OnPodDelete(const std::string& key, const std::string& uid) { EndPod(key, uid); }
@@ -469,18 +487,17 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   }
 
   if (!decided && outcome.feasible.empty()) {
-    std::string message = FormatFitError(num_nodes, rejected);
-    std::vector<std::string> rejecting;
-    for (const auto& [node, st] : rejected) {
-      if (st.code() == Code::kError) {
-        HandleFailure(*fw, std::move(info), popped.cycle, st, st.Message(), {st.plugin()});
-        finish("error");
-        return;
-      }
-      if (std::find(rejecting.begin(), rejecting.end(), st.plugin()) == rejecting.end()) {
-        rejecting.push_back(st.plugin());
-      }
+    // From the cache's per-shape histogram when it answered, without walking the nodes.
+    FitError fit = no_fit_cached ? SummarizeFitError(num_nodes, *cached.histogram)
+                                 : SummarizeFitError(num_nodes, rejected);
+    if (fit.error != nullptr) {
+      HandleFailure(*fw, std::move(info), popped.cycle, *fit.error, fit.error->Message(),
+                    {fit.error->plugin()});
+      finish("error");
+      return;
     }
+    std::string message = std::move(fit.message);
+    std::vector<std::string> rejecting = std::move(fit.rejecting_plugins);
     if (fw->HasPostFilter()) {
       PostFilterResult pf = fw->RunPostFilter(*state, pod, rejected);
       if (!pf.victims.empty() && observer_) {
@@ -620,14 +637,16 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
     return;
   }
   uint32_t events = kAllEvents;
+  uint32_t hinted = 0;
   bool any_named = false;
   for (const std::string& p : rejecting_plugins) any_named |= !p.empty();
   if (any_named && std::find(rejecting_plugins.begin(), rejecting_plugins.end(), "") ==
                        rejecting_plugins.end()) {
     events = fw.EventsFor(rejecting_plugins);
+    hinted = fw.EventsHintedByRoom(rejecting_plugins);
   }
   if (observer_) observer_->PodRejected(*info.pod, rejecting_plugins);
-  queue_->AddUnschedulable(std::move(info), cycle, events);
+  queue_->AddUnschedulable(std::move(info), cycle, events, hinted);
 }
 
 void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,

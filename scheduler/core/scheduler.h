@@ -247,6 +247,7 @@ class Scheduler final : public Handle {
   bool PodEnded(const Pod& pod) const override;
   void PodEvicted(const Pod& pod) override;
   int32_t PriorityOf(const Pod& pod) const override;
+  int32_t PriorityFloor() const override;
   // The node a pending pod is nominated to ("" for none).
   std::string NominatedNodeOf(const std::string& key) const { return nominator_.NodeOf(key); }
   std::shared_ptr<const QueueDirectory> Queues() const override { return queue_store_.directory(); }
@@ -277,6 +278,8 @@ class Scheduler final : public Handle {
   // e.g. with a changed nomination; nothing for a pod that is no pending gang member.
   void ReplacePendingMember(const PodRef& pod) ABSL_LOCKS_EXCLUDED(gang_mu_);
   bool Ours(const Pod& pod) const;
+  // A pod released `node` (deleted, finished): the queue's kAssignedPodDelete with the node's room.
+  void NotifyPodLeft(const std::string& node);
   void ExpireWaitingPods();
   void OnPodObserved(Pod pod);
   // Ends a pod's life in the scheduler: out of the queue, Permit and the cache; in flight, it is

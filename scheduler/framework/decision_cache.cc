@@ -28,6 +28,7 @@ struct DecisionCache::Entry {
   std::vector<int32_t> bucket_of;  // per node position: its bucket, kInfeasible or kScoreFailed
   std::vector<int32_t> reject_of;  // per infeasible node position: its rejection
   std::vector<Status> rejections;  // distinct rejections, by Intern
+  std::vector<int64_t> rejection_nodes;  // per rejection: the nodes that gave it now
   absl::flat_hash_map<std::string, int32_t> rejection_ids;
   std::unique_ptr<NodeStatusMap> rejected_by_name;  // see Rejections; null until asked
   int64_t feasible = 0;
@@ -152,7 +153,9 @@ int32_t DecisionCache::Intern(Entry& e, Status&& rejection) {
   if (inserted) {
     it->second = static_cast<int32_t>(e.rejections.size());
     e.rejections.push_back(std::move(rejection));
+    e.rejection_nodes.push_back(0);
   }
+  ++e.rejection_nodes[it->second];
   return it->second;
 }
 
@@ -232,6 +235,7 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     e.bucket_of.assign(n, kInfeasible);
     e.reject_of.assign(n, 0);
     e.rejections.clear();
+    e.rejection_nodes.clear();
     e.rejection_ids.clear();
     e.rejected_by_name.reset();
     ResetBuckets(e);
@@ -253,6 +257,7 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     for (size_t p = e.log_pos; p < changes.size(); ++p) {
       const int32_t i = static_cast<int32_t>(changes[p]);
       if (e.gen[i] == nodes[i]->generation()) continue;
+      if (e.bucket_of[i] == kInfeasible) --e.rejection_nodes[e.reject_of[i]];
       Unplace(e, i);
       e.gen[i] = nodes[i]->generation();
       const uint8_t verdict = evaluate(i, raw, why);
@@ -390,7 +395,11 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   if (e.feasible == 0) {
     const NodeStatusMap* rejected = Rejections(e, snapshot);
     if (rejected == nullptr) return {};
-    return {.kind = Choice::Kind::kNoFit, .rejected = rejected};
+    histogram_.clear();
+    for (size_t r = 0; r < e.rejections.size(); ++r) {
+      if (e.rejection_nodes[r] > 0) histogram_.push_back({&e.rejections[r], e.rejection_nodes[r]});
+    }
+    return {.kind = Choice::Kind::kNoFit, .rejected = rejected, .histogram = &histogram_};
   }
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
 

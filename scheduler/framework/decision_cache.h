@@ -13,8 +13,9 @@
 //   3. takes the best bucket and its first node in name order (a min-heap per bucket), which is
 //      the node a full evaluation picks: the highest total, ties to the first node by name.
 // The first rejecting Filter's Status is kept per infeasible node too (one copy per distinct
-// rejection), so a pod that fits nowhere is answered with every node's rejection, as the full
-// evaluation would give them, without filtering again.
+// rejection, with the number of nodes that gave it), so a pod that fits nowhere is answered with
+// every node's rejection, as the full evaluation would give them, and their histogram, without
+// filtering again or walking the nodes.
 // Cycles for which a plugin is not node-local (pod affinity, spread constraints, host ports, a
 // random policy) are left to the full evaluation;
 // FrameworkOptions::reference turns the cache off, and the differential test compares the two.
@@ -76,6 +77,9 @@ class DecisionCache {
     // kNoFit: every node's rejection by name, kept in step by the cache (valid until its next
     // Choose).
     const NodeStatusMap* rejected = nullptr;
+    // kNoFit: each distinct rejection with the number of nodes that gave it, kept in step as
+    // nodes are evaluated again (valid until the next Choose).
+    const std::vector<NodeRejections>* histogram = nullptr;
   };
 
   // The most pod shapes kept; the least recently used is dropped beyond it.
@@ -158,6 +162,7 @@ class DecisionCache {
   std::vector<uint8_t> scratch_state_;       // 0 infeasible, 1 feasible, 2 score error
   std::vector<Status> scratch_why_;          // the rejections of a full re-evaluation
   std::string rejection_key_;
+  std::vector<NodeRejections> histogram_;
 };
 
 }  // namespace tessel

@@ -299,6 +299,14 @@ VictimVerdict Framework::RunVictimPolicies(const CycleState& state, const Pod& p
   return VictimVerdict::kDefer;
 }
 
+bool Framework::VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
+                                                int32_t priority) const {
+  for (const VictimPolicyPlugin* p : victim_policies_) {
+    if (p->MayAllowAtOrAbove(state, preemptor, priority)) return true;
+  }
+  return false;
+}
+
 PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
                                           const NodeStatusMap& rejected) const {
   PostFilterResult last{Status::Unschedulable("no postFilter plugin helped")};
@@ -421,6 +429,17 @@ uint32_t Framework::EventsFor(const std::vector<std::string>& plugin_names) cons
     events |= ext ? ext->EventsToRegister() : kAllEvents;
   }
   return plugin_names.empty() ? kAllEvents : events;
+}
+
+uint32_t Framework::EventsHintedByRoom(const std::vector<std::string>& plugin_names) const {
+  uint32_t hinted = plugin_names.empty() ? 0u : uint32_t{kAllEvents};
+  for (const std::string& name : plugin_names) {
+    auto* ext = dynamic_cast<EnqueueExtensions*>(FindPlugin(name));
+    if (ext == nullptr) return 0;
+    // An event it registered without a hint moves the pod whatever the room.
+    hinted &= ~(ext->EventsToRegister() & ~ext->EventsHintedByRoom());
+  }
+  return hinted & EventsFor(plugin_names);
 }
 
 std::vector<std::string> Framework::PluginNames(std::string_view point) const {

@@ -74,6 +74,11 @@ class Framework {
   // VictimPolicyPlugin of the profile that does not defer (kDefer when none decides).
   VictimVerdict RunVictimPolicies(const CycleState& state, const Pod& preemptor, const Pod& victim,
                                   std::string* reason) const;
+  // Whether a VictimPolicyPlugin of the profile could allow a victim of priority >= `priority`.
+  bool VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
+                                       int32_t priority) const;
+  // Reference evaluation (FrameworkOptions::reference): no caches or indexes anywhere.
+  bool reference() const { return reference_; }
   bool HasPostFilter() const { return !post_filter_.empty(); }
   PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
   Status RunPreScore(CycleState& state, const Pod& pod,
@@ -100,6 +105,9 @@ class Framework {
 
   // Union of EventsToRegister of the named PreFilter/Filter plugins (kAllEvents if unknown).
   uint32_t EventsFor(const std::vector<std::string>& plugin_names) const;
+  // Of those, the events every named plugin that registered hints by the node's room
+  // (EnqueueExtensions::EventsHintedByRoom); 0 when a name is unknown.
+  uint32_t EventsHintedByRoom(const std::vector<std::string>& plugin_names) const;
   // The enabled plugins of an extension point, in order ("filter", "score", ...).
   std::vector<std::string> PluginNames(std::string_view point) const;
   // A plugin by name, for plugins that cooperate (e.g. preemption reading gang state).

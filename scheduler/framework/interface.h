@@ -131,6 +131,9 @@ class Handle {
   // class's, else 0 (the core resolves pods on arrival; this also covers pods that arrived
   // before their class).
   virtual int32_t PriorityOf(const Pod& pod) const { return pod.PriorityValue(); }
+  // No pod without spec.priority has a PriorityOf below this: min(0, the lowest PriorityClass
+  // value). Preemption's index bounds such pods with it.
+  virtual int32_t PriorityFloor() const { return 0; }
   // The profile that schedules pods of this schedulerName (preemption runs its filters); null
   // when unknown.
   virtual const Framework* FrameworkFor(std::string_view /*scheduler_name*/) const { return nullptr; }
@@ -166,6 +169,11 @@ class EnqueueExtensions : public virtual Plugin {
  public:
   // The events that may undo this plugin's rejection (default: any).
   virtual uint32_t EventsToRegister() const { return kAllEvents; }
+  // Those of the events above after which this plugin's rejection can be undone only on a node
+  // whose room (allocatable - requested of CPU, memory, pods and nvidia.com/gpu) now holds the
+  // pod's request (kube-scheduler's queueing hints by resource): the queue keeps the pod parked
+  // when the event's node has less room.
+  virtual uint32_t EventsHintedByRoom() const { return 0; }
 };
 
 // Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,
@@ -193,6 +201,12 @@ class FilterPlugin : public virtual EnqueueExtensions {
 };
 
 using NodeStatusMap = StringKeyedMap<Status>;
+// One distinct rejection and how many nodes gave it: a pod that fits nowhere is described by a
+// few of these ("0/5000 nodes are available: ...") rather than by every node's.
+struct NodeRejections {
+  const Status* status;
+  int64_t nodes;
+};
 
 // A pod a preemption evicts, and why it was eligible: "LowerPriority", or the reason a
 // VictimPolicyPlugin gave (label of scheduler_preemption_victims{reason}).
@@ -227,6 +241,13 @@ class VictimPolicyPlugin : public virtual Plugin {
   // `reason` (out) labels scheduler_preemption_victims{reason=...} when this plugin allowed it.
   virtual VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor,
                                  const Pod& victim, std::string* reason) const = 0;
+  // Whether MayEvict could allow any victim of priority >= `priority` for this preemptor (true
+  // unless the plugin knows better). Preemption skips the nodes whose pods all have such
+  // priorities when no policy could allow one.
+  virtual bool MayAllowAtOrAbove(const CycleState& /*state*/, const Pod& /*preemptor*/,
+                                 int32_t /*priority*/) const {
+    return true;
+  }
 };
 
 class PreScorePlugin : public virtual Plugin {

@@ -13,8 +13,28 @@ namespace {
 
 using NodeLookup = std::function<const NodeInfo*(std::string_view)>;
 
+// spec.priority when the pod carries it (every pod admitted by an API server does); else the
+// context's resolution through its PriorityClass.
 int32_t PriorityOf(const Context& ctx, const Pod& pod) {
+  if (pod.priority.has_value()) return *pod.priority;
   return ctx.priority_of ? ctx.priority_of(pod) : pod.PriorityValue();
+}
+
+// Where the walk over `nodes` starts for this pod: stable for a seed and a pod, spread over the
+// nodes across pods (kube-scheduler draws it at random).
+uint32_t CandidateOffset(uint64_t seed, const Pod& pod, size_t nodes) {
+  uint64_t h = 1469598103934665603ull ^ seed;  // FNV-1a over the UID (else namespace/name)
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  };
+  if (!pod.meta.uid.empty()) {
+    mix(pod.meta.uid);
+  } else {
+    mix(pod.meta.namespace_);
+    mix("/");
+    mix(pod.meta.name);
+  }
+  return static_cast<uint32_t>(h % nodes);
 }
 
 bool Terminating(const Pod& pod) { return pod.meta.deletion_timestamp.has_value(); }
@@ -106,7 +126,7 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
   StringSet gangs_seen;
   for (const PodRef& p : node.pods()) {
     // A terminating pod is leaving already (the dry run counts its room as free): no victim.
-    if (exclude.contains(p->Key()) || Terminating(*p)) continue;
+    if (Terminating(*p) || (!exclude.empty() && exclude.contains(p->Key()))) continue;
     // A pod that may not be evicted is no victim alone, and keeps its gang from being one (it is
     // among the members walked below unless it is gone): asked first, it spares the gang lookup.
     std::string reason;
@@ -338,17 +358,44 @@ bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b)
   return a.node < b.node;
 }
 
+size_t CandidateLimits::For(size_t nodes) const {
+  size_t n = nodes * static_cast<size_t>(std::max(min_percentage, 0)) / 100;
+  n = std::max(n, static_cast<size_t>(std::max(min_absolute, 0)));
+  return std::min(n, nodes);
+}
+
 std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
                                       const NodeStatusMap& rejected) {
+  const std::vector<NodeInfo*>& nodes = ctx.snapshot->nodes();
+  if (nodes.empty()) return {};
+  const VictimIndex::Query query{
+      .priority = PriorityOf(ctx, pod),
+      .floor = ctx.priority_floor,
+      .any_priority = ctx.framework->VictimPoliciesMayAllowAtOrAbove(state, pod, PriorityOf(ctx, pod))};
+  const bool indexed = ctx.index != nullptr && ctx.index->InStepWith(*ctx.snapshot);
+  if (indexed && !ctx.index->MayHaveVictims(query)) return {};
   const GangIndex gangs(ctx);
   const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
+  const size_t wanted = ctx.limits.For(nodes.size());
+  const uint32_t offset = wanted >= nodes.size() ? 0 : CandidateOffset(ctx.seed, pod, nodes.size());
   std::vector<Candidate> out;
-  for (const NodeInfo* node : ctx.snapshot->nodes()) {
-    auto it = rejected.find(node->name());
-    if (it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) continue;
+  size_t non_violating = 0;
+  auto visit = [&](uint32_t pos) {
+    const NodeInfo& node = *nodes[pos];
+    auto it = rejected.find(node.name());
+    if (it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) return true;
     // Every node was rejected by the cycle's filters (FindCandidates runs when none fits).
-    if (auto c = SelectVictims(ctx, state, pod, *node, gangs, lookup, {}, {}, /*rejected_as_is=*/true)) {
-      out.push_back(*std::move(c));
+    auto c = SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/true);
+    if (!c) return true;
+    non_violating += c->pdb_violations == 0;
+    out.push_back(*std::move(c));
+    return non_violating == 0 || out.size() < wanted;  // kube-scheduler's DryRunPreemption
+  };
+  if (indexed) {
+    ctx.index->ForEachFrom(offset, query, visit);
+  } else {
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      if (!visit(static_cast<uint32_t>((offset + k) % nodes.size()))) break;
     }
   }
   std::sort(out.begin(), out.end(),

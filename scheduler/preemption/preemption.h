@@ -21,21 +21,39 @@
 // then the lowest highest-victim priority, the smallest sum of priorities, the fewest victims,
 // the latest start among the highest-priority victims; ties by node name (deterministic).
 //
+// Which nodes are tried (FindCandidates): as kube-scheduler, from an offset drawn per pod (here
+// from the scheduler's seed and the pod's UID, so runs repeat), wrapping around, until
+// max(nodes x minCandidateNodesPercentage / 100, minCandidateNodesAbsolute) candidates were
+// found, at least one without a PDB violation (CandidateLimits). With a VictimIndex only the
+// nodes that hold a pod the preemptor may evict, or a terminating pod, are tried; the others
+// would be no candidate, so the candidates found are the ones of the walk over every node.
+//
 //   Context ctx{.framework = fw, .snapshot = &snapshot, .pdbs = handle.PodDisruptionBudgets(), ...};
 //   std::vector<Candidate> best_first = FindCandidates(ctx, state, pod, filter_rejections);
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "scheduler/framework/framework.h"
+#include "scheduler/preemption/victim_index.h"
 #include "scheduler/state/snapshot.h"
 
 namespace tessel::preemption {
 
 inline constexpr std::string_view kLowerPriority = "LowerPriority";
+
+// kube-scheduler's DefaultPreemptionArgs: FindCandidates stops once it found
+// max(nodes x min_percentage / 100, min_absolute) candidates, one of them without a PDB violation.
+struct CandidateLimits {
+  int32_t min_percentage = 100;
+  int32_t min_absolute = 0;
+  // How many candidates to find among `nodes` (kube-scheduler's calculateNumCandidates).
+  size_t For(size_t nodes) const;
+};
 
 struct Context {
   const Framework* framework = nullptr;
@@ -48,6 +66,15 @@ struct Context {
   std::function<std::string(const Pod&)> gang_of;
   // A pod's priority (resolved from its PriorityClass when the pod does not carry it).
   std::function<int32_t(const Pod&)> priority_of;
+  // No pod without spec.priority has a priority below this (Handle::PriorityFloor).
+  int32_t priority_floor = std::numeric_limits<int32_t>::min();
+  // Nodes that may hold victims, in step with `snapshot`; null: FindCandidates tries every node
+  // (the reference walk).
+  const VictimIndex* index = nullptr;
+  // kube-scheduler's DefaultPreemption args; the defaults here try every node.
+  CandidateLimits limits;
+  // With the pod's UID, where the walk over the nodes starts (when the limits stop it early).
+  uint64_t seed = 0;
 };
 
 struct Candidate {

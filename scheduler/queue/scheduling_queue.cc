@@ -35,7 +35,7 @@ void SchedulingQueue::Detach(Entry& e) {
       break;
     case Entry::Where::kUnschedulable: {
       --unschedulable_count_;
-      auto group = parked_by_events_.find(e.waiting_for);
+      auto group = parked_by_events_.find({e.waiting_for, e.hinted});
       if (group != parked_by_events_.end()) {
         group->second.erase(&e);
         if (group->second.empty()) parked_by_events_.erase(group);
@@ -55,7 +55,7 @@ void SchedulingQueue::Park(Entry& e) {
   e.where = Entry::Where::kUnschedulable;
   e.parked_until = e.info.timestamp + options_.max_unschedulable_wait;
   ++unschedulable_count_;
-  parked_by_events_[e.waiting_for].insert(&e);
+  parked_by_events_[{e.waiting_for, e.hinted}].insert(&e);
   parked_by_time_.emplace(e.parked_until, &e);
 }
 
@@ -105,6 +105,7 @@ SchedulingQueue::AddResult SchedulingQueue::UpsertLocked(PodRef pod, bool create
       // A new pod under a known name: it starts afresh.
       e.info = QueuedPodInfo{.pod = std::move(pod), .timestamp = clock_->Now()};
       e.waiting_for = kAllEvents;
+      e.hinted = 0;
       ToActive(e);
       return AddResult::kQueued;
     }
@@ -238,7 +239,8 @@ void SchedulingQueue::Close() {
   closed_ = true;
 }
 
-void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events) {
+void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events,
+                                       uint32_t hinted) {
   absl::MutexLock lock(&mu_);
   if (!ReturnLocked(info)) return;
   const std::string key = info.pod->Key();
@@ -247,6 +249,8 @@ void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32
   e->info = std::move(info);
   e->info.timestamp = clock_->Now();
   e->waiting_for = events;
+  e->hinted = hinted & events;
+  // An event during the attempt: retried (its room is not kept, so no hint applies).
   if (move_request_cycle_ >= cycle && (events_since_move_ & events) != 0) {
     ToBackoffOrActive(*e);
   } else {
@@ -267,15 +271,46 @@ void SchedulingQueue::AddBackoff(QueuedPodInfo info) {
   entries_.emplace(key, std::move(e));
 }
 
-void SchedulingQueue::OnClusterEvent(uint32_t event) {
+namespace {
+
+// Whether `room` holds every resource the pod requests (NodeResourcesFit's test on one node).
+bool RoomHolds(const Resources& room, const Pod& pod) {
+  const Resources& want = pod.requests;
+  auto holds = [](int64_t amount, int64_t free) { return amount <= 0 || amount <= free; };
+  if (!holds(want.milli_cpu, room.milli_cpu) || !holds(want.memory, room.memory) ||
+      !holds(want.ephemeral_storage, room.ephemeral_storage) || !holds(want.pods, room.pods)) {
+    return false;
+  }
+  for (const auto& [name, amount] : want.scalar) {
+    if (!holds(amount, room.Get(name))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void SchedulingQueue::OnClusterEvent(uint32_t event, const Resources* room) {
   absl::MutexLock lock(&mu_);
   if (move_request_cycle_ != cycle_) events_since_move_ = 0;
   move_request_cycle_ = cycle_;
   events_since_move_ |= event;
-  // Only the groups of parked pods whose rejecting plugins registered this event.
+  // Only the groups of parked pods whose rejecting plugins registered this event; of a group
+  // whose every matching event is hinted, only the pods the event's room holds.
   std::vector<Entry*> moving;
-  for (const auto& [mask, group] : parked_by_events_) {
-    if ((mask & event) != 0) moving.insert(moving.end(), group.begin(), group.end());
+  for (const auto& [key, group] : parked_by_events_) {
+    const auto [mask, hinted] = key;
+    if ((mask & event) == 0) continue;
+    if (room == nullptr || (mask & event & ~hinted) != 0) {
+      moving.insert(moving.end(), group.begin(), group.end());
+      continue;
+    }
+    for (Entry* e : group) {
+      if (RoomHolds(*room, *e->info.pod)) {
+        moving.push_back(e);
+      } else {
+        ++hint_skips_;
+      }
+    }
   }
   for (Entry* e : moving) {
     Detach(*e);
@@ -291,6 +326,11 @@ void SchedulingQueue::MoveAllToActive() {
       ToActive(*e);
     }
   }
+}
+
+int64_t SchedulingQueue::hint_skips() const {
+  absl::MutexLock lock(&mu_);
+  return hint_skips_;
 }
 
 bool SchedulingQueue::Contains(const std::string& key) const {

@@ -15,8 +15,15 @@
 //   queue.Add(pod);
 //   auto info = queue.Pop();                        // non-blocking (bench)
 //   auto info = queue.PopWait(absl::Seconds(1));    // blocking (live)
-//   queue.AddUnschedulable(*info, cycle, kNodeAdd | kAssignedPodDelete);
+//   queue.AddUnschedulable(*info, cycle, kNodeAdd | kAssignedPodDelete, kAssignedPodDelete);
 //   queue.OnClusterEvent(kNodeAdd);
+//   queue.OnClusterEvent(kAssignedPodDelete, &room_left_on_that_node);
+//
+// Queueing hints by resource: a pod parked with `hinted` events (those its rejecting plugins
+// undo only where the node's room holds its request, EnqueueExtensions::EventsHintedByRoom)
+// stays parked when such an event comes with the room of its node and the room does not hold
+// the pod's request. A long backlog of pods that fit nowhere is thus not retried for every pod
+// that ends somewhere.
 #pragma once
 
 #include <functional>
@@ -87,12 +94,17 @@ class SchedulingQueue {
   // After a failed attempt: the pod waits for one of `events` (a ClusterEvent mask). If such an
   // event arrived while it was being scheduled (after `cycle`), it goes to backoff at once.
   // An in-flight pod comes back as its latest copy, or not at all if it ended meanwhile.
-  void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events);
+  // `hinted` (a subset of `events`): see the file comment.
+  void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events, uint32_t hinted = 0);
   // After an error (not a "no fit"): retry after backoff.
   void AddBackoff(QueuedPodInfo info);
   // Moves unschedulable pods that wait for any of `events` to backoff (or active if their
   // backoff already ended).
-  void OnClusterEvent(uint32_t event);
+  // `room`: the free room (allocatable - requested) the event left on its node, when the event
+  // concerns one node; null when unknown (every waiting pod moves).
+  void OnClusterEvent(uint32_t event, const Resources* room = nullptr);
+  // Parked pods an event left parked by the room hint (for tests and metrics).
+  int64_t hint_skips() const;
   // Moves every waiting pod to active or backoff (e.g. the bench's "retry all").
   void MoveAllToActive();
 
@@ -118,6 +130,7 @@ class SchedulingQueue {
     enum class Where { kActive, kBackoff, kUnschedulable } where = Where::kActive;
     absl::Time backoff_expiry;
     uint32_t waiting_for = kAllEvents;
+    uint32_t hinted = 0;      // of waiting_for: events that help only where the room holds it
     absl::Time parked_until;  // kUnschedulable: retried by then at the latest
   };
   struct InFlight {
@@ -154,7 +167,9 @@ class SchedulingQueue {
   // Parked (unschedulable) pods, indexed so that neither a cluster event nor a pop scans the
   // whole queue: by the event mask their rejecting plugins registered (few distinct masks), and
   // by the time their longest wait ends.
-  std::map<uint32_t, std::set<Entry*>> parked_by_events_ ABSL_GUARDED_BY(mu_);
+  // Keyed by (waiting_for, hinted).
+  std::map<std::pair<uint32_t, uint32_t>, std::set<Entry*>> parked_by_events_ ABSL_GUARDED_BY(mu_);
+  int64_t hint_skips_ ABSL_GUARDED_BY(mu_) = 0;
   std::multimap<absl::Time, Entry*> parked_by_time_ ABSL_GUARDED_BY(mu_);
   int64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t move_request_cycle_ ABSL_GUARDED_BY(mu_) = -1;

@@ -292,6 +292,13 @@ std::optional<NodeInfo> Cache::GetNodeInfo(std::string_view name) const {
   return *it->second;
 }
 
+std::optional<Resources> Cache::RoomOn(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second->node() == nullptr) return std::nullopt;
+  return it->second->Free();
+}
+
 std::vector<std::string> Cache::NodeNames() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;

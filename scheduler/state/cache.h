@@ -82,6 +82,9 @@ class Cache {
   // A copy of one node's state (tests, metrics).
   std::optional<NodeInfo> GetNodeInfo(std::string_view name) const;
   std::vector<std::string> NodeNames() const;
+  // A node's free room (allocatable - requested), for the queue's hints; none for an unknown or
+  // ghost node.
+  std::optional<Resources> RoomOn(std::string_view name) const;
 
  private:
   struct PodState {

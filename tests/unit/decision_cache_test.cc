@@ -34,8 +34,23 @@ class Recorder final : public SchedulingObserver {
   }
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     log.push_back(StrCat(pod.Key(), " x ", message));
+    ++unschedulable;
     sim_->PodUnschedulable(pod, kind, message);
   }
+  void PodsPreempted(const Pod& preemptor, const std::string& node,
+                     const std::vector<PreemptionVictim>& victims) override {
+    std::string line = StrCat(preemptor.Key(), " preempts on ", node, ":");
+    for (const PreemptionVictim& v : victims) StrAppend(&line, " ", v.pod->Key(), " (", v.reason, ")");
+    log.push_back(std::move(line));
+    ++preemptions;
+    sim_->PodsPreempted(preemptor, node, victims);
+  }
+  void NominationCleared(const Pod& pod) override {
+    log.push_back(StrCat(pod.Key(), " loses its nomination"));
+    sim_->NominationCleared(pod);
+  }
+  int64_t preemptions = 0;
+  int64_t unschedulable = 0;
   std::vector<std::string> log;
   SimulatedCluster* sim_ = nullptr;
 };
@@ -343,6 +358,98 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
   return cached.world->scheduler->FrameworkFor("tessel")->DecisionCacheStats();
 }
 
+// Backlogs where most pods fit nowhere (issue 19): PriorityClasses of several values, team
+// queues (a cohort whose queue reclaims with Any, one with LowerPriority, a queue alone), running
+// pods of every priority filling small clusters, and more pending pods than the nodes hold, so
+// that most cycles end in preemption's dry run: its answers (victims, nominated nodes, cleared
+// nominations) are compared too, with kube-scheduler's candidate limits small enough to stop
+// the walk early in half of the cases.
+struct BacklogCounts {
+  int64_t preemptions = 0;
+  int64_t no_fit = 0;         // answered by the decision cache
+  int64_t unschedulable = 0;  // attempts that found no node
+  int64_t scheduled = 0;
+};
+
+BacklogCounts RunBacklogCase(uint64_t seed) {
+  Generator gen(seed, /*plain=*/true);
+  const bool limited = gen.Chance(50);
+  absl::StatusOr<SchedulerConfig> config = ParseSchedulerConfig(StrCat(
+      "apiVersion: tessel.io/v1alpha1\nkind: TesselSchedulerConfiguration\nprofiles:\n"
+      "- schedulerName: tessel\n",
+      limited ? "  pluginConfig:\n  - name: DefaultPreemption\n    args:\n"
+                "      minCandidateNodesPercentage: 10\n      minCandidateNodesAbsolute: 2\n"
+              : ""));
+  REQUIRE(config.ok());
+  World cached(*config, /*reference=*/false);
+  World reference(*config, /*reference=*/true);
+
+  json items = json::array();
+  const std::vector<int> values = {-10, 0, 100, 1000, 5000};
+  for (int v : values) {
+    items.push_back({{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"},
+                     {"metadata", {{"name", StrCat("p", v < 0 ? "m" : "", std::abs(v))}}}, {"value", v}});
+  }
+  auto queue = [&](const std::string& name, const std::string& cohort, int gpus, const std::string& reclaim) {
+    json spec{{"namespaces", json::array({name})}, {"nominalQuota", {{"nvidia.com/gpu", StrCat(gpus)}}}};
+    if (!cohort.empty()) spec["cohort"] = cohort;
+    spec["preemption"] = {{"reclaimWithinCohort", reclaim}, {"withinQueue", "LowerPriority"}};
+    items.push_back({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", name}}},
+                     {"spec", spec}});
+  };
+  queue("team-a", "research", gen.Int(4, 40), "Any");
+  queue("team-b", "research", gen.Int(4, 40), "LowerPriority");
+  queue("team-c", "", gen.Int(4, 40), "Never");
+  std::vector<std::string> node_names;
+  const int nodes = gen.Int(6, 40);
+  for (int i = 0; i < nodes; ++i) {
+    node_names.push_back(StrCat("n", i));
+    items.push_back(gen.NodeJson(node_names.back()));
+  }
+  int next_pod = 0;
+  auto pod = [&](const std::string& node) {
+    json p = gen.PodJson(next_pod++, node);
+    p["metadata"]["namespace"] = gen.Pick(std::vector<std::string>{"team-a", "team-b", "team-c", "default"});
+    const int v = gen.Pick(values);
+    p["spec"]["priorityClassName"] = StrCat("p", v < 0 ? "m" : "", std::abs(v));
+    if (gen.Chance(10)) p["spec"]["preemptionPolicy"] = "Never";
+    if (!node.empty()) p["status"]["startTime"] = p["metadata"]["creationTimestamp"];
+    return p;
+  };
+  for (int i = 0, running = gen.Int(nodes, 3 * nodes); i < running; ++i) items.push_back(pod(gen.Pick(node_names)));
+
+  BacklogCounts counts;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0, pending = gen.Int(2 * nodes, 4 * nodes); i < pending; ++i) items.push_back(pod(""));
+    const ObjectList objects = Decode(items);
+    for (World* w : {&cached, &reference}) {
+      w->sim().Load(objects);
+      w->sim().RunUntilIdle();
+    }
+    INFO("seed " << seed << ", round " << round << ", limited " << limited);
+    REQUIRE(cached.recorder.log == reference.recorder.log);
+    REQUIRE(cached.sim().placements() == reference.sim().placements());
+    REQUIRE(cached.sim().reasons() == reference.sim().reasons());
+    REQUIRE(cached.sim().evicted() == reference.sim().evicted());
+    items = json::array();
+    // Pods end elsewhere between rounds (the queue's hints by room decide who is retried).
+    std::vector<std::string> placed;
+    for (const auto& [key, node] : reference.sim().placements()) {
+      if (!node.empty()) placed.push_back(key);
+    }
+    for (int i = 0, deletes = gen.Int(0, 6); i < deletes && !placed.empty(); ++i) {
+      const std::string key = gen.Pick(placed);
+      const std::string uid = StrCat("uid-", key.substr(key.find('/') + 1));
+      for (World* w : {&cached, &reference}) w->world->scheduler->OnPodDelete(key, uid);
+    }
+  }
+  counts.preemptions = cached.recorder.preemptions;
+  counts.no_fit = cached.world->scheduler->FrameworkFor("tessel")->DecisionCacheStats().no_fit;
+  counts.unschedulable = cached.recorder.unschedulable;
+  for (const auto& [key, node] : cached.sim().placements()) counts.scheduled += !node.empty();
+  return counts;
+}
+
 const std::vector<std::string> kPolicies = {"Tessel", "Tessel/fixed", "FGD",        "BestFit",    "DotProd",
                                             "GpuBinPack", "GpuClustering", "GpuPacking", "Random"};
 
@@ -413,6 +520,24 @@ TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU p
   CHECK(stats.answered == placed);
   CHECK(stats.fallbacks == 0);
   CHECK(stats.shapes == 2);
+}
+
+TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities and queues",
+          "[decision_cache]") {
+  BacklogCounts total;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const BacklogCounts c = RunBacklogCase(seed * 15485863 + 3);
+    total.preemptions += c.preemptions;
+    total.no_fit += c.no_fit;
+    total.unschedulable += c.unschedulable;
+    total.scheduled += c.scheduled;
+  }
+  // Preemption chose victims in many cycles, most attempts found no node, and the cache's
+  // no-fit answers were compared too (cycles with pods nominated anywhere evaluate every node).
+  CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit);
+  CHECK(total.preemptions > 100);
+  CHECK(total.unschedulable > 2 * total.scheduled);
+  CHECK(total.no_fit > 100);
 }
 
 }  // namespace

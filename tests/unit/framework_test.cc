@@ -261,5 +261,30 @@ TEST_CASE("FormatFitError sorts and counts reasons like kube-scheduler", "[frame
   CHECK(FormatFitError(0, {}) == "0/0 nodes are available.");
 }
 
+TEST_CASE("SummarizeFitError: a histogram of distinct rejections reads as every node's", "[framework]") {
+  const Status gpu = Status::Unschedulable("Insufficient nvidia.com/gpu").WithPlugin("NodeResourcesFit");
+  const Status both = Status(Code::kUnschedulable, std::vector<std::string>{"Insufficient cpu", "Insufficient nvidia.com/gpu"})
+                          .WithPlugin("NodeResourcesFit");
+  const Status taint = Status::Unresolvable("node(s) had untolerated taint {a: b}").WithPlugin("TaintToleration");
+  NodeStatusMap rejected;
+  for (int i = 0; i < 7; ++i) rejected[StrCat("g", i)] = gpu;
+  for (int i = 0; i < 2; ++i) rejected[StrCat("b", i)] = both;
+  rejected["t"] = taint;
+  const FitError from_nodes = SummarizeFitError(10, rejected);
+  const FitError from_histogram = SummarizeFitError(10, std::vector<NodeRejections>{{&gpu, 7}, {&taint, 1}, {&both, 2}});
+  CHECK(from_histogram.message ==
+        "0/10 nodes are available: 1 node(s) had untolerated taint {a: b}, 2 Insufficient cpu, "
+        "9 Insufficient nvidia.com/gpu.");
+  CHECK(from_nodes.message == from_histogram.message);
+  CHECK(from_histogram.rejecting_plugins == std::vector<std::string>{"NodeResourcesFit", "TaintToleration"});
+  CHECK(from_nodes.rejecting_plugins == from_histogram.rejecting_plugins);
+  CHECK(from_histogram.error == nullptr);
+  // A node that failed is reported as the error; a rejection no node gives any more is not counted.
+  const Status broken = Status::Error("boom").WithPlugin("X");
+  const FitError failed = SummarizeFitError(10, std::vector<NodeRejections>{{&gpu, 0}, {&broken, 1}});
+  REQUIRE(failed.error == &broken);
+  CHECK(failed.rejecting_plugins == std::vector<std::string>{"X"});
+}
+
 }  // namespace
 }  // namespace tessel

@@ -263,6 +263,112 @@ TEST_CASE("the candidate node: kube-scheduler's order over brute-force victims",
   CHECK(checked > 100);
 }
 
+// Nodes of random pods: priorities from a few values (some pods without spec.priority), some
+// terminating; the preemptor's priority and request drawn so that some nodes hold victims.
+TEST_CASE("the victim index and candidate limits: the candidates of the walk over every node",
+          "[preemption]") {
+  std::mt19937_64 rng(2024);
+  int compared = 0, skipped = 0, limited = 0;
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    World w;
+    const int nodes = 5 + static_cast<int>(rng() % 40);
+    const bool terminating = round % 2 == 0;  // some rounds without any terminating pod
+    int64_t next = 0;
+    for (int n = 0; n < nodes; ++n) {
+      const std::string name = StrCat("n", n);
+      w.handle.AddNode(SmallNode(name));
+      for (int k = 0, pods = 2 + static_cast<int>(rng() % 3); k < pods; ++k) {
+        Spec spec{StrCat("default/r", next++), static_cast<int32_t>(rng() % 3) * 100, 2 + static_cast<int64_t>(rng() % 2),
+                  static_cast<int64_t>(rng() % 2), static_cast<int64_t>(rng() % 100)};
+        Pod p = Running(spec, name);
+        if (rng() % 10 == 0) p.priority.reset();  // resolved at use: PriorityOf gives 0
+        if (terminating && rng() % 12 == 0) p.meta.deletion_timestamp = absl::FromUnixSeconds(1);
+        w.handle.AddPod(std::move(p));
+      }
+    }
+    const int32_t priority = static_cast<int32_t>(rng() % 4) * 100;
+    const Pod pod = PodBuilder("preemptor").Requests(StrCat("cpu:", 6 + rng() % 3, ",nvidia.com/gpu:", rng() % 5))
+                        .Priority(priority).Build();
+    CycleState state = w.PreFiltered(pod);
+    FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+    if (!f.feasible.empty()) continue;
+    preemption::VictimIndex index;
+    index.Sync(w.handle.snapshot());
+    Context full = w.Ctx();
+    full.priority_floor = 0;  // FakeHandle's: a pod without spec.priority has priority 0
+    full.seed = rng();
+    full.limits = {.min_percentage = static_cast<int32_t>(rng() % 101),
+                   .min_absolute = static_cast<int32_t>(rng() % 6)};
+    if (full.limits.min_percentage == 0 && full.limits.min_absolute == 0) full.limits.min_absolute = 1;
+    Context indexed = full;
+    indexed.index = &index;
+    const std::vector<Candidate> want = preemption::FindCandidates(full, state, pod, f.rejected);
+    const std::vector<Candidate> got = preemption::FindCandidates(indexed, state, pod, f.rejected);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].node == want[i].node);
+      CHECK(Keys(got[i].victims) == Keys(want[i].victims));
+    }
+    ++compared;
+    const preemption::VictimIndex::Query q{.priority = priority, .floor = 0};
+    if (!index.MayHaveVictims(q)) {
+      ++skipped;
+      CHECK(want.empty());
+    }
+    // kube-scheduler's limit: no more candidates than asked for (none here violates a budget).
+    const size_t wanted = full.limits.For(static_cast<size_t>(nodes));
+    CHECK(want.size() <= wanted);
+    Context unlimited = full;
+    unlimited.limits = {};
+    const size_t all = preemption::FindCandidates(unlimited, state, pod, f.rejected).size();
+    CHECK(want.size() == std::min(all, wanted));
+    limited += all > wanted;
+  }
+  CHECK(compared > 100);
+  CHECK(skipped > 5);
+  CHECK(limited > 5);
+}
+
+TEST_CASE("the victim index follows the snapshot: lowest priority, terminating, unresolved",
+          "[preemption]") {
+  World w;
+  for (const std::string name : {"a", "b", "c"}) w.handle.AddNode(SmallNode(name));
+  w.handle.AddPod(PodBuilder("hi").Requests("cpu:1").Priority(500).Node("a").Build());
+  w.handle.AddPod(PodBuilder("mid").Requests("cpu:1").Priority(200).Node("b").Build());
+  preemption::VictimIndex index;
+  index.Sync(w.handle.snapshot());
+  REQUIRE(index.InStepWith(w.handle.snapshot()));
+  auto visited = [&](int32_t priority, int32_t floor, uint32_t offset = 0) {
+    std::vector<uint32_t> out;
+    index.ForEachFrom(offset, {.priority = priority, .floor = floor}, [&](uint32_t pos) {
+      out.push_back(pos);
+      return true;
+    });
+    return out;
+  };
+  CHECK_FALSE(index.MayHaveVictims({.priority = 200}));
+  CHECK(visited(200, 0).empty());
+  CHECK(visited(201, 0) == std::vector<uint32_t>{1});
+  CHECK(visited(501, 0) == std::vector<uint32_t>{0, 1});
+  CHECK(visited(501, 0, 1) == std::vector<uint32_t>{1, 0});  // from the offset, wrapping
+  CHECK(index.MayHaveVictims({.priority = 0, .any_priority = true}));
+  CHECK(index.CountFor({.priority = 0, .any_priority = true}) == 3);
+  // A pod without spec.priority counts by the floor; a terminating pod counts whatever it is.
+  Pod unresolved = PodBuilder("free").Requests("cpu:1").Node("c").Build();
+  unresolved.priority.reset();
+  w.handle.AddPod(unresolved);
+  CHECK_FALSE(index.InStepWith(w.handle.snapshot()));
+  index.Sync(w.handle.snapshot());
+  CHECK(visited(150, 100) == std::vector<uint32_t>{2});
+  CHECK(visited(150, 150).empty());
+  Pod leaving = PodBuilder("leaving").Requests("cpu:1").Priority(900).Node("a").Build();
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(5);
+  w.handle.AddPod(leaving);
+  index.Sync(w.handle.snapshot());
+  CHECK(visited(0, 0) == std::vector<uint32_t>{0});
+}
+
 TEST_CASE("PodDisruptionBudgets: protected pods are reprieved first and violations counted",
           "[preemption]") {
   std::mt19937_64 rng(99);

@@ -212,6 +212,34 @@ TEST_CASE("cluster events move exactly the parked pods that registered them", "[
   }
 }
 
+TEST_CASE("queueing hints by room: a pod leaving helps only the parked pods its room holds",
+          "[queue]") {
+  ManualClock clock;
+  SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Hours(24)});
+  auto park = [&](const std::string& name, const std::string& requests, uint32_t events, uint32_t hinted) {
+    q.Add(std::make_shared<const Pod>(PodBuilder(name).Requests(requests).Build()));
+    auto popped = q.Pop();
+    REQUIRE(popped.has_value());
+    q.AddUnschedulable(popped->info, popped->cycle + 1'000'000, events, hinted);
+  };
+  const uint32_t fit = kNodeAdd | kNodeUpdate | kAssignedPodDelete;
+  park("eight", "cpu:1,nvidia.com/gpu:8", fit, kAssignedPodDelete);
+  park("two", "cpu:1,nvidia.com/gpu:2", fit, kAssignedPodDelete);
+  park("quota", "cpu:1,nvidia.com/gpu:8", fit | kCustomObjectChange, 0);  // also a quota rejection
+  park("cpu", "cpu:40", fit, kAssignedPodDelete);
+  Resources room;
+  room.milli_cpu = 8000;
+  room.memory = int64_t{64} << 30;
+  room.pods = 10;
+  room.Set(kNvidiaGpu, 4000);
+  q.OnClusterEvent(kAssignedPodDelete, &room);
+  CHECK(q.UnschedulableKeys() == std::vector<std::string>{"default/cpu", "default/eight"});
+  CHECK(q.hint_skips() == 2);
+  // Another kind of event, or one whose room is unknown, moves them all.
+  q.OnClusterEvent(kAssignedPodDelete);
+  CHECK(q.UnschedulableKeys().empty());
+}
+
 TEST_CASE("PopWait returns when a pod arrives or times out", "[queue]") {
   RealClock clock;
   SchedulingQueue q(&clock, PrioritySortLess());
