@@ -107,7 +107,7 @@ class Simulation {
         if (o_.progress != nullptr) o_.progress->fetch_add(1, std::memory_order_relaxed);
       }
       s_.Run(never, {.on_idle = [] { return false; }});
-      if (absl::Status st = Settle(log); !st.ok()) return st;
+      Settle(log);
     }
     if (absl::Status st = TakeSample(now_); !st.ok()) return st;
     for (const JobOutcome& j : result_.jobs) {
@@ -221,7 +221,7 @@ class Simulation {
 
   // After scheduling: evicted jobs go back to the queue (first, so the allocation never counts a
   // victim beside its preemptor), then jobs whose pods are all bound start.
-  absl::Status Settle(BindLog& log) {
+  void Settle(BindLog& log) {
     const std::vector<std::string>& evicted = w_.sim.evicted();
     for (; evicted_seen_ < evicted.size(); ++evicted_seen_) {
       auto it = by_key_.find(evicted[evicted_seen_]);
@@ -237,7 +237,6 @@ class Simulation {
       if (!st.pending || ++st.bound < st.keys.size()) continue;
       Start(i);
     }
-    return absl::OkStatus();
   }
 
   void Start(size_t i) {

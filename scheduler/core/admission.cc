@@ -6,23 +6,22 @@
 namespace tessel {
 
 Admission Admit(const Framework& fw, CycleState& state, Cache& cache, Nominator& nominator,
-                Pod assumed) {
-  const std::string key = assumed.Key(), uid = assumed.meta.uid, node = assumed.node_name;
-  const PodRef pod = std::make_shared<const Pod>(assumed);
+                const Pod& pod, Pod assumed) {
+  const std::string node = assumed.node_name;
   if (absl::Status st = cache.AssumePod(std::move(assumed)); !st.ok()) {
     return {.status = Status::Error(std::string(st.message()))};
   }
   // RunReserve unreserves the plugins it ran when one refuses.
-  if (Status st = fw.RunReserve(state, *pod, node); !st.ok()) {
-    (void)cache.ForgetPod(key, uid);
+  if (Status st = fw.RunReserve(state, pod, node); !st.ok()) {
+    (void)cache.ForgetPod(pod.Key(), pod.meta.uid);
     return {.status = st};
   }
-  PermitResult permit = fw.RunPermit(state, *pod, node);
+  PermitResult permit = fw.RunPermit(state, pod, node);
   if (!permit.status.ok() && !permit.status.IsWait()) {
-    Unadmit(fw, state, cache, *pod, node);
+    Unadmit(fw, state, cache, pod, node);
     return {.status = permit.status};
   }
-  nominator.Remove(key);  // it holds its own room now
+  nominator.Remove(pod.Key());  // it holds its own room now
   return {.status = permit.status, .timeout = permit.timeout};
 }
 

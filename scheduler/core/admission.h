@@ -3,7 +3,7 @@
 // Reserve, Permit, undone as one; and the one reading of the API server's answer to its bind
 // (Scheduler::Bind, Scheduler::BindGangMember). A rule added here holds for both.
 //
-//   Admission a = Admit(fw, state, cache, nominator, pod_with_node);
+//   Admission a = Admit(fw, state, cache, nominator, pod, pod_with_node);
 //   if (a.status.IsWait()) ...park it...; else if (!a.status.ok()) ...nothing is held...
 //   switch (BindAdmitted(fw, state, pod, node, &why)) { case BindOutcome::kBound: ... }
 //   Unadmit(fw, state, cache, pod, node);   // a bind that failed, a waiting pod rejected
@@ -25,12 +25,12 @@ struct Admission {
   absl::Duration timeout = absl::ZeroDuration();
 };
 
-// `assumed` is the pod with spec.nodeName set to the chosen node (and what PreAssume chose).
-// Assumes it, runs Reserve, then Permit. On a refusal or error every step taken is undone
+// `assumed` is `pod` with spec.nodeName set to the chosen node (and what PreAssume chose): the
+// cache assumes it; Reserve and Permit run for `pod` on that node. On a refusal or error every step taken is undone
 // (Unreserve, the cache forgets it) and its nomination, if any, is kept; once admitted (Ok or
 // Wait) the pod holds its own room and its nomination is dropped.
 Admission Admit(const Framework& fw, CycleState& state, Cache& cache, Nominator& nominator,
-                Pod assumed);
+                const Pod& pod, Pod assumed);
 
 // Undoes an admission: Unreserve, and the cache forgets the pod (by key and UID). True if the
 // cache still held it (its resources are free again).

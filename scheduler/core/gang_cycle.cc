@@ -354,7 +354,7 @@ Status Scheduler::HoldGang(const Framework& fw, std::vector<gang::MemberPlacemen
                            size_t required) {
   for (size_t held = 0; held < placements.size(); ++held) {
     gang::MemberPlacement& m = placements[held];
-    Admission admitted = Admit(fw, *m.state, *cache_, nominator_, m.assumed);
+    Admission admitted = Admit(fw, *m.state, *cache_, nominator_, *m.pod, m.assumed);
     Status failure = admitted.status;
     if (failure.IsWait()) {
       Unadmit(fw, *m.state, *cache_, *m.pod, m.node);

@@ -563,7 +563,7 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       return;
     }
   }
-  Admission admitted = Admit(*fw, *state, *cache_, nominator_, std::move(assumed));
+  Admission admitted = Admit(*fw, *state, *cache_, nominator_, pod, std::move(assumed));
   if (admitted.status.IsWait()) {
     {
       absl::MutexLock lock(&mu_);

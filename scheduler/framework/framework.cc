@@ -239,13 +239,7 @@ Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod
   NodeInfo with_node = node;
   // The node as it will be: the terminating pods gone (a nominated pod's victims leave the room
   // it was nominated for: counting both would charge that room twice), the nominated pods there.
-  for (const PodRef& leaving : node.pods()) {
-    if (!leaving->meta.deletion_timestamp.has_value()) continue;
-    with_node.RemovePod(leaving->Key());
-    if (Status st = RunPreFilterExtensionRemovePod(with_state, pod, *leaving, with_node); !st.ok()) {
-      return st;
-    }
-  }
+  if (Status st = RemoveTerminatingPods(with_state, pod, with_node); !st.ok()) return st;
   for (const PodRef& other : ahead) {
     Pod placed = *other;
     placed.node_name = node.name();
@@ -255,6 +249,18 @@ Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod
   }
   if (Status st = RunFilters(with_state, pod, with_node); !st.ok()) return st;
   return RunFilters(state, pod, node);
+}
+
+Status Framework::RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const {
+  std::vector<PodRef> leaving;  // copied: removing from the node invalidates its list
+  for (const PodRef& p : node.pods()) {
+    if (p->meta.deletion_timestamp.has_value()) leaving.push_back(p);
+  }
+  for (const PodRef& p : leaving) {
+    node.RemovePod(p->Key());
+    if (Status st = RunPreFilterExtensionRemovePod(state, pod, *p, node); !st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -64,6 +64,9 @@ class Framework {
   // made room for are not both counted.
   Status RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
                                      const NominatedPodMap* nominated) const;
+  // The node as it will be once its terminating pods are gone: takes them out of `node` and of
+  // `state` (RemovePod). Preemption's dry run and the nominated pods' view share it.
+  Status RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const;
   // The PreFilterExtensions of every PreFilter plugin that ran for this state (not skipped):
   // `other` joins / leaves `node` in `state` (preemption's dry run).
   Status RunPreFilterExtensionAddPod(CycleState& state, const Pod& to_schedule, const Pod& other,

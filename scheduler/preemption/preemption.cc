@@ -196,22 +196,17 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
                                        const StringSet& gone, bool rejected_as_is) {
   const Framework& fw = *ctx.framework;
   std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
-  std::vector<PodRef> leaving;
-  for (const PodRef& p : node.pods()) {
-    if (Terminating(*p)) leaving.push_back(p);
-  }
+  const bool leaving = std::any_of(node.pods().begin(), node.pods().end(),
+                                   [](const PodRef& p) { return Terminating(*p); });
   // Nothing to take out: the dry run would filter the node exactly as the cycle just did.
-  if (units.empty() && leaving.empty() && rejected_as_is) return std::nullopt;
+  if (units.empty() && !leaving && rejected_as_is) return std::nullopt;
   NodeInfo work = node;
   CycleState s = state.Clone();
   // The node as it will be once its terminating pods are gone: their room goes to the pods
   // nominated here (RunFiltersWithNominatedPods adds those at least as important) and then to
   // this pod, so a preemptor never evicts for room that is being freed already. A node where
   // that room is enough is a candidate without victims: the pod is nominated there and waits.
-  for (const PodRef& p : leaving) {
-    work.RemovePod(p->Key());
-    if (!fw.RunPreFilterExtensionRemovePod(s, pod, *p, work).ok()) return std::nullopt;
-  }
+  if (leaving && !fw.RemoveTerminatingPods(s, pod, work).ok()) return std::nullopt;
   // Takes a unit's victims out of (or puts them back into) the dry run: the node's copy, and
   // every PreFilter state, for the victims here and for gang members elsewhere.
   auto apply = [&](const Unit& u, bool adding) -> bool {
