@@ -45,16 +45,21 @@ absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
   const int32_t repeat = std::max(1, o.repeat);
   const double span = static_cast<double>(std::max<int64_t>(1, last_arrival - first));
   const double capacity = static_cast<double>(CapacityMilli(nodes));
-  // The load a scale offers: GPU work within the arrivals' span (all passes) over capacity x span.
+  // The load a scale offers: the GPU work that falls within the arrival window (all passes) if
+  // every pod ran from its arrival, over capacity x window; what a cluster without limits would
+  // allocate on average while the pods arrive.
   auto offered = [&](double scale) {
-    const double total_span = repeat * span / scale;
+    const double window = repeat * span / scale;
     double work = 0;
-    for (const TracePod& p : pods) {
-      if (!p.scheduled_time) continue;
-      work += static_cast<double>(p.total_gpu_milli()) *
-              std::min(static_cast<double>(duration_of(p)), total_span);
+    for (int32_t pass = 0; pass < repeat; ++pass) {
+      for (const TracePod& p : pods) {
+        if (!p.scheduled_time) continue;
+        const double at = (static_cast<double>(*p.creation_time - first) + pass * span) / scale;
+        work += static_cast<double>(p.total_gpu_milli()) *
+                std::min(static_cast<double>(duration_of(p)), window - at);
+      }
     }
-    return capacity > 0 ? repeat * work / (capacity * total_span) : 0.0;
+    return capacity > 0 ? work / (capacity * window) : 0.0;
   };
   out.time_scale = o.time_scale;
   if (o.load > 0) {

@@ -24,9 +24,10 @@ struct OpenbOptions {
   // Inter-arrival times are divided by this (1: as recorded).
   double time_scale = 1;
   // If > 0, time_scale is chosen so that the GPU work offered is this fraction of the cluster's
-  // capacity over the arrivals' span (1.0: exactly full on average; work beyond the span is not
-  // counted). One pass of openb's default trace asks less than the cluster holds, so loads
-  // near or above 1 need `repeat`.
+  // capacity over the arrival window: the work that would fall within the window if every pod
+  // ran from its arrival (1.0: exactly full on average; work past the window is not counted).
+  // One pass of openb's default trace asks less than the cluster holds, so loads near or above
+  // 1 need `repeat`.
   double load = 0;
   // The pod list arrives this many times, one pass after another (copies named "-c<k>").
   int32_t repeat = 1;

@@ -23,7 +23,9 @@ int64_t Percentile(std::vector<int64_t> values, int p);
 
 // The summary of one policy: {"policy", "jobs", "started", "queued_at_end", "delay_s": {p50, p95,
 // p99}, "delay_by_class": {...}, "delay_by_queue", "delay_by_priority", "jct_s", "slowdown_milli",
-// "alloc_pct", "frag_pct", "evictions", "lost_gpu_hours", "makespan_s", "wall_s"}.
+// "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered;
+// over the run when every job arrives at once), "alloc_pct_run" (over the run), "evictions",
+// "lost_gpu_hours", "makespan_s", "wall_s"}.
 nlohmann::json Summarize(const PolicyRuns& runs);
 
 // jobs.csv (one row per job and seed) and curves.csv (one row per sample).

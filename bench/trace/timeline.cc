@@ -70,6 +70,7 @@ class Simulation {
       const TraceJob& j = in_.jobs[i];
       events_.push({j.arrive, seq++, Event::Kind::kArrival, i});
       result_.first_arrival = std::min(result_.first_arrival, j.arrive);
+      result_.last_arrival = std::max(result_.last_arrival, j.arrive);
       horizon = std::max(horizon, j.arrive + j.duration);
       JobOutcome& out = result_.jobs.emplace_back();
       out.id = j.id;
@@ -81,6 +82,13 @@ class Simulation {
       states_[i].remaining = j.duration;
     }
     seq_ = seq;
+    // The curves cover the run, or twice the arrival window when the run is longer: a trace whose
+    // few long jobs outlast the arrivals by months (openb) would otherwise plot months of drain.
+    const int64_t window = result_.last_arrival - result_.first_arrival;
+    if (window > 0 && horizon - result_.first_arrival > 2 * window) {
+      sample_until_ = result_.first_arrival + 2 * window;
+      horizon = sample_until_;
+    }
     sample_every_ = std::max<int64_t>(1, (horizon - result_.first_arrival) / std::max(1, o_.samples));
     next_sample_ = result_.first_arrival;
     now_ = result_.first_arrival;
@@ -109,7 +117,8 @@ class Simulation {
       s_.Run(never, {.on_idle = [] { return false; }});
       Settle(log);
     }
-    if (absl::Status st = TakeSample(now_); !st.ok()) return st;
+    if (absl::Status st = TakeSample(now_, /*keep=*/now_ <= sample_until_); !st.ok()) return st;
+    result_.ended_at = now_;
     for (const JobOutcome& j : result_.jobs) {
       if (j.end >= 0) result_.makespan = std::max(result_.makespan, j.end - result_.first_arrival);
     }
@@ -133,16 +142,19 @@ class Simulation {
 
   // Moves virtual time to `t`: the allocation integral, and the samples passed on the way.
   void Advance(int64_t t) {
-    while (next_sample_ <= t && sample_error_.ok()) {
+    while (next_sample_ <= std::min(t, sample_until_) && sample_error_.ok()) {
       sample_error_ = TakeSample(next_sample_);
       next_sample_ += sample_every_;
     }
     result_.allocated_milli_seconds += running_milli_ * (t - now_);
+    const int64_t from = std::min(now_, result_.last_arrival), to = std::min(t, result_.last_arrival);
+    result_.window_allocated_milli_seconds += running_milli_ * (to - from);
     now_ = t;
     w_.clock.Set(At(t));
   }
 
-  absl::Status TakeSample(int64_t at) {
+  // Checks the cache's allocation against the jobs' bookkeeping; `keep` adds the point to the curves.
+  absl::Status TakeSample(int64_t at, bool keep = true) {
     Sample smp{.at = at, .allocated_milli = 0, .frag_milli = 0, .evictions = result_.evictions};
     for (const auto& [name, c] : capacity_by_node_) {
       std::optional<NodeInfo> info = w_.cache.GetNodeInfo(name);
@@ -158,7 +170,7 @@ class Simulation {
                                         " GPU milli but the running jobs ", running_milli_));
     }
     if (o_.frag != nullptr && o_.frag->total_weight() > 0) smp.frag_milli /= o_.frag->total_weight();
-    result_.samples.push_back(smp);
+    if (keep) result_.samples.push_back(smp);
     return sample_error_;
   }
 
@@ -302,7 +314,7 @@ class Simulation {
   std::map<std::string, int64_t> capacity_by_node_;
   TimelineResult result_;
   int64_t now_ = 0, seq_ = 0, pending_ = 0, running_milli_ = 0;
-  int64_t sample_every_ = 1, next_sample_ = 0;
+  int64_t sample_every_ = 1, next_sample_ = 0, sample_until_ = INT64_MAX;
   absl::Status sample_error_;
   size_t evicted_seen_ = 0;
 };

@@ -56,7 +56,8 @@ struct TimelineOptions {
   const ProfileConfig* profile = nullptr;  // required
   uint64_t seed = 42;
   OnEvict on_evict = OnEvict::kRestart;
-  int32_t samples = 200;                  // points of the allocation and fragmentation curves
+  int32_t samples = 200;                  // points of the allocation and fragmentation curves, over the
+                                          // run or, when it is longer, twice the arrival window
   const fgd::FragModel* frag = nullptr;   // null: no fragmentation curve
   std::atomic<int64_t>* progress = nullptr;  // incremented per event handled
 };
@@ -87,8 +88,13 @@ struct TimelineResult {
   std::vector<Sample> samples;
   int64_t capacity_milli = 0;
   int64_t first_arrival = 0;
+  int64_t last_arrival = 0;
+  int64_t ended_at = 0;                      // when the last event was handled
   int64_t makespan = 0;                      // last completion - first arrival
   int64_t allocated_milli_seconds = 0;       // integral of the allocation, job bookkeeping
+  // The same integral over the arrival window [first_arrival, last_arrival], while load is
+  // offered: the figure to compare policies by when a few long jobs outlast the arrivals.
+  int64_t window_allocated_milli_seconds = 0;
   int64_t peak_allocated_milli = 0;
   int64_t evictions = 0;
   int64_t lost_gpu_milli_seconds = 0;

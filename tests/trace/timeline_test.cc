@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bench/trace/input.h"
+#include "bench/trace/report.h"
 #include "bench/trace/trace.h"
 #include "builders.h"
 #include "scheduler/gpu/gpu_devices.h"
@@ -87,6 +88,29 @@ TEST_CASE("trace: one node works through its queue in order", "[trace]") {
   CHECK(r.makespan == 60);
   CHECK(r.allocated_milli_seconds == 8000 * 60);
   CHECK(r.capacity_milli == 8000);
+  // Arrivals span 0-2, and a holds the node throughout.
+  CHECK(r.last_arrival == 2);
+  CHECK(r.window_allocated_milli_seconds == 8000 * 2);
+  CHECK(r.ended_at == 60);
+}
+
+TEST_CASE("trace: allocation is reported over the arrival window; curves stop at twice it", "[trace]") {
+  TimelineInput in;
+  in.nodes = {GpuNode("n1", 8)};
+  // Arrivals over 0-100; `long` holds 4 GPUs for 10,000 s, `short` 4 more for 50 s.
+  in.jobs = {Job("long", 0, 10000, 4), Job("short", 50, 50, 4), Job("last", 100, 10, 2)};
+  const TimelineResult r = Simulate(in);
+  CHECK(r.window_allocated_milli_seconds == 4000 * 100 + 4000 * 50);
+  CHECK(r.allocated_milli_seconds == 4000 * 10000 + 4000 * 50 + 2000 * 10);
+  CHECK(r.ended_at == 10000);
+  REQUIRE_FALSE(r.samples.empty());
+  for (const Sample& s : r.samples) CHECK(s.at <= 200);
+  CHECK(r.samples.back().at >= 190);
+
+  const nlohmann::json summary = Summarize({.policy = "tessel", .seeds = {1}, .runs = {r}});
+  // Over the window: 600,000 of 8,000 x 100 milli-seconds; over the run, of 8,000 x 10,000.
+  CHECK(summary["alloc_pct"].get<double>() == Approx(75.0));
+  CHECK(summary["alloc_pct_run"].get<double>() == Approx(100.0 * 40'220'000 / 80'000'000));
 }
 
 TEST_CASE("trace: a gang starts only when all its members fit, and ends together", "[trace]") {
