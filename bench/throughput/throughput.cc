@@ -201,6 +201,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   }
   result.evicted = static_cast<int64_t>(sim.evicted().size());
   result.digest = Digest(sim);
+  if (const Framework* fw = s.FrameworkFor("tessel"); fw != nullptr) result.cache = fw->DecisionCacheStats();
   result.decisions = static_cast<int64_t>(cycle_us.size());
   for (const auto& [key, node] : sim.placements()) result.scheduled += !node.empty();
   for (double us : cycle_us) result.seconds += us / 1e6;
@@ -300,11 +301,13 @@ int ThroughputMain(int argc, char** argv) {
       "load            {:.2f} s (nodes and pods fed to the scheduler, to the end of the first decision of {:.1f} us)\n"
       "peak RSS        {:.1f} MiB\n"
       "evicted         {}\n"
-      "digest          {:016x} (placements and evictions; a --reference run must print the same)\n",
+      "digest          {:016x} (placements and evictions; a --reference run must print the same)\n"
+      "decision cache  {} chosen, {} fit nowhere, {} every node evaluated; {} with pods nominated ({} with a held node sat out)\n",
       options.nodes, options.gpus_per_node, options.bound, result->decisions, result->scheduled, options.threads,
       options.reference ? ", reference evaluation" : "", result->decisions_per_s, result->p50_us,
       result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib,
-      result->evicted, result->digest);
+      result->evicted, result->digest, result->cache.answered, result->cache.no_fit, result->cache.fallbacks,
+      result->cache.with_held, result->cache.held_out);
   return 0;
 }
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/framework/decision_cache.h"
 
 namespace tessel::bench {
 
@@ -64,6 +65,7 @@ struct ThroughputResult {
   double peak_rss_mib = 0;
   int64_t evicted = 0;
   uint64_t digest = 0;  // of the placements and evictions: equal runs decided alike
+  DecisionCache::Stats cache;  // how the cycles were decided (all zero in reference mode)
 };
 
 absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options);

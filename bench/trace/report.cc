@@ -2,6 +2,7 @@
 #include "bench/trace/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -27,6 +28,17 @@ nlohmann::json Percentiles(const std::vector<int64_t>& v) {
 }
 
 double Pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
+
+// The size classes any policy's summary has, in the order first seen.
+std::vector<std::string> SizeClassesIn(const nlohmann::json& summaries) {
+  std::vector<std::string> classes;
+  for (const nlohmann::json& s : summaries) {
+    for (const auto& [k, v] : s["delay_by_class"].items()) {
+      if (std::find(classes.begin(), classes.end(), k) == classes.end()) classes.push_back(k);
+    }
+  }
+  return classes;
+}
 
 }  // namespace
 
@@ -121,6 +133,86 @@ std::string CurvesCsv(const std::vector<PolicyRuns>& all) {
   return out;
 }
 
+std::vector<TracePlot> TracePlots(const std::vector<PolicyRuns>& all, const nlohmann::json& summaries) {
+  std::vector<TracePlot> plots;
+  const std::vector<std::string> classes = SizeClassesIn(summaries);
+  // Curves of each policy's first seed, from the first arrival: in hours, or in minutes when
+  // they span less than two hours (a trace compressed to a high load arrives within minutes).
+  int64_t span = 0;
+  for (const PolicyRuns& pr : all) {
+    if (!pr.runs.empty() && !pr.runs[0].samples.empty()) {
+      span = std::max(span, pr.runs[0].samples.back().at - pr.runs[0].first_arrival);
+    }
+  }
+  const bool in_minutes = span < 2 * 3600;
+  const double unit = in_minutes ? 60.0 : 3600.0;
+  const double x_max = std::max(1.0, static_cast<double>(span) / unit);
+  const std::string x_label = in_minutes ? "minutes since the first arrival" : "hours since the first arrival";
+  std::vector<PlotLine> alloc, frag, evict;
+  int64_t most_evictions = 1;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].runs.empty()) continue;
+    const TimelineResult& r = all[i].runs[0];
+    PlotLine a{all[i].policy, PlotColor(i), false, {}}, f = a, e = a;
+    for (const Sample& s : r.samples) {
+      const double x = static_cast<double>(s.at - r.first_arrival) / unit;
+      a.points.push_back({x, Pct(s.allocated_milli, r.capacity_milli)});
+      f.points.push_back({x, Pct(s.frag_milli, r.capacity_milli)});
+      e.points.push_back({x, static_cast<double>(s.evictions)});
+      most_evictions = std::max(most_evictions, s.evictions);
+    }
+    alloc.push_back(std::move(a));
+    frag.push_back(std::move(f));
+    evict.push_back(std::move(e));
+  }
+  plots.push_back({"allocation", "GPU allocation over time",
+                   LinePlot({.title = "Allocated GPU over time (first seed)", .x_label = x_label, .x_max = x_max,
+                             .y_label = "allocated GPU (% of capacity)", .y_max = 100},
+                            alloc)});
+  plots.push_back({"fragmentation", "Fragmentation over time",
+                   LinePlot({.title = "Fragmented GPU over time (FGD's measure, first seed)",
+                             .x_label = x_label, .x_max = x_max,
+                             .y_label = "fragmented GPU (% of capacity)", .y_max = 30},
+                            frag)});
+  plots.push_back({"evictions", "Evictions over time",
+                   LinePlot({.title = "Evictions so far (first seed)", .x_label = x_label, .x_max = x_max,
+                             .y_label = "evictions",
+                             .y_max = static_cast<double>(most_evictions)},
+                            evict)});
+  // Delay CDFs by size class, all seeds pooled.
+  for (const std::string& c : classes) {
+    std::vector<PlotLine> lines;
+    double d_max = 1;
+    std::vector<std::vector<int64_t>> per_policy(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      for (const TimelineResult& r : all[i].runs) {
+        for (const JobOutcome& j : r.jobs) {
+          if (j.size_class == c && j.start >= 0) per_policy[i].push_back(j.start - j.arrive);
+        }
+      }
+      std::sort(per_policy[i].begin(), per_policy[i].end());
+      if (!per_policy[i].empty()) d_max = std::max(d_max, static_cast<double>(Percentile(per_policy[i], 99)) / 60.0);
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      PlotLine l{all[i].policy, PlotColor(i), false, {}};
+      const auto& v = per_policy[i];
+      for (size_t k = 0; k < v.size(); k += std::max<size_t>(1, v.size() / 200)) {
+        l.points.push_back({v[k] / 60.0, 100.0 * static_cast<double>(k + 1) / static_cast<double>(v.size())});
+      }
+      if (!v.empty()) l.points.push_back({v.back() / 60.0, 100.0});
+      lines.push_back(std::move(l));
+    }
+    std::string file = "delay-cdf-";
+    for (char ch : c) file += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+    plots.push_back({std::move(file), StrCat("Queueing delay CDF: ", c),
+                     LinePlot({.title = StrCat("Queueing delay, ", c, " (all seeds; x to the p99)"),
+                               .x_label = "minutes from arrival to bind", .x_max = d_max,
+                               .y_label = "jobs started (%)", .y_max = 100},
+                              lines)});
+  }
+  return plots;
+}
+
 std::string RenderTraceReport(const std::string& title, const std::string& note,
                               const std::vector<PolicyRuns>& all, const nlohmann::json& summaries) {
   std::string html = fmt::format(R"(<!doctype html>
@@ -147,12 +239,7 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
   }
   html += "</table>\n";
   // Per size class: delay percentiles of each policy.
-  std::vector<std::string> classes;
-  for (const nlohmann::json& s : summaries) {
-    for (const auto& [k, v] : s["delay_by_class"].items()) {
-      if (std::find(classes.begin(), classes.end(), k) == classes.end()) classes.push_back(k);
-    }
-  }
+  const std::vector<std::string> classes = SizeClassesIn(summaries);
   html += "<h2>Queueing delay by size class (s, p50 / p95 / p99)</h2>\n<table><tr><th>policy</th>";
   for (const std::string& c : classes) StrAppend(&html, "<th>", HtmlEscape(c), "</th>");
   html += "</tr>\n";
@@ -166,72 +253,8 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
     html += "</tr>\n";
   }
   html += "</table>\n";
-  // Curves of each policy's first seed, in hours from the first arrival.
-  double x_max = 0;
-  for (const PolicyRuns& pr : all) {
-    if (!pr.runs.empty() && !pr.runs[0].samples.empty()) {
-      x_max = std::max(x_max, (pr.runs[0].samples.back().at - pr.runs[0].first_arrival) / 3600.0);
-    }
-  }
-  std::vector<PlotLine> alloc, frag, evict;
-  int64_t most_evictions = 1;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].runs.empty()) continue;
-    const TimelineResult& r = all[i].runs[0];
-    PlotLine a{all[i].policy, PlotColor(i), false, {}}, f = a, e = a;
-    for (const Sample& s : r.samples) {
-      const double x = (s.at - r.first_arrival) / 3600.0;
-      a.points.push_back({x, Pct(s.allocated_milli, r.capacity_milli)});
-      f.points.push_back({x, Pct(s.frag_milli, r.capacity_milli)});
-      e.points.push_back({x, static_cast<double>(s.evictions)});
-      most_evictions = std::max(most_evictions, s.evictions);
-    }
-    alloc.push_back(std::move(a));
-    frag.push_back(std::move(f));
-    evict.push_back(std::move(e));
-  }
-  html += "<h2>GPU allocation over time</h2>\n";
-  html += LinePlot({.title = "Allocated GPU over time (first seed)", .x_label = "hours since the first arrival",
-                    .x_max = std::max(1.0, x_max), .y_label = "allocated GPU (% of capacity)", .y_max = 100},
-                   alloc);
-  html += "<h2>Fragmentation over time</h2>\n";
-  html += LinePlot({.title = "Fragmented GPU over time (FGD's measure, first seed)",
-                    .x_label = "hours since the first arrival", .x_max = std::max(1.0, x_max),
-                    .y_label = "fragmented GPU (% of capacity)", .y_max = 30},
-                   frag);
-  html += "<h2>Evictions over time</h2>\n";
-  html += LinePlot({.title = "Evictions so far (first seed)", .x_label = "hours since the first arrival",
-                    .x_max = std::max(1.0, x_max), .y_label = "evictions",
-                    .y_max = static_cast<double>(most_evictions)},
-                   evict);
-  // Delay CDFs by size class, all seeds pooled.
-  html += "<h2>Queueing delay CDFs by size class</h2>\n";
-  for (const std::string& c : classes) {
-    std::vector<PlotLine> lines;
-    double d_max = 1;
-    std::vector<std::vector<int64_t>> per_policy(all.size());
-    for (size_t i = 0; i < all.size(); ++i) {
-      for (const TimelineResult& r : all[i].runs) {
-        for (const JobOutcome& j : r.jobs) {
-          if (j.size_class == c && j.start >= 0) per_policy[i].push_back(j.start - j.arrive);
-        }
-      }
-      std::sort(per_policy[i].begin(), per_policy[i].end());
-      if (!per_policy[i].empty()) d_max = std::max(d_max, static_cast<double>(Percentile(per_policy[i], 99)) / 60.0);
-    }
-    for (size_t i = 0; i < all.size(); ++i) {
-      PlotLine l{all[i].policy, PlotColor(i), false, {}};
-      const auto& v = per_policy[i];
-      for (size_t k = 0; k < v.size(); k += std::max<size_t>(1, v.size() / 200)) {
-        l.points.push_back({v[k] / 60.0, 100.0 * static_cast<double>(k + 1) / static_cast<double>(v.size())});
-      }
-      if (!v.empty()) l.points.push_back({v.back() / 60.0, 100.0});
-      lines.push_back(std::move(l));
-    }
-    html += LinePlot({.title = StrCat("Queueing delay, ", c, " (all seeds; x to the p99)"),
-                      .x_label = "minutes from arrival to bind", .x_max = d_max,
-                      .y_label = "jobs started (%)", .y_max = 100},
-                     lines);
+  for (const TracePlot& plot : TracePlots(all, summaries)) {
+    StrAppend(&html, "<h2>", HtmlEscape(plot.heading), "</h2>\n", plot.svg);
   }
   html += "</body></html>\n";
   return html;

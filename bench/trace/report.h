@@ -32,6 +32,17 @@ nlohmann::json Summarize(const PolicyRuns& runs);
 std::string JobsCsv(const std::vector<PolicyRuns>& all);
 std::string CurvesCsv(const std::vector<PolicyRuns>& all);
 
+// The report's plots: allocation, fragmentation and evictions over time (each policy's first
+// seed), then one delay CDF per size class (all seeds). `file` is a name without extension
+// ("allocation", "delay-cdf-whole-node"); tessel-bench trace also writes each as FILE.svg.
+struct TracePlot {
+  std::string file;
+  std::string heading;
+  std::string svg;
+};
+std::vector<TracePlot> TracePlots(const std::vector<PolicyRuns>& all, const nlohmann::json& summaries);
+
+// The self-contained page: the summary and per-class delay tables, then every plot inline.
 std::string RenderTraceReport(const std::string& title, const std::string& note,
                               const std::vector<PolicyRuns>& all, const nlohmann::json& summaries);
 

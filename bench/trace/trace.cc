@@ -299,6 +299,7 @@ int TraceMain(int argc, char** argv) {
   std::ofstream(out / "jobs.csv") << JobsCsv(all);
   std::ofstream(out / "curves.csv") << CurvesCsv(all);
   std::ofstream(out / "report.html") << RenderTraceReport(title, note, all, summaries);
+  for (const TracePlot& plot : TracePlots(all, summaries)) std::ofstream(out / (plot.file + ".svg")) << plot.svg;
 
   std::cout << title << ": " << note << "\n";
   std::cout << fmt::format("{:<10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>9} {:>9}\n", "policy", "jobs",

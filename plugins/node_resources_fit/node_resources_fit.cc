@@ -66,9 +66,7 @@ std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& n
 
 namespace {
 // Allocation-free check for the common case (the node fits); reasons are built only on misses.
-bool FitsAll(const Pod& pod, const NodeInfo& node, const std::vector<std::string>& ignored) {
-  const Resources& alloc = node.allocatable();
-  const Resources& used = node.requested();
+bool FitsAll(const Pod& pod, const Resources& alloc, const Resources& used, const std::vector<std::string>& ignored) {
   if (used.pods + 1 > alloc.pods) return false;
   const Resources& req = pod.requests;
   if ((req.milli_cpu > 0 && used.milli_cpu + req.milli_cpu > alloc.milli_cpu) ||
@@ -85,10 +83,17 @@ bool FitsAll(const Pod& pod, const NodeInfo& node, const std::vector<std::string
 }  // namespace
 
 Status NodeResourcesFit::Filter(const CycleState&, const Pod& pod, const NodeInfo& node) const {
-  if (FitsAll(pod, node, args_.ignored)) return Status::Ok();
+  if (FitsAll(pod, node.allocatable(), node.requested(), args_.ignored)) return Status::Ok();
   std::vector<std::string> missing = InsufficientResources(pod, node, args_.ignored);
   if (missing.empty()) return Status::Ok();
   return Status(Code::kUnschedulable, std::move(missing));
+}
+
+bool NodeResourcesFit::MayFitAfterFreeing(const CycleState&, const Pod& pod, const NodeInfo& node,
+                                          const Resources& freed) const {
+  Resources used = node.requested();
+  used.Sub(freed);
+  return FitsAll(pod, node.allocatable(), used, args_.ignored);
 }
 
 int64_t AllocationScore(const Args& args, const Pod& pod, const NodeInfo& node) {

@@ -55,6 +55,9 @@ class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public N
     return args_.ignored.empty() ? kAssignedPodDelete : 0u;
   }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // The same sums with `freed` given back: exact for this filter.
+  bool MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                          const Resources& freed) const override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // Filter and Score read the pod's requests and the node (the args are fixed).
   bool AppendFilterKey(const CycleState&, const Pod& pod, std::string& key) const override {

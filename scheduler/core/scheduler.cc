@@ -470,12 +470,22 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       outcome.feasible.push_back(nominated);
     }
   }
-  // The decision cache answers as the full evaluation below would, or leaves it to it. Pods
-  // nominated elsewhere change what fits beyond each node's own state: then every node is
-  // evaluated.
+  // The decision cache answers as the full evaluation below would, or leaves it to it. With
+  // nominations, a node fits only if it fits as it is and with the pods nominated to it: the
+  // nodes that hold nominated pods are asked again with them.
   DecisionCache::Choice cached;
-  if (outcome.feasible.empty() && nominated_pods == nullptr) {
-    cached = fw->ChooseCached(*state, pod, snapshot_);
+  if (outcome.feasible.empty()) {
+    DecisionCache::HeldNodes held;
+    if (nominated_pods != nullptr) {
+      for (const auto& [node_name, pods] : *nominated_pods) held.positions.push_back(snapshot_.PositionOf(node_name));
+      held.fits_held = [&](const NodeInfo& node) {
+        return fw->FitsBesideNominatedPods(*state, pod, node, nominated_pods);
+      };
+      held.why_held = [&](const NodeInfo& node) {
+        return fw->RunFiltersWithNominatedPods(*state, pod, node, nominated_pods);
+      };
+    }
+    cached = fw->ChooseCached(*state, pod, snapshot_, nominated_pods != nullptr ? &held : nullptr);
   }
   // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it).
   const bool no_fit_cached = cached.kind == DecisionCache::Choice::Kind::kNoFit;

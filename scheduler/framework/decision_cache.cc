@@ -167,7 +167,7 @@ const NodeStatusMap* DecisionCache::Rejections(Entry& e, const Snapshot& snapsho
     e.rejected_by_name = std::make_unique<NodeStatusMap>();
     const std::vector<NodeInfo*>& nodes = snapshot.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      e.rejected_by_name->emplace(nodes[i]->name(), e.rejections[e.reject_of[i]]);
+      if (e.bucket_of[i] == kInfeasible) e.rejected_by_name->emplace(nodes[i]->name(), e.rejections[e.reject_of[i]]);
     }
   }
   return e.rejected_by_name.get();
@@ -325,14 +325,25 @@ DecisionCache::Choice DecisionCache::ScoreAll(Entry& e, CycleState& state, const
   return {.kind = Choice::Kind::kChosen, .node = feasible_[best]};
 }
 
-DecisionCache::Choice DecisionCache::Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot) {
-  Choice c = ChooseUncounted(state, pod, snapshot);
+DecisionCache::Choice DecisionCache::Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot,
+                                            const HeldNodes* held) {
+  sat_out_.clear();
+  Choice c = ChooseUncounted(state, pod, snapshot, held);
   ++(c.kind == Choice::Kind::kFallback ? fallbacks_ : c.kind == Choice::Kind::kNoFit ? no_fit_ : answered_);
+  if (held != nullptr && c.kind != Choice::Kind::kFallback) {
+    ++with_held_;
+    held_out_ += !sat_out_.empty();
+  }
   return c;
 }
 
 DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Pod& pod,
-                                                     const Snapshot& snapshot) {
+                                                     const Snapshot& snapshot, const HeldNodes* held) {
+  if (held_in_map_ != nullptr) {  // the last answer's held nodes leave the entry's map
+    for (const std::string& name : held_names_) held_in_map_->rejected_by_name->erase(name);
+    held_in_map_ = nullptr;
+    held_names_.clear();
+  }
   if (&snapshot != snapshot_) {
     entries_.clear();
     column_memo_.clear();
@@ -401,6 +412,51 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
     }
     return {.kind = Choice::Kind::kNoFit, .rejected = rejected, .histogram = &histogram_};
   }
+  if (held == nullptr) return ChooseAmongFeasible(e, state, pod, snapshot);
+  // Held nodes that fit as they are but not with the pods nominated there sit out this choice.
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+  for (int64_t position : held->positions) {
+    if (position < 0 || static_cast<size_t>(position) >= nodes.size()) continue;
+    const int32_t i = static_cast<int32_t>(position);
+    const int32_t b = e.bucket_of[i];
+    if (b == kInfeasible || held->fits_held(*nodes[i])) continue;
+    sat_out_.push_back({.position = i, .raw = b == kScoreFailed ? Raw{} : e.buckets[b].raw,
+                        .score_failed = b == kScoreFailed});
+    Unplace(e, i);
+  }
+  Choice c;
+  if (e.feasible > 0) c = ChooseAmongFeasible(e, state, pod, snapshot);
+  for (const SatOut& o : sat_out_) Place(e, o.position, true, o.raw, o.score_failed);
+  return e.feasible > static_cast<int64_t>(sat_out_.size()) ? c : NoFitWithHeld(e, snapshot, *held);
+}
+
+DecisionCache::Choice DecisionCache::NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held) {
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+  held_why_.clear();
+  for (const SatOut& o : sat_out_) {
+    held_why_.push_back(held.why_held(*nodes[o.position]));
+    // An error, or (never expected) a pass: the full evaluation reports it.
+    if (held_why_.back().ok() || held_why_.back().code() == Code::kError) return {};
+  }
+  const NodeStatusMap* base = Rejections(e, snapshot);
+  if (base == nullptr) return {};
+  // The held nodes' rejections join the entry's map until the next Choose takes them out.
+  held_in_map_ = &e;
+  histogram_.clear();
+  for (size_t r = 0; r < e.rejections.size(); ++r) {
+    if (e.rejection_nodes[r] > 0) histogram_.push_back({&e.rejections[r], e.rejection_nodes[r]});
+  }
+  for (size_t k = 0; k < sat_out_.size(); ++k) {
+    const std::string& name = nodes[sat_out_[k].position]->name();
+    e.rejected_by_name->insert_or_assign(name, held_why_[k]);
+    held_names_.push_back(name);
+    histogram_.push_back({&held_why_[k], 1});
+  }
+  return {.kind = Choice::Kind::kNoFit, .rejected = e.rejected_by_name.get(), .histogram = &histogram_};
+}
+
+DecisionCache::Choice DecisionCache::ChooseAmongFeasible(Entry& e, CycleState& state, const Pod& pod,
+                                                         const Snapshot& snapshot) {
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
 
   // Any feasible node, for PreScore (which reads only whether the list is empty) and for a

@@ -92,17 +92,28 @@ class DecisionCache {
   DecisionCache(Profile profile, Parallelizer* parallelizer);
   ~DecisionCache();
 
+  // Nodes whose room pods nominated there hold. A full evaluation with nominations keeps a node
+  // only if it fits as it is and with those pods, and reports its rejection as it is first; a
+  // held node that fits as it is is asked `fits_held` and sits out the choice when that says
+  // no (with the rejection `why_held` gives, when no node is left).
+  struct HeldNodes {
+    std::vector<int64_t> positions;  // in the snapshot's nodes()
+    std::function<bool(const NodeInfo&)> fits_held;
+    std::function<Status(const NodeInfo&)> why_held;
+  };
+
   // After PreFilter: chooses the node a full evaluation would choose, or says it did not.
-  Choice Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot);
-  Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot);
+  Choice Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held = nullptr);
 
   struct Stats {
     int64_t answered = 0;   // cycles decided here with a node
     int64_t fallbacks = 0;  // cycles left to the full evaluation
     size_t shapes = 0;      // pod shapes held
     int64_t no_fit = 0;     // cycles answered here with every node's rejection
+    int64_t with_held = 0;  // cycles answered here while pods were nominated (HeldNodes given)
+    int64_t held_out = 0;   // of those, cycles where a held node sat out
   };
-  Stats stats() const { return {answered_, fallbacks_, entries_.size(), no_fit_}; }
+  Stats stats() const { return {answered_, fallbacks_, entries_.size(), no_fit_, with_held_, held_out_}; }
 
  private:
   using Raw = std::array<int64_t, kMaxColumns>;
@@ -129,12 +140,18 @@ class DecisionCache {
   void Place(Entry& e, int32_t i, bool feasible, const Raw& raw, bool score_error);
   // Keeps one copy of each distinct rejection of the entry; its index.
   int32_t Intern(Entry& e, Status&& rejection);
-  // Every node's rejection from the entry (none fits), by name: built on the entry's first such
-  // answer, then kept in step as nodes are evaluated again. Null when one is an error (the full
-  // evaluation reports it).
+  // Every infeasible node's rejection from the entry, by name (every node's when none fits):
+  // built on the entry's first such answer, then kept in step as nodes are evaluated again. Null
+  // when one is an error (the full evaluation reports it).
   const NodeStatusMap* Rejections(Entry& e, const Snapshot& snapshot) const;
   void Unplace(Entry& e, int32_t i);
   int32_t FirstNode(Entry& e, int32_t bucket);
+  Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held);
+  // kNoFit when every node that fits as it is sat out (`sat_out_`): the entry's rejections and
+  // theirs. Null (fallback) when one is an error.
+  Choice NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held);
+  // The choice among the entry's feasible nodes (at least one).
+  Choice ChooseAmongFeasible(Entry& e, CycleState& state, const Pod& pod, const Snapshot& snapshot);
   // The full scoring over the entry's feasible nodes, when the buckets cannot answer.
   Choice ScoreAll(Entry& e, CycleState& state, const Pod& pod, const Snapshot& snapshot);
 
@@ -149,6 +166,8 @@ class DecisionCache {
   int64_t answered_ = 0;
   int64_t fallbacks_ = 0;
   int64_t no_fit_ = 0;
+  int64_t with_held_ = 0;
+  int64_t held_out_ = 0;
   // Reused buffers.
   std::string key_;
   std::vector<size_t> columns_;              // score plugins with a raw column, by index
@@ -165,6 +184,15 @@ class DecisionCache {
   std::vector<Status> scratch_why_;          // the rejections of a full re-evaluation
   std::string rejection_key_;
   std::vector<NodeRejections> histogram_;
+  struct SatOut {
+    int32_t position;
+    Raw raw;
+    bool score_failed;
+  };
+  std::vector<SatOut> sat_out_;  // held nodes out of this choice, put back after it
+  Entry* held_in_map_ = nullptr;  // whose rejected_by_name holds held_names_ until the next Choose
+  std::vector<std::string> held_names_;
+  std::vector<Status> held_why_;  // per sat-out node, in NoFitWithHeld
 };
 
 }  // namespace tessel

@@ -164,10 +164,10 @@ void Framework::BuildDecisionCache() {
   decision_cache_ = std::make_unique<DecisionCache>(std::move(p), &parallelizer_);
 }
 
-DecisionCache::Choice Framework::ChooseCached(CycleState& state, const Pod& pod,
-                                              const Snapshot& snapshot) const {
+DecisionCache::Choice Framework::ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot,
+                                              const DecisionCache::HeldNodes* held) const {
   if (decision_cache_ == nullptr) return {};
-  return decision_cache_->Choose(state, pod, snapshot);
+  return decision_cache_->Choose(state, pod, snapshot, held);
 }
 
 Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {
@@ -196,6 +196,14 @@ Status Framework::RunFilters(const CycleState& state, const Pod& pod, const Node
   return Status::Ok();
 }
 
+bool Framework::MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                   const Resources& freed) const {
+  for (const FilterPlugin* p : filter_) {
+    if (!state.skip_filter.contains(p->Name()) && !p->MayFitAfterFreeing(state, pod, node, freed)) return false;
+  }
+  return true;
+}
+
 FilterOutcome Framework::FindFeasibleNodes(const CycleState& state, const Pod& pod,
                                            const std::vector<NodeInfo*>& nodes,
                                            const NominatedPodMap* nominated) const {
@@ -218,23 +226,51 @@ FilterOutcome Framework::FindFeasibleNodes(const CycleState& state, const Pod& p
   return out;
 }
 
+namespace {
+
+// The pods nominated to `node` that go before `pod`: at least as important, not the pod itself.
+std::vector<PodRef> NominatedAhead(const Pod& pod, const NodeInfo& node, const NominatedPodMap* nominated) {
+  std::vector<PodRef> ahead;
+  if (nominated == nullptr) return ahead;
+  auto it = nominated->find(node.name());
+  if (it == nominated->end()) return ahead;
+  for (const PodRef& other : it->second) {
+    const bool itself = other->meta.name == pod.meta.name && other->meta.namespace_ == pod.meta.namespace_;
+    if (!itself && other->PriorityValue() >= pod.PriorityValue()) ahead.push_back(other);
+  }
+  return ahead;
+}
+
+}  // namespace
+
 Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod,
                                               const NodeInfo& node,
                                               const NominatedPodMap* nominated) const {
-  const std::vector<PodRef>* on_node = nullptr;
-  if (nominated != nullptr) {
-    auto it = nominated->find(node.name());
-    if (it != nominated->end()) on_node = &it->second;
+  // The node as it is first: its rejection is the one reported when both views fail, so a node
+  // the decision cache saw rejected reads the same with nominations (RunCycle relies on it).
+  if (Status st = RunFilters(state, pod, node); !st.ok()) return st;
+  return RunFiltersBeside(state, pod, node, NominatedAhead(pod, node, nominated));
+}
+
+bool Framework::FitsBesideNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                        const NominatedPodMap* nominated) const {
+  const std::vector<PodRef> ahead = NominatedAhead(pod, node, nominated);
+  if (ahead.empty()) return true;
+  // The filters' arithmetic first: room the terminating pods leave, less what the nominated
+  // pods take. Only when it may fit is the node copied and filtered.
+  Resources freed;
+  bool summed = true;
+  for (const PodRef& p : node.pods()) {
+    if (p->meta.deletion_timestamp.has_value()) summed = summed && freed.Add(p->requests).ok();
   }
-  std::vector<PodRef> ahead;  // nominated here, at least as important, not the pod itself
-  if (on_node != nullptr) {
-    for (const PodRef& other : *on_node) {
-      if (other->Key() != pod.Key() && other->PriorityValue() >= pod.PriorityValue()) {
-        ahead.push_back(other);
-      }
-    }
-  }
-  if (ahead.empty()) return RunFilters(state, pod, node);
+  for (const PodRef& p : ahead) freed.Sub(p->requests);
+  if (summed && !MayFitAfterFreeing(state, pod, node, freed)) return false;
+  return RunFiltersBeside(state, pod, node, ahead).ok();
+}
+
+Status Framework::RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                   const std::vector<PodRef>& ahead) const {
+  if (ahead.empty()) return Status::Ok();
   CycleState with_state = state.Clone();
   NodeInfo with_node = node;
   // The node as it will be: the terminating pods gone (a nominated pod's victims leave the room
@@ -247,8 +283,7 @@ Status Framework::RunFiltersWithNominatedPods(const CycleState& state, const Pod
     with_node.AddPod(ref);
     if (Status st = RunPreFilterExtensionAddPod(with_state, pod, *ref, with_node); !st.ok()) return st;
   }
-  if (Status st = RunFilters(with_state, pod, with_node); !st.ok()) return st;
-  return RunFilters(state, pod, node);
+  return RunFilters(with_state, pod, with_node);
 }
 
 Status Framework::RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const {

@@ -50,6 +50,10 @@ class Framework {
   Status RunPreFilter(CycleState& state, const Pod& pod) const;
   // Every Filter for one node, stopping at the first rejection.
   Status RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const;
+  // Every Filter's MayFitAfterFreeing: false when one knows the pod cannot fit on `node` even
+  // with `freed` given back.
+  bool MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                          const Resources& freed) const;
   // RunFilters over every node of the snapshot (in parallel when there are many); with
   // `nominated`, through RunFiltersWithNominatedPods.
   FilterOutcome FindFeasibleNodes(const CycleState& state, const Pod& pod,
@@ -57,13 +61,19 @@ class Framework {
                                   const NominatedPodMap* nominated = nullptr) const;
   // kube-scheduler's rule for space a preemption freed: the pods nominated to this node with a
   // priority >= the pod's (other than the pod itself) count as already there. The filters run
-  // on the node as it will be (copies of the node and the state: its terminating pods gone, the
-  // nominated pods added) and, if any were added, once more on the node as it is (the pod is
-  // bound now; the nominated pods' presence may also help, e.g. affinity); the pod passes only
-  // if both do. Unlike kube-scheduler, a terminating pod and the nominated pod its eviction
-  // made room for are not both counted.
+  // on the node as it is and, if any pods are nominated there, on the node as it will be
+  // (copies of the node and the state: its terminating pods gone, the nominated pods added; the
+  // nominated pods' presence may also help, e.g. affinity); the pod passes only if both do, and
+  // a node that fails as it is reports that rejection (kube-scheduler reports the other view's).
+  // Unlike kube-scheduler, a terminating pod and the nominated pod its eviction made room for
+  // are not both counted.
   Status RunFiltersWithNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
                                      const NominatedPodMap* nominated) const;
+  // For a node that passes as it is: whether it also passes as it will be with the pods
+  // nominated there (true when there are none). Screens by the filters' arithmetic
+  // (MayFitAfterFreeing) before it copies the node.
+  bool FitsBesideNominatedPods(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                               const NominatedPodMap* nominated) const;
   // The node as it will be once its terminating pods are gone: takes them out of `node` and of
   // `state` (RemovePod). Preemption's dry run and the nominated pods' view share it.
   Status RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const;
@@ -92,7 +102,8 @@ class Framework {
   // After PreFilter: the node a full evaluation (FindFeasibleNodes, PreScore, Score, the best
   // total, ties to the first by name) would choose, from the decision cache (decision_cache.h);
   // kFallback when the cache cannot say (then nothing past PreFilter ran) or in reference mode.
-  DecisionCache::Choice ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot) const;
+  DecisionCache::Choice ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot,
+                                     const DecisionCache::HeldNodes* held = nullptr) const;
   // How often the cache answered (zeros in reference mode).
   DecisionCache::Stats DecisionCacheStats() const {
     return decision_cache_ ? decision_cache_->stats() : DecisionCache::Stats{};
@@ -130,6 +141,9 @@ class Framework {
   std::string scheduler_name_;
   std::vector<std::unique_ptr<Plugin>> owned_;
   const QueueSortPlugin* queue_sort_ = nullptr;
+  // The filters on the node as it will be with `ahead` (nominated there) added.
+  Status RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                          const std::vector<PodRef>& ahead) const;
   std::vector<PreFilterPlugin*> pre_filter_;
   std::vector<FilterPlugin*> filter_;
   std::vector<PostFilterPlugin*> post_filter_;

@@ -198,6 +198,13 @@ class PreFilterPlugin : public virtual EnqueueExtensions {
 class FilterPlugin : public virtual EnqueueExtensions {
  public:
   virtual Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+  // Preemption's screen before a node's dry run: false only if Filter would reject `pod` on
+  // `node` even after pods whose requests sum to `freed` left it (and others, nominated there,
+  // came). The default: it may.
+  virtual bool MayFitAfterFreeing(const CycleState& /*state*/, const Pod& /*pod*/, const NodeInfo& /*node*/,
+                                  const Resources& /*freed*/) const {
+    return true;
+  }
 };
 
 using NodeStatusMap = StringKeyedMap<Status>;

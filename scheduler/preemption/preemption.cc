@@ -200,6 +200,17 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
                                    [](const PodRef& p) { return Terminating(*p); });
   // Nothing to take out: the dry run would filter the node exactly as the cycle just did.
   if (units.empty() && !leaving && rejected_as_is) return std::nullopt;
+  // The dry run below removes every eligible victim and the terminating pods first: when the
+  // filters' arithmetic says even that room cannot hold the pod, no copy is made.
+  Resources freed;
+  bool summed = true;  // an overflowing sum screens nothing out
+  for (const Unit& u : units) {
+    for (const PreemptionVictim& v : u.here) summed = summed && freed.Add(v.pod->requests).ok();
+  }
+  for (const PodRef& p : node.pods()) {
+    if (Terminating(*p)) summed = summed && freed.Add(p->requests).ok();
+  }
+  if (summed && !fw.MayFitAfterFreeing(state, pod, node, freed)) return std::nullopt;
   NodeInfo work = node;
   CycleState s = state.Clone();
   // The node as it will be once its terminating pods are gone: their room goes to the pods

@@ -4,6 +4,8 @@
 // scenarios shipped in bench/scenarios load and run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <random>
 
@@ -111,6 +113,36 @@ TEST_CASE("trace: allocation is reported over the arrival window; curves stop at
   // Over the window: 600,000 of 8,000 x 100 milli-seconds; over the run, of 8,000 x 10,000.
   CHECK(summary["alloc_pct"].get<double>() == Approx(75.0));
   CHECK(summary["alloc_pct_run"].get<double>() == Approx(100.0 * 40'220'000 / 80'000'000));
+}
+
+TEST_CASE("trace: the report has a plot per curve and per size class, each a standalone SVG", "[trace]") {
+  TimelineInput in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.jobs = {Job("one", 0, 100, 1), Job("whole", 10, 50, 8), Job("three", 20, 30, 3)};
+  std::vector<PolicyRuns> all = {{.policy = "tessel", .seeds = {1}, .runs = {Simulate(in)}},
+                                 {.policy = "again", .seeds = {1}, .runs = {Simulate(in)}}};
+  nlohmann::json summaries = nlohmann::json::array();
+  for (const PolicyRuns& pr : all) summaries.push_back(Summarize(pr));
+  const std::vector<TracePlot> plots = TracePlots(all, summaries);
+  std::vector<std::string> files;
+  for (const TracePlot& p : plots) {
+    files.push_back(p.file);
+    CHECK(p.svg.rfind("<svg xmlns=", 0) == 0);
+    CHECK(p.svg.find("again") != std::string::npos);  // every policy is a line of every plot
+  }
+  // Curves first, then one CDF per class the jobs fell in, named file-safe.
+  std::vector<std::string> expected = {"allocation", "fragmentation", "evictions"};
+  for (const auto& [cls, v] : summaries[0]["delay_by_class"].items()) {
+    std::string f = "delay-cdf-";
+    for (char ch : cls) f += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+    expected.push_back(f);
+  }
+  CHECK(expected.size() == 6);  // 1 GPU, 2-4 GPUs, whole node
+  std::sort(expected.begin() + 3, expected.end());
+  std::sort(files.begin() + 3, files.end());
+  CHECK(files == expected);
+  const std::string html = RenderTraceReport("t", "n", all, summaries);
+  for (const TracePlot& p : plots) CHECK(html.find(p.svg) != std::string::npos);
 }
 
 TEST_CASE("trace: a gang starts only when all its members fit, and ends together", "[trace]") {

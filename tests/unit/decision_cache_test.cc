@@ -369,6 +369,8 @@ struct BacklogCounts {
   int64_t no_fit = 0;         // answered by the decision cache
   int64_t unschedulable = 0;  // attempts that found no node
   int64_t scheduled = 0;
+  int64_t with_held = 0;      // cache answers while pods were nominated
+  int64_t held_out = 0;       // of those, where a held node sat out
 };
 
 BacklogCounts RunBacklogCase(uint64_t seed) {
@@ -444,7 +446,10 @@ BacklogCounts RunBacklogCase(uint64_t seed) {
     }
   }
   counts.preemptions = cached.recorder.preemptions;
-  counts.no_fit = cached.world->scheduler->FrameworkFor("tessel")->DecisionCacheStats().no_fit;
+  const DecisionCache::Stats stats = cached.world->scheduler->FrameworkFor("tessel")->DecisionCacheStats();
+  counts.no_fit = stats.no_fit;
+  counts.with_held = stats.with_held;
+  counts.held_out = stats.held_out;
   counts.unschedulable = cached.recorder.unschedulable;
   for (const auto& [key, node] : cached.sim().placements()) counts.scheduled += !node.empty();
   return counts;
@@ -531,13 +536,18 @@ TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities 
     total.no_fit += c.no_fit;
     total.unschedulable += c.unschedulable;
     total.scheduled += c.scheduled;
+    total.with_held += c.with_held;
+    total.held_out += c.held_out;
   }
   // Preemption chose victims in many cycles, most attempts found no node, and the cache's
-  // no-fit answers were compared too (cycles with pods nominated anywhere evaluate every node).
-  CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit);
+  // no-fit answers were compared too; so were its answers while pods were nominated, including
+  // those where a node that fits as it is sat out for the pods nominated there.
+  CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit, total.with_held, total.held_out);
   CHECK(total.preemptions > 100);
   CHECK(total.unschedulable > 2 * total.scheduled);
   CHECK(total.no_fit > 100);
+  CHECK(total.with_held > 100);
+  CHECK(total.held_out > 10);
 }
 
 }  // namespace

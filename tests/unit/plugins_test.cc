@@ -1,6 +1,8 @@
 // The standard plugins, one table each: {name, pod, node, want}.
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "builders.h"
 #include "plugins/node_affinity/node_affinity.h"
 #include "plugins/node_name/node_name.h"
@@ -67,6 +69,48 @@ TEST_CASE("NodeResourcesFit filter", "[plugins][fit]") {
        Info(NodeBuilder("n").Allocatable("nvidia.com/gpu:999m").Build()), Code::kUnschedulable,
        {"Insufficient nvidia.com/gpu"}},
   });
+}
+
+TEST_CASE("property: NodeResourcesFit's preemption screen agrees with Filter once the pods have left",
+          "[plugins][fit][property]") {
+  // Preemption skips a node's dry run when MayFitAfterFreeing says no: it must say no exactly
+  // when Filter rejects the pod on the node without those pods (here: any subset of its pods).
+  std::mt19937_64 rng(7);
+  auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  for (const bool ignore_gpu : {false, true}) {
+    node_resources_fit::Args args;
+    if (ignore_gpu) args.ignored = {"nvidia.com/gpu"};
+    node_resources_fit::NodeResourcesFit fit(args);
+    int agreed_no = 0, agreed_yes = 0;
+    for (int c = 0; c < 400; ++c) {
+      Node node = NodeBuilder("n").Allocatable(StrCat("cpu:", pick(2, 16), ",memory:", pick(4, 64), "Gi,nvidia.com/gpu:",
+                                                      pick(0, 8), ",pods:", pick(2, 8))).Build();
+      std::vector<Pod> running;
+      for (int i = 0, n = pick(0, 7); i < n; ++i) {
+        running.push_back(PodBuilder(StrCat("r", i)).Node("n")
+                              .Requests(StrCat("cpu:", pick(0, 4), ",memory:", pick(0, 16), "Gi,nvidia.com/gpu:", pick(0, 4)))
+                              .Build());
+      }
+      const Pod pod = PodBuilder("p").Requests(StrCat("cpu:", pick(0, 8), ",memory:", pick(0, 32), "Gi,nvidia.com/gpu:",
+                                                      pick(0, 8))).Build();
+      std::vector<Pod> staying;
+      Resources freed;
+      for (const Pod& r : running) {
+        if (rng() % 2) {
+          REQUIRE(freed.Add(r.requests).ok());
+        } else {
+          staying.push_back(r);
+        }
+      }
+      const bool screen = fit.MayFitAfterFreeing(CycleState(), pod, Info(node, running), freed);
+      const bool filter = fit.Filter(CycleState(), pod, Info(node, staying)).ok();
+      INFO("case " << c << ", ignoring GPUs " << ignore_gpu);
+      REQUIRE(screen == filter);
+      (screen ? agreed_yes : agreed_no)++;
+    }
+    CHECK(agreed_yes > 50);
+    CHECK(agreed_no > 50);
+  }
 }
 
 TEST_CASE("NodeResourcesFit scoring strategies", "[plugins][fit]") {
