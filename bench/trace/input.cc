@@ -62,9 +62,16 @@ absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
     return capacity > 0 ? work / (capacity * window) : 0.0;
   };
   out.time_scale = o.time_scale;
+  constexpr double kMostScale = 1e7;
+  if (o.load > 0 && offered(kMostScale) < o.load * 0.999) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--load {}: out of reach with --repeat {}: compressing the arrivals offers at most {:.2f} (only the "
+        "GPU work that falls within the arrival window counts); add passes with --repeat",
+        o.load, repeat, offered(kMostScale)));
+  }
   if (o.load > 0) {
     // offered() grows with the scale: bisect on a log scale.
-    double lo = 1e-3, hi = 1e7;
+    double lo = 1e-3, hi = kMostScale;
     for (int k = 0; k < 100; ++k) {
       const double mid = std::sqrt(lo * hi);
       (offered(mid) < o.load ? lo : hi) = mid;

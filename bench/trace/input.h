@@ -26,8 +26,8 @@ struct OpenbOptions {
   // If > 0, time_scale is chosen so that the GPU work offered is this fraction of the cluster's
   // capacity over the arrival window: the work that would fall within the window if every pod
   // ran from its arrival (1.0: exactly full on average; work past the window is not counted).
-  // One pass of openb's default trace asks less than the cluster holds, so loads near or above
-  // 1 need `repeat`.
+  // Compressing the arrivals cannot offer more than the pods' requests fill, so a load beyond
+  // what `repeat` passes reach is refused, naming the most they offer.
   double load = 0;
   // The pod list arrives this many times, one pass after another (copies named "-c<k>").
   int32_t repeat = 1;
@@ -37,7 +37,7 @@ struct OpenbOptions {
 struct OpenbTrace {
   TimelineInput input;
   double time_scale = 1;
-  double offered_load = 0;  // what the chosen scale gives (below `load` when it cannot be reached)
+  double offered_load = 0;  // what the chosen scale gives
   int64_t skipped = 0;  // pods that never ran in the trace (no scheduled_time)
 };
 

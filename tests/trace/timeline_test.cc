@@ -145,6 +145,27 @@ TEST_CASE("trace: the report has a plot per curve and per size class, each a sta
   for (const TracePlot& p : plots) CHECK(html.find(p.svg) != std::string::npos);
 }
 
+TEST_CASE("trace: --load picks the compression that offers it, and refuses a load out of reach", "[trace]") {
+  auto nodes = ParseTraceNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,4,V100\n");
+  // a holds all 4 GPUs for 100 s from 0; b arrives at 100. Over the window [0, 100/s], a runs
+  // min(100, 100/s) of it and b none: the load is min(1, s).
+  auto pods = ParseTracePods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "a,1000,100,4,1000,,LS,Succeeded,0,100,0\n"
+      "b,1000,100,4,1000,,LS,Succeeded,100,200,100\n");
+  REQUIRE(nodes.ok());
+  REQUIRE(pods.ok());
+  absl::StatusOr<OpenbTrace> half = OpenbTimeline(*nodes, *pods, {.load = 0.5});
+  REQUIRE(half.ok());
+  CHECK(half->offered_load == Approx(0.5).epsilon(1e-6));
+  CHECK(half->time_scale == Approx(0.5).epsilon(1e-6));
+  CHECK(half->input.jobs.size() == 2);
+  absl::StatusOr<OpenbTrace> beyond = OpenbTimeline(*nodes, *pods, {.load = 1.5});
+  REQUIRE_FALSE(beyond.ok());
+  CHECK_THAT(std::string(beyond.status().message()), Catch::Contains("--load 1.5") && Catch::Contains("at most 1.00") &&
+                                                         Catch::Contains("--repeat"));
+}
+
 TEST_CASE("trace: a gang starts only when all its members fit, and ends together", "[trace]") {
   TimelineInput in;
   in.nodes = {GpuNode("n1", 4), GpuNode("n2", 4)};
