@@ -302,12 +302,13 @@ int ThroughputMain(int argc, char** argv) {
       "peak RSS        {:.1f} MiB\n"
       "evicted         {}\n"
       "digest          {:016x} (placements and evictions; a --reference run must print the same)\n"
-      "decision cache  {} chosen, {} fit nowhere, {} every node evaluated; {} with pods nominated ({} with a held node sat out)\n",
+      "decision cache  {} chosen, {} fit nowhere, {} every node evaluated; {} with pods nominated ({} with a held node sat "
+      "out; {} held verdicts reused)\n",
       options.nodes, options.gpus_per_node, options.bound, result->decisions, result->scheduled, options.threads,
       options.reference ? ", reference evaluation" : "", result->decisions_per_s, result->p50_us,
       result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib,
       result->evicted, result->digest, result->cache.answered, result->cache.no_fit, result->cache.fallbacks,
-      result->cache.with_held, result->cache.held_out);
+      result->cache.with_held, result->cache.held_out, result->cache.held_reused);
   return 0;
 }
 

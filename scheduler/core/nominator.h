@@ -23,6 +23,7 @@ class Nominator {
     if (node.empty()) return;
     nodes_[pod->Key()] = node;
     by_node_[node].push_back(std::move(pod));
+    version_of_[node] = ++versions_;
   }
   void Remove(const std::string& key) {
     absl::MutexLock lock(&mu_);
@@ -54,6 +55,14 @@ class Nominator {
     absl::MutexLock lock(&mu_);
     return by_node_;
   }
+  // The same, with a version per node that moves whenever the pods nominated there change (a
+  // verdict about a node beside its nominated pods holds while the node and its version do).
+  NominatedPodMap Pods(StringKeyedMap<uint64_t>& versions) const {
+    absl::MutexLock lock(&mu_);
+    versions.clear();
+    for (const auto& [node, pods] : by_node_) versions.emplace(node, version_of_.at(node));
+    return by_node_;
+  }
   bool empty() const {
     absl::MutexLock lock(&mu_);
     return nodes_.empty();
@@ -66,7 +75,12 @@ class Nominator {
     auto list = by_node_.find(it->second);
     if (list != by_node_.end()) {
       std::erase_if(list->second, [&](const PodRef& p) { return p->Key() == key; });
-      if (list->second.empty()) by_node_.erase(list);
+      if (list->second.empty()) {
+        by_node_.erase(list);
+        version_of_.erase(it->second);
+      } else {
+        version_of_[it->second] = ++versions_;
+      }
     }
     nodes_.erase(it);
   }
@@ -75,6 +89,8 @@ class Nominator {
   StringKeyedMap<std::string> nodes_ ABSL_GUARDED_BY(mu_);  // pod key -> node
   StringKeyedMap<std::string> observed_ ABSL_GUARDED_BY(mu_);  // pod key -> node, as last seen
   NominatedPodMap by_node_ ABSL_GUARDED_BY(mu_);
+  StringKeyedMap<uint64_t> version_of_ ABSL_GUARDED_BY(mu_);  // per node of by_node_
+  uint64_t versions_ ABSL_GUARDED_BY(mu_) = 0;  // the last version given out
 };
 
 }  // namespace tessel

@@ -459,7 +459,8 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   }
 
   // Room that preemptions freed for other pods is theirs, unless this pod is more important.
-  const NominatedPodMap nominations = nominator_.empty() ? NominatedPodMap() : nominator_.Pods();
+  StringKeyedMap<uint64_t> nomination_versions;
+  const NominatedPodMap nominations = nominator_.empty() ? NominatedPodMap() : nominator_.Pods(nomination_versions);
   const NominatedPodMap* nominated_pods = nominations.empty() ? nullptr : &nominations;
   // A nominated node (set by an earlier preemption) is tried first: its victims are leaving.
   FilterOutcome outcome;
@@ -477,7 +478,15 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   if (outcome.feasible.empty()) {
     DecisionCache::HeldNodes held;
     if (nominated_pods != nullptr) {
-      for (const auto& [node_name, pods] : *nominated_pods) held.positions.push_back(snapshot_.PositionOf(node_name));
+      held.reuse = true;  // unless the pod is nominated itself (it does not go before itself)
+      for (const auto& [node_name, pods] : *nominated_pods) {
+        held.positions.push_back(snapshot_.PositionOf(node_name));
+        held.versions.push_back(nomination_versions.at(node_name));
+        for (const PodRef& p : pods) {
+          if (p->meta.name == pod.meta.name && p->meta.namespace_ == pod.meta.namespace_) held.reuse = false;
+        }
+      }
+      held.priority = pod.PriorityValue();
       held.fits_held = [&](const NodeInfo& node) {
         return fw->FitsBesideNominatedPods(*state, pod, node, nominated_pods);
       };

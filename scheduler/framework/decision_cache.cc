@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "scheduler/util/strings.h"
 
@@ -14,6 +15,10 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
 constexpr int32_t kInfeasible = -1;
 constexpr int32_t kScoreFailed = -2;  // feasible, but a Score failed: scored the full way
 enum : uint8_t { kRejected = 0, kFeasible = 1, kFailed = 2 };
+
+bool Reusable(const DecisionCache::HeldNodes& held) {
+  return held.reuse && held.versions.size() == held.positions.size();
+}
 
 }  // namespace
 
@@ -36,6 +41,15 @@ struct DecisionCache::Entry {
   std::vector<Bucket> buckets;
   std::vector<int32_t> free_buckets;
   absl::flat_hash_map<Raw, int32_t> by_raw;
+  // Per node position: the verdict beside the nominated pods (HeldNodes::reuse) and what it holds for.
+  struct HeldVerdict {
+    int64_t gen = kNever;
+    uint64_t version = 0;
+    int32_t priority = 0;
+    bool fits = false;
+    std::optional<Status> why;  // when it does not fit: the rejection, once asked
+  };
+  std::vector<HeldVerdict> held;
 };
 
 DecisionCache::DecisionCache(Profile profile, Parallelizer* parallelizer)
@@ -238,6 +252,7 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
     e.rejection_nodes.clear();
     e.rejection_ids.clear();
     e.rejected_by_name.reset();
+    e.held.clear();
     ResetBuckets(e);
     scratch_raw_.resize(n);
     scratch_state_.resize(n);
@@ -415,11 +430,12 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   if (held == nullptr) return ChooseAmongFeasible(e, state, pod, snapshot);
   // Held nodes that fit as they are but not with the pods nominated there sit out this choice.
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
-  for (int64_t position : held->positions) {
+  for (size_t k = 0; k < held->positions.size(); ++k) {
+    const int64_t position = held->positions[k];
     if (position < 0 || static_cast<size_t>(position) >= nodes.size()) continue;
     const int32_t i = static_cast<int32_t>(position);
     const int32_t b = e.bucket_of[i];
-    if (b == kInfeasible || held->fits_held(*nodes[i])) continue;
+    if (b == kInfeasible || FitsHeld(e, *held, k, i, *nodes[i])) continue;
     sat_out_.push_back({.position = i, .raw = b == kScoreFailed ? Raw{} : e.buckets[b].raw,
                         .score_failed = b == kScoreFailed});
     Unplace(e, i);
@@ -430,11 +446,31 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   return e.feasible > static_cast<int64_t>(sat_out_.size()) ? c : NoFitWithHeld(e, snapshot, *held);
 }
 
+bool DecisionCache::FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t i, const NodeInfo& node) {
+  if (!Reusable(held)) return held.fits_held(node);
+  if (e.held.size() != e.gen.size()) e.held.assign(e.gen.size(), {});
+  Entry::HeldVerdict& v = e.held[i];
+  if (v.gen == node.generation() && v.version == held.versions[k] && v.priority == held.priority) {
+    ++held_reused_;
+    return v.fits;
+  }
+  v = {.gen = node.generation(), .version = held.versions[k], .priority = held.priority,
+       .fits = held.fits_held(node), .why = std::nullopt};
+  return v.fits;
+}
+
 DecisionCache::Choice DecisionCache::NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held) {
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   held_why_.clear();
   for (const SatOut& o : sat_out_) {
-    held_why_.push_back(held.why_held(*nodes[o.position]));
+    // A kept verdict was checked (or made) by FitsHeld in this cycle; its rejection is kept too.
+    std::optional<Status>* kept = Reusable(held) ? &e.held[o.position].why : nullptr;
+    if (kept != nullptr && kept->has_value()) {
+      held_why_.push_back(**kept);
+    } else {
+      held_why_.push_back(held.why_held(*nodes[o.position]));
+      if (kept != nullptr) *kept = held_why_.back();
+    }
     // An error, or (never expected) a pass: the full evaluation reports it.
     if (held_why_.back().ok() || held_why_.back().code() == Code::kError) return {};
   }

@@ -96,10 +96,17 @@ class DecisionCache {
   // only if it fits as it is and with those pods, and reports its rejection as it is first; a
   // held node that fits as it is is asked `fits_held` and sits out the choice when that says
   // no (with the rejection `why_held` gives, when no node is left).
+  // With `reuse`, `fits_held`'s verdict is kept per shape and node, and holds while the node's
+  // generation, its `versions` entry (of its nominated pods) and `priority` (of the pod, which
+  // decides which of them go first) are the same. (Not for a pod nominated itself: it does not
+  // count itself.)
   struct HeldNodes {
     std::vector<int64_t> positions;  // in the snapshot's nodes()
+    std::vector<uint64_t> versions;  // per position
     std::function<bool(const NodeInfo&)> fits_held;
     std::function<Status(const NodeInfo&)> why_held;
+    bool reuse = false;
+    int32_t priority = 0;
   };
 
   // After PreFilter: chooses the node a full evaluation would choose, or says it did not.
@@ -112,8 +119,11 @@ class DecisionCache {
     int64_t no_fit = 0;     // cycles answered here with every node's rejection
     int64_t with_held = 0;  // cycles answered here while pods were nominated (HeldNodes given)
     int64_t held_out = 0;   // of those, cycles where a held node sat out
+    int64_t held_reused = 0;  // held nodes' verdicts taken from an earlier cycle
   };
-  Stats stats() const { return {answered_, fallbacks_, entries_.size(), no_fit_, with_held_, held_out_}; }
+  Stats stats() const {
+    return {answered_, fallbacks_, entries_.size(), no_fit_, with_held_, held_out_, held_reused_};
+  }
 
  private:
   using Raw = std::array<int64_t, kMaxColumns>;
@@ -147,6 +157,8 @@ class DecisionCache {
   void Unplace(Entry& e, int32_t i);
   int32_t FirstNode(Entry& e, int32_t bucket);
   Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held);
+  // Whether held node `i` (fitting as it is) fits beside its nominated pods: kept per entry.
+  bool FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t i, const NodeInfo& node);
   // kNoFit when every node that fits as it is sat out (`sat_out_`): the entry's rejections and
   // theirs. Null (fallback) when one is an error.
   Choice NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held);
@@ -168,6 +180,7 @@ class DecisionCache {
   int64_t no_fit_ = 0;
   int64_t with_held_ = 0;
   int64_t held_out_ = 0;
+  int64_t held_reused_ = 0;
   // Reused buffers.
   std::string key_;
   std::vector<size_t> columns_;              // score plugins with a raw column, by index

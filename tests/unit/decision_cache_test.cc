@@ -371,6 +371,7 @@ struct BacklogCounts {
   int64_t scheduled = 0;
   int64_t with_held = 0;      // cache answers while pods were nominated
   int64_t held_out = 0;       // of those, where a held node sat out
+  int64_t held_reused = 0;    // held nodes' verdicts kept from an earlier cycle
 };
 
 BacklogCounts RunBacklogCase(uint64_t seed) {
@@ -450,6 +451,7 @@ BacklogCounts RunBacklogCase(uint64_t seed) {
   counts.no_fit = stats.no_fit;
   counts.with_held = stats.with_held;
   counts.held_out = stats.held_out;
+  counts.held_reused = stats.held_reused;
   counts.unschedulable = cached.recorder.unschedulable;
   for (const auto& [key, node] : cached.sim().placements()) counts.scheduled += !node.empty();
   return counts;
@@ -538,16 +540,20 @@ TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities 
     total.scheduled += c.scheduled;
     total.with_held += c.with_held;
     total.held_out += c.held_out;
+    total.held_reused += c.held_reused;
   }
   // Preemption chose victims in many cycles, most attempts found no node, and the cache's
   // no-fit answers were compared too; so were its answers while pods were nominated, including
-  // those where a node that fits as it is sat out for the pods nominated there.
-  CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit, total.with_held, total.held_out);
+  // those where a node that fits as it is sat out for the pods nominated there, and those that
+  // reused a held node's verdict from an earlier cycle.
+  CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit, total.with_held, total.held_out,
+          total.held_reused);
   CHECK(total.preemptions > 100);
   CHECK(total.unschedulable > 2 * total.scheduled);
   CHECK(total.no_fit > 100);
   CHECK(total.with_held > 100);
   CHECK(total.held_out > 10);
+  CHECK(total.held_reused > 100);
 }
 
 }  // namespace

@@ -373,6 +373,36 @@ TEST_CASE("a nominated pod's room is not taken by pods of lower or equal priorit
   }
 }
 
+// The decision cache keeps a held node's verdict beside its nominated pods; a nomination that
+// goes (the node itself unchanged) must be seen.
+TEST_CASE("a node's room frees when a nomination there goes, while others stay", "[scheduler][preemption]") {
+  Fixture f(1);
+  Pod leaving = PodBuilder("leaving").Requests("cpu:1,nvidia.com/gpu:4").Priority(1).Node("n1").Build();
+  leaving.meta.deletion_timestamp = absl::FromUnixSeconds(1);
+  f.s->OnPodAdd(leaving);
+  // Both wait for `leaving` on n1: `big` ahead of pods of priority 0, `lowly` behind them.
+  for (auto [name, priority] : {std::pair{"big", 1000}, std::pair{"lowly", -10}}) {
+    Pod p = PodBuilder(name).Requests("cpu:1,nvidia.com/gpu:8").Priority(priority).Build();
+    p.nominated_node_name = "n1";
+    f.s->OnPodAdd(p);
+  }
+  // n1 has 4 GPUs free as it is, none beside `big`: a 4-GPU pod of priority 0 waits.
+  f.s->OnPodAdd(PodBuilder("first").Requests("cpu:1,nvidia.com/gpu:4").Build());
+  f.Settle(3);
+  CHECK_FALSE(f.observer.scheduled.contains("default/first"));
+  CHECK(f.api.evictions.empty());
+  CHECK(f.s->FrameworkFor("tessel")->DecisionCacheStats().held_out > 0);
+  // `big` goes; `lowly` stays nominated to n1, which did not change.
+  f.s->OnPodDelete("default/big");
+  REQUIRE(f.s->NominatedNodeOf("default/lowly") == "n1");
+  f.s->OnPodAdd(PodBuilder("second").Requests("cpu:1,nvidia.com/gpu:4").Build());
+  f.Settle(3);
+  const bool first = f.observer.scheduled.contains("default/first");
+  const bool second = f.observer.scheduled.contains("default/second");
+  CHECK(first != second);  // one of them takes the 4 free GPUs
+  CHECK(f.observer.scheduled.at(first ? "default/first" : "default/second") == "n1");
+}
+
 TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging update", "[scheduler][preemption]") {
   Fixture f(1);
   f.s->OnPodAdd(PodBuilder("low").Requests("cpu:1,nvidia.com/gpu:8").Priority(1).Node("n1").Build());
