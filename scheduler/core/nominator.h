@@ -5,8 +5,10 @@
 //
 //   nominator.Set(pod, "node-a");
 //   NominatedPodMap m = nominator.Pods();   // for RunFiltersWithNominatedPods
+//   auto view = nominator.Snapshot();        // the same, shared, with per-node versions
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -21,6 +23,7 @@ class Nominator {
     absl::MutexLock lock(&mu_);
     RemoveLocked(pod->Key());
     if (node.empty()) return;
+    view_ = nullptr;
     nodes_[pod->Key()] = node;
     by_node_[node].push_back(std::move(pod));
     version_of_[node] = ++versions_;
@@ -55,13 +58,17 @@ class Nominator {
     absl::MutexLock lock(&mu_);
     return by_node_;
   }
-  // The same, with a version per node that moves whenever the pods nominated there change (a
-  // verdict about a node beside its nominated pods holds while the node and its version do).
-  NominatedPodMap Pods(StringKeyedMap<uint64_t>& versions) const {
+  // The nominations with a version per node that moves whenever the pods nominated there change
+  // (a verdict about a node beside its nominated pods holds while the node and its version do).
+  // Shared, not copied, until the next change: a scheduling cycle reads it without a copy.
+  struct View {
+    NominatedPodMap pods;
+    StringKeyedMap<uint64_t> versions;
+  };
+  std::shared_ptr<const View> Snapshot() const {
     absl::MutexLock lock(&mu_);
-    versions.clear();
-    for (const auto& [node, pods] : by_node_) versions.emplace(node, version_of_.at(node));
-    return by_node_;
+    if (view_ == nullptr) view_ = std::make_shared<const View>(View{by_node_, version_of_});
+    return view_;
   }
   bool empty() const {
     absl::MutexLock lock(&mu_);
@@ -72,6 +79,7 @@ class Nominator {
   void RemoveLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = nodes_.find(key);
     if (it == nodes_.end()) return;
+    view_ = nullptr;
     auto list = by_node_.find(it->second);
     if (list != by_node_.end()) {
       std::erase_if(list->second, [&](const PodRef& p) { return p->Key() == key; });
@@ -91,6 +99,7 @@ class Nominator {
   NominatedPodMap by_node_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<uint64_t> version_of_ ABSL_GUARDED_BY(mu_);  // per node of by_node_
   uint64_t versions_ ABSL_GUARDED_BY(mu_) = 0;  // the last version given out
+  mutable std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);  // null after a change
 };
 
 }  // namespace tessel

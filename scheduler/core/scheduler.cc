@@ -459,9 +459,9 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   }
 
   // Room that preemptions freed for other pods is theirs, unless this pod is more important.
-  StringKeyedMap<uint64_t> nomination_versions;
-  const NominatedPodMap nominations = nominator_.empty() ? NominatedPodMap() : nominator_.Pods(nomination_versions);
-  const NominatedPodMap* nominated_pods = nominations.empty() ? nullptr : &nominations;
+  const std::shared_ptr<const Nominator::View> nominations = nominator_.empty() ? nullptr : nominator_.Snapshot();
+  const NominatedPodMap* nominated_pods =
+      nominations == nullptr || nominations->pods.empty() ? nullptr : &nominations->pods;
   // A nominated node (set by an earlier preemption) is tried first: its victims are leaving.
   FilterOutcome outcome;
   if (const NodeInfo* nominated = pod.nominated_node_name.empty()
@@ -481,7 +481,7 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
       held.reuse = true;  // unless the pod is nominated itself (it does not go before itself)
       for (const auto& [node_name, pods] : *nominated_pods) {
         held.positions.push_back(snapshot_.PositionOf(node_name));
-        held.versions.push_back(nomination_versions.at(node_name));
+        held.versions.push_back(nominations->versions.at(node_name));
         for (const PodRef& p : pods) {
           if (p->meta.name == pod.meta.name && p->meta.namespace_ == pod.meta.namespace_) held.reuse = false;
         }
