@@ -143,6 +143,29 @@ bool Scheduler::Ours(const Pod& pod) const { return FrameworkFor(pod.scheduler_n
 
 namespace {
 
+// The nodes that hold nominated pods, for the decision cache: each asked whether `pod` fits
+// beside the pods nominated there (the references must outlive the choice).
+DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& state, const Pod& pod,
+                                      const Snapshot& snapshot, const Nominator::View& nominations) {
+  DecisionCache::HeldNodes held;
+  held.reuse = true;  // unless the pod is nominated itself (it does not go before itself)
+  for (const auto& [node_name, pods] : nominations.pods) {
+    held.positions.push_back(snapshot.PositionOf(node_name));
+    held.versions.push_back(nominations.versions.at(node_name));
+    for (const PodRef& p : pods) {
+      if (p->meta.name == pod.meta.name && p->meta.namespace_ == pod.meta.namespace_) held.reuse = false;
+    }
+  }
+  held.priority = pod.PriorityValue();
+  held.fits_held = [&fw, &state, &pod, &nominations](const NodeInfo& node) {
+    return fw.FitsBesideNominatedPods(state, pod, node, &nominations.pods);
+  };
+  held.why_held = [&fw, &state, &pod, &nominations](const NodeInfo& node) {
+    return fw.RunFiltersWithNominatedPods(state, pod, node, &nominations.pods);
+  };
+  return held;
+}
+
 bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
 
 }  // namespace
@@ -475,26 +498,11 @@ void Scheduler::RunCycle(SchedulingQueue::Popped popped) {
   // nominations, a node fits only if it fits as it is and with the pods nominated to it: the
   // nodes that hold nominated pods are asked again with them.
   DecisionCache::Choice cached;
-  if (outcome.feasible.empty()) {
-    DecisionCache::HeldNodes held;
-    if (nominated_pods != nullptr) {
-      held.reuse = true;  // unless the pod is nominated itself (it does not go before itself)
-      for (const auto& [node_name, pods] : *nominated_pods) {
-        held.positions.push_back(snapshot_.PositionOf(node_name));
-        held.versions.push_back(nominations->versions.at(node_name));
-        for (const PodRef& p : pods) {
-          if (p->meta.name == pod.meta.name && p->meta.namespace_ == pod.meta.namespace_) held.reuse = false;
-        }
-      }
-      held.priority = pod.PriorityValue();
-      held.fits_held = [&](const NodeInfo& node) {
-        return fw->FitsBesideNominatedPods(*state, pod, node, nominated_pods);
-      };
-      held.why_held = [&](const NodeInfo& node) {
-        return fw->RunFiltersWithNominatedPods(*state, pod, node, nominated_pods);
-      };
-    }
-    cached = fw->ChooseCached(*state, pod, snapshot_, nominated_pods != nullptr ? &held : nullptr);
+  if (outcome.feasible.empty() && nominated_pods == nullptr) {
+    cached = fw->ChooseCached(*state, pod, snapshot_);
+  } else if (outcome.feasible.empty()) {
+    const DecisionCache::HeldNodes held = HeldNodesFor(*fw, *state, pod, snapshot_, *nominations);
+    cached = fw->ChooseCached(*state, pod, snapshot_, &held);
   }
   // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it).
   const bool no_fit_cached = cached.kind == DecisionCache::Choice::Kind::kNoFit;
