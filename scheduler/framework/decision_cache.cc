@@ -418,15 +418,7 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
     cycle_columns_.push_back(&ColumnFor(column_keys_[k], score_versions_[k], snapshot.size()));
   }
   Sync(e, state, pod, snapshot);
-  if (e.feasible == 0) {
-    const NodeStatusMap* rejected = Rejections(e, snapshot);
-    if (rejected == nullptr) return {};
-    histogram_.clear();
-    for (size_t r = 0; r < e.rejections.size(); ++r) {
-      if (e.rejection_nodes[r] > 0) histogram_.push_back({&e.rejections[r], e.rejection_nodes[r]});
-    }
-    return {.kind = Choice::Kind::kNoFit, .rejected = rejected, .histogram = &histogram_};
-  }
+  if (e.feasible == 0) return NoFit(e, snapshot, held);
   if (held == nullptr) return ChooseAmongFeasible(e, state, pod, snapshot);
   // Held nodes that fit as they are but not with the pods nominated there sit out this choice.
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
@@ -443,7 +435,7 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
   Choice c;
   if (e.feasible > 0) c = ChooseAmongFeasible(e, state, pod, snapshot);
   for (const SatOut& o : sat_out_) Place(e, o.position, true, o.raw, o.score_failed);
-  return e.feasible > static_cast<int64_t>(sat_out_.size()) ? c : NoFitWithHeld(e, snapshot, *held);
+  return e.feasible > static_cast<int64_t>(sat_out_.size()) ? c : NoFit(e, snapshot, held);
 }
 
 bool DecisionCache::FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t i, const NodeInfo& node) {
@@ -459,36 +451,36 @@ bool DecisionCache::FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t 
   return v.fits;
 }
 
-DecisionCache::Choice DecisionCache::NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held) {
+DecisionCache::Choice DecisionCache::NoFit(Entry& e, const Snapshot& snapshot, const HeldNodes* held) {
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   held_why_.clear();
-  for (const SatOut& o : sat_out_) {
+  for (const SatOut& o : sat_out_) {  // (none sat out unless `held`)
     // A kept verdict was checked (or made) by FitsHeld in this cycle; its rejection is kept too.
-    std::optional<Status>* kept = Reusable(held) ? &e.held[o.position].why : nullptr;
+    std::optional<Status>* kept = Reusable(*held) ? &e.held[o.position].why : nullptr;
     if (kept != nullptr && kept->has_value()) {
       held_why_.push_back(**kept);
     } else {
-      held_why_.push_back(held.why_held(*nodes[o.position]));
+      held_why_.push_back(held->why_held(*nodes[o.position]));
       if (kept != nullptr) *kept = held_why_.back();
     }
     // An error, or (never expected) a pass: the full evaluation reports it.
     if (held_why_.back().ok() || held_why_.back().code() == Code::kError) return {};
   }
-  const NodeStatusMap* base = Rejections(e, snapshot);
-  if (base == nullptr) return {};
-  // The held nodes' rejections join the entry's map until the next Choose takes them out.
-  held_in_map_ = &e;
+  const NodeStatusMap* rejected = Rejections(e, snapshot);
+  if (rejected == nullptr) return {};
   histogram_.clear();
   for (size_t r = 0; r < e.rejections.size(); ++r) {
     if (e.rejection_nodes[r] > 0) histogram_.push_back({&e.rejections[r], e.rejection_nodes[r]});
   }
+  // The held nodes' rejections join the entry's map until the next Choose takes them out.
+  if (!sat_out_.empty()) held_in_map_ = &e;
   for (size_t k = 0; k < sat_out_.size(); ++k) {
     const std::string& name = nodes[sat_out_[k].position]->name();
     e.rejected_by_name->insert_or_assign(name, held_why_[k]);
     held_names_.push_back(name);
     histogram_.push_back({&held_why_[k], 1});
   }
-  return {.kind = Choice::Kind::kNoFit, .rejected = e.rejected_by_name.get(), .histogram = &histogram_};
+  return {.kind = Choice::Kind::kNoFit, .rejected = rejected, .histogram = &histogram_};
 }
 
 DecisionCache::Choice DecisionCache::ChooseAmongFeasible(Entry& e, CycleState& state, const Pod& pod,

@@ -159,9 +159,9 @@ class DecisionCache {
   Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held);
   // Whether held node `i` (fitting as it is) fits beside its nominated pods: kept per entry.
   bool FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t i, const NodeInfo& node);
-  // kNoFit when every node that fits as it is sat out (`sat_out_`): the entry's rejections and
-  // theirs. Null (fallback) when one is an error.
-  Choice NoFitWithHeld(Entry& e, const Snapshot& snapshot, const HeldNodes& held);
+  // kNoFit: the entry's rejections, and those of the held nodes that sat out (`sat_out_`, when
+  // every node that fits as it is did). Null (fallback) when one is an error.
+  Choice NoFit(Entry& e, const Snapshot& snapshot, const HeldNodes* held);
   // The choice among the entry's feasible nodes (at least one).
   Choice ChooseAmongFeasible(Entry& e, CycleState& state, const Pod& pod, const Snapshot& snapshot);
   // The full scoring over the entry's feasible nodes, when the buckets cannot answer.
@@ -205,7 +205,7 @@ class DecisionCache {
   std::vector<SatOut> sat_out_;  // held nodes out of this choice, put back after it
   Entry* held_in_map_ = nullptr;  // whose rejected_by_name holds held_names_ until the next Choose
   std::vector<std::string> held_names_;
-  std::vector<Status> held_why_;  // per sat-out node, in NoFitWithHeld
+  std::vector<Status> held_why_;  // per sat-out node, in NoFit
 };
 
 }  // namespace tessel

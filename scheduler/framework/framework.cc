@@ -259,10 +259,7 @@ bool Framework::FitsBesideNominatedPods(const CycleState& state, const Pod& pod,
   // The filters' arithmetic first: room the terminating pods leave, less what the nominated
   // pods take. Only when it may fit is the node copied and filtered.
   Resources freed;
-  bool summed = true;
-  for (const PodRef& p : node.pods()) {
-    if (p->meta.deletion_timestamp.has_value()) summed = summed && freed.Add(p->requests).ok();
-  }
+  const bool summed = AddTerminatingRequests(node, freed);
   for (const PodRef& p : ahead) freed.Sub(p->requests);
   if (summed && !MayFitAfterFreeing(state, pod, node, freed)) return false;
   return RunFiltersBeside(state, pod, node, ahead).ok();
@@ -284,6 +281,14 @@ Status Framework::RunFiltersBeside(const CycleState& state, const Pod& pod, cons
     if (Status st = RunPreFilterExtensionAddPod(with_state, pod, *ref, with_node); !st.ok()) return st;
   }
   return RunFilters(with_state, pod, with_node);
+}
+
+bool Framework::AddTerminatingRequests(const NodeInfo& node, Resources& room) {
+  bool summed = true;
+  for (const PodRef& p : node.pods()) {
+    if (p->meta.deletion_timestamp.has_value()) summed = summed && room.Add(p->requests).ok();
+  }
+  return summed;
 }
 
 Status Framework::RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const {

@@ -77,6 +77,9 @@ class Framework {
   // The node as it will be once its terminating pods are gone: takes them out of `node` and of
   // `state` (RemovePod). Preemption's dry run and the nominated pods' view share it.
   Status RemoveTerminatingPods(CycleState& state, const Pod& pod, NodeInfo& node) const;
+  // Adds to `room` the requests of `node`'s terminating pods (what RemoveTerminatingPods frees);
+  // false when the sum overflows.
+  static bool AddTerminatingRequests(const NodeInfo& node, Resources& room);
   // The PreFilterExtensions of every PreFilter plugin that ran for this state (not skipped):
   // `other` joins / leaves `node` in `state` (preemption's dry run).
   Status RunPreFilterExtensionAddPod(CycleState& state, const Pod& to_schedule, const Pod& other,

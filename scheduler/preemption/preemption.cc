@@ -203,12 +203,9 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
   // The dry run below removes every eligible victim and the terminating pods first: when the
   // filters' arithmetic says even that room cannot hold the pod, no copy is made.
   Resources freed;
-  bool summed = true;  // an overflowing sum screens nothing out
+  bool summed = Framework::AddTerminatingRequests(node, freed);  // an overflow screens nothing out
   for (const Unit& u : units) {
     for (const PreemptionVictim& v : u.here) summed = summed && freed.Add(v.pod->requests).ok();
-  }
-  for (const PodRef& p : node.pods()) {
-    if (Terminating(*p)) summed = summed && freed.Add(p->requests).ok();
   }
   if (summed && !fw.MayFitAfterFreeing(state, pod, node, freed)) return std::nullopt;
   NodeInfo work = node;
