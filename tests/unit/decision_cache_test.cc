@@ -374,8 +374,10 @@ struct BacklogCounts {
   int64_t held_reused = 0;    // held nodes' verdicts kept from an earlier cycle
 };
 
-BacklogCounts RunBacklogCase(uint64_t seed) {
-  Generator gen(seed, /*plain=*/true);
+BacklogCounts RunBacklogCase(uint64_t seed, bool plain) {
+  // Plain pods keep every cycle in the cache; the others bring host ports, pod (anti-)affinity
+  // and spread beside the nominations.
+  Generator gen(seed, plain);
   const bool limited = gen.Chance(50);
   absl::StatusOr<SchedulerConfig> config = ParseSchedulerConfig(StrCat(
       "apiVersion: tessel.io/v1alpha1\nkind: TesselSchedulerConfiguration\nprofiles:\n"
@@ -529,11 +531,11 @@ TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU p
   CHECK(stats.shapes == 2);
 }
 
-TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities and queues",
+TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities, queues and pod rules",
           "[decision_cache]") {
   BacklogCounts total;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    const BacklogCounts c = RunBacklogCase(seed * 15485863 + 3);
+    const BacklogCounts c = RunBacklogCase(seed * 15485863 + 3, /*plain=*/seed % 3 != 0);
     total.preemptions += c.preemptions;
     total.no_fit += c.no_fit;
     total.unschedulable += c.unschedulable;
