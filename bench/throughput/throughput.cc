@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
+#include "plugins/default_preemption/default_preemption.h"
 #include "plugins/registry.h"
 #include "scheduler/util/strings.h"
 
@@ -201,7 +202,13 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   }
   result.evicted = static_cast<int64_t>(sim.evicted().size());
   result.digest = Digest(sim);
-  if (const Framework* fw = s.FrameworkFor("tessel"); fw != nullptr) result.cache = fw->DecisionCacheStats();
+  if (const Framework* fw = s.FrameworkFor("tessel"); fw != nullptr) {
+    result.cache = fw->DecisionCacheStats();
+    if (const auto* pf = dynamic_cast<const default_preemption::DefaultPreemption*>(
+            fw->FindPlugin(default_preemption::DefaultPreemption::kName))) {
+      result.dry_runs = pf->memo_stats();
+    }
+  }
   result.decisions = static_cast<int64_t>(cycle_us.size());
   for (const auto& [key, node] : sim.placements()) result.scheduled += !node.empty();
   for (double us : cycle_us) result.seconds += us / 1e6;
@@ -303,12 +310,14 @@ int ThroughputMain(int argc, char** argv) {
       "evicted         {}\n"
       "digest          {:016x} (placements and evictions; a --reference run must print the same)\n"
       "decision cache  {} chosen, {} fit nowhere, {} every node evaluated; {} with pods nominated ({} with a held node sat "
-      "out; {} held verdicts reused)\n",
+      "out; {} held verdicts reused)\n"
+      "preemption      {} dry runs kept from earlier attempts, {} made\n",
       options.nodes, options.gpus_per_node, options.bound, result->decisions, result->scheduled, options.threads,
       options.reference ? ", reference evaluation" : "", result->decisions_per_s, result->p50_us,
       result->p99_us, result->load_seconds, result->first_decision_us, result->peak_rss_mib,
       result->evicted, result->digest, result->cache.answered, result->cache.no_fit, result->cache.fallbacks,
-      result->cache.with_held, result->cache.held_out, result->cache.held_reused);
+      result->cache.with_held, result->cache.held_out, result->cache.held_reused, result->dry_runs.kept,
+      result->dry_runs.missed);
   return 0;
 }
 

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/decision_cache.h"
+#include "scheduler/preemption/candidate_memo.h"
 
 namespace tessel::bench {
 
@@ -66,6 +67,7 @@ struct ThroughputResult {
   int64_t evicted = 0;
   uint64_t digest = 0;  // of the placements and evictions: equal runs decided alike
   DecisionCache::Stats cache;  // how the cycles were decided (all zero in reference mode)
+  preemption::CandidateMemo::Stats dry_runs;  // preemption's dry runs: kept, made (likewise)
 };
 
 absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options);

@@ -42,13 +42,14 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
       .framework = fw,
       .snapshot = &handle_.snapshot(),
       .pdbs = handle_.PodDisruptionBudgets(),
-      .nominated = handle_.NominatedPods(),
+      .nominations = handle_.NominatedPods(),
       .gang_of = [handle](const Pod& p) { return handle->GangKeyOf(p); },
       .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); },
       .priority_floor = handle_.PriorityFloor(),
       .index = fw->reference() ? nullptr : &index_,
       .limits = limits_,
-      .seed = handle_.seed()};
+      .seed = handle_.seed(),
+      .memo = fw->reference() ? nullptr : &memo_};
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) {
     return {.status = Status::Unschedulable(StrCat("preemption: ", why))};

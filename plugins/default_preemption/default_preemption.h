@@ -12,8 +12,9 @@
 // max(nodes x minCandidateNodesPercentage / 100, minCandidateNodesAbsolute) candidates are found
 // (scheduler/preemption/preemption.h), and only nodes that hold a pod the preemptor may evict or
 // a terminating pod (scheduler/preemption/victim_index.h, kept here in step with the snapshot; a
-// preemptor that outranks every running pod is answered without a walk). In reference mode
-// (FrameworkOptions::reference) every node is tried, for the differential test.
+// preemptor that outranks every running pod is answered without a walk); a node's dry run is
+// kept while the node and the pods nominated there stay the same (candidate_memo.h). In
+// reference mode (FrameworkOptions::reference) every node is tried, for the differential test.
 //
 // Args (kube-scheduler's DefaultPreemptionArgs): minCandidateNodesPercentage (0..100, default
 // 10), minCandidateNodesAbsolute (>= 0, default 100); not both 0.
@@ -33,11 +34,14 @@ class DefaultPreemption final : public PostFilterPlugin {
   std::string_view Name() const override { return kName; }
   PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                               const NodeStatusMap& filtered) override;
+  // How often a dry run's answer was kept from an earlier attempt (zeros in reference mode).
+  preemption::CandidateMemo::Stats memo_stats() const { return memo_.stats(); }
 
  private:
   Handle& handle_;
   const preemption::CandidateLimits limits_;
   preemption::VictimIndex index_;  // the scheduling thread's, like the cycle
+  preemption::CandidateMemo memo_;   // likewise
 };
 
 }  // namespace tessel::default_preemption

@@ -155,7 +155,8 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
 
 void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
                                      const Queue& own, QuotaTracker& usage, StringSet& charged) {
-  const NominatedPodMap nominated = handle_->NominatedPods();
+  const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
+  const NominatedPodMap& nominated = nominations->pods;
   if (nominated.empty()) return;
   const std::string gang = handle_->GangKeyOf(pod);
   absl::MutexLock lock(&mu_);
@@ -247,6 +248,10 @@ bool QueueQuota::MayAllowAtOrAbove(const CycleState& state, const Pod& preemptor
   if (!preemptor.priority.has_value()) return true;
   // Within the queue and with reclaim policy LowerPriority only lower victims are allowed.
   return !cycle->queue->cohort.empty() && cycle->queue->reclaim_within_cohort == ReclaimPolicy::kAny;
+}
+
+bool QueueQuota::DefersEvery(const CycleState& state, const Pod&) const {
+  return state.ReadValue<QuotaCycle>(kName) == nullptr;  // as MayEvict's first answer
 }
 
 VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor,

@@ -82,6 +82,8 @@ class QueueQuota final : public PreFilterPlugin,
   // Only reclaim within a cohort whose policy is Any may take a victim that is not lower.
   bool MayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
                          int32_t priority) const override;
+  // A preemptor in no queue: every victim is left to the priority rule.
+  bool DefersEvery(const CycleState& state, const Pod& preemptor) const override;
 
  private:
   struct Reserved {

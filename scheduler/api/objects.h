@@ -158,6 +158,15 @@ struct Pod {
   Resources requests;
 
   std::string Key() const { return meta.namespace_ + "/" + meta.name; }
+  // Key() == key, without building the key.
+  bool HasKey(std::string_view key) const {
+    return key.size() == meta.namespace_.size() + 1 + meta.name.size() && key.starts_with(meta.namespace_) &&
+           key[meta.namespace_.size()] == '/' && key.ends_with(meta.name);
+  }
+  // The same pod by namespace and name (Key() equality, without building the keys).
+  bool SameKey(const Pod& other) const {
+    return meta.name == other.meta.name && meta.namespace_ == other.meta.namespace_;
+  }
   // The resolved priority (the core fills `priority` from the PriorityClasses on arrival).
   int32_t PriorityValue() const { return priority.value_or(0); }
   bool MayPreempt() const { return preemption_policy != PreemptionPolicy::kNever; }

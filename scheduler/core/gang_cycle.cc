@@ -206,7 +206,8 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
   preemption::Context ctx{.framework = &fw,
                           .snapshot = &snapshot_,
                           .pdbs = PodDisruptionBudgets(),
-                          .nominated = WithoutMembers(nominator_.Pods(), members),
+                          .nominations = std::make_shared<const Nominations>(
+                              Nominations{.pods = WithoutMembers(nominator_.Pods(), members)}),
                           .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
                           .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
   std::vector<CycleState> states(members.size());

@@ -4,8 +4,8 @@
 // its preemption found nothing. Thread-safe (informer threads and the scheduling loop).
 //
 //   nominator.Set(pod, "node-a");
-//   NominatedPodMap m = nominator.Pods();   // for RunFiltersWithNominatedPods
-//   auto view = nominator.Snapshot();        // the same, shared, with per-node versions
+//   NominatedPodMap m = nominator.Pods();   // a copy
+//   auto view = nominator.Snapshot();        // shared, with per-node versions (Nominations)
 #pragma once
 
 #include <memory>
@@ -58,13 +58,9 @@ class Nominator {
     absl::MutexLock lock(&mu_);
     return by_node_;
   }
-  // The nominations with a version per node that moves whenever the pods nominated there change
-  // (a verdict about a node beside its nominated pods holds while the node and its version do).
-  // Shared, not copied, until the next change: a scheduling cycle reads it without a copy.
-  struct View {
-    NominatedPodMap pods;
-    StringKeyedMap<uint64_t> versions;
-  };
+  // The nominations with a version per node (interface.h). Shared, not copied, until the next
+  // change: a scheduling cycle reads it without a copy.
+  using View = Nominations;
   std::shared_ptr<const View> Snapshot() const {
     absl::MutexLock lock(&mu_);
     if (view_ == nullptr) view_ = std::make_shared<const View>(View{by_node_, version_of_});

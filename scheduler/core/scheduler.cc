@@ -153,7 +153,7 @@ DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& sta
     held.positions.push_back(snapshot.PositionOf(node_name));
     held.versions.push_back(nominations.versions.at(node_name));
     for (const PodRef& p : pods) {
-      if (p->meta.name == pod.meta.name && p->meta.namespace_ == pod.meta.namespace_) held.reuse = false;
+      if (p->SameKey(pod)) held.reuse = false;
     }
   }
   held.priority = pod.PriorityValue();

@@ -241,7 +241,7 @@ class Scheduler final : public Handle {
   ClusterApi* api() const override { return api_; }
   uint64_t seed() const override { return seed_; }
   std::optional<int32_t> PriorityClassValue(std::string_view name) const override;
-  NominatedPodMap NominatedPods() const override { return nominator_.Pods(); }
+  std::shared_ptr<const Nominations> NominatedPods() const override { return nominator_.Snapshot(); }
   std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
   std::string GangKeyOf(const Pod& pod) const override;
   bool PodEnded(const Pod& pod) const override;

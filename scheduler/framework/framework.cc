@@ -235,7 +235,7 @@ std::vector<PodRef> NominatedAhead(const Pod& pod, const NodeInfo& node, const N
   auto it = nominated->find(node.name());
   if (it == nominated->end()) return ahead;
   for (const PodRef& other : it->second) {
-    const bool itself = other->meta.name == pod.meta.name && other->meta.namespace_ == pod.meta.namespace_;
+    const bool itself = other->SameKey(pod);
     if (!itself && other->PriorityValue() >= pod.PriorityValue()) ahead.push_back(other);
   }
   return ahead;
@@ -351,6 +351,25 @@ bool Framework::VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const P
     if (p->MayAllowAtOrAbove(state, preemptor, priority)) return true;
   }
   return false;
+}
+
+bool Framework::VictimPoliciesDeferEvery(const CycleState& state, const Pod& preemptor) const {
+  return std::all_of(victim_policies_.begin(), victim_policies_.end(),
+                     [&](const VictimPolicyPlugin* p) { return p->DefersEvery(state, preemptor); });
+}
+
+bool Framework::AppendNodeLocalFilterKey(const CycleState& state, const Pod& pod, std::string& key) const {
+  for (const FilterPlugin* f : filter_) {
+    if (state.skip_filter.contains(f->Name())) {
+      key += "~|";
+      continue;
+    }
+    const auto* local = dynamic_cast<const NodeLocalPlugin*>(f);
+    if (local == nullptr || !local->AppendFilterKey(state, pod, key)) return false;
+    key += '|';
+    AppendKeyInt(local->ResultVersion(), key);
+  }
+  return true;
 }
 
 PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,

@@ -93,6 +93,13 @@ class Framework {
   // Whether a VictimPolicyPlugin of the profile could allow a victim of priority >= `priority`.
   bool VictimPoliciesMayAllowAtOrAbove(const CycleState& state, const Pod& preemptor,
                                        int32_t priority) const;
+  // Whether every VictimPolicyPlugin of the profile defers on every victim of `preemptor`.
+  bool VictimPoliciesDeferEvery(const CycleState& state, const Pod& preemptor) const;
+  // Appends what the active Filters read of the pod, as each NodeLocalPlugin declares it, and
+  // their result versions: pods with equal keys get equal verdicts on every node, however its
+  // pods are added or removed (the PreFilter extensions see only that node's pods). False when
+  // an active Filter reads more than the pod and the node.
+  bool AppendNodeLocalFilterKey(const CycleState& state, const Pod& pod, std::string& key) const;
   // Reference evaluation (FrameworkOptions::reference): no caches or indexes anywhere.
   bool reference() const { return reference_; }
   bool HasPostFilter() const { return !post_filter_.empty(); }

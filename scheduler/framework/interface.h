@@ -96,6 +96,19 @@ class Framework;
 // Pods nominated to nodes, by node name.
 using NominatedPodMap = StringKeyedMap<std::vector<PodRef>>;
 
+// The nominations as one view shared between cycles: the pods by node, and per node a version
+// that moves whenever the pods nominated there change (a verdict about a node beside its
+// nominated pods holds while the node's generation and this version do).
+struct Nominations {
+  NominatedPodMap pods;
+  StringKeyedMap<uint64_t> versions;
+  // The node's version; 0 when nothing is nominated there.
+  uint64_t VersionOf(std::string_view node) const {
+    auto it = versions.find(node);
+    return it == versions.end() ? 0 : it->second;
+  }
+};
+
 // What a plugin may reach besides its arguments.
 class Handle {
  public:
@@ -121,7 +134,10 @@ class Handle {
   }
   // Pods waiting for the node an earlier preemption nominated them to (status.nominatedNodeName),
   // by node name: the space their victims free is theirs (see Framework::RunFiltersWithNominatedPods).
-  virtual NominatedPodMap NominatedPods() const { return {}; }
+  // Shared, not copied: hold it for the cycle.
+  virtual std::shared_ptr<const Nominations> NominatedPods() const {
+    return std::make_shared<const Nominations>();
+  }
   // The PodDisruptionBudgets the scheduler knows (preemption counts the ones a victim violates).
   virtual std::vector<PodDisruptionBudget> PodDisruptionBudgets() const { return {}; }
   // The gang a pod belongs to (scheduler/gang: GangId::Key()), or "" for none: preemption
@@ -255,6 +271,10 @@ class VictimPolicyPlugin : public virtual Plugin {
                                  int32_t /*priority*/) const {
     return true;
   }
+  // Whether MayEvict answers kDefer for every victim of this preemptor, whatever the cluster
+  // holds (false unless the plugin knows better). Preemption keeps its dry runs' answers between
+  // cycles only then: the priority rule reads nothing but the pods.
+  virtual bool DefersEvery(const CycleState& /*state*/, const Pod& /*preemptor*/) const { return false; }
 };
 
 class PreScorePlugin : public virtual Plugin {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "scheduler/framework/node_local.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::preemption {
@@ -72,9 +73,7 @@ class GangIndex {
 // Whether `victim` may be evicted for `preemptor`, and the reason to report.
 bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor, const Pod& victim,
               std::string* reason) {
-  if (victim.meta.name == preemptor.meta.name && victim.meta.namespace_ == preemptor.meta.namespace_) {
-    return false;  // the pod itself (Key() equality, without building the keys)
-  }
+  if (victim.SameKey(preemptor)) return false;  // the pod itself
   std::string policy_reason;
   switch (ctx.framework->RunVictimPolicies(state, preemptor, victim, &policy_reason)) {
     case VictimVerdict::kDeny:
@@ -118,15 +117,17 @@ void Note(const Context& ctx, Unit& u, const PodRef& p) {
 }
 
 // The units of eligible victims on `node`. Pods in `exclude` (a gang's members placed by this
-// plan) and pods already chosen (`gone`) are never victims.
+// plan) and pods already chosen (`gone`) are never victims. `node_local` turns false when the
+// answer read more than the node's pods: a gang's mates, a PriorityClass (candidate_memo.h).
 std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, const Pod& pod,
                                 const NodeInfo& node, const GangIndex& gangs,
-                                const StringSet& exclude, const StringSet& gone) {
+                                const StringSet& exclude, const StringSet& gone, bool& node_local) {
   std::vector<Unit> units;
   StringSet gangs_seen;
   for (const PodRef& p : node.pods()) {
     // A terminating pod is leaving already (the dry run counts its room as free): no victim.
     if (Terminating(*p) || (!exclude.empty() && exclude.contains(p->Key()))) continue;
+    node_local = node_local && p->priority.has_value();
     // A pod that may not be evicted is no victim alone, and keeps its gang from being one (it is
     // among the members walked below unless it is gone): asked first, it spares the gang lookup.
     std::string reason;
@@ -141,6 +142,7 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
       units.push_back(std::move(u));
       continue;
     }
+    node_local = false;
     if (!gangs_seen.insert(gang).second) continue;
     // The whole gang, or none of it.
     const std::vector<PodRef>* members = gangs.Find(gang);
@@ -190,12 +192,16 @@ std::vector<bool> ViolatingUnits(const std::vector<PodDisruptionBudget>& pdbs,
   return out;
 }
 
+// `node_local` (out, when given): whether the answer read nothing but the node's pods.
 std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& state, const Pod& pod,
                                        const NodeInfo& node, const GangIndex& gangs,
                                        const NodeLookup& lookup, const StringSet& exclude,
-                                       const StringSet& gone, bool rejected_as_is) {
+                                       const StringSet& gone, bool rejected_as_is,
+                                       bool* node_local = nullptr) {
   const Framework& fw = *ctx.framework;
-  std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone);
+  bool local = true;
+  std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone, local);
+  if (node_local != nullptr) *node_local = local;
   const bool leaving = std::any_of(node.pods().begin(), node.pods().end(),
                                    [](const PodRef& p) { return Terminating(*p); });
   // Nothing to take out: the dry run would filter the node exactly as the cycle just did.
@@ -239,7 +245,7 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
   };
   auto remove = [&](const Unit& u) { return apply(u, /*adding=*/false); };
   auto add = [&](const Unit& u) { return apply(u, /*adding=*/true); };
-  auto fits = [&] { return fw.RunFiltersWithNominatedPods(s, pod, work, &ctx.nominated).ok(); };
+  auto fits = [&] { return fw.RunFiltersWithNominatedPods(s, pod, work, ctx.nominated()).ok(); };
 
   for (const Unit& u : units) {
     if (!remove(u)) return std::nullopt;
@@ -252,9 +258,18 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
   for (bool pass_violating : {true, false}) {
     for (size_t i = 0; i < units.size(); ++i) {
       if (violating[i] != pass_violating) continue;
-      if (!add(units[i])) return std::nullopt;
-      if (fits()) continue;  // reprieved
-      if (!remove(units[i])) return std::nullopt;
+      // Its room taken back, the pod may not fit by the filters' arithmetic alone: then the
+      // unit stays out without a filter run (the run would say no).
+      Resources kept_out = freed;
+      for (const PreemptionVictim& v : units[i].here) kept_out.Sub(v.pod->requests);
+      if (!summed || fw.MayFitAfterFreeing(state, pod, node, kept_out)) {
+        if (!add(units[i])) return std::nullopt;
+        if (fits()) {  // reprieved
+          freed = kept_out;
+          continue;
+        }
+        if (!remove(units[i])) return std::nullopt;
+      }
       evicted.push_back(&units[i]);
     }
   }
@@ -367,6 +382,56 @@ size_t CandidateLimits::For(size_t nodes) const {
   return std::min(n, nodes);
 }
 
+namespace {
+
+// What of the budgets a dry run reads: which pods each covers and what it allows.
+void AppendBudgets(const std::vector<PodDisruptionBudget>& pdbs, std::string& key) {
+  for (const PodDisruptionBudget& b : pdbs) {
+    AppendKeyString(b.meta.namespace_, key);
+    AppendKeyString(b.meta.name, key);
+    AppendKeyInt(b.disruptions_allowed, key);
+    for (const std::string& d : b.disrupted_pods) AppendKeyString(d, key);
+    key += b.selector.has_value() ? '+' : '-';
+    if (!b.selector.has_value()) continue;
+    for (const auto& [k, v] : b.selector->match_labels) {
+      AppendKeyString(k, key);
+      AppendKeyString(v, key);
+    }
+    for (const LabelSelectorRequirement& r : b.selector->match_expressions) {
+      AppendKeyString(r.key, key);
+      AppendKeyInt(static_cast<int64_t>(r.op), key);
+      for (const std::string& v : r.values) AppendKeyString(v, key);
+    }
+    key += ';';
+  }
+}
+
+// The memo's table for this preemptor when its dry runs read of it only what its node-local
+// Filters read and its priority (candidate_memo.h); null otherwise.
+CandidateMemo::Table* MemoTableFor(const Context& ctx, const CycleState& state, const Pod& pod,
+                                   int32_t priority) {
+  if (ctx.memo == nullptr || ctx.nominations == nullptr ||
+      !ctx.framework->VictimPoliciesDeferEvery(state, pod)) {
+    return nullptr;
+  }
+  std::string key;
+  if (!ctx.framework->AppendNodeLocalFilterKey(state, pod, key)) return nullptr;
+  key += '#';
+  AppendKeyInt(priority, key);
+  AppendKeyInt(static_cast<int64_t>(reinterpret_cast<intptr_t>(ctx.framework)), key);
+  AppendBudgets(ctx.pdbs, key);
+  return &ctx.memo->For(key, ctx.snapshot->size());
+}
+
+// Whether the pod is among those nominated to `node` (it does not count itself there).
+bool NominatedHere(const Context& ctx, const Pod& pod, const NodeInfo& node) {
+  auto it = ctx.nominations->pods.find(node.name());
+  return it != ctx.nominations->pods.end() &&
+         std::any_of(it->second.begin(), it->second.end(), [&](const PodRef& p) { return p->SameKey(pod); });
+}
+
+}  // namespace
+
 std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& state, const Pod& pod,
                                       const NodeStatusMap& rejected) {
   const std::vector<NodeInfo*>& nodes = ctx.snapshot->nodes();
@@ -381,6 +446,7 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
   const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
   const size_t wanted = ctx.limits.For(nodes.size());
   const uint32_t offset = wanted >= nodes.size() ? 0 : CandidateOffset(ctx.seed, pod, nodes.size());
+  CandidateMemo::Table* memo = MemoTableFor(ctx, state, pod, query.priority);
   std::vector<Candidate> out;
   size_t non_violating = 0;
   auto visit = [&](uint32_t pos) {
@@ -388,7 +454,19 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
     auto it = rejected.find(node.name());
     if (it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) return true;
     // Every node was rejected by the cycle's filters (FindCandidates runs when none fits).
-    auto c = SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/true);
+    // Not where the pod is nominated itself: an equal preemptor's answer counted it there.
+    CandidateMemo::Table* table = memo != nullptr && !NominatedHere(ctx, pod, node) ? memo : nullptr;
+    const uint64_t version = table == nullptr ? 0 : ctx.nominations->VersionOf(node.name());
+    const std::optional<Candidate>* kept = table == nullptr ? nullptr : table->Find(node, version);
+    std::optional<Candidate> c;
+    if (kept != nullptr) {
+      c = *kept;
+    } else {
+      bool node_local = false;
+      c = SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/true, &node_local);
+      if (table != nullptr && node_local) table->Keep(node, version, c);
+    }
+    if (table != nullptr) ctx.memo->Count(kept != nullptr);
     if (!c) return true;
     non_violating += c->pdb_violations == 0;
     out.push_back(*std::move(c));
@@ -545,7 +623,7 @@ std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx,
     const NodeInfo* best = nullptr;
     for (const std::string& name : touched) {
       const NodeInfo* node = lookup(name);
-      if (node == nullptr || !fw.RunFiltersWithNominatedPods(s, *members[i], *node, &ctx.nominated).ok()) {
+      if (node == nullptr || !fw.RunFiltersWithNominatedPods(s, *members[i], *node, ctx.nominated()).ok()) {
         continue;
       }
       const auto fullness = [](const NodeInfo* n) {

@@ -26,7 +26,8 @@
 // max(nodes x minCandidateNodesPercentage / 100, minCandidateNodesAbsolute) candidates were
 // found, at least one without a PDB violation (CandidateLimits). With a VictimIndex only the
 // nodes that hold a pod the preemptor may evict, or a terminating pod, are tried; the others
-// would be no candidate, so the candidates found are the ones of the walk over every node.
+// would be no candidate, so the candidates found are the ones of the walk over every node. With
+// a CandidateMemo, a node whose dry run for an equal preemptor is kept is answered from it.
 //
 //   Context ctx{.framework = fw, .snapshot = &snapshot, .pdbs = handle.PodDisruptionBudgets(), ...};
 //   std::vector<Candidate> best_first = FindCandidates(ctx, state, pod, filter_rejections);
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "scheduler/framework/framework.h"
+#include "scheduler/preemption/candidate_memo.h"
 #include "scheduler/preemption/victim_index.h"
 #include "scheduler/state/snapshot.h"
 
@@ -60,8 +62,9 @@ struct Context {
   const Snapshot* snapshot = nullptr;
   std::vector<PodDisruptionBudget> pdbs;
   // Pods nominated to nodes by earlier preemptions: their space is not for the pod unless it
-  // is more important (Framework::RunFiltersWithNominatedPods).
-  NominatedPodMap nominated;
+  // is more important (Framework::RunFiltersWithNominatedPods). Null: none.
+  std::shared_ptr<const Nominations> nominations;
+  const NominatedPodMap* nominated() const { return nominations ? &nominations->pods : nullptr; }
   // The gang a pod belongs to ("" for none).
   std::function<std::string(const Pod&)> gang_of;
   // A pod's priority (resolved from its PriorityClass when the pod does not carry it).
@@ -75,14 +78,8 @@ struct Context {
   CandidateLimits limits;
   // With the pod's UID, where the walk over the nodes starts (when the limits stop it early).
   uint64_t seed = 0;
-};
-
-struct Candidate {
-  std::string node;
-  // Victims on the node, then the gang mates of those victims running elsewhere; most
-  // important first.
-  std::vector<PreemptionVictim> victims;
-  int64_t pdb_violations = 0;
+  // Dry-run answers kept between attempts (candidate_memo.h); null: every dry run is made.
+  CandidateMemo* memo = nullptr;
 };
 
 // Whether the pod may preempt now; `why` says why not. Never with preemptionPolicy: Never; not

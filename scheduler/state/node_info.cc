@@ -35,7 +35,7 @@ void NodeInfo::AddPod(PodRef pod) {
 
 bool NodeInfo::RemovePod(std::string_view key) {
   for (auto it = pods_.begin(); it != pods_.end(); ++it) {
-    if ((*it)->Key() == key) {
+    if ((*it)->HasKey(key)) {
       requested_.Sub((*it)->requests);
       gpus_.RemovePod(it->get());
       pods_with_affinity_ -= !(*it)->pod_affinity.empty() || !(*it)->pod_anti_affinity.empty();
@@ -49,7 +49,7 @@ bool NodeInfo::RemovePod(std::string_view key) {
 
 const Pod* NodeInfo::FindPod(std::string_view key) const {
   for (const PodRef& p : pods_) {
-    if (p->Key() == key) return p.get();
+    if (p->HasKey(key)) return p.get();
   }
   return nullptr;
 }

@@ -208,7 +208,7 @@ struct Run {
       std::optional<NodeInfo> info = cache.GetNodeInfo(n.name);
       if (info.has_value()) v.on_node[n.name] = info->pods();
     }
-    for (const auto& [node, pods] : s->NominatedPods()) {
+    for (const auto& [node, pods] : s->NominatedPods()->pods) {
       if (!node.empty()) v.nominated[node] = pods;
     }
     return v;

@@ -16,6 +16,7 @@
 
 #include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
+#include "plugins/default_preemption/default_preemption.h"
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/util/strings.h"
@@ -360,10 +361,11 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
 
 // Backlogs where most pods fit nowhere (issue 19): PriorityClasses of several values, team
 // queues (a cohort whose queue reclaims with Any, one with LowerPriority, a queue alone), running
-// pods of every priority filling small clusters, and more pending pods than the nodes hold, so
-// that most cycles end in preemption's dry run: its answers (victims, nominated nodes, cleared
-// nominations) are compared too, with kube-scheduler's candidate limits small enough to stop
-// the walk early in half of the cases.
+// pods of every priority filling small clusters, running gangs, PodDisruptionBudgets whose
+// allowance changes each round, and more pending pods than the nodes hold, so that most cycles
+// end in preemption's dry run: its answers (victims, nominated nodes, cleared nominations) are
+// compared too, with kube-scheduler's candidate limits small enough to stop the walk early in
+// half of the cases, and the cached path keeps dry runs' answers between attempts.
 struct BacklogCounts {
   int64_t preemptions = 0;
   int64_t no_fit = 0;         // answered by the decision cache
@@ -372,6 +374,8 @@ struct BacklogCounts {
   int64_t with_held = 0;      // cache answers while pods were nominated
   int64_t held_out = 0;       // of those, where a held node sat out
   int64_t held_reused = 0;    // held nodes' verdicts kept from an earlier cycle
+  int64_t dry_runs_kept = 0;  // preemption's dry runs answered from an earlier attempt
+  int64_t dry_runs_made = 0;
 };
 
 BacklogCounts RunBacklogCase(uint64_t seed, bool plain) {
@@ -422,10 +426,31 @@ BacklogCounts RunBacklogCase(uint64_t seed, bool plain) {
     return p;
   };
   for (int i = 0, running = gen.Int(nodes, 3 * nodes); i < running; ++i) items.push_back(pod(gen.Pick(node_names)));
+  // Running gangs of two, their members on two nodes: a victim's mates run elsewhere.
+  for (int g = 0, gangs = gen.Int(0, nodes / 3); g < gangs; ++g) {
+    const std::string name = StrCat("gang", g);
+    json members[2] = {pod(gen.Pick(node_names)), pod(gen.Pick(node_names))};
+    const std::string ns = members[0]["metadata"]["namespace"];
+    items.push_back({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+                     {"metadata", {{"name", name}, {"namespace", ns}}}, {"spec", {{"minMember", 2}}}});
+    for (json& m : members) {
+      m["metadata"]["namespace"] = ns;
+      m["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = name;
+      items.push_back(m);
+    }
+  }
 
   BacklogCounts counts;
   for (int round = 0; round < 3; ++round) {
     for (int i = 0, pending = gen.Int(2 * nodes, 4 * nodes); i < pending; ++i) items.push_back(pod(""));
+    // Budgets over some apps, what they allow read again each round (evictions spend it too).
+    for (const std::string app : {"a", "b"}) {
+      if (!gen.Chance(40)) continue;
+      items.push_back({{"apiVersion", "policy/v1"}, {"kind", "PodDisruptionBudget"},
+                       {"metadata", {{"name", StrCat("pdb-", app)}, {"namespace", "default"}}},
+                       {"spec", {{"selector", {{"matchLabels", {{"app", app}}}}}}},
+                       {"status", {{"disruptionsAllowed", gen.Int(0, 2)}}}});
+    }
     const ObjectList objects = Decode(items);
     for (World* w : {&cached, &reference}) {
       w->sim().Load(objects);
@@ -454,6 +479,11 @@ BacklogCounts RunBacklogCase(uint64_t seed, bool plain) {
   counts.with_held = stats.with_held;
   counts.held_out = stats.held_out;
   counts.held_reused = stats.held_reused;
+  const auto* preemption = dynamic_cast<const default_preemption::DefaultPreemption*>(
+      cached.world->scheduler->FrameworkFor("tessel")->FindPlugin(default_preemption::DefaultPreemption::kName));
+  REQUIRE(preemption != nullptr);
+  counts.dry_runs_kept = preemption->memo_stats().kept;
+  counts.dry_runs_made = preemption->memo_stats().missed;
   counts.unschedulable = cached.recorder.unschedulable;
   for (const auto& [key, node] : cached.sim().placements()) counts.scheduled += !node.empty();
   return counts;
@@ -543,19 +573,24 @@ TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities,
     total.with_held += c.with_held;
     total.held_out += c.held_out;
     total.held_reused += c.held_reused;
+    total.dry_runs_kept += c.dry_runs_kept;
+    total.dry_runs_made += c.dry_runs_made;
   }
   // Preemption chose victims in many cycles, most attempts found no node, and the cache's
   // no-fit answers were compared too; so were its answers while pods were nominated, including
   // those where a node that fits as it is sat out for the pods nominated there, and those that
-  // reused a held node's verdict from an earlier cycle.
+  // reused a held node's verdict from an earlier cycle; and preemptions whose dry runs were
+  // answered from an earlier attempt's, beside budgets and gangs.
   CAPTURE(total.preemptions, total.unschedulable, total.scheduled, total.no_fit, total.with_held, total.held_out,
-          total.held_reused);
+          total.held_reused, total.dry_runs_kept, total.dry_runs_made);
   CHECK(total.preemptions > 100);
   CHECK(total.unschedulable > 2 * total.scheduled);
   CHECK(total.no_fit > 100);
   CHECK(total.with_held > 100);
   CHECK(total.held_out > 10);
   CHECK(total.held_reused > 100);
+  CHECK(total.dry_runs_kept > 1000);
+  CHECK(total.dry_runs_made > 1000);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // sets whose eviction lets the pod fit, and no victim may be spared. Across nodes, the chosen
 // candidate must be the best by kube-scheduler's five criteria, computed here from the
 // brute-force victims. Then PodDisruptionBudgets, gangs (whole or not at all), pod-to-pod rules
-// under removal, and gang preemptors across nodes.
+// under removal, and gang preemptors across nodes; and dry runs kept between attempts
+// (CandidateMemo) against fresh ones while nodes, nominations and budgets change.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
+#include "scheduler/core/nominator.h"
 #include "scheduler/preemption/preemption.h"
 
 namespace tessel {
@@ -535,20 +537,21 @@ TEST_CASE("a terminating victim's room is counted once, for the pod nominated to
   Context ctx = w.Ctx();
   Pod first = PodBuilder("first").Requests("cpu:1").Priority(10).Build();
   first.nominated_node_name = "n1";
-  ctx.nominated["n1"].push_back(std::make_shared<const Pod>(first));
+  ctx.nominations = std::make_shared<const Nominations>(
+      Nominations{.pods = {{"n1", {std::make_shared<const Pod>(first)}}}});
   const Pod second = PodBuilder("second").Requests("cpu:1").Priority(10).Build();
   const CycleState state = w.PreFiltered(second);
   const NodeInfo& n1 = *w.handle.snapshot().Get("n1");
 
   // Filtering: the node is full now, and will be full once `old` has gone to `first`.
-  CHECK_FALSE(w.fw->RunFiltersWithNominatedPods(state, second, n1, &ctx.nominated).ok());
+  CHECK_FALSE(w.fw->RunFiltersWithNominatedPods(state, second, n1, ctx.nominated()).ok());
   auto c = preemption::SelectVictimsOnNode(ctx, state, second, n1);
   REQUIRE(c.has_value());
   REQUIRE(c->victims.size() == 1);
   CHECK(c->victims[0].pod->Key() == "default/b6");  // the least important: started last
 
   // Without the nomination, the room `old` frees is enough: a candidate without victims.
-  ctx.nominated.clear();
+  ctx.nominations = nullptr;
   c = preemption::SelectVictimsOnNode(ctx, state, second, n1);
   REQUIRE(c.has_value());
   CHECK(c->victims.empty());
@@ -916,6 +919,100 @@ TEST_CASE("a compact gang preempts within one domain of its topology key, or not
     for (const auto& t : plan.targets) racks.insert(t.node.substr(0, 1));
     CHECK(racks.size() == 1);
   }
+}
+
+// The memo keeps a dry run's answer while the node, the pods nominated there and the budgets
+// stay the same: between attempts, each of them changes at random, and every FindCandidates
+// with the memo must equal one without it (victims, their order, violations, the ranking).
+TEST_CASE("kept dry runs: the same candidates as fresh ones while nodes, nominations and budgets change",
+          "[preemption]") {
+  std::mt19937_64 rng(4242);
+  auto roll = [&rng](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  int64_t kept = 0, compared = 0;
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    World w;
+    const int nodes = 2 + roll(4);
+    for (int n = 0; n < nodes; ++n) w.handle.AddNode(SmallNode(StrCat("n", n)));
+    int next = 0;
+    auto add_running = [&](const std::string& node) {
+      Pod p = Running({.key = StrCat("default/r", next), .priority = roll(5), .cpu = 1 + roll(3),
+                       .gpu = roll(2), .start = next},
+                      node);
+      ++next;
+      p.meta.labels["app"] = roll(2) == 0 ? "a" : "b";
+      w.handle.AddPod(std::move(p));
+    };
+    for (int i = 0; i < 3 * nodes; ++i) add_running(StrCat("n", roll(nodes)));
+    // Gangs of two on two nodes: a victim's mate elsewhere may end while its node stays.
+    for (int g = 0; g < nodes / 2; ++g) {
+      for (int m = 0; m < 2; ++m) {
+        w.gang_label[StrCat("default/r", next)] = StrCat("g", g);
+        add_running(StrCat("n", (2 * g + m) % nodes));
+      }
+    }
+    Nominator nominator;
+    std::vector<PodDisruptionBudget> pdbs;
+    preemption::CandidateMemo memo;
+    for (int step = 0; step < 16; ++step) {
+      CAPTURE(step);
+      switch (roll(5)) {
+        case 0:
+          add_running(StrCat("n", roll(nodes)));
+          break;
+        case 1: {  // a running pod ends
+          const NodeInfo& node = *w.handle.snapshot().nodes()[static_cast<size_t>(roll(nodes))];
+          if (!node.pods().empty()) w.handle.RemovePod(node.pods()[static_cast<size_t>(roll(static_cast<int>(node.pods().size())))]->Key());
+          break;
+        }
+        case 2: {  // a budget over one app appears, or allows another number
+          PodDisruptionBudget b;
+          b.meta.namespace_ = "default";
+          b.meta.name = roll(2) == 0 ? "pdb-a" : "pdb-b";
+          b.selector = LabelSelector{.match_labels = {{"app", b.meta.name.substr(4)}}};
+          b.disruptions_allowed = roll(3);
+          std::erase_if(pdbs, [&](const PodDisruptionBudget& o) { return o.meta.name == b.meta.name; });
+          pdbs.push_back(std::move(b));
+          break;
+        }
+        default: {  // a pod is nominated somewhere, or its nomination moves or goes
+          // Named like the preemptors too: a preemptor may be nominated itself.
+          Pod p = PodBuilder(StrCat(roll(2) == 0 ? "waiting" : "pre", roll(3))).Requests(StrCat("cpu:", 1 + roll(3))).Priority(roll(7)).Build();
+          nominator.Set(std::make_shared<const Pod>(std::move(p)), roll(3) == 0 ? "" : StrCat("n", roll(nodes)));
+          break;
+        }
+      }
+      const Pod pod = PodBuilder(StrCat("pre", roll(3)))
+                          .Requests(StrCat("cpu:", 2 + roll(2), ",nvidia.com/gpu:", roll(2)))
+                          .Priority(3 + roll(2))
+                          .Build();
+      const CycleState state = w.PreFiltered(pod);
+      Context fresh = w.Ctx(pdbs);
+      fresh.nominations = nominator.Snapshot();
+      Context memoized = fresh;
+      memoized.memo = &memo;
+      NodeStatusMap rejected;
+      for (const NodeInfo* n : w.handle.snapshot().nodes()) {
+        rejected.emplace(n->name(), Status::Unschedulable("full"));
+      }
+      const std::vector<Candidate> want = preemption::FindCandidates(fresh, state, pod, rejected);
+      const std::vector<Candidate> got = preemption::FindCandidates(memoized, state, pod, rejected);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        CHECK(got[i].node == want[i].node);
+        CHECK(got[i].pdb_violations == want[i].pdb_violations);
+        REQUIRE(got[i].victims.size() == want[i].victims.size());
+        for (size_t v = 0; v < want[i].victims.size(); ++v) {
+          CHECK(got[i].victims[v].pod->Key() == want[i].victims[v].pod->Key());
+        }
+      }
+      ++compared;
+    }
+    kept += memo.stats().kept;
+  }
+  // The memo answered often: the comparisons are not all of fresh dry runs.
+  CAPTURE(compared);
+  CHECK(kept > 300);
 }
 
 }  // namespace
