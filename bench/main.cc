@@ -5,11 +5,13 @@
 //   tessel-bench trace --nodes NODES.csv --pods PODS.csv --load 0.9 --policy bestfit,fgd,tessel --seeds 1-10 --out DIR
 //   tessel-bench throughput --nodes N --pods M [--gpus-per-node 8] [--mix 1,1,2,4,8] [--threads T] [--json]
 //   tessel-bench e2e --nodes N --pods M [--qps Q] [--compare kube-scheduler|ceiling] [--json]
+//   tessel-bench backlog --nodes N --pending P [--churn R] [--seconds S] [--json]
 #include <iostream>
 #include <string_view>
 
 #include "absl/synchronization/mutex.h"
 
+#include "bench/e2e/backlog.h"
 #include "bench/e2e/e2e.h"
 #include "bench/gang/gang_bench.h"
 #include "bench/inflate/inflate.h"
@@ -27,7 +29,7 @@ void Usage() {
                "  trace    a cluster's jobs over time: queueing delays, allocation, evictions per policy (docs/bench.md)\n"
                "  throughput  decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)\n"
                "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n"
-
+               "  backlog  the live scheduler's retries and CPU while a backlog fits nowhere (docs/bench.md)\n"
                "  gang     time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)\n";
 }
 
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "trace") return tessel::bench::TraceMain(argc - 2, argv + 2);
   if (command == "throughput") return tessel::bench::ThroughputMain(argc - 2, argv + 2);
   if (command == "e2e") return tessel::bench::E2eMain(argc - 2, argv + 2);
+  if (command == "backlog") return tessel::bench::BacklogMain(argc - 2, argv + 2);
   if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);
   if (command == "--help" || command == "-h" || command == "help") {
     Usage();

@@ -2,23 +2,16 @@
 // (scheduler/kube) from 32 threads; the pods are watched with one watch stream.
 #include "bench/e2e/e2e.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/e2e/live_cluster.h"
 #include "bench/e2e/workload.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/client.h"
@@ -41,9 +35,11 @@ using kube::KubeClient;
 using kube::Request;
 using kube::Response;
 
-constexpr int kWriters = 32;  // client threads that create objects and bind the ceiling plan
-                              // (as many binds in flight as tessel-scheduler's --bind-workers)
-constexpr std::string_view kLabel = "tessel.io/e2e";
+using live::Check;
+using live::Die;
+using live::kWriters;
+using live::NodeName;
+using live::ParallelFor;
 
 struct Options {
   int64_t nodes = 0;
@@ -77,138 +73,18 @@ struct RunResult {
   double binds_per_s() const { return seconds > 0 ? static_cast<double>(bound) / seconds : 0; }
 };
 
-std::string NodeName(int64_t i) { return fmt::format("e2e-node-{:05d}", i); }
 std::string PodName(int64_t i) { return fmt::format("e2e-pod-{:05d}", i); }
-
-[[noreturn]] void Die(std::string_view message) {
-  std::cerr << "tessel-bench e2e: " << message << "\n";
-  std::exit(1);
-}
-
-void Check(const absl::StatusOr<Response>& r, std::string_view what, bool allow_conflict = false) {
-  if (!r.ok()) Die(StrCat(what, ": ", r.status().ToString()));
-  if (r->ok() || (allow_conflict && r->code == 409)) return;
-  Die(StrCat(what, ": HTTP ", r->code, ": ", r->ErrorMessage()));
-}
-
-// Runs fn(i) for i in [0, n) on kWriters threads.
-void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kWriters; ++t) {
-    threads.emplace_back([&] {
-      for (int64_t i; (i = next.fetch_add(1)) < n;) fn(i);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
-
-json NodeObject(int64_t i) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", NodeName(i)},
-            {"labels",
-             {{std::string(kLabel), "true"},
-              {"kubernetes.io/hostname", NodeName(i)},
-              {"nvidia.com/gpu.count", std::to_string(e2e::kGpusPerNode)},
-              {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"},
-              {"nvidia.com/gpu.memory", "81920"},
-              {"nvidia.com/gpu.replicas", "1"},
-              {"nvidia.com/gpu.sharing-strategy", "none"}}}}}};
-}
-
-json NodeStatus() {
-  const json resources = {{"cpu", "64"},
-                          {"memory", "256Gi"},
-                          {"pods", "110"},
-                          {"nvidia.com/gpu", std::to_string(e2e::kGpusPerNode)}};
-  return {{"status",
-           {{"capacity", resources},
-            {"allocatable", resources},
-            {"conditions",
-             {{{"type", "Ready"},
-               {"status", "True"},
-               {"reason", "KubeletReady"},
-               {"message", "simulated by tessel-bench e2e"}}}}}}};
-}
-
-json PodObject(const Options& o, int64_t i, int64_t gpus, std::string_view scheduler_name) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata",
-           {{"name", PodName(i)}, {"namespace", o.ns}, {"labels", {{std::string(kLabel), "true"}}}}},
-          {"spec",
-           {{"schedulerName", scheduler_name},
-            {"nodeSelector", {{std::string(kLabel), "true"}}},
-            {"containers",
-             {{{"name", "work"},
-               {"image", "registry.example/e2e:1"},
-               {"resources",
-                {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
-                 {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
-}
-
-std::string PodsPath(const Options& o) { return StrCat("/api/v1/namespaces/", o.ns, "/pods"); }
-
-// Deletes the bench's pods (at once: no kubelet would finish a graceful delete) and waits
-// until they are gone.
-void DeletePods(KubeClient& client, const Options& o) {
-  Check(client.Do({.method = "DELETE",
-                   .path = StrCat(PodsPath(o), "?labelSelector=", kLabel, "%3Dtrue"),
-                   .body = R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})"}),
-        "delete the previous pods");
-  for (int i = 0; i < 600; ++i) {
-    auto r = client.Do({.path = StrCat(PodsPath(o), "?limit=1")});
-    Check(r, "list pods");
-    json list = json::parse(r->body, nullptr, false);
-    if (list.is_object() && list.contains("items") && list["items"].empty()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  Die("pods of an earlier run are still there after 2 minutes");
-}
-
-void SetUpNodes(KubeClient& client, const Options& o) {
-  Check(client.Do({.method = "POST",
-                   .path = "/api/v1/namespaces",
-                   .body = json{{"apiVersion", "v1"},
-                                {"kind", "Namespace"},
-                                {"metadata", {{"name", o.ns}}}}
-                               .dump()}),
-        StrCat("create namespace ", o.ns), /*allow_conflict=*/true);
-  DeletePods(client, o);
-  Check(client.Do({.method = "DELETE",
-                   .path = StrCat("/api/v1/nodes?labelSelector=", kLabel, "%3Dtrue")}),
-        "delete the previous nodes");
-  const std::string status = NodeStatus().dump();
-  ParallelFor(o.nodes, [&](int64_t i) {
-    const std::string name = NodeName(i);
-    Check(client.Do({.method = "POST", .path = "/api/v1/nodes", .body = NodeObject(i).dump()}),
-          StrCat("create node ", name), /*allow_conflict=*/true);
-    Check(client.Do({.method = "PATCH",
-                     .path = StrCat("/api/v1/nodes/", name, "/status"),
-                     .body = status,
-                     .content_type = std::string(kube::kMergePatch)}),
-          StrCat("set the status of node ", name));
-    // The apiserver taints new nodes not-ready; only a node controller would lift it.
-    Check(client.Do({.method = "PATCH",
-                     .path = StrCat("/api/v1/nodes/", name),
-                     .body = R"({"spec":{"taints":null}})",
-                     .content_type = std::string(kube::kMergePatch)}),
-          StrCat("untaint node ", name));
-  });
-}
 
 // Creates the pods (all pending) and returns the resourceVersion to watch from.
 std::string CreatePods(KubeClient& client, const Options& o, const std::vector<int64_t>& sizes,
                        std::string_view scheduler_name) {
   ParallelFor(static_cast<int64_t>(sizes.size()), [&](int64_t i) {
     Check(client.Do({.method = "POST",
-                     .path = PodsPath(o),
-                     .body = PodObject(o, i, sizes[i], scheduler_name).dump()}),
+                     .path = live::PodsPath(o.ns),
+                     .body = live::PodObject(o.ns, PodName(i), sizes[i], scheduler_name).dump()}),
           StrCat("create pod ", PodName(i)));
   });
-  auto r = client.Do({.path = StrCat(PodsPath(o), "?limit=1")});
+  auto r = client.Do({.path = StrCat(live::PodsPath(o.ns), "?limit=1")});
   Check(r, "list pods");
   json list = json::parse(r->body, nullptr, false);
   if (!list.is_object()) Die("list pods: the answer is not JSON");
@@ -253,7 +129,7 @@ class BindWatcher {
  private:
   void Loop() {
     while (!stop_) {
-      Request req{.path = StrCat(PodsPath(o_), "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300",
+      Request req{.path = StrCat(live::PodsPath(o_.ns), "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300",
                                  "&resourceVersion=", rv_),
                   .timeout = absl::Seconds(330),
                   .retry = false};
@@ -302,83 +178,6 @@ class BindWatcher {
   std::optional<std::string> error_ ABSL_GUARDED_BY(mu_);
 };
 
-// A scheduler process, its output in a log file.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::string& log_path) : log_(log_path) {
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ < 0) Die("fork failed");
-    if (pid_ == 0) {
-      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      execv(args[0], args.data());
-      std::perror(args[0]);
-      _exit(127);
-    }
-  }
-  ~Process() { Stop(); }
-
-  bool Running() {
-    if (exited_) return false;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
-    return !exited_;
-  }
-  // The process's peak resident set (VmHWM) in KiB, -1 when it is gone.
-  int64_t PeakRssKib() const {
-    std::ifstream in(StrCat("/proc/", pid_, "/status"));
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("VmHWM:", 0) == 0) return std::strtoll(line.c_str() + 6, nullptr, 10);
-    }
-    return -1;
-  }
-  // The process's user + system CPU seconds so far (/proc/PID/stat), -1 when it is gone.
-  double CpuSeconds() const {
-    std::ifstream in(StrCat("/proc/", pid_, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
-    if (comm_end == std::string::npos) return -1;
-    std::istringstream fields(stat.substr(comm_end + 2));
-    std::string field;
-    int64_t utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {  // field 3 is the state; 14, 15 the times
-      if (i == 14) utime = std::strtoll(field.c_str(), nullptr, 10);
-      if (i == 15) stime = std::strtoll(field.c_str(), nullptr, 10);
-    }
-    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  void Stop() {
-    if (exited_ || pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 100 && Running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (Running()) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      exited_ = true;
-    }
-  }
-  const std::string& log() const { return log_; }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string log_;
-};
-
-std::string SelfDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "." : exe.parent_path().string();
-}
-
 std::vector<std::string> SchedulerCommand(const Options& o, std::string_view which) {
   const std::string qps = fmt::format("{}", o.qps);
   const std::string burst = std::to_string(o.burst);
@@ -393,7 +192,7 @@ std::vector<std::string> SchedulerCommand(const Options& o, std::string_view whi
 }
 
 RunResult Measure(const std::string& scheduler, BindWatcher& watcher, const Options& o,
-                  const std::vector<int64_t>& sizes, int64_t placeable, Process* process) {
+                  const std::vector<int64_t>& sizes, int64_t placeable, live::Process* process) {
   RunResult result{.scheduler = scheduler};
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -438,7 +237,7 @@ RunResult Measure(const std::string& scheduler, BindWatcher& watcher, const Opti
 RunResult RunScheduler(KubeClient& client, const Options& o, const std::vector<int64_t>& sizes,
                        int64_t placeable, const std::string& which) {
   const std::string scheduler_name = which == "tessel" ? "tessel" : "default-scheduler";
-  DeletePods(client, o);
+  live::DeletePods(client, o.ns);
   std::cerr << "tessel-bench e2e: " << which << ": creating " << sizes.size() << " pods\n";
   BindWatcher watcher(client, o, CreatePods(client, o, sizes, scheduler_name));
   if (which == "ceiling") {
@@ -455,7 +254,7 @@ RunResult RunScheduler(KubeClient& client, const Options& o, const std::vector<i
             {"metadata", {{"name", PodName(i)}}},
             {"target", {{"kind", "Node"}, {"name", NodeName(plan[static_cast<size_t>(i)])}}}};
         Check(client.Do({.method = "POST",
-                         .path = StrCat(PodsPath(o), "/", PodName(i), "/binding"),
+                         .path = StrCat(live::PodsPath(o.ns), "/", PodName(i), "/binding"),
                          .body = binding.dump()}),
               StrCat("bind pod ", PodName(i)));
       });
@@ -467,7 +266,7 @@ RunResult RunScheduler(KubeClient& client, const Options& o, const std::vector<i
   const std::string log = StrCat(o.log_dir, "/", which, ".log");
   std::cerr << "tessel-bench e2e: " << which << ": starting the scheduler (log: " << log << ")\n";
   watcher.Start();
-  Process process(SchedulerCommand(o, which), log);
+  live::Process process(SchedulerCommand(o, which), log);
   RunResult r = Measure(which, watcher, o, sizes, placeable, &process);
   process.Stop();
   return r;
@@ -587,7 +386,7 @@ Options ParseFlags(int argc, char** argv) {
   }
   if (o.nodes == 0 || o.pods == 0) Die(StrCat("--nodes and --pods are required\n", kUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
-  if (o.tessel_scheduler.empty()) o.tessel_scheduler = SelfDir() + "/tessel-scheduler";
+  if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";
   if (access(o.tessel_scheduler.c_str(), X_OK) != 0) {
     Die(StrCat(o.tessel_scheduler, " is not an executable (build tessel-scheduler, or pass --tessel-scheduler)"));
   }
@@ -631,13 +430,13 @@ int E2eMain(int argc, char** argv) {
   const int64_t placeable = e2e::PlaceableCount(sizes, o.nodes);
 
   std::cerr << "tessel-bench e2e: registering " << o.nodes << " nodes\n";
-  SetUpNodes(**client, o);
+  live::SetUpNodes(**client, o.ns, o.nodes, e2e::kGpusPerNode);
   std::vector<RunResult> runs;
   runs.push_back(RunScheduler(**client, o, sizes, placeable, "tessel"));
   for (const std::string& what : o.compare) {
     runs.push_back(RunScheduler(**client, o, sizes, placeable, what));
   }
-  DeletePods(**client, o);
+  live::DeletePods(**client, o.ns);
 
   if (o.json_out) {
     json out = {{"nodes", o.nodes},         {"gpus_per_node", e2e::kGpusPerNode},

@@ -1,6 +1,8 @@
 // SchedulingQueue: one map of entries; the active set and the backoff multimap index into it.
 #include "scheduler/queue/scheduling_queue.h"
 
+#include <algorithm>
+
 #include "scheduler/api/changes.h"
 
 namespace tessel {
@@ -239,6 +241,24 @@ void SchedulingQueue::Close() {
   closed_ = true;
 }
 
+namespace {
+
+// Whether `room` holds every resource the pod requests (NodeResourcesFit's test on one node).
+bool RoomHolds(const Resources& room, const Pod& pod) {
+  const Resources& want = pod.requests;
+  auto holds = [](int64_t amount, int64_t free) { return amount <= 0 || amount <= free; };
+  if (!holds(want.milli_cpu, room.milli_cpu) || !holds(want.memory, room.memory) ||
+      !holds(want.ephemeral_storage, room.ephemeral_storage) || !holds(want.pods, room.pods)) {
+    return false;
+  }
+  for (const auto& [name, amount] : want.scalar) {
+    if (!holds(amount, room.Get(name))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events,
                                        uint32_t hinted) {
   absl::MutexLock lock(&mu_);
@@ -250,8 +270,13 @@ void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32
   e->info.timestamp = clock_->Now();
   e->waiting_for = events;
   e->hinted = hinted & events;
-  // An event during the attempt: retried (its room is not kept, so no hint applies).
-  if (move_request_cycle_ >= cycle && (events_since_move_ & events) != 0) {
+  // An event during the attempt sends the pod back, unless its hints judge every such event by
+  // room and no room left meanwhile holds it (a backlog under churn would spin otherwise).
+  const uint32_t during = move_request_cycle_ >= cycle ? events_since_move_ & events : 0;
+  const bool retry = during != 0 && ((during & ~e->hinted) != 0 || (during & unroomed_since_move_) != 0 ||
+                                     std::any_of(rooms_since_move_.begin(), rooms_since_move_.end(),
+                                                 [&](const Resources& r) { return RoomHolds(r, *e->info.pod); }));
+  if (retry) {
     ToBackoffOrActive(*e);
   } else {
     Park(*e);
@@ -271,29 +296,21 @@ void SchedulingQueue::AddBackoff(QueuedPodInfo info) {
   entries_.emplace(key, std::move(e));
 }
 
-namespace {
-
-// Whether `room` holds every resource the pod requests (NodeResourcesFit's test on one node).
-bool RoomHolds(const Resources& room, const Pod& pod) {
-  const Resources& want = pod.requests;
-  auto holds = [](int64_t amount, int64_t free) { return amount <= 0 || amount <= free; };
-  if (!holds(want.milli_cpu, room.milli_cpu) || !holds(want.memory, room.memory) ||
-      !holds(want.ephemeral_storage, room.ephemeral_storage) || !holds(want.pods, room.pods)) {
-    return false;
-  }
-  for (const auto& [name, amount] : want.scalar) {
-    if (!holds(amount, room.Get(name))) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 void SchedulingQueue::OnClusterEvent(uint32_t event, const Resources* room) {
   absl::MutexLock lock(&mu_);
-  if (move_request_cycle_ != cycle_) events_since_move_ = 0;
+  if (move_request_cycle_ != cycle_) {
+    events_since_move_ = 0;
+    unroomed_since_move_ = 0;
+    rooms_since_move_.clear();
+  }
   move_request_cycle_ = cycle_;
   events_since_move_ |= event;
+  if (room != nullptr && rooms_since_move_.size() < kMaxRoomsKept) {
+    rooms_since_move_.push_back(*room);
+  } else {
+    unroomed_since_move_ |= event;
+  }
   // Only the groups of parked pods whose rejecting plugins registered this event; of a group
   // whose every matching event is hinted, only the pods the event's room holds.
   std::vector<Entry*> moving;

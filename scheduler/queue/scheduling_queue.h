@@ -174,6 +174,12 @@ class SchedulingQueue {
   int64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t move_request_cycle_ ABSL_GUARDED_BY(mu_) = -1;
   uint32_t events_since_move_ ABSL_GUARDED_BY(mu_) = 0;
+  // Of those, the events whose room is not kept; and the rooms of the others (at most
+  // kMaxRoomsKept, then the next counts as not kept): a pod rejected meanwhile is retried only if
+  // an event its hints cannot judge came, or a room that holds it.
+  static constexpr size_t kMaxRoomsKept = 64;
+  uint32_t unroomed_since_move_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Resources> rooms_since_move_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

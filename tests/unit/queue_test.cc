@@ -240,6 +240,53 @@ TEST_CASE("queueing hints by room: a pod leaving helps only the parked pods its 
   CHECK(q.UnschedulableKeys().empty());
 }
 
+TEST_CASE("queueing hints by room hold for events during the attempt too", "[queue]") {
+  // A pod rejected while pods left nodes: retried only if a room it could use was left, or an
+  // event came that its hints cannot judge; else it parks (a backlog under churn would spin).
+  const uint32_t fit = kNodeAdd | kNodeUpdate | kAssignedPodDelete;
+  Resources one_gpu;
+  one_gpu.milli_cpu = 8000;
+  one_gpu.memory = int64_t{64} << 30;
+  one_gpu.pods = 10;
+  one_gpu.Set(kNvidiaGpu, 1000);
+  Resources two_gpus = one_gpu;
+  two_gpus.Set(kNvidiaGpu, 2000);
+  struct Case {
+    std::string what;
+    std::vector<std::pair<uint32_t, const Resources*>> during;
+    uint32_t hinted;
+    bool parked;
+  };
+  const std::vector<Case> cases = {
+      {"rooms too small", {{kAssignedPodDelete, &one_gpu}, {kAssignedPodDelete, &one_gpu}}, kAssignedPodDelete, true},
+      {"a room that holds it", {{kAssignedPodDelete, &one_gpu}, {kAssignedPodDelete, &two_gpus}}, kAssignedPodDelete, false},
+      {"a room not kept", {{kAssignedPodDelete, &one_gpu}, {kAssignedPodDelete, nullptr}}, kAssignedPodDelete, false},
+      {"not hinted by room", {{kAssignedPodDelete, &one_gpu}}, 0, false},
+      {"an event it did not register", {{kAssignedPodAdd, nullptr}}, kAssignedPodDelete, true},
+      {"an event it registered, unhinted", {{kAssignedPodDelete, &one_gpu}, {kNodeUpdate, nullptr}}, kAssignedPodDelete, false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    ManualClock clock;
+    SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Hours(24)});
+    q.Add(std::make_shared<const Pod>(PodBuilder("two").Requests("cpu:1,nvidia.com/gpu:2").Build()));
+    auto popped = q.Pop();
+    REQUIRE(popped.has_value());
+    for (const auto& [event, room] : c.during) q.OnClusterEvent(event, room);
+    q.AddUnschedulable(popped->info, popped->cycle, fit, c.hinted);
+    CHECK(q.Stats().unschedulable == (c.parked ? 1u : 0u));
+  }
+  // More rooms than are kept: the next counts as not kept.
+  ManualClock clock;
+  SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Hours(24)});
+  q.Add(std::make_shared<const Pod>(PodBuilder("two").Requests("cpu:1,nvidia.com/gpu:2").Build()));
+  auto popped = q.Pop();
+  REQUIRE(popped.has_value());
+  for (int i = 0; i < 65; ++i) q.OnClusterEvent(kAssignedPodDelete, &one_gpu);
+  q.AddUnschedulable(popped->info, popped->cycle, fit, kAssignedPodDelete);
+  CHECK(q.Stats().unschedulable == 0);
+}
+
 TEST_CASE("PopWait returns when a pod arrives or times out", "[queue]") {
   RealClock clock;
   SchedulingQueue q(&clock, PrioritySortLess());
