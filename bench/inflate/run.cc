@@ -8,6 +8,7 @@
 
 #include "bench/sim/sim_world.h"
 #include "fmt/format.h"
+#include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
 #include "scheduler/util/strings.h"
 
@@ -96,7 +97,8 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   int64_t frag_total = 0;
   for (const auto& [name, i] : node_index) {
     auto info = cache.GetNodeInfo(name);
-    node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(*info, frag.ModelId(info->gpus().inventory().product)));
+    node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
+                                                    frag.ModelId(info->gpus().inventory().product)));
     frag_total += node_frag[i];
   }
 
@@ -116,7 +118,8 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
       auto info = cache.GetNodeInfo(*node);
       const size_t i = node_index.at(*node);
       frag_total -= node_frag[i];
-      node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(*info, frag.ModelId(info->gpus().inventory().product)));
+      node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
+                                                      frag.ModelId(info->gpus().inventory().product)));
       frag_total += node_frag[i];
       allocated += t.total_gpu_milli();
     } else {

@@ -31,10 +31,10 @@ json GpuMetrics(const Cache& cache, const ObjectList& objects) {
   std::vector<NodeInfo> infos;
   infos.reserve(cache.NodeNames().size());
   for (const std::string& name : cache.NodeNames()) infos.push_back(*cache.GetNodeInfo(name));
-  std::vector<const NodeInfo*> nodes;
+  std::vector<fgd::GpuNode> nodes;
   int64_t whole_free = 0, partial_free = 0;
   for (const NodeInfo& info : infos) {
-    nodes.push_back(&info);
+    nodes.push_back({.gpus = &info.gpus(), .cpu_free = info.FreeMilliCpu()});
     const GpuDevices& gpus = info.gpus();
     whole_free += gpus.whole_free_devices();
     for (int32_t i = 0; i < gpus.count(); ++i) {

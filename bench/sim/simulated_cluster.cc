@@ -2,7 +2,7 @@
 // informer would confirm them.
 #include "bench/sim/simulated_cluster.h"
 
-#include "scheduler/gpu/device_list.h"
+#include "scheduler/api/device_list.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {

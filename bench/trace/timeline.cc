@@ -161,8 +161,8 @@ class Simulation {
       if (!info.has_value()) continue;
       smp.allocated_milli += info->gpus().total_allocated_milli();
       if (o_.frag != nullptr) {
-        smp.frag_milli += o_.frag->NodeFrag(
-            fgd::NodeShape::Of(*info, o_.frag->ModelId(info->gpus().inventory().product)));
+        smp.frag_milli += o_.frag->NodeFrag(fgd::NodeShape::Of(
+            info->gpus(), info->FreeMilliCpu(), o_.frag->ModelId(info->gpus().inventory().product)));
       }
     }
     if (smp.allocated_milli != running_milli_) {

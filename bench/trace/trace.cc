@@ -18,6 +18,7 @@
 #include "bench/trace/input.h"
 #include "bench/trace/report.h"
 #include "fmt/format.h"
+#include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/file.h"

@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<BestFit>> BestFit::New(const YAML::Node& args, Ha
 }
 
 int64_t BestFit::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
-  return BestFitRaw(gpu::CpuFree(node) - pod.cpu_milli,
+  return BestFitRaw(node.FreeMilliCpu() - pod.cpu_milli,
                     node.gpus().total_free_milli() - pod.request.total_milli(), max_cpu_, max_gpu_);
 }
 

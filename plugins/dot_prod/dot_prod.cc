@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<DotProd>> DotProd::New(const YAML::Node& args, Ha
 }
 
 int64_t DotProd::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
-  return DotProdScore(gpu::CpuFree(node), pod.cpu_milli, node.gpus().total_free_milli(),
+  return DotProdScore(node.FreeMilliCpu(), pod.cpu_milli, node.gpus().total_free_milli(),
                       pod.request.total_milli(), max_cpu_, max_gpu_);
 }
 

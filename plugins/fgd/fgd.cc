@@ -133,7 +133,8 @@ Status FGD::PreFilter(CycleState& state, const Pod& pod) {
 FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
   const FragModel& model = workload_.model();
   const GpuDevices& gpus = node.gpus();
-  const NodeShape before = NodeShape::Of(node, model.ModelId(gpus.inventory().product));
+  const NodeShape before =
+      NodeShape::Of(gpus, node.FreeMilliCpu(), model.ModelId(gpus.inventory().product));
   const int64_t f_before = model.NodeFrag(before);
   const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
   const bool in_use = gpus.total_allocated_milli() > 0 || node.requested().milli_cpu > 0;

@@ -6,8 +6,59 @@
 #include <vector>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::fgd {
+
+absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list) {
+  std::vector<TargetClass> out;
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = StrCat("args.targetWorkload[", i, "]");
+    ArgsReader item(list[i], where);
+    if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
+      return st;
+    }
+    auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
+    auto gpu = item.Int("gpuMilli", 0, 0, 1000);
+    auto num = item.Int("numGpu", 0, 0, 1024);
+    auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
+    for (const auto* st : {&cpu, &gpu, &num, &weight}) {
+      if (!st->ok()) return st->status();
+    }
+    if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
+      return absl::InvalidArgumentError(StrCat(
+          where, ": gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
+                 "or >1 with 1000)"));
+    }
+    TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
+                  .models = {}, .weight = *weight};
+    auto models = item.StringList("models");
+    if (!models.ok()) return models.status();
+    c.models = *std::move(models);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const TargetClass& c : classes) {
+    YAML::Node item;
+    item["cpuMilli"] = c.cpu_milli;
+    item["gpuMilli"] = c.gpu_milli;
+    item["numGpu"] = c.num_gpu;
+    if (!c.models.empty()) {
+      YAML::Node models(YAML::NodeType::Sequence);
+      for (const std::string& m : c.models) models.push_back(m);
+      item["models"] = models;
+    }
+    item["weight"] = c.weight;
+    list.push_back(item);
+  }
+  return list;
+}
 
 absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
     const YAML::Node& args, std::initializer_list<std::string_view> extra_keys) {

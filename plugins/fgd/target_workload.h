@@ -38,10 +38,16 @@
 #include <unordered_set>
 
 #include "absl/status/statusor.h"
-#include "scheduler/gpu/fragmentation.h"
 #include "plugins/gpu_share/gpu_policy.h"
+#include "scheduler/gpu/fragmentation.h"
+#include "yaml-cpp/yaml.h"
 
 namespace tessel::fgd {
+
+// The targetWorkload arg, [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...], read with
+// field-named errors, and written back (the bench passes the classes it measured this way).
+absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list);
+YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes);
 
 class TargetWorkload {
  public:

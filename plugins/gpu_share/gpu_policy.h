@@ -43,10 +43,6 @@ void AppendPodGpuKey(const PodGpu& pod, std::string& key);
 void SetChosenDevices(CycleState& state, Pod& assumed, const DeviceList& devices);
 const DeviceList* ChosenDevices(const CycleState& state);
 
-inline int64_t CpuFree(const NodeInfo& node) {
-  return node.allocatable().milli_cpu - node.requested().milli_cpu;
-}
-
 // Floor division for possibly negative numerators (positive denominators).
 inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 

@@ -3,9 +3,9 @@
 
 #include "scheduler/util/strings.h"
 #include "absl/time/time.h"
+#include "scheduler/api/device_list.h"
 #include "scheduler/api/quantity.h"
 #include "scheduler/api/storage.h"
-#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 

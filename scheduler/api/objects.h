@@ -142,7 +142,7 @@ struct Pod {
   // spec.schedulingGates[].name: while any is set the pod is not scheduled (Kubernetes 1.26+).
   std::vector<std::string> scheduling_gates;
   // The GPU devices chosen for the pod: set by the scheduler when it assumes the pod, and read
-  // from the tessel.io/gpu-devices annotation when a pod is decoded (scheduler/gpu/device_list.h).
+  // from the tessel.io/gpu-devices annotation when a pod is decoded (scheduler/api/device_list.h).
   // nullopt: none chosen; the cache then takes the default choice.
   std::optional<std::vector<int32_t>> gpu_devices;
   // Problems in optional fields that did not stop decoding, each naming the field.

@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "scheduler/core/fit_error.h"
+#include "scheduler/framework/fit_error.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"

@@ -2,8 +2,8 @@
 #include "scheduler/core/scheduler.h"
 
 #include "scheduler/core/admission.h"
-#include "scheduler/core/fit_error.h"
 #include "scheduler/framework/binding.h"
+#include "scheduler/framework/fit_error.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {

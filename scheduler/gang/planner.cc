@@ -7,7 +7,7 @@
 
 #include "scheduler/api/quantity.h"
 #include "scheduler/api/storage.h"
-#include "scheduler/core/fit_error.h"
+#include "scheduler/framework/fit_error.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
 

@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <map>
-
-#include "scheduler/framework/plugin_util.h"
-#include "scheduler/util/strings.h"
+#include <tuple>
 
 namespace tessel::fgd {
 
@@ -15,11 +13,10 @@ int64_t NodeShape::idle() const {
   return sum;
 }
 
-NodeShape NodeShape::Of(const NodeInfo& node, int32_t model) {
+NodeShape NodeShape::Of(const GpuDevices& gpus, int64_t cpu_free, int32_t model) {
   NodeShape s;
   s.model = model;
-  s.cpu_free = node.allocatable().milli_cpu - node.requested().milli_cpu;
-  const GpuDevices& gpus = node.gpus();
+  s.cpu_free = cpu_free;
   s.n = std::min(gpus.count(), kMaxDevices);
   for (int32_t i = 0; i < s.n; ++i) s.free[i] = gpus.FreeMilli(i);
   return s;
@@ -110,23 +107,24 @@ FragModel WorkloadOfPods(const std::vector<const Pod*>& pods) {
   return FragModel(TypicalClasses(classes, 100));
 }
 
-ClusterFragmentation MeasureFragmentation(const std::vector<const NodeInfo*>& nodes, const FragModel& model) {
+ClusterFragmentation MeasureFragmentation(const std::vector<GpuNode>& nodes, const FragModel& model) {
   ClusterFragmentation out;
   int64_t scaled = 0;
-  for (const NodeInfo* node : nodes) {
-    const GpuDevices& gpus = node->gpus();
+  for (const GpuNode& node : nodes) {
+    const GpuDevices& gpus = *node.gpus;
     out.idle_milli += gpus.total_free_milli();
-    scaled += model.NodeFrag(NodeShape::Of(*node, model.ModelId(gpus.inventory().product)));
+    scaled +=
+        model.NodeFrag(NodeShape::Of(gpus, node.cpu_free, model.ModelId(gpus.inventory().product)));
   }
   out.fragmented_milli = model.total_weight() > 0 ? scaled / model.total_weight() : 0;
   return out;
 }
 
-GpuEquivalents SumGpuEquivalents(const std::vector<const NodeInfo*>& nodes) {
+GpuEquivalents SumGpuEquivalents(const std::vector<GpuNode>& nodes) {
   GpuEquivalents out;
   int64_t mig_capacity = 0, mig_allocated = 0;  // sevenths
-  for (const NodeInfo* node : nodes) {
-    const GpuDevices& gpus = node->gpus();
+  for (const GpuNode& node : nodes) {
+    const GpuDevices& gpus = *node.gpus;
     out.devices += gpus.count();
     out.capacity_milli += gpus.inventory().capacity_milli();
     out.allocated_milli += gpus.total_allocated_milli();
@@ -172,56 +170,6 @@ std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, in
     covered += e.cls.weight;
   }
   return out;
-}
-
-absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list) {
-  std::vector<TargetClass> out;
-  if (!list || list.IsNull()) return out;
-  if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string where = StrCat("args.targetWorkload[", i, "]");
-    ArgsReader item(list[i], where);
-    if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
-      return st;
-    }
-    auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
-    auto gpu = item.Int("gpuMilli", 0, 0, 1000);
-    auto num = item.Int("numGpu", 0, 0, 1024);
-    auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
-    for (const auto* st : {&cpu, &gpu, &num, &weight}) {
-      if (!st->ok()) return st->status();
-    }
-    if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
-      return absl::InvalidArgumentError(StrCat(
-          where, ": gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
-                 "or >1 with 1000)"));
-    }
-    TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
-                  .models = {}, .weight = *weight};
-    auto models = item.StringList("models");
-    if (!models.ok()) return models.status();
-    c.models = *std::move(models);
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes) {
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (const TargetClass& c : classes) {
-    YAML::Node item;
-    item["cpuMilli"] = c.cpu_milli;
-    item["gpuMilli"] = c.gpu_milli;
-    item["numGpu"] = c.num_gpu;
-    if (!c.models.empty()) {
-      YAML::Node models(YAML::NodeType::Sequence);
-      for (const std::string& m : c.models) models.push_back(m);
-      item["models"] = models;
-    }
-    item["weight"] = c.weight;
-    list.push_back(item);
-  }
-  return list;
 }
 
 }  // namespace tessel::fgd

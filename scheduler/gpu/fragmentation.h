@@ -12,8 +12,12 @@
 //   F_n = sum_m w_m * frag_n(m)       (milli-GPU x weight; divide by W = sum_m w_m for milli-GPU)
 // The paper's F_n is F_n / W. Keeping it scaled by W keeps everything an integer.
 //
+// It reads a node's devices and free CPU as plain values (callers pass node.gpus() and
+// node.FreeMilliCpu()), so it stands below the cache that holds NodeInfo.
+//
 //   FragModel model(classes);
-//   NodeShape s = NodeShape::Of(node, model);
+//   NodeShape s = NodeShape::Of(node.gpus(), node.FreeMilliCpu(),
+//                               model.ModelId(node.gpus().inventory().product));
 //   int64_t f = model.NodeFrag(s);
 #pragma once
 
@@ -24,10 +28,8 @@
 
 #include <array>
 #include <span>
-#include "absl/status/statusor.h"
+#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/gpu/pod_gpu.h"
-#include "scheduler/state/node_info.h"
-#include "yaml-cpp/yaml.h"
 
 namespace tessel::fgd {
 
@@ -53,7 +55,7 @@ struct NodeShape {
   std::array<int64_t, kMaxDevices> free{};  // free milli per device, in device order
 
   int64_t idle() const;
-  static NodeShape Of(const NodeInfo& node, int32_t model);
+  static NodeShape Of(const GpuDevices& gpus, int64_t cpu_free, int32_t model);
 };
 
 class FragModel {
@@ -98,6 +100,12 @@ TargetClass ClassOfPod(const gpu::PodGpu& pod);
 // The workload of a set of pods: every class among them, weighted by its count.
 FragModel WorkloadOfPods(const std::vector<const Pod*>& pods);
 
+// One node as the cluster-wide measures below read it: its devices and its free CPU milli.
+struct GpuNode {
+  const GpuDevices* gpus = nullptr;
+  int64_t cpu_free = 0;
+};
+
 // FGD's measure over a whole cluster: the idle GPU milli that the workload's classes cannot use
 // where it sits (sum over nodes of F_n / W), and all idle GPU milli. The one definition behind
 // replay's and inflate's fragmentation numbers and the tessel_gpu_fragmentation metric.
@@ -105,7 +113,7 @@ struct ClusterFragmentation {
   int64_t fragmented_milli = 0;
   int64_t idle_milli = 0;
 };
-ClusterFragmentation MeasureFragmentation(const std::vector<const NodeInfo*>& nodes, const FragModel& model);
+ClusterFragmentation MeasureFragmentation(const std::vector<GpuNode>& nodes, const FragModel& model);
 
 // GPU capacity and allocation in physical-GPU equivalents (milli): every device is 1000, R
 // replicas of one GPU together are 1000, a fraction is its milli, a MIG slice N/7 of 1000.
@@ -114,10 +122,6 @@ struct GpuEquivalents {
   int64_t capacity_milli = 0;
   int64_t allocated_milli = 0;
 };
-GpuEquivalents SumGpuEquivalents(const std::vector<const NodeInfo*>& nodes);
-
-// Args: targetWorkload: [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...]
-absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list);
-YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes);
+GpuEquivalents SumGpuEquivalents(const std::vector<GpuNode>& nodes);
 
 }  // namespace tessel::fgd

@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "scheduler/api/device_list.h"
 #include "scheduler/api/objects.h"
-#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 

@@ -219,10 +219,10 @@ GpuTotals ComputeGpuTotals(const Cache& cache) {
   for (const std::string& name : names) {
     if (std::optional<NodeInfo> info = cache.GetNodeInfo(name); info.has_value()) infos.push_back(*std::move(info));
   }
-  std::vector<const NodeInfo*> nodes;
+  std::vector<fgd::GpuNode> nodes;
   std::vector<const Pod*> pods;
   for (const NodeInfo& info : infos) {
-    nodes.push_back(&info);
+    nodes.push_back({.gpus = &info.gpus(), .cpu_free = info.FreeMilliCpu()});
     for (const PodRef& pod : info.pods()) pods.push_back(pod.get());
   }
   const fgd::GpuEquivalents sum = fgd::SumGpuEquivalents(nodes);

@@ -36,6 +36,9 @@ class NodeInfo {
   const Resources& requested() const { return requested_; }
   // allocatable - requested, element-wise (negative only if the node shrank under its pods).
   Resources Free() const;
+  // Free().milli_cpu, without building the whole Resources (GPU policies and measures read it
+  // for every node).
+  int64_t FreeMilliCpu() const { return allocatable().milli_cpu - requested_.milli_cpu; }
   // Per-device GPU accounting of the pods on the node.
   const GpuDevices& gpus() const { return gpus_; }
   // Pods here with any pod (anti-)affinity term, and with a required anti-affinity term: the

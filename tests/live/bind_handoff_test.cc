@@ -11,9 +11,9 @@
 
 #include "plugins/default_binder/default_binder.h"
 #include "plugins/registry.h"
+#include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/binding.h"
-#include "scheduler/gpu/device_list.h"
 #include "unit/builders.h"
 
 namespace tessel {

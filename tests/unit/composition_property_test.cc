@@ -12,8 +12,8 @@
 #include "builders.h"
 #include "placement_checker.h"
 #include "plugins/registry.h"
+#include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
-#include "scheduler/gpu/device_list.h"
 
 namespace tessel {
 namespace {

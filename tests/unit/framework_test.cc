@@ -5,7 +5,7 @@
 #include "builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
-#include "scheduler/core/fit_error.h"
+#include "scheduler/framework/fit_error.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/framework/plugin_util.h"
 

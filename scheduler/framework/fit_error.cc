@@ -1,5 +1,5 @@
 // Reason histogram formatting.
-#include "scheduler/core/fit_error.h"
+#include "scheduler/framework/fit_error.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // The tessel.io/gpu-devices codec (see device_list.h).
-#include "scheduler/gpu/device_list.h"
+#include "scheduler/api/device_list.h"
 
 #include <charconv>
 
