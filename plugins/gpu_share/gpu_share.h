@@ -61,6 +61,10 @@ class GpuShare final : public PreFilterPlugin,
   GpuShare(Handle& handle, bool annotate) : handle_(handle), annotate_(annotate) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
+  // A pod leaving a node helps only where the GPU room it leaves holds the request
+  // (AddGpuRoom / AddGpuNeed in scheduler/gpu/gpu_devices.h).
+  uint32_t EventsHintedByRoom() const override { return kAssignedPodDelete; }
+  void AddRoomNeed(const Pod& pod, Resources& need) const override { AddGpuNeed(ReadGpuRequest(pod), need); }
 
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

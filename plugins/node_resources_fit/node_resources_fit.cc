@@ -82,6 +82,12 @@ bool FitsAll(const Pod& pod, const Resources& alloc, const Resources& used, cons
 }
 }  // namespace
 
+void NodeResourcesFit::AddRoomNeed(const Pod& pod, Resources& need) const {
+  Resources checked = pod.requests;
+  for (const std::string& name : args_.ignored) checked.scalar.erase(name);
+  need.SetMax(checked);
+}
+
 Status NodeResourcesFit::Filter(const CycleState&, const Pod& pod, const NodeInfo& node) const {
   if (FitsAll(pod, node.allocatable(), node.requested(), args_.ignored)) return Status::Ok();
   std::vector<std::string> missing = InsufficientResources(pod, node, args_.ignored);

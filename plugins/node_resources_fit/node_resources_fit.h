@@ -50,10 +50,9 @@ class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public N
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
   // A pod leaving a node helps only where the room it leaves holds every resource the pod
-  // requests (all are checked unless some are ignored).
-  uint32_t EventsHintedByRoom() const override {
-    return args_.ignored.empty() ? kAssignedPodDelete : 0u;
-  }
+  // requests that this plugin checks (the ignored ones are not asked for).
+  uint32_t EventsHintedByRoom() const override { return kAssignedPodDelete; }
+  void AddRoomNeed(const Pod& pod, Resources& need) const override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // The same sums with `freed` given back: exact for this filter.
   bool MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,

@@ -665,15 +665,17 @@ void Scheduler::HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t c
   }
   uint32_t events = kAllEvents;
   uint32_t hinted = 0;
+  Resources need;
   bool any_named = false;
   for (const std::string& p : rejecting_plugins) any_named |= !p.empty();
   if (any_named && std::find(rejecting_plugins.begin(), rejecting_plugins.end(), "") ==
                        rejecting_plugins.end()) {
     events = fw.EventsFor(rejecting_plugins);
     hinted = fw.EventsHintedByRoom(rejecting_plugins);
+    if (hinted != 0) need = fw.RoomNeed(rejecting_plugins, *info.pod);
   }
   if (observer_) observer_->PodRejected(*info.pod, rejecting_plugins);
-  queue_->AddUnschedulable(std::move(info), cycle, events, hinted);
+  queue_->AddUnschedulable(std::move(info), cycle, events, hinted, std::move(need));
 }
 
 void Scheduler::UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,

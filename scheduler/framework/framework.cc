@@ -507,6 +507,14 @@ uint32_t Framework::EventsHintedByRoom(const std::vector<std::string>& plugin_na
   return hinted & EventsFor(plugin_names);
 }
 
+Resources Framework::RoomNeed(const std::vector<std::string>& plugin_names, const Pod& pod) const {
+  Resources need;
+  for (const std::string& name : plugin_names) {
+    if (auto* ext = dynamic_cast<EnqueueExtensions*>(FindPlugin(name))) ext->AddRoomNeed(pod, need);
+  }
+  return need;
+}
+
 std::vector<std::string> Framework::PluginNames(std::string_view point) const {
   std::vector<std::string> out;
   auto names = [&](const auto& list) {

@@ -132,6 +132,9 @@ class Framework {
   // Of those, the events every named plugin that registered hints by the node's room
   // (EnqueueExtensions::EventsHintedByRoom); 0 when a name is unknown.
   uint32_t EventsHintedByRoom(const std::vector<std::string>& plugin_names) const;
+  // What a node's room must hold for these plugins to pass the pod there (each plugin's
+  // EnqueueExtensions::AddRoomNeed, merged by maximum).
+  Resources RoomNeed(const std::vector<std::string>& plugin_names, const Pod& pod) const;
   // The enabled plugins of an extension point, in order ("filter", "score", ...).
   std::vector<std::string> PluginNames(std::string_view point) const;
   // A plugin by name, for plugins that cooperate (e.g. preemption reading gang state).

@@ -186,10 +186,13 @@ class EnqueueExtensions : public virtual Plugin {
   // The events that may undo this plugin's rejection (default: any).
   virtual uint32_t EventsToRegister() const { return kAllEvents; }
   // Those of the events above after which this plugin's rejection can be undone only on a node
-  // whose room (allocatable - requested of CPU, memory, pods and nvidia.com/gpu) now holds the
-  // pod's request (kube-scheduler's queueing hints by resource): the queue keeps the pod parked
-  // when the event's node has less room.
+  // whose room (Cache::RoomOn: allocatable - requested, and the GPU room of
+  // scheduler/gpu/gpu_devices.h) now holds what RoomNeed says (kube-scheduler's queueing hints
+  // by resource): the queue keeps the pod parked when the event's node has less room.
   virtual uint32_t EventsHintedByRoom() const { return 0; }
+  // What a node's room must hold for this plugin to pass the pod there (a necessary condition,
+  // merged by maximum with the other rejecting plugins'); nothing: any room may help.
+  virtual void AddRoomNeed(const Pod& /*pod*/, Resources& /*need*/) const {}
 };
 
 // Implemented by PreFilter plugins whose cycle state depends on other pods (what they use,

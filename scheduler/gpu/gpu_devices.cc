@@ -488,4 +488,33 @@ std::string GpuDevices::CheckInvariants() const {
   return "";
 }
 
+void AddGpuRoom(const GpuDevices& gpus, Resources& room) {
+  if (gpus.count() == 0) return;
+  int64_t units = 0, milli = 0;
+  if (gpus.inventory().shared()) {
+    int64_t slots = -int64_t{gpus.unplaced_slots()};
+    for (int32_t i = 0; i < gpus.count(); ++i) slots += gpus.FreeSlots(i);
+    units = milli = std::max<int64_t>(0, slots) * kMilliPerGpu;
+  } else {
+    milli = std::max<int64_t>(0, gpus.total_free_milli() - gpus.unplaced_milli());
+    units = std::min<int64_t>(int64_t{gpus.whole_free_devices()} * kMilliPerGpu, milli);
+  }
+  room.Set(kRoomGpuUnits, units);
+  room.Set(kRoomGpuMilli, milli);
+}
+
+void AddGpuNeed(const GpuRequest& request, Resources& need) {
+  switch (request.kind) {
+    case GpuRequest::Kind::kWhole:
+    case GpuRequest::Kind::kReplicas:
+      need.Set(kRoomGpuUnits, std::max(need.Get(kRoomGpuUnits), int64_t{request.count} * kMilliPerGpu));
+      break;
+    case GpuRequest::Kind::kFraction:
+      need.Set(kRoomGpuMilli, std::max(need.Get(kRoomGpuMilli), request.milli));
+      break;
+    case GpuRequest::Kind::kNone:
+      break;
+  }
+}
+
 }  // namespace tessel

@@ -100,6 +100,22 @@ struct GpuRequest {
 };
 GpuRequest ReadGpuRequest(const Pod& pod);
 
+// The GPU room of a node, for the queue's hints by room (a pod leaving a node helps a parked
+// pod only where the room holds what it needs), as two scalars beside allocatable - requested:
+//   kRoomGpuUnits  what a whole-GPU or replica request can take: on an unshared node the fully
+//                  free devices (and no more than the free total less what unplaced pods hold),
+//                  on a shared node the free replica slots (less the unplaced ones), x 1000;
+//   kRoomGpuMilli  what a fraction can take: the free total less the unplaced on an unshared
+//                  node, the free slots x 1000 on a shared one.
+// AddGpuNeed asks of them only what every node kind requires of the request (DemandOn): n whole
+// GPUs or replicas need n units, a fraction of m milli needs m milli; so a room that does not
+// hold the need is a node where GpuShare's Filter rejects the pod.
+inline constexpr std::string_view kRoomGpuUnits = "tessel.io/room-gpu-units";
+inline constexpr std::string_view kRoomGpuMilli = "tessel.io/room-gpu-milli";
+class GpuDevices;
+void AddGpuRoom(const GpuDevices& gpus, Resources& room);
+void AddGpuNeed(const GpuRequest& request, Resources& need);
+
 // The request as it lands on one node: whole devices, milli on one device, or replica slots.
 struct GpuDemand {
   enum class Kind { kNone, kWhole, kMilli, kSlots };

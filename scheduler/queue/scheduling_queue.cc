@@ -243,9 +243,8 @@ void SchedulingQueue::Close() {
 
 namespace {
 
-// Whether `room` holds every resource the pod requests (NodeResourcesFit's test on one node).
-bool RoomHolds(const Resources& room, const Pod& pod) {
-  const Resources& want = pod.requests;
+// Whether `room` holds every resource of `want` (the rejecting plugins' need on one node).
+bool RoomHolds(const Resources& room, const Resources& want) {
   auto holds = [](int64_t amount, int64_t free) { return amount <= 0 || amount <= free; };
   if (!holds(want.milli_cpu, room.milli_cpu) || !holds(want.memory, room.memory) ||
       !holds(want.ephemeral_storage, room.ephemeral_storage) || !holds(want.pods, room.pods)) {
@@ -260,7 +259,7 @@ bool RoomHolds(const Resources& room, const Pod& pod) {
 }  // namespace
 
 void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events,
-                                       uint32_t hinted) {
+                                       uint32_t hinted, std::optional<Resources> need) {
   absl::MutexLock lock(&mu_);
   if (!ReturnLocked(info)) return;
   const std::string key = info.pod->Key();
@@ -270,12 +269,13 @@ void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32
   e->info.timestamp = clock_->Now();
   e->waiting_for = events;
   e->hinted = hinted & events;
+  e->need = need.has_value() ? *std::move(need) : e->info.pod->requests;
   // An event during the attempt sends the pod back, unless its hints judge every such event by
   // room and no room left meanwhile holds it (a backlog under churn would spin otherwise).
   const uint32_t during = move_request_cycle_ >= cycle ? events_since_move_ & events : 0;
   const bool retry = during != 0 && ((during & ~e->hinted) != 0 || (during & unroomed_since_move_) != 0 ||
                                      std::any_of(rooms_since_move_.begin(), rooms_since_move_.end(),
-                                                 [&](const Resources& r) { return RoomHolds(r, *e->info.pod); }));
+                                                 [&](const Resources& r) { return RoomHolds(r, e->need); }));
   if (retry) {
     ToBackoffOrActive(*e);
   } else {
@@ -322,7 +322,7 @@ void SchedulingQueue::OnClusterEvent(uint32_t event, const Resources* room) {
       continue;
     }
     for (Entry* e : group) {
-      if (RoomHolds(*room, *e->info.pod)) {
+      if (RoomHolds(*room, e->need)) {
         moving.push_back(e);
       } else {
         ++hint_skips_;

@@ -20,10 +20,11 @@
 //   queue.OnClusterEvent(kAssignedPodDelete, &room_left_on_that_node);
 //
 // Queueing hints by resource: a pod parked with `hinted` events (those its rejecting plugins
-// undo only where the node's room holds its request, EnqueueExtensions::EventsHintedByRoom)
-// stays parked when such an event comes with the room of its node and the room does not hold
-// the pod's request. A long backlog of pods that fit nowhere is thus not retried for every pod
-// that ends somewhere.
+// undo only where the node's room holds what they need, EnqueueExtensions::EventsHintedByRoom
+// and AddRoomNeed) stays parked when such an event comes with the room of its node and the room
+// does not hold that need; so does a pod rejected while such events came, when none of their
+// rooms holds it. A long backlog of pods that fit nowhere is thus not retried for every pod that
+// ends somewhere.
 #pragma once
 
 #include <functional>
@@ -94,8 +95,10 @@ class SchedulingQueue {
   // After a failed attempt: the pod waits for one of `events` (a ClusterEvent mask). If such an
   // event arrived while it was being scheduled (after `cycle`), it goes to backoff at once.
   // An in-flight pod comes back as its latest copy, or not at all if it ended meanwhile.
-  // `hinted` (a subset of `events`): see the file comment.
-  void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events, uint32_t hinted = 0);
+  // `hinted` (a subset of `events`) and `need` (what a room must hold; the pod's requests when
+  // not given): see the file comment.
+  void AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events, uint32_t hinted = 0,
+                        std::optional<Resources> need = std::nullopt);
   // After an error (not a "no fit"): retry after backoff.
   void AddBackoff(QueuedPodInfo info);
   // Moves unschedulable pods that wait for any of `events` to backoff (or active if their
@@ -130,7 +133,8 @@ class SchedulingQueue {
     enum class Where { kActive, kBackoff, kUnschedulable } where = Where::kActive;
     absl::Time backoff_expiry;
     uint32_t waiting_for = kAllEvents;
-    uint32_t hinted = 0;      // of waiting_for: events that help only where the room holds it
+    uint32_t hinted = 0;      // of waiting_for: events that help only where the room holds `need`
+    Resources need;
     absl::Time parked_until;  // kUnschedulable: retried by then at the latest
   };
   struct InFlight {

@@ -296,7 +296,9 @@ std::optional<Resources> Cache::RoomOn(std::string_view name) const {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second->node() == nullptr) return std::nullopt;
-  return it->second->Free();
+  Resources room = it->second->Free();
+  AddGpuRoom(it->second->gpus(), room);
+  return room;
 }
 
 std::vector<std::string> Cache::NodeNames() const {

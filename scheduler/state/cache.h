@@ -82,8 +82,8 @@ class Cache {
   // A copy of one node's state (tests, metrics).
   std::optional<NodeInfo> GetNodeInfo(std::string_view name) const;
   std::vector<std::string> NodeNames() const;
-  // A node's free room (allocatable - requested), for the queue's hints; none for an unknown or
-  // ghost node.
+  // A node's free room (allocatable - requested, and its GPU room: AddGpuRoom), for the queue's
+  // hints; none for an unknown or ghost node.
   std::optional<Resources> RoomOn(std::string_view name) const;
 
  private:

@@ -192,6 +192,56 @@ TEST_CASE("GpuShare: a nominated pod's GPUs are held though its victims still ho
   }
 }
 
+// The queue's hint by room for GpuShare: a pod parked after GpuShare rejected it is retried on a
+// departure only where the node's GPU room (AddGpuRoom) holds its need (AddGpuNeed). Sound only
+// if a room that does not hold the need is a node where CheckFit rejects the pod: checked on
+// generated unshared and time-sliced nodes holding whole GPUs, fractions and replicas, placed on
+// devices or not (overcommitted).
+TEST_CASE("GpuShare: a node whose GPU room does not hold a pod's need rejects the pod", "[gpu][plugins][property]") {
+  std::mt19937_64 rng(2026);
+  auto roll = [&rng](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  auto gpu_pod = [&](const std::string& name) {
+    switch (roll(4)) {
+      case 0:
+        return Frac(name, 100 * (1 + roll(9)), "cpu:1");
+      case 1:
+        return MakePod(name, StrCat("cpu:1,nvidia.com/gpu:1"), {{"tessel.io/gpu-sharing", "allowed"}});
+      default:
+        return MakePod(name, StrCat("cpu:1,nvidia.com/gpu:", 1 + roll(3)));
+    }
+  };
+  int rejected_by_room = 0, fits = 0;
+  for (int round = 0; round < 400; ++round) {
+    CAPTURE(round);
+    const int gpus = roll(2) == 0 ? 4 : 8;
+    const int replicas = roll(2) == 0 ? 1 : 2 + roll(3);
+    StringMap labels;
+    if (replicas > 1) {
+      labels = {{"nvidia.com/gpu.replicas", StrCat(replicas)}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}};
+    }
+    TestNode node("n", StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus * replicas), gpus, labels);
+    for (int i = 0, n = roll(3 * gpus); i < n; ++i) node.Add(gpu_pod(StrCat("on", i)));
+    Resources room = node.info.Free();
+    AddGpuRoom(node.info.gpus(), room);
+    for (int k = 0; k < 8; ++k) {
+      const Pod pod = gpu_pod(StrCat("pending", k));
+      Resources need;
+      AddGpuNeed(ReadGpuRequest(pod), need);
+      const bool fit = gpu_share::CheckFit(PodGpuOf(pod), node.info).ok();
+      fits += fit;
+      if (!need.FitsIn(room)) {
+        CAPTURE(room.DebugString(), need.DebugString(), replicas, gpus);
+        CHECK_FALSE(fit);
+        ++rejected_by_room;
+      }
+    }
+  }
+  // Both sides were seen often.
+  CAPTURE(fits);
+  CHECK(rejected_by_room > 200);
+  CHECK(fits > 200);
+}
+
 TEST_CASE("GpuShare: an opted-in pod prefers GPUs already shared", "[gpu][plugins]") {
   FakeHandle handle;
   auto plugin = gpu_share::GpuShare::New(YAML::Node(), handle);

@@ -7,6 +7,7 @@
 
 #include "builders.h"
 #include "plugins/priority_sort/priority_sort.h"
+#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/queue/scheduling_queue.h"
 
 namespace tessel {
@@ -238,6 +239,29 @@ TEST_CASE("queueing hints by room: a pod leaving helps only the parked pods its 
   // Another kind of event, or one whose room is unknown, moves them all.
   q.OnClusterEvent(kAssignedPodDelete);
   CHECK(q.UnschedulableKeys().empty());
+}
+
+TEST_CASE("queueing hints by room: what the rejecting plugins need, not the requests, is asked of the room",
+          "[queue]") {
+  // GpuShare's need is in GPU room units (scheduler/gpu/gpu_devices.h: AddGpuNeed), while the
+  // pod's request is nvidia.com/gpu, which NodeResourcesFit ignores in the default profile.
+  ManualClock clock;
+  SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Hours(24)});
+  q.Add(std::make_shared<const Pod>(PodBuilder("two").Requests("cpu:1,nvidia.com/gpu:2").Build()));
+  auto popped = q.Pop();
+  REQUIRE(popped.has_value());
+  Resources need;
+  need.Set(kRoomGpuUnits, 2000);
+  q.AddUnschedulable(popped->info, popped->cycle + 1'000'000, kNodeAdd | kAssignedPodDelete, kAssignedPodDelete, need);
+  Resources room;
+  room.milli_cpu = 8000;
+  room.Set(kNvidiaGpu, 8000);  // the count says 8 free: not what is asked
+  room.Set(kRoomGpuUnits, 1000);
+  q.OnClusterEvent(kAssignedPodDelete, &room);
+  CHECK(q.Stats().unschedulable == 1);
+  room.Set(kRoomGpuUnits, 2000);
+  q.OnClusterEvent(kAssignedPodDelete, &room);
+  CHECK(q.Stats().unschedulable == 0);
 }
 
 TEST_CASE("queueing hints by room hold for events during the attempt too", "[queue]") {
