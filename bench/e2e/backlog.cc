@@ -154,6 +154,26 @@ json ToJson(const Window& w) {
           {"scheduler_cpu_s", w.cpu_s}, {"scheduler_cpu_percent", 100 * w.cpu_s / w.seconds}};
 }
 
+void Report(const Options& o, const std::vector<Window>& windows, double still_parked, int64_t rss_kib) {
+  if (o.json_out) {
+    json out = {{"nodes", o.nodes}, {"gpus_per_node", kGpusPerNode}, {"pending", o.pending},
+                {"still_parked", still_parked}, {"scheduler_peak_rss_mib", rss_kib / 1024},
+                {"windows", json::array()}};
+    for (const Window& w : windows) out["windows"].push_back(ToJson(w));
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{} nodes x {} GPUs full of 1-GPU pods, {} pending 2-GPU pods; scheduler peak RSS {} MiB\n",
+                           o.nodes, kGpusPerNode, o.pending, rss_kib / 1024);
+  std::cout << fmt::format("{:<16}{:>10}{:>12}{:>12}{:>12}{:>14}{:>8}\n", "window", "seconds", "departures",
+                           "attempts", "attempts/s", "scheduler CPU", "CPU %");
+  for (const Window& w : windows) {
+    std::cout << fmt::format("{:<16}{:>10.1f}{:>12}{:>12.0f}{:>12.1f}{:>12.2f} s{:>7.1f}%\n", w.what, w.seconds,
+                             w.events, w.attempts, w.attempts / w.seconds, w.cpu_s, 100 * w.cpu_s / w.seconds);
+  }
+  std::cout << fmt::format("pods still parked at the end: {:.0f} of {}\n", still_parked, o.pending);
+}
+
 }  // namespace
 
 int BacklogMain(int argc, char** argv) {
@@ -236,25 +256,10 @@ int BacklogMain(int argc, char** argv) {
   const double still_parked = parked();
   const int64_t rss_kib = scheduler.PeakRssKib();
   scheduler.Stop();
+  Report(o, windows, still_parked, rss_kib);
+  std::cout.flush();
+  std::cerr << "tessel-bench backlog: deleting the pods\n";
   live::DeletePods(client, o.ns);
-
-  if (o.json_out) {
-    json out = {{"nodes", o.nodes}, {"gpus_per_node", kGpusPerNode}, {"pending", o.pending},
-                {"still_parked", still_parked}, {"scheduler_peak_rss_mib", rss_kib / 1024},
-                {"windows", json::array()}};
-    for (const Window& w : windows) out["windows"].push_back(ToJson(w));
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << fmt::format("{} nodes x {} GPUs full of 1-GPU pods, {} pending 2-GPU pods; scheduler peak RSS {} MiB\n",
-                           o.nodes, kGpusPerNode, o.pending, rss_kib / 1024);
-  std::cout << fmt::format("{:<16}{:>10}{:>12}{:>12}{:>12}{:>14}{:>8}\n", "window", "seconds", "departures",
-                           "attempts", "attempts/s", "scheduler CPU", "CPU %");
-  for (const Window& w : windows) {
-    std::cout << fmt::format("{:<16}{:>10.1f}{:>12}{:>12.0f}{:>12.1f}{:>12.2f} s{:>7.1f}%\n", w.what, w.seconds,
-                             w.events, w.attempts, w.attempts / w.seconds, w.cpu_s, 100 * w.cpu_s / w.seconds);
-  }
-  std::cout << fmt::format("pods still parked at the end: {:.0f} of {}\n", still_parked, o.pending);
   return 0;
 }
 

@@ -42,7 +42,7 @@ nlohmann::json PodObject(std::string_view ns, std::string_view name, int64_t gpu
                          std::string_view scheduler_name, std::string_view node = {});
 std::string PodsPath(std::string_view ns);
 // Deletes the bench's pods in `ns` (at once: no kubelet would finish a graceful delete) and
-// waits until they are gone.
+// waits until they are gone (up to 10 minutes).
 void DeletePods(kube::KubeClient& client, std::string_view ns);
 // Creates `ns`, deletes the bench's pods there and its nodes, and registers `nodes` Ready,
 // untainted nodes of gpus_per_node GPUs (nvidia.com/gpu), 64 CPUs and 256 GiB each.

@@ -2,6 +2,7 @@
 #include "scheduler/queue/scheduling_queue.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "scheduler/api/changes.h"
 
@@ -22,6 +23,18 @@ absl::Duration SchedulingQueue::BackoffDuration(int attempts) const {
   return std::min(d, options_.max_backoff);
 }
 
+bool SchedulingQueue::ParkedGroupLess::operator()(const ParkedGroup& a, const ParkedGroup& b) const {
+  auto fields = [](const ParkedGroup& g) {
+    return std::tie(g.events, g.hinted, g.need.milli_cpu, g.need.memory, g.need.ephemeral_storage, g.need.pods,
+                    g.need.scalar);
+  };
+  return fields(a) < fields(b);
+}
+
+SchedulingQueue::ParkedGroup SchedulingQueue::GroupOf(const Entry& e) {
+  return {.events = e.waiting_for, .hinted = e.hinted, .need = e.hinted != 0 ? e.need : Resources{}};
+}
+
 void SchedulingQueue::Detach(Entry& e) {
   switch (e.where) {
     case Entry::Where::kActive:
@@ -37,7 +50,7 @@ void SchedulingQueue::Detach(Entry& e) {
       break;
     case Entry::Where::kUnschedulable: {
       --unschedulable_count_;
-      auto group = parked_by_events_.find({e.waiting_for, e.hinted});
+      auto group = parked_by_events_.find(GroupOf(e));
       if (group != parked_by_events_.end()) {
         group->second.erase(&e);
         if (group->second.empty()) parked_by_events_.erase(group);
@@ -57,7 +70,7 @@ void SchedulingQueue::Park(Entry& e) {
   e.where = Entry::Where::kUnschedulable;
   e.parked_until = e.info.timestamp + options_.max_unschedulable_wait;
   ++unschedulable_count_;
-  parked_by_events_[{e.waiting_for, e.hinted}].insert(&e);
+  parked_by_events_[GroupOf(e)].insert(&e);
   parked_by_time_.emplace(e.parked_until, &e);
 }
 
@@ -315,18 +328,11 @@ void SchedulingQueue::OnClusterEvent(uint32_t event, const Resources* room) {
   // whose every matching event is hinted, only the pods the event's room holds.
   std::vector<Entry*> moving;
   for (const auto& [key, group] : parked_by_events_) {
-    const auto [mask, hinted] = key;
-    if ((mask & event) == 0) continue;
-    if (room == nullptr || (mask & event & ~hinted) != 0) {
+    if ((key.events & event) == 0) continue;
+    if (room == nullptr || (key.events & event & ~key.hinted) != 0 || RoomHolds(*room, key.need)) {
       moving.insert(moving.end(), group.begin(), group.end());
-      continue;
-    }
-    for (Entry* e : group) {
-      if (RoomHolds(*room, e->need)) {
-        moving.push_back(e);
-      } else {
-        ++hint_skips_;
-      }
+    } else {
+      hint_skips_ += static_cast<int64_t>(group.size());
     }
   }
   for (Entry* e : moving) {

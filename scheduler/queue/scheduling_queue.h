@@ -171,8 +171,18 @@ class SchedulingQueue {
   // Parked (unschedulable) pods, indexed so that neither a cluster event nor a pop scans the
   // whole queue: by the event mask their rejecting plugins registered (few distinct masks), and
   // by the time their longest wait ends.
-  // Keyed by (waiting_for, hinted).
-  std::map<std::pair<uint32_t, uint32_t>, std::set<Entry*>> parked_by_events_ ABSL_GUARDED_BY(mu_);
+  // Keyed by (waiting_for, hinted, need; the need only when hinted): an event asks each
+  // group's room test once, however many pods wait in it.
+  struct ParkedGroup {
+    uint32_t events = 0;
+    uint32_t hinted = 0;
+    Resources need;
+  };
+  struct ParkedGroupLess {
+    bool operator()(const ParkedGroup& a, const ParkedGroup& b) const;
+  };
+  static ParkedGroup GroupOf(const Entry& e);
+  std::map<ParkedGroup, std::set<Entry*>, ParkedGroupLess> parked_by_events_ ABSL_GUARDED_BY(mu_);
   int64_t hint_skips_ ABSL_GUARDED_BY(mu_) = 0;
   std::multimap<absl::Time, Entry*> parked_by_time_ ABSL_GUARDED_BY(mu_);
   int64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
