@@ -60,37 +60,18 @@ constexpr std::string_view kUsage =
 Options ParseFlags(int argc, char** argv) {
   Options o;
   if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
-  auto number = [](std::string_view flag, const char* v, int64_t min) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || n < min) Die(StrCat(flag, ": \"", v, "\" is not a whole number >= ", min));
-    return static_cast<int64_t>(n);
-  };
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    if (arg == "--json") {
-      o.json_out = true;
-      continue;
-    }
-    if (i + 1 >= argc) Die(StrCat(arg, " needs a value (or is unknown)\n", kUsage));
-    const char* v = argv[++i];
-    if (arg == "--nodes") o.nodes = number(arg, v, 1);
-    else if (arg == "--pending") o.pending = number(arg, v, 1);
-    else if (arg == "--seconds") o.seconds = number(arg, v, 1);
-    else if (arg == "--churn") {
-      char* end = nullptr;
-      o.churn = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(o.churn > 0)) Die(StrCat("--churn: \"", v, "\" is not a positive number"));
-    } else if (arg == "--kubeconfig") o.kubeconfig = v;
+  live::WalkFlags(argc, argv, kUsage, o.json_out, [&o](std::string_view arg, const char* v) {
+    if (arg == "--nodes") o.nodes = live::WholeNumber(arg, v, 1);
+    else if (arg == "--pending") o.pending = live::WholeNumber(arg, v, 1);
+    else if (arg == "--seconds") o.seconds = live::WholeNumber(arg, v, 1);
+    else if (arg == "--churn") o.churn = live::PositiveNumber(arg, v);
+    else if (arg == "--kubeconfig") o.kubeconfig = v;
     else if (arg == "--namespace") o.ns = v;
     else if (arg == "--tessel-scheduler") o.tessel_scheduler = v;
     else if (arg == "--log-dir") o.log_dir = v;
-    else Die(StrCat("unknown flag ", arg, "\n", kUsage));
-  }
+    else return false;
+    return true;
+  });
   if (o.nodes == 0 || o.pending == 0) Die(StrCat("--nodes and --pending are required\n", kUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
   if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";

@@ -337,39 +337,19 @@ constexpr std::string_view kUsage =
 Options ParseFlags(int argc, char** argv) {
   Options o;
   if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
-  auto number = [](std::string_view flag, const char* v, int64_t min) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || n < min) Die(StrCat(flag, ": \"", v, "\" is not a whole number >= ", min));
-    return static_cast<int64_t>(n);
-  };
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    if (arg == "--json") {
-      o.json_out = true;
-      continue;
-    }
-    if (i + 1 >= argc) Die(StrCat(arg, " needs a value (or is unknown)\n", kUsage));
-    const char* v = argv[++i];
-    if (arg == "--nodes") o.nodes = number(arg, v, 1);
-    else if (arg == "--pods") o.pods = number(arg, v, 1);
-    else if (arg == "--qps") {
-      char* end = nullptr;
-      o.qps = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(o.qps > 0)) Die(StrCat("--qps: \"", v, "\" is not a positive number"));
-    } else if (arg == "--burst") o.burst = number(arg, v, 1);
-    else if (arg == "--seed") o.seed = static_cast<uint64_t>(number(arg, v, 0));
+  live::WalkFlags(argc, argv, kUsage, o.json_out, [&o](std::string_view arg, const char* v) {
+    if (arg == "--nodes") o.nodes = live::WholeNumber(arg, v, 1);
+    else if (arg == "--pods") o.pods = live::WholeNumber(arg, v, 1);
+    else if (arg == "--qps") o.qps = live::PositiveNumber(arg, v);
+    else if (arg == "--burst") o.burst = live::WholeNumber(arg, v, 1);
+    else if (arg == "--seed") o.seed = static_cast<uint64_t>(live::WholeNumber(arg, v, 0));
     else if (arg == "--kubeconfig") o.kubeconfig = v;
     else if (arg == "--namespace") o.ns = v;
     else if (arg == "--tessel-scheduler") o.tessel_scheduler = v;
     else if (arg == "--kube-scheduler") o.kube_scheduler = v;
     else if (arg == "--log-dir") o.log_dir = v;
-    else if (arg == "--timeout") o.timeout_s = number(arg, v, 1);
-    else if (arg == "--idle") o.idle_s = number(arg, v, 1);
+    else if (arg == "--timeout") o.timeout_s = live::WholeNumber(arg, v, 1);
+    else if (arg == "--idle") o.idle_s = live::WholeNumber(arg, v, 1);
     else if (arg == "--compare") {
       for (std::string_view rest = v; !rest.empty();) {
         const size_t comma = rest.find(',');
@@ -381,9 +361,10 @@ Options ParseFlags(int argc, char** argv) {
         rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
       }
     } else {
-      Die(StrCat("unknown flag ", arg, "\n", kUsage));
+      return false;
     }
-  }
+    return true;
+  });
   if (o.nodes == 0 || o.pods == 0) Die(StrCat("--nodes and --pods are required\n", kUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
   if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";

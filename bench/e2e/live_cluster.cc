@@ -72,6 +72,37 @@ void Check(const absl::StatusOr<Response>& r, std::string_view what, bool allow_
   Die(StrCat(what, ": HTTP ", r->code, ": ", r->ErrorMessage()));
 }
 
+void WalkFlags(int argc, char** argv, std::string_view usage, bool& json_out,
+               const std::function<bool(std::string_view flag, const char* value)>& take) {
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage;
+      std::exit(0);
+    }
+    if (arg == "--json") {
+      json_out = true;
+      continue;
+    }
+    if (i + 1 >= argc) Die(StrCat(arg, " needs a value (or is unknown)\n", usage));
+    if (!take(arg, argv[++i])) Die(StrCat("unknown flag ", arg, "\n", usage));
+  }
+}
+
+int64_t WholeNumber(std::string_view flag, const char* value, int64_t min) {
+  char* end = nullptr;
+  const long long n = std::strtoll(value, &end, 10);
+  if (end == value || *end != '\0' || n < min) Die(StrCat(flag, ": \"", value, "\" is not a whole number >= ", min));
+  return static_cast<int64_t>(n);
+}
+
+double PositiveNumber(std::string_view flag, const char* value) {
+  char* end = nullptr;
+  const double x = std::strtod(value, &end);
+  if (end == value || *end != '\0' || !(x > 0)) Die(StrCat(flag, ": \"", value, "\" is not a positive number"));
+  return x;
+}
+
 // Runs fn(i) for i in [0, n) on kWriters threads.
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
   std::atomic<int64_t> next{0};
@@ -107,19 +138,25 @@ std::string PodsPath(std::string_view ns) { return StrCat("/api/v1/namespaces/",
 // Deletes the bench's pods (at once: no kubelet would finish a graceful delete) and waits
 // until they are gone.
 void DeletePods(KubeClient& client, std::string_view ns) {
-  // Tens of thousands of pods outlast the client's timeout; the apiserver goes on deleting them.
-  auto deleted = client.Do({.method = "DELETE",
-                            .path = StrCat(PodsPath(ns), "?labelSelector=", kLabel, "%3Dtrue"),
-                            .body = R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})"});
-  if (deleted.ok() || !absl::IsDeadlineExceeded(deleted.status())) Check(deleted, "delete the previous pods");
-  for (int i = 0; i < 3000; ++i) {
+  auto none_left = [&] {
     auto r = client.Do({.path = StrCat(PodsPath(ns), "?limit=1")});
     Check(r, "list pods");
     json list = json::parse(r->body, nullptr, false);
-    if (list.is_object() && list.contains("items") && list["items"].empty()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return list.is_object() && list.contains("items") && list["items"].empty();
+  };
+  // Tens of thousands of pods outlast the client's timeout, and the apiserver stops deleting
+  // with it: the collection delete is sent again until none is left.
+  for (int round = 0; round < 20; ++round) {
+    auto deleted = client.Do({.method = "DELETE",
+                              .path = StrCat(PodsPath(ns), "?labelSelector=", kLabel, "%3Dtrue"),
+                              .body = R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})"});
+    if (deleted.ok() || !absl::IsDeadlineExceeded(deleted.status())) Check(deleted, "delete the previous pods");
+    for (int i = 0; i < 150; ++i) {
+      if (none_left()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
-  Die("pods of an earlier run are still there after 10 minutes");
+  Die("pods of an earlier run are still there after 20 rounds of deletion");
 }
 
 void SetUpNodes(KubeClient& client, std::string_view ns, int64_t nodes, int64_t gpus_per_node) {

@@ -33,6 +33,13 @@ std::string NodeName(int64_t i);  // e2e-node-00042
 [[noreturn]] void Die(std::string_view message);
 // Dies unless the request succeeded (or, with allow_conflict, answered 409).
 void Check(const absl::StatusOr<kube::Response>& r, std::string_view what, bool allow_conflict = false);
+// The live benches' flags: `--flag value` pairs, the boolean --json and --help (prints `usage`,
+// exits 0). `take(flag, value)` returns false for a flag it does not know; a flag without a value
+// or unknown dies with the usage.
+void WalkFlags(int argc, char** argv, std::string_view usage, bool& json_out,
+               const std::function<bool(std::string_view flag, const char* value)>& take);
+int64_t WholeNumber(std::string_view flag, const char* value, int64_t min);  // dies unless >= min
+double PositiveNumber(std::string_view flag, const char* value);              // dies unless > 0
 // Runs fn(i) for i in [0, n) on kWriters threads.
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
@@ -42,7 +49,8 @@ nlohmann::json PodObject(std::string_view ns, std::string_view name, int64_t gpu
                          std::string_view scheduler_name, std::string_view node = {});
 std::string PodsPath(std::string_view ns);
 // Deletes the bench's pods in `ns` (at once: no kubelet would finish a graceful delete) and
-// waits until they are gone (up to 10 minutes).
+// waits until they are gone (the delete is sent again while pods are left: the apiserver stops a
+// collection delete when the client's request times out).
 void DeletePods(kube::KubeClient& client, std::string_view ns);
 // Creates `ns`, deletes the bench's pods there and its nodes, and registers `nodes` Ready,
 // untainted nodes of gpus_per_node GPUs (nvidia.com/gpu), 64 CPUs and 256 GiB each.
