@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "scheduler/util/least_recently_used.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -60,13 +61,7 @@ DecisionCache::~DecisionCache() = default;
 DecisionCache::Entry& DecisionCache::EntryFor(std::string_view key) {
   auto it = entries_.find(key);
   if (it != entries_.end()) return *it->second;
-  if (entries_.size() >= kMaxShapes) {
-    auto oldest = entries_.begin();
-    for (auto e = entries_.begin(); e != entries_.end(); ++e) {
-      if (e->second->last_used < oldest->second->last_used) oldest = e;
-    }
-    entries_.erase(oldest);
-  }
+  if (entries_.size() >= kMaxShapes) EraseLeastRecentlyUsed(entries_, [](const Entry& e) { return e.last_used; });
   auto& slot = entries_[std::string(key)];
   slot = std::make_unique<Entry>();
   slot->columns = columns_;
@@ -77,11 +72,7 @@ DecisionCache::Column& DecisionCache::ColumnFor(std::string_view key, int64_t ve
   auto it = column_memo_.find(key);
   if (it == column_memo_.end()) {
     if (column_memo_.size() >= 2 * kMaxShapes) {
-      auto oldest = column_memo_.begin();
-      for (auto c = column_memo_.begin(); c != column_memo_.end(); ++c) {
-        if (c->second->last_used < oldest->second->last_used) oldest = c;
-      }
-      column_memo_.erase(oldest);
+      EraseLeastRecentlyUsed(column_memo_, [](const Column& c) { return c.last_used; });
     }
     it = column_memo_.emplace(std::string(key), std::make_unique<Column>()).first;
   }

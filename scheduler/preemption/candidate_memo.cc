@@ -1,6 +1,8 @@
 // Preemption's dry-run answers between attempts (see candidate_memo.h).
 #include "scheduler/preemption/candidate_memo.h"
 
+#include "scheduler/util/least_recently_used.h"
+
 namespace tessel::preemption {
 
 const std::optional<Candidate>* CandidateMemo::Table::Find(const NodeInfo& node, uint64_t nominations) const {
@@ -23,13 +25,7 @@ void CandidateMemo::Table::Keep(const NodeInfo& node, uint64_t nominations,
 CandidateMemo::Table& CandidateMemo::For(std::string_view key, size_t nodes) {
   auto it = tables_.find(key);
   if (it == tables_.end()) {
-    if (tables_.size() >= kMaxTables) {
-      auto oldest = tables_.begin();
-      for (auto t = tables_.begin(); t != tables_.end(); ++t) {
-        if (t->second->last_used_ < oldest->second->last_used_) oldest = t;
-      }
-      tables_.erase(oldest);
-    }
+    if (tables_.size() >= kMaxTables) EraseLeastRecentlyUsed(tables_, [](const Table& t) { return t.last_used_; });
     it = tables_.emplace(std::string(key), std::make_unique<Table>()).first;
   }
   Table& table = *it->second;
