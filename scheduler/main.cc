@@ -282,7 +282,7 @@ class Observers final : public SchedulingObserver {
   void GangMemberEvicted(const Pod& pod) override {
     for (auto* o : list_) o->GangMemberEvicted(pod);
   }
-  void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override {
+  void AttemptFinished(const Pod& pod, AttemptResult result, absl::Duration latency) override {
     for (auto* o : list_) o->AttemptFinished(pod, result, latency);
   }
 

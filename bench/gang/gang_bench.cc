@@ -138,7 +138,7 @@ int GangBenchMain(int argc, char** argv) {
   for (const auto& [name, status] : sim.gangs()) {
     const size_t i = per_gang.size();
     per_gang.push_back(json{{"gang", name},
-                            {"phase", status.phase},
+                            {"phase", gang::PhaseName(status.phase)},
                             {"scheduled", status.scheduled},
                             {"message", status.message},
                             {"decision_ms", i < ms.size() ? ms[i] : 0.0}});

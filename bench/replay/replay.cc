@@ -141,7 +141,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
   // Each gang's outcome: its last reported status.
   json gangs = json::object();
   for (const auto& [name, g] : sim.gangs()) {
-    json entry{{"phase", g.phase}, {"reason", g.reason}, {"message", g.message},
+    json entry{{"phase", gang::PhaseName(g.phase)}, {"reason", gang::ReasonName(g.reason)}, {"message", g.message},
                {"scheduled", g.scheduled}, {"members", g.members}, {"min_member", g.min_member}};
     if (!g.domain.empty()) entry["domain"] = g.domain;
     gangs[name] = std::move(entry);

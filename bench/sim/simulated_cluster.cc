@@ -3,6 +3,7 @@
 #include "bench/sim/simulated_cluster.h"
 
 #include "scheduler/api/device_list.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -22,20 +23,13 @@ std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects
   for (const PersistentVolumeClaim& pvc : objects.claims) scheduler_->OnClusterObject(pvc);
   for (const CSINode& csi_node : objects.csi_nodes) scheduler_->OnClusterObject(csi_node);
   for (const nlohmann::json& other : objects.others) {
-    if (other.value("kind", "") == "Queue" &&
-        other.value("apiVersion", "").starts_with("tessel.io/")) {
-      // A bad Queue is named and ignored; the others stay in force.
-      if (absl::Status st = scheduler_->OnQueueObject(other); !st.ok()) {
-        warnings.push_back(std::string(st.message()));
-      }
-      continue;
-    }
     // A snapshot with Jobs holds every Job: a pod whose Job is missing waits for it, as live.
     if (other.is_object() && other.value("kind", "") == "Job") scheduler_->OnJobsWatched();
-    absl::StatusOr<bool> gang = scheduler_->OnGangObject(other);
-    if (!gang.ok()) {
-      warnings.push_back(std::string(gang.status().message()));
-    } else if (!*gang) {
+    // A bad object is named and left out; the others stay in force.
+    absl::StatusOr<bool> read = DeliverObject(*scheduler_, other);
+    if (!read.ok()) {
+      warnings.push_back(std::string(read.status().message()));
+    } else if (!*read) {
       warnings.push_back(StrCat(DescribeObject(other), ": kind not used by replay; skipped"));
     }
   }

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "bench/sim/sim_world.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
 
@@ -185,14 +186,14 @@ class Simulation {
             s_.OnNodeDelete(c.name);
             Recount();
             break;
-          case ClusterChange::Kind::kQueue: (void)s_.OnQueueObject(c.object); break;
+          case ClusterChange::Kind::kQueue: (void)DeliverObject(s_, c.object).status(); break;
           case ClusterChange::Kind::kPriorityClass: s_.OnPriorityClass(c.priority); break;
         }
         return;
       }
       case Event::Kind::kArrival: {
         const TraceJob& j = in_.jobs[e.index];
-        if (j.gang_object) (void)s_.OnGangObject(*j.gang_object);
+        if (j.gang_object) (void)DeliverObject(s_, *j.gang_object);
         Submit(e.index);
         return;
       }

@@ -51,22 +51,6 @@ bool EvictedBefore(const Pod* a, const Pod* b) {
 
 }  // namespace
 
-bool IsQuotaOnlyFailure(const std::vector<std::string>& rejecting_plugins) {
-  if (rejecting_plugins.empty()) return false;
-  for (const std::string& p : rejecting_plugins) {
-    if (p != QueueQuota::kName) return false;
-  }
-  return true;
-}
-
-bool IsQuotaOnlyFailure(const NodeStatusMap& rejected) {
-  if (rejected.empty()) return false;
-  for (const auto& [node, status] : rejected) {
-    if (status.plugin() != QueueQuota::kName) return false;
-  }
-  return true;
-}
-
 absl::StatusOr<std::unique_ptr<QueueQuota>> QueueQuota::New(const YAML::Node& args,
                                                            Handle& handle) {
   ArgsReader reader(args);

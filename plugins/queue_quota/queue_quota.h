@@ -13,7 +13,9 @@
 // nvidia.com/gpu 21 of nominal 20; ...") when the request does not fit the queue's nominal
 // quota plus what its cohort can lend; it depends on the node only through the GPU count a
 // shared GPU's replica stands for. Reserve checks again against what was reserved meanwhile
-// and records the pod; Unreserve forgets it.
+// and records the pod; Unreserve forgets it. It is a QuotaPlugin: a pod that it alone rejected
+// waits for its team's quota, not for capacity, and is reported with reason QuotaExceeded,
+// which cluster autoscalers do not act on.
 //
 // Preemption (owned by the preemption plugin) reaches quota through PreFilterExtensions
 // (RemovePod/AddPod adjust the cycle's usage) and MayEvict (reclaim within a cohort and
@@ -33,13 +35,8 @@
 
 namespace tessel::queue_quota {
 
-// Whether an attempt failed on quota alone: QueueQuota rejected every node (or the pod before
-// any node). The pod waits for its team's quota, not for capacity: it is reported with reason
-// QuotaExceeded, which cluster autoscalers do not act on.
-bool IsQuotaOnlyFailure(const NodeStatusMap& rejected);
-bool IsQuotaOnlyFailure(const std::vector<std::string>& rejecting_plugins);
-
-class QueueQuota final : public PreFilterPlugin,
+class QueueQuota final : public QuotaPlugin,
+                         public PreFilterPlugin,
                          public FilterPlugin,
                          public ReservePlugin,
                          public VictimPolicyPlugin,

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "scheduler/core/nominator.h"
+#include "scheduler/framework/nominator.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/state/cache.h"
 

@@ -215,9 +215,9 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
   }
   // Some node would take it but for the quota (or the quota refused it before any node): the
   // quota is what holds it.
-  const Status* quota = !pre.ok() && !pre.IsSkip() && pre.plugin() == kQueueQuotaPlugin ? &pre : nullptr;
+  const Status* quota = !pre.ok() && !pre.IsSkip() && fw->IsQuotaPlugin(pre.plugin()) ? &pre : nullptr;
   for (const auto& [node, status] : rejected) {
-    if (quota == nullptr && status.plugin() == kQueueQuotaPlugin) quota = &status;
+    if (quota == nullptr && fw->IsQuotaPlugin(status.plugin())) quota = &status;
   }
   if (queue != nullptr && quota != nullptr) {
     ExplainQuota(s, *pod, *queue, *quota, e);

@@ -1,12 +1,23 @@
 // The scheduling loop shared by the live scheduler and the bench. It owns the queue, the
 // profiles and the cycle; the cache is fed from outside (informers or a trace loader), and the
-// outside world is reached only through ClusterApi and SchedulingObserver.
+// outside world is reached only through ClusterApi and SchedulingObserver. Laid out as
+// kube-scheduler's:
+//   scheduler.cc       construction, the loop, the framework Handle
+//   event_handlers.cc  pods, nodes and cluster objects arriving (the informers' side)
+//   schedule_one.cc    one pod's scheduling cycle: SchedulingCycle returns a CycleResult (a node,
+//                      or a Status and a Diagnosis) and RecordFailure is the one failure sink
+//   binding_cycle.cc   the binding cycle, and pods waiting in Permit (framework/waiting_pods.h)
+//   gang_cycle.cc      a gang's cycle (one plan for the whole gang), gang_binding.cc its binds
+// The state it reads lives below it: PriorityClasses and PDBs in state/priority_classes.h,
+// nominations in framework/nominator.h, gang bookkeeping in gang/gang_tracker.h; a popped pod
+// is an InFlightPod (queue/in_flight_pod.h) that tells the queue when the core is done with it.
 //
 // One cycle (ScheduleOne): pop a pod -> refresh the snapshot -> PreFilter -> Filter over all
 // nodes -> (none: PostFilter, report Unschedulable, park the pod) -> PreScore/Score -> pick the
-// best node (ties: first by name) -> PreAssume (e.g. pick GPU devices) -> assume in the cache -> Reserve -> Permit -> binding cycle
-// (PreBind, Bind). A failure after assuming forgets the pod, unreserves and requeues it with
-// backoff. The binding cycle runs inline, or on a BindExecutor (the live binder pool).
+// best node (ties: first by name) -> PreAssume (e.g. pick GPU devices) -> assume in the cache ->
+// Reserve -> Permit -> binding cycle (PreBind, Bind). A failure after assuming forgets the pod,
+// unreserves and requeues it with backoff. The binding cycle runs inline, or on a BindExecutor
+// (the live binder pool).
 //
 //   ASSIGN_OR_RETURN(auto s, Scheduler::New({.registry = &r, .config = &cfg, .cache = &cache,
 //                                            .clock = &clock, .api = &api}));
@@ -31,13 +42,17 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/framework/framework.h"
+#include "scheduler/framework/nominator.h"
+#include "scheduler/framework/waiting_pods.h"
 #include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_status.h"
-#include "scheduler/core/nominator.h"
+#include "scheduler/gang/gang_tracker.h"
 #include "scheduler/gang/planner.h"
+#include "scheduler/queue/in_flight_pod.h"
 #include "scheduler/queue/scheduling_queue.h"
 #include "scheduler/quota/queue_store.h"
 #include "scheduler/state/cache.h"
+#include "scheduler/state/priority_classes.h"
 
 namespace tessel {
 
@@ -46,20 +61,27 @@ enum class FailureKind {
   kUnschedulable,  // no node fits, or a plugin rejected the pod (incl. Permit)
   kError,          // a plugin or the cache failed; retried with backoff
   kBindFailed,     // the binding cycle failed (PreBind, Bind, the node vanished); retried
-  // Every node rejected the pod only for its queue's quota (plugin "QueueQuota"): the cluster
-  // has room, so it is not reported as Unschedulable (which cluster autoscalers act on).
+  // Every node rejected the pod only for its queue's quota (QuotaPlugin): the cluster has room,
+  // so it is not reported as Unschedulable (which cluster autoscalers act on).
   kQuotaExceeded,
 };
 
-// The quota plugin's name (plugins/queue_quota): a pod that only it rejected is reported as
-// FailureKind::kQuotaExceeded.
-inline constexpr std::string_view kQueueQuotaPlugin = "QueueQuota";
-// Whether only the queue's quota said no (the contract with plugins/queue_quota).
-inline bool QuotaOnly(const std::vector<std::string>& rejecting_plugins) {
-  return !rejecting_plugins.empty() &&
-         std::all_of(rejecting_plugins.begin(), rejecting_plugins.end(),
-                     [](const std::string& p) { return p == kQueueQuotaPlugin; });
-}
+// How a scheduling attempt ended, for the attempt-duration histogram.
+enum class AttemptResult { kScheduled, kUnschedulable, kError };
+// "scheduled", "unschedulable", "error": the metric's result label.
+std::string_view AttemptResultName(AttemptResult result);
+
+// Why a pod got no node: what is reported, and which cluster events may help it.
+struct Diagnosis {
+  std::string message;
+  // The plugins that rejected it: their registered events (and hints by room) decide when the
+  // pod is tried again.
+  std::vector<std::string> rejecting_plugins;
+  // Any event may help, whatever rejected it (the victims of its preemption are leaving).
+  bool wake_on_any_event = false;
+  // How a rejection (not an error) is reported.
+  FailureKind kind = FailureKind::kUnschedulable;
+};
 
 // Receives the outcome of every attempt: the bench records them, the live scheduler turns them
 // into Events, pod conditions and metrics.
@@ -85,10 +107,8 @@ class SchedulingObserver {
   virtual void PodRejected(const Pod& /*pod*/, const std::vector<std::string>& /*plugins*/) {}
   // A bound member of a gang that was rolled back was evicted (evictions by reason "gang").
   virtual void GangMemberEvicted(const Pod& /*pod*/) {}
-  // The attempt took this long (for the attempt-duration histogram); result is
-  // "scheduled", "unschedulable" or "error".
-  virtual void AttemptFinished(const Pod& /*pod*/, std::string_view /*result*/,
-                               absl::Duration /*latency*/) {}
+  // The attempt took this long (for the attempt-duration histogram).
+  virtual void AttemptFinished(const Pod& /*pod*/, AttemptResult /*result*/, absl::Duration /*latency*/) {}
 };
 
 // Runs binding cycles off the scheduling thread (live); the bench runs them inline.
@@ -179,21 +199,41 @@ class Scheduler final : public Handle {
     objects_.Put(std::move(object));
     queue_->OnClusterEvent(events);
   }
-  // `kind` is PersistentVolumeClaim (key namespace/name), PersistentVolume, StorageClass,
-  // CSINode or Namespace.
-  void OnClusterObjectDelete(std::string_view kind, std::string_view key);
-  // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added, changed or deleted.
-  // True when it was one of those kinds; an object that does not decode is an error naming it
-  // and the field.
-  absl::StatusOr<bool> OnGangObject(const nlohmann::json& object);
-  void OnGangObjectDelete(const nlohmann::json& object);
+  // The object of type T (PersistentVolumeClaim by namespace/name, PersistentVolume,
+  // StorageClass, CSINode or Namespace by name) was deleted.
+  template <typename T>
+  void OnClusterObjectDelete(std::string_view key) {
+    if constexpr (std::is_same_v<T, Namespace>) {
+      const bool queues_changed = queue_store_.DeleteNamespace(key);
+      objects_.DeleteNamespace(key);
+      queue_->OnClusterEvent(kNamespaceChange | (queues_changed ? kCustomObjectChange : 0u));
+      return;
+    } else if constexpr (std::is_same_v<T, PersistentVolumeClaim>) {
+      objects_.DeleteClaim(key);
+    } else if constexpr (std::is_same_v<T, PersistentVolume>) {
+      objects_.DeleteVolume(key);
+    } else if constexpr (std::is_same_v<T, StorageClass>) {
+      objects_.DeleteClass(key);
+    } else {
+      static_assert(std::is_same_v<T, CSINode>, "a kind the cluster-object store does not hold");
+      objects_.DeleteCSINode(key);
+    }
+    queue_->OnClusterEvent(kStorageChange);
+  }
+  // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added or changed (decoded at
+  // the edge: scheduler/kinds/object_kinds.h).
+  void OnGangObject(gang::GangObject object);
+  // The gang object of that kind and namespace/name (or name) was deleted.
+  void OnGangObjectDelete(gang::GangKind kind, std::string_view key);
   // The informers deliver every Job (see GangBook::SetJobsWatched).
   void OnJobsWatched() { gangs_.SetJobsWatched(true); }
-  // A Queue (tessel.io/v1alpha1) was added or changed / deleted. A Queue that does not decode
-  // is an error naming it and the field; that queue is ignored, the others stay. A namespace two
-  // queues list is an error naming both; the older keeps it, and a Warning Event
-  // (NamespaceConflict) is recorded on the newer one when the conflict appears.
-  absl::Status OnQueueObject(const nlohmann::json& object);
+  // A Queue (tessel.io/v1alpha1) was added or changed. A namespace two queues list is an error
+  // naming both; the older keeps it, and a Warning Event (NamespaceConflict) is recorded on the
+  // newer one when the conflict appears.
+  absl::Status OnQueue(Queue queue);
+  // The Queue `name` does not decode (`problem` names it and the field): that queue is ignored,
+  // the others stay. Returns the error as reported.
+  absl::Status OnQueueUndecodable(const std::string& name, const absl::Status& problem);
   void OnQueueDelete(const std::string& name);
   const QueueStore& queue_store() const { return queue_store_; }
 
@@ -202,6 +242,8 @@ class Scheduler final : public Handle {
   // timeouts), then one cycle for the next ready pod; until `stop` is set, `max_cycles` ran, or
   // (see RunOptions::on_idle) nothing is ready. Returns the number of cycles run.
   int64_t Run(const std::atomic<bool>& stop, const RunOptions& options = {});
+  // Ends Run: the queue closes and waits no more.
+  void Stop() { queue_->Close(); }
   // When something next becomes due without any outside event: a backoff ends or a permit
   // wait times out. The bench moves its virtual clock there when idle.
   std::optional<absl::Time> NextWakeup() const;
@@ -255,92 +297,89 @@ class Scheduler final : public Handle {
 
  private:
   explicit Scheduler(SchedulerParams params);
+  class TrackerQueue;  // the queue as the gang tracker uses it
 
-  struct WaitingPod {
-    const Framework* fw;
-    std::shared_ptr<CycleState> state;
-    QueuedPodInfo info;
-    std::string node;
-    absl::Time deadline;
+  // What a scheduling cycle decided (schedule_one.cc): a node, or why not.
+  struct CycleResult {
+    std::string node;  // set when status is ok
+    Status status;     // not ok: the failure, reported and requeued by RecordFailure
+    Diagnosis diagnosis;
   };
 
-  // Fills in priority (and preemptionPolicy) from the PriorityClass, as admission would.
-  void ResolvePriority(Pod& pod) const;
-  // The class that gives a pod without spec.priority its priority: its priorityClassName's,
-  // else the globalDefault one (the highest, if several); null for none.
-  const PriorityClass* ClassFor(const Pod& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies a PostFilter's nomination to the pod the cycle requeues (and the nominator).
-  void ApplyNomination(const PostFilterResult& pf, QueuedPodInfo& info);
-  // A preemption for `preemptor` chose `node`: pods of lower priority nominated there lose
-  // their nomination (kube-scheduler's prepareCandidate does the same).
-  void ClearLowerNominations(const Pod& preemptor, const std::string& node);
-  // A pending gang member's copy (in its gang's state) replaced by a newer one of the same pod,
-  // e.g. with a changed nomination; nothing for a pod that is no pending gang member.
-  void ReplacePendingMember(const PodRef& pod) ABSL_LOCKS_EXCLUDED(gang_mu_);
-  bool Ours(const Pod& pod) const;
-  // A pod released `node` (deleted, finished): the queue's kAssignedPodDelete with the node's room.
-  void NotifyPodLeft(const std::string& node);
-  void ExpireWaitingPods();
+  // --- Event handlers (event_handlers.cc). ---
   void OnPodObserved(Pod pod);
   // Ends a pod's life in the scheduler: out of the queue, Permit and the cache; in flight, it is
   // marked ended so that nothing requeues it.
   void EndPod(const std::string& key, const std::string& uid);
+  // A pending pod of ours leaves the queue, its nomination, its gates and its gang.
+  void ForgetPending(const std::string& key, std::string_view uid);
   // Forgets that a pod waits on its gates; true if it did.
   bool EndGated(const std::string& key);
-  void RunCycle(SchedulingQueue::Popped popped);
-  // `unschedulable_kind`: how a rejection (not an error) is reported.
-  void HandleFailure(const Framework& fw, QueuedPodInfo info, int64_t cycle, const Status& status,
-                     const std::string& message, const std::vector<std::string>& rejecting_plugins,
-                     FailureKind unschedulable_kind = FailureKind::kUnschedulable);
-  void StartBinding(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
-                    std::string node);
-  void Bind(const Framework& fw, std::shared_ptr<CycleState> state, QueuedPodInfo info,
-            std::string node);
+  bool Ours(const Pod& pod) const;
+  // A pod released `node` (deleted, finished): the queue's kAssignedPodDelete with the node's room.
+  void NotifyPodLeft(const std::string& node);
   // Records an Event on each Queue that newly lost a namespace to an older queue.
   void ReportQueueConflicts();
+
+  // --- The scheduling cycle of one pod (schedule_one.cc). ---
+  void RunCycle(InFlightPod pod);
+  CycleResult SchedulingCycle(const Framework& fw, CycleState& state, InFlightPod& pod);
+  // Filter: the nominated node first, then the decision cache, then every node.
+  // `cached`: the decision cache's answer (kFallback when it left it to the full evaluation).
+  FilterOutcome FindNodes(const Framework& fw, CycleState& state, const Pod& pod,
+                          DecisionCache::Choice& cached);
+  // No node fits: PostFilter (preemption) may nominate a node while victims leave.
+  void PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod, const NodeStatusMap& rejected,
+                  CycleResult& result);
+  // PreScore and Score over the feasible nodes: the best (ties: the first by name).
+  absl::StatusOr<std::string> SelectNode(const Framework& fw, CycleState& state, const Pod& pod,
+                                         const std::vector<const NodeInfo*>& feasible);
+  // PreAssume, Assume, Reserve and Permit on the chosen node; Wait parks the pod in waiting_.
+  Status AssumeAndPermit(const Framework& fw, std::shared_ptr<CycleState> state, InFlightPod& pod,
+                         const std::string& node);
+  // The one failure sink: the nomination, the report and the requeue of a failed attempt.
+  void RecordFailure(const Framework& fw, InFlightPod pod, const CycleResult& result);
+  // Nominates the pod the cycle requeues to `node` ("" drops its nomination), in the nominator too.
+  void ApplyNomination(const std::string& node, InFlightPod& pod);
+  // A preemption for `preemptor` chose `node`: pods of lower priority nominated there lose
+  // their nomination (kube-scheduler's prepareCandidate does the same).
+  void ClearLowerNominations(const Pod& preemptor, const std::string& node);
+  void ReportAttempt(const Pod& pod, AttemptResult result, absl::Time start);
+
+  // --- The binding cycle and Permit waits (binding_cycle.cc). ---
+  void StartBinding(const Framework& fw, std::shared_ptr<CycleState> state, InFlightPod pod,
+                    std::string node);
+  void Bind(const Framework& fw, CycleState& state, InFlightPod pod, const std::string& node);
+  void ExpireWaitingPods();
   // Unreserve and forget the pod's assumption; `notify` raises the event that its resources
   // are free (not for an assumption made and dropped within one cycle).
-  void UndoAssume(const Framework& fw, CycleState& state, const QueuedPodInfo& info,
-                  const std::string& node, bool notify = true);
+  void UndoAssume(const Framework& fw, CycleState& state, const Pod& pod, const std::string& node,
+                  bool notify = true);
 
-  // --- Gangs (gang_cycle.cc). A pending gang is one queue entry: its "head" member stands for
-  // it; the other pending members wait here. One cycle plans the whole gang. ---
-  struct GangState {
-    gang::GangId id;
-    StringKeyedMap<PodRef> pending;  // members without a node, not assumed
-    StringSet placed;                // members bound, assumed or being bound
-    StringSet evicting;              // bound members evicted by a rollback (not counted)
-    std::string head;                // the member in the queue or in a cycle; "" when none
-    std::optional<absl::Time> waiting_since;  // first failed attempt of the current wait
-    std::optional<absl::Duration> timeout;    // scheduleTimeoutSeconds
-    bool timed_out = false;                   // reported Failed for the current wait
-    int32_t min_member = 0;
-    std::string last_message;                 // why the last attempt fell short
-    // Members by pod phase, from the informer: running among `placed`; the finished ones are
-    // kept while the gang has members left.
-    StringSet running, succeeded, failed;
-    // The core's last report, re-sent with new counts when a member's phase changes.
-    std::optional<gang::GangStatusUpdate> last_report;
-  };
+  // --- Gangs (gang_cycle.cc, gang_binding.cc). A pending gang is one queue entry: its head
+  // stands for it (scheduler/gang/gang_tracker.h). One cycle plans the whole gang. ---
+  struct GangAttempt;
   struct GangBinding;
-  // Takes a pending pod of ours if it belongs to a gang (true), else leaves it (false).
-  bool AdmitGangMember(const PodRef& pod);
-  void NoteGangMemberPlaced(const Pod& pod);
-  void ForgetGangMember(const std::string& key);
-  bool IsGangHead(const Pod& pod) const;
-  void RunGangCycle(QueuedPodInfo info, int64_t cycle);
+  void RunGangCycle(InFlightPod head);
+  // Holds a feasible plan (HoldGang). False when that failed with an error (reported, the head
+  // requeued with backoff); a plugin's refusal makes the plan fall short instead.
+  bool HoldPlan(GangAttempt& attempt, gang::GangPlan& plan);
+  // The plan fell short: preempts for the gang if it may, reports, and parks the head.
+  void GangShortfall(GangAttempt& attempt, gang::GangPlan& plan);
+  // The plan is held: its members count as placed, the gang is reported Scheduled and binds.
+  void PlaceGang(GangAttempt& attempt, gang::GangPlan plan);
   // Assumes, reserves and permits the members of a complete plan in order, all or none (what
   // it held is released; the status of the member that failed). Members beyond the first
   // `required` that a plugin rejects are dropped from the plan instead: they wait.
   Status HoldGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements,
                   size_t required);
   void ReleaseGang(const Framework& fw, std::vector<gang::MemberPlacement>& placements, size_t count);
+  void StartGangBinding(const Framework& fw, const gang::GangId& id,
+                        std::vector<gang::MemberPlacement> placements, QueuedPodInfo head_info);
   void BindGangMember(const std::shared_ptr<GangBinding>& binding, size_t i);
   void FinishGangBinding(const std::shared_ptr<GangBinding>& binding);
-  // Puts the earliest pending member in the queue as the gang's head, if there is none.
-  void RequeueGangHead(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(gang_mu_);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  void ReportGang(std::optional<gang::GangReport> report);
   // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
   // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
   // `members`), within one domain of `topology_key` if set. Not while a member's earlier
@@ -348,8 +387,6 @@ class Scheduler final : public Handle {
   // evicted nothing.
   std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
                              const std::string& topology_key);
-  // Records a member's pod phase; true if the gang's counts changed.
-  static bool NoteMemberPhase(GangState& g, const std::string& key, PodPhase phase);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
   // A rolled-back gang's bound member is evicted; a refused or failed eviction is tried again
@@ -371,28 +408,19 @@ class Scheduler final : public Handle {
 
   QueueStore queue_store_;
   mutable ClusterObjectStore objects_;  // thread-safe; mutable: plugins assume writes through it
+  PriorityClassStore priority_classes_;
+  DisruptionBudgetStore budgets_;
+  Nominator nominator_;
+  WaitingPods<InFlightPod> waiting_;
   gang::GangStatusSink* gang_status_;
   int gang_bind_attempts_;
   gang::GangBook gangs_;
-  mutable absl::Mutex gang_mu_;
-  std::map<std::string, GangState> gang_states_ ABSL_GUARDED_BY(gang_mu_);  // by GangId::Key()
-  StringKeyedMap<std::string> gang_of_ ABSL_GUARDED_BY(gang_mu_);          // pod key -> gang key
-  struct PendingEviction {
-    PodRef pod;
-    std::string message;
-    absl::Time due;
-    absl::Duration backoff;
-  };
-  // Rollback evictions to try again, by pod key (dropped when the pod is gone).
-  StringKeyedMap<PendingEviction> rollback_evictions_ ABSL_GUARDED_BY(gang_mu_);
+  std::unique_ptr<TrackerQueue> tracker_queue_;
+  std::unique_ptr<gang::GangTracker> tracker_;
 
   mutable absl::Mutex mu_;
-  StringKeyedMap<PriorityClass> priority_classes_ ABSL_GUARDED_BY(mu_);
-  StringKeyedMap<WaitingPod> waiting_ ABSL_GUARDED_BY(mu_);
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
-  StringKeyedMap<PodDisruptionBudget> pdbs_ ABSL_GUARDED_BY(mu_);  // by namespace/name
   std::vector<std::function<void()>> loop_tasks_ ABSL_GUARDED_BY(mu_);
-  Nominator nominator_;
 };
 
 }  // namespace tessel

@@ -486,6 +486,15 @@ Status Framework::RunBind(CycleState& state, const Pod& pod, const std::string& 
   return Status::Error("no bind plugin handled the pod");
 }
 
+bool Framework::IsQuotaPlugin(std::string_view name) const {
+  return dynamic_cast<const QuotaPlugin*>(FindPlugin(name)) != nullptr;
+}
+
+bool Framework::RejectedOnlyByQuota(const std::vector<std::string>& plugin_names) const {
+  return !plugin_names.empty() && std::all_of(plugin_names.begin(), plugin_names.end(),
+                                              [this](const std::string& p) { return IsQuotaPlugin(p); });
+}
+
 uint32_t Framework::EventsFor(const std::vector<std::string>& plugin_names) const {
   uint32_t events = 0;
   for (const std::string& name : plugin_names) {

@@ -127,6 +127,10 @@ class Framework {
   Status RunPreBind(CycleState& state, const Pod& pod, const std::string& node) const;
   Status RunBind(CycleState& state, const Pod& pod, const std::string& node) const;
 
+  // Whether the named plugin is a QuotaPlugin of this profile.
+  bool IsQuotaPlugin(std::string_view name) const;
+  // Whether the named plugins are some and all QuotaPlugins: only quota said no.
+  bool RejectedOnlyByQuota(const std::vector<std::string>& plugin_names) const;
   // Union of EventsToRegister of the named PreFilter/Filter plugins (kAllEvents if unknown).
   uint32_t EventsFor(const std::vector<std::string>& plugin_names) const;
   // Of those, the events every named plugin that registered hints by the node's room

@@ -257,6 +257,11 @@ class PostFilterPlugin : public virtual Plugin {
                                       const NodeStatusMap& filtered) = 0;
 };
 
+// A plugin whose rejections mean that a team's quota is short, not the cluster: a pod that only
+// such plugins rejected is reported as over quota (not Unschedulable, which cluster autoscalers
+// act on), and explanations point at the quota. A marker: it adds no extension point.
+class QuotaPlugin : public virtual Plugin {};
+
 // Who may be evicted for whom, beyond "lower priority". Asked by preemption for every
 // potential victim; the first plugin that does not defer decides.
 enum class VictimVerdict { kDefer, kAllow, kDeny };

@@ -1,6 +1,8 @@
 // Decoding the gang APIs and reading a pod's declared gang (see gang_api.h).
 #include "scheduler/gang/gang_api.h"
 
+#include "nlohmann/json.hpp"
+
 #include <charconv>
 #include <limits>
 

@@ -22,11 +22,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
+#include "nlohmann/json_fwd.hpp"
 #include "scheduler/api/objects.h"
 
 namespace tessel::gang {
@@ -105,6 +106,10 @@ struct JobInfo {
   ObjectMeta meta;
   std::optional<int32_t> min_available;  // tessel.io/min-available
 };
+
+// Any object that declares gangs, decoded (the kind table at the edge picks the decoder by
+// apiVersion and kind: scheduler/kinds/object_kinds.h).
+using GangObject = std::variant<PodGroup, Workload, SchedulingPodGroup, JobInfo>;
 
 absl::StatusOr<PodGroup> DecodePodGroup(const nlohmann::json& object);
 absl::StatusOr<Workload> DecodeWorkload(const nlohmann::json& object);

@@ -6,31 +6,7 @@
 
 namespace tessel::gang {
 
-using nlohmann::json;
-
 namespace {
-
-enum class ObjectKind { kOther, kPodGroup, kWorkload, kSchedulingPodGroup, kJob };
-
-// A string field read without throwing: "" when absent or not a string.
-std::string StringField(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-ObjectKind KindOf(const json& object) {
-  if (!object.is_object()) return ObjectKind::kOther;
-  const std::string api = StringField(object, "apiVersion");
-  const std::string kind = StringField(object, "kind");
-  if (kind == "PodGroup" && api == kPodGroupApiVersion) return ObjectKind::kPodGroup;
-  if (kind == "PodGroup" && api == kSchedulingPodGroupApiVersion) {
-    return ObjectKind::kSchedulingPodGroup;
-  }
-  if (kind == "Workload" && api == kWorkloadApiVersion) return ObjectKind::kWorkload;
-  if (kind == "Job" && api.rfind("batch/", 0) == 0) return ObjectKind::kJob;
-  return ObjectKind::kOther;
-}
 
 std::string TopologyKey(const ObjectMeta& meta) {
   auto it = meta.annotations.find(kTopologyKeyAnnotation);
@@ -39,80 +15,32 @@ std::string TopologyKey(const ObjectMeta& meta) {
 
 }  // namespace
 
-absl::StatusOr<bool> GangBook::Apply(const json& object) {
-  switch (KindOf(object)) {
-    case ObjectKind::kOther:
-      return false;
-    case ObjectKind::kPodGroup: {
-      auto pg = DecodePodGroup(object);
-      if (!pg.ok()) return pg.status();
-      Put(*std::move(pg));
-      return true;
-    }
-    case ObjectKind::kWorkload: {
-      auto w = DecodeWorkload(object);
-      if (!w.ok()) return w.status();
-      Put(*std::move(w));
-      return true;
-    }
-    case ObjectKind::kSchedulingPodGroup: {
-      auto pg = DecodeSchedulingPodGroup(object);
-      if (!pg.ok()) return pg.status();
-      Put(*std::move(pg));
-      return true;
-    }
-    case ObjectKind::kJob: {
-      auto job = DecodeJob(object);
-      if (!job.ok()) return job.status();
-      Put(*std::move(job));
-      return true;
-    }
-  }
-  return false;
+void GangBook::Put(GangObject object) {
+  std::visit([this](auto&& o) { Put(std::move(o)); }, std::move(object));
 }
 
-bool GangBook::Remove(const json& object) {
-  const ObjectKind kind = KindOf(object);
-  if (kind == ObjectKind::kOther) return false;
-  auto meta = object.find("metadata");
-  static const json kNone = json::object();
-  const json& m = meta != object.end() ? *meta : kNone;
-  std::string ns = StringField(m, "namespace");
-  Key key{ns.empty() ? "default" : ns, StringField(m, "name")};
+void GangBook::Remove(GangKind kind, const std::string& namespace_, const std::string& name) {
+  Key key{namespace_.empty() ? "default" : namespace_, name};
   absl::MutexLock lock(&mu_);
   switch (kind) {
-    case ObjectKind::kPodGroup:
+    case GangKind::kPodGroup:
       pod_groups_.erase(key);
       break;
-    case ObjectKind::kWorkload:
+    case GangKind::kWorkload:
       workloads_.erase(key);
       break;
-    case ObjectKind::kSchedulingPodGroup:
+    case GangKind::kSchedulingPodGroup:
       scheduling_pod_groups_.erase(key);
       break;
-    case ObjectKind::kJob:
+    case GangKind::kJob:
       jobs_.erase(key);
       break;
-    case ObjectKind::kOther:
-      break;
   }
-  return true;
 }
 
-std::optional<GangId> GangBook::IdOf(const json& object) {
-  std::optional<GangKind> kind;
-  switch (KindOf(object)) {
-    case ObjectKind::kPodGroup: kind = GangKind::kPodGroup; break;
-    case ObjectKind::kSchedulingPodGroup: kind = GangKind::kSchedulingPodGroup; break;
-    case ObjectKind::kJob: kind = GangKind::kJob; break;
-    case ObjectKind::kWorkload:
-    case ObjectKind::kOther: break;
-  }
-  if (!kind) return std::nullopt;
-  auto meta = object.find("metadata");
-  if (meta == object.end()) return std::nullopt;
-  const std::string ns = StringField(*meta, "namespace");
-  return GangId{.kind = *kind, .namespace_ = ns.empty() ? "default" : ns, .name = StringField(*meta, "name")};
+std::optional<GangId> GangBook::IdOf(GangKind kind, const std::string& namespace_, const std::string& name) {
+  if (kind == GangKind::kWorkload) return std::nullopt;
+  return GangId{.kind = kind, .namespace_ = namespace_.empty() ? "default" : namespace_, .name = name};
 }
 
 void GangBook::Put(PodGroup pg) {

@@ -3,7 +3,7 @@
 // "which gang does this pod belong to, and what does that gang need?". Thread-safe.
 //
 //   GangBook book;
-//   book.Apply(podgroup_json);                   // any gang kind, by apiVersion and kind
+//   book.Put(*DecodePodGroup(json));             // any gang kind (GangObject)
 //   GangBook::Resolution r = book.Resolve(pod);
 //   if (r.membership == GangBook::Membership::kGang) ... r.spec.min_member ...
 #pragma once
@@ -20,14 +20,13 @@ namespace tessel::gang {
 
 class GangBook {
  public:
-  // Adds or replaces the object if it is one of the gang kinds (true), ignores other kinds
-  // (false), and fails with a field-named error when a gang object does not decode.
-  absl::StatusOr<bool> Apply(const nlohmann::json& object);
-  // Forgets the object of that apiVersion/kind/namespace/name; false if it was not a gang kind.
-  bool Remove(const nlohmann::json& object);
-  // The gang a PodGroup or Job object stands for (nullopt for other kinds, and for a Workload,
-  // which stands for several).
-  static std::optional<GangId> IdOf(const nlohmann::json& object);
+  // Adds or replaces the object.
+  void Put(GangObject object);
+  // Forgets the object of that kind, namespace ("" is "default") and name.
+  void Remove(GangKind kind, const std::string& namespace_, const std::string& name);
+  // The gang a PodGroup or Job object stands for (nullopt for a Workload, which stands for
+  // several).
+  static std::optional<GangId> IdOf(GangKind kind, const std::string& namespace_, const std::string& name);
 
   void Put(PodGroup pg);
   void Put(Workload w);

@@ -5,28 +5,41 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 #include "scheduler/gang/gang_api.h"
 
 namespace tessel::gang {
 
+// scheduler-plugins phases: Pending (not placed yet), Scheduled (minMember bound), Running
+// (minMember running or succeeded), Finished (minMember succeeded), Failed (a member failed, or
+// scheduleTimeoutSeconds passed without a placement; then the pods stay pending and are retried).
+enum class GangPhase { kPending, kScheduled, kRunning, kFinished, kFailed };
+// Why the gang's Scheduled condition is what it is.
+enum class GangReason {
+  kWaitingForMembers,  // fewer members exist than minMember
+  kUnschedulable,      // the plan fell short
+  kScheduleTimeout,    // ... for longer than scheduleTimeoutSeconds
+  kScheduled,          // minMember placed
+  kBindFailed,         // a member's bind failed: the gang was rolled back
+};
+// The names the PodGroup status carries ("Pending", "WaitingForMembers", ...).
+std::string_view PhaseName(GangPhase phase);
+std::string_view ReasonName(GangReason reason);
+
 struct GangStatusUpdate {
-  // scheduler-plugins phases: Pending (not placed yet), Scheduled (minMember bound), Running
-  // (minMember running or succeeded), Finished (minMember succeeded), Failed (a member failed,
-  // or scheduleTimeoutSeconds passed without a placement; then the pods stay pending and are
-  // retried).
-  std::string phase;
+  GangPhase phase = GangPhase::kPending;
   int32_t scheduled = 0;  // members bound or being bound
   int32_t running = 0;    // members whose pod phase is Running
   int32_t succeeded = 0;  // members that finished: Succeeded, Failed
   int32_t failed = 0;
   int32_t members = 0;    // members known (pending and placed)
   int32_t min_member = 0;
-  // The condition: type "Scheduled", status "True"/"False", reason "Scheduled",
-  // "Unschedulable", "ScheduleTimeout" or "BindFailed", and a message saying what is short.
-  std::string condition_status;
-  std::string reason;
+  // The condition of type "Scheduled": its status (True when placed), reason and a message
+  // saying what is short.
+  bool condition = false;
+  GangReason reason = GangReason::kUnschedulable;
   std::string message;
   std::string domain;  // compact placement: the chosen domain
   absl::Time time;

@@ -11,12 +11,12 @@ using nlohmann::json;
 
 json PodGroupStatusPatch(const gang::GangStatusUpdate& u) {
   json condition{{"type", "Scheduled"},
-                 {"status", u.condition_status},
-                 {"reason", u.reason},
+                 {"status", u.condition ? "True" : "False"},
+                 {"reason", gang::ReasonName(u.reason)},
                  {"message", u.message},
                  {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", u.time, absl::UTCTimeZone())}};
-  json status{{"phase", u.phase}, {"conditions", json::array({condition})}};
-  if (u.reason != "BindFailed") status["scheduled"] = u.scheduled;
+  json status{{"phase", gang::PhaseName(u.phase)}, {"conditions", json::array({condition})}};
+  if (u.reason != gang::GangReason::kBindFailed) status["scheduled"] = u.scheduled;
   status["running"] = u.running;
   status["succeeded"] = u.succeeded;
   status["failed"] = u.failed;

@@ -3,6 +3,7 @@
 
 #include "absl/time/clock.h"
 #include "scheduler/api/decode.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "spdlog/spdlog.h"
 
 namespace tessel::kube {
@@ -122,59 +123,36 @@ class ClusterObjectHandler final : public InformerHandler {
     }
     s_->OnClusterObject(*std::move(decoded));
   }
-  void OnDelete(const std::string& key, const json*) override { s_->OnClusterObjectDelete(kind_, key); }
+  void OnDelete(const std::string& key, const json*) override { s_->OnClusterObjectDelete<T>(key); }
 
  private:
   Scheduler* s_;
   std::string kind_;
 };
 
-// Gang objects (scheduler/gang): PodGroups, Workloads, v1alpha2 PodGroups and Jobs. List items
-// of built-in kinds carry no apiVersion/kind, so the handler knows what it watches.
-class GangObjectHandler final : public InformerHandler {
+// The kinds of the table in scheduler/kinds/object_kinds.h: gang objects (PodGroups, Workloads,
+// v1alpha2 PodGroups, Jobs) and team Queues. List items of built-in kinds carry no
+// apiVersion/kind, so the handler knows what it watches. An object that does not decode is
+// logged naming it and the field, and only that object is left out.
+class ReadKindHandler final : public InformerHandler {
  public:
-  GangObjectHandler(Scheduler* s, std::string api_version, std::string kind)
+  ReadKindHandler(Scheduler* s, std::string api_version, std::string kind)
       : s_(s), api_version_(std::move(api_version)), kind_(std::move(kind)) {}
   void OnAdd(const json& object) override { OnUpdate(object); }
   void OnUpdate(const json& object) override {
     json typed = object;
     typed["apiVersion"] = api_version_;
     typed["kind"] = kind_;
-    absl::StatusOr<bool> applied = s_->OnGangObject(typed);
-    if (!applied.ok()) WarnUndecodable(applied.status());
+    // The error names the object and the field (or the queues that list one namespace).
+    absl::StatusOr<bool> delivered = DeliverObject(*s_, typed);
+    if (!delivered.ok()) spdlog::warn("{}", delivered.status().message());
   }
-  void OnDelete(const std::string& key, const json*) override {
-    const size_t slash = key.find('/');
-    json meta = slash == std::string::npos
-                    ? json{{"name", key}}
-                    : json{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}};
-    s_->OnGangObjectDelete(json{{"apiVersion", api_version_}, {"kind", kind_}, {"metadata", meta}});
-  }
+  void OnDelete(const std::string& key, const json*) override { DeliverDelete(*s_, api_version_, kind_, key); }
 
  private:
   Scheduler* s_;
   std::string api_version_;
   std::string kind_;
-};
-
-// Team queues (tessel.io/v1alpha1 Queue, cluster-scoped): a bad one is logged naming the object
-// and the field, and only that queue is ignored.
-class QueueHandler final : public InformerHandler {
- public:
-  explicit QueueHandler(Scheduler* s) : s_(s) {}
-  void OnAdd(const json& object) override { OnUpdate(object); }
-  void OnUpdate(const json& object) override {
-    json typed = object;
-    typed["apiVersion"] = "tessel.io/v1alpha1";
-    typed["kind"] = "Queue";
-    if (absl::Status st = s_->OnQueueObject(typed); !st.ok()) {
-      spdlog::error("{}", st.message());
-    }
-  }
-  void OnDelete(const std::string& key, const json*) override { s_->OnQueueDelete(key); }
-
- private:
-  Scheduler* s_;
 };
 
 // Other optional collections: any change may unpark pods.
@@ -292,21 +270,21 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
   add({.name = "podgroups",
        .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
        .optional = true},
-      std::make_unique<GangObjectHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup"));
+      std::make_unique<ReadKindHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup"));
   add({.name = "workloads", .path = "/apis/scheduling.k8s.io/v1alpha1/workloads", .optional = true},
-      std::make_unique<GangObjectHandler>(scheduler, "scheduling.k8s.io/v1alpha1", "Workload"));
+      std::make_unique<ReadKindHandler>(scheduler, "scheduling.k8s.io/v1alpha1", "Workload"));
   add({.name = "podgroups.scheduling.k8s.io",
        .path = "/apis/scheduling.k8s.io/v1alpha2/podgroups",
        .optional = true},
-      std::make_unique<GangObjectHandler>(scheduler, "scheduling.k8s.io/v1alpha2", "PodGroup"));
+      std::make_unique<ReadKindHandler>(scheduler, "scheduling.k8s.io/v1alpha2", "PodGroup"));
   add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
-      std::make_unique<GangObjectHandler>(scheduler, "batch/v1", "Job"));
+      std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job"));
   // Budgets that preemption must respect: which version the server serves was discovered.
   add({.name = "poddisruptionbudgets",
        .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
-      std::make_unique<QueueHandler>(scheduler));
+      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind)));
   // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
   // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},

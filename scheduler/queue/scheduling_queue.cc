@@ -93,12 +93,6 @@ void SchedulingQueue::ToBackoffOrActive(Entry& e) {
   backoff_.emplace(e.backoff_expiry, &e);
 }
 
-namespace {
-
-bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
-
-}  // namespace
-
 SchedulingQueue::AddResult SchedulingQueue::UpsertLocked(PodRef pod, bool create) {
   const std::string key = pod->Key();
   // In flight under this name: the same pod keeps its latest copy; another UID ends it.

@@ -9,25 +9,22 @@ namespace tessel {
 
 QueueStore::QueueStore() : directory_(std::make_shared<QueueDirectory>()) {}
 
-absl::Status QueueStore::Apply(const nlohmann::json& object) {
-  absl::StatusOr<Queue> queue = DecodeQueue(object);
-  std::string name;
-  if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
-    if (const auto n = m->find("name"); n != m->end() && n->is_string()) name = n->get<std::string>();
+absl::Status QueueStore::PutUndecodable(const std::string& name, const absl::Status& problem) {
+  std::string reported = StrCat(problem.message(), "; the queue is ignored");
+  if (!name.empty()) {
+    absl::MutexLock lock(&mu_);
+    decoded_.erase(name);
+    undecodable_[name] = reported;
+    RebuildLocked();
   }
+  return absl::InvalidArgumentError(reported);
+}
+
+absl::Status QueueStore::Put(Queue queue) {
   absl::MutexLock lock(&mu_);
-  if (!queue.ok()) {
-    std::string problem = StrCat(queue.status().message(), "; the queue is ignored");
-    if (!name.empty()) {
-      decoded_.erase(name);
-      undecodable_[name] = problem;
-      RebuildLocked();
-    }
-    return absl::InvalidArgumentError(problem);
-  }
-  undecodable_.erase(queue->name());
-  const std::string key = queue->name();
-  decoded_[key] = *std::move(queue);
+  undecodable_.erase(queue.name());
+  const std::string key = queue.name();
+  decoded_[key] = std::move(queue);
   RebuildLocked();
   std::string clashes;
   for (const NamespaceConflict& c : conflicts_) {

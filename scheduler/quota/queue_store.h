@@ -11,7 +11,8 @@
 // Namespace changes, never during a cycle, so a directory is a pure, immutable snapshot.
 //
 //   QueueStore store;
-//   absl::Status st = store.Apply(json);          // error: "Queue team-a: spec.weight: ..."
+//   absl::Status st = store.Put(queue);           // error: a namespace conflict, naming both
+//   store.PutUndecodable("team-a", DecodeQueue(json).status());  // "Queue team-a: spec.weight: ..."
 //   store.PutNamespace("team-b", {{"team", "b"}});
 //   std::shared_ptr<const QueueDirectory> dir = store.directory();  // never null
 #pragma once
@@ -24,7 +25,6 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "nlohmann/json.hpp"
 #include "scheduler/quota/queue.h"
 
 namespace tessel {
@@ -33,11 +33,12 @@ class QueueStore {
  public:
   QueueStore();
 
-  // Adds or replaces the Queue `object`. An object that does not decode is an error naming it
-  // and the field; the queue is then ignored (its previous version too) until a good version
-  // arrives. A namespace it shares with another queue is an error naming both (whichever of the
-  // two is applied, while the conflict lasts); the older queue keeps that namespace.
-  absl::Status Apply(const nlohmann::json& object);
+  // Adds or replaces a Queue. A namespace it shares with another queue is an error naming both
+  // (whichever of the two is put, while the conflict lasts); the older queue keeps that namespace.
+  absl::Status Put(Queue queue);
+  // The Queue `name` does not decode (`problem` names it and the field): it is ignored (its
+  // previous version too) until a good version arrives. Returns the problem as reported.
+  absl::Status PutUndecodable(const std::string& name, const absl::Status& problem);
   void Delete(std::string_view name);
   // A Namespace's labels, which spec.namespaceSelector is matched against. True when this
   // changed which queues its pods may choose (the directory was replaced).

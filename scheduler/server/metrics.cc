@@ -462,9 +462,9 @@ void SchedulerMetrics::PodRejected(const Pod& pod, const std::vector<std::string
 
 void SchedulerMetrics::GangMemberEvicted(const Pod& pod) { CountEviction(pod, "gang"); }
 
-void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
+void SchedulerMetrics::AttemptFinished(const Pod& pod, AttemptResult result,
                                        absl::Duration latency) {
-  if (result == "scheduled") {
+  if (result == AttemptResult::kScheduled) {
     // A node was chosen; the attempt ends with the binding cycle.
     const absl::Time now = scheduler_->clock().Now();
     absl::MutexLock lock(&mu_);
@@ -485,12 +485,12 @@ void SchedulerMetrics::AttemptFinished(const Pod& pod, std::string_view result,
     Attempts& a = attempts_by_pod_[pod.Key()];
     if (a.count++ == 0) a.first = now - latency;
   }
-  std::vector<std::string> labels{std::string(result), pod.scheduler_name};
+  std::vector<std::string> labels{std::string(AttemptResultName(result)), pod.scheduler_name};
   attempts_->Inc(labels);
   attempt_duration_->Observe(labels, absl::ToDoubleSeconds(latency));
 }
 
-void SchedulerMetrics::BindingEnded(const Pod& pod, std::string_view result) {
+void SchedulerMetrics::BindingEnded(const Pod& pod, AttemptResult result) {
   absl::Time since;
   {
     absl::MutexLock lock(&mu_);
@@ -499,13 +499,13 @@ void SchedulerMetrics::BindingEnded(const Pod& pod, std::string_view result) {
     since = it->second;
     binding_since_.erase(it);
   }
-  std::vector<std::string> labels{std::string(result), pod.scheduler_name};
+  std::vector<std::string> labels{std::string(AttemptResultName(result)), pod.scheduler_name};
   attempts_->Inc(labels);
   attempt_duration_->Observe(labels, absl::ToDoubleSeconds(scheduler_->clock().Now() - since));
 }
 
 void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
-  BindingEnded(pod, "scheduled");
+  BindingEnded(pod, AttemptResult::kScheduled);
   const absl::Time now = scheduler_->clock().Now();
   std::optional<Attempts> attempts;
   {
@@ -528,7 +528,7 @@ void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const 
   // A failure of the binding cycle (or a Permit rejection) ends the attempt that chose a node.
   if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable ||
       kind == FailureKind::kQuotaExceeded) {
-    BindingEnded(pod, kind == FailureKind::kBindFailed ? "error" : "unschedulable");
+    BindingEnded(pod, kind == FailureKind::kBindFailed ? AttemptResult::kError : AttemptResult::kUnschedulable);
   }
 }
 

@@ -148,7 +148,7 @@ class SchedulerMetrics final : public SchedulingObserver {
 
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
-  void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration latency) override;
+  void AttemptFinished(const Pod& pod, AttemptResult result, absl::Duration latency) override;
   void PodsPreempted(const Pod& preemptor, const std::string& node,
                      const std::vector<PreemptionVictim>& victims) override;
   void PodRejected(const Pod& pod, const std::vector<std::string>& plugins) override;
@@ -159,7 +159,7 @@ class SchedulerMetrics final : public SchedulingObserver {
   std::pair<std::string, std::string> QueueLabels(const Pod& pod) const;
   void CountEviction(const Pod& pod, std::string_view reason);
   // Ends an attempt whose binding cycle was running: counts and observes it.
-  void BindingEnded(const Pod& pod, std::string_view result);
+  void BindingEnded(const Pod& pod, AttemptResult result);
 
   Scheduler* scheduler_;
   GpuFragmentationFn fragmentation_;

@@ -40,6 +40,11 @@ std::string StrCat(const Args&... args) {
   return out;
 }
 
+// "1 node", "3 nodes": `n` with the word for one or for many.
+inline std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return StrCat(n, " ", n == 1 ? one : many);
+}
+
 template <typename Range>
 std::string StrJoin(const Range& items, std::string_view separator) {
   return fmt::format("{}", fmt::join(items, separator));

@@ -2,7 +2,9 @@
 // GangBook's resolution of a pod to its gang.
 #include <catch2/catch.hpp>
 
+#include "nlohmann/json.hpp"
 #include "builders.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_book.h"
 
@@ -47,6 +49,13 @@ const char* kSchedulingGroupPod = R"({
   "metadata": {"name": "worker-0", "namespace": "some-ns"},
   "spec": {"schedulingGroup": {"podGroupName": "training-worker-0"},
            "containers": [{"name": "ml-worker", "image": "training:v1"}]}})";
+
+// A decoded object; the test stops if it does not decode.
+template <typename T>
+T Decoded(absl::StatusOr<T> decoded) {
+  REQUIRE(decoded.ok());
+  return *std::move(decoded);
+}
 
 TEST_CASE("a scheduler-plugins PodGroup decodes spec and status", "[gang][decode]") {
   auto pg = DecodePodGroup(json::parse(kPodGroup));
@@ -177,17 +186,17 @@ TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang]
   SECTION("once it appears, the pod is a member with its spec") {
     json pg = json::parse(kPodGroup);
     pg["metadata"]["annotations"] = {{"tessel.io/topology-key", "topology.kubernetes.io/zone"}};
-    REQUIRE(book.Apply(pg).value());
+    book.Put(Decoded(DecodePodGroup(pg)));
     auto r = book.Resolve(member);
     REQUIRE(r.membership == GangBook::Membership::kGang);
     CHECK(r.spec.min_member == 3);
     CHECK(r.spec.schedule_timeout == absl::Seconds(10));
     CHECK(r.spec.topology_key == "topology.kubernetes.io/zone");
-    CHECK(book.Remove(pg));
+    book.Remove(GangKind::kPodGroup, pg["metadata"].value("namespace", ""), pg["metadata"]["name"]);
     CHECK(book.Resolve(member).membership == GangBook::Membership::kWaiting);
   }
   SECTION("Workload groups: gang, basic, replica keys") {
-    REQUIRE(book.Apply(json::parse(kWorkload)).value());
+    book.Put(Decoded(DecodeWorkload(json::parse(kWorkload))));
     auto worker = DecodePod(json::parse(kWorkloadPod));
     REQUIRE(worker.ok());
     auto r = book.Resolve(*worker);
@@ -208,9 +217,9 @@ TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang]
     pod.meta.owner_references.push_back(
         OwnerReference{.api_version = "batch/v1", .kind = "Job", .name = "sweep", .controller = true});
     CHECK(book.Resolve(pod).membership == GangBook::Membership::kNone);
-    REQUIRE(book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+    book.Put(Decoded(DecodeJob(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "sweep", "namespace": "team-a",
-                     "annotations": {"tessel.io/min-available": "6"}}})")).value());
+                     "annotations": {"tessel.io/min-available": "6"}}})"))));
     auto r = book.Resolve(pod);
     REQUIRE(r.membership == GangBook::Membership::kGang);
     CHECK(r.spec.id.Describe() == "Job team-a/sweep");
@@ -232,20 +241,25 @@ TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang]
     auto waiting = book.Resolve(pod);
     CHECK(waiting.membership == GangBook::Membership::kWaiting);
     CHECK(waiting.spec.id.Describe() == "Job team-a/late");
-    REQUIRE(book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "late", "namespace": "team-a"}})")).value());
+    book.Put(Decoded(DecodeJob(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "late", "namespace": "team-a"}})"))));
     CHECK(book.Resolve(pod).membership == GangBook::Membership::kNone);  // not a gang Job
   }
   SECTION("a bad Job annotation is a decode error") {
-    auto r = book.Apply(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
+    auto r = DecodeJob(json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "j", "namespace": "a", "annotations": {"tessel.io/min-available": "0"}}})"));
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message() ==
           "Job a/j: metadata.annotations.tessel.io/min-available: \"0\" is not a positive integer");
   }
-  SECTION("other kinds are not gang objects") {
-    CHECK_FALSE(book.Apply(json::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "x"}})")).value());
+  SECTION("the kind table reads the gang kinds, and no other") {
+    CHECK(IsReadKind(kPodGroupApiVersion, "PodGroup"));
+    CHECK(IsReadKind(kSchedulingPodGroupApiVersion, "PodGroup"));
+    CHECK(IsReadKind(kWorkloadApiVersion, "Workload"));
+    CHECK(IsReadKind("batch/v1", "Job"));
+    CHECK_FALSE(IsReadKind("v1", "ConfigMap"));
+    CHECK_FALSE(IsReadKind("apps/v1", "Job"));
+    CHECK_FALSE(IsReadKind("scheduling.k8s.io/v1", "PodGroup"));
   }
 }
 

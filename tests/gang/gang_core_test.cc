@@ -6,8 +6,10 @@
 
 #include <random>
 
+#include "nlohmann/json.hpp"
 #include "builders.h"
 #include "plugins/registry.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/core/scheduler.h"
 
 namespace tessel::gang {
@@ -145,7 +147,7 @@ struct Core {
                {"metadata", {{"name", name}, {"namespace", "default"}}},
                {"spec", {{"minMember", min}}}};
     if (timeout) pg["spec"]["scheduleTimeoutSeconds"] = *timeout;
-    REQUIRE(s->OnGangObject(pg).value());
+    REQUIRE(DeliverObject(*s, pg).value());
   }
   // A team queue over the default namespace with a nominal GPU quota.
   void Quota(int gpus) {
@@ -153,7 +155,7 @@ struct Core {
                   {"kind", "Queue"},
                   {"metadata", {{"name", "team-a"}}},
                   {"spec", {{"namespaces", {"default"}}, {"nominalQuota", {{"nvidia.com/gpu", StrCat(gpus)}}}}}};
-    REQUIRE(s->OnQueueObject(queue).ok());
+    REQUIRE(DeliverObject(*s, queue).status().ok());
   }
   Pod Member(std::string group, int i, std::string_view requests, int64_t created) {
     Pod p = PodBuilder(StrCat(group, "-", i)).Requests(requests).Created(created).Build();
@@ -195,8 +197,8 @@ TEST_CASE("competing gangs, pods interleaved: exactly one placed whole, neither 
   CHECK(leftover_whole == 1);
   CHECK(c.rec.unschedulable.at("default/b-0") ==
         "PodGroup default/b needs 4 × 4 GPUs; 1 node can host 2 members");
-  CHECK(c.rec.status.at("PodGroup default/a").phase == "Scheduled");
-  CHECK(c.rec.status.at("PodGroup default/b").reason == "Unschedulable");
+  CHECK(c.rec.status.at("PodGroup default/a").phase == gang::GangPhase::kScheduled);
+  CHECK(c.rec.status.at("PodGroup default/b").reason == gang::GangReason::kUnschedulable);
 
   SECTION("when the first gang leaves, the second is placed whole") {
     for (int i = 0; i < 4; ++i) c.s->OnPodDelete(StrCat("default/a-", i));
@@ -276,15 +278,15 @@ TEST_CASE("scheduleTimeoutSeconds marks the PodGroup failed; pods stay queued an
   c.PodGroup("slow", 2, 30);
   for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("slow", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
   c.Run();
-  CHECK(c.rec.status.at("PodGroup default/slow").phase == "Pending");
+  CHECK(c.rec.status.at("PodGroup default/slow").phase == gang::GangPhase::kPending);
   c.clock.Advance(absl::Seconds(29));
   c.Run();
-  CHECK(c.rec.status.at("PodGroup default/slow").phase == "Pending");
+  CHECK(c.rec.status.at("PodGroup default/slow").phase == gang::GangPhase::kPending);
   c.clock.Advance(absl::Seconds(2));
   c.Run();
   const GangStatusUpdate& failed = c.rec.status.at("PodGroup default/slow");
-  CHECK(failed.phase == "Failed");
-  CHECK(failed.reason == "ScheduleTimeout");
+  CHECK(failed.phase == gang::GangPhase::kFailed);
+  CHECK(failed.reason == gang::GangReason::kScheduleTimeout);
   CHECK(failed.message ==
         "not placed within scheduleTimeoutSeconds (30s): PodGroup default/slow needs 2 × 8 GPUs; "
         "1 node can host 1 member");
@@ -296,7 +298,7 @@ TEST_CASE("scheduleTimeoutSeconds marks the PodGroup failed; pods stay queued an
   c.clock.Advance(absl::Seconds(30));
   c.Run();
   CHECK(c.BoundOf("slow") == 2);
-  CHECK(c.rec.status.at("PodGroup default/slow").phase == "Scheduled");
+  CHECK(c.rec.status.at("PodGroup default/slow").phase == gang::GangPhase::kScheduled);
 }
 
 TEST_CASE("a replay's virtual clock reaches scheduleTimeoutSeconds: NextWakeup includes it",
@@ -316,8 +318,8 @@ TEST_CASE("a replay's virtual clock reaches scheduleTimeoutSeconds: NextWakeup i
     c.clock.Set(std::max(*next, c.clock.Now()));
   }
   const GangStatusUpdate& st = c.rec.status.at("PodGroup default/never");
-  CHECK(st.phase == "Failed");
-  CHECK(st.reason == "ScheduleTimeout");
+  CHECK(st.phase == gang::GangPhase::kFailed);
+  CHECK(st.reason == gang::GangReason::kScheduleTimeout);
   CHECK(c.clock.Now() - start >= absl::Seconds(600));
   CHECK(c.api.bound.empty());
 }
@@ -331,7 +333,7 @@ TEST_CASE("the PodGroup follows its members' pod phases: Running, Finished, Fail
   c.Run();
   REQUIRE(c.BoundOf("job") == 4);
   const GangStatusUpdate& st = c.rec.status.at("PodGroup default/job");
-  CHECK(st.phase == "Scheduled");
+  CHECK(st.phase == gang::GangPhase::kScheduled);
   // The informer reports the members as the kubelet moves them along.
   auto observe = [&](int i, PodPhase phase) {
     Pod p = c.Member("job", i, "cpu:1,nvidia.com/gpu:2", 100 + i);
@@ -341,10 +343,10 @@ TEST_CASE("the PodGroup follows its members' pod phases: Running, Finished, Fail
   };
   observe(0, PodPhase::kRunning);
   observe(1, PodPhase::kRunning);
-  CHECK(c.rec.status.at("PodGroup default/job").phase == "Scheduled");  // 2 of minMember 3
+  CHECK(c.rec.status.at("PodGroup default/job").phase == gang::GangPhase::kScheduled);  // 2 of minMember 3
   CHECK(c.rec.status.at("PodGroup default/job").running == 2);
   observe(2, PodPhase::kRunning);
-  CHECK(c.rec.status.at("PodGroup default/job").phase == "Running");
+  CHECK(c.rec.status.at("PodGroup default/job").phase == gang::GangPhase::kRunning);
   CHECK(c.rec.status.at("PodGroup default/job").running == 3);
   CHECK(c.rec.status.at("PodGroup default/job").scheduled == 4);
 
@@ -354,21 +356,21 @@ TEST_CASE("the PodGroup follows its members' pod phases: Running, Finished, Fail
       c.s->OnPodDelete(StrCat("default/job-", i));  // finished pods leave the informer
     }
     const GangStatusUpdate& done = c.rec.status.at("PodGroup default/job");
-    CHECK(done.phase == "Finished");
+    CHECK(done.phase == gang::GangPhase::kFinished);
     CHECK(done.succeeded == 3);
     CHECK(done.running == 0);
   }
   SECTION("a member fails: Failed") {
     observe(1, PodPhase::kFailed);
     const GangStatusUpdate& failed = c.rec.status.at("PodGroup default/job");
-    CHECK(failed.phase == "Failed");
+    CHECK(failed.phase == gang::GangPhase::kFailed);
     CHECK(failed.failed == 1);
     CHECK(failed.running == 2);
   }
   SECTION("a running member deleted: no longer counted") {
     c.s->OnPodDelete("default/job-2");
     CHECK(c.rec.status.at("PodGroup default/job").running == 2);
-    CHECK(c.rec.status.at("PodGroup default/job").phase == "Scheduled");
+    CHECK(c.rec.status.at("PodGroup default/job").phase == gang::GangPhase::kScheduled);
   }
 }
 
@@ -387,7 +389,7 @@ TEST_CASE("Jobs watched: pods seen before their Job wait for it, then go as one 
     json j = {{"apiVersion", "batch/v1"}, {"kind", "Job"},
               {"metadata", {{"name", name}, {"namespace", "default"}}}};
     if (min_available) j["metadata"]["annotations"]["tessel.io/min-available"] = StrCat(*min_available);
-    REQUIRE(c.s->OnGangObject(j).value());
+    REQUIRE(DeliverObject(*c.s, j).value());
   };
   // 3 of the 4 members of a gang Job are seen before their Job: none is placed alone.
   for (int i = 0; i < 3; ++i) c.s->OnPodAdd(job_pod("train", i));
@@ -430,7 +432,7 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
     std::sort(evicted.begin(), evicted.end());
     CHECK(evicted == std::vector<std::string>{"default/ring-0", "default/ring-1", "default/ring-3"});
     CHECK_FALSE(c.cache.NodeOf("default/ring-2").has_value());  // forgotten, resources free
-    CHECK(c.rec.status.at("PodGroup default/ring").reason == "BindFailed");
+    CHECK(c.rec.status.at("PodGroup default/ring").reason == gang::GangReason::kBindFailed);
     CHECK_THAT(c.rec.unschedulable.at("default/ring-0"),
                Catch::Contains("binding default/ring-2 failed ("));
     // The evicted pods are deleted (a Job would recreate them); the gang comes back whole.
@@ -494,7 +496,7 @@ TEST_CASE("a gang over its team's quota holds nothing, waits as QuotaExceeded, a
     CHECK(c.rec.kinds[key] == FailureKind::kQuotaExceeded);
     CHECK_THAT(c.rec.unschedulable[key], Catch::Contains("queue team-a: nvidia.com/gpu 4 of nominal 3"));
   }
-  CHECK(c.rec.status["PodGroup default/g"].reason == "Unschedulable");
+  CHECK(c.rec.status["PodGroup default/g"].reason == gang::GangReason::kUnschedulable);
   for (const std::string& n : c.cache.NodeNames()) CHECK(c.cache.GetNodeInfo(n)->pods().empty());
   // Parked for the quota, not retried on a backoff timer: time alone changes nothing.
   const int reports = c.rec.reports;

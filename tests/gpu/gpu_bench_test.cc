@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "nlohmann/json.hpp"
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
 #include "fmt/format.h"

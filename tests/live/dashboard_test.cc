@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/server/metrics.h"
 

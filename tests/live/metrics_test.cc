@@ -3,7 +3,9 @@
 // pod that chose a node ends with its binding cycle; preemption victims are counted by reason; per-queue quota gauges.
 #include <catch2/catch.hpp>
 
+#include "nlohmann/json.hpp"
 #include "plugins/registry.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/server/metrics.h"
 
 namespace tessel::server {
@@ -123,9 +125,9 @@ TEST_CASE("an attempt that chose a node is measured to the end of its binding cy
     const size_t start = at + name.size() + 2;
     return text.substr(start, text.find('\n', start) - start);
   };
-  m.AttemptFinished(a, "scheduled", absl::Seconds(2));  // the scheduling cycle took 2 s
-  m.AttemptFinished(b, "scheduled", absl::Seconds(1));
-  m.AttemptFinished(c, "unschedulable", absl::Seconds(1));
+  m.AttemptFinished(a, AttemptResult::kScheduled, absl::Seconds(2));  // the scheduling cycle took 2 s
+  m.AttemptFinished(b, AttemptResult::kScheduled, absl::Seconds(1));
+  m.AttemptFinished(c, AttemptResult::kUnschedulable, absl::Seconds(1));
   CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "absent");
   clock.Advance(absl::Seconds(3));  // binding takes 3 s
   m.PodScheduled(a, "n");
@@ -196,11 +198,11 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   };
   CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "absent");
   for (const char* q : {"team-a", "team-b"}) {
-    REQUIRE(s.OnQueueObject(nlohmann::json{
+    REQUIRE(DeliverObject(s, nlohmann::json{
                   {"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                   {"metadata", {{"name", q}}},
                   {"spec", {{"namespaces", {q}}, {"cohort", "c"},
-                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
                 .ok());
   }
   Node n;
@@ -247,9 +249,9 @@ TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions
                               .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
   REQUIRE(made.ok());
   Scheduler& s = **made;
-  REQUIRE(s.OnQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+  REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                           {"metadata", {{"name", "team-a"}}},
-                                          {"spec", {{"namespaces", {"team-a"}}, {"cohort", "c"}}}})
+                                          {"spec", {{"namespaces", {"team-a"}}, {"cohort", "c"}}}}).status()
               .ok());
   MetricsRegistry r;
   SchedulerMetrics m(&r, &s);
@@ -266,10 +268,10 @@ TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions
   p.meta.creation_timestamp = absl::FromUnixSeconds(900);
   p.scheduler_name = "tessel";
   p.priority = 100;
-  m.AttemptFinished(p, "unschedulable", absl::Seconds(1));  // the first attempt began at 999
+  m.AttemptFinished(p, AttemptResult::kUnschedulable, absl::Seconds(1));  // the first attempt began at 999
   m.PodRejected(p, {"NodeResourcesFit", "QueueQuota", "NodeResourcesFit"});
   clock.Advance(absl::Seconds(10));
-  m.AttemptFinished(p, "scheduled", absl::Seconds(1));
+  m.AttemptFinished(p, AttemptResult::kScheduled, absl::Seconds(1));
   m.PodScheduled(p, "n1");
   CHECK(series(R"(tessel_pod_scheduling_duration_seconds_sum{queue="team-a",cohort="c",priority="100"})") == "110");
   CHECK(series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="60"})") == "0");

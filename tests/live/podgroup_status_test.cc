@@ -60,8 +60,8 @@ struct Fixture {
 };
 
 gang::GangStatusUpdate Scheduled() {
-  return {.phase = "Scheduled", .scheduled = 4, .members = 4, .min_member = 3,
-          .condition_status = "True", .reason = "Scheduled", .message = "4 members placed on 1 node"};
+  return {.phase = gang::GangPhase::kScheduled, .scheduled = 4, .members = 4, .min_member = 3,
+          .condition = true, .reason = gang::GangReason::kScheduled, .message = "4 members placed on 1 node"};
 }
 
 TEST_CASE("PodGroup status: counts from the pods' phases, the phase derived from them") {

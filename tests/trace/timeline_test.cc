@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "nlohmann/json.hpp"
 #include "bench/trace/input.h"
 #include "bench/trace/report.h"
 #include "bench/trace/trace.h"

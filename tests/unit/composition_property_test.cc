@@ -9,9 +9,11 @@
 
 #include <random>
 
+#include "nlohmann/json.hpp"
 #include "builders.h"
 #include "placement_checker.h"
 #include "plugins/registry.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
 
@@ -131,7 +133,7 @@ struct Run {
                     {"preemption",
                      {{"reclaimWithinCohort", policies[Pick(0, 2)]},
                       {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
-        REQUIRE(s->OnQueueObject(q).ok());
+        REQUIRE(DeliverObject(*s, q).status().ok());
         world.queues.push_back({.name = team, .namespace_ = team, .cohort = "lab", .nominal_gpus = nominal});
       }
     }
@@ -178,7 +180,7 @@ struct Run {
                  {"kind", "PodGroup"},
                  {"metadata", {{"name", gang}, {"namespace", ns}}},
                  {"spec", {{"minMember", min}}}};
-      REQUIRE(s->OnGangObject(pg).value());
+      REQUIRE(DeliverObject(*s, pg).value());
       world.gang_min[gang] = min;
       gangs.push_back(gang);
       for (int i = 0; i < size; ++i) {

@@ -1,6 +1,7 @@
 // Scheduler configuration: parsing, defaults merging, and field-named errors.
 #include <catch2/catch.hpp>
 
+#include "nlohmann/json.hpp"
 #include "fake_handle.h"
 #include "plugins/registry.h"
 #include "scheduler/framework/framework.h"

@@ -7,8 +7,10 @@
 
 #include <set>
 
+#include "nlohmann/json.hpp"
 #include "builders.h"
 #include "plugins/registry.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/core/explain.h"
 
 namespace tessel {
@@ -80,10 +82,10 @@ TEST_CASE("explain: the pods that hold the room, and whether they may be preempt
 
 TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
   World w;
-  REQUIRE(w.s->OnQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+  REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                   {"metadata", {{"name", "team-a"}}},
                                   {"spec", {{"namespaces", {"team-a"}},
-                                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+                                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
               .ok());
   w.Bound("run", "team-a", "2", 0, 100);
   w.Pending(PodBuilder("p", "team-a").Requests("cpu:1,nvidia.com/gpu:1").Created(200).Build());
@@ -98,10 +100,10 @@ TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
 TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borrows") {
   World w;
   for (const char* q : {"team-a", "team-b"}) {
-    REQUIRE(w.s->OnQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+    REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                     {"metadata", {{"name", q}}},
                                     {"spec", {{"namespaces", {q}}, {"cohort", "research"},
-                                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+                                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
                 .ok());
   }
   w.Bound("borrower", "team-b", "4", 0, 100);  // team-b holds 4: 2 of them team-a's
@@ -116,7 +118,7 @@ TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borr
 TEST_CASE("explain: a gang's members placeable now and the largest free block") {
   World w;
   w.Bound("busy", "default", "3", 0, 100);
-  REQUIRE(w.s->OnGangObject(json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+  REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
                                  {"metadata", {{"name", "trio"}, {"namespace", "default"}}},
                                  {"spec", {{"minMember", 3}}}})
               .ok());

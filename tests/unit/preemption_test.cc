@@ -15,7 +15,7 @@
 #include "builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
-#include "scheduler/core/nominator.h"
+#include "scheduler/framework/nominator.h"
 #include "scheduler/preemption/preemption.h"
 
 namespace tessel {

@@ -8,10 +8,12 @@
 #include <map>
 #include <random>
 
+#include "nlohmann/json.hpp"
 #include "builders.h"
 #include "fake_handle.h"
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
+#include "scheduler/kinds/object_kinds.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/util/strings.h"
 
@@ -113,7 +115,7 @@ struct Cluster {
     }
   }
   void AddQueue(std::string name, json spec) {
-    absl::Status st = s->OnQueueObject(QueueObject(std::move(name), std::move(spec)));
+    absl::Status st = DeliverObject(*s, QueueObject(std::move(name), std::move(spec))).status();
     REQUIRE(st.ok());
   }
   void Run() {
@@ -225,9 +227,9 @@ TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming t
 
   Cluster c(1);
   c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
-  absl::Status st = c.s->OnQueueObject(QueueObject("team-b", {{"weight", "0"}}));
+  absl::Status st = DeliverObject(*c.s, QueueObject("team-b", {{"weight", "0"}})).status();
   CHECK(st.message() == "Queue team-b: spec.weight: must be positive; the queue is ignored");
-  st = c.s->OnQueueObject(QueueObject("team-c", {{"namespaces", {"a"}}}));
+  st = DeliverObject(*c.s, QueueObject("team-c", {{"namespaces", {"a"}}})).status();
   CHECK(st.message() ==
         "Queue team-c: spec.namespaces: namespace \"a\" already belongs to the older Queue "
         "team-a; this queue does not get it (its other namespaces stay)");
@@ -321,8 +323,8 @@ TEST_CASE("QueueQuota: a newer Queue listing a team's namespace does not take it
   const std::string want =
       "Queue aaa: spec.namespaces: namespace \"b\" already belongs to the older Queue team-b; "
       "this queue does not get it (its other namespaces stay)";
-  REQUIRE(c.s->OnQueueObject(older).ok());
-  CHECK(c.s->OnQueueObject(newer).message() == want);
+  REQUIRE(DeliverObject(*c.s, older).status().ok());
+  CHECK(DeliverObject(*c.s, newer).status().message() == want);
   CHECK(c.api.object_events ==
         std::vector<std::string>{"Warning NamespaceConflict tessel.io/v1alpha1 Queue /aaa uid-aaa: " + want});
   for (int i = 0; i < 4; ++i) c.s->OnPodAdd(GpuPod("b", StrCat("j", i)));
@@ -334,7 +336,7 @@ TEST_CASE("QueueQuota: a newer Queue listing a team's namespace does not take it
         "0/2 nodes are available: 2 queue team-b: nvidia.com/gpu 3 of nominal 2; it is in no "
         "cohort, so it cannot borrow.");
   // Applying either again reports it again (logged), but the Event is not repeated.
-  CHECK_FALSE(c.s->OnQueueObject(older).ok());
+  CHECK_FALSE(DeliverObject(*c.s, older).status().ok());
   CHECK(c.api.object_events.size() == 1);
 }
 
@@ -393,7 +395,11 @@ struct Hooks {
   }
   void SetQueues(std::vector<json> objects) {
     QueueStore store;
-    for (const json& o : objects) REQUIRE(store.Apply(o).ok());
+    for (const json& o : objects) {
+      absl::StatusOr<Queue> queue = DecodeQueue(o);
+      REQUIRE(queue.ok());
+      REQUIRE(store.Put(*std::move(queue)).ok());
+    }
     handle.SetQueues(store.directory());
   }
   Pod Running(std::string ns, std::string name, int gpus, int32_t priority, int64_t created) {
@@ -606,17 +612,17 @@ TEST_CASE("QueueQuota: quota reclaimed for a nominated pod is not borrowed again
   CHECK(c.GpusOf("b") == 12000);
 }
 
-TEST_CASE("IsQuotaOnlyFailure: only when QueueQuota rejected every node", "[quota][queue_quota]") {
-  NodeStatusMap quota_only, mixed;
-  quota_only["n1"] = Status::Unschedulable("queue a: ...").WithPlugin("QueueQuota");
-  quota_only["n2"] = Status::Unschedulable("queue a: ...").WithPlugin("QueueQuota");
-  mixed = quota_only;
-  mixed["n3"] = Status::Unschedulable("Insufficient cpu").WithPlugin("NodeResourcesFit");
-  CHECK(queue_quota::IsQuotaOnlyFailure(quota_only));
-  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(mixed));
-  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(NodeStatusMap{}));
-  CHECK(queue_quota::IsQuotaOnlyFailure(std::vector<std::string>{"QueueQuota"}));
-  CHECK_FALSE(queue_quota::IsQuotaOnlyFailure(std::vector<std::string>{"QueueQuota", "GpuShare"}));
+TEST_CASE("Only quota said no: every rejecting plugin is a QuotaPlugin", "[quota][queue_quota]") {
+  Cluster c(1);
+  const Framework& fw = *c.s->FrameworkFor("tessel");
+  CHECK(fw.IsQuotaPlugin("QueueQuota"));
+  CHECK_FALSE(fw.IsQuotaPlugin("NodeResourcesFit"));
+  CHECK_FALSE(fw.IsQuotaPlugin("NoSuchPlugin"));
+  CHECK(fw.RejectedOnlyByQuota({"QueueQuota"}));
+  CHECK(fw.RejectedOnlyByQuota({"QueueQuota", "QueueQuota"}));
+  CHECK_FALSE(fw.RejectedOnlyByQuota({"QueueQuota", "GpuShare"}));
+  CHECK_FALSE(fw.RejectedOnlyByQuota({}));
+  CHECK_FALSE(fw.RejectedOnlyByQuota({""}));
 }
 
 // --- Generated properties -------------------------------------------------------------------

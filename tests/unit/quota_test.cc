@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "nlohmann/json.hpp"
 #include "absl/time/time.h"
 #include "builders.h"
 #include "scheduler/quota/queue_store.h"
@@ -31,6 +32,13 @@ QueueDirectory Directory(std::vector<Queue> queues) {
   QueueDirectory d;
   REQUIRE(d.Set(std::move(queues)).ok());
   return d;
+}
+
+// Puts a Queue object into the store, decoded (the test stops if it does not decode).
+absl::Status PutQueue(QueueStore& store, const json& object) {
+  absl::StatusOr<Queue> queue = DecodeQueue(object);
+  REQUIRE(queue.ok());
+  return store.Put(*std::move(queue));
 }
 
 TEST_CASE("Queue decodes every field", "[quota]") {
@@ -222,8 +230,8 @@ TEST_CASE("a newer Queue listing an older queue's namespace does not get it, and
   const bool older_last = GENERATE(false, true);
   CAPTURE(older_last);
   QueueStore store;
-  REQUIRE(store.Apply(older_last ? newcomer : team_b).ok());
-  CHECK(store.Apply(older_last ? team_b : newcomer).message() == want);
+  REQUIRE(PutQueue(store, older_last ? newcomer : team_b).ok());
+  CHECK(PutQueue(store, older_last ? team_b : newcomer).message() == want);
   std::shared_ptr<const QueueDirectory> d = store.directory();
   CHECK(QueueOf(*d, LabelledPod("b-eval", "")) == "team-b");
   CHECK(QueueOf(*d, LabelledPod("b-train", "")) == "team-b");
@@ -242,14 +250,14 @@ TEST_CASE("a newer Queue listing an older queue's namespace does not get it, and
     store.Delete("team-b");
     CHECK(QueueOf(*store.directory(), LabelledPod("b-eval", "")) == "aaa-newcomer");
     CHECK(store.Problems().empty());
-    CHECK_FALSE(store.Apply(team_b).ok());  // back, and still the older one
+    CHECK_FALSE(PutQueue(store, team_b).ok());  // back, and still the older one
     CHECK(QueueOf(*store.directory(), LabelledPod("b-eval", "")) == "team-b");
     CHECK(store.TakeNewConflicts().size() == 1);  // handed out again
   }
   SECTION("the same creation time: the first by name keeps it") {
     QueueStore tie;
-    REQUIRE(tie.Apply(QueueJson("zz", "2026-01-01T00:00:00Z", {"ns"})).ok());
-    CHECK_FALSE(tie.Apply(QueueJson("yy", "2026-01-01T00:00:00Z", {"ns", "y"})).ok());
+    REQUIRE(PutQueue(tie, QueueJson("zz", "2026-01-01T00:00:00Z", {"ns"})).ok());
+    CHECK_FALSE(PutQueue(tie, QueueJson("yy", "2026-01-01T00:00:00Z", {"ns", "y"})).ok());
     CHECK(QueueOf(*tie.directory(), LabelledPod("ns", "")) == "yy");
     CHECK(QueueOf(*tie.directory(), LabelledPod("y", "")) == "yy");
     CHECK(tie.Problems().count("zz") == 1);
@@ -260,7 +268,7 @@ TEST_CASE("a Namespace's labels re-evaluate which queues its pods may choose", "
   QueueStore store;
   json shared = QueueJson("team-a", "2026-01-01T00:00:00Z", {"a"});
   shared["spec"]["namespaceSelector"] = {{"matchLabels", {{"share", "team-a"}}}};
-  REQUIRE(store.Apply(shared).ok());
+  REQUIRE(PutQueue(store, shared).ok());
   const Pod pod = LabelledPod("lab", "team-a");
   CHECK_FALSE(store.directory()->QueueFor(pod).refused.empty());
   CHECK(store.PutNamespace("lab", {{"share", "team-a"}}));  // now admitted: a new directory
@@ -277,7 +285,7 @@ TEST_CASE("a Namespace's labels re-evaluate which queues its pods may choose", "
   // Labels that arrive before the queue count too.
   QueueStore early;
   CHECK_FALSE(early.PutNamespace("lab", {{"share", "team-a"}}));  // no queue selects yet
-  REQUIRE(early.Apply(shared).ok());
+  REQUIRE(PutQueue(early, shared).ok());
   CHECK(QueueOf(*early.directory(), pod) == "team-a");
 }
 

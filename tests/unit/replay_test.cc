@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "nlohmann/json.hpp"
 #include "bench/replay/replay.h"
 #include "plugins/registry.h"
 

@@ -92,8 +92,8 @@ class RecordingObserver final : public SchedulingObserver {
     kinds[pod.Key()] = kind;
     if (on_unschedulable) on_unschedulable(pod);
   }
-  void AttemptFinished(const Pod& pod, std::string_view result, absl::Duration) override {
-    attempts.push_back(pod.Key() + ":" + std::string(result));
+  void AttemptFinished(const Pod& pod, AttemptResult result, absl::Duration) override {
+    attempts.push_back(pod.Key() + ":" + std::string(AttemptResultName(result)));
   }
   void NominationCleared(const Pod& pod) override { cleared.push_back(pod.Key()); }
   std::function<void(const Pod&)> on_unschedulable;

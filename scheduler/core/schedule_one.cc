@@ -1,0 +1,265 @@
+// One pod's scheduling cycle (kube-scheduler's schedule_one.go): PreFilter, Filter (the
+// nominated node first, then the decision cache, then every node), PostFilter when nothing
+// fits, Score, then PreAssume, Assume, Reserve and Permit on the chosen node. SchedulingCycle
+// returns a CycleResult; every failure, wherever it happened, goes to RecordFailure.
+#include "scheduler/core/admission.h"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/framework/fit_error.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel {
+namespace {
+
+// The nodes that hold nominated pods, for the decision cache: each asked whether `pod` fits
+// beside the pods nominated there (the references must outlive the choice).
+DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& state, const Pod& pod,
+                                      const Snapshot& snapshot, const Nominator::View& nominations) {
+  DecisionCache::HeldNodes held;
+  held.reuse = true;  // unless the pod is nominated itself (it does not go before itself)
+  for (const auto& [node_name, pods] : nominations.pods) {
+    held.positions.push_back(snapshot.PositionOf(node_name));
+    held.versions.push_back(nominations.versions.at(node_name));
+    for (const PodRef& p : pods) {
+      if (p->SameKey(pod)) held.reuse = false;
+    }
+  }
+  held.priority = pod.PriorityValue();
+  held.fits_held = [&fw, &state, &pod, &nominations](const NodeInfo& node) {
+    return fw.FitsBesideNominatedPods(state, pod, node, &nominations.pods);
+  };
+  held.why_held = [&fw, &state, &pod, &nominations](const NodeInfo& node) {
+    return fw.RunFiltersWithNominatedPods(state, pod, node, &nominations.pods);
+  };
+  return held;
+}
+
+AttemptResult ResultOf(const Status& status) {
+  return status.code() == Code::kError ? AttemptResult::kError : AttemptResult::kUnschedulable;
+}
+
+}  // namespace
+
+void Scheduler::RunCycle(InFlightPod pod) {
+  // Held for the whole cycle: the token hands its copy to the queue, where an informer update
+  // may replace and free it before the cycle's last read.
+  const PodRef ref = pod.ref();
+  const Framework* fw = FrameworkFor(ref->scheduler_name);
+  std::optional<Cache::HeldPod> held = cache_->Held(ref->Key());
+  if (fw == nullptr || (held.has_value() && SameUid(held->uid, ref->meta.uid))) {
+    return;  // not ours, or already placed: never again (the token says Done)
+  }
+  if (tracker_->IsHead(*ref)) return RunGangCycle(std::move(pod));
+  const absl::Time start = clock_->Now();
+  cache_->UpdateSnapshot(snapshot_);
+  auto state = std::make_shared<CycleState>();
+  CycleResult result = SchedulingCycle(*fw, *state, pod);
+  if (result.status.ok()) {
+    result.status = AssumeAndPermit(*fw, state, pod, result.node);
+    result.diagnosis = {.message = result.status.Message(), .rejecting_plugins = {result.status.plugin()}};
+  }
+  if (result.status.IsWait()) return ReportAttempt(*ref, AttemptResult::kScheduled, start);
+  if (!result.status.ok()) {
+    RecordFailure(*fw, std::move(pod), result);
+    return ReportAttempt(*ref, ResultOf(result.status), start);
+  }
+  ReportAttempt(*ref, AttemptResult::kScheduled, start);
+  StartBinding(*fw, std::move(state), std::move(pod), std::move(result.node));
+}
+
+Scheduler::CycleResult Scheduler::SchedulingCycle(const Framework& fw, CycleState& state, InFlightPod& in_flight) {
+  const PodRef ref = in_flight.ref();  // the popped copy; PostFilter may nominate a newer one
+  const Pod& pod = *ref;
+  auto failed = [](Status status, Diagnosis diagnosis) {
+    return CycleResult{.status = std::move(status), .diagnosis = std::move(diagnosis)};
+  };
+  const Status pre = fw.RunPreFilter(state, pod);
+  if (!pre.ok()) {
+    return failed(pre, {.message = FormatPreFilterError(snapshot_.size(), pre),
+                        .rejecting_plugins = {pre.plugin()},
+                        .kind = fw.RejectedOnlyByQuota({pre.plugin()}) ? FailureKind::kQuotaExceeded
+                                                                       : FailureKind::kUnschedulable});
+  }
+  DecisionCache::Choice cached;
+  FilterOutcome outcome = FindNodes(fw, state, pod, cached);
+  if (cached.kind == DecisionCache::Choice::Kind::kChosen) return CycleResult{.node = cached.node->name()};
+  if (cached.kind == DecisionCache::Choice::Kind::kError) {
+    std::string message(cached.error.message());
+    return failed(Status::Error(message), {.message = message});
+  }
+  if (outcome.feasible.empty()) {
+    // kNoFit: no node fits, and the cache kept each node's rejection (as Filter gave it); its
+    // per-shape histogram summarises them without walking the nodes.
+    const bool no_fit_cached = cached.kind == DecisionCache::Choice::Kind::kNoFit;
+    const NodeStatusMap& rejected = no_fit_cached ? *cached.rejected : outcome.rejected;
+    FitError fit = no_fit_cached ? SummarizeFitError(snapshot_.size(), *cached.histogram)
+                                 : SummarizeFitError(snapshot_.size(), rejected);
+    if (fit.error != nullptr) {
+      return failed(*fit.error, {.message = fit.error->Message(), .rejecting_plugins = {fit.error->plugin()}});
+    }
+    CycleResult result = failed(Status::Unschedulable(""), {.message = std::move(fit.message),
+                                                            .rejecting_plugins = std::move(fit.rejecting_plugins)});
+    if (fw.HasPostFilter()) PostFilter(fw, state, in_flight, rejected, result);
+    if (result.status.code() == Code::kError) return result;
+    // Only the queue's quota said no: not a capacity shortfall, so not reported as Unschedulable.
+    if (fw.RejectedOnlyByQuota(result.diagnosis.rejecting_plugins)) result.diagnosis.kind = FailureKind::kQuotaExceeded;
+    result.status = Status::Unschedulable(result.diagnosis.message);
+    return result;
+  }
+  absl::StatusOr<std::string> chosen = SelectNode(fw, state, pod, outcome.feasible);
+  if (!chosen.ok()) {
+    std::string message(chosen.status().message());
+    return failed(Status::Error(message), {.message = message});
+  }
+  return CycleResult{.node = *std::move(chosen)};
+}
+
+FilterOutcome Scheduler::FindNodes(const Framework& fw, CycleState& state, const Pod& pod,
+                                   DecisionCache::Choice& cached) {
+  // Room that preemptions freed for other pods is theirs, unless this pod is more important.
+  const std::shared_ptr<const Nominator::View> nominations = nominator_.empty() ? nullptr : nominator_.Snapshot();
+  const NominatedPodMap* nominated_pods =
+      nominations == nullptr || nominations->pods.empty() ? nullptr : &nominations->pods;
+  // A nominated node (set by an earlier preemption) is tried first: its victims are leaving.
+  FilterOutcome outcome;
+  if (const NodeInfo* nominated = pod.nominated_node_name.empty() ? nullptr : snapshot_.Get(pod.nominated_node_name)) {
+    if (fw.RunFiltersWithNominatedPods(state, pod, *nominated, nominated_pods).ok()) {
+      outcome.feasible.push_back(nominated);
+      return outcome;
+    }
+  }
+  // The decision cache answers as the full evaluation below would, or leaves it to it. With
+  // nominations, a node fits only if it fits as it is and with the pods nominated to it: the
+  // nodes that hold nominated pods are asked again with them.
+  if (nominated_pods == nullptr) {
+    cached = fw.ChooseCached(state, pod, snapshot_);
+  } else {
+    const DecisionCache::HeldNodes held = HeldNodesFor(fw, state, pod, snapshot_, *nominations);
+    cached = fw.ChooseCached(state, pod, snapshot_, &held);
+  }
+  if (cached.kind == DecisionCache::Choice::Kind::kFallback) {
+    outcome = fw.FindFeasibleNodes(state, pod, snapshot_.nodes(), nominated_pods);
+  }
+  return outcome;
+}
+
+void Scheduler::PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod,
+                           const NodeStatusMap& rejected, CycleResult& result) {
+  const PodRef preemptor = pod.ref();
+  PostFilterResult pf = fw.RunPostFilter(state, *preemptor, rejected);
+  if (!pf.victims.empty() && observer_) {
+    observer_->PodsPreempted(*preemptor, pf.status.ok() ? pf.nominated_node : std::string(), pf.victims);
+  }
+  if (pf.status.code() == Code::kError) {
+    result.status = pf.status;
+    result.diagnosis = {.message = pf.status.Message(), .rejecting_plugins = {pf.status.plugin()}};
+    return;
+  }
+  if (pf.nomination == PostFilterResult::Nomination::kOverride) {
+    ApplyNomination(pf.status.ok() ? pf.nominated_node : std::string(), pod);
+  }
+  if (pf.status.ok() && !pf.nominated_node.empty()) {
+    // Victims are being evicted; the pod retries once they are gone (any pod deletion may be a
+    // victim leaving).
+    StrAppend(&result.diagnosis.message, " Preempting pods on node ", pf.nominated_node, ".");
+    result.diagnosis.rejecting_plugins.clear();
+    result.diagnosis.wake_on_any_event = true;
+  }
+}
+
+absl::StatusOr<std::string> Scheduler::SelectNode(const Framework& fw, CycleState& state, const Pod& pod,
+                                                  const std::vector<const NodeInfo*>& feasible) {
+  if (feasible.size() == 1) return feasible.front()->name();
+  if (Status ps = fw.RunPreScore(state, pod, feasible); !ps.ok()) return absl::InternalError(ps.Message());
+  absl::StatusOr<NodeScoreList> scores = fw.RunScore(state, pod, feasible);
+  if (!scores.ok()) return scores.status();
+  const NodeScore* best = &scores->front();
+  for (const NodeScore& s : *scores) {
+    if (s.score > best->score) best = &s;  // ties keep the first node in name order
+  }
+  return best->name;
+}
+
+Status Scheduler::AssumeAndPermit(const Framework& fw, std::shared_ptr<CycleState> state, InFlightPod& pod,
+                                  const std::string& node) {
+  const PodRef ref = pod.ref();
+  Pod assumed = *ref;
+  assumed.node_name = node;
+  if (const NodeInfo* target = snapshot_.Get(node); target != nullptr) {
+    if (Status st = fw.RunPreAssume(*state, assumed, *target); !st.ok()) return st;
+  }
+  Admission admitted = Admit(fw, *state, *cache_, nominator_, *ref, std::move(assumed));
+  if (admitted.status.IsWait()) {
+    waiting_.Add(ref->Key(), {.fw = &fw,
+                              .state = std::move(state),
+                              .held = std::move(pod),
+                              .node = node,
+                              .deadline = clock_->Now() + admitted.timeout});
+    // Deleted during the cycle, before it waited: let go at once.
+    if (queue_->Ended(ref->Key(), ref->meta.uid)) RejectWaitingPod(ref->Key(), "deleted");
+  }
+  // Not admitted: nothing is held (and it was held only during this cycle: nobody to wake).
+  return admitted.status;
+}
+
+void Scheduler::RecordFailure(const Framework& fw, InFlightPod pod, const CycleResult& result) {
+  if (pod.ended()) {
+    // Deleted (or replaced, or bound elsewhere) during the attempt: no event, no retry, and no
+    // room held for it.
+    nominator_.Remove(pod.pod().Key());
+    return;
+  }
+  const Diagnosis& d = result.diagnosis;
+  const bool error = result.status.code() == Code::kError;
+  if (observer_) observer_->PodUnschedulable(pod.pod(), error ? FailureKind::kError : d.kind, d.message);
+  if (error) return pod.Backoff();
+  // It waits for what its rejecting plugins registered (with hints by room), unless any event
+  // may help or a rejection was not a plugin's.
+  uint32_t events = kAllEvents;
+  uint32_t hinted = 0;
+  Resources need;
+  const std::vector<std::string>& plugins = d.rejecting_plugins;
+  if (!d.wake_on_any_event && !plugins.empty() &&
+      std::none_of(plugins.begin(), plugins.end(), [](const std::string& p) { return p.empty(); })) {
+    events = fw.EventsFor(plugins);
+    hinted = fw.EventsHintedByRoom(plugins);
+    if (hinted != 0) need = fw.RoomNeed(plugins, pod.pod());
+  }
+  if (observer_) observer_->PodRejected(pod.pod(), plugins);
+  pod.Unschedulable(events, hinted, std::move(need));
+}
+
+void Scheduler::ApplyNomination(const std::string& node, InFlightPod& pod) {
+  if (node != pod.pod().nominated_node_name) {
+    Pod nominated = pod.pod();
+    nominated.nominated_node_name = node;
+    pod.Replace(std::make_shared<const Pod>(std::move(nominated)));
+  }
+  nominator_.Set(pod.ref(), node);
+  if (!node.empty()) ClearLowerNominations(pod.pod(), node);
+}
+
+void Scheduler::ClearLowerNominations(const Pod& preemptor, const std::string& node) {
+  const NominatedPodMap nominated = nominator_.Pods();
+  auto on_node = nominated.find(node);
+  if (on_node == nominated.end()) return;
+  const int32_t priority = PriorityOf(preemptor);
+  for (const PodRef& p : on_node->second) {
+    if (p->Key() == preemptor.Key() || PriorityOf(*p) >= priority) continue;
+    // The nominator's copy is the latest one observed (OnPodObserved refreshes it), so it may
+    // replace the queued copy: the next attempt does not try the lost node first, and a
+    // failure does not write the nomination back.
+    Pod cleared = *p;
+    cleared.nominated_node_name.clear();
+    PodRef ref = std::make_shared<const Pod>(std::move(cleared));
+    nominator_.Set(ref, "");
+    queue_->Update(ref);
+    tracker_->ReplacePending(ref);  // a gang member: the copy its gang's next cycle reads
+    if (observer_) observer_->NominationCleared(*ref);
+  }
+}
+
+void Scheduler::ReportAttempt(const Pod& pod, AttemptResult result, absl::Time start) {
+  if (observer_) observer_->AttemptFinished(pod, result, clock_->Now() - start);
+}
+
+}  // namespace tessel

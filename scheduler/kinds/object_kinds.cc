@@ -1,0 +1,95 @@
+// The kind table (see object_kinds.h).
+#include "scheduler/kinds/object_kinds.h"
+
+#include <array>
+
+#include "nlohmann/json.hpp"
+#include "scheduler/gang/gang_api.h"
+#include "scheduler/quota/queue.h"
+
+namespace tessel {
+namespace {
+
+using nlohmann::json;
+
+struct ReadKind {
+  std::string_view kind;
+  std::string_view api_version;  // the apiVersion, or its group with a trailing '/' (any version)
+  absl::Status (*deliver)(Scheduler&, const json&);
+  void (*remove)(Scheduler&, std::string_view key);
+
+  bool Matches(std::string_view api, std::string_view k) const {
+    if (k != kind) return false;
+    return api_version.ends_with('/') ? api.starts_with(api_version) : api == api_version;
+  }
+};
+
+template <typename T, absl::StatusOr<T> (*Decode)(const json&)>
+absl::Status DeliverGang(Scheduler& s, const json& object) {
+  absl::StatusOr<T> decoded = Decode(object);
+  if (!decoded.ok()) return decoded.status();
+  s.OnGangObject(*std::move(decoded));
+  return absl::OkStatus();
+}
+
+template <gang::GangKind kKind>
+void RemoveGang(Scheduler& s, std::string_view key) {
+  s.OnGangObjectDelete(kKind, key);
+}
+
+absl::Status DeliverQueue(Scheduler& s, const json& object) {
+  absl::StatusOr<Queue> queue = DecodeQueue(object);
+  if (queue.ok()) return s.OnQueue(*std::move(queue));
+  std::string name;
+  if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+    if (const auto n = m->find("name"); n != m->end() && n->is_string()) name = n->get<std::string>();
+  }
+  return s.OnQueueUndecodable(name, queue.status());
+}
+
+void RemoveQueue(Scheduler& s, std::string_view key) { s.OnQueueDelete(std::string(key)); }
+
+constexpr std::array kReadKinds{
+    ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup>,
+             RemoveGang<gang::GangKind::kPodGroup>},
+    ReadKind{"PodGroup", gang::kSchedulingPodGroupApiVersion,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             RemoveGang<gang::GangKind::kSchedulingPodGroup>},
+    ReadKind{"Workload", gang::kWorkloadApiVersion, DeliverGang<gang::Workload, gang::DecodeWorkload>,
+             RemoveGang<gang::GangKind::kWorkload>},
+    ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob>, RemoveGang<gang::GangKind::kJob>},
+    ReadKind{std::string_view(kQueueKind), "tessel.io/", DeliverQueue, RemoveQueue},
+};
+
+const ReadKind* Find(std::string_view api_version, std::string_view kind) {
+  for (const ReadKind& k : kReadKinds) {
+    if (k.Matches(api_version, kind)) return &k;
+  }
+  return nullptr;
+}
+
+std::string_view StringField(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
+}
+
+}  // namespace
+
+bool IsReadKind(std::string_view api_version, std::string_view kind) { return Find(api_version, kind) != nullptr; }
+
+absl::StatusOr<bool> DeliverObject(Scheduler& scheduler, const json& object) {
+  const ReadKind* k = Find(StringField(object, "apiVersion"), StringField(object, "kind"));
+  if (k == nullptr) return false;
+  if (absl::Status st = k->deliver(scheduler, object); !st.ok()) return st;
+  return true;
+}
+
+bool DeliverDelete(Scheduler& scheduler, std::string_view api_version, std::string_view kind, std::string_view key) {
+  const ReadKind* k = Find(api_version, kind);
+  if (k == nullptr) return false;
+  k->remove(scheduler, key);
+  return true;
+}
+
+}  // namespace tessel
