@@ -33,6 +33,10 @@
 
 namespace tessel::queue_quota {
 
+struct QueueQuotaArgs {
+  bool reject_pods_without_queue = false;  // podsWithoutQueue: Allow (false) or Reject (true)
+};
+
 // Whether an attempt failed on quota alone: QueueQuota rejected every node (or the pod before
 // any node). The pod waits for its team's quota, not for capacity: it is reported with reason
 // QuotaExceeded, which cluster autoscalers do not act on.
@@ -46,7 +50,9 @@ class QueueQuota final : public PreFilterPlugin,
                          public PreFilterExtensions {
  public:
   static constexpr std::string_view kName = "QueueQuota";
-  static absl::StatusOr<std::unique_ptr<QueueQuota>> New(const YAML::Node& args, Handle& handle);
+  using Args = QueueQuotaArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<QueueQuota>> New(Args args, Handle& handle);
   QueueQuota(Handle* handle, bool reject_unqueued)
       : handle_(handle), reject_unqueued_(reject_unqueued) {}
 
