@@ -109,8 +109,7 @@ int64_t AutoSigmoidScaleMilli(const FragModel& model) {
 }
 
 void FGD::ResetScorer() {
-  scale_milli_ = sigmoid_scale_option_ > 0 ? sigmoid_scale_option_
-                                                  : AutoSigmoidScaleMilli(workload_.model());
+  scale_milli_ = sigmoid_scale_option_ > 0 ? sigmoid_scale_option_ : AutoSigmoidScaleMilli(workload_.model());
   // Thresholds for floor(100 sigmoid(dF / scale)) with dF scaled by the workload weight W:
   // the same as for a scale of 1000 and a weight of W * scale / 1000.
   const int64_t w = std::max<int64_t>(workload_.model().total_weight(), 1);
