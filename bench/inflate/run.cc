@@ -5,17 +5,59 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <type_traits>
 
 #include "bench/sim/sim_world.h"
 #include "fmt/format.h"
-#include "plugins/fgd/target_workload.h"
+#include "plugins/best_fit/best_fit.h"
+#include "plugins/dot_prod/dot_prod.h"
+#include "plugins/gpu_binpack/gpu_binpack.h"
+#include "plugins/gpu_clustering/gpu_clustering.h"
+#include "plugins/gpu_packing/gpu_packing.h"
+#include "plugins/node_resources_fit/node_resources_fit.h"
+#include "plugins/random/random.h"
 #include "plugins/registry.h"
+#include "plugins/tessel_gpu/tessel_gpu.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
 
-ProfileConfig InflateProfile(const std::string& plugin, const std::vector<fgd::TargetClass>& typical,
-                             const std::string& policy_args) {
+namespace {
+
+// Replaces the factory of T in `registry` by one with args read from `yaml` (T's args in a
+// configuration). FGD and Tessel get `typical` as their target workload unless `yaml` gives one.
+template <typename T>
+absl::Status ConfigurePolicy(Registry& registry, const YAML::Node& yaml,
+                             const std::vector<fgd::TargetClass>& typical) {
+  ASSIGN_OR_RETURN(ArgsOf<T> args, ParsePluginArgs<T>(yaml));
+  if constexpr (std::is_base_of_v<fgd::FGDArgs, ArgsOf<T>>) {
+    if (!(yaml.IsMap() && yaml["targetWorkload"])) args.workload.classes = typical;
+  }
+  return registry.Replace(T::kName, FactoryWith<T>(std::move(args)));
+}
+
+struct Policy {
+  std::string_view plugin;
+  absl::Status (*configure)(Registry&, const YAML::Node&, const std::vector<fgd::TargetClass>&);
+};
+
+const std::map<std::string, Policy, std::less<>>& Policies() {
+  static const auto* policies = new std::map<std::string, Policy, std::less<>>{
+      {"random", {random::Random::kName, &ConfigurePolicy<random::Random>}},
+      {"dotprod", {dot_prod::DotProd::kName, &ConfigurePolicy<dot_prod::DotProd>}},
+      {"gpuclustering", {gpu_clustering::GpuClustering::kName, &ConfigurePolicy<gpu_clustering::GpuClustering>}},
+      {"gpupacking", {gpu_packing::GpuPacking::kName, &ConfigurePolicy<gpu_packing::GpuPacking>}},
+      {"bestfit", {best_fit::BestFit::kName, &ConfigurePolicy<best_fit::BestFit>}},
+      {"fgd", {fgd::FGD::kName, &ConfigurePolicy<fgd::FGD>}},
+      {"tessel", {tessel_gpu::Tessel::kName, &ConfigurePolicy<tessel_gpu::Tessel>}},
+      {"gpubinpack", {gpu_binpack::GpuBinPack::kName, &ConfigurePolicy<gpu_binpack::GpuBinPack>}}};
+  return *policies;
+}
+
+}  // namespace
+
+ProfileConfig InflateProfile(const std::string& plugin) {
   ProfileConfig profile;
   profile.scheduler_name = "tessel";
   auto set = [&](const std::string& point, std::vector<std::string> names) {
@@ -33,16 +75,24 @@ ProfileConfig InflateProfile(const std::string& plugin, const std::vector<fgd::T
   set("score", {plugin});
   set("preBind", {"GpuShare"});
   set("bind", {"DefaultBinder"});
-  YAML::Node fit;
-  fit["ignoredResources"].push_back(std::string(kNvidiaGpu));
-  profile.plugin_args["NodeResourcesFit"] = fit;
-  YAML::Node args(YAML::NodeType::Map);
-  if (learns) args["targetWorkload"] = fgd::TargetWorkloadYaml(typical);
-  if (!policy_args.empty()) {
-    for (const auto& kv : YAML::Load(policy_args)) args[kv.first.as<std::string>()] = kv.second;
-  }
-  if (args.size() > 0) profile.plugin_args[plugin] = args;
   return profile;
+}
+
+absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<fgd::TargetClass>& typical,
+                                        const std::string& policy_args) {
+  auto it = Policies().find(policy);
+  if (it == Policies().end()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
+  YAML::Node yaml;
+  try {
+    if (!policy_args.empty()) yaml = YAML::Load(policy_args);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(StrCat("--policy-args: ", e.what()));
+  }
+  Registry registry = InTreeRegistry();
+  if (absl::Status st = it->second.configure(registry, yaml, typical); !st.ok()) {
+    return absl::InvalidArgumentError(StrCat("--policy-args: ", st.message()));
+  }
+  return registry;
 }
 
 std::vector<std::string> KnownPolicies() {
@@ -50,12 +100,8 @@ std::vector<std::string> KnownPolicies() {
 }
 
 std::string PluginForPolicy(const std::string& policy) {
-  static const std::map<std::string, std::string> kPlugins = {
-      {"random", "Random"},         {"dotprod", "DotProd"},       {"gpuclustering", "GpuClustering"},
-      {"gpupacking", "GpuPacking"}, {"bestfit", "BestFit"},       {"fgd", "FGD"},
-      {"tessel", "Tessel"},         {"gpubinpack", "GpuBinPack"}};
-  auto it = kPlugins.find(policy);
-  return it == kPlugins.end() ? "" : it->second;
+  auto it = Policies().find(policy);
+  return it == Policies().end() ? "" : std::string(it->second.plugin);
 }
 
 absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
@@ -70,13 +116,14 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
 
   SchedulerConfig config;
   config.parallelism = 1;  // runs go in parallel instead
-  ProfileConfig profile;
-  try {
-    profile = InflateProfile(plugin, typical, policy_args);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(StrCat("--policy-args: ", e.what()));
-  }
-  auto world = SimWorld::New({.config = &config, .defaults = &profile, .seed = seed, .gang_status = false});
+  const ProfileConfig profile = InflateProfile(plugin);
+  ASSIGN_OR_RETURN(Registry registry, PolicyRegistry(policy, typical, policy_args));
+  // GPUs are fitted per device by GpuShare (a fraction requests nvidia.com/gpu: 1 but holds less).
+  RETURN_IF_ERROR(registry.Replace(node_resources_fit::NodeResourcesFit::kName,
+                                   FactoryWith<node_resources_fit::NodeResourcesFit>(
+                                       {.ignored = {std::string(kNvidiaGpu)}})));
+  auto world = SimWorld::New(
+      {.config = &config, .registry = &registry, .defaults = &profile, .seed = seed, .gang_status = false});
   if (!world.ok()) return world.status();
   Scheduler& s = *(*world)->scheduler;
   Cache& cache = (*world)->cache;

@@ -10,7 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "bench/inflate/trace.h"
+#include "plugins/fgd/fgd.h"
 #include "scheduler/framework/config.h"
+#include "scheduler/framework/registry.h"
 
 namespace tessel::bench {
 
@@ -40,10 +42,15 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
                                  std::atomic<int64_t>* progress = nullptr,
                                  const std::string& policy_args = "");
 
-// The profile of a run: the paper's filters and `plugin` as the only score plugin (FGD and
-// Tessel get the typical pods as their target workload); `policy_args` is a YAML map merged
-// into the plugin's args.
-ProfileConfig InflateProfile(const std::string& plugin, const std::vector<fgd::TargetClass>& typical,
-                             const std::string& policy_args);
+// The profile of a run: the paper's filters and `plugin` as the only score plugin. It names no
+// args: RunOne's registry makes the plugins with theirs.
+ProfileConfig InflateProfile(const std::string& plugin);
+
+// The in-tree plugins with the policy's plugin made from typed args: those `policy_args` gives
+// (a YAML map, read as that plugin's args in a configuration), with `typical` as FGD's and
+// Tessel's target workload unless `policy_args` gives one. A profile run with it must give the
+// policy's plugin no args.
+absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<fgd::TargetClass>& typical,
+                                        const std::string& policy_args = "");
 
 }  // namespace tessel::bench

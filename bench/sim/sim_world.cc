@@ -9,7 +9,7 @@ SimWorld::SimWorld()
 absl::StatusOr<std::unique_ptr<SimWorld>> SimWorld::New(const SimWorldOptions& options) {
   auto w = std::make_unique<SimWorld>();
   auto scheduler = Scheduler::New(SchedulerParams{
-      .registry = &w->registry,
+      .registry = options.registry != nullptr ? options.registry : &w->registry,
       .config = options.config,
       .defaults = options.defaults != nullptr ? options.defaults : &DefaultProfile(),
       .cache = &w->cache,

@@ -16,6 +16,7 @@ namespace tessel::bench {
 
 struct SimWorldOptions {
   const SchedulerConfig* config = nullptr;                // required
+  const Registry* registry = nullptr;                     // null: the in-tree plugins
   const ProfileConfig* defaults = nullptr;                // null: DefaultProfile()
   uint64_t seed = 42;
   bool reference_evaluation = false;                      // every node in every cycle

@@ -339,8 +339,8 @@ absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, cons
   SchedulerConfig config;
   config.parallelism = 1;  // runs go in parallel instead
   BindLog log;
-  auto world = SimWorld::New({.config = &config, .defaults = options.profile, .seed = options.seed,
-                              .observer = &log});
+  auto world = SimWorld::New({.config = &config, .registry = options.registry, .defaults = options.profile,
+                              .seed = options.seed, .observer = &log});
   if (!world.ok()) return world.status();
   (*world)->clock.Set(At(0));
   Simulation sim(input, options, **world);

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/config.h"
+#include "scheduler/framework/registry.h"
 #include "scheduler/gpu/fragmentation.h"
 
 namespace tessel::bench {
@@ -54,6 +55,7 @@ enum class OnEvict { kRestart, kResume };
 
 struct TimelineOptions {
   const ProfileConfig* profile = nullptr;  // required
+  const Registry* registry = nullptr;      // null: the in-tree plugins
   uint64_t seed = 42;
   OnEvict on_evict = OnEvict::kRestart;
   int32_t samples = 200;                  // points of the allocation and fragmentation curves, over the

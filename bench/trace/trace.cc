@@ -66,7 +66,7 @@ void Usage() {
 
 }  // namespace
 
-absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy, const std::vector<fgd::TargetClass>& typical) {
+absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
   const std::string plugin = PluginForPolicy(policy);
   if (plugin.empty()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
   ProfileConfig profile = DefaultProfile();
@@ -87,12 +87,6 @@ absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy, const std:
       ref->name = plugin;
       ++ref;
     }
-  }
-  if (learns && !typical.empty()) {
-    YAML::Node args = profile.plugin_args.contains(plugin) ? YAML::Clone(profile.plugin_args[plugin])
-                                                           : YAML::Node(YAML::NodeType::Map);
-    args["targetWorkload"] = fgd::TargetWorkloadYaml(typical);
-    profile.plugin_args[plugin] = args;
   }
   return profile;
 }
@@ -243,13 +237,18 @@ int TraceMain(int argc, char** argv) {
   };
   std::vector<Run> runs;
   std::vector<ProfileConfig> profiles;
+  std::vector<Registry> registries;
   for (size_t p = 0; p < o.policies.size(); ++p) {
-    absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p], typical);
-    if (!profile.ok()) {
-      std::cerr << "tessel-bench trace: " << profile.status().message() << "\n";
-      return 2;
+    absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p]);
+    absl::StatusOr<Registry> registry = PolicyRegistry(o.policies[p], typical);
+    for (const absl::Status& st : {profile.status(), registry.status()}) {
+      if (!st.ok()) {
+        std::cerr << "tessel-bench trace: " << st.message() << "\n";
+        return 2;
+      }
     }
     profiles.push_back(*std::move(profile));
+    registries.push_back(*std::move(registry));
     for (size_t s = 0; s < o.seeds.size(); ++s) runs.push_back({p, s});
   }
   std::vector<absl::StatusOr<TimelineResult>> results(runs.size(), absl::UnknownError("not run"));
@@ -262,6 +261,7 @@ int TraceMain(int argc, char** argv) {
   auto worker = [&] {
     for (size_t k = next.fetch_add(1); k < runs.size(); k = next.fetch_add(1)) {
       results[k] = SimulateTimeline(inputs[runs[k].seed], {.profile = &profiles[runs[k].policy],
+                                                           .registry = &registries[runs[k].policy],
                                                            .seed = o.seeds[runs[k].seed],
                                                            .on_evict = o.on_evict,
                                                            .samples = o.samples,

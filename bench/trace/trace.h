@@ -14,8 +14,9 @@
 namespace tessel::bench {
 
 // The profile a policy runs: Tessel's default profile (filters, quota, gangs, preemption) with
-// the policy's plugin in place of the Tessel score plugin; FGD and Tessel learn `typical`.
-absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy, const std::vector<fgd::TargetClass>& typical);
+// the policy's plugin in place of the Tessel score plugin. Its plugins come from
+// PolicyRegistry (bench/inflate/run.h), where FGD and Tessel learn the trace's typical pods.
+absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy);
 
 int TraceMain(int argc, char** argv);
 

@@ -25,10 +25,12 @@ void MinMaxNormalize(NodeScoreList& scores) {
   for (NodeScore& s : scores) s.score = hi == lo ? 0 : (s.score - lo) * kMaxNodeScore / (hi - lo);
 }
 
-absl::StatusOr<std::unique_ptr<BestFit>> BestFit::New(const YAML::Node& args, Handle&) {
-  auto scale = gpu::ParseNodeScale(args);
-  if (!scale.ok()) return scale.status();
-  return std::make_unique<BestFit>(scale->max_cpu_milli, scale->max_gpu_milli);
+absl::StatusOr<BestFitArgs> BestFit::ParseArgs(const YAML::Node& args) {
+  return gpu::ParseNodeScale(kName, args);
+}
+
+absl::StatusOr<std::unique_ptr<BestFit>> BestFit::New(Args args, Handle&) {
+  return std::make_unique<BestFit>(args.max_cpu_milli, args.max_gpu_milli);
 }
 
 int64_t BestFit::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

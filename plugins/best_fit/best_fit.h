@@ -12,6 +12,8 @@
 
 namespace tessel::best_fit {
 
+using BestFitArgs = gpu::NodeScale;
+
 int64_t BestFitRaw(int64_t cpu_after, int64_t gpu_after, int64_t max_cpu, int64_t max_gpu);
 // (raw - min) * 100 / (max - min), or all 0.
 void MinMaxNormalize(NodeScoreList& scores);
@@ -19,7 +21,9 @@ void MinMaxNormalize(NodeScoreList& scores);
 class BestFit final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "BestFit";
-  static absl::StatusOr<std::unique_ptr<BestFit>> New(const YAML::Node& args, Handle& handle);
+  using Args = BestFitArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<BestFit>> New(Args args, Handle& handle);
   BestFit(int64_t max_cpu, int64_t max_gpu) : max_cpu_(max_cpu), max_gpu_(max_gpu) {}
   std::string_view Name() const override { return kName; }
   Status NormalizeScore(const CycleState&, const Pod&, NodeScoreList& scores) const override {

@@ -1,13 +1,10 @@
 #include "plugins/default_binder/default_binder.h"
 
 #include "scheduler/framework/binding.h"
-#include "scheduler/framework/plugin_util.h"
 
 namespace tessel::default_binder {
 
-absl::StatusOr<std::unique_ptr<DefaultBinder>> DefaultBinder::New(const YAML::Node& args,
-                                                                  Handle& handle) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<DefaultBinder>> DefaultBinder::New(Handle& handle) {
   return std::make_unique<DefaultBinder>(handle);
 }
 

@@ -11,7 +11,7 @@ namespace tessel::default_binder {
 class DefaultBinder final : public BindPlugin {
  public:
   static constexpr std::string_view kName = "DefaultBinder";
-  static absl::StatusOr<std::unique_ptr<DefaultBinder>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<DefaultBinder>> New(Handle& handle);  // takes no args
   explicit DefaultBinder(Handle& handle) : handle_(handle) {}
   std::string_view Name() const override { return kName; }
   Status Bind(CycleState& state, const Pod& pod, const std::string& node) override;

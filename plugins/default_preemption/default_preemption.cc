@@ -4,29 +4,31 @@
 
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/preemption/preemption.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::default_preemption {
 
-absl::StatusOr<std::unique_ptr<DefaultPreemption>> DefaultPreemption::New(const YAML::Node& args,
-                                                                          Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st =
-          reader.OnlyKeys({"minCandidateNodesPercentage", "minCandidateNodesAbsolute"});
-      !st.ok()) {
-    return st;
+absl::StatusOr<DefaultPreemptionArgs> DefaultPreemption::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"minCandidateNodesPercentage", "minCandidateNodesAbsolute"}));
+  Args args;
+  ASSIGN_OR_RETURN(const int64_t percentage, reader.Int("minCandidateNodesPercentage",
+                                                        args.min_candidate_nodes_percentage, 0, 100));
+  ASSIGN_OR_RETURN(const int64_t absolute,
+                   reader.Int("minCandidateNodesAbsolute", args.min_candidate_nodes_absolute, 0,
+                              std::numeric_limits<int32_t>::max()));
+  if (percentage == 0 && absolute == 0) {
+    return reader.Error("", "minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0");
   }
-  absl::StatusOr<int64_t> percentage = reader.Int("minCandidateNodesPercentage", 10, 0, 100);
-  if (!percentage.ok()) return percentage.status();
-  absl::StatusOr<int64_t> absolute =
-      reader.Int("minCandidateNodesAbsolute", 100, 0, std::numeric_limits<int32_t>::max());
-  if (!absolute.ok()) return absolute.status();
-  if (*percentage == 0 && *absolute == 0) {
-    return absl::InvalidArgumentError(
-        "args: minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0");
-  }
+  args.min_candidate_nodes_percentage = static_cast<int32_t>(percentage);
+  args.min_candidate_nodes_absolute = static_cast<int32_t>(absolute);
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<DefaultPreemption>> DefaultPreemption::New(Args args, Handle& handle) {
   return std::make_unique<DefaultPreemption>(
-      handle, preemption::CandidateLimits{.min_percentage = static_cast<int32_t>(*percentage),
-                                          .min_absolute = static_cast<int32_t>(*absolute)});
+      handle, preemption::CandidateLimits{.min_percentage = args.min_candidate_nodes_percentage,
+                                          .min_absolute = args.min_candidate_nodes_absolute});
 }
 
 PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod,

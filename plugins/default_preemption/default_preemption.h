@@ -25,10 +25,17 @@
 
 namespace tessel::default_preemption {
 
+struct DefaultPreemptionArgs {
+  int32_t min_candidate_nodes_percentage = 10;
+  int32_t min_candidate_nodes_absolute = 100;
+};
+
 class DefaultPreemption final : public PostFilterPlugin {
  public:
   static constexpr std::string_view kName = "DefaultPreemption";
-  static absl::StatusOr<std::unique_ptr<DefaultPreemption>> New(const YAML::Node& args, Handle& handle);
+  using Args = DefaultPreemptionArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<DefaultPreemption>> New(Args args, Handle& handle);
   DefaultPreemption(Handle& handle, preemption::CandidateLimits limits)
       : handle_(handle), limits_(limits) {}
   std::string_view Name() const override { return kName; }

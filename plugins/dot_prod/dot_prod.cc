@@ -18,10 +18,12 @@ int64_t DotProdScore(int64_t cpu_free, int64_t cpu_req, int64_t gpu_free, int64_
   return static_cast<int64_t>(std::clamp<i128>(q, kMinNodeScore, kMaxNodeScore));
 }
 
-absl::StatusOr<std::unique_ptr<DotProd>> DotProd::New(const YAML::Node& args, Handle&) {
-  auto scale = gpu::ParseNodeScale(args);
-  if (!scale.ok()) return scale.status();
-  return std::make_unique<DotProd>(scale->max_cpu_milli, scale->max_gpu_milli);
+absl::StatusOr<DotProdArgs> DotProd::ParseArgs(const YAML::Node& args) {
+  return gpu::ParseNodeScale(kName, args);
+}
+
+absl::StatusOr<std::unique_ptr<DotProd>> DotProd::New(Args args, Handle&) {
+  return std::make_unique<DotProd>(args.max_cpu_milli, args.max_gpu_milli);
 }
 
 int64_t DotProd::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

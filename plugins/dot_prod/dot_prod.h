@@ -13,13 +13,17 @@
 
 namespace tessel::dot_prod {
 
+using DotProdArgs = gpu::NodeScale;
+
 int64_t DotProdScore(int64_t cpu_free, int64_t cpu_req, int64_t gpu_free, int64_t gpu_req,
                      int64_t max_cpu, int64_t max_gpu);
 
 class DotProd final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "DotProd";
-  static absl::StatusOr<std::unique_ptr<DotProd>> New(const YAML::Node& args, Handle& handle);
+  using Args = DotProdArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<DotProd>> New(Args args, Handle& handle);
   DotProd(int64_t max_cpu, int64_t max_gpu) : max_cpu_(max_cpu), max_gpu_(max_gpu) {}
   std::string_view Name() const override { return kName; }
 

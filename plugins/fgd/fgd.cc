@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::fgd {
 
@@ -64,31 +65,32 @@ NodeShape ShapeAfter(const NodeShape& before, const GpuDevices& gpus, const GpuD
   return after;
 }
 
-absl::StatusOr<std::unique_ptr<FGD>> FGD::New(const YAML::Node& args, Handle& handle) {
-  return NewWithDefaults(args, handle, Options{});
-}
-
-absl::StatusOr<std::unique_ptr<FGD>> FGD::NewWithDefaults(const YAML::Node& args, Handle& handle,
-                                                          Options defaults) {
-  auto workload = TargetWorkload::FromArgs(args, {"sigmoidScaleMilli", "preserveIdleNodes", "packWholeGpus"});
-  if (!workload.ok()) return workload.status();
-  ArgsReader reader(args);
+absl::StatusOr<FGDArgs> ParseFGDArgs(std::string_view plugin, const YAML::Node& yaml, const FGDArgs& defaults) {
+  ArgsReader reader = ArgsReader::Of(plugin, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"targetWorkload", "learnHalfLife", "coveragePercent", "wholeNodePrior",
+                                   "sigmoidScaleMilli", "preserveIdleNodes", "packWholeGpus"}));
+  FGDArgs args = defaults;
+  ASSIGN_OR_RETURN(args.workload, ParseTargetWorkloadArgs(reader));
   // A default of 0 stands for "chosen from the target workload" (AutoSigmoidScaleMilli).
-  auto scale = reader.Int("sigmoidScaleMilli", defaults.sigmoid_scale_milli, 1, 1'000'000);
-  if (!scale.ok()) return scale.status();
-  auto preserve = reader.Bool("preserveIdleNodes", defaults.preserve_idle_nodes);
-  if (!preserve.ok()) return preserve.status();
-  auto pack = reader.Bool("packWholeGpus", defaults.pack_whole_gpus_when_learning);
-  if (!pack.ok()) return pack.status();
-  Options options = defaults;
-  options.sigmoid_scale_milli = *scale;
-  options.preserve_idle_nodes = *preserve;
-  options.pack_whole_gpus_when_learning = *pack;
-  return std::make_unique<FGD>(*std::move(workload), options, &handle);
+  ASSIGN_OR_RETURN(args.sigmoid_scale_milli, reader.Int("sigmoidScaleMilli", defaults.sigmoid_scale_milli, 1, 1'000'000));
+  ASSIGN_OR_RETURN(args.preserve_idle_nodes, reader.Bool("preserveIdleNodes", defaults.preserve_idle_nodes));
+  ASSIGN_OR_RETURN(args.pack_whole_gpus, reader.Bool("packWholeGpus", defaults.pack_whole_gpus));
+  return args;
 }
 
-FGD::FGD(TargetWorkload workload, Options options, const Handle* handle)
-    : workload_(std::move(workload)), options_(options), handle_(handle) {
+absl::StatusOr<FGDArgs> FGD::ParseArgs(const YAML::Node& yaml) { return ParseFGDArgs(kName, yaml, FGDArgs{}); }
+
+absl::StatusOr<std::unique_ptr<FGD>> FGD::New(Args args, Handle& handle) {
+  return std::make_unique<FGD>(kName, args, &handle);
+}
+
+FGD::FGD(std::string_view name, const FGDArgs& args, const Handle* handle)
+    : name_(name),
+      workload_(args.workload),
+      sigmoid_scale_option_(args.sigmoid_scale_milli),
+      preserve_idle_nodes_(args.preserve_idle_nodes),
+      pack_whole_gpus_(args.pack_whole_gpus),
+      handle_(handle) {
   ResetScorer();
 }
 
@@ -107,8 +109,7 @@ int64_t AutoSigmoidScaleMilli(const FragModel& model) {
 }
 
 void FGD::ResetScorer() {
-  scale_milli_ = options_.sigmoid_scale_milli > 0 ? options_.sigmoid_scale_milli
-                                                  : AutoSigmoidScaleMilli(workload_.model());
+  scale_milli_ = sigmoid_scale_option_ > 0 ? sigmoid_scale_option_ : AutoSigmoidScaleMilli(workload_.model());
   // Thresholds for floor(100 sigmoid(dF / scale)) with dF scaled by the workload weight W:
   // the same as for a scale of 1000 and a weight of W * scale / 1000.
   const int64_t w = std::max<int64_t>(workload_.model().total_weight(), 1);
@@ -138,14 +139,14 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
   const int64_t f_before = model.NodeFrag(before);
   const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
   const bool in_use = gpus.total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
-  const bool pack = options_.pack_whole_gpus_when_learning && workload_.learning() &&
+  const bool pack = pack_whole_gpus_ && workload_.learning() &&
                     demand.kind == GpuDemand::Kind::kWhole && gpus.count() > 0;
   auto key_of = [&](std::span<const int32_t> devices) {
     const NodeShape after = ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
     const int64_t score = sigmoid_.Score(f_before - model.NodeFrag(after));
     // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
     // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
-    const int64_t raw = options_.preserve_idle_nodes ? score * 2 + (in_use ? 1 : 0) : score;
+    const int64_t raw = preserve_idle_nodes_ ? score * 2 + (in_use ? 1 : 0) : score;
     if (!pack) return raw;
     // (in use, fill after placement in parts per million, raw) in one integer: raw < 2^8,
     // fill <= 10^6 < 2^20.
@@ -161,7 +162,7 @@ int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
 }
 
 Status FGD::NormalizeScore(const CycleState&, const Pod&, NodeScoreList& scores) const {
-  if ((!options_.preserve_idle_nodes && !options_.pack_whole_gpus_when_learning) || scores.empty()) {
+  if ((!preserve_idle_nodes_ && !pack_whole_gpus_) || scores.empty()) {
     return Status::Ok();
   }
   int64_t lo = scores.front().score, hi = lo;

@@ -107,25 +107,29 @@ DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, bool s
 // num_gpu) requested by classes with num_gpu > 1. 1000 (FGD's) with no multi-GPU class.
 int64_t AutoSigmoidScaleMilli(const FragModel& model);
 
-struct Options {
-  std::string_view name = "FGD";     // the plugin name the instance answers to
-  int64_t sigmoid_scale_milli = 1000;  // 0: AutoSigmoidScaleMilli of the current target workload
+// FGD's args (Tessel's, with other defaults: plugins/tessel_gpu).
+struct FGDArgs {
+  TargetWorkloadArgs workload;         // targetWorkload, learnHalfLife, coveragePercent, wholeNodePrior
+  int64_t sigmoid_scale_milli = 1000;  // 1..1000000; 0: AutoSigmoidScaleMilli of the current target workload
   bool preserve_idle_nodes = false;
-  // With a learned workload (no targetWorkload): whole-GPU pods go to a node in use before an
-  // idle one, then to the node whose GPUs are fullest after placement (best fit, as
-  // GpuBinPack); the gradient only breaks ties. Fractions and CPU pods keep the gradient.
-  bool pack_whole_gpus_when_learning = false;
+  // packWholeGpus: with a learned workload (no targetWorkload), whole-GPU pods go to a node in
+  // use before an idle one, then to the node whose GPUs are fullest after placement (best fit,
+  // as GpuBinPack); the gradient only breaks ties. Fractions and CPU pods keep the gradient.
+  bool pack_whole_gpus = false;
 };
+
+// FGD's args read over `defaults`, with errors naming `plugin` (FGD's ParseArgs and Tessel's).
+absl::StatusOr<FGDArgs> ParseFGDArgs(std::string_view plugin, const YAML::Node& yaml, const FGDArgs& defaults);
 
 class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
  public:
   static constexpr std::string_view kName = "FGD";
-  static absl::StatusOr<std::unique_ptr<FGD>> New(const YAML::Node& args, Handle& handle);
-  // Reads the args over `defaults` (sigmoidScaleMilli, preserveIdleNodes and the workload's).
-  static absl::StatusOr<std::unique_ptr<FGD>> NewWithDefaults(const YAML::Node& args, Handle& handle,
-                                                              Options defaults);
-  FGD(TargetWorkload workload, Options options, const Handle* handle = nullptr);
-  std::string_view Name() const override { return options_.name; }
+  using Args = FGDArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<FGD>> New(Args args, Handle& handle);
+  // `name`: the plugin name the instance answers to (FGD, or Tessel for plugins/tessel_gpu).
+  FGD(std::string_view name, const FGDArgs& args, const Handle* handle = nullptr);
+  std::string_view Name() const override { return name_; }
 
   // Counts the pod in a learned workload (once per pod) and keeps the whole-node prior in step
   // with the cluster's node sizes.
@@ -150,8 +154,11 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
  private:
   void ResetScorer();
 
+  std::string_view name_;
   TargetWorkload workload_;
-  Options options_;
+  int64_t sigmoid_scale_option_;  // FGDArgs::sigmoid_scale_milli
+  bool preserve_idle_nodes_;
+  bool pack_whole_gpus_;
   const Handle* handle_;
   int64_t scale_milli_ = 1000;
   SigmoidScorer sigmoid_;

@@ -5,84 +5,56 @@
 #include <bit>
 #include <vector>
 
-#include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::fgd {
 
-absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list) {
+namespace {
+
+// targetWorkload: [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...].
+absl::StatusOr<std::vector<TargetClass>> ParseTargetClasses(const ArgsReader& reader) {
+  constexpr std::string_view kKey = "targetWorkload";
   std::vector<TargetClass> out;
+  const YAML::Node list = reader.Child(kKey);
   if (!list || list.IsNull()) return out;
-  if (!list.IsSequence()) return absl::InvalidArgumentError("args.targetWorkload: want a list");
+  if (!list.IsSequence()) return reader.Error(kKey, "want a list");
   for (size_t i = 0; i < list.size(); ++i) {
-    const std::string where = StrCat("args.targetWorkload[", i, "]");
-    ArgsReader item(list[i], where);
-    if (absl::Status st = item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}); !st.ok()) {
-      return st;
+    ArgsReader item = reader.Item(kKey, i);
+    RETURN_IF_ERROR(item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}));
+    ASSIGN_OR_RETURN(const int64_t cpu, item.Int("cpuMilli", 0, 0, int64_t{1} << 40));
+    ASSIGN_OR_RETURN(const int64_t gpu, item.Int("gpuMilli", 0, 0, 1000));
+    ASSIGN_OR_RETURN(const int64_t num, item.Int("numGpu", 0, 0, 1024));
+    ASSIGN_OR_RETURN(const int64_t weight, item.Int("weight", 1, 1, int64_t{1} << 40));
+    if ((num == 0) != (gpu == 0) || (num > 1 && gpu != 1000)) {
+      return item.Error("", "gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
+                            "or >1 with 1000)");
     }
-    auto cpu = item.Int("cpuMilli", 0, 0, int64_t{1} << 40);
-    auto gpu = item.Int("gpuMilli", 0, 0, 1000);
-    auto num = item.Int("numGpu", 0, 0, 1024);
-    auto weight = item.Int("weight", 1, 1, int64_t{1} << 40);
-    for (const auto* st : {&cpu, &gpu, &num, &weight}) {
-      if (!st->ok()) return st->status();
-    }
-    if ((*num == 0) != (*gpu == 0) || (*num > 1 && *gpu != 1000)) {
-      return absl::InvalidArgumentError(StrCat(
-          where, ": gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
-                 "or >1 with 1000)"));
-    }
-    TargetClass c{.cpu_milli = *cpu, .gpu_milli = *gpu, .num_gpu = static_cast<int32_t>(*num),
-                  .models = {}, .weight = *weight};
-    auto models = item.StringList("models");
-    if (!models.ok()) return models.status();
-    c.models = *std::move(models);
+    TargetClass c{.cpu_milli = cpu, .gpu_milli = gpu, .num_gpu = static_cast<int32_t>(num),
+                  .models = {}, .weight = weight};
+    ASSIGN_OR_RETURN(c.models, item.StringList("models"));
     out.push_back(std::move(c));
   }
   return out;
 }
 
-YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes) {
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (const TargetClass& c : classes) {
-    YAML::Node item;
-    item["cpuMilli"] = c.cpu_milli;
-    item["gpuMilli"] = c.gpu_milli;
-    item["numGpu"] = c.num_gpu;
-    if (!c.models.empty()) {
-      YAML::Node models(YAML::NodeType::Sequence);
-      for (const std::string& m : c.models) models.push_back(m);
-      item["models"] = models;
-    }
-    item["weight"] = c.weight;
-    list.push_back(item);
-  }
-  return list;
+}  // namespace
+
+absl::StatusOr<TargetWorkloadArgs> ParseTargetWorkloadArgs(const ArgsReader& reader) {
+  TargetWorkloadArgs args;
+  ASSIGN_OR_RETURN(args.classes, ParseTargetClasses(reader));
+  ASSIGN_OR_RETURN(args.learn_half_life, reader.Int("learnHalfLife", args.learn_half_life, 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(args.coverage_percent, reader.Int("coveragePercent", args.coverage_percent, 1, 100));
+  ASSIGN_OR_RETURN(args.whole_node_prior, reader.Bool("wholeNodePrior", args.whole_node_prior));
+  return args;
 }
 
-absl::StatusOr<TargetWorkload> TargetWorkload::FromArgs(
-    const YAML::Node& args, std::initializer_list<std::string_view> extra_keys) {
-  ArgsReader reader(args);
-  std::vector<std::string_view> keys = {"targetWorkload", "learnHalfLife", "coveragePercent",
-                                        "wholeNodePrior"};
-  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
-  if (absl::Status st = reader.OnlyKeys(keys); !st.ok()) return st;
-  TargetWorkload w;
-  auto classes = ParseTargetWorkload(reader.Child("targetWorkload"));
-  if (!classes.ok()) return classes.status();
-  auto half_life = reader.Int("learnHalfLife", 2000, 1, int64_t{1} << 40);
-  if (!half_life.ok()) return half_life.status();
-  auto coverage = reader.Int("coveragePercent", 95, 1, 100);
-  if (!coverage.ok()) return coverage.status();
-  auto prior = reader.Bool("wholeNodePrior", true);
-  if (!prior.ok()) return prior.status();
-  w.whole_node_prior_ = *prior;
-  w.half_life_ = *half_life;
-  w.coverage_pct_ = *coverage;
-  w.learning_ = classes->empty();
-  w.model_ = FragModel(*std::move(classes));
-  return w;
-}
+TargetWorkload::TargetWorkload(const TargetWorkloadArgs& args)
+    : model_(args.classes),
+      learning_(args.classes.empty()),
+      whole_node_prior_(args.whole_node_prior),
+      half_life_(args.learn_half_life),
+      coverage_pct_(args.coverage_percent) {}
 
 TargetClass TargetWorkload::ClassOf(const gpu::PodGpu& pod) { return ClassOfPod(pod); }
 

@@ -39,20 +39,27 @@
 
 #include "absl/status/statusor.h"
 #include "plugins/gpu_share/gpu_policy.h"
+#include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/fragmentation.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tessel::fgd {
 
-// The targetWorkload arg, [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...], read with
-// field-named errors, and written back (the bench passes the classes it measured this way).
-absl::StatusOr<std::vector<TargetClass>> ParseTargetWorkload(const YAML::Node& list);
-YAML::Node TargetWorkloadYaml(const std::vector<TargetClass>& classes);
+// The args above, typed.
+struct TargetWorkloadArgs {
+  std::vector<TargetClass> classes;  // targetWorkload; empty: learned
+  int64_t learn_half_life = 2000;    // pods
+  int64_t coverage_percent = 95;     // 1..100
+  bool whole_node_prior = true;
+};
+
+// Reads the args above with `reader` (its plugin's; the caller checks for unknown keys), with
+// errors naming the plugin and the field.
+absl::StatusOr<TargetWorkloadArgs> ParseTargetWorkloadArgs(const ArgsReader& reader);
 
 class TargetWorkload {
  public:
-  static absl::StatusOr<TargetWorkload> FromArgs(const YAML::Node& args,
-                                                 std::initializer_list<std::string_view> extra_keys);
+  explicit TargetWorkload(const TargetWorkloadArgs& args);
 
   const FragModel& model() const { return model_; }
   bool learning() const { return learning_; }

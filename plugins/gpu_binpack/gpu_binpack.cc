@@ -2,18 +2,22 @@
 #include "plugins/gpu_binpack/gpu_binpack.h"
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::gpu_binpack {
 
-absl::StatusOr<std::unique_ptr<GpuBinPack>> GpuBinPack::New(const YAML::Node& args, Handle&) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"gpuWeight", "cpuWeight"}); !st.ok()) return st;
-  auto g = reader.Int("gpuWeight", 9, 0, 100);
-  if (!g.ok()) return g.status();
-  auto c = reader.Int("cpuWeight", 1, 0, 100);
-  if (!c.ok()) return c.status();
-  if (*g + *c == 0) return absl::InvalidArgumentError("args.gpuWeight: gpuWeight + cpuWeight must be > 0");
-  return std::make_unique<GpuBinPack>(*g, *c);
+absl::StatusOr<GpuBinPackArgs> GpuBinPack::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"gpuWeight", "cpuWeight"}));
+  Args args;
+  ASSIGN_OR_RETURN(args.gpu_weight, reader.Int("gpuWeight", args.gpu_weight, 0, 100));
+  ASSIGN_OR_RETURN(args.cpu_weight, reader.Int("cpuWeight", args.cpu_weight, 0, 100));
+  if (args.gpu_weight + args.cpu_weight == 0) return reader.Error("gpuWeight", "gpuWeight + cpuWeight must be > 0");
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<GpuBinPack>> GpuBinPack::New(Args args, Handle&) {
+  return std::make_unique<GpuBinPack>(args.gpu_weight, args.cpu_weight);
 }
 
 int64_t GpuBinPack::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

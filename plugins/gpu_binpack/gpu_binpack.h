@@ -12,10 +12,17 @@
 
 namespace tessel::gpu_binpack {
 
+struct GpuBinPackArgs {
+  int64_t gpu_weight = 9;  // 0..100; gpu_weight + cpu_weight > 0
+  int64_t cpu_weight = 1;  // 0..100
+};
+
 class GpuBinPack final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "GpuBinPack";
-  static absl::StatusOr<std::unique_ptr<GpuBinPack>> New(const YAML::Node& args, Handle& handle);
+  using Args = GpuBinPackArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<GpuBinPack>> New(Args args, Handle& handle);
   GpuBinPack(int64_t gpu_weight, int64_t cpu_weight) : gpu_weight_(gpu_weight), cpu_weight_(cpu_weight) {}
   std::string_view Name() const override { return kName; }
 

@@ -2,15 +2,20 @@
 #include "plugins/gpu_clustering/gpu_clustering.h"
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::gpu_clustering {
 
-absl::StatusOr<std::unique_ptr<GpuClustering>> GpuClustering::New(const YAML::Node& args, Handle&) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"maxGpuMilli"}); !st.ok()) return st;
-  auto gpu = reader.Int("maxGpuMilli", 8000, 1, int64_t{1} << 32);
-  if (!gpu.ok()) return gpu.status();
-  return std::make_unique<GpuClustering>(*gpu);
+absl::StatusOr<GpuClusteringArgs> GpuClustering::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"maxGpuMilli"}));
+  Args args;
+  ASSIGN_OR_RETURN(args.max_gpu_milli, reader.Int("maxGpuMilli", args.max_gpu_milli, 1, int64_t{1} << 32));
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<GpuClustering>> GpuClustering::New(Args args, Handle&) {
+  return std::make_unique<GpuClustering>(args.max_gpu_milli);
 }
 
 int64_t GpuClustering::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

@@ -16,10 +16,16 @@
 
 namespace tessel::gpu_clustering {
 
+struct GpuClusteringArgs {
+  int64_t max_gpu_milli = 8000;
+};
+
 class GpuClustering final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "GpuClustering";
-  static absl::StatusOr<std::unique_ptr<GpuClustering>> New(const YAML::Node& args, Handle& handle);
+  using Args = GpuClusteringArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<GpuClustering>> New(Args args, Handle& handle);
   explicit GpuClustering(int64_t max_gpu) : max_gpu_(max_gpu) {}
   std::string_view Name() const override { return kName; }
 

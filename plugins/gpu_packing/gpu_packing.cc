@@ -1,13 +1,9 @@
 // GpuPacking: shared GPUs first, then partly used nodes, then free nodes (see gpu_packing.h).
 #include "plugins/gpu_packing/gpu_packing.h"
 
-#include "scheduler/framework/plugin_util.h"
-
 namespace tessel::gpu_packing {
 
-absl::StatusOr<std::unique_ptr<GpuPacking>> GpuPacking::New(const YAML::Node& args, Handle&) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<GpuPacking>> GpuPacking::New(Handle&) {
   return std::make_unique<GpuPacking>();
 }
 

@@ -18,7 +18,7 @@ namespace tessel::gpu_packing {
 class GpuPacking final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "GpuPacking";
-  static absl::StatusOr<std::unique_ptr<GpuPacking>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<GpuPacking>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
 
  protected:

@@ -66,8 +66,8 @@ Status GpuPolicy::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& nod
   return Status::Ok();
 }
 
-absl::StatusOr<NodeScale> ParseNodeScale(const YAML::Node& args) {
-  ArgsReader reader(args);
+absl::StatusOr<NodeScale> ParseNodeScale(std::string_view plugin, const YAML::Node& args) {
+  ArgsReader reader = ArgsReader::Of(plugin, args);
   if (absl::Status st = reader.OnlyKeys({"maxCpuMilli", "maxGpuMilli"}); !st.ok()) return st;
   NodeScale scale;
   auto cpu = reader.Int("maxCpuMilli", scale.max_cpu_milli, 1, int64_t{1} << 32);

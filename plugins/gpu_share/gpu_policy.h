@@ -69,12 +69,12 @@ class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlu
   }
 };
 
-// The largest node's CPU and GPU milli, which the paper's DotProd and BestFit scale by.
-// Args {maxCpuMilli: 128000, maxGpuMilli: 8000}; anything else is an error.
+// The largest node's CPU and GPU milli, which the paper's DotProd and BestFit scale by: their
+// args, {maxCpuMilli: 128000, maxGpuMilli: 8000}; anything else is an error naming `plugin`.
 struct NodeScale {
   int64_t max_cpu_milli = 128000;
   int64_t max_gpu_milli = 8000;
 };
-absl::StatusOr<NodeScale> ParseNodeScale(const YAML::Node& args);
+absl::StatusOr<NodeScale> ParseNodeScale(std::string_view plugin, const YAML::Node& args);
 
 }  // namespace tessel::gpu

@@ -3,16 +3,21 @@
 
 #include "scheduler/framework/binding.h"
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::gpu_share {
 
-absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(const YAML::Node& args, Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"annotateDevices"}); !st.ok()) return st;
-  auto annotate = reader.Bool("annotateDevices", true);
-  if (!annotate.ok()) return annotate.status();
-  return std::make_unique<GpuShare>(handle, *annotate);
+absl::StatusOr<GpuShareArgs> GpuShare::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"annotateDevices"}));
+  Args args;
+  ASSIGN_OR_RETURN(args.annotate_devices, reader.Bool("annotateDevices", args.annotate_devices));
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(Args args, Handle& handle) {
+  return std::make_unique<GpuShare>(handle, args.annotate_devices);
 }
 
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {

@@ -38,6 +38,10 @@
 
 namespace tessel::gpu_share {
 
+struct GpuShareArgs {
+  bool annotate_devices = true;  // false: pods are not annotated with tessel.io/gpu-devices
+};
+
 // The Filter's verdict for one pod on one node (shared with tests and the fit-error message).
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node);
 
@@ -57,7 +61,9 @@ class GpuShare final : public PreFilterPlugin,
                        public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "GpuShare";
-  static absl::StatusOr<std::unique_ptr<GpuShare>> New(const YAML::Node& args, Handle& handle);
+  using Args = GpuShareArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<GpuShare>> New(Args args, Handle& handle);
   GpuShare(Handle& handle, bool annotate) : handle_(handle), annotate_(annotate) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::inter_pod_affinity {
 namespace {
@@ -56,20 +57,19 @@ void PreFilterState::UpdateWithPod(const Pod& incoming, const Pod& existing, con
   }
 }
 
-absl::StatusOr<std::unique_ptr<InterPodAffinity>> InterPodAffinity::New(const YAML::Node& args,
-                                                                        Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"});
-      !st.ok()) {
-    return st;
-  }
-  auto weight = reader.Int("hardPodAffinityWeight", 1, 0, 100);
-  if (!weight.ok()) return weight.status();
-  auto ignore = reader.Bool("ignorePreferredTermsOfExistingPods", false);
-  if (!ignore.ok()) return ignore.status();
-  return std::make_unique<InterPodAffinity>(
-      Args{.hard_pod_affinity_weight = *weight, .ignore_preferred_terms_of_existing_pods = *ignore},
-      handle);
+absl::StatusOr<InterPodAffinityArgs> InterPodAffinity::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"}));
+  Args args;
+  ASSIGN_OR_RETURN(args.hard_pod_affinity_weight,
+                   reader.Int("hardPodAffinityWeight", args.hard_pod_affinity_weight, 0, 100));
+  ASSIGN_OR_RETURN(args.ignore_preferred_terms_of_existing_pods,
+                   reader.Bool("ignorePreferredTermsOfExistingPods", args.ignore_preferred_terms_of_existing_pods));
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<InterPodAffinity>> InterPodAffinity::New(Args args, Handle& handle) {
+  return std::make_unique<InterPodAffinity>(args, handle);
 }
 
 NamespaceLabelsFn InterPodAffinity::NamespaceLabels() const {

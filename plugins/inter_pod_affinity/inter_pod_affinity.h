@@ -48,8 +48,8 @@ struct PreFilterState final : StateData {
   std::unique_ptr<StateData> Clone() const override { return std::make_unique<PreFilterState>(*this); }
 };
 
-struct Args {
-  int64_t hard_pod_affinity_weight = 1;
+struct InterPodAffinityArgs {
+  int64_t hard_pod_affinity_weight = 1;  // 0..100
   bool ignore_preferred_terms_of_existing_pods = false;
 };
 
@@ -61,7 +61,9 @@ class InterPodAffinity final : public PreFilterPlugin,
                                public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "InterPodAffinity";
-  static absl::StatusOr<std::unique_ptr<InterPodAffinity>> New(const YAML::Node& args, Handle& handle);
+  using Args = InterPodAffinityArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<InterPodAffinity>> New(Args args, Handle& handle);
   InterPodAffinity(Args args, Handle& handle) : args_(args), handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // A pod arriving can satisfy affinity; a pod leaving can lift anti-affinity (either side);

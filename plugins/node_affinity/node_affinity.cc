@@ -4,8 +4,7 @@
 
 namespace tessel::node_affinity {
 
-absl::StatusOr<std::unique_ptr<NodeAffinity>> NodeAffinity::New(const YAML::Node& args, Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<NodeAffinity>> NodeAffinity::New(Handle&) {
   return std::make_unique<NodeAffinity>();
 }
 

@@ -13,7 +13,7 @@ inline constexpr std::string_view kReason = "node(s) didn't match Pod's node aff
 class NodeAffinity final : public FilterPlugin, public ScorePlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "NodeAffinity";
-  static absl::StatusOr<std::unique_ptr<NodeAffinity>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<NodeAffinity>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

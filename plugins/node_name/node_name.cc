@@ -1,11 +1,8 @@
 #include "plugins/node_name/node_name.h"
 
-#include "scheduler/framework/plugin_util.h"
-
 namespace tessel::node_name {
 
-absl::StatusOr<std::unique_ptr<NodeName>> NodeName::New(const YAML::Node& args, Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<NodeName>> NodeName::New(Handle&) {
   return std::make_unique<NodeName>();
 }
 

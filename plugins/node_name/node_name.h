@@ -11,7 +11,7 @@ inline constexpr std::string_view kReason = "node(s) didn't match the requested 
 class NodeName final : public FilterPlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "NodeName";
-  static absl::StatusOr<std::unique_ptr<NodeName>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<NodeName>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

@@ -1,7 +1,5 @@
 #include "plugins/node_ports/node_ports.h"
 
-#include "scheduler/framework/plugin_util.h"
-
 namespace tessel::node_ports {
 
 bool PortsConflict(const HostPort& wanted, const HostPort& used) {
@@ -10,8 +8,7 @@ bool PortsConflict(const HostPort& wanted, const HostPort& used) {
   return wanted.host_ip.empty() || used.host_ip.empty() || wanted.host_ip == used.host_ip;
 }
 
-absl::StatusOr<std::unique_ptr<NodePorts>> NodePorts::New(const YAML::Node& args, Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<NodePorts>> NodePorts::New(Handle&) {
   return std::make_unique<NodePorts>();
 }
 

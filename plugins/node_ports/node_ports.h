@@ -22,7 +22,7 @@ bool PortsConflict(const HostPort& wanted, const HostPort& used);
 class NodePorts final : public PreFilterPlugin, public FilterPlugin {
  public:
   static constexpr std::string_view kName = "NodePorts";
-  static absl::StatusOr<std::unique_ptr<NodePorts>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<NodePorts>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   // Ports are freed when a pod leaves a node; a new node has all its ports free. A node update
   // frees nothing, but kube-scheduler retries on it too, so a pod never waits on a stale view.

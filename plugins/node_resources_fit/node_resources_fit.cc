@@ -8,8 +8,8 @@
 
 namespace tessel::node_resources_fit {
 
-absl::StatusOr<Args> ParseArgs(const YAML::Node& node) {
-  ArgsReader reader(node);
+absl::StatusOr<NodeResourcesFitArgs> NodeResourcesFit::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
   RETURN_IF_ERROR(reader.OnlyKeys({"scoringStrategy", "ignoredResources"}));
   Args args;
   if (YAML::Node strategy = reader.Child("scoringStrategy"); strategy && !strategy.IsNull()) {
@@ -19,22 +19,21 @@ absl::StatusOr<Args> ParseArgs(const YAML::Node& node) {
     if (type == "MostAllocated") {
       args.strategy = Strategy::kMostAllocated;
     } else if (type != "LeastAllocated") {
-      return absl::InvalidArgumentError(StrCat(
-          s.PathOf("type"), ": unknown \"", type, "\" (want LeastAllocated or MostAllocated)"));
+      return s.Error("type", StrCat("unknown \"", type, "\" (want LeastAllocated or MostAllocated)"));
     }
     if (YAML::Node res = s.Child("resources"); res && !res.IsNull()) {
       if (!res.IsSequence() || res.size() == 0) {
-        return absl::InvalidArgumentError(StrCat(s.PathOf("resources"), ": want a non-empty list"));
+        return s.Error("resources", "want a non-empty list");
       }
       args.resources.clear();
       for (size_t i = 0; i < res.size(); ++i) {
         ArgsReader item = s.Item("resources", i);
         if (!res[i].IsMap()) {
-          return absl::InvalidArgumentError(StrCat(item.path(), ": want {name: <resource>, weight: 1..100}"));
+          return item.Error("", "want {name: <resource>, weight: 1..100}");
         }
         RETURN_IF_ERROR(item.OnlyKeys({"name", "weight"}));
         ASSIGN_OR_RETURN(std::string name, item.String("name", ""));
-        if (name.empty()) return absl::InvalidArgumentError(StrCat(item.PathOf("name"), ": want a resource name"));
+        if (name.empty()) return item.Error("name", "want a resource name");
         ASSIGN_OR_RETURN(int64_t weight, item.Int("weight", 1, 1, 100));
         args.resources.push_back({std::move(name), weight});
       }
@@ -44,10 +43,8 @@ absl::StatusOr<Args> ParseArgs(const YAML::Node& node) {
   return args;
 }
 
-absl::StatusOr<std::unique_ptr<NodeResourcesFit>> NodeResourcesFit::New(const YAML::Node& node, Handle&) {
-  auto args = ParseArgs(node);
-  if (!args.ok()) return args.status();
-  return std::make_unique<NodeResourcesFit>(*std::move(args));
+absl::StatusOr<std::unique_ptr<NodeResourcesFit>> NodeResourcesFit::New(Args args, Handle&) {
+  return std::make_unique<NodeResourcesFit>(std::move(args));
 }
 
 std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& node,
@@ -102,7 +99,7 @@ bool NodeResourcesFit::MayFitAfterFreeing(const CycleState&, const Pod& pod, con
   return FitsAll(pod, node.allocatable(), used, args_.ignored);
 }
 
-int64_t AllocationScore(const Args& args, const Pod& pod, const NodeInfo& node) {
+int64_t AllocationScore(const NodeResourcesFitArgs& args, const Pod& pod, const NodeInfo& node) {
   int64_t weighted = 0;
   int64_t weights = 0;
   for (const ResourceWeight& r : args.resources) {

@@ -27,25 +27,25 @@ struct ResourceWeight {
   int64_t weight = 1;
 };
 
-struct Args {
+struct NodeResourcesFitArgs {
   Strategy strategy = Strategy::kLeastAllocated;
   std::vector<ResourceWeight> resources = {{"cpu", 1}, {"memory", 1}};
   std::vector<std::string> ignored;
 };
-
-absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
 
 // The names of the resources the pod lacks on the node ("Too many pods" for the pod count).
 std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& node,
                                                const std::vector<std::string>& ignored = {});
 
 // The strategy's 0..100 score for placing `pod` on `node`.
-int64_t AllocationScore(const Args& args, const Pod& pod, const NodeInfo& node);
+int64_t AllocationScore(const NodeResourcesFitArgs& args, const Pod& pod, const NodeInfo& node);
 
 class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "NodeResourcesFit";
-  static absl::StatusOr<std::unique_ptr<NodeResourcesFit>> New(const YAML::Node& args, Handle& handle);
+  using Args = NodeResourcesFitArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<NodeResourcesFit>> New(Args args, Handle& handle);
   explicit NodeResourcesFit(Args args) : args_(std::move(args)) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }

@@ -1,12 +1,8 @@
 #include "plugins/node_unschedulable/node_unschedulable.h"
 
-#include "scheduler/framework/plugin_util.h"
-
 namespace tessel::node_unschedulable {
 
-absl::StatusOr<std::unique_ptr<NodeUnschedulable>> NodeUnschedulable::New(const YAML::Node& args,
-                                                                          Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<NodeUnschedulable>> NodeUnschedulable::New(Handle&) {
   return std::make_unique<NodeUnschedulable>();
 }
 

@@ -14,7 +14,7 @@ inline constexpr std::string_view kNotReadyReason = "node(s) were not ready";
 class NodeUnschedulable final : public FilterPlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "NodeUnschedulable";
-  static absl::StatusOr<std::unique_ptr<NodeUnschedulable>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<NodeUnschedulable>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "scheduler/api/storage.h"
-#include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::node_volume_limits {
@@ -59,9 +58,7 @@ std::optional<int64_t> LimitOf(const ClusterObjects& objects, const Node& node, 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<NodeVolumeLimits>> NodeVolumeLimits::New(const YAML::Node& args,
-                                                                        Handle& handle) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<NodeVolumeLimits>> NodeVolumeLimits::New(Handle& handle) {
   return std::make_unique<NodeVolumeLimits>(handle);
 }
 

@@ -27,7 +27,7 @@ inline constexpr std::string_view kReasonMaxVolumeCountExceeded = "node(s) excee
 class NodeVolumeLimits final : public PreFilterPlugin, public FilterPlugin {
  public:
   static constexpr std::string_view kName = "NodeVolumeLimits";
-  static absl::StatusOr<std::unique_ptr<NodeVolumeLimits>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<NodeVolumeLimits>> New(Handle& handle);  // takes no args
   explicit NodeVolumeLimits(Handle& handle) : handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // A pod leaving frees its volumes; a CSINode, PV, claim or class changing changes the count;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::pod_topology_spread {
 namespace {
@@ -121,47 +122,40 @@ void PreFilterState::RecomputeMinimum(size_t i) {
   min_counts[i] = min;
 }
 
-absl::StatusOr<std::unique_ptr<PodTopologySpread>> PodTopologySpread::New(const YAML::Node& yaml,
-                                                                          Handle& handle) {
-  ArgsReader reader(yaml);
-  if (absl::Status st = reader.OnlyKeys({"defaultConstraints", "defaultingType"}); !st.ok()) return st;
-  auto type = reader.String("defaultingType", "System");
-  if (!type.ok()) return type.status();
+absl::StatusOr<PodTopologySpreadArgs> PodTopologySpread::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"defaultConstraints", "defaultingType"}));
+  ASSIGN_OR_RETURN(const std::string type, reader.String("defaultingType", "System"));
   Args args;
-  if (*type == "List") {
+  if (type == "List") {
     args.defaulting = Args::Defaulting::kList;
-  } else if (*type != "System") {
-    return absl::InvalidArgumentError(
-        StrCat("args.defaultingType: unknown value \"", *type, "\" (want System or List)"));
+  } else if (type != "System") {
+    return reader.Error("defaultingType", StrCat("unknown value \"", type, "\" (want System or List)"));
   }
   YAML::Node list = reader.Child("defaultConstraints");
   if (list && !list.IsNull()) {
-    if (!list.IsSequence()) return absl::InvalidArgumentError("args.defaultConstraints: want a list");
+    if (!list.IsSequence()) return reader.Error("defaultConstraints", "want a list");
     if (args.defaulting == Args::Defaulting::kSystem && list.size() > 0) {
-      return absl::InvalidArgumentError(
-          "args.defaultConstraints: must be empty with defaultingType System (use List)");
+      return reader.Error("defaultConstraints", "must be empty with defaultingType System (use List)");
     }
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = StrCat("args.defaultConstraints[", i, "]");
-      ArgsReader item(list[i]);
-      if (absl::Status st = item.OnlyKeys({"maxSkew", "topologyKey", "whenUnsatisfiable"}); !st.ok()) {
-        return absl::InvalidArgumentError(StrCat(path, ": ", st.message()));
-      }
-      auto skew = item.Int("maxSkew", 0, 1, std::numeric_limits<int32_t>::max());
-      auto key = item.String("topologyKey", "");
-      auto when = item.String("whenUnsatisfiable", "");
-      for (const absl::Status& st : {skew.status(), key.status(), when.status()}) {
-        if (!st.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", st.message()));
-      }
-      if (*skew == 0) return absl::InvalidArgumentError(StrCat(path, ".maxSkew: missing"));
-      if (key->empty()) return absl::InvalidArgumentError(StrCat(path, ".topologyKey: missing"));
-      auto parsed = ParseWhen(*when, StrCat(path, ".whenUnsatisfiable"));
-      if (!parsed.ok()) return parsed.status();
-      args.default_constraints.push_back({.max_skew = static_cast<int32_t>(*skew),
-                                          .topology_key = *key,
-                                          .when_unsatisfiable = *parsed});
+      ArgsReader item = reader.Item("defaultConstraints", i);
+      RETURN_IF_ERROR(item.OnlyKeys({"maxSkew", "topologyKey", "whenUnsatisfiable"}));
+      ASSIGN_OR_RETURN(const int64_t skew, item.Int("maxSkew", 0, 1, std::numeric_limits<int32_t>::max()));
+      ASSIGN_OR_RETURN(std::string key, item.String("topologyKey", ""));
+      ASSIGN_OR_RETURN(const std::string when, item.String("whenUnsatisfiable", ""));
+      if (skew == 0) return item.Error("maxSkew", "missing");
+      if (key.empty()) return item.Error("topologyKey", "missing");
+      ASSIGN_OR_RETURN(const When parsed, ParseWhen(when, item.PathOf("whenUnsatisfiable")));
+      args.default_constraints.push_back({.max_skew = static_cast<int32_t>(skew),
+                                          .topology_key = std::move(key),
+                                          .when_unsatisfiable = parsed});
     }
   }
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<PodTopologySpread>> PodTopologySpread::New(Args args, Handle& handle) {
   return std::make_unique<PodTopologySpread>(std::move(args), handle);
 }
 

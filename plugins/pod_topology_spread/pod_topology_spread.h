@@ -69,7 +69,7 @@ struct PreFilterState final : StateData {
   std::unique_ptr<StateData> Clone() const override { return std::make_unique<PreFilterState>(*this); }
 };
 
-struct Args {
+struct PodTopologySpreadArgs {
   enum class Defaulting { kSystem, kList };
   Defaulting defaulting = Defaulting::kSystem;
   std::vector<TopologySpreadConstraint> default_constraints;  // used with kList
@@ -84,7 +84,9 @@ class PodTopologySpread final : public PreFilterPlugin,
  public:
   static constexpr std::string_view kName = "PodTopologySpread";
   static constexpr std::string_view kPreScoreKey = "PodTopologySpread/PreScore";
-  static absl::StatusOr<std::unique_ptr<PodTopologySpread>> New(const YAML::Node& args, Handle& handle);
+  using Args = PodTopologySpreadArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<PodTopologySpread>> New(Args args, Handle& handle);
   PodTopologySpread(Args args, Handle& handle) : args_(std::move(args)), handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // Pods arriving (a domain's minimum rises) or leaving, and nodes appearing or relabelled

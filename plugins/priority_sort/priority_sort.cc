@@ -1,11 +1,8 @@
 #include "plugins/priority_sort/priority_sort.h"
 
-#include "scheduler/framework/plugin_util.h"
-
 namespace tessel::priority_sort {
 
-absl::StatusOr<std::unique_ptr<PrioritySort>> PrioritySort::New(const YAML::Node& args, Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<PrioritySort>> PrioritySort::New(Handle&) {
   return std::make_unique<PrioritySort>();
 }
 

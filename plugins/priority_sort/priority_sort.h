@@ -9,7 +9,7 @@ namespace tessel::priority_sort {
 class PrioritySort final : public QueueSortPlugin {
  public:
   static constexpr std::string_view kName = "PrioritySort";
-  static absl::StatusOr<std::unique_ptr<PrioritySort>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<PrioritySort>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   bool Less(const QueuedPodInfo& a, const QueuedPodInfo& b) const override;
 };

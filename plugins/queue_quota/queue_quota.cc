@@ -4,6 +4,7 @@
 #include <set>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::queue_quota {
@@ -51,17 +52,18 @@ bool EvictedBefore(const Pod* a, const Pod* b) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<QueueQuota>> QueueQuota::New(const YAML::Node& args,
-                                                           Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"podsWithoutQueue"}); !st.ok()) return st;
-  absl::StatusOr<std::string> unqueued = reader.String("podsWithoutQueue", "Allow");
-  if (!unqueued.ok()) return unqueued.status();
-  if (*unqueued != "Allow" && *unqueued != "Reject") {
-    return absl::InvalidArgumentError(
-        StrCat("args.podsWithoutQueue: \"", *unqueued, "\" is not one of Allow, Reject"));
+absl::StatusOr<QueueQuotaArgs> QueueQuota::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"podsWithoutQueue"}));
+  ASSIGN_OR_RETURN(const std::string unqueued, reader.String("podsWithoutQueue", "Allow"));
+  if (unqueued != "Allow" && unqueued != "Reject") {
+    return reader.Error("podsWithoutQueue", StrCat("\"", unqueued, "\" is not one of Allow, Reject"));
   }
-  return std::make_unique<QueueQuota>(&handle, *unqueued == "Reject");
+  return Args{.reject_pods_without_queue = unqueued == "Reject"};
+}
+
+absl::StatusOr<std::unique_ptr<QueueQuota>> QueueQuota::New(Args args, Handle& handle) {
+  return std::make_unique<QueueQuota>(&handle, args.reject_pods_without_queue);
 }
 
 QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory) {

@@ -35,6 +35,10 @@
 
 namespace tessel::queue_quota {
 
+struct QueueQuotaArgs {
+  bool reject_pods_without_queue = false;  // podsWithoutQueue: Allow (false) or Reject (true)
+};
+
 class QueueQuota final : public QuotaPlugin,
                          public PreFilterPlugin,
                          public FilterPlugin,
@@ -43,7 +47,9 @@ class QueueQuota final : public QuotaPlugin,
                          public PreFilterExtensions {
  public:
   static constexpr std::string_view kName = "QueueQuota";
-  static absl::StatusOr<std::unique_ptr<QueueQuota>> New(const YAML::Node& args, Handle& handle);
+  using Args = QueueQuotaArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<QueueQuota>> New(Args args, Handle& handle);
   QueueQuota(Handle* handle, bool reject_unqueued)
       : handle_(handle), reject_unqueued_(reject_unqueued) {}
 

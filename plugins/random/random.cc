@@ -2,18 +2,25 @@
 #include "plugins/random/random.h"
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 
 namespace tessel::random {
 namespace {
 constexpr std::string_view kStateKey = "Random.node";
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Random>> Random::New(const YAML::Node& args, Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"seed"}); !st.ok()) return st;
-  auto seed = reader.Int("seed", -1, -1, std::numeric_limits<int64_t>::max());
-  if (!seed.ok()) return seed.status();
-  return std::make_unique<Random>(*seed >= 0 ? static_cast<uint64_t>(*seed) : handle.seed());
+absl::StatusOr<RandomArgs> Random::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"seed"}));
+  // -1 (as absent) stands for the scheduler's seed.
+  ASSIGN_OR_RETURN(const int64_t seed, reader.Int("seed", -1, -1, std::numeric_limits<int64_t>::max()));
+  Args args;
+  if (seed >= 0) args.seed = static_cast<uint64_t>(seed);
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<Random>> Random::New(Args args, Handle& handle) {
+  return std::make_unique<Random>(args.seed.value_or(handle.seed()));
 }
 
 Status Random::AfterPreScore(CycleState& state, const gpu::PodGpu&,

@@ -6,6 +6,7 @@
 // Args: {seed: N}   # optional; default the scheduler's seed
 #pragma once
 
+#include <optional>
 #include <random>
 
 #include "plugins/gpu_share/gpu_policy.h"
@@ -13,10 +14,16 @@
 
 namespace tessel::random {
 
+struct RandomArgs {
+  std::optional<uint64_t> seed;  // none: the scheduler's seed (Handle::seed)
+};
+
 class Random final : public gpu::GpuPolicy {
  public:
   static constexpr std::string_view kName = "Random";
-  static absl::StatusOr<std::unique_ptr<Random>> New(const YAML::Node& args, Handle& handle);
+  using Args = RandomArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<Random>> New(Args args, Handle& handle);
   explicit Random(uint64_t seed) : rng_(seed) {}
   std::string_view Name() const override { return kName; }
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

@@ -5,8 +5,7 @@
 
 namespace tessel::taint_toleration {
 
-absl::StatusOr<std::unique_ptr<TaintToleration>> TaintToleration::New(const YAML::Node& args, Handle&) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<TaintToleration>> TaintToleration::New(Handle&) {
   return std::make_unique<TaintToleration>();
 }
 

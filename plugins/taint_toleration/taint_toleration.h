@@ -11,7 +11,7 @@ namespace tessel::taint_toleration {
 class TaintToleration final : public FilterPlugin, public ScorePlugin, public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "TaintToleration";
-  static absl::StatusOr<std::unique_ptr<TaintToleration>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<TaintToleration>> New(Handle& handle);  // takes no args
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

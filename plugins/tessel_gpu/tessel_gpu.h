@@ -24,11 +24,22 @@ namespace tessel::tessel_gpu {
 
 using fgd::AutoSigmoidScaleMilli;
 
+// FGD's args with Tessel's defaults.
+struct TesselArgs : fgd::FGDArgs {
+  TesselArgs() {
+    sigmoid_scale_milli = 0;  // auto
+    preserve_idle_nodes = true;
+    pack_whole_gpus = true;
+  }
+};
+
 // The factory: an fgd::FGD instance named "Tessel" with Tessel's defaults.
 struct Tessel {
   static constexpr std::string_view kName = "Tessel";
   using Choice = fgd::DeviceChoice;
-  static absl::StatusOr<std::unique_ptr<fgd::FGD>> New(const YAML::Node& args, Handle& handle);
+  using Args = TesselArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<fgd::FGD>> New(Args args, Handle& handle);
 };
 
 }  // namespace tessel::tessel_gpu

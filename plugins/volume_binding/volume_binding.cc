@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::volume_binding {
@@ -65,13 +66,15 @@ absl::StatusOr<BindingPlan> PlanFor(const PodClaims& claims, const Node& node) {
   return plan;
 }
 
-absl::StatusOr<std::unique_ptr<VolumeBinding>> VolumeBinding::New(const YAML::Node& args,
-                                                                  Handle& handle) {
-  ArgsReader reader(args);
-  if (absl::Status st = reader.OnlyKeys({"bindTimeoutSeconds"}); !st.ok()) return st;
-  auto timeout = reader.Int("bindTimeoutSeconds", 600, 0, 86400);
-  if (!timeout.ok()) return timeout.status();
-  return std::make_unique<VolumeBinding>(Args{.bind_timeout = absl::Seconds(*timeout)}, handle);
+absl::StatusOr<VolumeBindingArgs> VolumeBinding::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"bindTimeoutSeconds"}));
+  ASSIGN_OR_RETURN(const int64_t timeout, reader.Int("bindTimeoutSeconds", 600, 0, 86400));
+  return Args{.bind_timeout = absl::Seconds(timeout)};
+}
+
+absl::StatusOr<std::unique_ptr<VolumeBinding>> VolumeBinding::New(Args args, Handle& handle) {
+  return std::make_unique<VolumeBinding>(args, handle);
 }
 
 Status VolumeBinding::PreFilter(CycleState& state, const Pod& pod) {

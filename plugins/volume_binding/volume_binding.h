@@ -54,14 +54,17 @@ struct PodClaims {
 // The claims' plan on `node`, or the reason the node does not do.
 absl::StatusOr<BindingPlan> PlanFor(const PodClaims& claims, const Node& node);
 
+struct VolumeBindingArgs {
+  absl::Duration bind_timeout = absl::Seconds(600);  // bindTimeoutSeconds, 0..86400
+};
+
 class VolumeBinding final : public PreFilterPlugin, public FilterPlugin, public ReservePlugin,
                             public PreBindPlugin {
  public:
   static constexpr std::string_view kName = "VolumeBinding";
-  struct Args {
-    absl::Duration bind_timeout = absl::Seconds(600);
-  };
-  static absl::StatusOr<std::unique_ptr<VolumeBinding>> New(const YAML::Node& args, Handle& handle);
+  using Args = VolumeBindingArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<VolumeBinding>> New(Args args, Handle& handle);
   VolumeBinding(Args args, Handle& handle) : args_(args), handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // Claims, volumes and classes coming or changing; nodes coming or relabelled (topology).

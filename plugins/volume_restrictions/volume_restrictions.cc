@@ -1,7 +1,6 @@
 #include "plugins/volume_restrictions/volume_restrictions.h"
 
 #include "scheduler/api/storage.h"
-#include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::volume_restrictions {
@@ -24,9 +23,7 @@ int64_t Uses(const StringSet& claims, const Pod& pod) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<VolumeRestrictions>> VolumeRestrictions::New(const YAML::Node& args,
-                                                                            Handle& handle) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<VolumeRestrictions>> VolumeRestrictions::New(Handle& handle) {
   return std::make_unique<VolumeRestrictions>(handle);
 }
 

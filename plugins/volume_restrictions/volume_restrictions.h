@@ -19,7 +19,7 @@ inline constexpr std::string_view kReasonReadWriteOncePodConflict =
 class VolumeRestrictions final : public PreFilterPlugin, public FilterPlugin, public PreFilterExtensions {
  public:
   static constexpr std::string_view kName = "VolumeRestrictions";
-  static absl::StatusOr<std::unique_ptr<VolumeRestrictions>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<VolumeRestrictions>> New(Handle& handle);  // takes no args
   explicit VolumeRestrictions(Handle& handle) : handle_(handle) {}
   std::string_view Name() const override { return kName; }
   // The other user leaving frees the claim; a claim changing may change its access modes.

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_split.h"
 #include "scheduler/api/storage.h"
-#include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::volume_zone {
@@ -22,8 +21,7 @@ bool NodeSatisfies(const Requirements& requirements, const Node& node) {
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<VolumeZone>> VolumeZone::New(const YAML::Node& args, Handle& handle) {
-  if (absl::Status st = ArgsReader(args).OnlyKeys({}); !st.ok()) return st;
+absl::StatusOr<std::unique_ptr<VolumeZone>> VolumeZone::New(Handle& handle) {
   return std::make_unique<VolumeZone>(handle);
 }
 

@@ -26,7 +26,7 @@ bool NodeSatisfies(const Requirements& requirements, const Node& node);
 class VolumeZone final : public PreFilterPlugin, public FilterPlugin {
  public:
   static constexpr std::string_view kName = "VolumeZone";
-  static absl::StatusOr<std::unique_ptr<VolumeZone>> New(const YAML::Node& args, Handle& handle);
+  static absl::StatusOr<std::unique_ptr<VolumeZone>> New(Handle& handle);  // takes no args
   explicit VolumeZone(Handle& handle) : handle_(handle) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kStorageChange | kNodeAdd | kNodeUpdate; }

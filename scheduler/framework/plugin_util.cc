@@ -35,7 +35,15 @@ absl::Status ArgsReader::OnlyKeys(std::span<const std::string_view> known) const
   return absl::OkStatus();
 }
 
+ArgsReader ArgsReader::Of(std::string_view plugin, const YAML::Node& args) {
+  return ArgsReader(args, StrCat(plugin, ": args"));
+}
+
 std::string ArgsReader::PathOf(std::string_view key) const { return StrCat(path_, ".", key); }
+
+absl::Status ArgsReader::Error(std::string_view key, std::string_view what) const {
+  return absl::InvalidArgumentError(StrCat(key.empty() ? path_ : PathOf(key), ": ", what));
+}
 
 YAML::Node ArgsReader::Child(std::string_view key) const {
   if (!args_ || !args_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);

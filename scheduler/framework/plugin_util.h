@@ -38,18 +38,20 @@ const State* PreFilterStateOrCompute(const CycleState& state, std::string_view k
 }
 
 // Reads plugin args without letting a yaml-cpp conversion throw. Each getter returns the
-// fallback when the key is absent, and an InvalidArgument naming the field ("args.<key>: ...",
-// or "args.a.b[2].c: ..." for a reader made by At/Item) when the value has the wrong type or
-// is out of range.
+// fallback when the key is absent, and an InvalidArgument naming the plugin and the field
+// ("NodeResourcesFit: args.<key>: ...", or "...: args.a.b[2].c: ..." for a reader made by
+// At/Item) when the value has the wrong type or is out of range.
 //
-//   ArgsReader reader(args);
+//   ArgsReader reader = ArgsReader::Of(kName, args);
 //   RETURN_IF_ERROR(reader.OnlyKeys({"scoringStrategy", "ignoredResources"}));
 //   ASSIGN_OR_RETURN(std::vector<std::string> ignored, reader.StringList("ignoredResources"));
 //   ArgsReader strategy = reader.At("scoringStrategy");   // errors say args.scoringStrategy.*
 class ArgsReader {
  public:
-  explicit ArgsReader(const YAML::Node& args, std::string path = "args")
-      : args_(args), path_(std::move(path)) {}
+  // The args of the plugin `plugin`: paths read "<plugin>: args...".
+  static ArgsReader Of(std::string_view plugin, const YAML::Node& args);
+  // A reader whose errors start with `path` (At and Item make these).
+  ArgsReader(const YAML::Node& args, std::string path) : args_(args), path_(std::move(path)) {}
   // Fails if args is not a map (absent or null is fine) or has keys outside `known` (catches
   // typos in configurations).
   absl::Status OnlyKeys(std::span<const std::string_view> known) const;
@@ -66,8 +68,10 @@ class ArgsReader {
   // Readers for a nested map and for the i-th element of a list under `key`.
   ArgsReader At(std::string_view key) const;
   ArgsReader Item(std::string_view key, size_t i) const;
-  // "args.<key>" for this reader.
+  // "<path>.<key>" for this reader.
   std::string PathOf(std::string_view key) const;
+  // An InvalidArgument "<path>.<key>: <what>" (`key` empty: "<path>: <what>").
+  absl::Status Error(std::string_view key, std::string_view what) const;
   const std::string& path() const { return path_; }
 
  private:

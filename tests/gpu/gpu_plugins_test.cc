@@ -141,7 +141,7 @@ TEST_CASE("GpuShare: sharing choice, fit and memory hint, with reasons", "[gpu][
   }
   SECTION("a malformed tessel.io/gpu-sharing leaves the pod unschedulable, naming the annotation") {
     FakeHandle handle;
-    auto plugin = gpu_share::GpuShare::New(YAML::Node(), handle);
+    auto plugin = gpu_share::GpuShare::New({}, handle);
     REQUIRE(plugin.ok());
     CycleState state;
     Status st = (*plugin)->PreFilter(state, MakePod("bad", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "sometimes"}}));
@@ -244,7 +244,7 @@ TEST_CASE("GpuShare: a node whose GPU room does not hold a pod's need rejects th
 
 TEST_CASE("GpuShare: an opted-in pod prefers GPUs already shared", "[gpu][plugins]") {
   FakeHandle handle;
-  auto plugin = gpu_share::GpuShare::New(YAML::Node(), handle);
+  auto plugin = gpu_share::GpuShare::New({}, handle);
   REQUIRE(plugin.ok());
   const StringMap slicing = {{"nvidia.com/gpu.replicas", "4"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}};
   const StringMap allowed = {{"tessel.io/gpu-sharing", "allowed"}};
@@ -275,7 +275,7 @@ TEST_CASE("BestFit: raw score and min-max normalisation", "[gpu][plugins]") {
   // cpu left 56000, GPU left 3000: 100 * (1 - (56000/256000 + 3000/16000)) = 59.375 -> 59.
   CHECK(best_fit::BestFitRaw(56000, 3000, 128000, 8000) == 59);
   FakeHandle handle;
-  auto plugin = best_fit::BestFit::New(YAML::Node(), handle);
+  auto plugin = best_fit::BestFit::New({}, handle);
   REQUIRE(plugin.ok());
   TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
@@ -299,7 +299,7 @@ TEST_CASE("DotProd: Tetris alignment", "[gpu][plugins]") {
   // An empty 128-core 8-GPU node and an 8-GPU 128-core pod: 100*(1 - (1 + 1)/2) = 0.
   CHECK(dot_prod::DotProdScore(128000, 128000, 8000, 8000, 128000, 8000) == 0);
   FakeHandle handle;
-  auto plugin = dot_prod::DotProd::New(YAML::Node(), handle);
+  auto plugin = dot_prod::DotProd::New({}, handle);
   REQUIRE(plugin.ok());
   TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
@@ -308,7 +308,7 @@ TEST_CASE("DotProd: Tetris alignment", "[gpu][plugins]") {
 
 TEST_CASE("GpuClustering: same kind together", "[gpu][plugins]") {
   FakeHandle handle;
-  auto plugin = gpu_clustering::GpuClustering::New(YAML::Node(), handle);
+  auto plugin = gpu_clustering::GpuClustering::New({}, handle);
   REQUIRE(plugin.ok());
   TestNode empty("e", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   TestNode shared("s", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
@@ -325,7 +325,7 @@ TEST_CASE("GpuClustering: same kind together", "[gpu][plugins]") {
 
 TEST_CASE("GpuPacking: shared GPUs, then partly used nodes, then free nodes", "[gpu][plugins]") {
   FakeHandle handle;
-  auto plugin = gpu_packing::GpuPacking::New(YAML::Node(), handle);
+  auto plugin = gpu_packing::GpuPacking::New(handle);
   REQUIRE(plugin.ok());
   TestNode free8("f8", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   TestNode free2("f2", "cpu:96,memory:384Gi,nvidia.com/gpu:2", 2);
@@ -341,7 +341,7 @@ TEST_CASE("GpuPacking: shared GPUs, then partly used nodes, then free nodes", "[
 
 TEST_CASE("GpuBinPack: MostAllocated on GPU, CPU as the tie-break", "[gpu][plugins]") {
   FakeHandle handle;
-  auto plugin = gpu_binpack::GpuBinPack::New(YAML::Node(), handle);
+  auto plugin = gpu_binpack::GpuBinPack::New({}, handle);
   REQUIRE(plugin.ok());
   TestNode n("n", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   n.Add(MakePod("used", "cpu:32,nvidia.com/gpu:4"));
@@ -349,7 +349,7 @@ TEST_CASE("GpuBinPack: MostAllocated on GPU, CPU as the tie-break", "[gpu][plugi
   CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), n.info) == 60);
   TestNode idle("i", "cpu:96,memory:384Gi,nvidia.com/gpu:8", 8);
   CHECK(ScoreOf(**plugin, MakePod("p", "cpu:8,nvidia.com/gpu:1"), idle.info) < 60);
-  auto bad = gpu_binpack::GpuBinPack::New(YAML::Load("{gpuWeight: 0, cpuWeight: 0}"), handle);
+  auto bad = gpu_binpack::GpuBinPack::ParseArgs(YAML::Load("{gpuWeight: 0, cpuWeight: 0}"));
   CHECK_FALSE(bad.ok());
 }
 
@@ -374,8 +374,8 @@ TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][pl
   //  300 on device 1 -> 700 left, device 0 600: F = 0, d = 0: 50   => device 1, score 50
   //  600 on device 0 -> 0 left: F = 0: 50; on device 1 -> 400 left: F = 400: 40 => device 0
   std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}};
-  YAML::Node args;
-  args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+  fgd::FGDArgs args;
+  args.workload.classes = classes;
   FakeHandle handle;
   auto plugin = fgd::FGD::New(args, handle);
   REQUIRE(plugin.ok());
@@ -420,7 +420,7 @@ TEST_CASE("FGD typical pods: most frequent classes up to the coverage", "[gpu][p
 
 TEST_CASE("Random: one uniformly chosen feasible node scores 100", "[gpu][plugins]") {
   FakeHandle handle;
-  auto plugin = random::Random::New(YAML::Node(), handle);
+  auto plugin = random::Random::New({}, handle);
   REQUIRE(plugin.ok());
   std::vector<TestNode> nodes;
   for (int i = 0; i < 4; ++i) nodes.emplace_back(StrCat("n", i), "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
@@ -448,8 +448,8 @@ TEST_CASE("Random: one uniformly chosen feasible node scores 100", "[gpu][plugin
 TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]") {
   std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1},
                                            {.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}};
-  YAML::Node args;
-  args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+  tessel_gpu::TesselArgs args;
+  args.workload.classes = classes;
   FakeHandle handle;
   auto plugin = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(plugin.ok());
@@ -480,18 +480,18 @@ TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]"
   CHECK(scores[1].score == 100);
   CHECK(scores[0].score < 100);
   // Without preservation the two nodes tie.
-  args["preserveIdleNodes"] = false;
+  args.preserve_idle_nodes = false;
   auto plain = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(plain.ok());
   CHECK(ScoreOf(**plain, one, used.info) == ScoreOf(**plain, one, idle.info));
-  CHECK_FALSE(tessel_gpu::Tessel::New(YAML::Load("{sigmoidScaleMilli: 0}"), handle).ok());
+  CHECK_FALSE(tessel_gpu::Tessel::ParseArgs(YAML::Load("{sigmoidScaleMilli: 0}")).ok());
 }
 
 TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload", "[gpu][plugins]") {
   FakeHandle handle;
   auto scale_for = [&](std::vector<fgd::TargetClass> classes) {
-    YAML::Node args;
-    args["targetWorkload"] = fgd::TargetWorkloadYaml(classes);
+    tessel_gpu::TesselArgs args;
+    args.workload.classes = classes;
     auto plugin = tessel_gpu::Tessel::New(args, handle);
     REQUIRE(plugin.ok());
     CHECK((*plugin)->scale_milli() == tessel_gpu::AutoSigmoidScaleMilli(fgd::FragModel(classes)));
@@ -507,9 +507,9 @@ TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload
   // 15% and beyond: 2000.
   CHECK(scale_for({cls(1000, 8, 1), cls(1000, 1, 8)}) == 2000);
   // An explicit scale wins.
-  YAML::Node args;
-  args["targetWorkload"] = fgd::TargetWorkloadYaml({cls(1000, 8, 1)});
-  args["sigmoidScaleMilli"] = 1000;
+  tessel_gpu::TesselArgs args;
+  args.workload.classes = {cls(1000, 8, 1)};
+  args.sigmoid_scale_milli = 1000;
   auto fixed = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(fixed.ok());
   CHECK((*fixed)->scale_milli() == 1000);
@@ -522,10 +522,11 @@ namespace tessel {
 namespace {
 
 fgd::TargetWorkload Learner(std::string_view args_yaml) {
-  auto w = fgd::TargetWorkload::FromArgs(YAML::Load(std::string(args_yaml)), {});
-  REQUIRE(w.ok());
-  REQUIRE(w->learning());
-  return *std::move(w);
+  auto args = fgd::FGD::ParseArgs(YAML::Load(std::string(args_yaml)));
+  REQUIRE(args.ok());
+  fgd::TargetWorkload w(args->workload);
+  REQUIRE(w.learning());
+  return w;
 }
 
 fgd::TargetClass ClassOfPod(const Pod& pod) { return fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod)); }
@@ -541,7 +542,7 @@ TEST_CASE("learned workload: each pod is counted once, however often it is retri
 
   SECTION("through the plugin: PreFilter on every attempt counts the pod once") {
     FakeHandle handle;
-    auto plugin = tessel_gpu::Tessel::New(YAML::Node(), handle);
+    auto plugin = tessel_gpu::Tessel::New({}, handle);
     REQUIRE(plugin.ok());
     Pod p = MakePod("retried", "cpu:1,nvidia.com/gpu:1");
     p.meta.uid = "uid-retried";
@@ -731,10 +732,10 @@ TEST_CASE("learned workload: the whole-node prior keeps its weight", "[gpu][lear
     REQUIRE(prior8 == prior4);
   }
   // Configured workloads get no prior.
-  auto configured = fgd::TargetWorkload::FromArgs(YAML::Load("{targetWorkload: [{gpuMilli: 500, numGpu: 1}]}"), {});
-  REQUIRE(configured.ok());
-  CHECK_FALSE(configured->SetNodeSizes({8}));
-  CHECK(configured->model().classes().size() == 1);
+  fgd::TargetWorkload configured(
+      {.classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}}});
+  CHECK_FALSE(configured.SetNodeSizes({8}));
+  CHECK(configured.model().classes().size() == 1);
   // wholeNodePrior: false turns it off.
   fgd::TargetWorkload off = Learner("{wholeNodePrior: false}");
   CHECK_FALSE(off.SetNodeSizes({8}));
@@ -743,8 +744,8 @@ TEST_CASE("learned workload: the whole-node prior keeps its weight", "[gpu][lear
 
 TEST_CASE("FGD device choice: an opted-in fraction fills a shared device before opening one", "[gpu][plugins]") {
   FakeHandle handle;
-  YAML::Node args;
-  args["targetWorkload"] = fgd::TargetWorkloadYaml({{.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}});
+  tessel_gpu::TesselArgs args;
+  args.workload.classes = {{.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}};
   auto plugin = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(plugin.ok());
   TestNode n("n", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);

@@ -61,7 +61,7 @@ TraceJob Gang(const std::string& name, int64_t at, int64_t duration, int members
 }
 
 TimelineResult Simulate(const TimelineInput& in, OnEvict on_evict = OnEvict::kRestart) {
-  absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel", {});
+  absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel");
   REQUIRE(profile.ok());
   absl::StatusOr<TimelineResult> r = SimulateTimeline(in, {.profile = &*profile, .on_evict = on_evict});
   REQUIRE(r.ok());

@@ -117,7 +117,7 @@ TEST_CASE("InterPodAffinity Filter follows kube-scheduler's required rules", "[p
     SECTION(c.name) {
       FakeHandle h;
       Cluster(h);
-      auto plugin = InterPodAffinity::New(YAML::Node(), h);
+      auto plugin = InterPodAffinity::New({}, h);
       REQUIRE(plugin.ok());
       CHECK(testing::RunFilter(**plugin, h, c.pod).by_node == c.want);
     }
@@ -127,7 +127,7 @@ TEST_CASE("InterPodAffinity Filter follows kube-scheduler's required rules", "[p
 TEST_CASE("InterPodAffinity PreFilter state answers what-if questions", "[plugins][interpodaffinity]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = InterPodAffinity::New(YAML::Node(), h);
+  auto plugin = InterPodAffinity::New({}, h);
   REQUIRE(plugin.ok());
   Pod pod = LabeledPod("db", {{"app", "db"}});
   pod.pod_affinity.required.push_back(Term({{"app", "cache"}}, kHost));
@@ -158,7 +158,7 @@ TEST_CASE("InterPodAffinity PreFilter state answers what-if questions", "[plugin
 TEST_CASE("InterPodAffinity Score weighs preferred terms both ways", "[plugins][interpodaffinity]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = InterPodAffinity::New(YAML::Node(), h);
+  auto plugin = InterPodAffinity::New({}, h);
   REQUIRE(plugin.ok());
 
   SECTION("no preferences anywhere: skipped") {
@@ -183,8 +183,7 @@ TEST_CASE("InterPodAffinity Score weighs preferred terms both ways", "[plugins][
     // raw: n1 0, n2 -10, n3 30 + 1, n4 0
     CHECK(testing::RunScore(**plugin, h, LabeledPod("p", {{"app", "p"}})) ==
           std::map<std::string, int64_t>{{"n1", 24}, {"n2", 0}, {"n3", 100}, {"n4", 24}});
-    YAML::Node args = YAML::Load("{hardPodAffinityWeight: 0, ignorePreferredTermsOfExistingPods: true}");
-    auto quiet = InterPodAffinity::New(args, h);
+    auto quiet = InterPodAffinity::New({.hard_pod_affinity_weight = 0, .ignore_preferred_terms_of_existing_pods = true}, h);
     REQUIRE(quiet.ok());
     CHECK(testing::RunScore(**quiet, h, LabeledPod("p", {{"app", "p"}})).empty());
   }
@@ -193,7 +192,7 @@ TEST_CASE("InterPodAffinity Score weighs preferred terms both ways", "[plugins][
 TEST_CASE("InterPodAffinity Filter without its PreFilter computes the same answer", "[plugins][interpodaffinity]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = InterPodAffinity::New(YAML::Node(), h);
+  auto plugin = InterPodAffinity::New({}, h);
   REQUIRE(plugin.ok());
   Pod pod = LabeledPod("db", {{"app", "db"}});
   pod.pod_affinity.required.push_back(Term({{"app", "cache"}}, kZone));
@@ -204,10 +203,9 @@ TEST_CASE("InterPodAffinity Filter without its PreFilter computes the same answe
 }
 
 TEST_CASE("InterPodAffinity args are validated", "[plugins][interpodaffinity]") {
-  FakeHandle h;
-  CHECK(InterPodAffinity::New(YAML::Load("{hardPodAffinityWeight: 101}"), h).status().message() ==
-        "args.hardPodAffinityWeight: want an integer in 0..100, got \"101\"");
-  CHECK_FALSE(InterPodAffinity::New(YAML::Load("{hardPodAfinityWeight: 1}"), h).ok());
+  CHECK(InterPodAffinity::ParseArgs(YAML::Load("{hardPodAffinityWeight: 101}")).status().message() ==
+        "InterPodAffinity: args.hardPodAffinityWeight: want an integer in 0..100, got \"101\"");
+  CHECK_FALSE(InterPodAffinity::ParseArgs(YAML::Load("{hardPodAfinityWeight: 1}")).ok());
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ TEST_CASE("NodePorts rejects a node where a requested host port is taken", "[plu
       h.AddNode(NodeBuilder("n1").Build());
       h.AddNode(NodeBuilder("n2").Build());
       h.AddPod(WithPorts("server", {{.port = 8080}, {.host_ip = "10.0.0.1", .protocol = "UDP", .port = 53}}, "n1"));
-      auto plugin = NodePorts::New(YAML::Node(), h);
+      auto plugin = NodePorts::New(h);
       REQUIRE(plugin.ok());
       auto run = testing::RunFilter(**plugin, h, WithPorts("new", c.ports));
       CHECK(run.by_node["n1"] == c.on_n1);
@@ -60,7 +60,7 @@ TEST_CASE("NodePorts counts init containers' ports too", "[plugins][nodeports]")
   proxy.host_ports.push_back({.port = 15001});
   sidecar.init_containers.push_back(proxy);
   h.AddPod(sidecar);
-  auto plugin = NodePorts::New(YAML::Node(), h);
+  auto plugin = NodePorts::New(h);
   REQUIRE(plugin.ok());
   CHECK(testing::RunFilter(**plugin, h, WithPorts("new", {{.port = 15001}})).by_node["n1"] ==
         "Unschedulable: " + std::string(kReason));

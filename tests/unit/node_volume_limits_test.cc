@@ -47,7 +47,7 @@ CSINode Limits(std::string node, std::vector<std::pair<std::string, std::optiona
 
 // PreFilter then Filter on `node`; Skip from PreFilter is a pass.
 Status Verdict(FakeHandle& h, const Pod& pod, const std::string& node) {
-  auto plugin = NodeVolumeLimits::New(YAML::Node(), h);
+  auto plugin = NodeVolumeLimits::New(h);
   REQUIRE(plugin.ok());
   CycleState state;
   Status pre = (*plugin)->PreFilter(state, pod);

@@ -78,7 +78,7 @@ TEST_CASE("property: NodeResourcesFit's preemption screen agrees with Filter onc
   std::mt19937_64 rng(7);
   auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
   for (const bool ignore_gpu : {false, true}) {
-    node_resources_fit::Args args;
+    node_resources_fit::NodeResourcesFitArgs args;
     if (ignore_gpu) args.ignored = {"nvidia.com/gpu"};
     node_resources_fit::NodeResourcesFit fit(args);
     int agreed_no = 0, agreed_yes = 0;
@@ -115,7 +115,7 @@ TEST_CASE("property: NodeResourcesFit's preemption screen agrees with Filter onc
 
 TEST_CASE("NodeResourcesFit scoring strategies", "[plugins][fit]") {
   using node_resources_fit::AllocationScore;
-  using node_resources_fit::Args;
+  using Args = node_resources_fit::NodeResourcesFitArgs;
   using node_resources_fit::Strategy;
   NodeInfo node = Info(NodeBuilder("n").Allocatable("cpu:10,memory:10Gi,nvidia.com/gpu:8").Build(),
                        {PodBuilder("r").Requests("cpu:2,memory:4Gi,nvidia.com/gpu:2").Node("n").Build()});

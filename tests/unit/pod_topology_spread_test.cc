@@ -109,7 +109,7 @@ TEST_CASE("PodTopologySpread Filter applies the skew rule", "[plugins][podtopolo
     SECTION(c.name) {
       FakeHandle h;
       Cluster(h);
-      auto plugin = PodTopologySpread::New(YAML::Node(), h);
+      auto plugin = PodTopologySpread::New({}, h);
       REQUIRE(plugin.ok());
       CHECK(testing::RunFilter(**plugin, h, c.pod).by_node == c.want);
     }
@@ -119,7 +119,7 @@ TEST_CASE("PodTopologySpread Filter applies the skew rule", "[plugins][podtopolo
 TEST_CASE("PodTopologySpread PreFilter state answers what-if questions", "[plugins][podtopologyspread]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = PodTopologySpread::New(YAML::Node(), h);
+  auto plugin = PodTopologySpread::New({}, h);
   REQUIRE(plugin.ok());
   Pod pod = LabeledPod("new", {{"app", "web"}});
   pod.topology_spread_constraints = {ZoneSpread(1)};
@@ -138,7 +138,7 @@ TEST_CASE("PodTopologySpread PreFilter state answers what-if questions", "[plugi
 TEST_CASE("PodTopologySpread Filter without its PreFilter computes the same answer", "[plugins][podtopologyspread]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = PodTopologySpread::New(YAML::Node(), h);
+  auto plugin = PodTopologySpread::New({}, h);
   REQUIRE(plugin.ok());
   Pod pod = LabeledPod("new", {{"app", "web"}});
   pod.topology_spread_constraints = {ZoneSpread(2)};
@@ -163,7 +163,7 @@ TEST_CASE("LnMicro is ln in integers", "[plugins][podtopologyspread]") {
 TEST_CASE("PodTopologySpread Score prefers emptier domains", "[plugins][podtopologyspread]") {
   FakeHandle h;
   Cluster(h);
-  auto plugin = PodTopologySpread::New(YAML::Node(), h);
+  auto plugin = PodTopologySpread::New({}, h);
   REQUIRE(plugin.ok());
   SECTION("ScheduleAnyway zone spread: nodes without the key are ignored (0)") {
     Pod pod = LabeledPod("new", {{"app", "web"}});
@@ -197,8 +197,8 @@ TEST_CASE("PodTopologySpread args", "[plugins][podtopologyspread]") {
   FakeHandle h;
   Cluster(h);
   SECTION("List defaults replace the system ones") {
-    auto plugin = PodTopologySpread::New(YAML::Load(R"({defaultingType: List, defaultConstraints: [
-        {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]})"), h);
+    auto plugin = PodTopologySpread::New(*PodTopologySpread::ParseArgs(YAML::Load(R"({defaultingType: List, defaultConstraints: [
+        {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]})")), h);
     REQUIRE(plugin.ok());
     Pod pod = LabeledPod("new", {});
     pod.meta.owner_references = {{.kind = "StatefulSet", .name = "ss", .uid = "ss-1", .controller = true}};
@@ -213,16 +213,18 @@ TEST_CASE("PodTopologySpread args", "[plugins][podtopologyspread]") {
       std::string yaml, error;
     };
     for (const Bad& b : std::vector<Bad>{
-             {"{defaultingType: Sometimes}", "args.defaultingType: unknown value \"Sometimes\" (want System or List)"},
+             {"{defaultingType: Sometimes}",
+              "PodTopologySpread: args.defaultingType: unknown value \"Sometimes\" (want System or List)"},
              {"{defaultConstraints: [{maxSkew: 1, topologyKey: k, whenUnsatisfiable: DoNotSchedule}]}",
-              "args.defaultConstraints: must be empty with defaultingType System (use List)"},
+              "PodTopologySpread: args.defaultConstraints: must be empty with defaultingType System (use List)"},
              {"{defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: k, whenUnsatisfiable: Never}]}",
-              "args.defaultConstraints[0].whenUnsatisfiable: unknown value \"Never\" (want DoNotSchedule or ScheduleAnyway)"},
+              "PodTopologySpread: args.defaultConstraints[0].whenUnsatisfiable: unknown value \"Never\" (want "
+              "DoNotSchedule or ScheduleAnyway)"},
              {"{defaultingType: List, defaultConstraints: [{maxSkew: 0, topologyKey: k, whenUnsatisfiable: DoNotSchedule}]}",
-              "args.defaultConstraints[0]: args.maxSkew: want an integer in 1..2147483647, got \"0\""},
+              "PodTopologySpread: args.defaultConstraints[0].maxSkew: want an integer in 1..2147483647, got \"0\""},
          }) {
       CAPTURE(b.yaml);
-      CHECK(PodTopologySpread::New(YAML::Load(b.yaml), h).status().message() == b.error);
+      CHECK(PodTopologySpread::ParseArgs(YAML::Load(b.yaml)).status().message() == b.error);
     }
   }
 }
@@ -239,7 +241,7 @@ TEST_CASE("PodTopologySpread keeps the skew within maxSkew (seeded property)", "
     std::mt19937 rng(seed);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     FakeHandle h;
-    auto plugin = PodTopologySpread::New(YAML::Node(), h);
+    auto plugin = PodTopologySpread::New({}, h);
     REQUIRE(plugin.ok());
     const int zones = uniform(1, 4);
     const int32_t max_skew = uniform(1, 3);

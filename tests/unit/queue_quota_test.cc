@@ -221,9 +221,9 @@ profiles:
 TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming the field",
           "[quota][queue_quota]") {
   testing::FakeHandle handle;
-  auto bad = QueueQuota::New(YAML::Load("{podsWithoutQueue: Sometimes}"), handle);
+  auto bad = QueueQuota::ParseArgs(YAML::Load("{podsWithoutQueue: Sometimes}"));
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == "args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject");
+  CHECK(bad.status().message() == "QueueQuota: args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject");
 
   Cluster c(1);
   c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
@@ -389,7 +389,7 @@ TEST_CASE("QueueQuota: a replica of a shared GPU counts as its fraction of a phy
 struct Hooks {
   Hooks() {
     handle.AddNode(NodeBuilder("n1").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
-    auto made = QueueQuota::New(YAML::Node(), handle);
+    auto made = QueueQuota::New({}, handle);
     REQUIRE(made.ok());
     plugin = *std::move(made);
   }

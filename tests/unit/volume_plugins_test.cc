@@ -74,9 +74,7 @@ void TwoZones(FakeHandle& h) {
 }
 
 std::unique_ptr<volume_binding::VolumeBinding> NewBinding(FakeHandle& h, int timeout_seconds = 0) {
-  YAML::Node args;
-  args["bindTimeoutSeconds"] = timeout_seconds;
-  auto plugin = volume_binding::VolumeBinding::New(args, h);
+  auto plugin = volume_binding::VolumeBinding::New({.bind_timeout = absl::Seconds(timeout_seconds)}, h);
   REQUIRE(plugin.ok());
   return *std::move(plugin);
 }
@@ -381,7 +379,7 @@ TEST_CASE("VolumeZone: PV zone labels against node labels, over generated cluste
     }
     h.objects().Put(pv);
     h.objects().Put(Claim("data", "", kGi, kReadWriteOnce, "pv"));
-    auto plugin = volume_zone::VolumeZone::New(YAML::Node(), h);
+    auto plugin = volume_zone::VolumeZone::New(h);
     REQUIRE(plugin.ok());
     auto run = testing::RunFilter(**plugin, h, WithClaims("p", {"data"}));
     const bool labelled = !pv_zones.empty() || !pv_region.empty();
@@ -436,7 +434,7 @@ TEST_CASE("VolumeRestrictions: ReadWriteOncePod, over generated clusters", "[plu
     const bool rwop = h.Objects()->Claim("default", wanted)->access_modes & kReadWriteOncePod;
     int64_t users = 0;
     for (const Pod& p : running) users += p.volumes.front().claim_name == wanted;
-    auto plugin = VolumeRestrictions::New(YAML::Node(), h);
+    auto plugin = VolumeRestrictions::New(h);
     REQUIRE(plugin.ok());
     const Pod pod = WithClaims("new", {wanted});
     auto run = testing::RunFilter(**plugin, h, pod);
