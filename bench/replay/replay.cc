@@ -6,13 +6,12 @@
 #include <sstream>
 
 #include "scheduler/util/strings.h"
-#include "scheduler/util/strings.h"
 #include "bench/sim/sim_world.h"
 #include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
-#include "scheduler/quota/quota_usage.h"
+#include "scheduler/report/cluster_report.h"
 #include "scheduler/util/file.h"
 
 namespace tessel::bench {
@@ -21,93 +20,67 @@ using nlohmann::json;
 
 namespace {
 
-// GPU metrics in physical GPU-equivalents (3 replicas of one GPU are one GPU; a MIG slice N/7),
-// and FGD's fragmentation measured against the mix of pods in the snapshot itself: the idle GPU
-// milli that those pod shapes could not use where it sits.
-json GpuMetrics(const Cache& cache, const ObjectList& objects) {
-  std::vector<const Pod*> pods;
-  for (const Pod& pod : objects.pods) pods.push_back(&pod);
-  const fgd::FragModel model = fgd::WorkloadOfPods(pods);
-  std::vector<NodeInfo> infos;
-  infos.reserve(cache.NodeNames().size());
-  for (const std::string& name : cache.NodeNames()) infos.push_back(*cache.GetNodeInfo(name));
-  std::vector<fgd::GpuNode> nodes;
-  int64_t whole_free = 0, partial_free = 0;
-  for (const NodeInfo& info : infos) {
-    nodes.push_back({.gpus = &info.gpus(), .cpu_free = info.FreeMilliCpu()});
-    const GpuDevices& gpus = info.gpus();
-    whole_free += gpus.whole_free_devices();
-    for (int32_t i = 0; i < gpus.count(); ++i) {
-      if (gpus.AllocatedMilli(i) > 0) partial_free += gpus.FreeMilli(i);
-    }
-  }
-  const fgd::GpuEquivalents totals = fgd::SumGpuEquivalents(nodes);
-  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, model);
-  return json{{"gpu_devices", totals.devices},
-              {"gpu_equivalent_capacity_milli", totals.capacity_milli},
-              {"gpu_equivalent_allocated_milli", totals.allocated_milli},
-              {"gpu_whole_free_devices", whole_free},
-              {"gpu_partially_used_free_milli", partial_free},
-              {"gpu_fragmented_milli", frag.fragmented_milli},
-              {"gpu_fragmentation_pct_of_idle",
-               frag.idle_milli > 0 ? static_cast<double>(frag.fragmented_milli) * 100.0 / static_cast<double>(frag.idle_milli) : 0.0}};
-}
-
-json Metrics(const Cache& cache, const SimulatedCluster& sim, const ObjectList& objects) {
-  int64_t placed = 0;
-  for (const auto& [key, node] : sim.placements()) placed += !node.empty();
-  Resources allocatable, allocated;
-  for (const std::string& name : cache.NodeNames()) {
-    auto info = cache.GetNodeInfo(name);
-    (void)allocatable.Add(info->allocatable());
-    (void)allocated.Add(info->requested());
-  }
-  json gpu = GpuMetrics(cache, objects);
-  json out = json{
-      {"nodes", cache.NodeNames().size()},
-      {"pods_pending", sim.placements().size()},
-      {"pods_scheduled", placed},
-      {"pods_unschedulable", static_cast<int64_t>(sim.placements().size()) - placed},
-      {"pods_evicted", sim.evicted().size()},
-      {"evictions_refused", sim.evictions_refused()},
-      {"scheduling_cycles", sim.cycles()},
-      {"cpu_allocatable_milli", allocatable.milli_cpu},
-      {"cpu_allocated_milli", allocated.milli_cpu},
-      {"gpu_allocatable_milli", allocatable.Get(kNvidiaGpu)},
-      {"gpu_allocated_milli", allocated.Get(kNvidiaGpu)},
-  };
-  out.update(gpu);
-  return out;
-}
-
 json QuantityMap(const Resources& r) {
   json out = json::object();
   for (const auto& [name, amount] : r.Entries()) out[name] = FormatResourceQuantity(name, amount);
   return out;
 }
 
-// Per team Queue after the run: nominal quota, usage (pods on nodes; GPUs in physical-GPU
-// equivalents), what it borrows from its cohort, and its pods left pending. Null without queues.
-json QueueMetrics(const Scheduler& scheduler, const Cache& cache, const SimulatedCluster& sim,
-                  const ObjectList& objects) {
-  std::shared_ptr<const QueueDirectory> directory = scheduler.Queues();
-  if (directory == nullptr || directory->queues().empty()) return nullptr;
-  QueueUsage usage;
-  for (const std::string& name : cache.NodeNames()) {
-    AddNodeUsage(*directory, *cache.GetNodeInfo(name), usage);
-  }
-  std::vector<const Pod*> pending;
+// The cluster report after the run (scheduler/report/cluster_report.h). GPUs in physical-GPU
+// equivalents; FGD's fragmentation measured against the mix of pods in the snapshot itself (the
+// idle GPU milli that those pod shapes could not use where it sits); per team Queue its nominal
+// quota, usage, what it borrows from its cohort and its pods left pending.
+ClusterReport Report(Cache& cache, const Scheduler& scheduler, const SimulatedCluster& sim,
+                     const ObjectList& objects) {
+  Snapshot snapshot;
+  cache.UpdateSnapshot(snapshot);
+  std::vector<const Pod*> pods, pending;
   for (const Pod& pod : objects.pods) {
+    pods.push_back(&pod);
     auto it = sim.placements().find(pod.Key());
     if (it != sim.placements().end() && it->second.empty()) pending.push_back(&pod);
   }
-  json out = json::object();
-  for (const QueueReport& r : ReportQueues(*directory, usage, pending)) {
-    out[r.name] = json{{"cohort", r.cohort},
-                       {"nominal", QuantityMap(r.nominal)},
-                       {"usage", QuantityMap(r.usage)},
-                       {"borrowed", QuantityMap(r.borrowed)},
-                       {"pending", r.pending_pods}};
+  const fgd::FragModel workload = fgd::WorkloadOfPods(pods);
+  std::shared_ptr<const QueueDirectory> directory = scheduler.Queues();
+  return ReportCluster(snapshot,
+                       {.queues = directory.get(), .pending = pending, .workload = &workload});
+}
+
+json Metrics(const ClusterReport& report, const SimulatedCluster& sim) {
+  int64_t placed = 0;
+  for (const auto& [key, node] : sim.placements()) placed += !node.empty();
+  const GpuReport& gpus = report.gpus;
+  json out = json{
+      {"nodes", report.nodes},
+      {"pods_pending", sim.placements().size()},
+      {"pods_scheduled", placed},
+      {"pods_unschedulable", static_cast<int64_t>(sim.placements().size()) - placed},
+      {"pods_evicted", sim.evicted().size()},
+      {"evictions_refused", sim.evictions_refused()},
+      {"scheduling_cycles", sim.cycles()},
+      {"cpu_allocatable_milli", report.allocatable.milli_cpu},
+      {"cpu_allocated_milli", report.requested.milli_cpu},
+      {"gpu_allocatable_milli", report.allocatable.Get(kNvidiaGpu)},
+      {"gpu_allocated_milli", report.requested.Get(kNvidiaGpu)},
+      {"gpu_devices", gpus.devices},
+      {"gpu_equivalent_capacity_milli", gpus.capacity_milli},
+      {"gpu_equivalent_allocated_milli", gpus.allocated_milli},
+      {"gpu_whole_free_devices", gpus.whole_free_devices},
+      {"gpu_partially_used_free_milli", gpus.partially_used_free_milli},
+      {"gpu_fragmented_milli", gpus.fragmented_milli},
+      {"gpu_fragmentation_pct_of_idle",
+       gpus.idle_milli > 0 ? static_cast<double>(gpus.fragmented_milli) * 100.0 / static_cast<double>(gpus.idle_milli) : 0.0},
+  };
+  if (!report.queues.empty()) {
+    json queues = json::object();
+    for (const QueueReport& r : report.queues) {
+      queues[r.name] = json{{"cohort", r.cohort},
+                            {"nominal", QuantityMap(r.nominal)},
+                            {"usage", QuantityMap(r.usage)},
+                            {"borrowed", QuantityMap(r.borrowed)},
+                            {"pending", r.pending_pods}};
+    }
+    out["queues"] = std::move(queues);
   }
   return out;
 }
@@ -128,7 +101,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
   auto world = SimWorld::New({.config = &config, .seed = options.seed});
   if (!world.ok()) return world.status();
   SimulatedCluster& sim = (*world)->sim;
-  const Cache& cache = (*world)->cache;
+  Cache& cache = (*world)->cache;
   for (std::string& w : sim.Load(*objects)) warnings.push_back(std::move(w));
   sim.RunUntilIdle();
 
@@ -150,10 +123,7 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
               {"reasons", reasons},
               {"evicted", sim.evicted()},
               {"warnings", warnings},
-              {"metrics", Metrics(cache, sim, *objects)}};
-  if (json queues = QueueMetrics(*(*world)->scheduler, cache, sim, *objects); !queues.is_null()) {
-    result["metrics"]["queues"] = std::move(queues);
-  }
+              {"metrics", Metrics(Report(cache, *(*world)->scheduler, sim, *objects), sim)}};
   if (!gangs.empty()) result["gangs"] = std::move(gangs);
   // Claims bound for the placed pods: the node written as volume.kubernetes.io/selected-node
   // (null for a static PV match) and the PV the claim was bound to.

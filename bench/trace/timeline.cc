@@ -9,6 +9,7 @@
 #include "bench/sim/sim_world.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/report/cluster_report.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -156,21 +157,15 @@ class Simulation {
 
   // Checks the cache's allocation against the jobs' bookkeeping; `keep` adds the point to the curves.
   absl::Status TakeSample(int64_t at, bool keep = true) {
-    Sample smp{.at = at, .allocated_milli = 0, .frag_milli = 0, .evictions = result_.evictions};
-    for (const auto& [name, c] : capacity_by_node_) {
-      std::optional<NodeInfo> info = w_.cache.GetNodeInfo(name);
-      if (!info.has_value()) continue;
-      smp.allocated_milli += info->gpus().total_allocated_milli();
-      if (o_.frag != nullptr) {
-        smp.frag_milli += o_.frag->NodeFrag(fgd::NodeShape::Of(
-            info->gpus(), info->FreeMilliCpu(), o_.frag->ModelId(info->gpus().inventory().product)));
-      }
-    }
+    static const fgd::FragModel kNoWorkload;  // no fragmentation curve: 0
+    w_.cache.UpdateSnapshot(snapshot_);
+    const GpuReport gpus = ReportGpus(snapshot_, o_.frag != nullptr ? o_.frag : &kNoWorkload);
+    Sample smp{.at = at, .allocated_milli = gpus.allocated_milli, .frag_milli = gpus.fragmented_milli,
+               .evictions = result_.evictions};
     if (smp.allocated_milli != running_milli_) {
       return absl::InternalError(StrCat("at t=", at, "s the nodes hold ", smp.allocated_milli,
                                         " GPU milli but the running jobs ", running_milli_));
     }
-    if (o_.frag != nullptr && o_.frag->total_weight() > 0) smp.frag_milli /= o_.frag->total_weight();
     if (keep) result_.samples.push_back(smp);
     return sample_error_;
   }
@@ -313,6 +308,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::map<std::string, size_t> by_key_;  // current pod key -> job
   std::map<std::string, int64_t> capacity_by_node_;
+  Snapshot snapshot_;  // the cache at the last sample
   TimelineResult result_;
   int64_t now_ = 0, seq_ = 0, pending_ = 0, running_milli_ = 0;
   int64_t sample_every_ = 1, next_sample_ = 0, sample_until_ = INT64_MAX;

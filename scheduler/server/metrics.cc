@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 
-#include "scheduler/gpu/fragmentation.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
@@ -212,40 +211,32 @@ bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes) {
   return false;
 }
 
-GpuTotals ComputeGpuTotals(const Cache& cache) {
-  const std::vector<std::string> names = cache.NodeNames();
-  std::vector<NodeInfo> infos;
-  infos.reserve(names.size());
-  for (const std::string& name : names) {
-    if (std::optional<NodeInfo> info = cache.GetNodeInfo(name); info.has_value()) infos.push_back(*std::move(info));
-  }
-  std::vector<fgd::GpuNode> nodes;
-  std::vector<const Pod*> pods;
-  for (const NodeInfo& info : infos) {
-    nodes.push_back({.gpus = &info.gpus(), .cpu_free = info.FreeMilliCpu()});
-    for (const PodRef& pod : info.pods()) pods.push_back(pod.get());
-  }
-  const fgd::GpuEquivalents sum = fgd::SumGpuEquivalents(nodes);
-  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, fgd::WorkloadOfPods(pods));
-  return GpuTotals{.allocatable = static_cast<double>(sum.capacity_milli) / 1000.0,
-                   .allocated = static_cast<double>(sum.allocated_milli) / 1000.0,
-                   .fragmentation = static_cast<double>(frag.fragmented_milli) / 1000.0};
+namespace {
+
+std::vector<const Pod*> Pointers(const std::vector<PodRef>& pods) {
+  std::vector<const Pod*> out;
+  out.reserve(pods.size());
+  for (const PodRef& p : pods) out.push_back(p.get());
+  return out;
+}
+
+}  // namespace
+
+ClusterReport ReportCluster(Scheduler& s) {
+  Snapshot snapshot;
+  s.cache().UpdateSnapshot(snapshot);
+  std::shared_ptr<const QueueDirectory> directory = s.Queues();
+  std::vector<PodRef> pending;
+  if (directory != nullptr && !directory->queues().empty()) pending = s.PendingPods();
+  return tessel::ReportCluster(snapshot, {.queues = directory.get(), .pending = Pointers(pending)});
 }
 
 std::vector<QueueReport> ComputeQueueReports(Scheduler& s) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
   if (directory == nullptr || directory->queues().empty()) return {};
-  QueueUsage usage;
-  QueueCounts admitted;
-  for (const std::string& name : s.cache().NodeNames()) {
-    if (std::optional<NodeInfo> info = s.cache().GetNodeInfo(name); info.has_value()) {
-      AddNodeUsage(*directory, *info, usage, &admitted);
-    }
-  }
-  const std::vector<PodRef> pending = s.PendingPods();
-  std::vector<const Pod*> pods;
-  for (const PodRef& p : pending) pods.push_back(p.get());
-  return ReportQueues(*directory, usage, pods, admitted);
+  Snapshot snapshot;
+  s.cache().UpdateSnapshot(snapshot);
+  return ReportQueueUsage(snapshot, *directory, Pointers(s.PendingPods()));
 }
 
 namespace {
@@ -255,6 +246,9 @@ double InUnits(std::string_view resource, int64_t amount) {
   return IsMilliResource(resource) ? static_cast<double>(amount) / 1000.0
                                    : static_cast<double>(amount);
 }
+
+// Milli-GPU as GPUs.
+double InGpus(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
 
 std::vector<GaugeSample> PerResource(const std::vector<QueueReport>& reports,
                                      const Resources QueueReport::*field) {
@@ -329,49 +323,47 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                         {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
                         {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
                   });
-  // The three GPU gauges share one computation per scrape.
-  auto totals = std::make_shared<GpuTotals>();
+  // The GPU and queue gauges share one cluster report per scrape, taken by the first of them.
+  auto report = std::make_shared<ClusterReport>();
   registry->Gauge("tessel_gpu_allocatable",
-                  "Allocatable GPUs in the cluster, in physical-GPU equivalents", [this, totals] {
-                    *totals = ComputeGpuTotals(scheduler_->cache());
-                    return std::vector<GaugeSample>{{{}, totals->allocatable}};
+                  "Allocatable GPUs in the cluster, in physical-GPU equivalents", [this, report] {
+                    *report = ReportCluster(*scheduler_);
+                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.capacity_milli)}};
                   });
   registry->Gauge("tessel_gpu_allocated",
-                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
-                  [totals] { return std::vector<GaugeSample>{{{}, totals->allocated}}; });
+                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents", [report] {
+                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.allocated_milli)}};
+                  });
   registry->Gauge("tessel_gpu_fragmentation",
                   "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
                   "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
-                  [this, totals] {
+                  [this, report] {
                     std::optional<double> f;
                     if (fragmentation_) f = fragmentation_(scheduler_->cache());
-                    return std::vector<GaugeSample>{{{}, f.value_or(totals->fragmentation)}};
+                    return std::vector<GaugeSample>{
+                        {{}, f.value_or(InGpus(report->gpus.fragmented_milli))}};
                   });
-  // Team queues (docs/quota.md); the four gauges share one computation per scrape.
-  auto queues = std::make_shared<std::vector<QueueReport>>();
+  // Team queues (docs/quota.md).
   registry->Gauge("tessel_queue_nominal_quota",
                   "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
-                  [this, queues] {
-                    *queues = ComputeQueueReports(*scheduler_);
-                    return PerResource(*queues, &QueueReport::nominal);
-                  });
+                  [report] { return PerResource(report->queues, &QueueReport::nominal); });
   registry->Gauge("tessel_queue_usage",
                   "What the pods of each Queue placed on nodes request, by resource (GPUs in "
                   "physical-GPU equivalents)",
-                  [queues] { return PerResource(*queues, &QueueReport::usage); });
+                  [report] { return PerResource(report->queues, &QueueReport::usage); });
   registry->Gauge("tessel_queue_borrowed",
                   "How far each Queue's usage is above its nominal quota (borrowed from its "
                   "cohort), by resource",
-                  [queues] { return PerResource(*queues, &QueueReport::borrowed); });
+                  [report] { return PerResource(report->queues, &QueueReport::borrowed); });
   registry->Gauge("tessel_queue_lent",
                   "What the cohort borrows of each Queue's unused nominal quota, by resource",
-                  [queues] { return PerResource(*queues, &QueueReport::lent); });
+                  [report] { return PerResource(report->queues, &QueueReport::lent); });
   registry->Gauge("tessel_queue_pending_pods",
                   "Pods of each Queue waiting to be scheduled (gang members included)",
-                  [queues] { return PerQueue(*queues, &QueueReport::pending_pods); });
+                  [report] { return PerQueue(report->queues, &QueueReport::pending_pods); });
   registry->Gauge("tessel_queue_admitted_pods",
                   "Pods of each Queue on nodes (bound or being bound)",
-                  [queues] { return PerQueue(*queues, &QueueReport::admitted_pods); });
+                  [report] { return PerQueue(report->queues, &QueueReport::admitted_pods); });
   registry->Gauge(
       "tessel_pending_pods",
       "Pods waiting to be scheduled, by Queue ('' for none) and whether some node's allocatable "

@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/quota/quota_usage.h"
+#include "scheduler/report/cluster_report.h"
 #include "scheduler/state/cache.h"
 #include "scheduler/util/strings.h"
 
@@ -110,19 +111,10 @@ class MetricsRegistry {
   std::vector<std::unique_ptr<Family>> families_ ABSL_GUARDED_BY(mu_);
 };
 
-// GPU accounting read from the cache's device ledgers (scheduler/gpu), in physical-GPU
-// equivalents: R time-slicing or MPS replicas of one GPU are 1 GPU, a 400-milli fraction is 0.4.
-struct GpuTotals {
-  double allocatable = 0;
-  double allocated = 0;
-  // FGD's fragmentation (scheduler/gpu/fragmentation.h, the measure replay and inflate report)
-  // against the mix of pods running in the cluster: idle GPUs those pods could not use where
-  // they sit.
-  double fragmentation = 0;
-};
-GpuTotals ComputeGpuTotals(const Cache& cache);
-
-// Every team Queue's nominal quota, usage (pods on nodes), borrowing and pending pods.
+// The live cluster's report (scheduler/report/cluster_report.h): the cache's nodes now, the
+// scheduler's team queues and its pending pods; fragmentation against the running pods' mix.
+ClusterReport ReportCluster(Scheduler& scheduler);
+// Only its queues (the admin API, Queue status).
 std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler);
 
 // Whether a pending pod could ever fit in this cluster: some node's allocatable covers every
@@ -135,7 +127,7 @@ bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes);
 std::string_view BuildVersion();
 
 // Replaces the fragmentation measure (e.g. against a configured target workload); returning
-// nullopt falls back to ComputeGpuTotals' measure.
+// nullopt falls back to the cluster report's measure.
 using GpuFragmentationFn = std::function<std::optional<double>(const Cache&)>;
 
 // An attempt that chose a node is counted, and its duration observed, when its binding cycle

@@ -1,6 +1,7 @@
 // Prometheus text rendering: counters with labels, histograms (cumulative buckets, +Inf, sum,
-// count), gauges, escaping; GPU totals in physical-GPU equivalents; the attempt duration of a
-// pod that chose a node ends with its binding cycle; preemption victims are counted by reason; per-queue quota gauges.
+// count), gauges, escaping; the attempt duration of a pod that chose a node ends with its binding
+// cycle; preemption victims are counted by reason; the GPU and per-queue quota gauges read the
+// cluster report (tests/unit/cluster_report_test.cc checks its figures).
 #include <catch2/catch.hpp>
 
 #include "nlohmann/json.hpp"
@@ -50,57 +51,6 @@ scheduler_pending_pods{queue="backoff"} 0
 )";
   CHECK(r.Render() == want);
   CHECK(c.Get({"scheduled", "tessel"}) == 2);
-}
-
-// A GFD-labelled node with `gpus` physical GPUs of `replicas` slots each.
-Node GpuNode(const std::string& name, int64_t gpus, int replicas) {
-  Node n;
-  n.meta.name = name;
-  n.meta.labels["nvidia.com/gpu.count"] = std::to_string(gpus);
-  if (replicas > 1) {
-    n.meta.labels["nvidia.com/gpu.replicas"] = std::to_string(replicas);
-    n.meta.labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing";
-  }
-  n.allocatable.scalar[std::string(kNvidiaGpu)] = gpus * replicas * 1000;
-  n.allocatable.pods = 110;
-  n.capacity = n.allocatable;
-  n.ready = ConditionStatus::kTrue;
-  return n;
-}
-
-Pod GpuPod(const std::string& name, const std::string& node, int64_t gpus, int64_t milli = 0) {
-  Pod p;
-  p.meta.namespace_ = "ns";
-  p.meta.name = name;
-  p.node_name = node;
-  p.phase = PodPhase::kRunning;
-  p.requests.scalar[std::string(kNvidiaGpu)] = gpus * 1000;
-  p.requests.pods = 1;
-  if (milli > 0) p.meta.annotations["tessel.io/gpu-milli"] = std::to_string(milli);
-  p.meta.annotations["tessel.io/gpu-sharing"] = "allowed";
-  return p;
-}
-
-TEST_CASE("GPU totals count physical-GPU equivalents; fragmentation is FGD's measure") {
-  RealClock clock;
-  Cache cache(&clock);
-  cache.AddOrUpdateNode(GpuNode("whole-0", 8, 1));
-  cache.AddOrUpdateNode(GpuNode("whole-1", 8, 1));
-  cache.AddOrUpdateNode(GpuNode("sliced", 8, 4));  // 8 GPUs x 4 replicas
-  cache.AddOrUpdatePod(GpuPod("a", "whole-0", 2));
-  cache.AddOrUpdatePod(GpuPod("b", "sliced", 4));   // 4 replicas = 1 GPU
-  cache.AddOrUpdatePod(GpuPod("c", "whole-1", 1, 400));  // a 400-milli fraction is 0.4 GPU
-  GpuTotals t = ComputeGpuTotals(cache);
-  CHECK(t.allocatable == Approx(24));
-  CHECK(t.allocated == Approx(3.4));
-  // The running mix: classes (2 x 1000), (4 x 1000) and (1 x 400), weight 1 each. Free per
-  // device: whole-0 six whole GPUs; whole-1 600 + seven whole; sliced: the 4 replicas went to
-  // 4 devices (least-loaded first), so 4 x 750 + four whole.
-  //   whole-0: every class fits, nothing stranded                          0
-  //   whole-1: 2 x 1000 and 4 x 1000 strand the 600; 400 fits             1200
-  //   sliced:  2 x 1000 and 4 x 1000 strand 4 x 750 each; 400 fits        6000
-  // F = 7200 / 3 = 2400 milli-GPU.
-  CHECK(t.fragmentation == Approx(2.4));
 }
 
 TEST_CASE("an attempt that chose a node is measured to the end of its binding cycle") {
@@ -232,6 +182,11 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   CHECK(series(R"(tessel_queue_pending_pods{queue="team-b",cohort="c"})") == "0");
   CHECK(series(R"(tessel_queue_admitted_pods{queue="team-a",cohort="c"})") == "1");
   CHECK(series(R"(tessel_queue_lent{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  // 8 whole GPUs (no GFD labels: allocatable nvidia.com/gpu), 3 held; the running mix (3 x 1000)
+  // fits in the 5 free devices, so nothing is fragmented.
+  CHECK(series("tessel_gpu_allocatable") == "8");
+  CHECK(series("tessel_gpu_allocated") == "3");
+  CHECK(series("tessel_gpu_fragmentation") == "0");
   CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="after_change"})") == "1");
   CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "absent");
   s.OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
