@@ -1,6 +1,7 @@
 // The scheduling cycle and binding cycle.
 #include "scheduler/core/scheduler.h"
 
+#include "scheduler/api/uid.h"
 #include "scheduler/core/admission.h"
 #include "scheduler/framework/binding.h"
 #include "scheduler/framework/fit_error.h"
@@ -165,8 +166,6 @@ DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& sta
   };
   return held;
 }
-
-bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
 
 }  // namespace
 

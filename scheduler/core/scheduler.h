@@ -202,6 +202,8 @@ class Scheduler final : public Handle {
   // timeouts), then one cycle for the next ready pod; until `stop` is set, `max_cycles` ran, or
   // (see RunOptions::on_idle) nothing is ready. Returns the number of cycles run.
   int64_t Run(const std::atomic<bool>& stop, const RunOptions& options = {});
+  // Ends Run: the queue closes and waits no more.
+  void Stop() { queue_->Close(); }
   // When something next becomes due without any outside event: a backoff ends or a permit
   // wait times out. The bench moves its virtual clock there when idle.
   std::optional<absl::Time> NextWakeup() const;

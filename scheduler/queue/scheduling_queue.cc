@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "scheduler/api/changes.h"
+#include "scheduler/api/uid.h"
 
 namespace tessel {
 
@@ -92,12 +93,6 @@ void SchedulingQueue::ToBackoffOrActive(Entry& e) {
   e.where = Entry::Where::kBackoff;
   backoff_.emplace(e.backoff_expiry, &e);
 }
-
-namespace {
-
-bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
-
-}  // namespace
 
 SchedulingQueue::AddResult SchedulingQueue::UpsertLocked(PodRef pod, bool create) {
   const std::string key = pod->Key();
