@@ -35,6 +35,7 @@
 #include "scheduler/server/metrics.h"
 #include "scheduler/server/observer_fanout.h"
 #include "scheduler/server/options.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -66,6 +67,42 @@ int Fail(const absl::Status& status, std::string_view what = {}) {
   return 1;
 }
 
+// What the scheduler needs before it builds anything: its configuration, its API clients and
+// the eviction API the server serves. Cancelled when a stop signal came during discovery.
+struct Connection {
+  SchedulerConfig config;
+  kube::SchedulerClients clients;
+  std::string eviction_api;
+};
+
+absl::StatusOr<Connection> Connect(server::SchedulerOptions& flags) {
+  Connection c;
+  ASSIGN_OR_RETURN(c.config, flags.LoadConfig());
+  for (const std::string& note : c.config.notes) spdlog::warn("configuration: {}", note);
+  ASSIGN_OR_RETURN(kube::ClientConfig client_config,
+                   flags.kubeconfig.empty() ? kube::InClusterConfig()
+                                            : kube::LoadKubeconfig(flags.kubeconfig, flags.context));
+  ASSIGN_OR_RETURN(c.clients, kube::SchedulerClients::New(client_config, *flags.qps, *flags.burst));
+  spdlog::info("API server {} (per client: QPS {}, burst {})", client_config.server, *flags.qps, *flags.burst);
+  std::optional<std::string> eviction_api = kube::WaitForEvictionApi(*c.clients.binding, StopSignalPending);
+  if (!eviction_api) return absl::CancelledError("stopped during discovery");
+  c.eviction_api = *std::move(eviction_api);
+  spdlog::info("evictions use {}", c.eviction_api);
+  return c;
+}
+
+std::unique_ptr<kube::LeaderElector> NewElector(const server::SchedulerOptions& flags, kube::KubeClient* client,
+                                                const std::string& identity, kube::LeaderCallbacks callbacks) {
+  return std::make_unique<kube::LeaderElector>(client,
+                                               kube::LeaderElectionConfig{.namespace_ = flags.lock_namespace,
+                                                                          .name = flags.lock_name,
+                                                                          .identity = identity,
+                                                                          .lease_duration = flags.lease_duration,
+                                                                          .renew_deadline = flags.renew_deadline,
+                                                                          .retry_period = flags.retry_period},
+                                               std::move(callbacks));
+}
+
 int Run(server::SchedulerOptions& flags) {
   // Signals are taken by sigwait on the main thread; every thread started later inherits the mask.
   sigset_t signals;
@@ -73,19 +110,12 @@ int Run(server::SchedulerOptions& flags) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<SchedulerConfig> config = flags.LoadConfig();
-  if (!config.ok()) return Fail(config.status());
-  for (const std::string& note : config->notes) spdlog::warn("configuration: {}", note);
-  absl::StatusOr<kube::ClientConfig> client_config =
-      flags.kubeconfig.empty() ? kube::InClusterConfig() : kube::LoadKubeconfig(flags.kubeconfig, flags.context);
-  if (!client_config.ok()) return Fail(client_config.status());
-  absl::StatusOr<kube::SchedulerClients> clients = kube::SchedulerClients::New(*client_config, *flags.qps, *flags.burst);
-  if (!clients.ok()) return Fail(clients.status());
-  spdlog::info("API server {} (per client: QPS {}, burst {})", client_config->server, *flags.qps, *flags.burst);
-  const std::optional<std::string> eviction_api = kube::WaitForEvictionApi(*clients->binding, StopSignalPending);
-  if (!eviction_api) return 0;
-  spdlog::info("evictions use {}", *eviction_api);
+  absl::StatusOr<Connection> connection = Connect(flags);
+  if (absl::IsCancelled(connection.status())) return 0;
+  if (!connection.ok()) return Fail(connection.status());
+  const SchedulerConfig& config = connection->config;
+  kube::SchedulerClients& clients = connection->clients;
+  const std::string& eviction_api = connection->eviction_api;
 
   // The components, each handed what it reads and writes through.
   std::atomic<bool> shutting_down{false};
@@ -98,43 +128,43 @@ int Run(server::SchedulerOptions& flags) {
   };
   const std::string identity = Identity();
   kube::WorkerPool binder("bind", flags.bind_workers);
-  kube::EventRecorder events(clients->status.get(), {.identity = identity, .write_budget = write_budget});
+  kube::EventRecorder events(clients.status.get(), {.identity = identity, .write_budget = write_budget});
   RealClock clock;
   Cache cache(&clock);
-  kube::LiveCluster cluster(clients->binding.get(), &events,
-                            {.eviction_api = *eviction_api,
+  kube::LiveCluster cluster(clients.binding.get(), &events,
+                            {.eviction_api = eviction_api,
                              .write_budget = write_budget,
                              .node_exists = [&cache](std::string_view node) { return cache.HasNode(node); },
                              .pod_exists = [&cache](const Pod& pod) {
                                std::optional<Cache::HeldPod> held = cache.Held(pod.Key());
                                return held && SameUid(held->uid, pod.meta.uid);
                              }});
-  kube::StatusReporter reporter(clients->status.get(), &events, {.write_budget = write_budget});
-  kube::PodGroupStatusWriter podgroup_status(clients->status.get(), {.write_budget = write_budget});
+  kube::StatusReporter reporter(clients.status.get(), &events, {.write_budget = write_budget});
+  kube::PodGroupStatusWriter podgroup_status(clients.status.get(), {.write_budget = write_budget});
   server::ObserverFanout observers;
   observers.Add(&reporter);
   Registry registry = InTreeRegistry();
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = Scheduler::New(
       {.registry = &registry,
-       .config = &*config,
+       .config = &config,
        .defaults = &DefaultProfile(),
        .cache = &cache,
        .clock = &clock,
        .api = &cluster,
        .observer = &observers,
        .bind_executor = &binder,
-       .queue_options = {.initial_backoff = config->pod_initial_backoff, .max_backoff = config->pod_max_backoff},
+       .queue_options = {.initial_backoff = config.pod_initial_backoff, .max_backoff = config.pod_max_backoff},
        .gang_status = &podgroup_status});
   if (!scheduler.ok()) return Fail(scheduler.status(), "configuration");
   Scheduler& sched = **scheduler;
   spdlog::info("profiles: {}", StrJoin(sched.ProfileNames(), ", "));
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
-  kube::SchedulerFeed feed(clients->informers.get(), &sched,
+  kube::SchedulerFeed feed(clients.informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
-                            .pdb_api = *eviction_api});
+                            .pdb_api = eviction_api});
   kube::QueueStatusWriter queue_status(
-      clients->status.get(),
+      clients.status.get(),
       [&] {
         return kube::QueueStatusView{.reports = server::ComputeQueueReports(sched),
                                      .conflicts = sched.queue_store().Conflicts(),
@@ -148,14 +178,14 @@ int Run(server::SchedulerOptions& flags) {
   observers.Add(&metrics);
   kube::RegisterLeaderMetric(metrics_registry, [&] { return !flags.leader_elect || (elector && elector->IsLeader()); });
   kube::RegisterMetrics(metrics_registry, cluster);
-  kube::RegisterMetrics(metrics_registry, *clients);
+  kube::RegisterMetrics(metrics_registry, clients);
   kube::RegisterMetrics(metrics_registry, events);
   kube::RegisterMetrics(metrics_registry, reporter, events);
   kube::RegisterMetrics(metrics_registry, feed);
 
   // The endpoints; the admin API's simulate replays a snapshot as tessel-bench replay does.
   feed.Start();
-  kube::DelegatedAuthorizer authorizer(clients->auth.get(), &clock);
+  kube::DelegatedAuthorizer authorizer(clients.auth.get(), &clock);
   server::SchedulerAdminBackend admin_backend(&sched, [&](std::string_view snapshot) -> absl::StatusOr<std::string> {
     absl::StatusOr<nlohmann::json> result = bench::RunReplayText(snapshot, {.config_path = flags.config});
     if (!result.ok()) return result.status();
@@ -180,18 +210,11 @@ int Run(server::SchedulerOptions& flags) {
                                endpoints.StartAdmin();
                              }});
   if (flags.leader_elect) {
-    elector = std::make_unique<kube::LeaderElector>(
-        clients->election.get(),
-        kube::LeaderElectionConfig{.namespace_ = flags.lock_namespace,
-                                   .name = flags.lock_name,
-                                   .identity = identity,
-                                   .lease_duration = flags.lease_duration,
-                                   .renew_deadline = flags.renew_deadline,
-                                   .retry_period = flags.retry_period},
-        kube::LeaderCallbacks{.on_started_leading = [&] { loop.Start(); },
-                              .on_stopped_leading = [&] {
-                                if (!shutting_down.load()) loop.LeaseLost();
-                              }});
+    elector = NewElector(flags, clients.election.get(), identity,
+                         {.on_started_leading = [&] { loop.Start(); },
+                          .on_stopped_leading = [&] {
+                            if (!shutting_down.load()) loop.LeaseLost();
+                          }});
     elector->Start();
   } else {
     loop.Start();
