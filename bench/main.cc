@@ -6,9 +6,6 @@
 //   tessel-bench throughput --nodes N --pods M [--gpus-per-node 8] [--mix 1,1,2,4,8] [--threads T] [--json]
 //   tessel-bench e2e --nodes N --pods M [--qps Q] [--compare kube-scheduler|ceiling] [--json]
 //   tessel-bench backlog --nodes N --pending P [--churn R] [--seconds S] [--json]
-#include <iostream>
-#include <string_view>
-
 #include "absl/synchronization/mutex.h"
 
 #include "bench/e2e/backlog.h"
@@ -18,45 +15,25 @@
 #include "bench/replay/replay.h"
 #include "bench/throughput/throughput.h"
 #include "bench/trace/trace.h"
-
-namespace {
-
-void Usage() {
-  std::cerr << "usage: tessel-bench <command> [flags]\n"
-               "commands:\n"
-               "  replay   schedule the pending pods of a cluster snapshot (kubectl get -o json)\n"
-               "  inflate  the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)\n"
-               "  trace    a cluster's jobs over time: queueing delays, allocation, evictions per policy (docs/bench.md)\n"
-               "  throughput  decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)\n"
-               "  e2e      the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)\n"
-               "  backlog  the live scheduler's retries and CPU while a backlog fits nowhere (docs/bench.md)\n"
-               "  gang     time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)\n";
-}
-
-}  // namespace
+#include "scheduler/cmd/flags.h"
 
 int main(int argc, char** argv) {
   // Debian's Abseil checks every mutex acquisition for lock-order cycles unless told not to;
   // the scheduling core takes mutexes on every decision (docs/bench.md measures the cost).
   // `throughput --mutex-deadlock-detection` turns it back on for that comparison.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (argc < 2) {
-    Usage();
-    return 2;
-  }
-  std::string_view command = argv[1];
-  if (command == "replay") return tessel::bench::ReplayMain(argc - 2, argv + 2);
-  if (command == "inflate") return tessel::bench::InflateMain(argc - 2, argv + 2);
-  if (command == "trace") return tessel::bench::TraceMain(argc - 2, argv + 2);
-  if (command == "throughput") return tessel::bench::ThroughputMain(argc - 2, argv + 2);
-  if (command == "e2e") return tessel::bench::E2eMain(argc - 2, argv + 2);
-  if (command == "backlog") return tessel::bench::BacklogMain(argc - 2, argv + 2);
-  if (command == "gang") return tessel::bench::GangBenchMain(argc - 2, argv + 2);
-  if (command == "--help" || command == "-h" || command == "help") {
-    Usage();
-    return 0;
-  }
-  std::cerr << "tessel-bench: unknown command \"" << command << "\"\n";
-  Usage();
-  return 2;
+  using namespace tessel::bench;
+  const std::vector<tessel::cmd::Command> commands = {
+      {"replay", "schedule the pending pods of a cluster snapshot (kubectl get -o json)", ReplayMain},
+      {"inflate", "the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)", InflateMain},
+      {"trace", "a cluster's jobs over time: queueing delays, allocation, evictions per policy (docs/bench.md)",
+       TraceMain},
+      {"throughput", "decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)",
+       ThroughputMain},
+      {"e2e", "the live scheduler on a real apiserver, beside kube-scheduler (docs/bench.md)", E2eMain},
+      {"backlog", "the live scheduler's retries and CPU while a backlog fits nowhere (docs/bench.md)", BacklogMain},
+      {"gang", "time per gang decision: 20 gangs x 500 pods on 5,000 nodes (docs/gang.md)", GangBenchMain},
+  };
+  return tessel::cmd::RunCommand("tessel-bench", "usage: tessel-bench <command> [flags]\n", commands, argc - 1,
+                                 argv + 1);
 }

@@ -20,6 +20,7 @@
 
 #include "bench/e2e/live_cluster.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/kube/kubeconfig.h"
 #include "scheduler/util/strings.h"
 
@@ -60,18 +61,17 @@ constexpr std::string_view kUsage =
 Options ParseFlags(int argc, char** argv) {
   Options o;
   if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
-  live::WalkFlags(argc, argv, kUsage, o.json_out, [&o](std::string_view arg, const char* v) {
-    if (arg == "--nodes") o.nodes = live::WholeNumber(arg, v, 1);
-    else if (arg == "--pending") o.pending = live::WholeNumber(arg, v, 1);
-    else if (arg == "--seconds") o.seconds = live::WholeNumber(arg, v, 1);
-    else if (arg == "--churn") o.churn = live::PositiveNumber(arg, v);
-    else if (arg == "--kubeconfig") o.kubeconfig = v;
-    else if (arg == "--namespace") o.ns = v;
-    else if (arg == "--tessel-scheduler") o.tessel_scheduler = v;
-    else if (arg == "--log-dir") o.log_dir = v;
-    else return false;
-    return true;
-  });
+  cmd::FlagSet flags("tessel-bench backlog", std::string(kUsage));
+  flags.Int("--nodes", "N", &o.nodes, {.min = 1}, "nodes of 8 GPUs to register")
+      .Int("--pending", "P", &o.pending, {.min = 1}, "pending 2-GPU pods that fit nowhere")
+      .Double("--churn", "R", &o.churn, cmd::Sign::kPositive, "running pods ending (and replaced) a second (default 10)")
+      .Int("--seconds", "S", &o.seconds, {.min = 1}, "each measured window (default 60)")
+      .Bool("--json", &o.json_out, "print JSON")
+      .String("--kubeconfig", "FILE", &o.kubeconfig, "the cluster (default $KUBECONFIG)")
+      .String("--namespace", "NS", &o.ns, "namespace of the pods (default tessel-e2e)")
+      .String("--tessel-scheduler", "PATH", &o.tessel_scheduler, "the binary (default: next to this one)")
+      .String("--log-dir", "DIR", &o.log_dir, "the scheduler's log (default: a new temporary dir)");
+  cmd::ParseOrExit(flags, argc, argv);
   if (o.nodes == 0 || o.pending == 0) Die(StrCat("--nodes and --pending are required\n", kUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
   if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";

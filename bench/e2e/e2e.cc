@@ -22,6 +22,7 @@
 #include "bench/e2e/live_cluster.h"
 #include "bench/e2e/workload.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/kubeconfig.h"
 #include "scheduler/util/strings.h"
@@ -337,34 +338,23 @@ constexpr std::string_view kUsage =
 Options ParseFlags(int argc, char** argv) {
   Options o;
   if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
-  live::WalkFlags(argc, argv, kUsage, o.json_out, [&o](std::string_view arg, const char* v) {
-    if (arg == "--nodes") o.nodes = live::WholeNumber(arg, v, 1);
-    else if (arg == "--pods") o.pods = live::WholeNumber(arg, v, 1);
-    else if (arg == "--qps") o.qps = live::PositiveNumber(arg, v);
-    else if (arg == "--burst") o.burst = live::WholeNumber(arg, v, 1);
-    else if (arg == "--seed") o.seed = static_cast<uint64_t>(live::WholeNumber(arg, v, 0));
-    else if (arg == "--kubeconfig") o.kubeconfig = v;
-    else if (arg == "--namespace") o.ns = v;
-    else if (arg == "--tessel-scheduler") o.tessel_scheduler = v;
-    else if (arg == "--kube-scheduler") o.kube_scheduler = v;
-    else if (arg == "--log-dir") o.log_dir = v;
-    else if (arg == "--timeout") o.timeout_s = live::WholeNumber(arg, v, 1);
-    else if (arg == "--idle") o.idle_s = live::WholeNumber(arg, v, 1);
-    else if (arg == "--compare") {
-      for (std::string_view rest = v; !rest.empty();) {
-        const size_t comma = rest.find(',');
-        const std::string what(rest.substr(0, comma));
-        if (what != "kube-scheduler" && what != "ceiling") {
-          Die(StrCat("--compare: \"", what, "\" is not kube-scheduler or ceiling"));
-        }
-        o.compare.push_back(what);
-        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-      }
-    } else {
-      return false;
-    }
-    return true;
-  });
+  cmd::FlagSet flags("tessel-bench e2e", std::string(kUsage));
+  flags.Int("--nodes", "N", &o.nodes, {.min = 1}, "nodes to register")
+      .Int("--pods", "M", &o.pods, {.min = 1}, "pods to create")
+      .Double("--qps", "Q", &o.qps, cmd::Sign::kPositive, "client QPS of both schedulers (default 50)")
+      .Int("--burst", "B", &o.burst, {.min = 1}, "client burst of both schedulers (default 100)")
+      .List("--compare", "WHAT[,WHAT]", &o.compare, "also run kube-scheduler, or the ceiling: the perfect plan bound\nfrom many clients, no scheduler",
+            {"kube-scheduler", "ceiling"})
+      .Int("--seed", "S", &o.seed, {.min = 0}, "random seed of the workload (default 42)")
+      .Bool("--json", &o.json_out, "print JSON")
+      .String("--kubeconfig", "FILE", &o.kubeconfig, "the cluster (default $KUBECONFIG)")
+      .String("--namespace", "NS", &o.ns, "namespace of the pods (default tessel-e2e)")
+      .String("--tessel-scheduler", "PATH", &o.tessel_scheduler, "the binary (default: next to this one)")
+      .String("--kube-scheduler", "PATH", &o.kube_scheduler, "kube-scheduler's binary (default: on PATH)")
+      .String("--log-dir", "DIR", &o.log_dir, "the schedulers' logs (default: a new temporary dir)")
+      .Int("--timeout", "S", &o.timeout_s, {.min = 1}, "a run ends at the latest after S seconds (default 900)")
+      .Int("--idle", "S", &o.idle_s, {.min = 1}, "... or when no pod was bound for S seconds (default 20)");
+  cmd::ParseOrExit(flags, argc, argv);
   if (o.nodes == 0 || o.pods == 0) Die(StrCat("--nodes and --pods are required\n", kUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
   if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";

@@ -72,37 +72,6 @@ void Check(const absl::StatusOr<Response>& r, std::string_view what, bool allow_
   Die(StrCat(what, ": HTTP ", r->code, ": ", r->ErrorMessage()));
 }
 
-void WalkFlags(int argc, char** argv, std::string_view usage, bool& json_out,
-               const std::function<bool(std::string_view flag, const char* value)>& take) {
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << usage;
-      std::exit(0);
-    }
-    if (arg == "--json") {
-      json_out = true;
-      continue;
-    }
-    if (i + 1 >= argc) Die(StrCat(arg, " needs a value (or is unknown)\n", usage));
-    if (!take(arg, argv[++i])) Die(StrCat("unknown flag ", arg, "\n", usage));
-  }
-}
-
-int64_t WholeNumber(std::string_view flag, const char* value, int64_t min) {
-  char* end = nullptr;
-  const long long n = std::strtoll(value, &end, 10);
-  if (end == value || *end != '\0' || n < min) Die(StrCat(flag, ": \"", value, "\" is not a whole number >= ", min));
-  return static_cast<int64_t>(n);
-}
-
-double PositiveNumber(std::string_view flag, const char* value) {
-  char* end = nullptr;
-  const double x = std::strtod(value, &end);
-  if (end == value || *end != '\0' || !(x > 0)) Die(StrCat(flag, ": \"", value, "\" is not a positive number"));
-  return x;
-}
-
 // Runs fn(i) for i in [0, n) on kWriters threads.
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
   std::atomic<int64_t> next{0};

@@ -33,13 +33,6 @@ std::string NodeName(int64_t i);  // e2e-node-00042
 [[noreturn]] void Die(std::string_view message);
 // Dies unless the request succeeded (or, with allow_conflict, answered 409).
 void Check(const absl::StatusOr<kube::Response>& r, std::string_view what, bool allow_conflict = false);
-// The live benches' flags: `--flag value` pairs, the boolean --json and --help (prints `usage`,
-// exits 0). `take(flag, value)` returns false for a flag it does not know; a flag without a value
-// or unknown dies with the usage.
-void WalkFlags(int argc, char** argv, std::string_view usage, bool& json_out,
-               const std::function<bool(std::string_view flag, const char* value)>& take);
-int64_t WholeNumber(std::string_view flag, const char* value, int64_t min);  // dies unless >= min
-double PositiveNumber(std::string_view flag, const char* value);              // dies unless > 0
 // Runs fn(i) for i in [0, n) on kWriters threads.
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 

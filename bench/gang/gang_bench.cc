@@ -11,6 +11,7 @@
 #include "bench/sim/sim_world.h"
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -44,36 +45,14 @@ struct Options {
 
 int GangBenchMain(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&]() {
-      if (i + 1 >= argc) {
-        std::cerr << "tessel-bench gang: " << arg << " needs a value\n";
-        std::exit(2);
-      }
-      int v = std::atoi(argv[++i]);
-      if (v <= 0) {
-        std::cerr << "tessel-bench gang: " << arg << " must be a positive integer\n";
-        std::exit(2);
-      }
-      return v;
-    };
-    if (arg == "--gangs") {
-      o.gangs = value();
-    } else if (arg == "--members") {
-      o.members = value();
-    } else if (arg == "--nodes") {
-      o.nodes = value();
-    } else if (arg == "--gpus-per-node") {
-      o.gpus_per_node = value();
-    } else if (arg == "--json") {
-      o.json = true;
-    } else {
-      std::cerr << "usage: tessel-bench gang [--gangs N] [--members N] [--nodes N] "
-                   "[--gpus-per-node N] [--json]\n";
-      return arg == "--help" || arg == "-h" ? 0 : 2;
-    }
-  }
+  cmd::FlagSet flags("tessel-bench gang",
+                     "usage: tessel-bench gang [--gangs N] [--members N] [--nodes N] [--gpus-per-node N] [--json]");
+  flags.Int("--gangs", "N", &o.gangs, {.min = 1}, "gangs to place, one after another (default 20)")
+      .Int("--members", "N", &o.members, {.min = 1}, "pods of each gang (default 500)")
+      .Int("--nodes", "N", &o.nodes, {.min = 1}, "nodes of the cluster (default 5000)")
+      .Int("--gpus-per-node", "N", &o.gpus_per_node, {.min = 1}, "GPUs of each node (default 8)")
+      .Bool("--json", &o.json, "print JSON");
+  cmd::ParseOrExit(flags, argc, argv);
 
   DeferredExecutor binder;
   SchedulerConfig config;

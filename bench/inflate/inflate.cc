@@ -3,6 +3,7 @@
 #include "bench/inflate/inflate.h"
 
 #include "scheduler/util/file.h"
+#include "scheduler/cmd/flags.h"
 
 #include <algorithm>
 #include <atomic>
@@ -85,50 +86,35 @@ absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text) {
 int InflateMain(int argc, char** argv) {
   InflateOptions o;
   o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
-  std::string policies = "random,dotprod,gpuclustering,gpupacking,bestfit,fgd,tessel";
+  std::vector<std::string> policies = {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "tessel"};
   std::string seeds = "42-51";
   std::string tune = "1.3";
-  auto usage = [] {
-    std::cerr << "usage: tessel-bench inflate --nodes NODES.csv --pods PODS.csv [--policy NAME[,NAME...]]\n"
-                 "         [--seeds 42-51] [--tune 1.3] --out DIR [--threads N] [--reference CSV] [--no-progress]\n"
-                 "         [--policy-args '{sigmoidScaleMilli: 1000}']   # merged into the policy plugin's args\n"
-                 "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack\n";
-  };
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "tessel-bench inflate: " << arg << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (arg == "--nodes") o.nodes_path = value();
-    else if (arg == "--pods") o.pods_path = value();
-    else if (arg == "--policy" || arg == "--policies") policies = value();
-    else if (arg == "--seeds") seeds = value();
-    else if (arg == "--tune") tune = value();
-    else if (arg == "--out") o.out_dir = value();
-    else if (arg == "--reference") o.reference_path = value();
-    else if (arg == "--threads") o.threads = std::max(1, std::atoi(value().c_str()));
-    else if (arg == "--no-progress") o.progress = false;
-    else if (arg == "--policy-args") o.policy_args = value();
-    else if (arg == "--help" || arg == "-h") {
-      usage();
-      return 0;
-    } else {
-      std::cerr << "tessel-bench inflate: unknown argument \"" << arg << "\"\n";
-      usage();
-      return 2;
-    }
-  }
+  bool no_progress = false;
+  cmd::FlagSet flags("tessel-bench inflate",
+                     "usage: tessel-bench inflate --nodes NODES.csv --pods PODS.csv [--policy NAME[,NAME...]]\n"
+                     "         [--seeds 42-51] [--tune 1.3] --out DIR [--threads N] [--reference CSV] [--no-progress]\n"
+                     "         [--policy-args '{sigmoidScaleMilli: 1000}']",
+                     "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack");
+  flags.String("--nodes", "NODES.csv", &o.nodes_path, "the trace's nodes")
+      .String("--pods", "PODS.csv", &o.pods_path, "the trace's pods")
+      .List({"--policy", "--policies"}, "NAME[,NAME...]", &policies, "the policies to run (default: all but gpubinpack)")
+      .String("--seeds", "42-51", &seeds, "seeds: a list of seeds or ranges (default 42-51)")
+      .String("--tune", "1.3", &tune, "inflate the workload to this multiple of the cluster's GPUs (default 1.3)")
+      .String("--out", "DIR", &o.out_dir, "where the results are written")
+      .Int("--threads", "N", &o.threads, {.min = 1}, "runs at once (default: up to 2)")
+      .String("--reference", "CSV", &o.reference_path,
+              "the paper's results to compare with (default: found next to --pods)")
+      .Bool("--no-progress", &no_progress, "print no progress")
+      .String("--policy-args", "YAML", &o.policy_args, "merged into the policy plugin's args");
+  auto usage = [&flags] { std::cerr << flags.Usage(); };
+  cmd::ParseOrExit(flags, argc, argv);
+  if (no_progress) o.progress = false;
   if (o.nodes_path.empty() || o.pods_path.empty() || o.out_dir.empty()) {
     std::cerr << "tessel-bench inflate: --nodes, --pods and --out are required\n";
     usage();
     return 2;
   }
-  for (absl::string_view p : absl::StrSplit(policies, ',')) {
-    std::string name(p);
+  for (std::string name : policies) {
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
     if (PluginForPolicy(name).empty()) {
       std::cerr << "tessel-bench inflate: unknown policy \"" << name << "\"\n";

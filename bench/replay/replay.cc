@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "scheduler/util/strings.h"
+#include "scheduler/cmd/flags.h"
 #include "bench/sim/sim_world.h"
 #include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
@@ -175,31 +176,12 @@ int ReplayMain(int argc, char** argv) {
   ReplayOptions options;
   std::string out_path;
   bool table = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&](std::string_view flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::cerr << "tessel-bench replay: " << flag << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (arg == "--snapshot") {
-      options.snapshot_path = value(arg);
-    } else if (arg == "--config") {
-      options.config_path = value(arg);
-    } else if (arg == "--out") {
-      out_path = value(arg);
-    } else if (arg == "--table") {
-      table = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]\n";
-      return 0;
-    } else {
-      std::cerr << "tessel-bench replay: unknown argument \"" << arg << "\"\n";
-      return 2;
-    }
-  }
+  cmd::FlagSet flags("tessel-bench replay", "usage: tessel-bench replay --snapshot FILE [--config FILE] [--out FILE] [--table]");
+  flags.String("--snapshot", "FILE", &options.snapshot_path, "the cluster snapshot (a v1 List, kubectl get -o json)")
+      .String("--config", "FILE", &options.config_path, "scheduler configuration (default: the default profile)")
+      .String("--out", "FILE", &out_path, "write the result there (default: stdout)")
+      .Bool("--table", &table, "print a placement table instead of JSON");
+  cmd::ParseOrExit(flags, argc, argv);
   if (options.snapshot_path.empty()) {
     std::cerr << "tessel-bench replay: --snapshot FILE is required\n";
     return 2;

@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "plugins/default_preemption/default_preemption.h"
 #include "plugins/registry.h"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -221,67 +222,35 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
 
 int ThroughputMain(int argc, char** argv) {
   ThroughputOptions options;
-  bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&](std::string_view flag) -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "tessel-bench throughput: " << flag << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    auto number = [&](std::string_view flag, int lo, int hi) {
-      const std::string v = value(flag);
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < lo || n > hi) {
-        std::cerr << "tessel-bench throughput: " << flag << ": \"" << v << "\" is not a number in "
-                  << lo << ".." << hi << "\n";
-        std::exit(2);
-      }
-      return static_cast<int>(n);
-    };
-    if (arg == "--nodes") {
-      options.nodes = number(arg, 1, 1'000'000);
-    } else if (arg == "--pods") {
-      options.pods = number(arg, 1, 10'000'000);
-    } else if (arg == "--bound") {
-      options.bound = number(arg, 0, 10'000'000);
-    } else if (arg == "--gpus-per-node") {
-      options.gpus_per_node = number(arg, 0, 32);
-    } else if (arg == "--mix") {
-      auto mix = ParseMix(value(arg));
-      if (!mix.ok()) {
-        std::cerr << "tessel-bench throughput: " << mix.status().message() << "\n";
-        return 2;
-      }
-      options.mix = *std::move(mix);
-    } else if (arg == "--config") {
-      options.config_path = value(arg);
-    } else if (arg == "--threads") {
-      options.threads = number(arg, 1, 256);
-    } else if (arg == "--seed") {
-      options.seed = static_cast<uint64_t>(number(arg, 0, 1 << 30));
-    } else if (arg == "--mutex-deadlock-detection") {
-      absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort);  // Debian's default
-    } else if (arg == "--priorities") {
-      options.priorities = true;
-    } else if (arg == "--waves") {
-      options.waves = number(arg, 1, 1000);
-    } else if (arg == "--reference") {
-      options.reference = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: tessel-bench throughput --nodes N --pods M [--bound R] [--gpus-per-node 8] "
-                   "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--config FILE] [--threads T] [--seed S] "
-                   "[--reference] [--json]\n";
-      return 0;
-    } else {
-      std::cerr << "tessel-bench throughput: unknown argument \"" << arg << "\"\n";
+  bool json = false, deadlock_detection = false;
+  std::string mix;
+  cmd::FlagSet flags("tessel-bench throughput",
+                     "usage: tessel-bench throughput --nodes N --pods M [--bound R] [--gpus-per-node 8] "
+                     "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--config FILE] [--threads T] [--seed S] "
+                     "[--reference] [--json]");
+  flags.Int("--nodes", "N", &options.nodes, {1, 1'000'000}, "nodes of the synthetic cluster (default 5000)")
+      .Int("--pods", "M", &options.pods, {1, 10'000'000}, "pending pods to decide (default 10000)")
+      .Int("--bound", "R", &options.bound, {0, 10'000'000}, "pods already running when the bench starts (default 0)")
+      .Int("--gpus-per-node", "G", &options.gpus_per_node, {0, 32}, "GPUs of each node (default 8)")
+      .String("--mix", "1,1,1,1,2,2,4,8", &mix, "the GPUs each pod asks, drawn from this list")
+      .String("--config", "FILE", &options.config_path, "scheduler configuration")
+      .Int("--threads", "T", &options.threads, {1, 256}, "Filter/Score workers (the profile's parallelism; default 1)")
+      .Int("--seed", "S", &options.seed, {0, 1 << 30}, "random seed (default 42)")
+      .Bool("--mutex-deadlock-detection", &deadlock_detection,
+            "check every mutex acquisition for lock-order cycles (Debian Abseil's default)")
+      .Bool("--priorities", &options.priorities, "pods name PriorityClasses of four values")
+      .Int("--waves", "W", &options.waves, {1, 1000}, "the pods arrive in W groups (default 4 with --priorities, else 1)")
+      .Bool("--reference", &options.reference, "evaluate every node, without the decision cache")
+      .Bool("--json", &json, "print JSON");
+  cmd::ParseOrExit(flags, argc, argv);
+  if (deadlock_detection) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort);
+  if (flags.Given("--mix")) {
+    auto parsed = ParseMix(mix);
+    if (!parsed.ok()) {
+      std::cerr << "tessel-bench throughput: " << parsed.status().message() << "\n";
       return 2;
     }
+    options.mix = *std::move(parsed);
   }
   auto result = RunThroughput(options);
   if (!result.ok()) {

@@ -20,6 +20,7 @@
 #include "fmt/format.h"
 #include "plugins/fgd/target_workload.h"
 #include "plugins/registry.h"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/file.h"
 #include "scheduler/util/strings.h"
@@ -56,14 +57,6 @@ struct Options {
   bool progress = true;
 };
 
-void Usage() {
-  std::cerr << "usage: tessel-bench trace (--nodes NODES.csv --pods PODS.csv [--time-scale S | --load L] [--repeat K] |\n"
-               "                          --events SCENARIO.json)\n"
-               "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
-               "         [--threads N] [--samples 200] [--max-jobs N] [--no-progress]\n"
-               "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack\n";
-}
-
 }  // namespace
 
 absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
@@ -94,63 +87,44 @@ absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
 int TraceMain(int argc, char** argv) {
   Options o;
   o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
-  std::string policies = "bestfit,fgd,tessel", seeds = "1-3";
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "tessel-bench trace: " << arg << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    auto number = [&](std::string_view flag) {
-      const std::string v = value();
-      char* end = nullptr;
-      const double d = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(d > 0)) {
-        std::cerr << "tessel-bench trace: " << flag << ": want a positive number, got \"" << v << "\"\n";
-        std::exit(2);
-      }
-      return d;
-    };
-    if (arg == "--nodes") o.nodes_path = value();
-    else if (arg == "--pods") o.pods_path = value();
-    else if (arg == "--events") o.events_path = value();
-    else if (arg == "--out") o.out_dir = value();
-    else if (arg == "--policy" || arg == "--policies") policies = value();
-    else if (arg == "--seeds") seeds = value();
-    else if (arg == "--time-scale") o.openb.time_scale = number(arg);
-    else if (arg == "--load") o.openb.load = number(arg);
-    else if (arg == "--repeat") o.openb.repeat = static_cast<int32_t>(number(arg));
-    else if (arg == "--threads") o.threads = std::max(1, static_cast<int>(number(arg)));
-    else if (arg == "--samples") o.samples = std::max(2, static_cast<int>(number(arg)));
-    else if (arg == "--max-jobs") o.max_jobs = static_cast<int64_t>(number(arg));
-    else if (arg == "--no-progress") o.progress = false;
-    else if (arg == "--on-evict") {
-      const std::string v = value();
-      if (v != "restart" && v != "resume") {
-        std::cerr << "tessel-bench trace: --on-evict: want restart or resume, got \"" << v << "\"\n";
-        return 2;
-      }
-      o.on_evict = v == "resume" ? OnEvict::kResume : OnEvict::kRestart;
-    } else if (arg == "--help" || arg == "-h") {
-      Usage();
-      return 0;
-    } else {
-      std::cerr << "tessel-bench trace: unknown argument \"" << arg << "\"\n";
-      Usage();
-      return 2;
-    }
-  }
+  std::vector<std::string> policies = {"bestfit", "fgd", "tessel"};
+  std::string seeds = "1-3", on_evict = "restart";
+  bool no_progress = false;
+  cmd::FlagSet flags(
+      "tessel-bench trace",
+      "usage: tessel-bench trace (--nodes NODES.csv --pods PODS.csv [--time-scale S | --load L] [--repeat K] |\n"
+      "                          --events SCENARIO.json)\n"
+      "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
+      "         [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
+      "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack");
+  flags.String("--nodes", "NODES.csv", &o.nodes_path, "an openb node list")
+      .String("--pods", "PODS.csv", &o.pods_path, "an openb pod list")
+      .String("--events", "SCENARIO.json", &o.events_path, "an event list instead (bench/trace/input.h)")
+      .String("--out", "DIR", &o.out_dir, "where the reports are written")
+      .List({"--policy", "--policies"}, "P[,P...]", &policies, "the policies to run (default bestfit,fgd,tessel)")
+      .String("--seeds", "1-3", &seeds, "seeds: a list of seeds or ranges (default 1-3)")
+      .Double("--time-scale", "S", &o.openb.time_scale, cmd::Sign::kPositive, "divide the inter-arrival times by S")
+      .Double("--load", "L", &o.openb.load, cmd::Sign::kPositive, "or find the S that offers load L")
+      .Int("--repeat", "K", &o.openb.repeat, {.min = 1}, "replay the pod list K times back to back")
+      .Choice("--on-evict", {"restart", "resume"}, &on_evict,
+              "a preempted job starts its duration again, or keeps its progress (default restart)")
+      .Int("--threads", "N", &o.threads, {.min = 1}, "runs at once (default: up to 2)")
+      .Int("--samples", "N", &o.samples, {.min = 1}, "points per curve (default 200, at least 2)")
+      .Int("--max-jobs", "N", &o.max_jobs, {.min = 1}, "only the first N jobs (default: all)")
+      .Bool("--no-progress", &no_progress, "print no progress to stderr");
+  cmd::ParseOrExit(flags, argc, argv);
+  auto usage = [&flags] { std::cerr << flags.Usage(); };
+  o.samples = std::max<int32_t>(2, o.samples);
+  o.on_evict = on_evict == "resume" ? OnEvict::kResume : OnEvict::kRestart;
+  if (no_progress) o.progress = false;
   const bool openb = !o.nodes_path.empty() || !o.pods_path.empty();
   if (o.out_dir.empty() || openb == !o.events_path.empty() || (openb && (o.nodes_path.empty() || o.pods_path.empty()))) {
     std::cerr << "tessel-bench trace: --out and either --nodes with --pods, or --events, are required\n";
-    Usage();
+    usage();
     return 2;
   }
-  for (absl::string_view p : absl::StrSplit(policies, ',')) {
-    if (PluginForPolicy(std::string(p)).empty()) {
+  for (const std::string& p : policies) {
+    if (PluginForPolicy(p).empty()) {
       std::cerr << "tessel-bench trace: unknown policy \"" << p << "\"\n";
       return 2;
     }

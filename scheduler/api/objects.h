@@ -117,11 +117,6 @@ struct PodVolume {
   bool ephemeral = false;
 };
 
-// Whether two UIDs name the same object: an empty UID (a copy that does not carry one: a
-// test, a delete without its object) matches any. The one rule of pod identity for the core,
-// the queue and the binaries.
-inline bool SameUid(std::string_view a, std::string_view b) { return a.empty() || b.empty() || a == b; }
-
 struct Pod {
   ObjectMeta meta;
   std::string scheduler_name = "default-scheduler";

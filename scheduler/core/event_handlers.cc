@@ -1,6 +1,7 @@
 // The informers' side of the Scheduler: pods, nodes and cluster objects arriving, changing and
 // leaving (kube-scheduler's eventhandlers.go). Each handler updates the cache, the stores and
 // the queue, and raises the queue's cluster event so that parked pods that may now fit move.
+#include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/util/strings.h"
 

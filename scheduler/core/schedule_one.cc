@@ -2,6 +2,7 @@
 // nominated node first, then the decision cache, then every node), PostFilter when nothing
 // fits, Score, then PreAssume, Assume, Reserve and Permit on the chosen node. SchedulingCycle
 // returns a CycleResult; every failure, wherever it happened, goes to RecordFailure.
+#include "scheduler/api/uid.h"
 #include "scheduler/core/admission.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/fit_error.h"

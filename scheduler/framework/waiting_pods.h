@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/api/objects.h"
+#include "scheduler/api/uid.h"
 #include "scheduler/framework/cycle_state.h"
 #include "scheduler/util/strings.h"
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "scheduler/api/changes.h"
+#include "scheduler/api/uid.h"
 
 namespace tessel {
 

@@ -3,6 +3,7 @@
 #include "scheduler/state/cache.h"
 
 #include "scheduler/api/changes.h"
+#include "scheduler/api/uid.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -73,7 +74,7 @@ namespace {
 
 // Whether `uid` names the pod held as `held` (an empty UID on either side matches).
 bool SamePod(const Pod& held, std::string_view uid) {
-  return uid.empty() || held.meta.uid.empty() || held.meta.uid == uid;
+  return SameUid(held.meta.uid, uid);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "absl/strings/ascii.h"
 #include "nlohmann/json.hpp"
+#include "scheduler/cmd/flags.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/kubeconfig.h"
 #include "scheduler/server/metrics.h"
@@ -38,7 +39,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kUsage = R"(usage: tesselctl [flags] COMMAND [args]
+constexpr std::string_view kCommands = R"(usage: tesselctl [flags] COMMAND [args]
 
 Commands:
   queues                         every team Queue: pending and admitted pods, GPU usage,
@@ -50,84 +51,43 @@ Commands:
   snapshot -o FILE [--anonymize] write the cluster as replay reads it (no scheduler needed)
   version                        print tesselctl's version
 
-Flags:
-  --kubeconfig FILE        (default: $KUBECONFIG, else ~/.kube/config)
-  --context NAME           kubeconfig context (default: its current-context)
-  --server HOST:PORT       the admin API (default: the leader's, found through its Lease)
-  --lease-namespace NS     namespace of the scheduler's Lease (default kube-system)
-  --lease-name NAME        name of the Lease (default tessel-scheduler)
-  --ca FILE                CA that signed the scheduler's serving certificate
-  --insecure-skip-tls-verify   do not verify the scheduler's certificate
-  --plaintext              no TLS (a scheduler run with --admin-insecure; local use only)
-  -o table|json|yaml       output format (default table)
-)";
+Flags:)";
 
 struct Flags {
   std::string kubeconfig, context, server, ca;
   std::string lease_namespace = "kube-system", lease_name = "tessel-scheduler";
   bool insecure_skip_verify = false, plaintext = false, anonymize = false;
-  std::string output = "table";
-  std::string out_file;
+  std::string output = "table";  // snapshot: the file (-o FILE)
   std::string queue, namespace_;
   std::vector<std::string> args;  // command and positional arguments
 };
 
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+// Parses the command line (flags and the command mix: `tesselctl pending -n NS`), or exits with
+// the usage.
+Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_value = true;
-      }
-    }
-    auto need = [&]() -> absl::StatusOr<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= argc) return absl::InvalidArgumentError(StrCat(arg, " needs a value"));
-      return std::string(argv[++i]);
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (arg == "--kubeconfig") {
-      ASSIGN_OR_RETURN(f.kubeconfig, need());
-    } else if (arg == "--context") {
-      ASSIGN_OR_RETURN(f.context, need());
-    } else if (arg == "--server") {
-      ASSIGN_OR_RETURN(f.server, need());
-    } else if (arg == "--lease-namespace") {
-      ASSIGN_OR_RETURN(f.lease_namespace, need());
-    } else if (arg == "--lease-name") {
-      ASSIGN_OR_RETURN(f.lease_name, need());
-    } else if (arg == "--ca") {
-      ASSIGN_OR_RETURN(f.ca, need());
-    } else if (arg == "--insecure-skip-tls-verify") {
-      f.insecure_skip_verify = true;
-    } else if (arg == "--plaintext") {
-      f.plaintext = true;
-    } else if (arg == "--anonymize") {
-      f.anonymize = true;
-    } else if (arg == "-o" || arg == "--output") {
-      ASSIGN_OR_RETURN(std::string o, need());
-      f.output = o;
-      f.out_file = o;  // snapshot: -o FILE
-    } else if (arg == "--queue") {
-      ASSIGN_OR_RETURN(f.queue, need());
-    } else if (arg == "-n" || arg == "--namespace") {
-      ASSIGN_OR_RETURN(f.namespace_, need());
-    } else if (arg.rfind("-", 0) == 0 && arg.size() > 1) {
-      return absl::InvalidArgumentError(StrCat("unknown flag ", arg));
-    } else {
-      f.args.push_back(arg);
-    }
-  }
-  if (f.args.empty()) return absl::InvalidArgumentError("no command given");
+  cmd::FlagSet flags("tesselctl", std::string(kCommands));
+  flags.String("--kubeconfig", "FILE", &f.kubeconfig, "(default: $KUBECONFIG, else ~/.kube/config)")
+      .String("--context", "NAME", &f.context, "kubeconfig context (default: its current-context)")
+      .String("--server", "HOST:PORT", &f.server, "the admin API (default: the leader's, found through its Lease)")
+      .String("--lease-namespace", "NS", &f.lease_namespace, "namespace of the scheduler's Lease (default kube-system)")
+      .String("--lease-name", "NAME", &f.lease_name, "name of the Lease (default tessel-scheduler)")
+      .String("--ca", "FILE", &f.ca, "CA that signed the scheduler's serving certificate")
+      .Bool("--insecure-skip-tls-verify", &f.insecure_skip_verify, "do not verify the scheduler's certificate")
+      .Bool("--plaintext", &f.plaintext, "no TLS (a scheduler run with --admin-insecure; local use only)")
+      .String({"-o", "--output"}, "table|json|yaml", &f.output, "output format (default table); snapshot: the file")
+      .String("--queue", "Q", &f.queue, "pending: only this Queue's pods")
+      .String({"-n", "--namespace"}, "NS", &f.namespace_, "pending: only this namespace; explain: the pod's")
+      .Bool("--anonymize", &f.anonymize, "snapshot: rename namespaces, pods and nodes (ns-1, pod-1, node-1)")
+      .Positional(&f.args);
+  cmd::ParseOrExit(flags, argc, argv);
+  auto fail = [&flags](std::string_view message) {
+    std::cerr << "tesselctl: " << message << "\n\n" << flags.Usage();
+    std::exit(2);
+  };
+  if (f.args.empty()) fail("no command given");
   if (f.args[0] != "snapshot" && f.output != "table" && f.output != "json" && f.output != "yaml") {
-    return absl::InvalidArgumentError(StrCat("-o: \"", f.output, "\" is not table, json or yaml"));
+    fail(StrCat("-o: \"", f.output, "\" is not table, json or yaml"));
   }
   return f;
 }
@@ -378,15 +338,15 @@ absl::Status Simulate(tessel::v1::Admin::Stub& stub, const Flags& f) {
 }
 
 absl::Status Snapshot(kube::KubeClient& client, const Flags& f) {
-  if (f.out_file.empty() || f.out_file == "table") {
+  if (f.output.empty() || f.output == "table") {
     return absl::InvalidArgumentError("snapshot needs -o FILE");
   }
   ASSIGN_OR_RETURN(json list, TakeSnapshot(client));
   if (f.anonymize) Anonymize(list);
-  std::ofstream out(f.out_file);
+  std::ofstream out(f.output);
   out << list.dump(1) << "\n";
-  if (!out.good()) return absl::InternalError(StrCat(f.out_file, ": cannot write"));
-  std::cerr << "wrote " << list["items"].size() << " objects to " << f.out_file << "\n";
+  if (!out.good()) return absl::InternalError(StrCat(f.output, ": cannot write"));
+  std::cerr << "wrote " << list["items"].size() << " objects to " << f.output << "\n";
   return absl::OkStatus();
 }
 
@@ -414,12 +374,8 @@ absl::Status Run(const Flags& f) {
 }  // namespace tessel::ctl
 
 int main(int argc, char** argv) {
-  absl::StatusOr<tessel::ctl::Flags> flags = tessel::ctl::ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::cerr << "tesselctl: " << flags.status().message() << "\n\n" << tessel::ctl::kUsage;
-    return 2;
-  }
-  if (absl::Status st = tessel::ctl::Run(*flags); !st.ok()) {
+  const tessel::ctl::Flags flags = tessel::ctl::ParseFlags(argc - 1, argv + 1);
+  if (absl::Status st = tessel::ctl::Run(flags); !st.ok()) {
     std::cerr << "tesselctl: " << st.message() << "\n";
     return 1;
   }
