@@ -2,7 +2,7 @@
 // GangBook's resolution of a pod to its gang.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_book.h"
 

@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/registry.h"
 #include "scheduler/core/explain.h"
 
