@@ -1,8 +1,9 @@
-// The core tests' harness (see core_harness.h).
+// The core tests' harness (see core_harness.h). Setup failures fail the test (REQUIRE).
 #include "harness/core_harness.h"
 
+#include <catch2/catch.hpp>
+
 #include <atomic>
-#include <stdexcept>
 
 namespace tessel::testing {
 namespace {
@@ -11,7 +12,8 @@ SchedulerConfig ParseConfig(const CoreHarnessOptions& o) {
   SchedulerConfig config;
   if (!o.config_yaml.empty()) {
     auto parsed = ParseSchedulerConfig(o.config_yaml);
-    if (!parsed.ok()) throw std::runtime_error(std::string(parsed.status().message()));
+    INFO(parsed.status().message());
+    REQUIRE(parsed.ok());
     config = *std::move(parsed);
   }
   if (o.parallelism > 0) config.parallelism = o.parallelism;
@@ -26,7 +28,8 @@ std::unique_ptr<bench::SimWorld> MakeWorld(const CoreHarnessOptions& o, const Sc
                                      .gang_status_sink = o.gang_status,
                                      .plugins = o.plugins,
                                      .start = o.start});
-  if (!world.ok()) throw std::runtime_error(std::string(world.status().message()));
+  INFO(world.status().message());
+  REQUIRE(world.ok());
   return *std::move(world);
 }
 
