@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/cmd/flags.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -66,15 +67,13 @@ int GangBenchMain(int argc, char** argv) {
 
   ObjectList objects;
   for (int i = 0; i < o.nodes; ++i) {
-    Node n;
-    n.meta.name = fmt::format("node-{:05d}", i);
-    n.ready = ConditionStatus::kTrue;
-    n.allocatable.milli_cpu = 128000;
-    n.allocatable.memory = int64_t{1024} << 30;
-    n.allocatable.pods = 110;
-    n.allocatable.Set(kNvidiaGpu, int64_t{o.gpus_per_node} * 1000);
-    n.capacity = n.allocatable;
-    objects.nodes.push_back(std::move(n));
+    objects.nodes.push_back(testing::NodeBuilder(fmt::format("node-{:05d}", i))
+                                .Cpu(128000)
+                                .Memory(int64_t{1024} << 30)
+                                .MaxPods(110)
+                                .Gpus(o.gpus_per_node)
+                                .CapacityIsAllocatable()
+                                .Build());
   }
   const int shapes[] = {1, 2, 4};
   for (int g = 0; g < o.gangs; ++g) {

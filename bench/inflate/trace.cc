@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "scheduler/api/quantity.h"
 #include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/util/file.h"
 #include "scheduler/util/strings.h"
 
@@ -57,19 +58,10 @@ int64_t CapacityMilli(const std::vector<TraceNode>& nodes) {
 }
 
 Node MakeNode(const TraceNode& t, const std::string& name) {
-  Node n;
-  n.meta.name = name;
-  n.ready = ConditionStatus::kTrue;
-  n.allocatable.milli_cpu = t.cpu_milli;
-  n.allocatable.memory = t.memory_mib * 1024 * 1024;
-  n.allocatable.pods = 1001;
-  if (t.gpus > 0) {
-    n.allocatable.Set(kNvidiaGpu, int64_t{t.gpus} * kMilliPerGpu);
-    n.meta.labels[std::string(kGpuCountLabel)] = StrCat(t.gpus);
-    n.meta.labels[std::string(kGpuProductLabel)] = t.model;
-  }
-  n.capacity = n.allocatable;
-  return n;
+  testing::NodeBuilder n(name);
+  n.Cpu(t.cpu_milli).Memory(t.memory_mib * 1024 * 1024).MaxPods(1001).CapacityIsAllocatable();
+  if (t.gpus > 0) n.Gpus(t.gpus).GpuCount(t.gpus).GpuProduct(t.model);
+  return n.Build();
 }
 
 Pod MakePod(const TracePod& t, const std::string& name) {

@@ -6,6 +6,7 @@
 #include "bench/sim/sim_world.h"
 #include "plugins/registry.h"
 #include "scheduler/api/quantity.h"
+#include "scheduler/testing/builders.h"
 
 namespace tessel::bench {
 namespace {
@@ -20,14 +21,7 @@ void BM_ParseQuantity(benchmark::State& state) {
 BENCHMARK(BM_ParseQuantity);
 
 Node GpuNode(int i) {
-  Node n;
-  n.meta.name = StrCat("node-", i);
-  n.ready = ConditionStatus::kTrue;
-  n.allocatable.milli_cpu = 96000;
-  n.allocatable.memory = int64_t{384} << 30;
-  n.allocatable.pods = 110;
-  n.allocatable.Set(kNvidiaGpu, 8000);
-  return n;
+  return testing::NodeBuilder(StrCat("node-", i)).Cpu(96000).Memory(int64_t{384} << 30).MaxPods(110).Gpus(8).Build();
 }
 
 Pod GpuPod(int i, int gpus) {

@@ -9,6 +9,7 @@
 #include "scheduler/framework/framework.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/state/cache.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -28,18 +29,11 @@ class BenchHandle final : public Handle {
 };
 
 Node BenchNode(int i) {
-  Node n;
-  n.meta.name = fmt::format("node-{:05d}", i);
-  n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
-  n.meta.labels["nvidia.com/gpu.product"] = "A100";
-  n.meta.labels["nvidia.com/gpu.count"] = "8";
-  if (i % 10 == 0) n.taints.push_back({.key = "dedicated", .value = "infer"});
-  n.ready = ConditionStatus::kTrue;
-  n.allocatable.milli_cpu = 96000;
-  n.allocatable.memory = int64_t{384} << 30;
-  n.allocatable.pods = 110;
-  n.allocatable.Set(kNvidiaGpu, 8000);
-  return n;
+  const std::string name = fmt::format("node-{:05d}", i);
+  testing::NodeBuilder n(name);
+  n.Label("kubernetes.io/hostname", name).GpuCount(8).GpuProduct("A100").Cpu(96000).Memory(int64_t{384} << 30).MaxPods(110).Gpus(8);
+  if (i % 10 == 0) n.Taint("dedicated", "infer");
+  return n.Build();
 }
 
 Pod BenchPod(int i, int gpus, const std::string& node = "") {

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/sim/simulated_cluster.h"
 #include "plugins/registry.h"
@@ -23,6 +26,12 @@ struct SimWorldOptions {
   SchedulingObserver* observer = nullptr;                 // null: the simulated cluster itself
   BindExecutor* bind_executor = nullptr;                  // null: binds inline
   bool gang_status = true;                                // PodGroup reports go to the cluster
+  // For the core tests (tests/harness/core_harness.h): another ClusterApi than the simulated
+  // cluster, another PodGroup report sink, more plugins, another start of the virtual clock.
+  ClusterApi* api = nullptr;                              // null: the simulated cluster
+  gang::GangStatusSink* gang_status_sink = nullptr;       // null: per gang_status
+  std::vector<std::pair<std::string, PluginFactory>> plugins;  // registered besides the in-tree ones
+  absl::Time start = absl::FromUnixSeconds(1'700'000'000);
 };
 
 struct SimWorld {

@@ -14,6 +14,7 @@
 #include "plugins/default_preemption/default_preemption.h"
 #include "plugins/registry.h"
 #include "scheduler/cmd/flags.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -26,22 +27,21 @@ double SecondsSince(Clock::time_point start) {
 }
 
 Node SyntheticNode(int i, int gpus) {
-  Node n;
-  n.meta.name = fmt::format("node-{:05d}", i);
-  n.meta.uid = StrCat("uid-", n.meta.name);
-  n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
-  n.meta.labels["topology.kubernetes.io/zone"] = StrCat("zone-", i % 4);
-  n.meta.labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
-  n.meta.labels["nvidia.com/gpu.count"] = StrCat(gpus);
-  if (i % 5 == 0) n.meta.labels["tessel.io/pool"] = "train";
-  if (i % 10 == 0) n.taints.push_back({.key = "tessel.io/dedicated", .value = "infer"});
-  n.ready = ConditionStatus::kTrue;
-  n.allocatable.milli_cpu = 96000;
-  n.allocatable.memory = int64_t{384} << 30;
-  n.allocatable.pods = 110;
-  n.allocatable.Set(kNvidiaGpu, int64_t{gpus} * 1000);
-  n.capacity = n.allocatable;
-  return n;
+  const std::string name = fmt::format("node-{:05d}", i);
+  testing::NodeBuilder n(name);
+  n.Uid(StrCat("uid-", name))
+      .Label("kubernetes.io/hostname", name)
+      .Label("topology.kubernetes.io/zone", StrCat("zone-", i % 4))
+      .Cpu(96000)
+      .Memory(int64_t{384} << 30)
+      .MaxPods(110)
+      .Gpus(gpus)
+      .GpuCount(gpus)
+      .GpuProduct("NVIDIA-A100-SXM4-80GB")
+      .CapacityIsAllocatable();
+  if (i % 5 == 0) n.Label("tessel.io/pool", "train");
+  if (i % 10 == 0) n.Taint("tessel.io/dedicated", "infer");
+  return n.Build();
 }
 
 // --priorities: the classes pods choose from.

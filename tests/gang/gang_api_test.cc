@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "nlohmann/json.hpp"
-#include "builders.h"
 #include "scheduler/kinds/object_kinds.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_book.h"
 

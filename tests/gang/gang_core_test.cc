@@ -7,9 +7,9 @@
 #include <random>
 
 #include "nlohmann/json.hpp"
-#include "builders.h"
+#include "harness/core_harness.h"
 #include "plugins/registry.h"
-#include "scheduler/kinds/object_kinds.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/core/scheduler.h"
 
 namespace tessel::gang {
@@ -18,40 +18,6 @@ namespace {
 using nlohmann::json;
 using testing::NodeBuilder;
 using testing::PodBuilder;
-
-// Binds succeed unless the pod is told to fail (a number of times, or always).
-class FakeBinder final : public ClusterApi {
- public:
-  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
-    ++attempts[pod.Key()];
-    if (auto it = answers.find(pod.Key()); it != answers.end()) return it->second;
-    if (auto it = failures.find(pod.Key()); it != failures.end() && it->second != 0) {
-      if (it->second > 0) --it->second;
-      return absl::UnavailableError("apiserver unavailable");
-    }
-    bound[pod.Key()] = node;
-    return absl::OkStatus();
-  }
-  absl::Status Evict(const Pod& pod, std::string_view) override {
-    ++eviction_attempts[pod.Key()];
-    if (refuse_evictions > 0) {
-      --refuse_evictions;
-      return absl::ResourceExhaustedError("Cannot evict pod as it would violate the pod's disruption budget.");
-    }
-    evicted.push_back(pod.Key());
-    bound.erase(pod.Key());
-    return absl::OkStatus();
-  }
-  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
-
-  std::map<std::string, int> failures;  // pod key -> failures left (-1: always)
-  std::map<std::string, absl::Status> answers;  // pod key -> the API's answer to every bind
-  std::map<std::string, int> attempts;
-  std::map<std::string, std::string> bound;
-  std::vector<std::string> evicted;
-  std::map<std::string, int> eviction_attempts;
-  int refuse_evictions = 0;  // the next evictions refused (a PodDisruptionBudget)
-};
 
 // A Reserve plugin that runs a test's hook (e.g. an informer update racing the gang's cycle).
 class Touch final : public ReservePlugin {
@@ -90,39 +56,31 @@ class Recorder final : public SchedulingObserver, public GangStatusSink {
   std::map<std::string, GangStatusUpdate> status;
 };
 
+// The core harness (tests/harness/core_harness.h) with one cycle at a time (parallelism 1), binds
+// that the test answers (and nothing confirms), and the recorder as observer and PodGroup sink.
 struct Core {
-  ManualClock clock{absl::FromUnixSeconds(1'700'000'000)};
-  Cache cache{&clock};
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  FakeBinder api;
   Recorder rec;
-  std::unique_ptr<Scheduler> s;
   std::function<void(const Pod&)> on_reserve;  // run once by the Touch plugin
-  explicit Core(bool with_touch = false) {
+  testing::CoreHarness harness;
+  testing::FakeClusterApi& api = harness.api;
+  ManualClock& clock = harness.clock;
+  Cache& cache = harness.cache;
+  std::unique_ptr<Scheduler>& s = harness.s;
+  explicit Core(bool with_touch = false) : harness(Options(with_touch)) {}
+  testing::CoreHarnessOptions Options(bool with_touch) {
+    testing::CoreHarnessOptions o{.parallelism = 1,
+                                  .observer = &rec,
+                                  .gang_status = &rec,
+                                  .start = absl::FromUnixSeconds(1'700'000'000),
+                                  .confirm_binds = false};
     if (with_touch) {
-      REQUIRE(registry
-                  .Register("Touch",
-                            [this](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                              return std::unique_ptr<Plugin>(std::make_unique<Touch>(&on_reserve));
-                            })
-                  .ok());
-      auto parsed = ParseSchedulerConfig(
-          "profiles:\n- schedulerName: tessel\n  plugins:\n    reserve: {enabled: [{name: Touch}]}\n");
-      REQUIRE(parsed.ok());
-      config = *std::move(parsed);
+      o.config_yaml = "profiles:\n- schedulerName: tessel\n  plugins:\n    reserve: {enabled: [{name: Touch}]}\n";
+      o.plugins.emplace_back("Touch",
+                             [this](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                               return std::unique_ptr<Plugin>(std::make_unique<Touch>(&on_reserve));
+                             });
     }
-    config.parallelism = 1;
-    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
-                                               .config = &config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &cache,
-                                               .clock = &clock,
-                                               .api = &api,
-                                               .observer = &rec,
-                                               .gang_status = &rec});
-    REQUIRE(made.ok());
-    s = *std::move(made);
+    return o;
   }
   void GpuNodes(int n, int gpus, std::string prefix = "gpu-") {
     for (int i = 0; i < n; ++i) {
@@ -147,7 +105,7 @@ struct Core {
                {"metadata", {{"name", name}, {"namespace", "default"}}},
                {"spec", {{"minMember", min}}}};
     if (timeout) pg["spec"]["scheduleTimeoutSeconds"] = *timeout;
-    REQUIRE(DeliverObject(*s, pg).value());
+    REQUIRE(harness.ApplyGangObject(pg).value());
   }
   // A team queue over the default namespace with a nominal GPU quota.
   void Quota(int gpus) {
@@ -155,7 +113,7 @@ struct Core {
                   {"kind", "Queue"},
                   {"metadata", {{"name", "team-a"}}},
                   {"spec", {{"namespaces", {"default"}}, {"nominalQuota", {{"nvidia.com/gpu", StrCat(gpus)}}}}}};
-    REQUIRE(DeliverObject(*s, queue).status().ok());
+    REQUIRE(harness.ApplyQueueObject(queue).ok());
   }
   Pod Member(std::string group, int i, std::string_view requests, int64_t created) {
     Pod p = PodBuilder(StrCat(group, "-", i)).Requests(requests).Created(created).Build();
@@ -163,11 +121,7 @@ struct Core {
     return p;
   }
   // Runs cycles until the queue has nothing ready; returns how many ran (at most 1000).
-  int Run() {
-    int cycles = 0;
-    while (cycles < 1000 && s->ScheduleOne()) ++cycles;
-    return cycles;
-  }
+  int Run() { return harness.ScheduleAll(1000); }
   int BoundOf(std::string_view group) {
     int n = 0;
     for (const auto& [key, node] : api.bound) n += key.rfind(StrCat("default/", group, "-"), 0) == 0;
@@ -236,7 +190,7 @@ TEST_CASE("a gang that can never fit is never partly bound", "[gang][core]") {
     c.clock.Advance(absl::Seconds(20));
   }
   CHECK(c.api.bound.empty());
-  CHECK(c.api.attempts.empty());
+  CHECK(c.api.bind_attempts.empty());
   CHECK(c.cache.PodCount() == 0);
   CHECK(c.rec.unschedulable.at("default/huge-3") ==
         "PodGroup default/huge needs 4 × 8 GPUs; 3 nodes can host 3 members");
@@ -389,7 +343,7 @@ TEST_CASE("Jobs watched: pods seen before their Job wait for it, then go as one 
     json j = {{"apiVersion", "batch/v1"}, {"kind", "Job"},
               {"metadata", {{"name", name}, {"namespace", "default"}}}};
     if (min_available) j["metadata"]["annotations"]["tessel.io/min-available"] = StrCat(*min_available);
-    REQUIRE(DeliverObject(*c.s, j).value());
+    REQUIRE(c.harness.ApplyGangObject(j).value());
   };
   // 3 of the 4 members of a gang Job are seen before their Job: none is placed alone.
   for (int i = 0; i < 3; ++i) c.s->OnPodAdd(job_pod("train", i));
@@ -417,18 +371,18 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
   for (int i = 0; i < 4; ++i) c.s->OnPodAdd(c.Member("ring", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
 
   SECTION("a transient failure is retried and the gang binds") {
-    c.api.failures["default/ring-2"] = 2;
+    c.api.bind_failures["default/ring-2"] = 2;
     c.Run();
     CHECK(c.BoundOf("ring") == 4);
-    CHECK(c.api.attempts.at("default/ring-2") == 3);
-    CHECK(c.api.evicted.empty());
+    CHECK(c.api.bind_attempts.at("default/ring-2") == 3);
+    CHECK(c.api.evictions.empty());
   }
   SECTION("a persistent failure evicts the bound members and requeues the gang") {
-    c.api.failures["default/ring-2"] = -1;
+    c.api.bind_failures["default/ring-2"] = -1;
     CHECK(c.s->ScheduleOne());
-    CHECK(c.api.attempts.at("default/ring-2") == 3);
+    CHECK(c.api.bind_attempts.at("default/ring-2") == 3);
     CHECK(c.api.bound.empty());
-    std::vector<std::string> evicted = c.api.evicted;
+    std::vector<std::string> evicted = c.api.evictions;
     std::sort(evicted.begin(), evicted.end());
     CHECK(evicted == std::vector<std::string>{"default/ring-0", "default/ring-1", "default/ring-3"});
     CHECK_FALSE(c.cache.NodeOf("default/ring-2").has_value());  // forgotten, resources free
@@ -437,7 +391,7 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
                Catch::Contains("binding default/ring-2 failed ("));
     // The evicted pods are deleted (a Job would recreate them); the gang comes back whole.
     for (const std::string& key : evicted) c.s->OnPodDelete(key);
-    c.api.failures.clear();
+    c.api.bind_failures.clear();
     for (int i : {0, 1, 3}) c.s->OnPodAdd(c.Member("ring", i + 10, "cpu:1,nvidia.com/gpu:2", 200 + i));
     c.clock.Advance(absl::Seconds(30));
     c.Run();
@@ -468,13 +422,13 @@ TEST_CASE("a gang member's bind answer is read as a single pod's", "[gang][core]
     c.GpuNodes(1, 8);
     c.PodGroup("ring", 4);
     for (int i = 0; i < 4; ++i) c.s->OnPodAdd(c.Member("ring", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
-    c.api.answers["default/ring-2"] = k.answer;
+    c.api.bind_answers["default/ring-2"] = k.answer;
     CHECK(c.s->ScheduleOne());
-    CHECK(c.api.attempts.at("default/ring-2") == k.attempts);
+    CHECK(c.api.bind_attempts.at("default/ring-2") == k.attempts);
     // Whatever the answer, this cycle's assumption of ring-2 is not kept.
     CHECK_FALSE(c.cache.NodeOf("default/ring-2").has_value());
     CHECK_FALSE(c.rec.scheduled.contains("default/ring-2"));
-    CHECK(c.api.evicted.empty() != k.rolled_back);
+    CHECK(c.api.evictions.empty() != k.rolled_back);
     // The members whose binds were accepted are reported when the gang stands.
     CHECK(c.rec.scheduled.contains("default/ring-0") == k.reported);
   }
@@ -603,7 +557,7 @@ TEST_CASE("property: no partial gang is ever bound", "[gang][core][property]") {
       for (int i = 0; i < size; ++i) pods.push_back(c.Member(name, i, req, pick(0, 1000)));
     }
     std::shuffle(pods.begin(), pods.end(), rng);
-    if (pick(0, 1) == 1) c.api.failures[pods.front().Key()] = pick(0, 1) == 1 ? -1 : 1;
+    if (pick(0, 1) == 1) c.api.bind_failures[pods.front().Key()] = pick(0, 1) == 1 ? -1 : 1;
     for (Pod& p : pods) c.s->OnPodAdd(std::move(p));
     for (int step = 0; step < 4; ++step) {
       c.Run();
@@ -752,7 +706,7 @@ TEST_CASE("a gang's plan leaves the room of a more important nominated pod", "[g
   c.clock.Advance(absl::Seconds(30));
   c.Run();
   CHECK(c.api.bound.at("default/hp") == "n-a");
-  CHECK(c.api.evicted.empty());
+  CHECK(c.api.evictions.empty());
 }
 
 TEST_CASE("replacement members of a gang whose old members terminate are placed together",
@@ -828,7 +782,7 @@ TEST_CASE("a gang waits for its victims to terminate instead of evicting more",
     c.s->OnPodAdd(std::move(m));
   }
   c.Run();
-  CHECK(c.api.evicted.empty());
+  CHECK(c.api.evictions.empty());
   CHECK(c.BoundOf("hp") == 0);
   // The victims are gone: the gang takes their room.
   c.s->OnPodDelete("default/low-0-0");
@@ -837,7 +791,7 @@ TEST_CASE("a gang waits for its victims to terminate instead of evicting more",
   c.Run();
   CHECK(c.BoundOf("hp") == 2);
   CHECK(c.api.bound.at("default/hp-0") == "gpu-0");
-  CHECK(c.api.evicted.empty());
+  CHECK(c.api.evictions.empty());
 }
 
 TEST_CASE("a refused rollback eviction is tried again until the member is gone",
@@ -846,10 +800,10 @@ TEST_CASE("a refused rollback eviction is tried again until the member is gone",
   c.GpuNodes(1, 8);
   c.PodGroup("ring", 2);
   for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("ring", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
-  c.api.failures["default/ring-1"] = -1;
+  c.api.bind_failures["default/ring-1"] = -1;
   c.api.refuse_evictions = 2;
   CHECK(c.s->ScheduleOne());
-  CHECK(c.api.evicted.empty());
+  CHECK(c.api.evictions.empty());
   CHECK(c.api.eviction_attempts.at("default/ring-0") == 1);
   // The retries follow the scheduler's clock, with backoff (NextWakeup includes them).
   const std::optional<absl::Time> next = c.s->NextWakeup();
@@ -859,7 +813,7 @@ TEST_CASE("a refused rollback eviction is tried again until the member is gone",
     c.clock.Advance(absl::Seconds(1));
     c.s->Housekeeping();
   }
-  CHECK(c.api.evicted == std::vector<std::string>{"default/ring-0"});
+  CHECK(c.api.evictions == std::vector<std::string>{"default/ring-0"});
   CHECK(c.api.eviction_attempts.at("default/ring-0") == 3);  // refused twice, then done
 }
 

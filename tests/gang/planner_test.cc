@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
 #include "scheduler/gang/planner.h"

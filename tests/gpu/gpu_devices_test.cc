@@ -3,7 +3,7 @@
 // operation each device must satisfy allocated + free == capacity and agree with its pods.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/state/cache.h"
 #include "scheduler/gpu/gpu_devices.h"
@@ -27,13 +27,7 @@ Pod GpuPod(std::string name, std::string_view requests, StringMap annotations = 
 // A GFD-labelled node: `count` GPUs, `replicas` slots each (1 = unshared).
 Node GfdNode(std::string name, int count, int replicas = 1, std::string memory_mib = "") {
   NodeBuilder b(std::move(name));
-  b.Allocatable(fmt::format("cpu:64,memory:256Gi,nvidia.com/gpu:{}", count * replicas));
-  b.Label("nvidia.com/gpu.count", std::to_string(count));
-  b.Label("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB");
-  if (replicas > 1) {
-    b.Label("nvidia.com/gpu.replicas", std::to_string(replicas));
-    b.Label("nvidia.com/gpu.sharing-strategy", "time-slicing");
-  }
+  b.Allocatable("cpu:64,memory:256Gi").TimeSliced(count, replicas).GpuProduct("NVIDIA-A100-SXM4-40GB");
   if (!memory_mib.empty()) b.Label("nvidia.com/gpu.memory", memory_mib);
   return b.Build();
 }

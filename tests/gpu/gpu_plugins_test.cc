@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/best_fit/best_fit.h"
 #include "plugins/dot_prod/dot_prod.h"
 #include "plugins/fgd/fgd.h"

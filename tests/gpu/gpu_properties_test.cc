@@ -17,7 +17,7 @@
 #include "fmt/format.h"
 
 #include "bench/sim/simulated_cluster.h"
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/registry.h"
 
 namespace tessel::bench {

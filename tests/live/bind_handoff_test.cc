@@ -14,7 +14,7 @@
 #include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/binding.h"
-#include "unit/builders.h"
+#include "scheduler/testing/builders.h"
 
 namespace tessel {
 namespace {

@@ -13,7 +13,7 @@
 #include "bench/trace/input.h"
 #include "bench/trace/report.h"
 #include "bench/trace/trace.h"
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "plugins/registry.h"
 #include "scheduler/util/file.h"

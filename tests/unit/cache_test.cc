@@ -2,7 +2,7 @@
 // After every step, each node satisfies requested + free == allocatable with neither negative.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/state/cache.h"
 
 namespace tessel {

@@ -4,7 +4,7 @@
 // pods. Every expected number is worked out by hand in the comments.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/report/cluster_report.h"
 #include "scheduler/state/cache.h"
 

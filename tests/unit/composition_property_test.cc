@@ -10,8 +10,9 @@
 #include <random>
 
 #include "nlohmann/json.hpp"
-#include "builders.h"
+#include "harness/core_harness.h"
 #include "placement_checker.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/registry.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/api/device_list.h"
@@ -27,76 +28,66 @@ using testing::Eviction;
 using testing::NodeBuilder;
 using testing::PodBuilder;
 
-// Binds are confirmed as an informer would; an eviction makes the pod terminate, and the test
-// decides when it is gone.
-class FakeCluster final : public ClusterApi {
- public:
-  Scheduler* s = nullptr;
-  const Clock* clock = nullptr;
+// The API server as the property sees it, played through the shared fake API's hooks: binds
+// are confirmed as an informer would; an eviction makes the pod terminate, and the test decides
+// when it is gone.
+struct ApiServer {
   std::map<std::string, Pod> bound;  // key -> the pod as the API server shows it
   std::vector<Eviction> evictions;   // since the last Take
   std::set<std::string> terminating;
+  std::unique_ptr<Scheduler>* s = nullptr;
 
-  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override {
-    Pod b = pod;
-    b.node_name = node;
-    b.phase = PodPhase::kRunning;
-    for (const auto& [k, v] : annotations) b.meta.annotations[k] = v;
-    ReadGpuDevicesAnnotation(b);
-    bound[b.Key()] = b;
-    s->OnPodUpdate(std::move(b));
-    return absl::OkStatus();
+  void Serve(testing::CoreHarness& harness) {
+    s = &harness.s;
+    testing::FakeClusterApi& api = harness.api;
+    const Clock* clock = &harness.clock;
+    api.on_bind = [this, &api](const Pod& pod, const std::string& node) {
+      Pod b = pod;
+      b.node_name = node;
+      b.phase = PodPhase::kRunning;
+      for (const auto& [k, v] : api.bind_annotations.back().second) b.meta.annotations[k] = v;
+      ReadGpuDevicesAnnotation(b);
+      bound[b.Key()] = b;
+      (*s)->OnPodUpdate(std::move(b));
+    };
+    api.on_evict = [this, clock](const Pod& pod, std::string_view reason) -> absl::Status {
+      auto it = bound.find(pod.Key());
+      if (it == bound.end()) return absl::NotFoundError("gone");
+      if (!terminating.insert(pod.Key()).second) return absl::OkStatus();
+      // "preempted by NS/NAME (priority ...": the preemptor.
+      std::string preemptor;
+      if (reason.rfind("preempted by ", 0) == 0) {
+        std::string_view rest = reason.substr(13);
+        preemptor = std::string(rest.substr(0, rest.find(' ')));
+      }
+      evictions.push_back({pod.Key(), preemptor, it->second.node_name});
+      it->second.meta.deletion_timestamp = clock->Now();
+      (*s)->OnPodUpdate(it->second);
+      return absl::OkStatus();
+    };
   }
-  absl::Status Evict(const Pod& pod, std::string_view reason) override {
-    auto it = bound.find(pod.Key());
-    if (it == bound.end()) return absl::NotFoundError("gone");
-    if (!terminating.insert(pod.Key()).second) return absl::OkStatus();
-    // "preempted by NS/NAME (priority ...": the preemptor.
-    std::string preemptor;
-    if (reason.rfind("preempted by ", 0) == 0) {
-      std::string_view rest = reason.substr(13);
-      preemptor = std::string(rest.substr(0, rest.find(' ')));
-    }
-    evictions.push_back({pod.Key(), preemptor, it->second.node_name});
-    it->second.meta.deletion_timestamp = clock->Now();
-    s->OnPodUpdate(it->second);
-    return absl::OkStatus();
-  }
-  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
   std::vector<Eviction> TakeEvictions() { return std::exchange(evictions, {}); }
   void Delete(const std::string& key) {
     bound.erase(key);
     terminating.erase(key);
-    s->OnPodDelete(key);
+    (*s)->OnPodDelete(key);
   }
 };
 
 struct Run {
   std::mt19937_64 rng;
-  ManualClock clock{absl::FromUnixSeconds(1'700'000'000)};
-  Cache cache{&clock};
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  FakeCluster api;
-  std::unique_ptr<Scheduler> s;
+  testing::CoreHarness harness{
+      {.parallelism = 1, .start = absl::FromUnixSeconds(1'700'000'000), .confirm_binds = false}};
+  ManualClock& clock = harness.clock;
+  Cache& cache = harness.cache;
+  std::unique_ptr<Scheduler>& s = harness.s;
+  ApiServer api;
   testing::CheckedWorld world;
   int next_pod = 0, next_gang = 0;
   std::vector<std::string> gangs;      // running or pending
   std::vector<std::string> singles;
 
-  explicit Run(uint64_t seed) : rng(seed) {
-    config.parallelism = 1;
-    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
-                                               .config = &config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &cache,
-                                               .clock = &clock,
-                                               .api = &api});
-    REQUIRE(made.ok());
-    s = *std::move(made);
-    api.s = s.get();
-    api.clock = &clock;
-  }
+  explicit Run(uint64_t seed) : rng(seed) { api.Serve(harness); }
   int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
   bool Chance(int percent) { return Pick(1, 100) <= percent; }
 
@@ -108,15 +99,11 @@ struct Run {
       // it up: allocatable nvidia.com/gpu is the replicas, GFD labels say how many per GPU.
       const int replicas = Chance(33) ? (Chance(50) ? 2 : 4) : 1;
       const std::string name = StrCat("n", i);
-      NodeBuilder node(name);
-      node.Allocatable(StrCat("cpu:16,memory:256Gi,nvidia.com/gpu:", gpus * replicas))
-          .Label("kubernetes.io/hostname", name)
-          .Label("nvidia.com/gpu.count", std::to_string(gpus));
-      if (replicas > 1) {
-        node.Label("nvidia.com/gpu.replicas", std::to_string(replicas))
-            .Label("nvidia.com/gpu.sharing-strategy", "time-slicing");
-      }
-      s->OnNodeAdd(node.Build());
+      harness.AddNode(NodeBuilder(name)
+                          .Allocatable("cpu:16,memory:256Gi")
+                          .TimeSliced(gpus, replicas)
+                          .Label("kubernetes.io/hostname", name)
+                          .Build());
       world.nodes.push_back({.name = name, .milli_cpu = 16000, .gpus = gpus, .replicas = replicas});
     }
     if (Chance(50)) {
@@ -133,7 +120,7 @@ struct Run {
                     {"preemption",
                      {{"reclaimWithinCohort", policies[Pick(0, 2)]},
                       {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
-        REQUIRE(DeliverObject(*s, q).status().ok());
+        REQUIRE(harness.ApplyQueueObject(q).ok());
         world.queues.push_back({.name = team, .namespace_ = team, .cohort = "lab", .nominal_gpus = nominal});
       }
     }
@@ -180,7 +167,7 @@ struct Run {
                  {"kind", "PodGroup"},
                  {"metadata", {{"name", gang}, {"namespace", ns}}},
                  {"spec", {{"minMember", min}}}};
-      REQUIRE(DeliverObject(*s, pg).value());
+      REQUIRE(harness.ApplyGangObject(pg).value());
       world.gang_min[gang] = min;
       gangs.push_back(gang);
       for (int i = 0; i < size; ++i) {

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "nlohmann/json.hpp"
-#include "builders.h"
+#include "harness/core_harness.h"
 #include "plugins/registry.h"
-#include "scheduler/kinds/object_kinds.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/core/explain.h"
 
 namespace tessel {
@@ -20,19 +20,13 @@ using nlohmann::json;
 using testing::NodeBuilder;
 using testing::PodBuilder;
 
+// The core harness (tests/harness/core_harness.h) over one node; nothing here runs a cycle.
 struct World {
-  ManualClock clock{absl::FromUnixSeconds(1000)};
-  Cache cache{&clock};
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  std::unique_ptr<Scheduler> s;
-  World() {
-    auto made = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                                .cache = &cache, .clock = &clock});
-    REQUIRE(made.ok());
-    s = *std::move(made);
-    s->OnNodeAdd(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,nvidia.com/gpu:4").Build());
-  }
+  testing::CoreHarness harness{{.start = absl::FromUnixSeconds(1000)}};
+  Cache& cache = harness.cache;
+  std::unique_ptr<Scheduler>& s = harness.s;
+
+  World() { harness.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,nvidia.com/gpu:4").Build()); }
   void Bound(std::string name, std::string ns, std::string_view gpus, int32_t priority, int64_t created) {
     s->OnPodAdd(PodBuilder(std::move(name), std::move(ns))
                     .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
@@ -82,7 +76,7 @@ TEST_CASE("explain: the pods that hold the room, and whether they may be preempt
 
 TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
   World w;
-  REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+  REQUIRE(w.harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                   {"metadata", {{"name", "team-a"}}},
                                   {"spec", {{"namespaces", {"team-a"}},
                                             {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
@@ -100,7 +94,7 @@ TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
 TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borrows") {
   World w;
   for (const char* q : {"team-a", "team-b"}) {
-    REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+    REQUIRE(w.harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                     {"metadata", {{"name", q}}},
                                     {"spec", {{"namespaces", {q}}, {"cohort", "research"},
                                               {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
@@ -118,7 +112,7 @@ TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borr
 TEST_CASE("explain: a gang's members placeable now and the largest free block") {
   World w;
   w.Bound("busy", "default", "3", 0, 100);
-  REQUIRE(DeliverObject(*w.s, json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+  REQUIRE(w.harness.ApplyGangObject(json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
                                  {"metadata", {{"name", "trio"}, {"namespace", "default"}}},
                                  {"spec", {{"minMember", 3}}}})
               .ok());

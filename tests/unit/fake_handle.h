@@ -1,53 +1,15 @@
-// A Handle for unit tests: a snapshot built from nodes, a manual clock, and a ClusterApi that
-// records what plugins asked of it.
+// A Handle for unit tests: a snapshot built from nodes, a manual clock, and the shared fake
+// ClusterApi (scheduler/testing/fake_cluster_api.h) that records what plugins asked of it.
 #pragma once
 
 #include <atomic>
-#include <functional>
-#include <vector>
 
 #include "scheduler/framework/interface.h"
 #include "scheduler/quota/queue.h"
 #include "scheduler/state/cache.h"
+#include "scheduler/testing/fake_cluster_api.h"
 
 namespace tessel::testing {
-
-class RecordingApi final : public ClusterApi {
- public:
-  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& a) override {
-    binds.emplace_back(pod.Key(), node);
-    bind_annotations.emplace_back(pod.Key(), a);
-    return bind_result;
-  }
-  absl::Status Evict(const Pod& pod, std::string_view) override {
-    evictions.push_back(pod.Key());
-    return absl::OkStatus();
-  }
-  void RecordEvent(const Pod& pod, std::string_view, std::string_view reason, std::string_view) override {
-    events.emplace_back(pod.Key(), std::string(reason));
-  }
-  absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
-                             std::string_view value) override {
-    claim_annotations.emplace_back(claim.Key(), std::string(key) + "=" + std::string(value));
-    if (on_annotate) on_annotate(claim, value);
-    return absl::OkStatus();
-  }
-  absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override {
-    claim_refs.emplace_back(volume.name(), claim.Key());
-    if (on_claim_ref) on_claim_ref(volume, claim);
-    return absl::OkStatus();
-  }
-  // Volume writes: (claim, "key=value") and (PV, claim); the hooks may play the provisioner.
-  std::vector<std::pair<std::string, std::string>> claim_annotations;
-  std::vector<std::pair<std::string, std::string>> claim_refs;
-  std::function<void(const PersistentVolumeClaim&, std::string_view node)> on_annotate;
-  std::function<void(const PersistentVolume&, const PersistentVolumeClaim&)> on_claim_ref;
-  absl::Status bind_result = absl::OkStatus();
-  std::vector<std::pair<std::string, std::string>> binds;
-  std::vector<std::pair<std::string, StringMap>> bind_annotations;
-  std::vector<std::string> evictions;
-  std::vector<std::pair<std::string, std::string>> events;
-};
 
 class FakeHandle final : public Handle {
  public:
@@ -62,7 +24,7 @@ class FakeHandle final : public Handle {
   }
   const Snapshot& snapshot() const override { return snapshot_; }
   const Clock& clock() const override { return clock_; }
-  ClusterApi* api() const override { return const_cast<RecordingApi*>(&api_); }
+  ClusterApi* api() const override { return const_cast<FakeClusterApi*>(&api_); }
   uint64_t seed() const override { return 7; }
   std::optional<int32_t> PriorityClassValue(std::string_view) const override { return std::nullopt; }
   ClusterObjectStore* ObjectStore() const override { return &objects_; }
@@ -79,14 +41,14 @@ class FakeHandle final : public Handle {
   bool PodEnded(const Pod&) const override { return pods_ended_.load(); }
   void SetPodsEnded(bool ended) { pods_ended_.store(ended); }
   ClusterObjectStore& objects() { return objects_; }
-  RecordingApi& recording_api() { return api_; }
+  FakeClusterApi& recording_api() { return api_; }
   ManualClock& manual_clock() { return clock_; }
 
  private:
   ManualClock clock_;
   Cache cache_;
   Snapshot snapshot_;
-  RecordingApi api_;
+  FakeClusterApi api_;
   mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
   std::atomic<bool> pods_ended_{false};

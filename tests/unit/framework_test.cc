@@ -2,7 +2,7 @@
 // weights and normalisation, reserve rollback, permit waiting, registry and profile errors.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
 #include "scheduler/framework/fit_error.h"

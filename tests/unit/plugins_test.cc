@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/node_affinity/node_affinity.h"
 #include "plugins/node_name/node_name.h"
 #include "plugins/node_resources_fit/node_resources_fit.h"

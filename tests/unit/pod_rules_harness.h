@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scheduler/framework/interface.h"
-#include "tests/unit/builders.h"
+#include "scheduler/testing/builders.h"
 #include "tests/unit/fake_handle.h"
 
 namespace tessel::testing {

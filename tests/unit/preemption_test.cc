@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <random>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "fake_handle.h"
 #include "plugins/registry.h"
 #include "scheduler/framework/nominator.h"

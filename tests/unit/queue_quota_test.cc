@@ -9,7 +9,8 @@
 #include <random>
 
 #include "nlohmann/json.hpp"
-#include "builders.h"
+#include "harness/core_harness.h"
+#include "scheduler/testing/builders.h"
 #include "fake_handle.h"
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
@@ -25,31 +26,6 @@ using queue_quota::QueueQuota;
 using testing::NodeBuilder;
 using testing::PodBuilder;
 using testing::Res;
-
-class BindingApi final : public ClusterApi {
- public:
-  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
-    binds[pod.Key()] = node;
-    if (on_bind) on_bind(pod, node);
-    return absl::OkStatus();
-  }
-  absl::Status Evict(const Pod& pod, std::string_view) override {
-    evicted.push_back(pod.Key());
-    if (on_evict) on_evict(pod);
-    return absl::OkStatus();
-  }
-  void RecordEvent(const Pod&, std::string_view, std::string_view, std::string_view) override {}
-  void RecordObjectEvent(const ObjectReference& o, std::string_view type, std::string_view reason,
-                         std::string_view message) override {
-    object_events.push_back(StrCat(type, " ", reason, " ", o.api_version, " ", o.kind, " ",
-                                   o.namespace_, "/", o.name, " ", o.uid, ": ", message));
-  }
-  std::function<void(const Pod&, const std::string&)> on_bind;
-  std::function<void(const Pod&)> on_evict;
-  std::map<std::string, std::string> binds;
-  std::vector<std::string> evicted;
-  std::vector<std::string> object_events;
-};
 
 class Outcomes final : public SchedulingObserver {
  public:
@@ -74,33 +50,21 @@ json QueueObject(std::string name, json spec) {
 }
 
 // The whole core with the default profile, GPU nodes, and binds confirmed as an informer would.
+constexpr std::string_view kNodeSize = "cpu:64,memory:256Gi,nvidia.com/gpu:8";
+
 struct Cluster {
-  explicit Cluster(int nodes, std::string_view size = "cpu:64,memory:256Gi,nvidia.com/gpu:8")
-      : cache(&clock) {
-    registry = InTreeRegistry();
-    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
-                                               .config = &config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &cache,
-                                               .clock = &clock,
-                                               .api = &api,
-                                               .observer = &outcomes});
-    REQUIRE(made.ok());
-    s = *std::move(made);
+  explicit Cluster(int nodes, std::string_view size = kNodeSize, std::string config_yaml = "")
+      : harness({.config_yaml = std::move(config_yaml), .observer = &outcomes}) {
     for (int i = 1; i <= nodes; ++i) {
-      s->OnNodeAdd(NodeBuilder(StrCat("n", i)).Allocatable(size).Build());
+      harness.AddNode(NodeBuilder(StrCat("n", i)).Allocatable(size).Build());
     }
-    api.on_bind = [this](const Pod& pod, const std::string& node) {
-      Pod bound = pod;
-      bound.node_name = node;
-      s->OnPodUpdate(std::move(bound));
-    };
     // An evicted pod terminates until the test lets it go (DeleteEvicted).
-    api.on_evict = [this](const Pod& pod) {
+    api.on_evict = [this](const Pod& pod, std::string_view) {
       Pod leaving = pod;
       leaving.meta.deletion_timestamp = clock.Now();
       s->OnPodUpdate(std::move(leaving));
       terminating.push_back(pod.Key());
+      return absl::OkStatus();
     };
   }
   void DeleteEvicted() {
@@ -115,13 +79,10 @@ struct Cluster {
     }
   }
   void AddQueue(std::string name, json spec) {
-    absl::Status st = DeliverObject(*s, QueueObject(std::move(name), std::move(spec))).status();
+    absl::Status st = harness.ApplyQueueObject(QueueObject(std::move(name), std::move(spec)));
     REQUIRE(st.ok());
   }
-  void Run() {
-    const std::atomic<bool> never{false};
-    s->Run(never);
-  }
+  void Run() { harness.RunUntilIdle(); }
   // Lets parked pods retry (their backoff and the unschedulable wait pass).
   void RetryParked() {
     clock.Advance(absl::Minutes(6));
@@ -139,13 +100,12 @@ struct Cluster {
     return sum;
   }
 
-  ManualClock clock;
-  Cache cache;
-  BindingApi api;
   Outcomes outcomes;
-  Registry registry;
-  SchedulerConfig config;
-  std::unique_ptr<Scheduler> s;
+  testing::CoreHarness harness;
+  testing::FakeClusterApi& api = harness.api;
+  ManualClock& clock = harness.clock;
+  Cache& cache = harness.cache;
+  std::unique_ptr<Scheduler>& s = harness.s;
   std::vector<std::string> terminating;
 };
 
@@ -189,25 +149,13 @@ TEST_CASE("QueueQuota: the greedy team stops at its nominal quota; pods without 
     CHECK(c.outcomes.failures.empty());
   }
   SECTION("podsWithoutQueue: Reject refuses pods in no queue, naming why") {
-    Cluster strict(1);
-    auto parsed = ParseSchedulerConfig(R"(
+    Cluster strict(1, kNodeSize, R"(
 profiles:
 - schedulerName: tessel
   pluginConfig:
   - name: QueueQuota
     args: {podsWithoutQueue: Reject}
 )");
-    REQUIRE(parsed.ok());
-    strict.config = *parsed;
-    auto made = Scheduler::New(SchedulerParams{.registry = &strict.registry,
-                                               .config = &strict.config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &strict.cache,
-                                               .clock = &strict.clock,
-                                               .api = &strict.api,
-                                               .observer = &strict.outcomes});
-    REQUIRE(made.ok());
-    strict.s = *std::move(made);
     strict.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
     strict.s->OnPodAdd(GpuPod("free", "x"));
     strict.Run();
@@ -227,9 +175,9 @@ TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming t
 
   Cluster c(1);
   c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
-  absl::Status st = DeliverObject(*c.s, QueueObject("team-b", {{"weight", "0"}})).status();
+  absl::Status st = c.harness.ApplyQueueObject(QueueObject("team-b", {{"weight", "0"}}));
   CHECK(st.message() == "Queue team-b: spec.weight: must be positive; the queue is ignored");
-  st = DeliverObject(*c.s, QueueObject("team-c", {{"namespaces", {"a"}}})).status();
+  st = c.harness.ApplyQueueObject(QueueObject("team-c", {{"namespaces", {"a"}}}));
   CHECK(st.message() ==
         "Queue team-c: spec.namespaces: namespace \"a\" already belongs to the older Queue "
         "team-a; this queue does not get it (its other namespaces stay)");
@@ -323,8 +271,8 @@ TEST_CASE("QueueQuota: a newer Queue listing a team's namespace does not take it
   const std::string want =
       "Queue aaa: spec.namespaces: namespace \"b\" already belongs to the older Queue team-b; "
       "this queue does not get it (its other namespaces stay)";
-  REQUIRE(DeliverObject(*c.s, older).status().ok());
-  CHECK(DeliverObject(*c.s, newer).status().message() == want);
+  REQUIRE(c.harness.ApplyQueueObject(older).ok());
+  CHECK(c.harness.ApplyQueueObject(newer).message() == want);
   CHECK(c.api.object_events ==
         std::vector<std::string>{"Warning NamespaceConflict tessel.io/v1alpha1 Queue /aaa uid-aaa: " + want});
   for (int i = 0; i < 4; ++i) c.s->OnPodAdd(GpuPod("b", StrCat("j", i)));
@@ -336,7 +284,7 @@ TEST_CASE("QueueQuota: a newer Queue listing a team's namespace does not take it
         "0/2 nodes are available: 2 queue team-b: nvidia.com/gpu 3 of nominal 2; it is in no "
         "cohort, so it cannot borrow.");
   // Applying either again reports it again (logged), but the Event is not repeated.
-  CHECK_FALSE(DeliverObject(*c.s, older).status().ok());
+  CHECK_FALSE(c.harness.ApplyQueueObject(older).ok());
   CHECK(c.api.object_events.size() == 1);
 }
 
@@ -566,8 +514,8 @@ TEST_CASE("QueueQuota: queues leave preemption for capacity to priority", "[quot
   REQUIRE(c.GpusOf(batch_ns) == 8000);
   c.s->OnPodAdd(GpuPod("a", "urgent", 8, 1000));
   c.RunWithEvictions(3);
-  std::sort(c.api.evicted.begin(), c.api.evicted.end());
-  CHECK(c.api.evicted == std::vector<std::string>{batch_ns + "/batch-0", batch_ns + "/batch-1"});
+  std::sort(c.api.evictions.begin(), c.api.evictions.end());
+  CHECK(c.api.evictions == std::vector<std::string>{batch_ns + "/batch-0", batch_ns + "/batch-1"});
   CHECK(c.outcomes.scheduled.at("a/urgent") == "n1");
 }
 
@@ -589,7 +537,7 @@ TEST_CASE("QueueQuota: a lender reclaims its whole nominal quota when pod sizes 
   }
   CHECK(c.GpusOf("b") == 20000);
   CHECK(c.GpusOf("a") == 18000);  // four 3-GPU pods gave back 12: the last took it below 20
-  CHECK(c.api.evicted.size() == 4);
+  CHECK(c.api.evictions.size() == 4);
 }
 
 TEST_CASE("QueueQuota: quota reclaimed for a nominated pod is not borrowed again elsewhere",
@@ -608,7 +556,7 @@ TEST_CASE("QueueQuota: quota reclaimed for a nominated pod is not borrowed again
   c.RunWithEvictions();
   CHECK(c.outcomes.scheduled.contains("a/a-0"));
   CHECK_FALSE(c.outcomes.scheduled.contains("b/b-late"));
-  CHECK(c.api.evicted.size() == 1);  // one reclaim; b-late did not take the reclaimed quota
+  CHECK(c.api.evictions.size() == 1);  // one reclaim; b-late did not take the reclaimed quota
   CHECK(c.GpusOf("b") == 12000);
 }
 

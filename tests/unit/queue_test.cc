@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "plugins/priority_sort/priority_sort.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/queue/scheduling_queue.h"

@@ -7,7 +7,7 @@
 
 #include "nlohmann/json.hpp"
 #include "absl/time/time.h"
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/quota/queue_store.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/quota/quota_usage.h"

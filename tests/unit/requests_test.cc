@@ -2,7 +2,7 @@
 // peak during init) + overhead.
 #include <catch2/catch.hpp>
 
-#include "builders.h"
+#include "scheduler/testing/builders.h"
 
 namespace tessel {
 namespace {

@@ -12,8 +12,9 @@
 #include <set>
 #include <utility>
 
-#include "builders.h"
+#include "harness/core_harness.h"
 #include "plugins/registry.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/util/strings.h"
 
@@ -52,36 +53,6 @@ class Gate final : public ReservePlugin, public PermitPlugin {
   GateScript* script_;
 };
 
-// Binds succeed unless `next_bind` says otherwise (consumed by the next Bind).
-class FakeApi final : public ClusterApi {
- public:
-  absl::Status Bind(const Pod& pod, const std::string& node, const StringMap&) override {
-    binds.emplace_back(pod.Key(), node);
-    absl::Status st = next_bind;
-    next_bind = absl::OkStatus();
-    if (st.ok() && on_bind) on_bind(pod, node);
-    return st;
-  }
-  absl::Status Evict(const Pod& pod, std::string_view) override {
-    evictions.push_back(pod.Key());
-    return absl::OkStatus();
-  }
-  void RecordEvent(const Pod& pod, std::string_view type, std::string_view reason,
-                   std::string_view message) override {
-    events.push_back(StrCat(pod.Key(), " ", type, " ", reason, ": ", message));
-  }
-  void MarkDisruptionTarget(const Pod& pod, std::string_view reason, std::string_view message) override {
-    disruption_targets.push_back(StrCat(pod.Key(), " ", reason, ": ", message));
-  }
-
-  absl::Status next_bind = absl::OkStatus();
-  std::function<void(const Pod&, const std::string&)> on_bind;
-  std::vector<std::pair<std::string, std::string>> binds;
-  std::vector<std::string> evictions;
-  std::vector<std::string> events;
-  std::vector<std::string> disruption_targets;
-};
-
 class RecordingObserver final : public SchedulingObserver {
  public:
   void PodScheduled(const Pod& pod, const std::string& node) override {
@@ -112,42 +83,21 @@ profiles:
     permit: {enabled: [{name: Gate}]}
 )";
 
+// The core harness (tests/harness/core_harness.h) with the Gate plugin at Reserve and Permit and
+// a recording observer; binds are confirmed the way an informer would confirm them.
 struct Fixture {
   explicit Fixture(int nodes = 3, std::string_view node_size = "cpu:8,memory:32Gi,nvidia.com/gpu:8")
-      : cache(&clock) {
-    registry = InTreeRegistry();
-    REQUIRE(registry
-                .Register("Gate",
-                          [this](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                            return std::unique_ptr<Plugin>(std::make_unique<Gate>(&script));
-                          })
-                .ok());
-    auto parsed = ParseSchedulerConfig(kGateConfig);
-    REQUIRE(parsed.ok());
-    config = *std::move(parsed);
-    auto made = Scheduler::New(SchedulerParams{.registry = &registry,
-                                               .config = &config,
-                                               .defaults = &DefaultProfile(),
-                                               .cache = &cache,
-                                               .clock = &clock,
-                                               .api = &api,
-                                               .observer = &observer});
-    REQUIRE(made.ok());
-    s = *std::move(made);
+      : harness({.config_yaml = kGateConfig,
+                 .plugins = {{"Gate",
+                              [this](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                                return std::unique_ptr<Plugin>(std::make_unique<Gate>(&script));
+                              }}},
+                 .observer = &observer}) {
     for (int i = 1; i <= nodes; ++i) {
-      s->OnNodeAdd(NodeBuilder("n" + std::to_string(i)).Allocatable(node_size).Build());
+      harness.AddNode(NodeBuilder("n" + std::to_string(i)).Allocatable(node_size).Build());
     }
-    // Binds are confirmed the way an informer would confirm them.
-    api.on_bind = [this](const Pod& pod, const std::string& node) {
-      Pod bound = pod;
-      bound.node_name = node;
-      s->OnPodUpdate(std::move(bound));
-    };
   }
-  int64_t RunUntilIdle() {
-    const std::atomic<bool> never{false};
-    return s->Run(never);
-  }
+  int64_t RunUntilIdle() { return harness.RunUntilIdle(); }
   // Runs until idle `rounds` times, 30 s of the manual clock apart, so backoffs pass.
   void Settle(int rounds) {
     for (int i = 0; i < rounds; ++i) {
@@ -156,14 +106,15 @@ struct Fixture {
     }
   }
 
-  ManualClock clock;
-  Cache cache;
-  FakeApi api;
   RecordingObserver observer;
   GateScript script;
-  Registry registry;
-  SchedulerConfig config;
-  std::unique_ptr<Scheduler> s;
+  testing::CoreHarness harness;
+  ManualClock& clock = harness.clock;
+  Cache& cache = harness.cache;
+  testing::FakeClusterApi& api = harness.api;
+  Registry& registry = harness.registry;
+  SchedulerConfig& config = harness.config;
+  std::unique_ptr<Scheduler>& s = harness.s;
 };
 
 Pod GpuPod(std::string name, int gpus = 1) {
