@@ -213,7 +213,7 @@ int InflateMain(int argc, char** argv) {
 
   // Aggregate per policy and write the outputs.
   const int64_t capacity = CapacityMilli(*nodes);
-  const int64_t weight = fgd::FragModel(TypicalPods(*pods)).total_weight();
+  const int64_t weight = gpu::FragModel(TypicalPods(*pods)).total_weight();
   const std::string workload = WorkloadName(o.pods_path);
   const Reference ref = LoadReference(o.reference_path);
   ReportInput report{.workload = workload, .seeds = o.seeds, .tune_milli = o.tune_milli,
@@ -273,7 +273,7 @@ int InflateMain(int argc, char** argv) {
 
   // The table people read first.
   std::cout << fmt::format("workload {}: {} nodes, {} GPUs, {} pods (+{} clones per run), {} seed(s), tune {}\n",
-                           workload, nodes->size(), capacity / kMilliPerGpu, pods->size(),
+                           workload, nodes->size(), capacity / gpu::kMilliPerGpu, pods->size(),
                            per_run - static_cast<int64_t>(pods->size()), o.seeds.size(), tune);
   std::cout << fmt::format("{:<14} {:>18} {:>11} {:>8} {:>16}\n", "policy", "unallocated%@100", "published", "delta",
                            "frag% of cap@100");

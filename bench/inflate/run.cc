@@ -29,7 +29,7 @@ namespace {
 // configuration). FGD and Tessel get `typical` as their target workload unless `yaml` gives one.
 template <typename T>
 absl::Status ConfigurePolicy(Registry& registry, const YAML::Node& yaml,
-                             const std::vector<fgd::TargetClass>& typical) {
+                             const std::vector<gpu::TargetClass>& typical) {
   ASSIGN_OR_RETURN(ArgsOf<T> args, ParsePluginArgs<T>(yaml));
   if constexpr (std::is_base_of_v<fgd::FGDArgs, ArgsOf<T>>) {
     if (!(yaml.IsMap() && yaml["targetWorkload"])) args.workload.classes = typical;
@@ -39,7 +39,7 @@ absl::Status ConfigurePolicy(Registry& registry, const YAML::Node& yaml,
 
 struct Policy {
   std::string_view plugin;
-  absl::Status (*configure)(Registry&, const YAML::Node&, const std::vector<fgd::TargetClass>&);
+  absl::Status (*configure)(Registry&, const YAML::Node&, const std::vector<gpu::TargetClass>&);
 };
 
 const std::map<std::string, Policy, std::less<>>& Policies() {
@@ -78,7 +78,7 @@ ProfileConfig InflateProfile(const std::string& plugin) {
   return profile;
 }
 
-absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<fgd::TargetClass>& typical,
+absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<gpu::TargetClass>& typical,
                                         const std::string& policy_args) {
   auto it = Policies().find(policy);
   if (it == Policies().end()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
@@ -111,8 +111,8 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   const std::string plugin = PluginForPolicy(policy);
   if (plugin.empty()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
   const int64_t capacity = CapacityMilli(nodes);
-  const std::vector<fgd::TargetClass> typical = TypicalPods(pods);
-  const fgd::FragModel frag(typical);
+  const std::vector<gpu::TargetClass> typical = TypicalPods(pods);
+  const gpu::FragModel frag(typical);
 
   SchedulerConfig config;
   config.parallelism = 1;  // runs go in parallel instead
@@ -144,7 +144,7 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   int64_t frag_total = 0;
   for (const auto& [name, i] : node_index) {
     auto info = cache.GetNodeInfo(name);
-    node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
+    node_frag[i] = frag.NodeFrag(gpu::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
                                                     frag.ModelId(info->gpus().inventory().product)));
     frag_total += node_frag[i];
   }
@@ -165,7 +165,7 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
       auto info = cache.GetNodeInfo(*node);
       const size_t i = node_index.at(*node);
       frag_total -= node_frag[i];
-      node_frag[i] = frag.NodeFrag(fgd::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
+      node_frag[i] = frag.NodeFrag(gpu::NodeShape::Of(info->gpus(), info->FreeMilliCpu(),
                                                       frag.ModelId(info->gpus().inventory().product)));
       frag_total += node_frag[i];
       allocated += t.total_gpu_milli();

@@ -50,7 +50,7 @@ ProfileConfig InflateProfile(const std::string& plugin);
 // (a YAML map, read as that plugin's args in a configuration), with `typical` as FGD's and
 // Tessel's target workload unless `policy_args` gives one. A profile run with it must give the
 // policy's plugin no args.
-absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<fgd::TargetClass>& typical,
+absl::StatusOr<Registry> PolicyRegistry(const std::string& policy, const std::vector<gpu::TargetClass>& typical,
                                         const std::string& policy_args = "");
 
 }  // namespace tessel::bench

@@ -53,7 +53,7 @@ absl::StatusOr<Csv> ParseCsv(std::string_view text, std::initializer_list<std::s
 
 int64_t CapacityMilli(const std::vector<TraceNode>& nodes) {
   int64_t total = 0;
-  for (const TraceNode& n : nodes) total += int64_t{n.gpus} * kMilliPerGpu;
+  for (const TraceNode& n : nodes) total += int64_t{n.gpus} * gpu::kMilliPerGpu;
   return total;
 }
 
@@ -73,13 +73,13 @@ Pod MakePod(const TracePod& t, const std::string& name) {
   c.requests.milli_cpu = t.cpu_milli;
   c.requests.memory = t.memory_mib * 1024 * 1024;
   if (t.num_gpu > 0) {
-    c.requests.Set(kNvidiaGpu, int64_t{t.num_gpu} * kMilliPerGpu);
-    if (t.gpu_milli < kMilliPerGpu) p.meta.annotations[std::string(kGpuMilliAnnotation)] = StrCat(t.gpu_milli);
+    c.requests.Set(kNvidiaGpu, int64_t{t.num_gpu} * gpu::kMilliPerGpu);
+    if (t.gpu_milli < gpu::kMilliPerGpu) p.meta.annotations[std::string(gpu::kGpuMilliAnnotation)] = StrCat(t.gpu_milli);
   }
   p.containers.push_back(std::move(c));
   if (!t.gpu_spec.empty()) {
     NodeSelectorTerm term;
-    term.match_expressions.push_back({.key = std::string(kGpuProductLabel),
+    term.match_expressions.push_back({.key = std::string(gpu::kGpuProductLabel),
                                       .op = NodeSelectorRequirement::Operator::kIn,
                                       .values = t.gpu_spec});
     p.node_affinity.required = std::vector<NodeSelectorTerm>{std::move(term)};
@@ -121,8 +121,8 @@ absl::StatusOr<std::vector<TracePod>> ParseTracePods(std::string_view text) {
     auto mem = ToInt(row[csv->column["memory_mib"]]);
     auto num = ToInt(row[csv->column["num_gpu"]]);
     auto milli = ToInt(row[csv->column["gpu_milli"]]);
-    if (!cpu || !mem || !num || !milli || *milli > kMilliPerGpu || *num > 1024 ||
-        (*num > 1 && *milli != kMilliPerGpu) || ((*num == 0) != (*milli == 0))) {
+    if (!cpu || !mem || !num || !milli || *milli > gpu::kMilliPerGpu || *num > 1024 ||
+        (*num > 1 && *milli != gpu::kMilliPerGpu) || ((*num == 0) != (*milli == 0))) {
       return absl::InvalidArgumentError(StrCat("pod ", p.name, ": bad cpu_milli, memory_mib, num_gpu or gpu_milli"));
     }
     p.cpu_milli = *cpu;
@@ -184,14 +184,14 @@ std::vector<TracePod> InflatePods(const std::vector<TracePod>& pods, int64_t cap
   return out;
 }
 
-std::vector<fgd::TargetClass> TypicalPods(const std::vector<TracePod>& pods) {
-  std::vector<fgd::TargetClass> all;
+std::vector<gpu::TargetClass> TypicalPods(const std::vector<TracePod>& pods) {
+  std::vector<gpu::TargetClass> all;
   all.reserve(pods.size());
   for (const TracePod& p : pods) {
     all.push_back({.cpu_milli = p.cpu_milli, .gpu_milli = p.gpu_milli, .num_gpu = p.num_gpu,
                    .models = p.gpu_spec, .weight = 1});
   }
-  return fgd::TypicalClasses(all, 95);
+  return gpu::TypicalClasses(all, 95);
 }
 
 }  // namespace tessel::bench

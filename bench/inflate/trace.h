@@ -47,7 +47,7 @@ std::vector<TracePod> InflatePods(const std::vector<TracePod>& pods, int64_t cap
                                   int64_t tune_milli, uint64_t seed);
 
 // The trace's pod classes covering 95% of pods (FGD's "typical pods").
-std::vector<fgd::TargetClass> TypicalPods(const std::vector<TracePod>& pods);
+std::vector<gpu::TargetClass> TypicalPods(const std::vector<TracePod>& pods);
 
 // The cluster's GPU capacity in milli.
 int64_t CapacityMilli(const std::vector<TraceNode>& nodes);

@@ -41,7 +41,7 @@ ClusterReport Report(Cache& cache, const Scheduler& scheduler, const SimulatedCl
     auto it = sim.placements().find(pod.Key());
     if (it != sim.placements().end() && it->second.empty()) pending.push_back(&pod);
   }
-  const fgd::FragModel workload = fgd::WorkloadOfPods(pods);
+  const gpu::FragModel workload = gpu::WorkloadOfPods(pods);
   std::shared_ptr<const QueueDirectory> directory = scheduler.Queues();
   return ReportCluster(snapshot,
                        {.queues = directory.get(), .pending = pending, .workload = &workload});

@@ -15,7 +15,7 @@ namespace {
 
 int64_t LargestNodeGpus(const std::vector<Node>& nodes) {
   int64_t most = 0;
-  for (const Node& n : nodes) most = std::max<int64_t>(most, ReadGpuInventory(n).count);
+  for (const Node& n : nodes) most = std::max<int64_t>(most, gpu::ReadGpuInventory(n).count);
   return most;
 }
 

@@ -134,8 +134,8 @@ class Simulation {
     Recount();
   }
   static int64_t GpuCapacity(const Node& n) {
-    const GpuInventory inv = ReadGpuInventory(n);
-    return int64_t{inv.count} * kMilliPerGpu;
+    const gpu::GpuInventory inv = gpu::ReadGpuInventory(n);
+    return int64_t{inv.count} * gpu::kMilliPerGpu;
   }
   void Recount() {
     result_.capacity_milli = 0;
@@ -157,7 +157,7 @@ class Simulation {
 
   // Checks the cache's allocation against the jobs' bookkeeping; `keep` adds the point to the curves.
   absl::Status TakeSample(int64_t at, bool keep = true) {
-    static const fgd::FragModel kNoWorkload;  // no fragmentation curve: 0
+    static const gpu::FragModel kNoWorkload;  // no fragmentation curve: 0
     w_.cache.UpdateSnapshot(snapshot_);
     const GpuReport gpus = ReportGpus(snapshot_, o_.frag != nullptr ? o_.frag : &kNoWorkload);
     Sample smp{.at = at, .allocated_milli = gpus.allocated_milli, .frag_milli = gpus.fragmented_milli,
@@ -256,7 +256,7 @@ class Simulation {
       if (!node) continue;
       std::optional<NodeInfo> info = w_.cache.GetNodeInfo(*node);
       for (const PodRef& p : info->pods()) {
-        if (p->Key() == key) milli += HeldGpuMilli(ReadGpuRequest(*p), info->gpus().inventory());
+        if (p->Key() == key) milli += gpu::HeldGpuMilli(gpu::ReadGpuRequest(*p), info->gpus().inventory());
       }
     }
     out.gpu_milli = milli;
@@ -321,9 +321,9 @@ class Simulation {
 std::string SizeClassOf(const TraceJob& job, int64_t largest_node_gpus) {
   if (job.pods.size() > 1) return "gang";
   if (job.pods.empty()) return "cpu";
-  const GpuRequest r = ReadGpuRequest(job.pods.front());
+  const gpu::GpuRequest r = gpu::ReadGpuRequest(job.pods.front());
   if (!r.needs_devices()) return "cpu";
-  if (r.kind == GpuRequest::Kind::kFraction) return "fractional";
+  if (r.kind == gpu::GpuRequest::Kind::kFraction) return "fractional";
   if (r.count >= largest_node_gpus && largest_node_gpus > 1) return "whole-node";
   if (r.count == 1) return "1";
   return "2-4";

@@ -60,7 +60,7 @@ struct TimelineOptions {
   OnEvict on_evict = OnEvict::kRestart;
   int32_t samples = 200;                  // points of the allocation and fragmentation curves, over the
                                           // run or, when it is longer, twice the arrival window
-  const fgd::FragModel* frag = nullptr;   // null: no fragmentation curve
+  const gpu::FragModel* frag = nullptr;   // null: no fragmentation curve
   std::atomic<int64_t>* progress = nullptr;  // incremented per event handled
 };
 

@@ -30,17 +30,17 @@ namespace {
 
 // The trace row a pod would be, for FGD's typical pods of an event list.
 TracePod TracePodOf(const Pod& p) {
-  const GpuRequest r = ReadGpuRequest(p);
+  const gpu::GpuRequest r = gpu::ReadGpuRequest(p);
   TracePod t;
   t.name = p.Key();
   t.cpu_milli = p.requests.milli_cpu;
   t.memory_mib = p.requests.memory / (1024 * 1024);
-  if (r.kind == GpuRequest::Kind::kFraction) {
+  if (r.kind == gpu::GpuRequest::Kind::kFraction) {
     t.num_gpu = 1;
     t.gpu_milli = r.milli;
   } else if (r.needs_devices()) {
     t.num_gpu = r.count;
-    t.gpu_milli = kMilliPerGpu;
+    t.gpu_milli = gpu::kMilliPerGpu;
   }
   return t;
 }
@@ -170,7 +170,7 @@ int TraceMain(int argc, char** argv) {
     title = std::filesystem::path(o.pods_path).stem().string();
     note = fmt::format("{} nodes, {} GPUs; {} jobs per run ({} pods that never ran in the trace left out); "
                        "{} pass(es) of the trace, inter-arrival times divided by {:.2f} (offered load {:.2f}); evicted jobs {}; seeds {}.",
-                       trace_nodes.size(), CapacityMilli(trace_nodes) / kMilliPerGpu, inputs.front().jobs.size(),
+                       trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, inputs.front().jobs.size(),
                        skipped, o.openb.repeat, scale, offered,
                        o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
   } else {
@@ -197,8 +197,8 @@ int TraceMain(int argc, char** argv) {
     note = fmt::format("{} nodes at the start; {} jobs; evicted jobs {}; seeds {}.", in->nodes.size(), in->jobs.size(),
                        o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
   }
-  const std::vector<fgd::TargetClass> typical = TypicalPods(trace_pods);
-  const fgd::FragModel frag(typical);
+  const std::vector<gpu::TargetClass> typical = TypicalPods(trace_pods);
+  const gpu::FragModel frag(typical);
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
   if (ec) {

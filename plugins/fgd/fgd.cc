@@ -34,32 +34,32 @@ int64_t SigmoidScorer::Score(int64_t d) const {
   return lo;
 }
 
-NodeShape ShapeAfter(const NodeShape& before, const GpuDevices& gpus, const GpuDemand& demand,
+gpu::NodeShape ShapeAfter(const gpu::NodeShape& before, const gpu::GpuDevices& gpus, const gpu::GpuDemand& demand,
                      std::span<const int32_t> devices, int64_t cpu_milli) {
-  NodeShape after = before;
+  gpu::NodeShape after = before;
   after.cpu_free -= cpu_milli;
   switch (demand.kind) {
-    case GpuDemand::Kind::kWhole:
+    case gpu::GpuDemand::Kind::kWhole:
       for (int32_t d : devices) {
         if (d < after.n) after.free[d] = 0;
       }
       break;
-    case GpuDemand::Kind::kMilli:
+    case gpu::GpuDemand::Kind::kMilli:
       for (int32_t d : devices) {
         if (d < after.n) after.free[d] -= demand.milli;
       }
       break;
-    case GpuDemand::Kind::kSlots: {
+    case gpu::GpuDemand::Kind::kSlots: {
       const int32_t r = gpus.inventory().replicas;
       for (int32_t d : devices) {
         if (d >= after.n) continue;
         const int32_t slots = gpus.UsedSlots(d) +
                               static_cast<int32_t>(std::count(devices.begin(), devices.end(), d));
-        after.free[d] = kMilliPerGpu - int64_t{slots} * kMilliPerGpu / r;
+        after.free[d] = gpu::kMilliPerGpu - int64_t{slots} * gpu::kMilliPerGpu / r;
       }
       break;
     }
-    case GpuDemand::Kind::kNone:
+    case gpu::GpuDemand::Kind::kNone:
       break;
   }
   return after;
@@ -94,10 +94,10 @@ FGD::FGD(std::string_view name, const FGDArgs& args, const Handle* handle)
   ResetScorer();
 }
 
-int64_t AutoSigmoidScaleMilli(const FragModel& model) {
+int64_t AutoSigmoidScaleMilli(const gpu::FragModel& model) {
   using i128 = __int128;
   i128 total = 0, multi = 0;  // GPU milli requested by the classes, weighted; multi: num_gpu > 1
-  for (const TargetClass& c : model.classes()) {
+  for (const gpu::TargetClass& c : model.classes()) {
     const i128 v = static_cast<i128>(c.weight) * c.gpu_milli * c.num_gpu;
     total += v;
     if (c.num_gpu > 1) multi += v;
@@ -132,17 +132,17 @@ Status FGD::PreFilter(CycleState& state, const Pod& pod) {
 }
 
 FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
-  const FragModel& model = workload_.model();
-  const GpuDevices& gpus = node.gpus();
-  const NodeShape before =
-      NodeShape::Of(gpus, node.FreeMilliCpu(), model.ModelId(gpus.inventory().product));
+  const gpu::FragModel& model = workload_.model();
+  const gpu::GpuDevices& gpus = node.gpus();
+  const gpu::NodeShape before =
+      gpu::NodeShape::Of(gpus, node.FreeMilliCpu(), model.ModelId(gpus.inventory().product));
   const int64_t f_before = model.NodeFrag(before);
-  const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
+  const gpu::GpuDemand demand = gpu::DemandOn(pod.request, gpus.inventory());
   const bool in_use = gpus.total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
   const bool pack = pack_whole_gpus_ && workload_.learning() &&
-                    demand.kind == GpuDemand::Kind::kWhole && gpus.count() > 0;
+                    demand.kind == gpu::GpuDemand::Kind::kWhole && gpus.count() > 0;
   auto key_of = [&](std::span<const int32_t> devices) {
-    const NodeShape after = ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
+    const gpu::NodeShape after = ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
     const int64_t score = sigmoid_.Score(f_before - model.NodeFrag(after));
     // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
     // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
@@ -150,7 +150,7 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
     if (!pack) return raw;
     // (in use, fill after placement in parts per million, raw) in one integer: raw < 2^8,
     // fill <= 10^6 < 2^20.
-    const int64_t fill = (gpus.total_allocated_milli() + int64_t{demand.count} * kMilliPerGpu) * 1'000'000 /
+    const int64_t fill = (gpus.total_allocated_milli() + int64_t{demand.count} * gpu::kMilliPerGpu) * 1'000'000 /
                          gpus.inventory().capacity_milli();
     return ((in_use ? int64_t{1} << 28 : 0) + fill) * 256 + raw;
   };
@@ -176,9 +176,9 @@ Status FGD::NormalizeScore(const CycleState&, const Pod&, NodeScoreList& scores)
   return Status::Ok();
 }
 
-std::optional<DeviceList> FGD::ChooseDevices(const gpu::PodGpu& pod, const GpuDemand& demand,
+std::optional<DeviceList> FGD::ChooseDevices(const gpu::PodGpu& pod, const gpu::GpuDemand& demand,
                                              const NodeInfo& node) {
-  if (demand.kind != GpuDemand::Kind::kMilli) return std::nullopt;
+  if (demand.kind != gpu::GpuDemand::Kind::kMilli) return std::nullopt;
   Choice c = Evaluate(pod, node);
   if (c.devices.empty()) return std::nullopt;
   return c.devices;

@@ -51,7 +51,7 @@ class SigmoidScorer {
 };
 
 // The node shape after placing `pod` with `devices` (empty devices: CPU only).
-NodeShape ShapeAfter(const NodeShape& before, const GpuDevices& gpus, const GpuDemand& demand,
+gpu::NodeShape ShapeAfter(const gpu::NodeShape& before, const gpu::GpuDevices& gpus, const gpu::GpuDemand& demand,
                      std::span<const int32_t> devices, int64_t cpu_milli);
 
 // The devices a pod takes on a node under a fragmentation score, and that score. A fraction
@@ -66,10 +66,10 @@ struct DeviceChoice {
   DeviceList devices;
 };
 template <typename KeyFn>
-DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, bool shared_first,
+DeviceChoice ChooseByKey(const gpu::GpuDevices& gpus, const gpu::GpuDemand& demand, bool shared_first,
                          KeyFn key_of) {
   DeviceChoice best;
-  if (demand.kind == GpuDemand::Kind::kMilli) {
+  if (demand.kind == gpu::GpuDemand::Kind::kMilli) {
     bool only_shared = false;
     for (int32_t i = 0; i < gpus.count() && shared_first && !only_shared; ++i) {
       only_shared = gpus.AllocatedMilli(i) > 0 && gpus.DeviceFits(i, demand.milli, demand.memory_bytes);
@@ -94,7 +94,7 @@ DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, bool s
     if (best_device >= 0) best.devices = {best_device};
     return best;
   }
-  if (demand.kind != GpuDemand::Kind::kNone) {
+  if (demand.kind != gpu::GpuDemand::Kind::kNone) {
     std::optional<DeviceList> d = gpus.DefaultChoice(demand);
     if (!d.has_value()) return best;
     best.devices = *std::move(d);
@@ -105,7 +105,7 @@ DeviceChoice ChooseByKey(const GpuDevices& gpus, const GpuDemand& demand, bool s
 
 // 1000 + 1000 * min(1, s / 15%), s = the share of the workload's GPU milli (weight * gpu_milli *
 // num_gpu) requested by classes with num_gpu > 1. 1000 (FGD's) with no multi-GPU class.
-int64_t AutoSigmoidScaleMilli(const FragModel& model);
+int64_t AutoSigmoidScaleMilli(const gpu::FragModel& model);
 
 // FGD's args (Tessel's, with other defaults: plugins/tessel_gpu).
 struct FGDArgs {
@@ -148,7 +148,7 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
 
  protected:
   int64_t ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const override;
-  std::optional<DeviceList> ChooseDevices(const gpu::PodGpu& pod, const GpuDemand& demand,
+  std::optional<DeviceList> ChooseDevices(const gpu::PodGpu& pod, const gpu::GpuDemand& demand,
                                           const NodeInfo& node) override;
 
  private:

@@ -13,9 +13,9 @@ namespace tessel::fgd {
 namespace {
 
 // targetWorkload: [{cpuMilli, gpuMilli, numGpu, models: [..], weight}, ...].
-absl::StatusOr<std::vector<TargetClass>> ParseTargetClasses(const ArgsReader& reader) {
+absl::StatusOr<std::vector<gpu::TargetClass>> ParseTargetClasses(const ArgsReader& reader) {
   constexpr std::string_view kKey = "targetWorkload";
-  std::vector<TargetClass> out;
+  std::vector<gpu::TargetClass> out;
   const YAML::Node list = reader.Child(kKey);
   if (!list || list.IsNull()) return out;
   if (!list.IsSequence()) return reader.Error(kKey, "want a list");
@@ -30,7 +30,7 @@ absl::StatusOr<std::vector<TargetClass>> ParseTargetClasses(const ArgsReader& re
       return item.Error("", "gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
                             "or >1 with 1000)");
     }
-    TargetClass c{.cpu_milli = cpu, .gpu_milli = gpu, .num_gpu = static_cast<int32_t>(num),
+    gpu::TargetClass c{.cpu_milli = cpu, .gpu_milli = gpu, .num_gpu = static_cast<int32_t>(num),
                   .models = {}, .weight = weight};
     ASSIGN_OR_RETURN(c.models, item.StringList("models"));
     out.push_back(std::move(c));
@@ -56,7 +56,7 @@ TargetWorkload::TargetWorkload(const TargetWorkloadArgs& args)
       half_life_(args.learn_half_life),
       coverage_pct_(args.coverage_percent) {}
 
-TargetClass TargetWorkload::ClassOf(const gpu::PodGpu& pod) { return ClassOfPod(pod); }
+gpu::TargetClass TargetWorkload::ClassOf(const gpu::PodGpu& pod) { return gpu::ClassOfPod(pod); }
 
 std::string TargetWorkload::PodId(const Pod& pod) {
   return pod.meta.uid.empty() ? pod.Key() : pod.meta.uid;
@@ -73,7 +73,7 @@ bool TargetWorkload::Remember(std::string_view pod_id) {
   return true;
 }
 
-int64_t TargetWorkload::CountOf(const TargetClass& c) const {
+int64_t TargetWorkload::CountOf(const gpu::TargetClass& c) const {
   auto it = counts_.find(std::make_tuple(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models));
   return it == counts_.end() ? 0 : it->second.first;
 }
@@ -92,7 +92,7 @@ bool TargetWorkload::SetNodeSizes(std::vector<int32_t> sizes) {
 
 bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
   if (!learning_ || !Remember(pod_id)) return false;
-  TargetClass c = ClassOf(pod);
+  gpu::TargetClass c = ClassOf(pod);
   auto key = std::make_tuple(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models);
   auto [it, inserted] = counts_.try_emplace(key, 0, observed_);
   it->second.first += 2;  // counts are kept doubled so that halving keeps a trace of single pods
@@ -104,7 +104,7 @@ bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
     }
   }
   if (!IsLook(observed_, inserted)) return false;
-  std::vector<TargetClass> learned = LearnedClasses();
+  std::vector<gpu::TargetClass> learned = LearnedClasses();
   if (!MateriallyDifferent(learned, learned_)) return false;
   Adopt(std::move(learned));
   return true;
@@ -115,14 +115,14 @@ bool TargetWorkload::IsLook(int64_t observed, bool new_class) {
   return new_class || std::has_single_bit(static_cast<uint64_t>(observed));
 }
 
-bool TargetWorkload::MateriallyDifferent(const std::vector<TargetClass>& now,
-                                         const std::vector<TargetClass>& adopted) {
+bool TargetWorkload::MateriallyDifferent(const std::vector<gpu::TargetClass>& now,
+                                         const std::vector<gpu::TargetClass>& adopted) {
   if (now.size() != adopted.size()) return true;
-  auto key = [](const TargetClass& c) { return std::tie(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models); };
-  std::vector<const TargetClass*> a, b;
-  for (const TargetClass& c : now) a.push_back(&c);
-  for (const TargetClass& c : adopted) b.push_back(&c);
-  auto by_key = [&](const TargetClass* x, const TargetClass* y) { return key(*x) < key(*y); };
+  auto key = [](const gpu::TargetClass& c) { return std::tie(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models); };
+  std::vector<const gpu::TargetClass*> a, b;
+  for (const gpu::TargetClass& c : now) a.push_back(&c);
+  for (const gpu::TargetClass& c : adopted) b.push_back(&c);
+  auto by_key = [&](const gpu::TargetClass* x, const gpu::TargetClass* y) { return key(*x) < key(*y); };
   std::sort(a.begin(), a.end(), by_key);
   std::sort(b.begin(), b.end(), by_key);
   using i128 = __int128;
@@ -142,34 +142,34 @@ bool TargetWorkload::MateriallyDifferent(const std::vector<TargetClass>& now,
   return false;
 }
 
-std::vector<TargetClass> TargetWorkload::LearnedClasses() const {
+std::vector<gpu::TargetClass> TargetWorkload::LearnedClasses() const {
   // Classes in first-seen order, so that TypicalClasses breaks count ties by first sight.
-  std::vector<std::pair<int64_t, TargetClass>> seen;
+  std::vector<std::pair<int64_t, gpu::TargetClass>> seen;
   for (const auto& [k, v] : counts_) {
-    seen.emplace_back(v.second, TargetClass{.cpu_milli = std::get<0>(k), .gpu_milli = std::get<1>(k),
+    seen.emplace_back(v.second, gpu::TargetClass{.cpu_milli = std::get<0>(k), .gpu_milli = std::get<1>(k),
                                             .num_gpu = std::get<2>(k), .models = std::get<3>(k),
                                             .weight = v.first});
   }
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<TargetClass> classes;
+  std::vector<gpu::TargetClass> classes;
   for (auto& [first, c] : seen) classes.push_back(std::move(c));
-  return TypicalClasses(classes, coverage_pct_);
+  return gpu::TypicalClasses(classes, coverage_pct_);
 }
 
 void TargetWorkload::Rebuild() { Adopt(LearnedClasses()); }
 
-void TargetWorkload::Adopt(std::vector<TargetClass> classes) {
+void TargetWorkload::Adopt(std::vector<gpu::TargetClass> classes) {
   learned_ = classes;
   int64_t learned = 0;
-  for (const TargetClass& c : classes) learned += c.weight;
+  for (const gpu::TargetClass& c : classes) learned += c.weight;
   if (whole_node_prior_) {
     for (int32_t g : node_sizes_) {
-      classes.push_back(TargetClass{.cpu_milli = 0, .gpu_milli = kMilliPerGpu, .num_gpu = g,
+      classes.push_back(gpu::TargetClass{.cpu_milli = 0, .gpu_milli = gpu::kMilliPerGpu, .num_gpu = g,
                                     .models = {}, .weight = std::max<int64_t>(learned, 1),
                                     .node_gpus = g});
     }
   }
-  model_ = FragModel(std::move(classes));
+  model_ = gpu::FragModel(std::move(classes));
   ++version_;
 }
 

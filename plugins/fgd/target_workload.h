@@ -47,7 +47,7 @@ namespace tessel::fgd {
 
 // The args above, typed.
 struct TargetWorkloadArgs {
-  std::vector<TargetClass> classes;  // targetWorkload; empty: learned
+  std::vector<gpu::TargetClass> classes;  // targetWorkload; empty: learned
   int64_t learn_half_life = 2000;    // pods
   int64_t coverage_percent = 95;     // 1..100
   bool whole_node_prior = true;
@@ -61,7 +61,7 @@ class TargetWorkload {
  public:
   explicit TargetWorkload(const TargetWorkloadArgs& args);
 
-  const FragModel& model() const { return model_; }
+  const gpu::FragModel& model() const { return model_; }
   bool learning() const { return learning_; }
   // Counts the pod's class once per `pod_id` (learning mode only; a repeated id is ignored).
   // Returns true when the model was rebuilt.
@@ -70,14 +70,14 @@ class TargetWorkload {
   // Returns true when the set changed and the model was rebuilt.
   bool SetNodeSizes(std::vector<int32_t> sizes);
   // The learned counts of one class (doubled; see Observe), 0 when absent. For tests.
-  int64_t CountOf(const TargetClass& c) const;
+  int64_t CountOf(const gpu::TargetClass& c) const;
   int64_t observed() const { return observed_; }
   // The node sizes the whole-node prior was built for (empty unless learning with the prior).
   const std::vector<int32_t>& node_sizes() const { return node_sizes_; }
   // Bumped whenever the model changes (for caches keyed on it).
   int64_t version() const { return version_; }
 
-  static TargetClass ClassOf(const gpu::PodGpu& pod);
+  static gpu::TargetClass ClassOf(const gpu::PodGpu& pod);
   // Whether a newly learned class list differs materially from the one the model holds (see
   // above). Public for tests.
   static constexpr int64_t kMaterialShareDen = 50;
@@ -85,22 +85,22 @@ class TargetWorkload {
   // had no count). Public for tests.
   static constexpr int64_t kEarlyLooks = 32;
   static bool IsLook(int64_t observed, bool new_class);
-  static bool MateriallyDifferent(const std::vector<TargetClass>& now,
-                                  const std::vector<TargetClass>& adopted);
+  static bool MateriallyDifferent(const std::vector<gpu::TargetClass>& now,
+                                  const std::vector<gpu::TargetClass>& adopted);
   // The pod's identity for Observe: its UID, or namespace/name when it has none.
   static std::string PodId(const Pod& pod);
 
  private:
   void Rebuild();
-  std::vector<TargetClass> LearnedClasses() const;  // the typical classes of the counts now
-  void Adopt(std::vector<TargetClass> learned);     // builds the model (and the prior) from them
+  std::vector<gpu::TargetClass> LearnedClasses() const;  // the typical classes of the counts now
+  void Adopt(std::vector<gpu::TargetClass> learned);     // builds the model (and the prior) from them
   bool Remember(std::string_view pod_id);
 
-  FragModel model_;
+  gpu::FragModel model_;
   bool learning_ = false;
   bool whole_node_prior_ = true;
   std::vector<int32_t> node_sizes_;
-  std::vector<TargetClass> learned_;  // the learned classes the model was built from
+  std::vector<gpu::TargetClass> learned_;  // the learned classes the model was built from
   std::unordered_set<std::string> seen_ids_;
   std::deque<std::string> seen_order_;
   int64_t half_life_ = 2000;

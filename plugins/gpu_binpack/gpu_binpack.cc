@@ -21,15 +21,15 @@ absl::StatusOr<std::unique_ptr<GpuBinPack>> GpuBinPack::New(Args args, Handle&) 
 }
 
 int64_t GpuBinPack::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
-  const GpuDevices& gpus = node.gpus();
+  const gpu::GpuDevices& gpus = node.gpus();
   const int64_t cpu_alloc = node.allocatable().milli_cpu;
   const int64_t cpu_used = std::min(cpu_alloc, node.requested().milli_cpu + pod.cpu_milli);
   const int64_t gpu_cap = gpus.inventory().capacity_milli();
   int64_t gpu_after = gpus.total_allocated_milli();
   if (gpu_cap > 0) {
-    const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
-    if (demand.kind == GpuDemand::Kind::kSlots) {
-      gpu_after += int64_t{demand.count} * kMilliPerGpu / gpus.inventory().replicas;
+    const gpu::GpuDemand demand = gpu::DemandOn(pod.request, gpus.inventory());
+    if (demand.kind == gpu::GpuDemand::Kind::kSlots) {
+      gpu_after += int64_t{demand.count} * gpu::kMilliPerGpu / gpus.inventory().replicas;
     } else {
       gpu_after += pod.request.total_milli();
     }

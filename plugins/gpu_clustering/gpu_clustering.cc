@@ -19,11 +19,11 @@ absl::StatusOr<std::unique_ptr<GpuClustering>> GpuClustering::New(Args args, Han
 }
 
 int64_t GpuClustering::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
-  const GpuRequest& req = pod.request;
+  const gpu::GpuRequest& req = pod.request;
   if (!req.needs_devices()) return 0;
-  const GpuDevices& gpus = node.gpus();
-  const GpuDemand demand = DemandOn(req, gpus.inventory());
-  const bool sharing = demand.kind == GpuDemand::Kind::kMilli || demand.kind == GpuDemand::Kind::kSlots;
+  const gpu::GpuDevices& gpus = node.gpus();
+  const gpu::GpuDemand demand = gpu::DemandOn(req, gpus.inventory());
+  const bool sharing = demand.kind == gpu::GpuDemand::Kind::kMilli || demand.kind == gpu::GpuDemand::Kind::kSlots;
   const int32_t same = sharing ? gpus.sharing_pods() : gpus.whole_pods(demand.count);
   const int32_t others = gpus.gpu_pods() - same;
   int64_t base = 0;

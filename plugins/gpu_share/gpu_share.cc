@@ -21,28 +21,28 @@ absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(Args args, Handle& handl
 }
 
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {
-  const GpuRequest& req = pod.request;
+  const gpu::GpuRequest& req = pod.request;
   if (!req.needs_devices()) return Status::Ok();
-  const GpuDevices& gpus = node.gpus();
+  const gpu::GpuDevices& gpus = node.gpus();
   if (gpus.count() == 0) return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
-  GpuDemand demand = DemandOn(req, gpus.inventory());
+  gpu::GpuDemand demand = gpu::DemandOn(req, gpus.inventory());
   if (!demand.ineligible.empty()) return Status::Unresolvable(std::string(demand.ineligible));
   if (gpus.Fits(demand)) return Status::Ok();
-  GpuDemand without_memory = demand;
+  gpu::GpuDemand without_memory = demand;
   without_memory.memory_bytes = 0;
   if (demand.memory_bytes > 0 && gpus.Fits(without_memory)) {
     return Status::Unschedulable(
-        StrCat("Insufficient GPU memory for ", kGpuMemoryAnnotation, " ",
+        StrCat("Insufficient GPU memory for ", gpu::kGpuMemoryAnnotation, " ",
                FormatResourceQuantity(kMemory, demand.memory_bytes)));
   }
   switch (demand.kind) {
-    case GpuDemand::Kind::kMilli:
+    case gpu::GpuDemand::Kind::kMilli:
       // Room in total (after what unplaced pods hold) but on no single device.
       if (gpus.FitsBesideUnplaced(demand)) {
         return Status::Unschedulable(StrCat("no single GPU with ", demand.milli, " milli-GPU free"));
       }
       break;
-    case GpuDemand::Kind::kSlots:
+    case gpu::GpuDemand::Kind::kSlots:
       return Status::Unschedulable(StrCat("Insufficient ", gpus.inventory().replica_resource,
                                           " (GPU replicas)"));
     default:
@@ -70,7 +70,7 @@ Status GpuShare::PreScore(CycleState& state, const Pod& pod, const std::vector<c
 }
 
 int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node) {
-  const GpuDevices& gpus = node.gpus();
+  const gpu::GpuDevices& gpus = node.gpus();
   if (!pod.request.opt_in()) return gpus.inventory().shared() ? 0 : kExclusiveScore;
   if (gpus.inventory().shared()) {
     for (int32_t i = 0; i < gpus.count(); ++i) {
@@ -78,8 +78,8 @@ int64_t SharingScore(const gpu::PodGpu& pod, const NodeInfo& node) {
     }
     return kSharedIdleScore;
   }
-  const GpuDemand demand = DemandOn(pod.request, gpus.inventory());
-  if (demand.kind == GpuDemand::Kind::kMilli) {
+  const gpu::GpuDemand demand = gpu::DemandOn(pod.request, gpus.inventory());
+  if (demand.kind == gpu::GpuDemand::Kind::kMilli) {
     for (int32_t i = 0; i < gpus.count(); ++i) {
       if (gpus.AllocatedMilli(i) > 0 && gpus.DeviceFits(i, demand.milli, demand.memory_bytes)) {
         return kSharedInUseScore;  // a fraction on a device already shared
@@ -113,8 +113,8 @@ Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node
   if (gpu::ChosenDevices(state) != nullptr) return Status::Ok();  // a policy chose
   gpu::EnsurePodGpu(state, assumed);
   const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
-  GpuDemand demand = DemandOn(p.request, node.gpus().inventory());
-  if (demand.kind == GpuDemand::Kind::kNone) return Status::Ok();
+  gpu::GpuDemand demand = gpu::DemandOn(p.request, node.gpus().inventory());
+  if (demand.kind == gpu::GpuDemand::Kind::kNone) return Status::Ok();
   std::optional<DeviceList> devices = node.gpus().DefaultChoice(demand);
   if (!devices.has_value()) {
     return Status::Unschedulable(StrCat("no GPU devices left on node ", node.name()));

@@ -70,7 +70,7 @@ class GpuShare final : public PreFilterPlugin,
   // A pod leaving a node helps only where the GPU room it leaves holds the request
   // (AddGpuRoom / AddGpuNeed in scheduler/gpu/gpu_devices.h).
   uint32_t EventsHintedByRoom() const override { return kAssignedPodDelete; }
-  void AddRoomNeed(const Pod& pod, Resources& need) const override { AddGpuNeed(ReadGpuRequest(pod), need); }
+  void AddRoomNeed(const Pod& pod, Resources& need) const override { gpu::AddGpuNeed(gpu::ReadGpuRequest(pod), need); }
 
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;

@@ -21,7 +21,7 @@ struct QuotaCycle {
   QuotaTracker base;     // usage when the cycle began
   QuotaTracker tracker;  // usage the cycle sees now (preemption removes victims from it)
   Resources request;     // the pod's charge without GPUs
-  GpuRequest gpu;
+  gpu::GpuRequest gpu;
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
   std::map<int64_t, QuotaVerdict> verdicts;  // by the GPU milli the pod would hold
@@ -32,7 +32,7 @@ struct QuotaCycle {
     return r;
   }
   Resources ChargeOn(const NodeInfo& node) const {
-    return ChargeFor(gpu.needs_devices() ? HeldGpuMilli(gpu, node.gpus().inventory()) : 0);
+    return ChargeFor(gpu.needs_devices() ? gpu::HeldGpuMilli(gpu, node.gpus().inventory()) : 0);
   }
   void Refresh() {
     for (auto& [milli, verdict] : verdicts) verdict = tracker.Check(queue->name(), ChargeFor(milli));
@@ -124,12 +124,12 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
   cycle.request.Set(kNvidiaGpuShared, 0);
-  cycle.gpu = ReadGpuRequest(pod);
+  cycle.gpu = gpu::ReadGpuRequest(pod);
   // The GPU amounts the pod may hold: one per kind of node (a replica of a shared GPU holds
   // 1000 / replicas), so Filter looks its verdict up instead of checking per node.
   if (cycle.gpu.needs_devices()) {
     for (const NodeInfo* node : handle_->snapshot().nodes()) {
-      cycle.verdicts.try_emplace(HeldGpuMilli(cycle.gpu, node->gpus().inventory()));
+      cycle.verdicts.try_emplace(gpu::HeldGpuMilli(cycle.gpu, node->gpus().inventory()));
     }
   } else {
     cycle.verdicts.try_emplace(0);

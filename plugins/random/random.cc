@@ -35,9 +35,9 @@ ScoreResult Random::Score(const CycleState& state, const Pod&, const NodeInfo& n
   return {chosen != nullptr && *chosen == &node ? kMaxNodeScore : kMinNodeScore, Status::Ok()};
 }
 
-std::optional<DeviceList> Random::ChooseDevices(const gpu::PodGpu&, const GpuDemand& demand,
+std::optional<DeviceList> Random::ChooseDevices(const gpu::PodGpu&, const gpu::GpuDemand& demand,
                                                 const NodeInfo& node) {
-  if (demand.kind != GpuDemand::Kind::kMilli) return std::nullopt;
+  if (demand.kind != gpu::GpuDemand::Kind::kMilli) return std::nullopt;
   DeviceList fitting;
   for (int32_t i = 0; i < node.gpus().count(); ++i) {
     if (node.gpus().DeviceFits(i, demand.milli, demand.memory_bytes)) fitting.push_back(i);

@@ -36,7 +36,7 @@ class Random final : public gpu::GpuPolicy {
   int64_t ScoreNode(const gpu::PodGpu&, const NodeInfo&) const override { return 0; }
   Status AfterPreScore(CycleState& state, const gpu::PodGpu& pod,
                        const std::vector<const NodeInfo*>& feasible) override;
-  std::optional<DeviceList> ChooseDevices(const gpu::PodGpu& pod, const GpuDemand& demand,
+  std::optional<DeviceList> ChooseDevices(const gpu::PodGpu& pod, const gpu::GpuDemand& demand,
                                           const NodeInfo& node) override;
 
  private:

@@ -352,7 +352,7 @@ std::vector<Shape> GroupShapes(const std::vector<PodRef>& members, bool labels_m
   for (const PodRef& m : members) {
     auto [it, fresh] = by_key.emplace(ShapeKey(*m, labels_matter), shapes.size());
     if (fresh) {
-      shapes.push_back(Shape{.representative = m, .members = {}, .gpu_milli = ReadGpuRequest(*m).total_milli()});
+      shapes.push_back(Shape{.representative = m, .members = {}, .gpu_milli = gpu::ReadGpuRequest(*m).total_milli()});
     }
     shapes[it->second].members.push_back(m);
   }
@@ -404,15 +404,15 @@ bool HasMinResources(const std::vector<NodeInfo*>& nodes, const Resources& min) 
 }  // namespace
 
 std::string DescribeMemberShape(const Pod& pod) {
-  const GpuRequest gpu = ReadGpuRequest(pod);
+  const gpu::GpuRequest gpu = gpu::ReadGpuRequest(pod);
   switch (gpu.kind) {
-    case GpuRequest::Kind::kWhole:
+    case gpu::GpuRequest::Kind::kWhole:
       return Plural(gpu.count, "GPU", "GPUs");
-    case GpuRequest::Kind::kFraction:
+    case gpu::GpuRequest::Kind::kFraction:
       return StrCat(gpu.milli, " milli-GPU");
-    case GpuRequest::Kind::kReplicas:
+    case gpu::GpuRequest::Kind::kReplicas:
       return Plural(gpu.count, "GPU replica", "GPU replicas");
-    case GpuRequest::Kind::kNone:
+    case gpu::GpuRequest::Kind::kNone:
       break;
   }
   std::vector<std::string> parts;

@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-namespace tessel::fgd {
+namespace tessel::gpu {
 
 int64_t NodeShape::idle() const {
   int64_t sum = 0;
@@ -172,4 +172,4 @@ std::vector<TargetClass> TypicalClasses(const std::vector<TargetClass>& pods, in
   return out;
 }
 
-}  // namespace tessel::fgd
+}  // namespace tessel::gpu

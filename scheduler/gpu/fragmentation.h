@@ -31,7 +31,7 @@
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/gpu/pod_gpu.h"
 
-namespace tessel::fgd {
+namespace tessel::gpu {
 
 struct TargetClass {
   int64_t cpu_milli = 0;
@@ -124,4 +124,4 @@ struct GpuEquivalents {
 };
 GpuEquivalents SumGpuEquivalents(const std::vector<GpuNode>& nodes);
 
-}  // namespace tessel::fgd
+}  // namespace tessel::gpu

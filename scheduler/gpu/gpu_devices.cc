@@ -7,7 +7,7 @@
 #include "scheduler/api/quantity.h"
 #include "scheduler/util/strings.h"
 
-namespace tessel {
+namespace tessel::gpu {
 namespace {
 
 std::optional<int64_t> ParseInt(std::string_view text) {
@@ -517,4 +517,4 @@ void AddGpuNeed(const GpuRequest& request, Resources& need) {
   }
 }
 
-}  // namespace tessel
+}  // namespace tessel::gpu

@@ -32,7 +32,7 @@
 #include "scheduler/api/device_list.h"
 #include "scheduler/api/objects.h"
 
-namespace tessel {
+namespace tessel::gpu {
 
 inline constexpr int64_t kMilliPerGpu = 1000;
 // MIG slices are measured in sevenths of a GPU (a 1g slice is 1/7 of an A100/H100).
@@ -234,4 +234,4 @@ class GpuDevices {
   std::vector<std::pair<int32_t, int32_t>> whole_pods_;  // (gpus, pods)
 };
 
-}  // namespace tessel
+}  // namespace tessel::gpu

@@ -5,10 +5,10 @@
 
 namespace tessel {
 
-Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory) {
+Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory) {
   Resources charge = pod.requests;
   charge.Set(kNvidiaGpuShared, 0);
-  charge.Set(kNvidiaGpu, HeldGpuMilli(ReadGpuRequest(pod), inventory));
+  charge.Set(kNvidiaGpu, gpu::HeldGpuMilli(gpu::ReadGpuRequest(pod), inventory));
   return charge;
 }
 

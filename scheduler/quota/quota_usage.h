@@ -28,7 +28,7 @@ using QueueUsage = std::map<std::string, Resources, std::less<>>;
 using QueueCounts = std::map<std::string, int64_t, std::less<>>;
 
 // The pod's charge on a node with `inventory` (see above).
-Resources QuotaCharge(const Pod& pod, const GpuInventory& inventory);
+Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory);
 
 // Adds the charges of the node's pods to their queues, and counts them in `admitted` if given.
 // Pods being deleted (a preemption's victims among them) are not charged: their quota goes to

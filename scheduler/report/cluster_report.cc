@@ -3,29 +3,29 @@
 
 namespace tessel {
 
-GpuReport ReportGpus(const Snapshot& snapshot, const fgd::FragModel* workload) {
-  std::vector<fgd::GpuNode> nodes;
+GpuReport ReportGpus(const Snapshot& snapshot, const gpu::FragModel* workload) {
+  std::vector<gpu::GpuNode> nodes;
   nodes.reserve(snapshot.size());
   GpuReport out;
   for (const NodeInfo* info : snapshot.nodes()) {
-    const GpuDevices& gpus = info->gpus();
+    const gpu::GpuDevices& gpus = info->gpus();
     nodes.push_back({.gpus = &gpus, .cpu_free = info->FreeMilliCpu()});
     out.whole_free_devices += gpus.whole_free_devices();
     for (int32_t i = 0; i < gpus.count(); ++i) {
       if (gpus.AllocatedMilli(i) > 0) out.partially_used_free_milli += gpus.FreeMilli(i);
     }
   }
-  fgd::FragModel running;
+  gpu::FragModel running;
   if (workload == nullptr) {
     std::vector<const Pod*> pods;
     for (const NodeInfo* info : snapshot.nodes()) {
       for (const PodRef& pod : info->pods()) pods.push_back(pod.get());
     }
-    running = fgd::WorkloadOfPods(pods);
+    running = gpu::WorkloadOfPods(pods);
     workload = &running;
   }
-  const fgd::GpuEquivalents sum = fgd::SumGpuEquivalents(nodes);
-  const fgd::ClusterFragmentation frag = fgd::MeasureFragmentation(nodes, *workload);
+  const gpu::GpuEquivalents sum = gpu::SumGpuEquivalents(nodes);
+  const gpu::ClusterFragmentation frag = gpu::MeasureFragmentation(nodes, *workload);
   out.devices = sum.devices;
   out.capacity_milli = sum.capacity_milli;
   out.allocated_milli = sum.allocated_milli;

@@ -53,13 +53,13 @@ struct ClusterReportInputs {
   // The pods waiting to be scheduled (each queue's pending count and oldest wait).
   std::vector<const Pod*> pending;
   // The workload fragmentation is measured against; null: the mix of the pods on the nodes.
-  const fgd::FragModel* workload = nullptr;
+  const gpu::FragModel* workload = nullptr;
 };
 
 ClusterReport ReportCluster(const Snapshot& snapshot, const ClusterReportInputs& inputs);
 
 // The parts, for callers that need only one.
-GpuReport ReportGpus(const Snapshot& snapshot, const fgd::FragModel* workload = nullptr);
+GpuReport ReportGpus(const Snapshot& snapshot, const gpu::FragModel* workload = nullptr);
 // Usage (pods on nodes), pods admitted and pending per queue; see ReportQueues.
 std::vector<QueueReport> ReportQueueUsage(const Snapshot& snapshot, const QueueDirectory& queues,
                                           const std::vector<const Pod*>& pending);

@@ -298,7 +298,7 @@ std::optional<Resources> Cache::RoomOn(std::string_view name) const {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second->node() == nullptr) return std::nullopt;
   Resources room = it->second->Free();
-  AddGpuRoom(it->second->gpus(), room);
+  gpu::AddGpuRoom(it->second->gpus(), room);
   return room;
 }
 

@@ -17,7 +17,7 @@ Resources NodeInfo::Free() const {
 void NodeInfo::SetNode(NodeRef node) {
   if (node) name_ = node->name();
   node_ = std::move(node);
-  GpuInventory inventory = node_ ? ReadGpuInventory(*node_) : GpuInventory{};
+  gpu::GpuInventory inventory = node_ ? gpu::ReadGpuInventory(*node_) : gpu::GpuInventory{};
   if (inventory == gpus_.inventory() && gpus_.count() == inventory.count) return;
   // The devices changed: account every pod again on the new inventory.
   gpus_.SetInventory(std::move(inventory));

@@ -40,7 +40,7 @@ class NodeInfo {
   // for every node).
   int64_t FreeMilliCpu() const { return allocatable().milli_cpu - requested_.milli_cpu; }
   // Per-device GPU accounting of the pods on the node.
-  const GpuDevices& gpus() const { return gpus_; }
+  const gpu::GpuDevices& gpus() const { return gpus_; }
   // Pods here with any pod (anti-)affinity term, and with a required anti-affinity term: the
   // snapshot sums them so that InterPodAffinity skips its walk over every pod when none has any.
   int32_t pods_with_affinity() const { return pods_with_affinity_; }
@@ -62,7 +62,7 @@ class NodeInfo {
   std::string name_;
   std::vector<PodRef> pods_;
   Resources requested_;
-  GpuDevices gpus_;
+  gpu::GpuDevices gpus_;
   int32_t pods_with_affinity_ = 0;
   int32_t pods_with_required_anti_affinity_ = 0;
   int64_t generation_ = 0;

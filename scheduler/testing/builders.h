@@ -122,12 +122,12 @@ class NodeBuilder {
 
   // GPUs. `count` whole GPUs: allocatable nvidia.com/gpu = count.
   NodeBuilder& Gpus(int64_t count) {
-    node_.allocatable.Set(kNvidiaGpu, count * kMilliPerGpu);
+    node_.allocatable.Set(kNvidiaGpu, count * gpu::kMilliPerGpu);
     return *this;
   }
   // GPU feature discovery's labels: nvidia.com/gpu.count and nvidia.com/gpu.product.
-  NodeBuilder& GpuCount(int64_t count) { return Label(std::string(kGpuCountLabel), StrCat(count)); }
-  NodeBuilder& GpuProduct(std::string model) { return Label(std::string(kGpuProductLabel), std::move(model)); }
+  NodeBuilder& GpuCount(int64_t count) { return Label(std::string(gpu::kGpuCountLabel), StrCat(count)); }
+  NodeBuilder& GpuProduct(std::string model) { return Label(std::string(gpu::kGpuProductLabel), std::move(model)); }
   // `count` GPUs of `replicas` time-sliced slots each: allocatable nvidia.com/gpu = count x
   // replicas, labelled nvidia.com/gpu.count, and (replicas > 1) nvidia.com/gpu.replicas and
   // nvidia.com/gpu.sharing-strategy=time-slicing. replicas 1 is an unshared GFD node.
@@ -135,8 +135,8 @@ class NodeBuilder {
     Gpus(count * replicas);
     GpuCount(count);
     if (replicas > 1) {
-      Label(std::string(kGpuReplicasLabel), StrCat(replicas));
-      Label(std::string(kGpuSharingStrategyLabel), "time-slicing");
+      Label(std::string(gpu::kGpuReplicasLabel), StrCat(replicas));
+      Label(std::string(gpu::kGpuSharingStrategyLabel), "time-slicing");
     }
     return *this;
   }

@@ -32,7 +32,7 @@ Node GfdNode(std::string name, int count, int replicas = 1, std::string memory_m
   return b.Build();
 }
 
-void CheckDevices(const GpuDevices& gpus) {
+void CheckDevices(const gpu::GpuDevices& gpus) {
   INFO(gpus.CheckInvariants());
   CHECK(gpus.CheckInvariants().empty());
   int64_t sum = 0;
@@ -57,7 +57,7 @@ TEST_CASE("GPU inventory comes from GFD labels, else from allocatable nvidia.com
     std::string name;
     Node node;
     int32_t count, replicas;
-    SharingStrategy strategy;
+    gpu::SharingStrategy strategy;
     int64_t memory_bytes;
   };
   Node mig = NodeBuilder("mig").Allocatable("cpu:8,nvidia.com/mig-3g.20gb:2,nvidia.com/mig-1g.5gb:1").Build();
@@ -67,17 +67,17 @@ TEST_CASE("GPU inventory comes from GFD labels, else from allocatable nvidia.com
   renamed.allocatable.Set("nvidia.com/gpu", 0);
   renamed.allocatable.Set("nvidia.com/gpu.shared", 3000);
   std::vector<Case> cases = {
-      {"labels", GfdNode("a", 8, 1, "40960"), 8, 1, SharingStrategy::kNone, int64_t{40960} << 20},
-      {"time-slicing", GfdNode("t", 2, 3), 2, 3, SharingStrategy::kTimeSlicing, 0},
-      {"mps", mps, 2, 4, SharingStrategy::kMps, 0},
-      {"renamed replicas", renamed, 1, 3, SharingStrategy::kTimeSlicing, 0},
-      {"fallback", NodeBuilder("f").Allocatable("cpu:8,nvidia.com/gpu:4").Build(), 4, 1, SharingStrategy::kNone, 0},
-      {"no GPUs", NodeBuilder("c").Allocatable("cpu:8").Build(), 0, 1, SharingStrategy::kNone, 0},
-      {"MIG only", mig, 0, 1, SharingStrategy::kNone, 0},
+      {"labels", GfdNode("a", 8, 1, "40960"), 8, 1, gpu::SharingStrategy::kNone, int64_t{40960} << 20},
+      {"time-slicing", GfdNode("t", 2, 3), 2, 3, gpu::SharingStrategy::kTimeSlicing, 0},
+      {"mps", mps, 2, 4, gpu::SharingStrategy::kMps, 0},
+      {"renamed replicas", renamed, 1, 3, gpu::SharingStrategy::kTimeSlicing, 0},
+      {"fallback", NodeBuilder("f").Allocatable("cpu:8,nvidia.com/gpu:4").Build(), 4, 1, gpu::SharingStrategy::kNone, 0},
+      {"no GPUs", NodeBuilder("c").Allocatable("cpu:8").Build(), 0, 1, gpu::SharingStrategy::kNone, 0},
+      {"MIG only", mig, 0, 1, gpu::SharingStrategy::kNone, 0},
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
-      GpuInventory inv = ReadGpuInventory(c.node);
+      gpu::GpuInventory inv = gpu::ReadGpuInventory(c.node);
       CHECK(inv.count == c.count);
       CHECK(inv.replicas == c.replicas);
       CHECK(inv.strategy == c.strategy);
@@ -85,13 +85,13 @@ TEST_CASE("GPU inventory comes from GFD labels, else from allocatable nvidia.com
     }
   }
   // 2 x 3g (3/7 each) + 1 x 1g (1/7) = 7/7: one GPU-equivalent.
-  CHECK(ReadGpuInventory(mig).mig_sevenths == 7);
-  CHECK(ReadGpuInventory(renamed).replica_resource == "nvidia.com/gpu.shared");
+  CHECK(gpu::ReadGpuInventory(mig).mig_sevenths == 7);
+  CHECK(gpu::ReadGpuInventory(renamed).replica_resource == "nvidia.com/gpu.shared");
 }
 
 TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annotations", "[gpu]") {
-  using K = GpuRequest::Kind;
-  using S = GpuRequest::Sharing;
+  using K = gpu::GpuRequest::Kind;
+  using S = gpu::GpuRequest::Sharing;
   struct Case {
     std::string name;
     Pod pod;
@@ -122,7 +122,7 @@ TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annota
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
-      GpuRequest r = ReadGpuRequest(c.pod);
+      gpu::GpuRequest r = gpu::ReadGpuRequest(c.pod);
       CHECK(r.kind == c.kind);
       CHECK(r.count == c.count);
       CHECK(r.milli == c.milli);
@@ -135,8 +135,8 @@ TEST_CASE("pod GPU requests: whole, fraction, replicas, MIG and malformed annota
       }
     }
   }
-  CHECK(ReadGpuRequest(GpuPod("m", "nvidia.com/mig-2g.10gb:3")).mig_sevenths == 6);
-  CHECK(ReadGpuRequest(GpuPod("k", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "8Gi"}})).memory_bytes ==
+  CHECK(gpu::ReadGpuRequest(GpuPod("m", "nvidia.com/mig-2g.10gb:3")).mig_sevenths == 6);
+  CHECK(gpu::ReadGpuRequest(GpuPod("k", "nvidia.com/gpu:1", {{"tessel.io/gpu-memory", "8Gi"}})).memory_bytes ==
         int64_t{8} << 30);
 }
 
@@ -218,7 +218,7 @@ TEST_CASE("placements take devices and give them back exactly", "[gpu]") {
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
-      GpuDevices gpus(ReadGpuInventory(c.node));
+      gpu::GpuDevices gpus(gpu::ReadGpuInventory(c.node));
       std::vector<std::shared_ptr<const Pod>> pods;
       CheckDevices(gpus);
       for (const Step& s : c.steps) {
@@ -247,9 +247,9 @@ TEST_CASE("time-slicing: 1 GPU x 3 replicas hosts 3 pods and counts as 1 GPU", "
   const StringMap ordinary = {}, opted_in = {{"tessel.io/gpu-sharing", "allowed"}};
   for (const StringMap* annotations : {&ordinary, &opted_in}) {
     CAPTURE(annotations->size());
-    GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 3)));
-    const GpuDemand demand = DemandOn(ReadGpuRequest(GpuPod("x", "nvidia.com/gpu:1", *annotations)), gpus.inventory());
-    CHECK(demand.kind == GpuDemand::Kind::kSlots);
+    gpu::GpuDevices gpus(gpu::ReadGpuInventory(GfdNode("n", 1, 3)));
+    const gpu::GpuDemand demand = gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("x", "nvidia.com/gpu:1", *annotations)), gpus.inventory());
+    CHECK(demand.kind == gpu::GpuDemand::Kind::kSlots);
     CHECK(demand.count == 1);
     CHECK(demand.ineligible.empty());
     std::vector<std::shared_ptr<const Pod>> pods;
@@ -264,26 +264,26 @@ TEST_CASE("time-slicing: 1 GPU x 3 replicas hosts 3 pods and counts as 1 GPU", "
     CHECK(gpus.total_allocated_milli() == 1000);  // 3 replicas are one physical GPU
     CHECK(gpus.UsedSlots(0) == 3);
     // Asking for 2 GPUs is 2 replicas: 2/3 of the GPU.
-    CHECK(HeldGpuMilli(ReadGpuRequest(GpuPod("two", "nvidia.com/gpu:2", *annotations)), gpus.inventory()) == 666);
+    CHECK(gpu::HeldGpuMilli(gpu::ReadGpuRequest(GpuPod("two", "nvidia.com/gpu:2", *annotations)), gpus.inventory()) == 666);
   }
   // Opted out: a shared node (time-slicing or MPS) is not eligible at all, and the reason says so.
   Node mps = GfdNode("m", 1, 3);
   mps.meta.labels["nvidia.com/gpu.sharing-strategy"] = "mps";
-  const GpuRequest never = ReadGpuRequest(GpuPod("y", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "never"}}));
-  CHECK(DemandOn(never, ReadGpuInventory(GfdNode("n", 1, 3))).ineligible ==
+  const gpu::GpuRequest never = gpu::ReadGpuRequest(GpuPod("y", "nvidia.com/gpu:1", {{"tessel.io/gpu-sharing", "never"}}));
+  CHECK(gpu::DemandOn(never, gpu::ReadGpuInventory(GfdNode("n", 1, 3))).ineligible ==
         "node(s) share GPUs (time-slicing) and the pod opted out (tessel.io/gpu-sharing: never)");
-  CHECK(DemandOn(never, ReadGpuInventory(mps)).ineligible ==
+  CHECK(gpu::DemandOn(never, gpu::ReadGpuInventory(mps)).ineligible ==
         "node(s) share GPUs (mps) and the pod opted out (tessel.io/gpu-sharing: never)");
   // MPS replicas are nvidia.com/gpu too: an ordinary pod takes one.
-  CHECK(DemandOn(ReadGpuRequest(GpuPod("z", "nvidia.com/gpu:1")), ReadGpuInventory(mps)).ineligible.empty());
+  CHECK(gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("z", "nvidia.com/gpu:1")), gpu::ReadGpuInventory(mps)).ineligible.empty());
   // An unshared node takes the opted-out pod as usual.
-  CHECK(DemandOn(never, ReadGpuInventory(GfdNode("u", 2))).kind == GpuDemand::Kind::kWhole);
+  CHECK(gpu::DemandOn(never, gpu::ReadGpuInventory(GfdNode("u", 2))).kind == gpu::GpuDemand::Kind::kWhole);
   // Replicas renamed to nvidia.com/gpu.shared: the node has no nvidia.com/gpu for an ordinary pod.
   Node renamed = GfdNode("r", 1, 3);
   renamed.allocatable.Set("nvidia.com/gpu", 0);
   renamed.allocatable.Set("nvidia.com/gpu.shared", 3000);
-  CHECK_FALSE(DemandOn(ReadGpuRequest(GpuPod("o", "nvidia.com/gpu:1")), ReadGpuInventory(renamed)).ineligible.empty());
-  CHECK(DemandOn(ReadGpuRequest(GpuPod("s", "nvidia.com/gpu.shared:1")), ReadGpuInventory(renamed)).ineligible.empty());
+  CHECK_FALSE(gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("o", "nvidia.com/gpu:1")), gpu::ReadGpuInventory(renamed)).ineligible.empty());
+  CHECK(gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("s", "nvidia.com/gpu.shared:1")), gpu::ReadGpuInventory(renamed)).ineligible.empty());
 }
 
 // kube-scheduler adds the pods nominated to a node to a copy of it (RunFiltersWithNominatedPods)
@@ -326,14 +326,14 @@ TEST_CASE("unplaced pods hold their share of the node's free total", "[gpu][nomi
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
-      GpuDevices gpus(ReadGpuInventory(c.node));
+      gpu::GpuDevices gpus(gpu::ReadGpuInventory(c.node));
       std::vector<std::shared_ptr<const Pod>> pods;
       for (const auto& [requests, annotations] : c.held) {
         pods.push_back(std::make_shared<const Pod>(GpuPod(fmt::format("p{}", pods.size()), requests, annotations)));
         gpus.AddPod(pods.back().get());
         CheckDevices(gpus);
       }
-      const GpuDemand demand = DemandOn(ReadGpuRequest(GpuPod("new", c.demand_requests, c.demand_annotations)), gpus.inventory());
+      const gpu::GpuDemand demand = gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("new", c.demand_requests, c.demand_annotations)), gpus.inventory());
       CHECK(gpus.FitsOnDevices(demand) == c.on_devices);
       CHECK(gpus.FitsBesideUnplaced(demand) == c.beside_unplaced);
       CHECK(gpus.Fits(demand) == (c.on_devices && c.beside_unplaced));
@@ -352,7 +352,7 @@ TEST_CASE("unplaced pods hold their share of the node's free total", "[gpu][nomi
 }
 
 TEST_CASE("six replicas on a node with R=4 are 1.5 GPUs", "[gpu]") {
-  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 2, 4)));
+  gpu::GpuDevices gpus(gpu::ReadGpuInventory(GfdNode("n", 2, 4)));
   std::vector<std::shared_ptr<const Pod>> pods;
   for (int i = 0; i < 6; ++i) {
     pods.push_back(std::make_shared<const Pod>(
@@ -364,9 +364,9 @@ TEST_CASE("six replicas on a node with R=4 are 1.5 GPUs", "[gpu]") {
 }
 
 TEST_CASE("the memory hint must fit the device minus what other sharers declared", "[gpu]") {
-  GpuDevices gpus(ReadGpuInventory(GfdNode("n", 1, 4, "16384")));  // one 16 GiB GPU, 4 slots
+  gpu::GpuDevices gpus(gpu::ReadGpuInventory(GfdNode("n", 1, 4, "16384")));  // one 16 GiB GPU, 4 slots
   auto demand = [&](std::string_view mem) {
-    return DemandOn(ReadGpuRequest(GpuPod("q", "nvidia.com/gpu:1",
+    return gpu::DemandOn(gpu::ReadGpuRequest(GpuPod("q", "nvidia.com/gpu:1",
                                           {{"tessel.io/gpu-sharing", "allowed"}, {"tessel.io/gpu-memory", std::string(mem)}})),
                     gpus.inventory());
   };

@@ -222,11 +222,11 @@ TEST_CASE("GpuShare: a node whose GPU room does not hold a pod's need rejects th
     TestNode node("n", StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus * replicas), gpus, labels);
     for (int i = 0, n = roll(3 * gpus); i < n; ++i) node.Add(gpu_pod(StrCat("on", i)));
     Resources room = node.info.Free();
-    AddGpuRoom(node.info.gpus(), room);
+    gpu::AddGpuRoom(node.info.gpus(), room);
     for (int k = 0; k < 8; ++k) {
       const Pod pod = gpu_pod(StrCat("pending", k));
       Resources need;
-      AddGpuNeed(ReadGpuRequest(pod), need);
+      gpu::AddGpuNeed(gpu::ReadGpuRequest(pod), need);
       const bool fit = gpu_share::CheckFit(PodGpuOf(pod), node.info).ok();
       fits += fit;
       if (!need.FitsIn(room)) {
@@ -373,7 +373,7 @@ TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][pl
   //  300 on device 0 -> it has 300 < 500 left: F = 300, d = -300: floor(100 sigmoid(-0.3)) = 42
   //  300 on device 1 -> 700 left, device 0 600: F = 0, d = 0: 50   => device 1, score 50
   //  600 on device 0 -> 0 left: F = 0: 50; on device 1 -> 400 left: F = 400: 40 => device 0
-  std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}};
+  std::vector<gpu::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}};
   fgd::FGDArgs args;
   args.workload.classes = classes;
   FakeHandle handle;
@@ -388,8 +388,8 @@ TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][pl
   CHECK(c.key == 50);
   CHECK(c.devices == DeviceList{0});
   // The fragmentation itself: frag(600 free, 1000 free) = 0; (300, 1000) = 300.
-  fgd::FragModel model(classes);
-  fgd::NodeShape s{.model = -1, .cpu_free = 1000, .n = 2, .free = {}};
+  gpu::FragModel model(classes);
+  gpu::NodeShape s{.model = -1, .cpu_free = 1000, .n = 2, .free = {}};
   s.free[0] = 300;
   s.free[1] = 1000;
   CHECK(model.NodeFrag(s) == 300);
@@ -397,25 +397,25 @@ TEST_CASE("FGD: node score and device choice on a hand-computed case", "[gpu][pl
   CHECK(model.NodeFrag(s) == 700);
   s.cpu_free = 0;
   s.free[1] = 1000;
-  std::vector<fgd::TargetClass> with_cpu = {{.cpu_milli = 4000, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 3}};
-  CHECK(fgd::FragModel(with_cpu).NodeFrag(s) == 3 * 1300);  // short of CPU: all idle, x weight 3
+  std::vector<gpu::TargetClass> with_cpu = {{.cpu_milli = 4000, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 3}};
+  CHECK(gpu::FragModel(with_cpu).NodeFrag(s) == 3 * 1300);  // short of CPU: all idle, x weight 3
 }
 
 TEST_CASE("FGD typical pods: most frequent classes up to the coverage", "[gpu][plugins]") {
   auto cls = [](int64_t gpu, int64_t weight) {
-    return fgd::TargetClass{.cpu_milli = 1000, .gpu_milli = gpu, .num_gpu = gpu > 0 ? 1 : 0, .models = {}, .weight = weight};
+    return gpu::TargetClass{.cpu_milli = 1000, .gpu_milli = gpu, .num_gpu = gpu > 0 ? 1 : 0, .models = {}, .weight = weight};
   };
   // 10 pods: 6 x A, 3 x B, 1 x C. 90% coverage keeps A and B; 95% keeps all three.
-  std::vector<fgd::TargetClass> pods;
+  std::vector<gpu::TargetClass> pods;
   for (int i = 0; i < 6; ++i) pods.push_back(cls(500, 1));
   for (int i = 0; i < 3; ++i) pods.push_back(cls(1000, 1));
   pods.push_back(cls(0, 1));
-  auto t90 = fgd::TypicalClasses(pods, 90);
+  auto t90 = gpu::TypicalClasses(pods, 90);
   REQUIRE(t90.size() == 2);
   CHECK(t90[0].gpu_milli == 500);
   CHECK(t90[0].weight == 6);
   CHECK(t90[1].weight == 3);
-  CHECK(fgd::TypicalClasses(pods, 95).size() == 3);
+  CHECK(gpu::TypicalClasses(pods, 95).size() == 3);
 }
 
 TEST_CASE("Random: one uniformly chosen feasible node scores 100", "[gpu][plugins]") {
@@ -446,7 +446,7 @@ TEST_CASE("Random: one uniformly chosen feasible node scores 100", "[gpu][plugin
 }
 
 TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]") {
-  std::vector<fgd::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1},
+  std::vector<gpu::TargetClass> classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1},
                                            {.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}};
   tessel_gpu::TesselArgs args;
   args.workload.classes = classes;
@@ -489,16 +489,16 @@ TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]"
 
 TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload", "[gpu][plugins]") {
   FakeHandle handle;
-  auto scale_for = [&](std::vector<fgd::TargetClass> classes) {
+  auto scale_for = [&](std::vector<gpu::TargetClass> classes) {
     tessel_gpu::TesselArgs args;
     args.workload.classes = classes;
     auto plugin = tessel_gpu::Tessel::New(args, handle);
     REQUIRE(plugin.ok());
-    CHECK((*plugin)->scale_milli() == tessel_gpu::AutoSigmoidScaleMilli(fgd::FragModel(classes)));
+    CHECK((*plugin)->scale_milli() == tessel_gpu::AutoSigmoidScaleMilli(gpu::FragModel(classes)));
     return (*plugin)->scale_milli();
   };
   auto cls = [](int64_t milli, int32_t n, int64_t weight) {
-    return fgd::TargetClass{.cpu_milli = 0, .gpu_milli = milli, .num_gpu = n, .models = {}, .weight = weight};
+    return gpu::TargetClass{.cpu_milli = 0, .gpu_milli = milli, .num_gpu = n, .models = {}, .weight = weight};
   };
   // No multi-GPU class: FGD's 1000.
   CHECK(scale_for({cls(500, 1, 3), cls(1000, 1, 1), cls(0, 0, 5)}) == 1000);
@@ -529,7 +529,7 @@ fgd::TargetWorkload Learner(std::string_view args_yaml) {
   return w;
 }
 
-fgd::TargetClass ClassOfPod(const Pod& pod) { return fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod)); }
+gpu::TargetClass ClassOfPod(const Pod& pod) { return fgd::TargetWorkload::ClassOf(gpu::MakePodGpu(pod)); }
 
 TEST_CASE("learned workload: each pod is counted once, however often it is retried", "[gpu][learning]") {
   fgd::TargetWorkload w = Learner("{}");
@@ -613,12 +613,12 @@ TEST_CASE("learned workload: the model keeps the most frequent classes up to cov
 // largest difference of a class's share, as a fraction a/b compared exactly.
 bool ModelWithinShare(const fgd::TargetWorkload& w, int64_t den) {
   int64_t model_total = 0, count_total = 0;
-  for (const fgd::TargetClass& c : w.model().classes()) {
+  for (const gpu::TargetClass& c : w.model().classes()) {
     if (c.node_gpus != 0) continue;
     model_total += c.weight;
     count_total += w.CountOf(c);
   }
-  for (const fgd::TargetClass& c : w.model().classes()) {
+  for (const gpu::TargetClass& c : w.model().classes()) {
     if (c.node_gpus != 0) continue;
     const __int128 diff = __int128{c.weight} * count_total - __int128{w.CountOf(c)} * model_total;
     if ((diff < 0 ? -diff : diff) * den > __int128{model_total} * count_total) return false;
@@ -683,13 +683,13 @@ TEST_CASE("learned workload: the early looks are the powers of two and each new 
   for (int i = 0; i < 4; ++i) w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), "cpu:1,nvidia.com/gpu:1")), StrCat("uid-", i));
   REQUIRE(w.Observe(gpu::MakePodGpu(MakePod("p-new", "cpu:1,nvidia.com/gpu:4")), "uid-new"));
   bool has_four = false;
-  for (const fgd::TargetClass& c : w.model().classes()) has_four |= c.num_gpu == 4;
+  for (const gpu::TargetClass& c : w.model().classes()) has_four |= c.num_gpu == 4;
   CHECK(has_four);
 }
 
 TEST_CASE("learned workload: MateriallyDifferent compares class sets and shares", "[gpu][learning]") {
   auto cls = [](int32_t num_gpu, int64_t weight) {
-    return fgd::TargetClass{.cpu_milli = 1000, .gpu_milli = 1000, .num_gpu = num_gpu, .weight = weight};
+    return gpu::TargetClass{.cpu_milli = 1000, .gpu_milli = 1000, .num_gpu = num_gpu, .weight = weight};
   };
   using fgd::TargetWorkload;
   // Same classes, shares moved by exactly 2 points (50/100 -> 52/100): not material; 3 points is.
@@ -722,7 +722,7 @@ TEST_CASE("learned workload: the whole-node prior keeps its weight", "[gpu][lear
     w.Observe(gpu::MakePodGpu(MakePod(StrCat("p", i), gpus ? StrCat("cpu:1,nvidia.com/gpu:", gpus) : "cpu:1")),
               StrCat("uid-", i));
     int64_t learned = 0, prior4 = 0, prior8 = 0;
-    for (const fgd::TargetClass& c : w.model().classes()) {
+    for (const gpu::TargetClass& c : w.model().classes()) {
       if (c.node_gpus == 4) prior4 = c.weight;
       else if (c.node_gpus == 8) prior8 = c.weight;
       else learned += c.weight;

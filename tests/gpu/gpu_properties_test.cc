@@ -205,7 +205,7 @@ struct NodeState {
 
 NodeState StateOf(const NodeInfo& info) {
   NodeState s;
-  const GpuDevices& gpus = info.gpus();
+  const gpu::GpuDevices& gpus = info.gpus();
   s.shared = gpus.inventory().shared();
   s.replicas = gpus.inventory().replicas;
   for (int32_t i = 0; i < gpus.count(); ++i) {
@@ -229,7 +229,7 @@ bool SharedRoomFits(const NodeState& n, int gpus, int64_t milli) {
   if (n.shared) return SlotsFit(n, gpus);
   if (milli == 0) return false;
   for (int64_t a : n.allocated) {
-    if (a > 0 && kMilliPerGpu - a >= milli) return true;
+    if (a > 0 && gpu::kMilliPerGpu - a >= milli) return true;
   }
   return false;
 }
@@ -240,7 +240,7 @@ bool ExclusiveRoomFits(const NodeState& n, int gpus, int64_t milli) {
   if (n.shared) return false;
   int idle = 0;
   for (int64_t a : n.allocated) {
-    if (milli > 0 && kMilliPerGpu - a >= milli) return true;
+    if (milli > 0 && gpu::kMilliPerGpu - a >= milli) return true;
     idle += a == 0;
   }
   return milli == 0 && idle >= gpus;

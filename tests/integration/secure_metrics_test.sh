@@ -33,8 +33,9 @@ user_token=$(cat "$TESSEL_CLUSTER_DIR/scheduler.token")  # the scheduler's own u
 expect 403 "$url/metrics" "$user_token" "(a user without the right)"
 admin_token=$(cat "$TESSEL_CLUSTER_DIR/admin.token")     # system:masters
 expect 200 "$url/metrics" "$admin_token" "(system:masters)"
-curl -fsS --cacert "$ca" -H "Authorization: Bearer $admin_token" "$url/metrics" \
-  | grep -q '^scheduler_pending_pods' || fail "/metrics does not list scheduler_pending_pods"
+# Read whole before matching: grep -q stopping early would fail curl's write under pipefail.
+metrics=$(curl -fsS --cacert "$ca" -H "Authorization: Bearer $admin_token" "$url/metrics")
+grep -q '^scheduler_pending_pods' <<<"$metrics" || fail "/metrics does not list scheduler_pending_pods"
 
 # The same user, once bound to tessel-metrics-reader: allowed after the denial's cache (10 s).
 kubectl create clusterrolebinding "$binding" --clusterrole=tessel-metrics-reader \

@@ -223,7 +223,7 @@ TEST_CASE("property: jobs end placed, GPU-seconds are conserved, allocation stay
     }
     std::stable_sort(in.jobs.begin(), in.jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrive < b.arrive; });
     int64_t capacity = 0;
-    for (const Node& n : in.nodes) capacity += 1000 * ReadGpuInventory(n).count;
+    for (const Node& n : in.nodes) capacity += 1000 * gpu::ReadGpuInventory(n).count;
     for (OnEvict mode : {OnEvict::kRestart, OnEvict::kResume}) {
       const TimelineResult r = Simulate(in, mode);
       int64_t work = 0;
@@ -231,7 +231,7 @@ TEST_CASE("property: jobs end placed, GPU-seconds are conserved, allocation stay
         // A gang bigger than the cluster never starts; every other job completes.
         const TraceJob& spec = *std::find_if(in.jobs.begin(), in.jobs.end(), [&](const TraceJob& t) { return t.id == j.id; });
         int64_t ask = 0;
-        for (const Pod& p : spec.pods) ask += ReadGpuRequest(p).count * 1000;
+        for (const Pod& p : spec.pods) ask += gpu::ReadGpuRequest(p).count * 1000;
         if (ask > capacity) {
           CHECK(j.start == -1);
           continue;

@@ -58,7 +58,7 @@ struct World {
     cache.AddOrUpdateNode(NodeBuilder("mig").Allocatable("cpu:8,nvidia.com/mig-1g.5gb:7").Build());
     cache.AddOrUpdatePod(Running(PodBuilder("a", "team-a").Requests("cpu:1,nvidia.com/gpu:2"), "whole"));
     PodBuilder c = PodBuilder("c", "team-b").Requests("cpu:1,nvidia.com/gpu:1");
-    c.mutable_pod().meta.annotations[std::string(kGpuMilliAnnotation)] = "400";
+    c.mutable_pod().meta.annotations[std::string(gpu::kGpuMilliAnnotation)] = "400";
     cache.AddOrUpdatePod(Running(c, "whole"));
     cache.AddOrUpdatePod(Running(PodBuilder("b", "team-a").Requests("cpu:1,nvidia.com/gpu:2"), "sliced"));
     cache.AddOrUpdatePod(Running(PodBuilder("m", "team-b").Requests("cpu:1,nvidia.com/mig-1g.5gb:2"), "mig"));
@@ -100,7 +100,7 @@ TEST_CASE("cluster report: fragmentation against a given workload") {
   World w;
   // One class, a whole GPU: whole strands the 600 of device 2 (device 3 fits it); sliced has
   // no free device for it, so all its 1500 idle; mig nothing. W = 1: 2100.
-  const fgd::FragModel workload({{.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1}});
+  const gpu::FragModel workload({{.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 1}});
   CHECK(ReportGpus(w.snapshot, &workload).fragmented_milli == 2100);
   CHECK(ReportCluster(w.snapshot, {.workload = &workload}).gpus.fragmented_milli == 2100);
 }
@@ -156,7 +156,7 @@ TEST_CASE("cluster report: 8-GPU nodes, time-sliced x 4, fractions") {
   cache.AddOrUpdatePod(Running(PodBuilder("a").Requests("nvidia.com/gpu:2"), "whole-0"));
   cache.AddOrUpdatePod(Running(PodBuilder("b").Requests("nvidia.com/gpu:4"), "sliced"));  // 1 GPU
   PodBuilder c = PodBuilder("c").Requests("nvidia.com/gpu:1");
-  c.mutable_pod().meta.annotations[std::string(kGpuMilliAnnotation)] = "400";
+  c.mutable_pod().meta.annotations[std::string(gpu::kGpuMilliAnnotation)] = "400";
   cache.AddOrUpdatePod(Running(c, "whole-1"));  // 0.4 GPU
   Snapshot snapshot;
   cache.UpdateSnapshot(snapshot);

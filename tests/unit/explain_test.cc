@@ -79,7 +79,7 @@ TEST_CASE("explain: the queue's quota, with usage, nominal and borrowing") {
   REQUIRE(w.harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                   {"metadata", {{"name", "team-a"}}},
                                   {"spec", {{"namespaces", {"team-a"}},
-                                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
+                                            {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
               .ok());
   w.Bound("run", "team-a", "2", 0, 100);
   w.Pending(PodBuilder("p", "team-a").Requests("cpu:1,nvidia.com/gpu:1").Created(200).Build());
@@ -97,7 +97,7 @@ TEST_CASE("explain: a queue within its nominal quota whose quota the cohort borr
     REQUIRE(w.harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                     {"metadata", {{"name", q}}},
                                     {"spec", {{"namespaces", {q}}, {"cohort", "research"},
-                                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}}).status()
+                                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
                 .ok());
   }
   w.Bound("borrower", "team-b", "4", 0, 100);  // team-b holds 4: 2 of them team-a's

@@ -251,15 +251,15 @@ TEST_CASE("queueing hints by room: what the rejecting plugins need, not the requ
   auto popped = q.Pop();
   REQUIRE(popped.has_value());
   Resources need;
-  need.Set(kRoomGpuUnits, 2000);
+  need.Set(gpu::kRoomGpuUnits, 2000);
   q.AddUnschedulable(popped->info, popped->cycle + 1'000'000, kNodeAdd | kAssignedPodDelete, kAssignedPodDelete, need);
   Resources room;
   room.milli_cpu = 8000;
   room.Set(kNvidiaGpu, 8000);  // the count says 8 free: not what is asked
-  room.Set(kRoomGpuUnits, 1000);
+  room.Set(gpu::kRoomGpuUnits, 1000);
   q.OnClusterEvent(kAssignedPodDelete, &room);
   CHECK(q.Stats().unschedulable == 1);
-  room.Set(kRoomGpuUnits, 2000);
+  room.Set(gpu::kRoomGpuUnits, 2000);
   q.OnClusterEvent(kAssignedPodDelete, &room);
   CHECK(q.Stats().unschedulable == 0);
 }

@@ -20,7 +20,7 @@ TEST_CASE("NodeBuilder: GPU nodes read back as the GPU library reads labelled no
   SECTION("whole GPUs") {
     const Node n = NodeBuilder("g").Gpus(8).GpuCount(8).GpuProduct("NVIDIA-A100-SXM4-80GB").Build();
     CHECK(n.allocatable.Get(kNvidiaGpu) == 8000);
-    const GpuInventory inv = ReadGpuInventory(n);
+    const gpu::GpuInventory inv = gpu::ReadGpuInventory(n);
     CHECK(inv.count == 8);
     CHECK(inv.replicas == 1);
     CHECK_FALSE(inv.shared());
@@ -30,15 +30,15 @@ TEST_CASE("NodeBuilder: GPU nodes read back as the GPU library reads labelled no
     const Node n = NodeBuilder("t").TimeSliced(4, 2).Build();
     CHECK(n.allocatable.Get(kNvidiaGpu) == 8000);
     CHECK(n.meta.labels.at("nvidia.com/gpu.sharing-strategy") == "time-slicing");
-    const GpuInventory inv = ReadGpuInventory(n);
+    const gpu::GpuInventory inv = gpu::ReadGpuInventory(n);
     CHECK(inv.count == 4);
     CHECK(inv.replicas == 2);
-    CHECK(inv.strategy == SharingStrategy::kTimeSlicing);
+    CHECK(inv.strategy == gpu::SharingStrategy::kTimeSlicing);
   }
   SECTION("one replica is an unshared labelled node") {
     const Node n = NodeBuilder("u").TimeSliced(2, 1).Build();
     CHECK_FALSE(n.meta.labels.contains("nvidia.com/gpu.replicas"));
-    CHECK(ReadGpuInventory(n).count == 2);
+    CHECK(gpu::ReadGpuInventory(n).count == 2);
   }
   SECTION("exact quantities, and capacity only when asked") {
     const Node plain = NodeBuilder("p").Cpu(96000).Memory(int64_t{384} << 30).MaxPods(1001).Build();
