@@ -141,31 +141,28 @@ absl::StatusOr<double> ParseNumber(std::string_view v, Sign sign) {
   return d;
 }
 
+// Parses a number into `target` (a double, or an optional one).
+template <typename Target>
+std::function<absl::Status(std::string_view)> SetNumber(Target* target, Sign sign) {
+  return [target, sign](std::string_view v) -> absl::Status {
+    absl::StatusOr<double> d = ParseNumber(v, sign);
+    if (!d.ok()) return d.status();
+    *target = *d;
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 FlagSet& FlagSet::Double(Names names, std::string value_name, double* target, Sign sign, std::string help) {
-  return Add({.names = std::move(names.all),
-              .value_name = std::move(value_name),
-              .help = std::move(help),
-              .set = [target, sign](std::string_view v) -> absl::Status {
-                absl::StatusOr<double> d = ParseNumber(v, sign);
-                if (!d.ok()) return d.status();
-                *target = *d;
-                return absl::OkStatus();
-              }});
+  return Add({.names = std::move(names.all), .value_name = std::move(value_name), .help = std::move(help),
+              .set = SetNumber(target, sign)});
 }
 
 FlagSet& FlagSet::Double(Names names, std::string value_name, std::optional<double>* target, Sign sign,
                          std::string help) {
-  return Add({.names = std::move(names.all),
-              .value_name = std::move(value_name),
-              .help = std::move(help),
-              .set = [target, sign](std::string_view v) -> absl::Status {
-                absl::StatusOr<double> d = ParseNumber(v, sign);
-                if (!d.ok()) return d.status();
-                *target = *d;
-                return absl::OkStatus();
-              }});
+  return Add({.names = std::move(names.all), .value_name = std::move(value_name), .help = std::move(help),
+              .set = SetNumber(target, sign)});
 }
 
 FlagSet& FlagSet::Duration(Names names, std::string value_name, absl::Duration* target, std::string help) {

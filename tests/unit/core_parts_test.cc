@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "nlohmann/json.hpp"
-#include "plugins/priority_sort/priority_sort.h"
 #include "scheduler/framework/waiting_pods.h"
 #include "scheduler/gang/gang_tracker.h"
 #include "scheduler/queue/in_flight_pod.h"
@@ -15,10 +14,8 @@ namespace {
 
 using testing::PodBuilder;
 
-SchedulingQueue::Less PrioritySortLess() {
-  static priority_sort::PrioritySort sort;
-  return [](const QueuedPodInfo& a, const QueuedPodInfo& b) { return sort.Less(a, b); };
-}
+// The order does not matter here: one pod at a time.
+bool ByKey(const QueuedPodInfo& a, const QueuedPodInfo& b) { return a.pod->Key() < b.pod->Key(); }
 
 PodRef P(std::string name, int64_t created, std::string uid = "") {
   Pod pod = PodBuilder(std::move(name)).Created(created).Build();
@@ -28,7 +25,7 @@ PodRef P(std::string name, int64_t created, std::string uid = "") {
 
 TEST_CASE("InFlightPod: dropped means done, handed back means queued, ended means gone", "[core_parts]") {
   ManualClock clock;
-  SchedulingQueue q(&clock, PrioritySortLess());
+  SchedulingQueue q(&clock, ByKey);
   q.Add(P("a", 1));
   SECTION("dropping the token ends the pod's flight") {
     {
