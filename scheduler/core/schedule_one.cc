@@ -56,7 +56,9 @@ void Scheduler::RunCycle(InFlightPod pod) {
   CycleResult result = SchedulingCycle(*fw, *state, pod);
   if (result.status.ok()) {
     result.status = AssumeAndPermit(*fw, state, pod, result.node);
-    result.diagnosis = {.message = result.status.Message(), .rejecting_plugins = {result.status.plugin()}};
+    if (!result.status.ok() && !result.status.IsWait()) {  // refused on the chosen node
+      result.diagnosis = {.message = result.status.Message(), .rejecting_plugins = {result.status.plugin()}};
+    }
   }
   if (result.status.IsWait()) return ReportAttempt(*ref, AttemptResult::kScheduled, start);
   if (!result.status.ok()) {
