@@ -378,6 +378,13 @@ PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
   for (PostFilterPlugin* p : post_filter_) {
     PostFilterResult r = p->PostFilter(state, pod, rejected);
     r.status.WithPlugin(p->Name());
+    // Pods an earlier plugin evicted before it gave up are gone all the same, and its word on
+    // the nomination stands unless a later plugin has one.
+    r.victims.insert(r.victims.begin(), last.victims.begin(), last.victims.end());
+    if (r.nomination == PostFilterResult::Nomination::kNoop) {
+      r.nomination = last.nomination;
+      r.nominated_node = last.nominated_node;
+    }
     if (r.status.ok() || r.status.code() == Code::kError) return r;
     last = std::move(r);
   }
