@@ -17,8 +17,8 @@
 #     (PodScheduled=False, Unschedulable, for want of GPUs).
 #  3. pdb: the movable layout under a PodDisruptionBudget that allows no disruption: nothing
 #     moves and the 8-GPU pod is not nominated.
-# The Jobs' pods carry a finalizer of the test's, so that a moved pod lingers terminating (and
-# shows its condition) until the test lets it go. The Queue CRD's spec.disruption is checked first.
+# The Jobs' pods in pool move carry a finalizer of the test's, so that a moved pod lingers
+# terminating (and shows its condition) until the test lets it go. The Queue CRD's spec.disruption is checked first.
 source "$(dirname "$0")/lib.sh"
 it_begin consol
 
@@ -29,8 +29,8 @@ release() {  # release POD...: lets the pods go
     kubectl patch -n "$NS" pod "$pod" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
   done
 }
-release_all() { release $(kubectl get pods -n "$NS" -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); }
-trap 'rc=$?; release_all; (exit $rc); it_cleanup' EXIT
+release_all() { release $(kubectl get pods -n "$NS" -l pool=move -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); }
+trap 'rc=$?; release_all; set +e; (exit $rc); it_cleanup' EXIT
 
 # --- 0. The Queue CRD's opt-in settings ------------------------------------------------------
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
@@ -79,10 +79,12 @@ YAML
 it_start_scheduler main --leader-elect=false --config "$IT_WORK/config.yaml"
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
-# job NAME POOL GPUS [movable]: a Job of one pod in POOL, labelled pool=POOL.
+# job NAME POOL GPUS [movable]: a Job of one pod in POOL, labelled pool=POOL; in pool move, its
+# pods are held by the test's finalizer once deleted.
 job() {
-  local annotations="{}"
+  local annotations="{}" finalizers="[]"
   [[ ${4:-} == movable ]] && annotations='{tessel.io/movable: "true"}'
+  [[ $2 == move ]] && finalizers="[$HOLD]"
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: batch/v1
 kind: Job
@@ -93,7 +95,7 @@ spec:
     metadata:
       labels: {pool: $2}
       annotations: $annotations
-      finalizers: [$HOLD]
+      finalizers: $finalizers
     spec:
       schedulerName: tessel
       restartPolicy: Never
@@ -190,14 +192,14 @@ disruption() {
   kubectl get pod -n "$NS" "$1" \
     -o 'jsonpath={range .status.conditions[?(@.type=="DisruptionTarget")]}{.status}|{.reason}|{.message}{end}'
 }
-want_disruption="True|ConsolidationByScheduler|tessel: moved to make room for $NS/big-move on node move-y (move 1 in 3600 s)"
+want_disruption="True|ConsolidationByScheduler|tessel: moved to make room for $NS/big-move on node move-y (its 1st move in 24h)"
 told() { [[ $(disruption "$mover_name") == "$want_disruption" ]]; }
 it_wait 30 "DisruptionTarget=ConsolidationByScheduler naming big-move" told
 moved_events() {
   kubectl get events -n "$NS" --field-selector reason=Moved \
     -o 'jsonpath={range .items[*]}{.involvedObject.name}|{.type}|{.message}{"\n"}{end}'
 }
-moved_event() { moved_events | grep -q "^$mover_name|Normal|.*$NS/big-move"; }
+moved_event() { moved_events | grep -qxF "$mover_name|Normal|moved to make room for $NS/big-move on node move-y (its 1st move in 24h)"; }
 it_wait 30 "a Moved event on $mover_name naming big-move" moved_event
 say "moved: $(moved_events)"
 nominated_y() { [[ $(nominated_node big-move) == move-y ]]; }
@@ -214,6 +216,7 @@ say "move-4 now: $(pods_of move-4 | xargs)"
 release "$mover_name"
 it_wait 60 "big-move bound once the moved pod is gone" it_bound big-move
 [[ $(node_of big-move) == move-y ]] || fail "big-move went to $(node_of big-move), want move-y"
+say "big-move bound to move-y"
 
 victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="Consolidation"}')
 [[ $victims == 1 ]] || fail "scheduler_preemption_victims_sum{reason=Consolidation} = '$victims', want 1"
@@ -228,6 +231,9 @@ for p in big-fixed big-pdb; do
   [[ -z $(nominated_node $p) ]] || fail "$p nominated to $(nominated_node $p) although nothing was moved for it"
   unschedulable $p || fail "$p is not reported Unschedulable: $(cond $p)"
 done
+# The budget, not a lack of plans, kept pool pdb in place: its evictions were refused (429).
+refused() { grep -q "evict pod $NS/pdb-.*: refused for now" "$(scheduler_log main)"; }
+it_wait 30 "an eviction in pool pdb refused by the budget" refused
 say "pdb: $(grep "evict pod $NS/pdb-" "$(scheduler_log main)" | tail -n1)"
 n=$(moved_events | grep -c . || true)
 [[ $n == 1 ]] || fail "$n Moved events, want 1: $(moved_events)"
