@@ -17,6 +17,8 @@
 #     (PodScheduled=False, Unschedulable, for want of GPUs).
 #  3. pdb: the movable layout under a PodDisruptionBudget that allows no disruption: nothing
 #     moves and the 8-GPU pod is not nominated.
+#  4. queue: the Jobs' pods are not annotated but belong (label tessel.io/queue) to a Queue with
+#     spec.disruption.movable: true: the 4-GPU pod is moved as in 1, without a hold.
 # The Jobs' pods in pool move carry a finalizer of the test's, so that a moved pod lingers
 # terminating (and shows its condition) until the test lets it go. The Queue CRD's spec.disruption is checked first.
 source "$(dirname "$0")/lib.sh"
@@ -30,7 +32,8 @@ release() {  # release POD...: lets the pods go
   done
 }
 release_all() { release $(kubectl get pods -n "$NS" -l pool=move -o 'jsonpath={.items[*].metadata.name}' 2>/dev/null); }
-trap 'rc=$?; release_all; set +e; (exit $rc); it_cleanup' EXIT
+QMOVE="$NS-movable"
+trap 'rc=$?; release_all; set +e; kubectl delete queues.tessel.io "$QMOVE" --ignore-not-found >/dev/null 2>&1; (exit $rc); it_cleanup' EXIT
 
 # --- 0. The Queue CRD's opt-in settings ------------------------------------------------------
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
@@ -56,13 +59,23 @@ if out=$(queue_with "$NS-bad" '{movable: "yes"}'); then
   fail "a Queue with spec.disruption.movable: \"yes\" was accepted: $out"
 fi
 [[ $out == *spec.disruption.movable* ]] || fail "the refusal does not name spec.disruption.movable: $out"
+# Pool queue's Queue: the pods of this namespace that choose it (label tessel.io/queue) are movable.
+kubectl apply --validate=strict -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $QMOVE}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $NS}}
+  nominalQuota: {nvidia.com/gpu: "16"}
+  disruption: {movable: true}
+YAML
 
 # --- The fragmented layout -----------------------------------------------------------------------
 # Pool P has nodes P-x and P-y (labels pool=P, slot=x|y). Pinned filler pods steer the Jobs: the
 # 2-GPU Jobs are placed while a filler holds all of P-y, the 4-GPU Job while one holds the rest
 # of P-x; then the fillers go. (Fillers, not cordons: a placement made before the scheduler saw a
 # cordon would spoil the layout, while a filler it has not seen yet only delays a placement.)
-POOLS=(move fixed pdb)
+POOLS=(move fixed pdb queue)
 nodes=()
 for pool in "${POOLS[@]}"; do nodes+=("$pool-x:8:pool=$pool,slot=x" "$pool-y:8:pool=$pool,slot=y"); done
 it_nodes "${nodes[@]}"
@@ -79,12 +92,16 @@ YAML
 it_start_scheduler main --leader-elect=false --config "$IT_WORK/config.yaml"
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
-# job NAME POOL GPUS [movable]: a Job of one pod in POOL, labelled pool=POOL; in pool move, its
-# pods are held by the test's finalizer once deleted.
+# job NAME POOL GPUS: a Job of one pod in POOL, labelled pool=POOL, annotated movable in pools move
+# and pdb, in Queue $QMOVE in pool queue; in pool move, its pods are held by the test's finalizer
+# once deleted.
 job() {
-  local annotations="{}" finalizers="[]"
-  [[ ${4:-} == movable ]] && annotations='{tessel.io/movable: "true"}'
-  [[ $2 == move ]] && finalizers="[$HOLD]"
+  local annotations="{}" finalizers="[]" queue=""
+  case $2 in
+    move) annotations='{tessel.io/movable: "true"}'; finalizers="[$HOLD]" ;;
+    pdb) annotations='{tessel.io/movable: "true"}' ;;
+    queue) queue=", tessel.io/queue: $QMOVE" ;;
+  esac
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: batch/v1
 kind: Job
@@ -93,7 +110,7 @@ spec:
   backoffLimit: 6
   template:
     metadata:
-      labels: {pool: $2}
+      labels: {pool: $2$queue}
       annotations: $annotations
       finalizers: $finalizers
     spec:
@@ -122,23 +139,16 @@ filler() {  # filler NAME NODE-POOL SLOT GPUS
 
 for pool in "${POOLS[@]}"; do filler "fill-$pool-y" "$pool" y 8; done
 for pool in "${POOLS[@]}"; do it_wait 60 "fill-$pool-y bound" it_bound "fill-$pool-y"; done
-for pool in "${POOLS[@]}"; do
-  mv=movable; [[ $pool == fixed ]] && mv=
-  job "$pool-2a" "$pool" 2 $mv
-  job "$pool-2b" "$pool" 2 $mv
-done
+for pool in "${POOLS[@]}"; do job "$pool-2a" "$pool" 2; job "$pool-2b" "$pool" 2; done
 for pool in "${POOLS[@]}"; do
   for j in 2a 2b; do it_wait 60 "$pool-$j's pod bound to $pool-x" job_bound_to "$pool-$j" "$pool-x"; done
 done
 for pool in "${POOLS[@]}"; do filler "fill-$pool-x" "$pool" x 4; done
-kubectl delete pod -n "$NS" fill-move-y fill-fixed-y fill-pdb-y --wait=false >/dev/null
+for pool in "${POOLS[@]}"; do kubectl delete pod -n "$NS" "fill-$pool-y" --wait=false >/dev/null; done
 for pool in "${POOLS[@]}"; do it_wait 60 "fill-$pool-x bound" it_bound "fill-$pool-x"; done
-for pool in "${POOLS[@]}"; do
-  mv=movable; [[ $pool == fixed ]] && mv=
-  job "$pool-4" "$pool" 4 $mv
-done
+for pool in "${POOLS[@]}"; do job "$pool-4" "$pool" 4; done
 for pool in "${POOLS[@]}"; do it_wait 60 "$pool-4's pod bound to $pool-y" job_bound_to "$pool-4" "$pool-y"; done
-kubectl delete pod -n "$NS" fill-move-x fill-fixed-x fill-pdb-x --wait=false >/dev/null
+for pool in "${POOLS[@]}"; do kubectl delete pod -n "$NS" "fill-$pool-x" --wait=false >/dev/null; done
 for pool in "${POOLS[@]}"; do
   for node in x y; do it_wait 60 "fill-$pool-$node gone" gone "fill-$pool-$node"; done
 done
@@ -221,6 +231,23 @@ say "big-move bound to move-y"
 victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="Consolidation"}')
 [[ $victims == 1 ]] || fail "scheduler_preemption_victims_sum{reason=Consolidation} = '$victims', want 1"
 
+# --- 4. Movable through the Queue -----------------------------------------------------------------
+queue_mover=$(pods_of queue-4)
+queue_mover_name=${queue_mover%%|*}
+queue_stayers=$(layout queue-2a queue-2b)
+it_pod big-queue --gpus 8 --select pool=queue
+queue_moved() {
+  moved_events | grep -qxF "$queue_mover_name|Normal|moved to make room for $NS/big-queue on node queue-y (its 1st move in 24h)"
+}
+it_wait 60 "a Moved event on $queue_mover_name (movable through Queue $QMOVE) naming big-queue" queue_moved
+it_wait 60 "big-queue bound" it_bound big-queue
+[[ $(node_of big-queue) == queue-y ]] || fail "big-queue went to $(node_of big-queue), want queue-y"
+queue_replacement() { pods_of queue-4 | grep -v "^$queue_mover_name|" | grep -q '|queue-x|$'; }
+it_wait 120 "queue-4's new pod bound to queue-x" queue_replacement
+[[ $(layout queue-2a queue-2b) == "$queue_stayers" ]] \
+  || fail "pool queue's 2-GPU pods were disturbed: $(layout queue-2a queue-2b)"
+say "queue-4 now: $(pods_of queue-4 | xargs)"
+
 # --- 2, 3 at the end: many retries later, still nothing moved ------------------------------------
 [[ $(layout fixed-2a fixed-2b fixed-4) == "$before_fixed" ]] \
   || fail "pool fixed changed although none of its pods is movable: $(layout fixed-2a fixed-2b fixed-4)"
@@ -236,8 +263,8 @@ refused() { grep -q "evict pod $NS/pdb-.*: refused for now" "$(scheduler_log mai
 it_wait 30 "an eviction in pool pdb refused by the budget" refused
 say "pdb: $(grep "evict pod $NS/pdb-" "$(scheduler_log main)" | tail -n1)"
 n=$(moved_events | grep -c . || true)
-[[ $n == 1 ]] || fail "$n Moved events, want 1: $(moved_events)"
+[[ $n == 2 ]] || fail "$n Moved events, want 2 (pools move and queue): $(moved_events)"
 victims=$(metric "$SCHED_PORT_main" 'scheduler_preemption_victims_sum{reason="Consolidation"}')
-[[ $victims == 1 ]] || fail "in the end scheduler_preemption_victims_sum{reason=Consolidation} = '$victims', want 1"
+[[ $victims == 2 ]] || fail "in the end scheduler_preemption_victims_sum{reason=Consolidation} = '$victims', want 2"
 it_stop_scheduler main
 exit 0
