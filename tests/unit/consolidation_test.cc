@@ -1,7 +1,8 @@
 // Consolidation (plugins/consolidation) and the disruption rules (scheduler/preemption/
 // disruption.h, framework/disruption_ledger.h) on a real Scheduler: the seeds' "fragmentation
 // hell" arrived in the worst order, the opt-in, the minimum run time (of moves and of
-// preemption), the move limit, PodDisruptionBudgets, moved pods that would fit nowhere, gangs.
+// preemption), the move limit, PodDisruptionBudgets, moved pods that would fit nowhere; and the
+// nominated room a preemptor waits for keeping its own spread (no evicting again for it).
 // A Job controller is played by the test: an evicted pod goes away and comes back under a new
 // name, with the same owner.
 #include <catch2/catch.hpp>
@@ -335,6 +336,55 @@ TEST_CASE("preemption: a PriorityClass's minimum run time protects young victims
   CHECK(std::any_of(lab.h.api.events.begin(), lab.h.api.events.end(), [](const std::string& e) {
     return e.rfind("team-a/low Normal Preempted: preempted by team-b/high", 0) == 0;
   }));
+}
+
+TEST_CASE("a pod nominated after a preemption keeps its own topology spread: a lower-priority pod it "
+          "counts does not take its node meanwhile", "[consolidation][nomination]") {
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  lab.Nodes(2, 4);
+  auto add = [&](std::string name, int32_t priority, std::string node, std::string app, std::string gpus) {
+    PodBuilder b(name, "web");
+    b.Requests("cpu:1,nvidia.com/gpu:" + gpus).Priority(priority);
+    if (!node.empty()) b.Selector("kubernetes.io/hostname", node);
+    Pod p = b.Build();
+    p.meta.labels["app"] = app;
+    if (name == "high") {
+      p.topology_spread_constraints.push_back(TopologySpreadConstraint{
+          .max_skew = 1, .topology_key = "kubernetes.io/hostname",
+          .label_selector = LabelSelector{.match_labels = {{"app", "web"}}}});
+    }
+    lab.h.AddPod(std::move(p));
+  };
+  add("low", 0, "n1", "batch", "4");
+  add("keeper", 200, "n2", "batch", "4");
+  lab.Run();
+  REQUIRE(lab.NodeOf("web/low") == "n1");
+  REQUIRE(lab.NodeOf("web/keeper") == "n2");
+  // The terminating victim stays until the test deletes it (a grace period).
+  lab.h.api.on_evict = [&](const Pod& pod, std::string_view) {
+    Pod leaving = pod;
+    leaving.meta.deletion_timestamp = lab.h.clock.Now();
+    lab.h.s->OnPodUpdate(std::move(leaving));
+    return absl::OkStatus();
+  };
+  add("high", 100, "", "web", "4");
+  lab.h.RunUntilIdle();
+  REQUIRE(lab.h.api.evictions == std::vector<std::string>{"web/low"});
+  REQUIRE(lab.h.s->NominatedNodeOf("web/high") == "n1");
+  // A web pod of lower priority that only n1 would take: beside the nominated pod it would make
+  // n1 hold two web pods and n2 none, more than the nominated pod's maxSkew allows.
+  add("follower", 0, "n1", "web", "0");
+  lab.h.RunUntilIdle();
+  CHECK(lab.NodeOf("web/follower").empty());
+  // The victim leaves: the nominated pod takes its node; the follower may join it then.
+  lab.h.s->OnPodDelete("web/low");
+  lab.h.api.bound.erase("web/low");
+  lab.h.clock.Advance(absl::Minutes(6));
+  lab.h.RunUntilIdle();
+  CHECK(lab.NodeOf("web/high") == "n1");
+  CHECK(lab.NodeOf("web/follower") == "n1");
+  CHECK(lab.h.api.evictions.size() == 1);  // no second round
 }
 
 TEST_CASE("disruption ledger: workloads across recreations, counts in a window, pruning", "[consolidation]") {
