@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # consolidation_test.sh: consolidation of movable pods on the real control plane
 # (kube-apiserver, kube-controller-manager's job and disruption controllers, the simulated
-# kubelet), issue 22. Three pools of two 8-GPU nodes, each laid out the same fragmented way on
+# kubelet), issue 22. Four pools of two 8-GPU nodes, each laid out the same fragmented way on
 # purpose: one-pod Jobs of 2 and 2 GPUs on node X, one of 4 GPUs on node Y, so that 8 GPUs are
 # free in the pool but no node has 8. An 8-GPU pod then arrives in each pool. Every pod has the
 # same priority, so preemption finds no victim; the scheduler runs the Consolidation plugin with
@@ -20,7 +20,8 @@
 #  4. queue: the Jobs' pods are not annotated but belong (label tessel.io/queue) to a Queue with
 #     spec.disruption.movable: true: the 4-GPU pod is moved as in 1, without a hold.
 # The Jobs' pods in pool move carry a finalizer of the test's, so that a moved pod lingers
-# terminating (and shows its condition) until the test lets it go. The Queue CRD's spec.disruption is checked first.
+# terminating (and shows its condition) until the test lets it go. First, the apiserver checks
+# the Queue CRD's spec.disruption: valid settings pass, a negative minRunSeconds does not.
 source "$(dirname "$0")/lib.sh"
 it_begin consol
 
