@@ -19,6 +19,7 @@
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/random/random.h"
 #include "plugins/registry.h"
+#include "plugins/reservation/reservation.h"
 #include "plugins/taint_toleration/taint_toleration.h"
 #include "plugins/tessel_gpu/tessel_gpu.h"
 #include "plugins/volume_binding/volume_binding.h"
@@ -188,6 +189,13 @@ std::vector<Case> Cases() {
           },
           "{podsWithoutQueue: Sometimes}",
           "QueueQuota: args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject"),
+      Row<reservation::Reservation>(
+          "{waitSeconds: 0}",
+          [](const reservation::ReservationArgs& d, const reservation::ReservationArgs& v) {
+            CHECK(d.wait_seconds == 300);
+            CHECK(v.wait_seconds == 0);  // off
+          },
+          "{waitSeconds: -1}", "Reservation: args.waitSeconds: want an integer in 0..2147483647, got \"-1\""),
       Row<random::Random>(
           "{seed: 7}",
           [](const random::RandomArgs& d, const random::RandomArgs& v) {
