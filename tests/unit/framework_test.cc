@@ -302,7 +302,9 @@ TEST_CASE("PostFilter: plugins that do not help undo nothing an earlier one did"
   using Nomination = PostFilterResult::Nomination;
   FakeHandle handle;
   Registry registry;
-  REQUIRE(registry.Register("PrioritySort", *InTreeRegistry().Find("PrioritySort")).ok());
+  for (const char* name : {"PrioritySort", "DefaultBinder"}) {
+    REQUIRE(registry.Register(name, *InTreeRegistry().Find(name)).ok());
+  }
   auto add = [&registry](std::string name, PostFilterResult r) {
     REQUIRE(registry.Register(name, [name, r](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(std::make_unique<Answer>(name, r));
@@ -316,9 +318,10 @@ TEST_CASE("PostFilter: plugins that do not help undo nothing an earlier one did"
   auto run = [&](const std::string& plugins) {
     auto config = ParseSchedulerConfig(StrCat(
         "profiles:\n- schedulerName: tessel\n  plugins:\n    queueSort: {enabled: [{name: PrioritySort}]}\n"
-        "    postFilter: {enabled: ", plugins, "}\n"));
+        "    bind: {enabled: [{name: DefaultBinder}]}\n    postFilter: {enabled: ", plugins, "}\n"));
     REQUIRE(config.ok());
     auto fw = Framework::New(registry, config->profiles.at(0), handle, {.parallelism = 1});
+    INFO(fw.status().message());
     REQUIRE(fw.ok());
     CycleState state;
     return (*fw)->RunPostFilter(state, PodBuilder("p").Build(), {});
@@ -329,7 +332,7 @@ TEST_CASE("PostFilter: plugins that do not help undo nothing an earlier one did"
     CHECK(r.nomination == Nomination::kOverride);
     CHECK(r.nominated_node.empty());
     REQUIRE(r.victims.size() == 1);
-    CHECK(r.victims[0].pod->name() == "v");
+    CHECK(r.victims[0].pod->Key() == "default/v");
   }
   SECTION("one helps: it stops the chain, and its nomination wins") {
     const PostFilterResult r = run("[{name: Clears}, {name: Helps}, {name: Notes}]");

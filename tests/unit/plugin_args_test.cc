@@ -217,7 +217,7 @@ std::vector<Case> Cases() {
 TEST_CASE("every plugin with args: defaults, a valid value, and a bad field naming plugin and field",
           "[plugins][args]") {
   const std::vector<Case> cases = Cases();
-  CHECK(cases.size() == 14);
+  CHECK(cases.size() == 15);
   for (const Case& c : cases) {
     CAPTURE(c.plugin);
     c.check();
@@ -232,7 +232,7 @@ TEST_CASE("every plugin with args: defaults, a valid value, and a bad field nami
 TEST_CASE("every in-tree plugin is registered and made from no args", "[plugins][args]") {
   const Registry registry = InTreeRegistry();
   testing::FakeHandle handle;
-  CHECK(registry.Names().size() == 25);
+  CHECK(registry.Names().size() == 26);
   for (const std::string& name : registry.Names()) {
     CAPTURE(name);
     auto made = (*registry.Find(name))(YAML::Node(), handle);

@@ -135,12 +135,11 @@ TEST_CASE("reservation: a starving big pod gets its node, and small pods keep la
       if (at.second != reserved->node) ++elsewhere;
     }
     CHECK(elsewhere > 0);
-    // Placed: released.
-    CHECK(w.plugin().held().empty());
+    // Placed: released (a small pod that has waited since may hold the next one).
+    for (const auto& [level, held] : w.plugin().held()) CHECK(held.holder != "default/big");
     const reservation::ReservationFigures f = w.plugin().figures();
-    CHECK(f.made == 1);
-    CHECK(f.active == 0);
     CHECK(f.released.at(std::string(reservation::kPlaced)) == 1);
+    CHECK(f.active == static_cast<int64_t>(w.plugin().held().size()));
     bool announced = false;
     for (const std::string& e : w.h.api.events) {
       announced |= e.starts_with(StrCat("default/big Normal Reserved: node ", reserved->node, " is reserved for the pod"));
@@ -183,8 +182,9 @@ TEST_CASE("reservation: released when the node can no longer hold the pod") {
   SECTION("the node shrank") { w.h.s->OnNodeUpdate(GpuNode(node, 4)); }
   SECTION("the node left") { w.h.s->OnNodeDelete(node); }
   w.Minute();
-  CHECK(w.plugin().held().empty());
   CHECK(w.plugin().figures().released.at(std::string(reservation::kNoFit)) == 1);
+  // The holder may have moved on to the other node at its next failure; never this one.
+  for (const auto& [level, held] : w.plugin().held()) CHECK(held.node != node);
 }
 
 TEST_CASE("reservation: what may still land on the reserved node, and explain") {
