@@ -13,6 +13,8 @@ namespace {
 
 // Plans tried per attempt when PodDisruptionBudgets refuse the best ones.
 constexpr size_t kPlansTried = 3;
+// How long a search that found no plan holds for a pod.
+constexpr absl::Duration kRetryAfter = absl::Seconds(30);
 
 }  // namespace
 
@@ -48,6 +50,9 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   if (!handle_.GangKeyOf(pod).empty()) return unschedulable("gang members are placed by the gang cycle");
 
   const absl::Time now = handle_.clock().Now();
+  if (auto it = last_in_vain_.find(pod.Key()); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
+    return unschedulable("no plan was found for the pod a moment ago");
+  }
   const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
   DisruptionLedger* ledger = handle_.disruptions();
   const absl::Duration window = absl::Seconds(args_.move_window_seconds);
@@ -70,6 +75,10 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   const std::vector<preemption::MovePlan> plans =
       preemption::FindMovePlans(ctx, state, pod, filtered, kPlansTried, &index_);
   if (plans.empty()) {
+    if (last_in_vain_.size() > 10000) {
+      std::erase_if(last_in_vain_, [&](const auto& kv) { return now - kv.second >= kRetryAfter; });
+    }
+    last_in_vain_[pod.Key()] = now;
     PostFilterResult none = unschedulable(
         "no node can take the pod by moving movable pods that every fit elsewhere");
     none.nomination = Nomination::kOverride;  // nowhere to wait for
@@ -91,6 +100,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
       return {.status = Status::Error(StrCat("consolidation: ", out.error.message())), .victims = std::move(moved)};
     }
     if (out.refused) continue;  // a PodDisruptionBudget says no: the next plan
+    last_in_vain_.erase(pod.Key());
     return {.status = Status::Ok(),
             .nomination = Nomination::kOverride,
             .nominated_node = plan.node,

@@ -14,6 +14,9 @@
 // not moved (a move would restart the whole gang). A pod with preemptionPolicy: Never moves
 // nobody.
 //
+// A plan sought in vain for a pod is not sought again for 30 s (the cluster changes at every
+// pod that ends; the search costs dry runs on up to 16 nodes).
+//
 // Args: minRunSeconds (>= 0, default 600), maxMovesPerPod (>= 0, default 1; 0 moves nothing),
 // moveWindowSeconds (> 0, default 3600).
 #pragma once
@@ -46,6 +49,9 @@ class Consolidation final : public PostFilterPlugin {
   Handle& handle_;
   const Args args_;
   preemption::MovableIndex index_;  // the scheduling thread's, like the cycle
+  // When a plan was last sought in vain for a pod: not again within kRetryAfter (a full cluster
+  // wakes its waiting pods at every change; each search costs dry runs).
+  StringKeyedMap<absl::Time> last_in_vain_;
 };
 
 }  // namespace tessel::consolidation

@@ -13,7 +13,7 @@ namespace {
 
 // Nodes tried per pod at most, closest to fitting first: each costs a dry run, and a plan that
 // must move much is a poor one anyway.
-constexpr size_t kMaxNodesTried = 64;
+constexpr size_t kMaxNodesTried = 16;
 
 int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli(); }
 
@@ -127,6 +127,16 @@ MovableIndex::Movable MovableIndex::Of(const Context& ctx, const NodeInfo& node)
 std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
                                     const NodeStatusMap& rejected, size_t max_plans, MovableIndex* index) {
   const int64_t need = GpuMilli(pod);
+  // Moves add no room: the free GPUs of the whole cluster, less what nominated pods will take,
+  // must cover the pod. In a full cluster this ends most attempts before any dry run.
+  int64_t free = 0;
+  for (const NodeInfo* node : ctx.snapshot->nodes()) free += node->gpus().total_free_milli();
+  if (const NominatedPodMap* nominated = ctx.nominated()) {
+    for (const auto& [node, pods] : *nominated) {
+      for (const PodRef& p : pods) free -= p->SameKey(pod) ? 0 : GpuMilli(*p);
+    }
+  }
+  if (free < need) return {};
   MovableIndex fresh;  // without an index: read every node now
   if (index == nullptr) index = &fresh;
   // Nodes where moving pods could make room, closest to fitting first.

@@ -65,9 +65,11 @@ class MovableIndex {
   StringKeyedMap<Entry> by_node_;
 };
 
-// Up to `max_plans` plans for `pod`, best first (BetterPlan). Nodes that `rejected` marks
-// UnschedulableAndUnresolvable, and nodes whose free GPU room plus their movable pods' cannot
-// hold the pod's GPUs, are not tried. `index` may be null (every node's pods are read).
+// Up to `max_plans` plans for `pod`, best first (BetterPlan). None when the free GPUs of the
+// whole cluster, less the nominated pods', do not cover the pod (moves add no room). Nodes that
+// `rejected` marks UnschedulableAndUnresolvable, and nodes whose free GPU room plus their
+// movable pods' cannot hold the pod's GPUs, are not tried; of the others, the 16 closest to
+// fitting. `index` may be null (every node's pods are read).
 std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
                                     const NodeStatusMap& rejected, size_t max_plans,
                                     MovableIndex* index = nullptr);

@@ -270,7 +270,9 @@ TEST_CASE("consolidation: no move when a moved pod would fit nowhere else", "[co
   lab.Run();
   CHECK(lab.h.api.evictions.empty());
   CHECK(lab.NodeOf("team-b/big").empty());
-  // With room for the moved pod on a third node, the same pod gets a node by one move.
+  // With room for the moved pod on a third node, the same pod gets a node by one move (once the
+  // 30 s after the search that found nothing have passed).
+  lab.h.clock.Advance(absl::Seconds(31));
   lab.h.AddNode(NodeBuilder("n3").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:5").Build());
   lab.Run();
   CHECK(lab.Moves() == 1);
