@@ -217,7 +217,7 @@ class EvictMovable final : public PostFilterPlugin {
       for (const PodRef& p : n->pods()) {
         if (!p->meta.annotations.contains(std::string(kMovableAnnotation))) continue;
         PreemptionVictim v{.pod = p, .reason = std::string(kMoveReason)};
-        REQUIRE(EvictVictim(handle_, v, StrCat("moved to make room for ", pod.Key())).ok());
+        REQUIRE(preemption::EvictVictim(handle_, v, StrCat("moved to make room for ", pod.Key())).ok());
         r.victims.push_back(std::move(v));
         r.nomination = PostFilterResult::Nomination::kOverride;
         r.nominated_node = n->node()->meta.name;
