@@ -45,7 +45,7 @@ profiles:
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
     postFilter:
-      enabled: [{name: DefaultPreemption}]
+      enabled: [{name: DefaultPreemption}, {name: Consolidation}]
     preScore:
       enabled:
       - {name: PodTopologySpread}

@@ -6,6 +6,7 @@
 
 #include "plugins/best_fit/best_fit.h"
 #include "plugins/default_binder/default_binder.h"
+#include "plugins/consolidation/consolidation.h"
 #include "plugins/default_preemption/default_preemption.h"
 #include "plugins/dot_prod/dot_prod.h"
 #include "plugins/fgd/fgd.h"
@@ -48,6 +49,7 @@ Registry InTreeRegistry() {
   add(node_resources_fit::NodeResourcesFit::kName, FactoryOf<node_resources_fit::NodeResourcesFit>());
   add(default_binder::DefaultBinder::kName, FactoryOf<default_binder::DefaultBinder>());
   add(default_preemption::DefaultPreemption::kName, FactoryOf<default_preemption::DefaultPreemption>());
+  add(consolidation::Consolidation::kName, FactoryOf<consolidation::Consolidation>());
   // Pod-to-pod placement rules, as kube-scheduler (docs/kube-scheduler-parity.md).
   add(node_ports::NodePorts::kName, FactoryOf<node_ports::NodePorts>());
   add(inter_pod_affinity::InterPodAffinity::kName, FactoryOf<inter_pod_affinity::InterPodAffinity>());

@@ -83,6 +83,7 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
   if (it != unbound_.end()) bound = *it->second;
   bound.node_name = node;
   bound.phase = PodPhase::kRunning;
+  bound.start_time = clock_->Now();  // status.startTime, as the kubelet reports it once it runs
   for (const auto& [k, v] : annotations) {
     annotations_[pod.Key()][k] = v;
     bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/preemption.h"
 #include "scheduler/util/status_macros.h"
 
@@ -51,7 +52,10 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
       .index = fw->reference() ? nullptr : &index_,
       .limits = limits_,
       .seed = handle_.seed(),
-      .memo = fw->reference() ? nullptr : &memo_};
+      .memo = fw->reference() ? nullptr : &memo_,
+      .may_disrupt_now = preemption::MinRunGuard(handle_, absl::ZeroDuration())};
+  // A minimum run time makes a dry run's answer depend on the time: none is kept then.
+  if (ctx.may_disrupt_now) ctx.memo = nullptr;
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) {
     return {.status = Status::Unschedulable(StrCat("preemption: ", why))};

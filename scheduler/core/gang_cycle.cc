@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
 
@@ -198,7 +199,8 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
                           .nominations = std::make_shared<const Nominations>(
                               Nominations{.pods = WithoutMembers(nominator_.Pods(), members)}),
                           .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
-                          .priority_of = [this](const Pod& p) { return PriorityOf(p); }};
+                          .priority_of = [this](const Pod& p) { return PriorityOf(p); },
+                          .may_disrupt_now = preemption::MinRunGuard(*this, absl::ZeroDuration())};
   std::vector<CycleState> states(members.size());
   std::vector<const CycleState*> state_ptrs;
   for (size_t i = 0; i < members.size(); ++i) {

@@ -2,6 +2,7 @@
 // layout of the core).
 #include "scheduler/core/scheduler.h"
 
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -116,6 +117,7 @@ void Scheduler::Housekeeping() {
   // pod is deleted (see cache.h).
   ExpireWaitingPods();
   RetryRollbackEvictions();
+  disruptions_.Prune(clock_->Now() - preemption::kDisruptionMemory);
   std::vector<std::function<void()>> tasks;
   {
     absl::MutexLock lock(&mu_);

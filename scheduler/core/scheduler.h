@@ -236,6 +236,8 @@ class Scheduler final : public Handle {
   std::optional<int32_t> PriorityClassValue(std::string_view name) const override;
   std::shared_ptr<const Nominations> NominatedPods() const override { return nominator_.Snapshot(); }
   std::vector<PodDisruptionBudget> PodDisruptionBudgets() const override;
+  std::vector<PriorityClass> PriorityClasses() const override { return priority_classes_.All(); }
+  DisruptionLedger* disruptions() const override { return &disruptions_; }
   std::string GangKeyOf(const Pod& pod) const override;
   bool PodEnded(const Pod& pod) const override;
   void PodEvicted(const Pod& pod) override;
@@ -361,6 +363,7 @@ class Scheduler final : public Handle {
   mutable ClusterObjectStore objects_;  // thread-safe; mutable: plugins assume writes through it
   PriorityClassStore priority_classes_;
   DisruptionBudgetStore budgets_;
+  mutable DisruptionLedger disruptions_;  // thread-safe; mutable: plugins record through it
   Nominator nominator_;
   WaitingPods<InFlightPod> waiting_;
   gang::GangStatusSink* gang_status_;

@@ -268,6 +268,12 @@ bool Framework::FitsBesideNominatedPods(const CycleState& state, const Pod& pod,
 Status Framework::RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,
                                    const std::vector<PodRef>& ahead) const {
   if (ahead.empty()) return Status::Ok();
+  if (Status st = RunFiltersAsItWillBe(state, pod, node, ahead); !st.ok()) return st;
+  return KeepsNominatedSpread(pod, node, ahead);
+}
+
+Status Framework::RunFiltersAsItWillBe(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                       const std::vector<PodRef>& ahead) const {
   CycleState with_state = state.Clone();
   NodeInfo with_node = node;
   // The node as it will be: the terminating pods gone (a nominated pod's victims leave the room
@@ -281,6 +287,46 @@ Status Framework::RunFiltersBeside(const CycleState& state, const Pod& pod, cons
     if (Status st = RunPreFilterExtensionAddPod(with_state, pod, *ref, with_node); !st.ok()) return st;
   }
   return RunFilters(with_state, pod, with_node);
+}
+
+namespace {
+
+// Whether `pod` counts toward one of `nominated`'s DoNotSchedule spread constraints.
+bool CountsForSpreadOf(const Pod& pod, const Pod& nominated) {
+  if (pod.meta.namespace_ != nominated.meta.namespace_) return false;
+  for (const TopologySpreadConstraint& c : nominated.topology_spread_constraints) {
+    if (c.when_unsatisfiable == TopologySpreadConstraint::WhenUnsatisfiable::kDoNotSchedule &&
+        MatchesLabelSelector(c.label_selector, pod.meta.labels)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status Framework::KeepsNominatedSpread(const Pod& pod, const NodeInfo& node,
+                                       const std::vector<PodRef>& ahead) const {
+  for (const PodRef& nominated : ahead) {
+    if (!CountsForSpreadOf(pod, *nominated)) continue;
+    // The nominated pod's view of the node as it will be: its own cycle state, the terminating
+    // pods gone, the other nominated pods there; then with `pod` there too.
+    CycleState state;
+    if (!RunPreFilter(state, *nominated).ok()) continue;
+    std::vector<PodRef> others;
+    for (const PodRef& o : ahead) {
+      if (o != nominated) others.push_back(o);
+    }
+    if (!RunFiltersAsItWillBe(state, *nominated, node, others).ok()) {
+      continue;  // it does not fit there without the pod either: the pod takes nothing from it
+    }
+    others.push_back(std::make_shared<const Pod>(pod));
+    if (!RunFiltersAsItWillBe(state, *nominated, node, others).ok()) {
+      return Status::Unschedulable(StrCat("node is nominated to ", nominated->Key(),
+                                          ", whose topology spread this pod would break"));
+    }
+  }
+  return Status::Ok();
 }
 
 bool Framework::AddTerminatingRequests(const NodeInfo& node, Resources& room) {
@@ -378,6 +424,13 @@ PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
   for (PostFilterPlugin* p : post_filter_) {
     PostFilterResult r = p->PostFilter(state, pod, rejected);
     r.status.WithPlugin(p->Name());
+    // Pods an earlier plugin evicted before it gave up are gone all the same, and its word on
+    // the nomination stands unless a later plugin has one.
+    r.victims.insert(r.victims.begin(), last.victims.begin(), last.victims.end());
+    if (r.nomination == PostFilterResult::Nomination::kNoop) {
+      r.nomination = last.nomination;
+      r.nominated_node = last.nominated_node;
+    }
     if (r.status.ok() || r.status.code() == Code::kError) return r;
     last = std::move(r);
   }

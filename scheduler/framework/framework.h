@@ -158,9 +158,18 @@ class Framework {
   std::string scheduler_name_;
   std::vector<std::unique_ptr<Plugin>> owned_;
   const QueueSortPlugin* queue_sort_ = nullptr;
-  // The filters on the node as it will be with `ahead` (nominated there) added.
+  // The filters on the node as it will be with `ahead` (nominated there) added, and
+  // KeepsNominatedSpread; Ok when nothing is nominated there.
   Status RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,
                           const std::vector<PodRef>& ahead) const;
+  // The filters alone on the node as it will be: its terminating pods gone, `ahead` there.
+  Status RunFiltersAsItWillBe(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                              const std::vector<PodRef>& ahead) const;
+  // A pod placed beside nominated pods must leave their own topology spread intact: those whose
+  // DoNotSchedule constraints count it, and that fit on the node without it, must still fit with
+  // it (kube-scheduler does not protect this; without it a preemptor evicts, again and again,
+  // for room that lower-priority pods of its app then take).
+  Status KeepsNominatedSpread(const Pod& pod, const NodeInfo& node, const std::vector<PodRef>& ahead) const;
   std::vector<PreFilterPlugin*> pre_filter_;
   std::vector<FilterPlugin*> filter_;
   std::vector<PostFilterPlugin*> post_filter_;

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/cycle_state.h"
+#include "scheduler/framework/disruption_ledger.h"
 #include "scheduler/framework/status.h"
 #include "scheduler/state/cluster_objects.h"
 #include "scheduler/state/node_info.h"
@@ -156,6 +157,12 @@ class Handle {
   // Whether the pod was deleted (or its name taken by a new UID) since its cycle began: a
   // binding-cycle plugin that waits (PreBind) stops waiting for it.
   virtual bool PodEnded(const Pod& /*pod*/) const { return false; }
+  // Every PriorityClass the scheduler knows: their annotations carry the disruption settings
+  // (scheduler/preemption/disruption.h).
+  virtual std::vector<PriorityClass> PriorityClasses() const { return {}; }
+  // The record of moves and preemptions per workload (disruption_ledger.h); null when nothing
+  // keeps one (then no move limit holds).
+  virtual DisruptionLedger* disruptions() const { return nullptr; }
   // A preemption evicted the pod (the API server accepted): the scheduler counts it as
   // terminating at once, before the informer says so, so that no later cycle charges its
   // quota beside the nomination it made room for.

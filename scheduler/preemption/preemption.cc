@@ -7,12 +7,12 @@
 #include <optional>
 
 #include "scheduler/framework/node_local.h"
+#include "scheduler/preemption/disruption.h"
+#include "scheduler/preemption/overlay.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::preemption {
 namespace {
-
-using NodeLookup = std::function<const NodeInfo*(std::string_view)>;
 
 // spec.priority when the pod carries it (every pod admitted by an API server does); else the
 // context's resolution through its PriorityClass.
@@ -39,8 +39,6 @@ uint32_t CandidateOffset(uint64_t seed, const Pod& pod, size_t nodes) {
 }
 
 bool Terminating(const Pod& pod) { return pod.meta.deletion_timestamp.has_value(); }
-
-absl::Time StartOf(const Pod& pod) { return pod.start_time.value_or(pod.meta.creation_timestamp); }
 
 std::string GangOf(const Context& ctx, const Pod& pod) {
   return ctx.gang_of ? ctx.gang_of(pod) : std::string();
@@ -74,6 +72,8 @@ class GangIndex {
 bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor, const Pod& victim,
               std::string* reason) {
   if (victim.SameKey(preemptor)) return false;  // the pod itself
+  if (ctx.may_disrupt_now && !ctx.may_disrupt_now(victim)) return false;
+  if (ctx.victim_rule) return ctx.victim_rule(victim, reason);
   std::string policy_reason;
   switch (ctx.framework->RunVictimPolicies(state, preemptor, victim, &policy_reason)) {
     case VictimVerdict::kDeny:
@@ -322,14 +322,40 @@ std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::strin
   return message;
 }
 
-absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message) {
+namespace {
+
+std::string Ordinal(int n) {
+  const int tens = n % 100;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : n % 10 == 1              ? "st"
+                       : n % 10 == 2              ? "nd"
+                       : n % 10 == 3              ? "rd"
+                                                  : "th";
+  return StrCat(n, suffix);
+}
+
+}  // namespace
+
+absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message,
+                         DisruptionKind kind) {
   ClusterApi* api = handle.api();
   if (api == nullptr) return absl::OkStatus();
-  absl::Status st = api->Evict(*victim.pod, message);
+  const bool move = kind == DisruptionKind::kMove;
+  DisruptionLedger* ledger = handle.disruptions();
+  const absl::Time now = handle.clock().Now();
+  const std::string workload = WorkloadKey(*victim.pod);
+  std::string told(message);
+  if (ledger != nullptr) {
+    const int nth = ledger->Count(workload, kind, now - kDisruptionMemory) + 1;
+    StrAppend(&told, " (its ", Ordinal(nth), move ? " move" : " preemption", " in ",
+              absl::FormatDuration(kDisruptionMemory), ")");
+  }
+  absl::Status st = api->Evict(*victim.pod, told);
   if (st.ok()) {
-    api->RecordEvent(*victim.pod, "Normal", "Preempted", message);
-    api->MarkDisruptionTarget(*victim.pod, "PreemptionByScheduler", message);
+    api->RecordEvent(*victim.pod, "Normal", move ? "Moved" : "Preempted", told);
+    api->MarkDisruptionTarget(*victim.pod, move ? "ConsolidationByScheduler" : "PreemptionByScheduler", told);
     handle.PodEvicted(*victim.pod);
+    if (ledger != nullptr) ledger->Record(workload, kind, now, now - kDisruptionMemory);
   }
   return st;
 }
@@ -515,48 +541,6 @@ std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudge
 }
 
 namespace {
-
-// A member's state as the plan left the cluster: the victims gone, the members placed so far
-// present (the PreFilter extensions see the change as the node copies do).
-struct PlanLog {
-  struct Change {
-    bool add;
-    PodRef pod;
-  };
-  std::vector<Change> changes;
-  bool Replay(const Framework& fw, CycleState& s, const Pod& member, const NodeLookup& lookup) const {
-    for (const Change& c : changes) {
-      const NodeInfo* where = lookup(c.pod->node_name);
-      if (where == nullptr) continue;
-      Status st = c.add ? fw.RunPreFilterExtensionAddPod(s, member, *c.pod, *where)
-                        : fw.RunPreFilterExtensionRemovePod(s, member, *c.pod, *where);
-      if (!st.ok()) return false;
-    }
-    return true;
-  }
-};
-
-// Copy-on-write node copies over the snapshot.
-class NodeOverlay {
- public:
-  explicit NodeOverlay(const Snapshot* snapshot) : snapshot_(snapshot) {}
-  const NodeInfo* Get(std::string_view name) const {
-    auto it = changed_.find(name);
-    return it != changed_.end() ? &it->second : snapshot_->Get(name);
-  }
-  NodeInfo& Mutable(const std::string& name) {
-    auto it = changed_.find(name);
-    if (it == changed_.end()) it = changed_.emplace(name, *snapshot_->Get(name)).first;
-    return it->second;
-  }
-  NodeLookup Lookup() const {
-    return [this](std::string_view name) { return Get(name); };
-  }
-
- private:
-  const Snapshot* snapshot_;
-  StringKeyedMap<NodeInfo> changed_;
-};
 
 // Member after member, the best candidate node among `nodes` (see preemption.h).
 GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& members,

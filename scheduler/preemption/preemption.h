@@ -80,6 +80,12 @@ struct Context {
   uint64_t seed = 0;
   // Dry-run answers kept between attempts (candidate_memo.h); null: every dry run is made.
   CandidateMemo* memo = nullptr;
+  // Whether a pod may be disrupted now (its minimum run time, disruption.h); null: any may. Its
+  // answer changes with time: no memo then.
+  std::function<bool(const Pod& victim)> may_disrupt_now;
+  // Who may be taken out instead of the priority rule and the VictimPolicy plugins: the pods
+  // consolidation may move (moves.h); `reason` (out) labels the victim. Null: the priority rule.
+  std::function<bool(const Pod& victim, std::string* reason)> victim_rule;
 };
 
 // Whether the pod may preempt now; `why` says why not. Never with preemptionPolicy: Never; not
@@ -120,10 +126,17 @@ std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::strin
                               const PreemptionVictim& victim);
 
 // Evicts one victim through handle.api() (ClusterApi::Evict's answers; OK without an API). Once
-// evicted, the victim is told, as kube-scheduler tells its victims: a Normal event "Preempted"
-// and the condition DisruptionTarget (reason PreemptionByScheduler), both with `message`; and
-// the scheduler counts it as terminating at once (Handle::PodEvicted).
-absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message);
+// evicted, the victim is told, as kube-scheduler tells its victims: a Normal event and the
+// condition DisruptionTarget, both with `message` and how often its workload was disrupted so
+// (" (its 2nd move)"): for a preemption the event "Preempted" and reason PreemptionByScheduler,
+// for a move "Moved" and ConsolidationByScheduler. The scheduler counts it as terminating at
+// once (Handle::PodEvicted) and notes it in its ledger (Handle::disruptions).
+absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message,
+                         DisruptionKind kind = DisruptionKind::kPreemption);
+
+// How long the ledger remembers a disruption (for the counts in messages; move limits look
+// back no further).
+inline constexpr absl::Duration kDisruptionMemory = absl::Hours(24);
 
 // --- Gang preemptors ---
 struct GangMemberTarget {

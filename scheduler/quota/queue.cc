@@ -103,6 +103,15 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
       q.weight_milli = *milli;
     }
   }
+  if (const json* disruption = d.Object(*spec, "disruption", "spec.disruption")) {
+    if (disruption->contains("movable")) {
+      q.movable = d.Bool(*disruption, "movable", "spec.disruption.movable");
+    }
+    if (disruption->contains("minRunSeconds")) {
+      q.min_run_seconds = d.Int(*disruption, "minRunSeconds", "spec.disruption.minRunSeconds");
+      if (*q.min_run_seconds < 0) d.Fail("spec.disruption.minRunSeconds", "must not be negative");
+    }
+  }
   if (!d.ok()) return d.status();
   return q;
 }

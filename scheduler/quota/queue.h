@@ -57,6 +57,10 @@ struct Queue {
   ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
   WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
   int64_t weight_milli = 1000;  // spec.weight, fair sharing of borrowed capacity
+  // spec.disruption (scheduler/preemption/disruption.h): whether the queue's running pods may be
+  // moved to make room (consolidation), and how long a pod runs before it may be disrupted.
+  std::optional<bool> movable;
+  std::optional<int64_t> min_run_seconds;
 
   const std::string& name() const { return meta.name; }
 };

@@ -278,6 +278,7 @@ std::vector<GaugeSample> PerQueue(const std::vector<QueueReport>& reports,
 // A preemption victim's reason (LowerPriority, or the victim policy's) as an eviction reason:
 // quota's reclaim and fair-share evictions are "reclaim", the others "priority".
 std::string_view EvictionReason(std::string_view victim_reason) {
+  if (victim_reason == "Consolidation") return "move";
   return victim_reason == "reclaim" || victim_reason == "fair-share" ? "reclaim" : "priority";
 }
 

@@ -60,6 +60,14 @@ int32_t PriorityClassStore::Floor() const {
   return floor;
 }
 
+std::vector<PriorityClass> PriorityClassStore::All() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PriorityClass> all;
+  for (const auto& [name, c] : classes_) all.push_back(c);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.meta.name < b.meta.name; });
+  return all;
+}
+
 void DisruptionBudgetStore::Put(PodDisruptionBudget pdb) {
   absl::MutexLock lock(&mu_);
   std::string key = StrCat(pdb.meta.namespace_, "/", pdb.meta.name);

@@ -33,6 +33,8 @@ class PriorityClassStore {
   int32_t PriorityOf(const Pod& pod) const;
   // The lowest priority any pod may have: min(0, every class's value).
   int32_t Floor() const;
+  // Every class, by name.
+  std::vector<PriorityClass> All() const;
 
  private:
   const PriorityClass* ClassForLocked(const Pod& pod) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

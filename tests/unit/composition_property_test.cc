@@ -1,10 +1,12 @@
 // Features together: seeded runs that mix gangs, priorities, team queues in a cohort, pod
-// anti-affinity, spread, preemption (with victims that take a while to terminate) and shared
-// GPUs (time-sliced nodes, fractional pods, pods that opt out of sharing) on small GPU clusters
-// with churn. After every scheduling cycle an independent checker
-// (placement_checker.h: its own arithmetic over what the cluster shows) checks resources, GPU
-// devices, anti-affinity, spread, nominated pods' room, quota, gangs, and that no preemptor
-// evicts again while its victims terminate.
+// anti-affinity, spread, preemption (with victims that take a while to terminate), moves of
+// pods that opted in (consolidation; their Jobs recreate them) and shared GPUs (time-sliced
+// nodes, fractional pods, pods that opt out of sharing) on small GPU clusters with churn. After
+// every scheduling cycle an independent checker (placement_checker.h: its own arithmetic over
+// what the cluster shows) checks resources, GPU devices, anti-affinity, spread, nominated pods'
+// room, quota, gangs, that no preemptor evicts again while its victims terminate, and that
+// every move was allowed (opt-in, minimum run time, move limit) and part of a plan that works
+// out: the waiting pod fits where the moved pods were, and they all fit elsewhere.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -41,10 +43,11 @@ struct ApiServer {
     s = &harness.s;
     testing::FakeClusterApi& api = harness.api;
     const Clock* clock = &harness.clock;
-    api.on_bind = [this, &api](const Pod& pod, const std::string& node) {
+    api.on_bind = [this, &api, clock](const Pod& pod, const std::string& node) {
       Pod b = pod;
       b.node_name = node;
       b.phase = PodPhase::kRunning;
+      b.start_time = clock->Now();
       for (const auto& [k, v] : api.bind_annotations.back().second) b.meta.annotations[k] = v;
       ReadGpuDevicesAnnotation(b);
       bound[b.Key()] = b;
@@ -54,30 +57,49 @@ struct ApiServer {
       auto it = bound.find(pod.Key());
       if (it == bound.end()) return absl::NotFoundError("gone");
       if (!terminating.insert(pod.Key()).second) return absl::OkStatus();
-      // "preempted by NS/NAME (priority ...": the preemptor.
+      // "preempted by NS/NAME (priority ...", "moved to make room for NS/NAME on node ...": the
+      // preemptor.
       std::string preemptor;
-      if (reason.rfind("preempted by ", 0) == 0) {
-        std::string_view rest = reason.substr(13);
+      bool move = false;
+      for (std::string_view lead : {"preempted by ", "moved to make room for "}) {
+        if (reason.rfind(lead, 0) != 0) continue;
+        std::string_view rest = reason.substr(lead.size());
         preemptor = std::string(rest.substr(0, rest.find(' ')));
+        move = lead.front() == 'm';
       }
-      evictions.push_back({pod.Key(), preemptor, it->second.node_name});
+      evictions.push_back({pod.Key(), preemptor, it->second.node_name, move});
       it->second.meta.deletion_timestamp = clock->Now();
       (*s)->OnPodUpdate(it->second);
       return absl::OkStatus();
     };
   }
   std::vector<Eviction> TakeEvictions() { return std::exchange(evictions, {}); }
+  // The pod is gone; when it was evicted, its Job (if it has one) makes a new pod.
   void Delete(const std::string& key) {
     bound.erase(key);
-    terminating.erase(key);
+    const bool evicted = terminating.erase(key) > 0;
     (*s)->OnPodDelete(key);
+    if (evicted && on_evicted_gone) on_evicted_gone(key);
   }
+  std::function<void(const std::string& key)> on_evicted_gone;
 };
+
+// Moves: after 30 s of running, at most once per workload in 10 minutes.
+constexpr char kConfig[] = R"(
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - name: Consolidation
+    args: {minRunSeconds: 30, maxMovesPerPod: 1, moveWindowSeconds: 600}
+)";
+const testing::MoveRules kMoveRules{.min_run = absl::Seconds(30), .max_moves = 1, .window = absl::Seconds(600)};
 
 struct Run {
   std::mt19937_64 rng;
-  testing::CoreHarness harness{
-      {.parallelism = 1, .start = absl::FromUnixSeconds(1'700'000'000), .confirm_binds = false}};
+  testing::CoreHarness harness{{.config_yaml = kConfig,
+                                .parallelism = 1,
+                                .start = absl::FromUnixSeconds(1'700'000'000),
+                                .confirm_binds = false}};
   ManualClock& clock = harness.clock;
   Cache& cache = harness.cache;
   std::unique_ptr<Scheduler>& s = harness.s;
@@ -87,7 +109,10 @@ struct Run {
   std::vector<std::string> gangs;      // running or pending
   std::vector<std::string> singles;
 
-  explicit Run(uint64_t seed) : rng(seed) { api.Serve(harness); }
+  explicit Run(uint64_t seed) : rng(seed) {
+    api.Serve(harness);
+    api.on_evicted_gone = [this](const std::string& key) { Recreate(key); };
+  }
   int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
   bool Chance(int percent) { return Pick(1, 100) <= percent; }
 
@@ -138,6 +163,11 @@ struct Run {
     if (spec.gpu_milli > 0) p.meta.annotations["tessel.io/gpu-milli"] = std::to_string(spec.gpu_milli);
     if (spec.sharing_never) p.meta.annotations["tessel.io/gpu-sharing"] = "never";
     if (!spec.gang.empty()) p.meta.labels["scheduling.x-k8s.io/pod-group"] = spec.gang;
+    if (spec.movable) p.meta.annotations["tessel.io/movable"] = "true";
+    if (!spec.workload.empty()) {
+      p.meta.owner_references.push_back(
+          {.api_version = "batch/v1", .kind = "Job", .name = spec.workload, .uid = spec.workload, .controller = true});
+    }
     if (!spec.anti_app.empty()) {
       p.pod_anti_affinity.required.push_back(PodAffinityTerm{
           .label_selector = LabelSelector{.match_labels = {{"app", spec.anti_app}}},
@@ -186,6 +216,19 @@ struct Run {
     // Shared GPUs: some pods ask a fraction of one GPU, some refuse time-sliced GPUs.
     if (spec.gpus > 0 && Chance(25)) spec.gpus = 1, spec.gpu_milli = 250 * Pick(1, 3);
     if (spec.gpus > 0 && Chance(10)) spec.sharing_never = true;
+    // A third of the pods belong to Jobs that checkpoint: movable, recreated when evicted.
+    if (Chance(33)) spec.movable = true, spec.workload = StrCat("job-", name);
+    world.pods[spec.key] = spec;
+    singles.push_back(spec.key);
+    s->OnPodAdd(MakePod(spec, next_pod++));
+  }
+
+  // The Job controller: an evicted pod of a Job comes back under a new name.
+  void Recreate(const std::string& key) {
+    const CheckedPod old = world.pods.at(key);
+    if (old.workload.empty()) return;
+    CheckedPod spec = old;
+    spec.key = StrCat(old.namespace_, "/p", next_pod);
     world.pods[spec.key] = spec;
     singles.push_back(spec.key);
     s->OnPodAdd(MakePod(spec, next_pod++));
@@ -221,9 +264,9 @@ struct Run {
   }
 };
 
-TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose; an independent "
-          "checker finds no broken rule after any cycle", "[property][composition]") {
-  int cycles = 0, evictions = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
+TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves compose; an "
+          "independent checker finds no broken rule after any cycle", "[property][composition]") {
+  int cycles = 0, evictions = 0, moves = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -239,7 +282,13 @@ TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose
         ++cycles;
         const std::vector<Eviction> evicted = r.api.TakeEvictions();
         evictions += static_cast<int>(evicted.size());
-        broken = checker.AfterCycle(r.View(), evicted);
+        moves += static_cast<int>(
+            std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
+        const ClusterView view = r.View();
+        broken = checker.AfterCycle(view, evicted);
+        for (std::string& b : checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules)) {
+          broken.push_back(std::move(b));
+        }
       }
       r.Churn();
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
@@ -258,6 +307,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules and preemption compose
   // The families reach what they are meant to: many cycles, preemptions, gangs placed.
   CHECK(cycles > 5000);
   CHECK(evictions > 50);
+  CHECK(moves > 20);
   CHECK(gang_pods_bound > 100);
   CHECK(replica_pods_bound > 100);
   CHECK(fractions_bound > 50);

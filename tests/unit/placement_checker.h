@@ -43,6 +43,8 @@ struct CheckedPod {
   std::string gang;       // "" for none
   std::string anti_app;   // required anti-affinity, hostname, to pods labelled app=anti_app
   bool spread = false;    // DoNotSchedule, maxSkew 1, hostname, over pods labelled app=app
+  bool movable = false;   // annotated tessel.io/movable: "true"
+  std::string workload;   // its Job: what comes back when it is evicted ("" for none)
 };
 struct CheckedQueue {
   std::string name;
@@ -67,7 +69,15 @@ struct ClusterView {
 struct Eviction {
   std::string victim;
   std::string preemptor;
-  std::string node;  // where the victim ran
+  std::string node;   // where the victim ran
+  bool move = false;  // a move (consolidation) for the preemptor, not a preemption
+};
+
+// The anti-thrash rules moves must keep (the Consolidation plugin's args in the test).
+struct MoveRules {
+  absl::Duration min_run;
+  int max_moves = 1;
+  absl::Duration window;
 };
 
 class PlacementChecker {
@@ -366,7 +376,131 @@ class PlacementChecker {
                          [&](const CheckedNode& n) { return n.name == name; });
   }
 
+  // The room a node has for pods the checker places in its head: CPU, GPU room, and each
+  // device's use (milli on an exclusive node, replicas on a time-sliced one).
+  struct Room {
+    int64_t cpu = 0;
+    std::vector<int64_t> device_used;
+  };
+  Room RoomOf(const CheckedNode& n, const std::vector<PodRef>& pods) const {
+    Room r{.cpu = n.milli_cpu, .device_used = std::vector<int64_t>(static_cast<size_t>(n.gpus), 0)};
+    for (const PodRef& p : pods) {
+      const CheckedPod* s = Spec(*p);
+      if (s == nullptr || Terminating(*p)) continue;
+      r.cpu -= s->milli_cpu;
+      if (!p->gpu_devices) continue;
+      for (int32_t d : *p->gpu_devices) {
+        if (d >= 0 && d < n.gpus) {
+          r.device_used[static_cast<size_t>(d)] += n.replicas > 1 ? 1 : (s->gpu_milli > 0 ? s->gpu_milli : 1000);
+        }
+      }
+    }
+    return r;
+  }
+  // Takes the pod's room from `r` if it is there: whole GPUs on devices nobody uses, a fraction
+  // within one device, replicas on distinct devices with a free slot.
+  static bool Take(const CheckedNode& n, Room& r, const CheckedPod& s) {
+    if (s.milli_cpu > r.cpu) return false;
+    if (s.gpus > 0 && s.sharing_never && n.replicas > 1) return false;
+    Room after = r;
+    after.cpu -= s.milli_cpu;
+    int64_t want = s.gpus;
+    if (n.replicas == 1 && s.gpu_milli > 0) {
+      auto d = std::find_if(after.device_used.begin(), after.device_used.end(),
+                            [&](int64_t used) { return used + s.gpu_milli <= 1000; });
+      if (d == after.device_used.end()) return false;
+      *d += s.gpu_milli;
+      want = 0;
+    }
+    if (n.replicas > 1 && s.gpu_milli > 0) want = 1;
+    for (int64_t& used : after.device_used) {
+      if (want == 0) break;
+      if (n.replicas == 1 ? used == 0 : used < n.replicas) {
+        used += n.replicas == 1 ? 1000 : 1;
+        --want;
+      }
+    }
+    if (want > 0) return false;
+    r = std::move(after);
+    return true;
+  }
+  // Whether `pods` (moved) each fit on some node of `rooms` at once: a search over the nodes.
+  bool PlaceAll(std::map<std::string, Room>& rooms, const std::vector<const CheckedPod*>& pods, size_t i) const {
+    if (i == pods.size()) return true;
+    for (auto& [name, room] : rooms) {
+      Room saved = room;
+      if (Take(NodeOf(name), room, *pods[i]) && PlaceAll(rooms, pods, i + 1)) return true;
+      room = std::move(saved);
+    }
+    return false;
+  }
+
+ public:
+  // Moves (consolidation), after a cycle: a pod is moved only if it opted in, is in no gang,
+  // ran at least the minimum run time, and was not moved more than the limit within the
+  // window; and only for a plan that works out by the checker's own arithmetic: with the moved
+  // pods gone, the waiting pod fits on the node they left, and every moved pod fits on another
+  // node at the same time.
+  std::vector<std::string> CheckMoves(const ClusterView& view, const std::vector<Eviction>& evictions,
+                                      absl::Time now, const MoveRules& rules) {
+    std::vector<std::string> out;
+    std::map<std::string, std::vector<const Eviction*>> by_preemptor;
+    for (const Eviction& e : evictions) {
+      if (e.move) by_preemptor[e.preemptor].push_back(&e);
+    }
+    for (const auto& [who, moved] : by_preemptor) {
+      const CheckedPod* waiting = SpecOf(who);
+      if (waiting == nullptr) {
+        out.push_back(StrCat("pods were moved for ", who, ", which the test never made"));
+        continue;
+      }
+      const std::string node = moved.front()->node;
+      std::vector<const CheckedPod*> specs;
+      for (const Eviction* e : moved) {
+        const CheckedPod* s = SpecOf(e->victim);
+        if (s == nullptr) continue;
+        if (e->node != node) out.push_back(StrCat(e->victim, " was moved from ", e->node, " for ", who, " but the plan's node is ", node));
+        if (!s->movable) out.push_back(StrCat(e->victim, " was moved for ", who, " but did not opt in"));
+        if (!s->gang.empty()) out.push_back(StrCat(e->victim, " of gang ", s->gang, " was moved"));
+        for (const PodRef& p : view.on_node.at(e->node)) {
+          if (p->Key() != e->victim) continue;
+          const absl::Time start = p->start_time.value_or(p->meta.creation_timestamp);
+          if (now - start < rules.min_run) {
+            out.push_back(StrCat(e->victim, " was moved after ", absl::FormatDuration(now - start),
+                                 " of running, below the minimum ", absl::FormatDuration(rules.min_run)));
+          }
+        }
+        std::vector<absl::Time>& times = moves_[s->workload];
+        times.push_back(now);
+        const auto recent = std::count_if(times.begin(), times.end(), [&](absl::Time t) { return now - t < rules.window; });
+        if (recent > rules.max_moves) {
+          out.push_back(StrCat("workload ", s->workload, " was moved ", recent, " times within ",
+                               absl::FormatDuration(rules.window), " (limit ", rules.max_moves, ")"));
+        }
+        specs.push_back(s);
+      }
+      std::map<std::string, Room> rooms;
+      for (const CheckedNode& n : world_->nodes) {
+        auto it = view.on_node.find(n.name);
+        if (it != view.on_node.end()) rooms[n.name] = RoomOf(n, it->second);
+      }
+      if (!rooms.contains(node) || !Take(NodeOf(node), rooms[node], *waiting)) {
+        out.push_back(StrCat("pods were moved off ", node, " for ", who, ", which does not fit there without them"));
+        continue;
+      }
+      rooms.erase(node);
+      std::stable_sort(specs.begin(), specs.end(), [](const CheckedPod* a, const CheckedPod* b) { return a->gpus > b->gpus; });
+      if (!PlaceAll(rooms, specs, 0)) {
+        out.push_back(StrCat("the ", specs.size(), " pod(s) moved off ", node, " for ", who,
+                             " do not all fit on the other nodes"));
+      }
+    }
+    return out;
+  }
+
+ private:
   const CheckedWorld* world_;
+  std::map<std::string, std::vector<absl::Time>> moves_;  // workload -> when it was moved
   ClusterView before_;
   std::map<std::string, std::string> placed_before_;
   std::map<std::string, std::set<std::string>> earlier_victims_;

@@ -7,6 +7,7 @@
 
 #include "fake_handle.h"
 #include "plugins/best_fit/best_fit.h"
+#include "plugins/consolidation/consolidation.h"
 #include "plugins/default_preemption/default_preemption.h"
 #include "plugins/dot_prod/dot_prod.h"
 #include "plugins/fgd/fgd.h"
@@ -84,6 +85,17 @@ std::vector<Case> Cases() {
           },
           "{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}",
           "DefaultPreemption: args: minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0"),
+      Row<consolidation::Consolidation>(
+          "{minRunSeconds: 0, maxMovesPerPod: 3, moveWindowSeconds: 60}",
+          [](const consolidation::ConsolidationArgs& d, const consolidation::ConsolidationArgs& v) {
+            CHECK(d.min_run_seconds == 600);
+            CHECK(d.max_moves_per_pod == 1);
+            CHECK(d.move_window_seconds == 3600);
+            CHECK(v.min_run_seconds == 0);
+            CHECK(v.max_moves_per_pod == 3);
+            CHECK(v.move_window_seconds == 60);
+          },
+          "{moveWindowSeconds: 0}", "Consolidation: args.moveWindowSeconds: want an integer in 1..31622400, got \"0\""),
       Row<fgd::FGD>(
           "{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 3}], coveragePercent: 90, packWholeGpus: true}",
           [](const fgd::FGDArgs& d, const fgd::FGDArgs& v) {
@@ -209,7 +221,7 @@ std::vector<Case> Cases() {
 TEST_CASE("every plugin with args: defaults, a valid value, and a bad field naming plugin and field",
           "[plugins][args]") {
   const std::vector<Case> cases = Cases();
-  CHECK(cases.size() == 14);
+  CHECK(cases.size() == 15);
   for (const Case& c : cases) {
     CAPTURE(c.plugin);
     c.check();
@@ -224,7 +236,7 @@ TEST_CASE("every plugin with args: defaults, a valid value, and a bad field nami
 TEST_CASE("every in-tree plugin is registered and made from no args", "[plugins][args]") {
   const Registry registry = InTreeRegistry();
   testing::FakeHandle handle;
-  CHECK(registry.Names().size() == 25);
+  CHECK(registry.Names().size() == 26);
   for (const std::string& name : registry.Names()) {
     CAPTURE(name);
     auto made = (*registry.Find(name))(YAML::Node(), handle);

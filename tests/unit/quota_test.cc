@@ -50,7 +50,7 @@ TEST_CASE("Queue decodes every field", "[quota]") {
              "borrowingLimit": {"nvidia.com/gpu": "10", "cpu": "0"},
              "lendingLimit": {"nvidia.com/gpu": "1.5"},
              "preemption": {"reclaimWithinCohort": "LowerPriority", "withinQueue": "LowerPriority"},
-             "weight": "2"}})"));
+             "weight": "2", "disruption": {"movable": true, "minRunSeconds": 900}}})"));
   REQUIRE(q.ok());
   CHECK(q->name() == "team-a");
   CHECK(q->namespaces == std::vector<std::string>{"a1", "a2"});
@@ -61,6 +61,12 @@ TEST_CASE("Queue decodes every field", "[quota]") {
   CHECK(q->reclaim_within_cohort == ReclaimPolicy::kLowerPriority);
   CHECK(q->within_queue == WithinQueuePolicy::kLowerPriority);
   CHECK(q->weight_milli == 2000);
+  CHECK(q->movable == true);
+  CHECK(q->min_run_seconds == 900);
+  auto unset = DecodeQueue(json::parse(R"({"kind": "Queue", "metadata": {"name": "b"}, "spec": {}})"));
+  REQUIRE(unset.ok());
+  CHECK_FALSE(unset->movable.has_value());
+  CHECK_FALSE(unset->min_run_seconds.has_value());
 }
 
 TEST_CASE("Queue decoding errors name the object and the field", "[quota]") {
@@ -81,6 +87,8 @@ TEST_CASE("Queue decoding errors name the object and the field", "[quota]") {
        "LowerPriority, Any"},
       {R"({"weight": "0"})", "Queue q: spec.weight: must be positive"},
       {R"({"nominalQuota": {"cpu": "-1"}})", "Queue q: spec.nominalQuota.cpu"},
+      {R"({"disruption": {"minRunSeconds": -5}})", "Queue q: spec.disruption.minRunSeconds: must not be negative"},
+      {R"({"disruption": {"movable": "yes"}})", "Queue q: spec.disruption.movable"},
   };
   for (const Case& c : cases) {
     INFO(c.spec);

@@ -361,7 +361,8 @@ TEST_CASE("preemption evicts, nominates, and the nomination outlives a lagging u
   f.RunUntilIdle();
   CHECK(f.api.evictions == std::vector<std::string>{"default/low"});
   // The victim is told who preempted it, where, and why, as kube-scheduler tells its victims.
-  const std::string told = "preempted by default/high (priority 100) on node n1 (LowerPriority)";
+  const std::string told =
+      "preempted by default/high (priority 100) on node n1 (LowerPriority) (its 1st preemption in 24h)";
   CHECK(f.api.events == std::vector<std::string>{"default/low Normal Preempted: " + told});
   CHECK(f.api.disruption_targets == std::vector<std::string>{"default/low PreemptionByScheduler: " + told});
   CHECK(f.s->NominatedNodeOf("default/high") == "n1");

@@ -1,0 +1,124 @@
+// Consolidation: moving movable pods to make room for a pod that fits nowhere (consolidation.h).
+#include "plugins/consolidation/consolidation.h"
+
+#include <limits>
+
+#include "scheduler/framework/plugin_util.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/preemption/disruption.h"
+#include "scheduler/util/status_macros.h"
+
+namespace tessel::consolidation {
+namespace {
+
+// Plans tried per attempt when PodDisruptionBudgets refuse the best ones.
+constexpr size_t kPlansTried = 3;
+
+}  // namespace
+
+absl::StatusOr<ConsolidationArgs> Consolidation::ParseArgs(const YAML::Node& yaml) {
+  ArgsReader reader = ArgsReader::Of(kName, yaml);
+  RETURN_IF_ERROR(reader.OnlyKeys({"minRunSeconds", "maxMovesPerPod", "moveWindowSeconds"}));
+  Args args;
+  constexpr int64_t kYear = 366 * 24 * 3600;
+  ASSIGN_OR_RETURN(args.min_run_seconds, reader.Int("minRunSeconds", args.min_run_seconds, 0, kYear));
+  ASSIGN_OR_RETURN(const int64_t moves, reader.Int("maxMovesPerPod", args.max_moves_per_pod, 0, 1000));
+  args.max_moves_per_pod = static_cast<int32_t>(moves);
+  ASSIGN_OR_RETURN(args.move_window_seconds,
+                   reader.Int("moveWindowSeconds", args.move_window_seconds, 1, kYear));
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<Consolidation>> Consolidation::New(Args args, Handle& handle) {
+  return std::make_unique<Consolidation>(handle, args);
+}
+
+PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
+                                           const NodeStatusMap& filtered) {
+  using Nomination = PostFilterResult::Nomination;
+  auto unschedulable = [](std::string why) {
+    return PostFilterResult{.status = Status::Unschedulable(StrCat("consolidation: ", why))};
+  };
+  const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
+  if (fw == nullptr) {
+    return {.status = Status::Error(StrCat("consolidation: no profile \"", pod.scheduler_name, "\""))};
+  }
+  if (args_.max_moves_per_pod == 0) return unschedulable("maxMovesPerPod is 0");
+  if (gpu::ReadGpuRequest(pod).total_milli() == 0) return unschedulable("the pod asks for no GPU");
+  if (!handle_.GangKeyOf(pod).empty()) return unschedulable("gang members are placed by the gang cycle");
+
+  const absl::Time now = handle_.clock().Now();
+  const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
+  DisruptionLedger* ledger = handle_.disruptions();
+  const absl::Duration window = absl::Seconds(args_.move_window_seconds);
+  const Handle* handle = &handle_;
+  preemption::Context ctx{
+      .framework = fw,
+      .snapshot = &handle_.snapshot(),
+      .pdbs = handle_.PodDisruptionBudgets(),
+      .nominations = handle_.NominatedPods(),
+      .gang_of = [handle](const Pod& p) { return handle->GangKeyOf(p); },
+      .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); },
+      .priority_floor = handle_.PriorityFloor(),
+      .seed = handle_.seed(),
+      .may_disrupt_now =
+          [&](const Pod& p) {
+            if (!rules.RanLongEnough(p, now, absl::Seconds(args_.min_run_seconds))) return false;
+            return ledger == nullptr ||
+                   ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < args_.max_moves_per_pod;
+          },
+      .victim_rule =
+          [&](const Pod& p, std::string* reason) {
+            if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
+            *reason = std::string(kReason);
+            return true;
+          }};
+  std::string why;
+  if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) return unschedulable(why);
+  index_.Sync(rules.movable_version());
+
+  const std::vector<preemption::MovePlan> plans =
+      preemption::FindMovePlans(ctx, state, pod, filtered, kPlansTried, &index_);
+  if (plans.empty()) {
+    PostFilterResult none = unschedulable(
+        "no node can take the pod by moving movable pods that every fit elsewhere");
+    none.nomination = Nomination::kOverride;  // nowhere to wait for
+    return none;
+  }
+  std::vector<PreemptionVictim> moved;
+  for (const preemption::MovePlan& plan : plans) {
+    std::vector<PreemptionVictim> victims;
+    for (const preemption::Move& m : plan.moves) victims.push_back(m.pod);
+    bool refused = false;
+    for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, victims)) {
+      const std::string message =
+          StrCat("moved to make room for ", pod.Key(), " on node ", plan.node);
+      absl::Status st = preemption::EvictVictim(handle_, v, message, DisruptionKind::kMove);
+      if (st.ok() || absl::IsNotFound(st)) {
+        moved.push_back(v);
+        continue;
+      }
+      if (absl::IsResourceExhausted(st)) {  // a PodDisruptionBudget says no: the next plan
+        refused = true;
+        break;
+      }
+      if (absl::IsFailedPrecondition(st)) {  // not the leader (any more)
+        return {.status = Status::Unschedulable(StrCat("consolidation: ", st.message())),
+                .victims = std::move(moved)};
+      }
+      return {.status = Status::Error(StrCat("consolidation: evicting pod ", v.pod->Key(), ": ", st.message())),
+              .victims = std::move(moved)};
+    }
+    if (refused) continue;
+    return {.status = Status::Ok(),
+            .nomination = Nomination::kOverride,
+            .nominated_node = plan.node,
+            .victims = std::move(moved)};
+  }
+  return {.status = Status::Unschedulable(StrCat("consolidation: PodDisruptionBudgets refused the moves of all ",
+                                                 plans.size(), " plan(s)")),
+          .nomination = Nomination::kOverride,
+          .victims = std::move(moved)};
+}
+
+}  // namespace tessel::consolidation

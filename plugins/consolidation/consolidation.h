@@ -1,0 +1,51 @@
+// Consolidation (PostFilter): when a pod that asks for GPUs fits nowhere, and preemption did not
+// help, although enough GPUs are free across nodes, move running pods that opted in (movable:
+// scheduler/preemption/disruption.h) so that one node holds it. The plan comes from
+// scheduler/preemption/moves.h: on a node, the fewest movable pods whose removal lets the pod fit
+// (preemption's dry run and reprieve), accepted only if every one of them fits on another node
+// at once; the best plan moves the fewest pods, then the fewest GPUs. Its pods are evicted
+// through the Eviction API (PodDisruptionBudgets hold; a refusal tries the next plan) and told
+// why (event "Moved", condition DisruptionTarget reason ConsolidationByScheduler, naming the
+// pod they made room for); the pod is nominated to the node, so nothing else takes the room.
+//
+// No thrashing: a pod is moved only after it ran `minRunSeconds` (its PriorityClass or Queue may
+// set another minimum), and at most `maxMovesPerPod` times within `moveWindowSeconds`, counted
+// per workload (its controller; a Job's completion index) across recreations. Gang members are
+// not moved (a move would restart the whole gang). A pod with preemptionPolicy: Never moves
+// nobody.
+//
+// Args: minRunSeconds (>= 0, default 600), maxMovesPerPod (>= 0, default 1; 0 moves nothing),
+// moveWindowSeconds (> 0, default 3600).
+#pragma once
+
+#include "scheduler/framework/registry.h"
+#include "scheduler/preemption/moves.h"
+
+namespace tessel::consolidation {
+
+struct ConsolidationArgs {
+  int64_t min_run_seconds = 600;
+  int32_t max_moves_per_pod = 1;
+  int64_t move_window_seconds = 3600;
+};
+
+class Consolidation final : public PostFilterPlugin {
+ public:
+  static constexpr std::string_view kName = "Consolidation";
+  // The reason on its victims (scheduler_preemption_victims{reason="Consolidation"}).
+  static constexpr std::string_view kReason = "Consolidation";
+  using Args = ConsolidationArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<Consolidation>> New(Args args, Handle& handle);
+  Consolidation(Handle& handle, Args args) : handle_(handle), args_(args) {}
+  std::string_view Name() const override { return kName; }
+  PostFilterResult PostFilter(CycleState& state, const Pod& pod,
+                              const NodeStatusMap& filtered) override;
+
+ private:
+  Handle& handle_;
+  const Args args_;
+  preemption::MovableIndex index_;  // the scheduling thread's, like the cycle
+};
+
+}  // namespace tessel::consolidation

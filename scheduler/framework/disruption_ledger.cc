@@ -1,0 +1,61 @@
+// The record of disruptions (disruption_ledger.h).
+#include "scheduler/framework/disruption_ledger.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessel {
+
+std::string WorkloadKey(const Pod& pod) {
+  for (const OwnerReference& owner : pod.meta.owner_references) {
+    if (!owner.controller || owner.uid.empty()) continue;
+    auto index = pod.meta.labels.find("batch.kubernetes.io/job-completion-index");
+    if (index == pod.meta.labels.end()) {
+      index = pod.meta.annotations.find("batch.kubernetes.io/job-completion-index");
+      if (index == pod.meta.annotations.end()) return absl::StrCat(owner.kind, "/", owner.uid);
+    }
+    return absl::StrCat(owner.kind, "/", owner.uid, "#", index->second);
+  }
+  return absl::StrCat("Pod/", pod.Key());
+}
+
+namespace {
+
+template <typename Entries>
+int CountSince(const Entries& entries, DisruptionKind kind, absl::Time since) {
+  return static_cast<int>(std::count_if(entries.begin(), entries.end(), [&](const auto& e) {
+    return e.kind == kind && e.at >= since;
+  }));
+}
+
+}  // namespace
+
+int DisruptionLedger::Record(const std::string& workload, DisruptionKind kind, absl::Time at,
+                             absl::Time since) {
+  absl::MutexLock lock(&mu_);
+  auto& entries = history_[workload];
+  entries.push_back({kind, at});
+  return CountSince(entries, kind, since);
+}
+
+int DisruptionLedger::Count(const std::string& workload, DisruptionKind kind, absl::Time since) const {
+  absl::MutexLock lock(&mu_);
+  auto it = history_.find(workload);
+  return it == history_.end() ? 0 : CountSince(it->second, kind, since);
+}
+
+void DisruptionLedger::Prune(absl::Time before) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = history_.begin(); it != history_.end();) {
+    auto& entries = it->second;
+    while (!entries.empty() && entries.front().at < before) entries.pop_front();
+    if (entries.empty()) {
+      history_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,174 @@
+// Moves: plans that make room for a pod by moving movable pods (see moves.h).
+#include "scheduler/preemption/moves.h"
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/preemption/overlay.h"
+
+namespace tessel::preemption {
+namespace {
+
+// Nodes tried per pod at most, closest to fitting first: each costs a dry run, and a plan that
+// must move much is a poor one anyway.
+constexpr size_t kMaxNodesTried = 64;
+
+int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli(); }
+
+auto PlanCost(const MovePlan& p) {
+  return std::make_tuple(p.pdb_violations, p.moves.size(), p.moved_gpu_milli);
+}
+
+// Fuller first: the fewest free GPU milli, then the least free CPU (FitWith's order in gang
+// preemption), so the moved pods pack rather than open empty nodes.
+auto Fullness(const NodeInfo& n) { return std::make_pair(n.gpus().total_free_milli(), n.Free().milli_cpu); }
+
+// The pod as its controller would recreate it: pending, nominated nowhere.
+PodRef Pending(const Pod& running) {
+  Pod p = running;
+  p.node_name.clear();
+  p.nominated_node_name.clear();
+  return std::make_shared<const Pod>(std::move(p));
+}
+
+PodRef PlacedOn(const Pod& pod, const std::string& node) {
+  Pod p = pod;
+  p.node_name = node;
+  return std::make_shared<const Pod>(std::move(p));
+}
+
+}  // namespace
+
+bool BetterPlan(const MovePlan& a, const MovePlan& b) {
+  if (PlanCost(a) != PlanCost(b)) return PlanCost(a) < PlanCost(b);
+  return a.node < b.node;
+}
+
+std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
+                                  const Candidate& candidate) {
+  const Framework& fw = *ctx.framework;
+  NodeOverlay overlay(ctx.snapshot);
+  const NodeLookup lookup = overlay.Lookup();
+  PlanLog log;
+  for (const PreemptionVictim& v : candidate.victims) {
+    overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
+    log.changes.push_back({false, v.pod});
+  }
+  PlanLog taken_out = log;  // what the pod's own state must see: the moved pods gone, then placed
+  const PodRef placed = PlacedOn(pod, candidate.node);
+  overlay.Mutable(candidate.node).AddPod(placed);
+  log.changes.push_back({true, placed});
+
+  std::vector<const PreemptionVictim*> order;
+  for (const PreemptionVictim& v : candidate.victims) order.push_back(&v);
+  std::stable_sort(order.begin(), order.end(), [](const PreemptionVictim* a, const PreemptionVictim* b) {
+    const int64_t ga = GpuMilli(*a->pod), gb = GpuMilli(*b->pod);
+    if (ga != gb) return ga > gb;
+    if (a->pod->requests.milli_cpu != b->pod->requests.milli_cpu) {
+      return a->pod->requests.milli_cpu > b->pod->requests.milli_cpu;
+    }
+    return a->pod->Key() < b->pod->Key();
+  });
+
+  MovePlan plan{.node = candidate.node, .pdb_violations = candidate.pdb_violations};
+  for (const PreemptionVictim* v : order) {
+    const PodRef pending = Pending(*v->pod);
+    CycleState s;
+    if (!fw.RunPreFilter(s, *pending).ok() || !log.Replay(fw, s, *pending, lookup)) return std::nullopt;
+    const NodeInfo* best = nullptr;
+    for (const NodeInfo* snap_node : ctx.snapshot->nodes()) {
+      if (snap_node->name() == candidate.node) continue;
+      const NodeInfo& node = *lookup(snap_node->name());
+      if (best != nullptr && Fullness(node) >= Fullness(*best)) continue;  // would not be chosen
+      if (!fw.MayFitAfterFreeing(s, *pending, node, Resources{})) continue;
+      if (!fw.RunFiltersWithNominatedPods(s, *pending, node, ctx.nominated()).ok()) continue;
+      best = &node;
+    }
+    if (best == nullptr) return std::nullopt;
+    const PodRef moved = PlacedOn(*pending, best->name());
+    plan.moves.push_back({*v, best->name()});
+    plan.moved_gpu_milli += GpuMilli(*v->pod);
+    overlay.Mutable(best->name()).AddPod(moved);
+    log.changes.push_back({true, moved});
+    taken_out.changes.push_back({true, moved});
+  }
+  // The pod still fits where the plan puts it with every move made (a moved pod's new place may
+  // matter to its pod-to-pod rules).
+  CycleState s = state.Clone();
+  if (!taken_out.Replay(fw, s, pod, lookup)) return std::nullopt;
+  NodeInfo without_pod = *lookup(candidate.node);
+  without_pod.RemovePod(pod.Key());
+  if (!fw.RunFiltersWithNominatedPods(s, pod, without_pod, ctx.nominated()).ok()) return std::nullopt;
+  return plan;
+}
+
+void MovableIndex::Sync(const std::string& rules_version) {
+  if (rules_version == rules_version_) return;
+  rules_version_ = rules_version;
+  by_node_.clear();
+}
+
+MovableIndex::Movable MovableIndex::Of(const Context& ctx, const NodeInfo& node) {
+  auto it = by_node_.find(node.name());
+  if (it != by_node_.end() && it->second.generation == node.generation()) return it->second.movable;
+  Movable m;
+  for (const PodRef& p : node.pods()) {
+    std::string reason;
+    if (p->meta.deletion_timestamp.has_value() || (ctx.victim_rule && !ctx.victim_rule(*p, &reason))) continue;
+    ++m.pods;
+    m.gpu_milli += GpuMilli(*p);
+  }
+  by_node_[node.name()] = {node.generation(), m};
+  return m;
+}
+
+std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
+                                    const NodeStatusMap& rejected, size_t max_plans, MovableIndex* index) {
+  const int64_t need = GpuMilli(pod);
+  MovableIndex fresh;  // without an index: read every node now
+  if (index == nullptr) index = &fresh;
+  // Nodes where moving pods could make room, closest to fitting first.
+  std::vector<std::pair<int64_t, const NodeInfo*>> nodes;  // (GPU milli short, node)
+  for (const NodeInfo* node : ctx.snapshot->nodes()) {
+    if (auto it = rejected.find(node->name());
+        it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) {
+      continue;
+    }
+    const int64_t short_by = need - node->gpus().total_free_milli();
+    const MovableIndex::Movable movable = index->Of(ctx, *node);
+    if (movable.pods == 0 || short_by > movable.gpu_milli) continue;
+    nodes.emplace_back(short_by, node);
+  }
+  std::stable_sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->name() < b.second->name();
+  });
+  if (nodes.size() > kMaxNodesTried) nodes.resize(kMaxNodesTried);
+
+  std::vector<MovePlan> candidates;  // victims chosen, not yet placed again
+  std::vector<Candidate> victims_of;
+  for (const auto& [short_by, node] : nodes) {
+    std::optional<Candidate> c = SelectVictimsOnNode(ctx, state, pod, *node);
+    if (!c || c->victims.empty()) continue;
+    MovePlan cost{.node = c->node, .pdb_violations = c->pdb_violations};
+    for (const PreemptionVictim& v : c->victims) {
+      cost.moves.push_back({v, ""});
+      cost.moved_gpu_milli += GpuMilli(*v.pod);
+    }
+    candidates.push_back(std::move(cost));
+    victims_of.push_back(*std::move(c));
+  }
+  std::vector<size_t> order(candidates.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return BetterPlan(candidates[a], candidates[b]); });
+  std::vector<MovePlan> plans;
+  for (size_t i : order) {
+    if (plans.size() >= max_plans) break;
+    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i])) plans.push_back(*std::move(plan));
+  }
+  return plans;
+}
+
+}  // namespace tessel::preemption

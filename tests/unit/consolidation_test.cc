@@ -1,0 +1,448 @@
+// Consolidation (plugins/consolidation) and the disruption rules (scheduler/preemption/
+// disruption.h, framework/disruption_ledger.h) on a real Scheduler: the seeds' "fragmentation
+// hell" arrived in the worst order, the opt-in, the minimum run time (of moves and of
+// preemption), the move limit, PodDisruptionBudgets, moved pods that would fit nowhere; and the
+// nominated room a preemptor waits for keeping its own spread (no evicting again for it).
+// A Job controller is played by the test: an evicted pod goes away and comes back under a new
+// name, with the same owner.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "harness/core_harness.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/preemption/disruption.h"
+#include "scheduler/testing/builders.h"
+
+namespace tessel {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+constexpr int64_t kStart = 1'700'000'000;
+
+std::string Config(int64_t min_run_seconds, int max_moves = 1) {
+  return StrCat(R"(
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - name: Consolidation
+    args: {minRunSeconds: )", min_run_seconds, ", maxMovesPerPod: ", max_moves,
+                R"(, moveWindowSeconds: 3600}
+)");
+}
+
+// A cluster of GPU nodes whose Jobs come back when their pods are evicted.
+struct Lab {
+  testing::CoreHarness h;
+  std::map<std::string, std::string> owner_of;  // pod key -> Job name
+  std::map<std::string, int> incarnations;      // Job -> pods made
+  std::map<std::string, Pod> spec_of;           // Job -> its pod template
+  size_t evictions_seen = 0;
+
+  explicit Lab(std::string config) : h({.config_yaml = std::move(config), .start = absl::FromUnixSeconds(kStart)}) {}
+
+  void Nodes(int count, int gpus) {
+    for (int i = 1; i <= count; ++i) {
+      h.AddNode(NodeBuilder(StrCat("n", i))
+                    .Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus))
+                    .Label("kubernetes.io/hostname", StrCat("n", i))
+                    .Build());
+    }
+  }
+  std::string pod_class;  // priorityClassName of the Jobs made next
+
+  // A Job of one pod; `movable` annotates its template; `pin` selects a node by hostname.
+  void Job(const std::string& name, int gpus, bool movable, const std::string& ns = "team-a",
+           const std::string& pin = "") {
+    PodBuilder b(name, ns);
+    b.Requests(StrCat("cpu:1,memory:1Gi,nvidia.com/gpu:", gpus)).Created(kStart);
+    if (!pin.empty()) b.Selector("kubernetes.io/hostname", pin);
+    Pod p = b.Build();
+    p.priority_class_name = pod_class;
+    p.meta.owner_references.push_back({.api_version = "batch/v1", .kind = "Job", .name = name,
+                                       .uid = StrCat("uid-", name), .controller = true});
+    if (movable) p.meta.annotations[std::string(preemption::kMovableAnnotation)] = "true";
+    spec_of[name] = p;
+    Create(name);
+  }
+  void Create(const std::string& job) {
+    Pod p = spec_of.at(job);
+    const int n = incarnations[job]++;
+    if (n > 0) p.meta.name = StrCat(job, "-", n);
+    p.meta.uid = StrCat(p.meta.name, "-uid");
+    p.meta.creation_timestamp = h.clock.Now();
+    owner_of[p.Key()] = job;
+    h.AddPod(std::move(p));
+  }
+  // Binds confirmed come back with status.startTime, as the kubelet reports it.
+  void StartPodsWhenBound() {
+    h.api.on_bind = [this](const Pod& pod, const std::string& node) {
+      Pod bound = pod;
+      bound.node_name = node;
+      bound.phase = PodPhase::kRunning;
+      bound.start_time = h.clock.Now();
+      h.s->OnPodUpdate(std::move(bound));
+    };
+  }
+  // Runs until nothing is ready; evicted pods go away and their Jobs make new ones, and pods
+  // back off (a few seconds of the manual clock); again.
+  void Run() {
+    for (int round = 0; round < 10; ++round) {
+      h.RunUntilIdle();
+      h.clock.Advance(absl::Seconds(20));
+      h.RunUntilIdle();
+      if (h.api.evictions.size() == evictions_seen) return;
+      for (; evictions_seen < h.api.evictions.size(); ++evictions_seen) {
+        const std::string key = h.api.evictions[evictions_seen];
+        h.s->OnPodDelete(key);
+        Create(owner_of.at(key));
+      }
+    }
+  }
+  // The pod ends (its Job completes).
+  void Delete(const std::string& key) {
+    h.s->OnPodDelete(key);
+    h.api.bound.erase(key);
+  }
+  std::string NodeOf(const std::string& key) const {
+    auto it = h.api.bound.find(key);
+    return it == h.api.bound.end() ? "" : it->second;
+  }
+  // Pods bound per node, by key.
+  std::map<std::string, std::vector<std::string>> ByNode() const {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [key, node] : h.api.bound) out[node].push_back(key);
+    return out;
+  }
+  int Moves() const {
+    return static_cast<int>(std::count_if(h.api.events.begin(), h.api.events.end(),
+                                          [](const std::string& e) { return e.find(" Moved: ") != std::string::npos; }));
+  }
+};
+
+// The seed's layout, arrived in the worst order: twelve 3-GPU jobs pack four 10-GPU nodes three
+// apiece, then six end so that the nodes hold 2, 2, 1 and 1 (4, 4, 7 and 7 GPUs free: 22 free,
+// no 8 anywhere).
+void FragmentationHell(Lab& lab, bool movable) {
+  lab.StartPodsWhenBound();
+  lab.Nodes(4, 10);
+  for (int i = 0; i < 12; ++i) lab.Job(StrCat("a", i), 3, movable);
+  lab.Run();
+  REQUIRE(lab.h.api.bound.size() == 12);
+  const std::map<std::string, std::vector<std::string>> by_node = lab.ByNode();
+  REQUIRE(by_node.size() == 4);
+  int ends[] = {1, 1, 2, 2};
+  int n = 0;
+  for (const auto& [node, keys] : by_node) {
+    REQUIRE(keys.size() == 3);
+    for (int k = 0; k < ends[n]; ++k) lab.Delete(keys[static_cast<size_t>(k)]);
+    ++n;
+  }
+}
+
+// GPUs free per node, from the scheduler's cache.
+std::map<std::string, int64_t> FreeGpus(Lab& lab) {
+  std::map<std::string, int64_t> out;
+  for (int i = 1; i <= 4; ++i) {
+    const std::string name = StrCat("n", i);
+    std::optional<NodeInfo> info = lab.h.cache.GetNodeInfo(name);
+    if (info) out[name] = info->gpus().total_free_milli() / 1000;
+  }
+  return out;
+}
+
+TEST_CASE("consolidation: the seed's fragmentation hell, Team B's 8-GPU job gets a node by moving "
+          "at most two movable jobs, which run again elsewhere", "[consolidation]") {
+  Lab lab(Config(600));
+  FragmentationHell(lab, /*movable=*/true);
+  std::map<std::string, int64_t> free = FreeGpus(lab);
+  std::vector<int64_t> frees;
+  for (const auto& [node, f] : free) frees.push_back(f);
+  std::sort(frees.begin(), frees.end());
+  REQUIRE(frees == std::vector<int64_t>{4, 4, 7, 7});
+
+  lab.h.clock.Advance(absl::Minutes(30));  // the jobs have run their minimum
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+
+  const std::string node = lab.NodeOf("team-b/big");
+  REQUIRE(!node.empty());
+  CHECK(lab.Moves() >= 1);
+  CHECK(lab.Moves() <= 2);
+  CHECK(lab.h.api.evictions.size() == static_cast<size_t>(lab.Moves()));
+  // Every moved job's new pod runs again, and never on the big job's node.
+  for (const std::string& victim : lab.h.api.evictions) {
+    const std::string job = lab.owner_of.at(victim);
+    const std::string again = StrCat("team-a/", job, "-1");
+    CHECK(!lab.NodeOf(again).empty());
+    CHECK(lab.NodeOf(again) != node);
+  }
+  // Told why, naming the pod they made room for and the node.
+  REQUIRE(!lab.h.api.disruption_targets.empty());
+  CHECK(lab.h.api.disruption_targets[0].find("ConsolidationByScheduler: moved to make room for team-b/big on node " + node) !=
+        std::string::npos);
+  CHECK(lab.h.api.disruption_targets[0].find("(its 1st move in 24h)") != std::string::npos);
+  // The cluster is whole: 22 - 8 = 14 free, 6 team-a jobs and the big one running.
+  int64_t total_free = 0;
+  for (const auto& [n, f] : FreeGpus(lab)) total_free += f;
+  CHECK(total_free == 14);
+}
+
+TEST_CASE("consolidation: pods that did not opt in are never moved", "[consolidation]") {
+  Lab lab(Config(0));
+  FragmentationHell(lab, /*movable=*/false);
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(lab.NodeOf("team-b/big").empty());
+}
+
+TEST_CASE("consolidation: a pod is moved only once it ran its minimum run time", "[consolidation]") {
+  Lab lab(Config(600));
+  FragmentationHell(lab, /*movable=*/true);
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();  // the jobs started a moment ago
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(lab.NodeOf("team-b/big").empty());
+  lab.h.clock.Advance(absl::Minutes(11));  // past 600 s, and past the queue's 5-minute flush
+  lab.Run();
+  CHECK(lab.Moves() >= 1);
+  CHECK(!lab.NodeOf("team-b/big").empty());
+}
+
+TEST_CASE("consolidation: a PriorityClass's minimum run time overrides the plugin's", "[consolidation]") {
+  Lab lab(Config(0));
+  PriorityClass pc;
+  pc.meta.name = "checkpointed";
+  pc.meta.annotations[std::string(preemption::kMinRunSecondsAnnotation)] = "3600";
+  lab.h.s->OnPriorityClass(pc);
+  lab.pod_class = "checkpointed";
+  FragmentationHell(lab, /*movable=*/true);
+  lab.pod_class.clear();
+  lab.h.clock.Advance(absl::Minutes(30));
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());  // 30 of the class's 60 minutes
+  lab.h.clock.Advance(absl::Minutes(31));
+  lab.Run();
+  CHECK(lab.Moves() >= 1);
+  CHECK(!lab.NodeOf("team-b/big").empty());
+}
+
+TEST_CASE("consolidation: refused evictions (PodDisruptionBudgets) move nothing and bind nothing",
+          "[consolidation]") {
+  Lab lab(Config(0));
+  FragmentationHell(lab, /*movable=*/true);
+  lab.h.api.refuse_evictions = 1000;
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(!lab.h.api.eviction_attempts.empty());
+  CHECK(lab.NodeOf("team-b/big").empty());
+}
+
+TEST_CASE("consolidation: no move when a moved pod would fit nowhere else", "[consolidation]") {
+  // Two 8-GPU nodes, each with a movable 4-GPU job and a fixed 2-GPU job: 2 free on each. A
+  // 6-GPU pod could have either node if its 4-GPU job moved, but no node has 4 GPUs for it.
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  lab.Nodes(2, 8);
+  lab.Job("m1", 4, true);
+  lab.Run();
+  const std::string x = lab.NodeOf("team-a/m1");
+  REQUIRE(!x.empty());
+  lab.Job("f1", 2, false, "team-a", x);
+  lab.Run();
+  lab.Job("m2", 4, true);  // 2 left beside m1: the other node
+  lab.Run();
+  const std::string y = lab.NodeOf("team-a/m2");
+  REQUIRE(!y.empty());
+  REQUIRE(y != x);
+  lab.Job("f2", 2, false, "team-a", y);
+  lab.Run();
+  REQUIRE(lab.h.api.bound.size() == 4);
+  lab.Job("big", 6, false, "team-b");
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(lab.NodeOf("team-b/big").empty());
+  // With room for the moved pod on a third node, the same pod gets a node by one move.
+  lab.h.AddNode(NodeBuilder("n3").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:5").Build());
+  lab.Run();
+  CHECK(lab.Moves() == 1);
+  CHECK(!lab.NodeOf("team-b/big").empty());
+  CHECK(lab.NodeOf(StrCat("team-a/", lab.owner_of.at(lab.h.api.evictions.at(0)), "-1")) == "n3");
+}
+
+TEST_CASE("consolidation: a workload is not moved twice within the window", "[consolidation]") {
+  Lab lab(Config(0, /*max_moves=*/1));
+  lab.StartPodsWhenBound();
+  lab.Nodes(2, 4);
+  lab.Job("x", 2, true);
+  lab.Run();
+  const std::string x = lab.NodeOf("team-a/x");
+  REQUIRE(!x.empty());
+  const std::string other = x == "n1" ? "n2" : "n1";
+  lab.Job("f", 2, false, "team-a", other);
+  lab.Run();
+  // Round 1: x moves to make room for a.
+  lab.Job("a", 4, false, "team-b");
+  lab.Run();
+  REQUIRE(lab.Moves() == 1);
+  REQUIRE(lab.NodeOf("team-b/a") == x);
+  REQUIRE(lab.NodeOf("team-a/x-1") == other);
+  // a ends; g takes half of x's old node; f ends: x's new pod alone on the other node again.
+  lab.Delete("team-b/a");
+  lab.Job("g", 2, false, "team-a", x);
+  lab.Run();
+  lab.Delete("team-a/f");
+  lab.h.clock.Advance(absl::Minutes(10));
+  lab.Job("b", 4, false, "team-b");
+  lab.Run();
+  CHECK(lab.Moves() == 1);  // within the hour: not again
+  CHECK(lab.NodeOf("team-b/b").empty());
+  lab.h.clock.Advance(absl::Minutes(51));
+  lab.Run();
+  CHECK(lab.Moves() == 2);
+  CHECK(lab.NodeOf("team-b/b") == other);
+  CHECK(lab.h.api.disruption_targets.back().find("(its 2nd move in 24h)") != std::string::npos);
+}
+
+TEST_CASE("preemption: a PriorityClass's minimum run time protects young victims", "[consolidation]") {
+  Lab lab(Config(0));
+  PriorityClass pc;
+  pc.meta.name = "low";
+  pc.meta.annotations[std::string(preemption::kMinRunSecondsAnnotation)] = "600";
+  lab.h.s->OnPriorityClass(pc);
+  lab.StartPodsWhenBound();
+  lab.Nodes(1, 8);
+  lab.pod_class = "low";
+  lab.Job("low", 8, false);
+  lab.pod_class.clear();
+  lab.Run();
+  REQUIRE(lab.NodeOf("team-a/low") == "n1");
+  Pod high = PodBuilder("high", "team-b").Requests("cpu:1,nvidia.com/gpu:8").Priority(1000).Build();
+  lab.h.AddPod(high);
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());
+  lab.h.clock.Advance(absl::Minutes(11));
+  lab.Run();
+  REQUIRE(lab.h.api.evictions.size() == 1);
+  CHECK(lab.h.api.evictions[0] == "team-a/low");
+  CHECK(std::any_of(lab.h.api.events.begin(), lab.h.api.events.end(), [](const std::string& e) {
+    return e.rfind("team-a/low Normal Preempted: preempted by team-b/high", 0) == 0;
+  }));
+}
+
+TEST_CASE("a pod nominated after a preemption keeps its own topology spread: a lower-priority pod it "
+          "counts does not take its node meanwhile", "[consolidation][nomination]") {
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  lab.Nodes(2, 4);
+  auto add = [&](std::string name, int32_t priority, std::string node, std::string app, std::string gpus) {
+    PodBuilder b(name, "web");
+    b.Requests("cpu:1,nvidia.com/gpu:" + gpus).Priority(priority);
+    if (!node.empty()) b.Selector("kubernetes.io/hostname", node);
+    Pod p = b.Build();
+    p.meta.labels["app"] = app;
+    if (name == "high") {
+      p.topology_spread_constraints.push_back(TopologySpreadConstraint{
+          .max_skew = 1, .topology_key = "kubernetes.io/hostname",
+          .label_selector = LabelSelector{.match_labels = {{"app", "web"}}}});
+    }
+    lab.h.AddPod(std::move(p));
+  };
+  add("low", 0, "n1", "batch", "4");
+  add("keeper", 200, "n2", "batch", "4");
+  lab.Run();
+  REQUIRE(lab.NodeOf("web/low") == "n1");
+  REQUIRE(lab.NodeOf("web/keeper") == "n2");
+  // The terminating victim stays until the test deletes it (a grace period).
+  lab.h.api.on_evict = [&](const Pod& pod, std::string_view) {
+    Pod leaving = pod;
+    leaving.meta.deletion_timestamp = lab.h.clock.Now();
+    lab.h.s->OnPodUpdate(std::move(leaving));
+    return absl::OkStatus();
+  };
+  add("high", 100, "", "web", "4");
+  lab.h.RunUntilIdle();
+  REQUIRE(lab.h.api.evictions == std::vector<std::string>{"web/low"});
+  REQUIRE(lab.h.s->NominatedNodeOf("web/high") == "n1");
+  // A web pod of lower priority that only n1 would take: beside the nominated pod it would make
+  // n1 hold two web pods and n2 none, more than the nominated pod's maxSkew allows.
+  add("follower", 0, "n1", "web", "0");
+  lab.h.RunUntilIdle();
+  CHECK(lab.NodeOf("web/follower").empty());
+  // The victim leaves: the nominated pod takes its node; the follower may join it then.
+  lab.h.s->OnPodDelete("web/low");
+  lab.h.api.bound.erase("web/low");
+  lab.h.clock.Advance(absl::Minutes(6));
+  lab.h.RunUntilIdle();
+  CHECK(lab.NodeOf("web/high") == "n1");
+  CHECK(lab.NodeOf("web/follower") == "n1");
+  CHECK(lab.h.api.evictions.size() == 1);  // no second round
+}
+
+TEST_CASE("disruption ledger: workloads across recreations, counts in a window, pruning", "[consolidation]") {
+  Pod a = PodBuilder("train-0", "ml").Build();
+  CHECK(WorkloadKey(a) == "Pod/ml/train-0");
+  a.meta.owner_references.push_back({.kind = "Job", .name = "train", .uid = "u1", .controller = true});
+  CHECK(WorkloadKey(a) == "Job/u1");
+  a.meta.labels["batch.kubernetes.io/job-completion-index"] = "3";
+  CHECK(WorkloadKey(a) == "Job/u1#3");
+  DisruptionLedger ledger;
+  const absl::Time t0 = absl::FromUnixSeconds(kStart);
+  CHECK(ledger.Record("w", DisruptionKind::kMove, t0, t0 - absl::Hours(1)) == 1);
+  CHECK(ledger.Record("w", DisruptionKind::kPreemption, t0 + absl::Minutes(1), t0) == 1);
+  CHECK(ledger.Record("w", DisruptionKind::kMove, t0 + absl::Minutes(30), t0) == 2);
+  CHECK(ledger.Count("w", DisruptionKind::kMove, t0 + absl::Minutes(10)) == 1);
+  CHECK(ledger.Count("other", DisruptionKind::kMove, t0) == 0);
+  ledger.Prune(t0 + absl::Minutes(5));
+  CHECK(ledger.Count("w", DisruptionKind::kMove, t0 - absl::Hours(1)) == 1);
+  CHECK(ledger.Count("w", DisruptionKind::kPreemption, t0 - absl::Hours(1)) == 0);
+}
+
+TEST_CASE("disruption rules: the pod's word, then its PriorityClass, then its Queue", "[consolidation]") {
+  PriorityClass movable_class;
+  movable_class.meta.name = "movable";
+  movable_class.meta.annotations[std::string(preemption::kMovableAnnotation)] = "true";
+  movable_class.meta.annotations[std::string(preemption::kMinRunSecondsAnnotation)] = "120";
+  PriorityClass junk;
+  junk.meta.name = "junk";
+  junk.meta.annotations[std::string(preemption::kMinRunSecondsAnnotation)] = "soon";
+  auto queues = std::make_shared<QueueDirectory>();
+  Queue q;
+  q.meta.name = "research";
+  q.namespaces = {"research"};
+  q.movable = true;
+  q.min_run_seconds = 900;
+  REQUIRE(queues->Set({q}).ok());
+  const preemption::DisruptionRules rules({movable_class, junk}, queues);
+
+  Pod plain = PodBuilder("p", "prod").Build();
+  CHECK_FALSE(rules.Movable(plain));
+  Pod by_class = plain;
+  by_class.priority_class_name = "movable";
+  CHECK(rules.Movable(by_class));
+  Pod refuses = by_class;
+  refuses.meta.annotations[std::string(preemption::kMovableAnnotation)] = "false";
+  CHECK_FALSE(rules.Movable(refuses));
+  Pod by_queue = PodBuilder("r", "research").Build();
+  CHECK(rules.Movable(by_queue));
+  CHECK(rules.MinRunTime(by_queue) == absl::Seconds(900));
+  CHECK(rules.MinRunTime(by_class) == absl::Seconds(120));
+  Pod in_junk = plain;
+  in_junk.priority_class_name = "junk";
+  CHECK(rules.MinRunTime(in_junk) == std::nullopt);  // unreadable: sets nothing
+  by_queue.start_time = absl::FromUnixSeconds(kStart);
+  CHECK_FALSE(rules.RanLongEnough(by_queue, absl::FromUnixSeconds(kStart + 899), absl::ZeroDuration()));
+  CHECK(rules.RanLongEnough(by_queue, absl::FromUnixSeconds(kStart + 900), absl::ZeroDuration()));
+  CHECK(rules.RanLongEnough(plain, absl::FromUnixSeconds(kStart), absl::ZeroDuration()));
+}
+
+}  // namespace
+}  // namespace tessel
