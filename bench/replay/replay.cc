@@ -99,7 +99,16 @@ absl::StatusOr<json> RunReplayText(std::string_view snapshot, const ReplayOption
   }
   std::vector<std::string> warnings = objects->warnings;
 
-  auto world = SimWorld::New({.config = &config, .seed = options.seed});
+  // The snapshot was taken when its newest object had been made or started: the virtual clock
+  // starts there, so run times (minimum run times before a move or a preemption) read as they
+  // did in the cluster.
+  absl::Time taken = absl::InfinitePast();
+  for (const Pod& p : objects->pods) {
+    taken = std::max({taken, p.meta.creation_timestamp, p.start_time.value_or(absl::InfinitePast())});
+  }
+  SimWorldOptions world_options{.config = &config, .seed = options.seed};
+  if (taken != absl::InfinitePast() && taken > absl::UnixEpoch()) world_options.start = taken;
+  auto world = SimWorld::New(world_options);
   if (!world.ok()) return world.status();
   SimulatedCluster& sim = (*world)->sim;
   Cache& cache = (*world)->cache;

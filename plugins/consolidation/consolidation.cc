@@ -52,27 +52,17 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   DisruptionLedger* ledger = handle_.disruptions();
   const absl::Duration window = absl::Seconds(args_.move_window_seconds);
   const Handle* handle = &handle_;
-  preemption::Context ctx{
-      .framework = fw,
-      .snapshot = &handle_.snapshot(),
-      .pdbs = handle_.PodDisruptionBudgets(),
-      .nominations = handle_.NominatedPods(),
-      .gang_of = [handle](const Pod& p) { return handle->GangKeyOf(p); },
-      .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); },
-      .priority_floor = handle_.PriorityFloor(),
-      .seed = handle_.seed(),
-      .may_disrupt_now =
-          [&](const Pod& p) {
-            if (!rules.RanLongEnough(p, now, absl::Seconds(args_.min_run_seconds))) return false;
-            return ledger == nullptr ||
-                   ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < args_.max_moves_per_pod;
-          },
-      .victim_rule =
-          [&](const Pod& p, std::string* reason) {
-            if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
-            *reason = std::string(kReason);
-            return true;
-          }};
+  preemption::Context ctx = preemption::ContextFor(handle_, fw);
+  ctx.may_disrupt_now = [&](const Pod& p) {
+    if (!rules.RanLongEnough(p, now, absl::Seconds(args_.min_run_seconds))) return false;
+    return ledger == nullptr ||
+           ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < args_.max_moves_per_pod;
+  };
+  ctx.victim_rule = [&](const Pod& p, std::string* reason) {
+    if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
+    *reason = std::string(kReason);
+    return true;
+  };
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) return unschedulable(why);
   index_.Sync(rules.movable_version());
@@ -89,27 +79,18 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   for (const preemption::MovePlan& plan : plans) {
     std::vector<PreemptionVictim> victims;
     for (const preemption::Move& m : plan.moves) victims.push_back(m.pod);
-    bool refused = false;
-    for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, victims)) {
-      const std::string message =
-          StrCat("moved to make room for ", pod.Key(), " on node ", plan.node);
-      absl::Status st = preemption::EvictVictim(handle_, v, message, DisruptionKind::kMove);
-      if (st.ok() || absl::IsNotFound(st)) {
-        moved.push_back(v);
-        continue;
-      }
-      if (absl::IsResourceExhausted(st)) {  // a PodDisruptionBudget says no: the next plan
-        refused = true;
-        break;
-      }
-      if (absl::IsFailedPrecondition(st)) {  // not the leader (any more)
-        return {.status = Status::Unschedulable(StrCat("consolidation: ", st.message())),
-                .victims = std::move(moved)};
-      }
-      return {.status = Status::Error(StrCat("consolidation: evicting pod ", v.pod->Key(), ": ", st.message())),
-              .victims = std::move(moved)};
+    preemption::EvictionOutcome out = preemption::EvictInOrder(
+        handle_, ctx.pdbs, std::move(victims),
+        [&](const PreemptionVictim&) { return StrCat("moved to make room for ", pod.Key(), " on node ", plan.node); },
+        DisruptionKind::kMove);
+    moved.insert(moved.end(), out.evicted.begin(), out.evicted.end());
+    if (absl::IsFailedPrecondition(out.error)) {  // not the leader (any more)
+      return {.status = Status::Unschedulable(StrCat("consolidation: ", out.error.message())), .victims = std::move(moved)};
     }
-    if (refused) continue;
+    if (!out.error.ok()) {
+      return {.status = Status::Error(StrCat("consolidation: ", out.error.message())), .victims = std::move(moved)};
+    }
+    if (out.refused) continue;  // a PodDisruptionBudget says no: the next plan
     return {.status = Status::Ok(),
             .nomination = Nomination::kOverride,
             .nominated_node = plan.node,

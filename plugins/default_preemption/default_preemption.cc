@@ -39,23 +39,13 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
   if (fw == nullptr) {
     return {.status = Status::Error(StrCat("preemption: no profile \"", pod.scheduler_name, "\""))};
   }
-  const Handle* handle = &handle_;
   if (!fw->reference()) index_.Sync(handle_.snapshot());
-  preemption::Context ctx{
-      .framework = fw,
-      .snapshot = &handle_.snapshot(),
-      .pdbs = handle_.PodDisruptionBudgets(),
-      .nominations = handle_.NominatedPods(),
-      .gang_of = [handle](const Pod& p) { return handle->GangKeyOf(p); },
-      .priority_of = [handle](const Pod& p) { return handle->PriorityOf(p); },
-      .priority_floor = handle_.PriorityFloor(),
-      .index = fw->reference() ? nullptr : &index_,
-      .limits = limits_,
-      .seed = handle_.seed(),
-      .memo = fw->reference() ? nullptr : &memo_,
-      .may_disrupt_now = preemption::MinRunGuard(handle_, absl::ZeroDuration())};
+  preemption::Context ctx = preemption::ContextFor(handle_, fw);
+  ctx.index = fw->reference() ? nullptr : &index_;
+  ctx.limits = limits_;
   // A minimum run time makes a dry run's answer depend on the time: none is kept then.
-  if (ctx.may_disrupt_now) ctx.memo = nullptr;
+  ctx.may_disrupt_now = preemption::MinRunGuard(handle_, absl::ZeroDuration());
+  ctx.memo = fw->reference() || ctx.may_disrupt_now ? nullptr : &memo_;
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) {
     return {.status = Status::Unschedulable(StrCat("preemption: ", why))};
@@ -71,27 +61,19 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
   }
   std::vector<PreemptionVictim> evicted;  // on every candidate tried, for metrics and reports
   for (const preemption::Candidate& c : candidates) {
-    bool refused = false;
-    for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, c.victims)) {
-      const std::string message = preemption::PreemptionMessage(pod, handle_.PriorityOf(pod), c.node, v);
-      absl::Status st = preemption::EvictVictim(handle_, v, message);
-      if (st.ok() || absl::IsNotFound(st)) {  // NotFound: already gone, as good as evicted
-        evicted.push_back(v);
-        continue;
-      }
-      if (absl::IsResourceExhausted(st)) {  // a PodDisruptionBudget says no: next candidate
-        refused = true;
-        break;
-      }
-      if (absl::IsFailedPrecondition(st)) {  // not the leader (any more): write nothing
-        return {.status = Status::Unschedulable(StrCat("preemption: ", st.message())),
-                .victims = std::move(evicted)};
-      }
-      return {.status = Status::Error(StrCat("preemption: evicting pod ", v.pod->Key(), ": ",
-                                             st.message())),
+    preemption::EvictionOutcome out = preemption::EvictInOrder(
+        handle_, ctx.pdbs, c.victims, [&](const PreemptionVictim& v) {
+          return preemption::PreemptionMessage(pod, handle_.PriorityOf(pod), c.node, v);
+        });
+    evicted.insert(evicted.end(), out.evicted.begin(), out.evicted.end());
+    if (absl::IsFailedPrecondition(out.error)) {  // not the leader (any more): write nothing
+      return {.status = Status::Unschedulable(StrCat("preemption: ", out.error.message())),
               .victims = std::move(evicted)};
     }
-    if (refused) continue;
+    if (!out.error.ok()) {
+      return {.status = Status::Error(StrCat("preemption: ", out.error.message())), .victims = std::move(evicted)};
+    }
+    if (out.refused) continue;  // a PodDisruptionBudget says no: next candidate
     return {.status = Status::Ok(),
             .nomination = Nomination::kOverride,
             .nominated_node = c.node,

@@ -193,14 +193,10 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
 std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
                                       const std::string& topology_key) {
   if (members.empty() || !members.front()->MayPreempt()) return {};
-  preemption::Context ctx{.framework = &fw,
-                          .snapshot = &snapshot_,
-                          .pdbs = PodDisruptionBudgets(),
-                          .nominations = std::make_shared<const Nominations>(
-                              Nominations{.pods = WithoutMembers(nominator_.Pods(), members)}),
-                          .gang_of = [this](const Pod& p) { return GangKeyOf(p); },
-                          .priority_of = [this](const Pod& p) { return PriorityOf(p); },
-                          .may_disrupt_now = preemption::MinRunGuard(*this, absl::ZeroDuration())};
+  preemption::Context ctx = preemption::ContextFor(*this, &fw);
+  // The gang's own members nominated elsewhere hold no room against it.
+  ctx.nominations = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), members)});
+  ctx.may_disrupt_now = preemption::MinRunGuard(*this, absl::ZeroDuration());
   std::vector<CycleState> states(members.size());
   std::vector<const CycleState*> state_ptrs;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -214,28 +210,17 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
   preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(ctx, members, state_ptrs, need, topology_key);
   if (!plan.feasible || plan.victims.empty()) return {};
   const Pod& head = *members.front();
-  std::vector<PreemptionVictim> evicted;
-  bool refused = false;
-  for (const PreemptionVictim& v : preemption::EvictionOrder(ctx.pdbs, plan.victims)) {
-    // The member whose room the victim frees, else the gang's head (a victim's gang mates).
-    const Pod* preemptor = &head;
-    std::string node;
-    for (const preemption::GangMemberTarget& t : plan.targets) {
-      if (t.node == v.pod->node_name) {
-        preemptor = t.member.get();
-        node = t.node;
-        break;
-      }
-    }
-    const std::string message = preemption::PreemptionMessage(*preemptor, PriorityOf(head), node, v);
-    absl::Status st = preemption::EvictVictim(*this, v, message);
-    if (st.ok() || absl::IsNotFound(st)) {
-      evicted.push_back(v);
-      continue;
-    }
-    refused = true;  // a PodDisruptionBudget (or the API) refused: try again next attempt
-    break;
-  }
+  preemption::EvictionOutcome out =
+      preemption::EvictInOrder(*this, ctx.pdbs, plan.victims, [&](const PreemptionVictim& v) {
+        // The member whose room the victim frees, else the gang's head (a victim's gang mates).
+        for (const preemption::GangMemberTarget& t : plan.targets) {
+          if (t.node == v.pod->node_name) return preemption::PreemptionMessage(*t.member, PriorityOf(head), t.node, v);
+        }
+        return preemption::PreemptionMessage(head, PriorityOf(head), "", v);
+      });
+  const std::vector<PreemptionVictim>& evicted = out.evicted;
+  // A PodDisruptionBudget (or the API) refused: try again next attempt.
+  const bool refused = out.refused || !out.error.ok();
   if (observer_ && !evicted.empty()) observer_->PodsPreempted(head, "", evicted);
   if (refused) {
     return StrCat("Preemption for the gang stopped after ", evicted.size(), " of ", plan.victims.size(),

@@ -123,11 +123,6 @@ bool GangTracker::IsHead(const Pod& pod) const {
   return state != gangs_.end() && state->second.head == key;
 }
 
-bool GangTracker::IsMember(const std::string& key) const {
-  absl::MutexLock lock(&mu_);
-  return gang_of_.contains(key);
-}
-
 std::vector<PodRef> GangTracker::PendingMembers() const {
   absl::MutexLock lock(&mu_);
   std::vector<PodRef> out;

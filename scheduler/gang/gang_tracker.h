@@ -57,7 +57,6 @@ class GangTracker {
   // A pending member's copy replaced by a newer one (e.g. with a changed nomination).
   void ReplacePending(const PodRef& pod);
   bool IsHead(const Pod& pod) const;
-  bool IsMember(const std::string& key) const;
   // The members that wait behind their gang's head (for status, metrics, the admin API).
   std::vector<PodRef> PendingMembers() const;
 

@@ -360,6 +360,39 @@ absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::st
   return st;
 }
 
+Context ContextFor(const Handle& handle, const Framework* fw) {
+  const Handle* h = &handle;
+  return Context{.framework = fw,
+                 .snapshot = &handle.snapshot(),
+                 .pdbs = handle.PodDisruptionBudgets(),
+                 .nominations = handle.NominatedPods(),
+                 .gang_of = [h](const Pod& p) { return h->GangKeyOf(p); },
+                 .priority_of = [h](const Pod& p) { return h->PriorityOf(p); },
+                 .priority_floor = handle.PriorityFloor(),
+                 .seed = handle.seed()};
+}
+
+EvictionOutcome EvictInOrder(Handle& handle, const std::vector<PodDisruptionBudget>& pdbs,
+                             std::vector<PreemptionVictim> victims,
+                             const std::function<std::string(const PreemptionVictim&)>& message_of,
+                             DisruptionKind kind) {
+  EvictionOutcome out;
+  for (const PreemptionVictim& v : EvictionOrder(pdbs, std::move(victims))) {
+    absl::Status st = EvictVictim(handle, v, message_of(v), kind);
+    if (st.ok() || absl::IsNotFound(st)) {  // NotFound: already gone, as good as evicted
+      out.evicted.push_back(v);
+      continue;
+    }
+    if (absl::IsResourceExhausted(st)) {
+      out.refused = true;
+    } else {
+      out.error = absl::Status(st.code(), StrCat("evicting pod ", v.pod->Key(), ": ", st.message()));
+    }
+    break;
+  }
+  return out;
+}
+
 bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& rejected,
                        std::string* why) {
   if (!pod.MayPreempt()) {

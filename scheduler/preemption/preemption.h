@@ -88,6 +88,10 @@ struct Context {
   std::function<bool(const Pod& victim, std::string* reason)> victim_rule;
 };
 
+// The context a PostFilter plugin plans in for profile `fw`: the handle's snapshot, budgets,
+// nominations, gangs, priorities and seed (no index, memo or rules beyond the priority rule).
+Context ContextFor(const Handle& handle, const Framework* fw);
+
 // Whether the pod may preempt now; `why` says why not. Never with preemptionPolicy: Never; not
 // while a pod is still terminating on its nominated node (its earlier victims are leaving;
 // kube-scheduler looks only at pods of lower priority, but a queue's reclaim may evict any),
@@ -133,6 +137,20 @@ std::string PreemptionMessage(const Pod& preemptor, int32_t priority, std::strin
 // once (Handle::PodEvicted) and notes it in its ledger (Handle::disruptions).
 absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::string_view message,
                          DisruptionKind kind = DisruptionKind::kPreemption);
+
+// Evicts `victims` one after another in EvictionOrder (EvictVictim, each told `message_of` it).
+// Stops at the first refusal: a PodDisruptionBudget's 429 (`refused`), or any other failure
+// (`error`; FailedPrecondition when this scheduler is no longer the leader). A victim already
+// gone (404) counts as evicted.
+struct EvictionOutcome {
+  std::vector<PreemptionVictim> evicted;
+  bool refused = false;
+  absl::Status error;
+};
+EvictionOutcome EvictInOrder(Handle& handle, const std::vector<PodDisruptionBudget>& pdbs,
+                             std::vector<PreemptionVictim> victims,
+                             const std::function<std::string(const PreemptionVictim&)>& message_of,
+                             DisruptionKind kind = DisruptionKind::kPreemption);
 
 // How long the ledger remembers a disruption (for the counts in messages; move limits look
 // back no further).
