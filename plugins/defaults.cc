@@ -26,6 +26,7 @@ profiles:
       - {name: VolumeZone}
       - {name: GpuShare}
       - {name: Tessel}
+      - {name: Reservation}
     # QueueQuota filters first, so a pod its team's quota blocks is rejected by it on every
     # node and is reported as QuotaExceeded, not as missing capacity (docs/quota.md).
     filter:
@@ -44,8 +45,11 @@ profiles:
       - {name: GpuShare}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
+      - {name: Reservation}
+    # Reservation comes last: it only notes how long a pod has waited and, for the longest
+    # waiter of its priority level, reserves a node (docs/defrag.md); it never places a pod.
     postFilter:
-      enabled: [{name: DefaultPreemption}, {name: Consolidation}]
+      enabled: [{name: DefaultPreemption}, {name: Consolidation}, {name: Reservation}]
     preScore:
       enabled:
       - {name: PodTopologySpread}
@@ -68,7 +72,7 @@ profiles:
       - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
     reserve:
-      enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}]
+      enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}, {name: Reservation}]
     # VolumeBinding writes the claims' selected node and waits for them to bind (see
     # plugins/volume_binding); GpuShare only adds an annotation to the bind.
     preBind:

@@ -25,6 +25,7 @@
 #include "plugins/priority_sort/priority_sort.h"
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/random/random.h"
+#include "plugins/reservation/reservation.h"
 #include "plugins/taint_toleration/taint_toleration.h"
 #include "plugins/tessel_gpu/tessel_gpu.h"
 #include "plugins/volume_binding/volume_binding.h"
@@ -62,6 +63,8 @@ Registry InTreeRegistry() {
   add(node_volume_limits::NodeVolumeLimits::kName, FactoryOf<node_volume_limits::NodeVolumeLimits>());
   // Team queues: quota with cohort borrowing and reclaim (docs/quota.md).
   add(queue_quota::QueueQuota::kName, FactoryOf<queue_quota::QueueQuota>());
+  // Room for big jobs: reservation against starvation (docs/defrag.md).
+  add(reservation::Reservation::kName, FactoryOf<reservation::Reservation>());
   // GPUs: device-level fit and sharing, then one placement policy per plugin.
   add(gpu_share::GpuShare::kName, FactoryOf<gpu_share::GpuShare>());
   add(tessel_gpu::Tessel::kName, FactoryOf<tessel_gpu::Tessel>());

@@ -420,21 +420,23 @@ bool Framework::AppendNodeLocalFilterKey(const CycleState& state, const Pod& pod
 
 PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
                                           const NodeStatusMap& rejected) const {
-  PostFilterResult last{Status::Unschedulable("no postFilter plugin helped")};
+  // One result for the plugins that ran: the status of the last one (the first that helped or
+  // failed with an error), every victim any of them evicted, and the last nomination change, so
+  // that a plugin that does not help undoes nothing an earlier one did.
+  PostFilterResult out{Status::Unschedulable("no postFilter plugin helped")};
   for (PostFilterPlugin* p : post_filter_) {
     PostFilterResult r = p->PostFilter(state, pod, rejected);
     r.status.WithPlugin(p->Name());
-    // Pods an earlier plugin evicted before it gave up are gone all the same, and its word on
-    // the nomination stands unless a later plugin has one.
-    r.victims.insert(r.victims.begin(), last.victims.begin(), last.victims.end());
-    if (r.nomination == PostFilterResult::Nomination::kNoop) {
-      r.nomination = last.nomination;
-      r.nominated_node = last.nominated_node;
+    out.victims.insert(out.victims.end(), std::make_move_iterator(r.victims.begin()),
+                       std::make_move_iterator(r.victims.end()));
+    if (r.nomination == PostFilterResult::Nomination::kOverride) {
+      out.nomination = r.nomination;
+      out.nominated_node = std::move(r.nominated_node);
     }
-    if (r.status.ok() || r.status.code() == Code::kError) return r;
-    last = std::move(r);
+    out.status = std::move(r.status);
+    if (out.status.ok() || out.status.code() == Code::kError) break;
   }
-  return last;
+  return out;
 }
 
 Status Framework::RunPreScore(CycleState& state, const Pod& pod,

@@ -5,10 +5,27 @@
 #include <charconv>
 #include <cmath>
 
+#include "plugins/reservation/reservation.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
+namespace {
+
+// Each profile's figures of its Reservation plugin, if it has one (plugins/reservation).
+std::vector<std::pair<std::string, reservation::ReservationFigures>> ReservationFiguresByProfile(const Scheduler& s) {
+  std::vector<std::pair<std::string, reservation::ReservationFigures>> out;
+  for (const std::string& profile : s.ProfileNames()) {
+    const Framework* fw = s.FrameworkFor(profile);
+    const auto* plugin = fw == nullptr ? nullptr
+                                       : dynamic_cast<const reservation::Reservation*>(
+                                             fw->FindPlugin(reservation::Reservation::kName));
+    if (plugin != nullptr) out.emplace_back(profile, plugin->figures());
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
@@ -426,6 +443,34 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       "(preempted by a more important pod), 'reclaim' (quota reclaimed by its cohort), 'gang' "
       "(a gang rolled back)",
       {"queue", "cohort", "reason"});
+  // Reservations against starvation (docs/defrag.md), per profile.
+  registry->Gauge("tessel_reservations", "Nodes reserved for pods that waited too long, by profile", [this] {
+    std::vector<GaugeSample> out;
+    for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
+      out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});
+    }
+    return out;
+  });
+  registry->CounterSamplesFunc("tessel_reservations_made_total", "Reservations made, by profile", [this] {
+                                 std::vector<GaugeSample> out;
+                                 for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
+                                   out.push_back({{{"profile", profile}}, static_cast<double>(f.made)});
+                                 }
+                                 return out;
+                               });
+  registry->CounterSamplesFunc(
+      "tessel_reservations_released_total",
+      "Reservations ended, by profile and why: 'Placed' (the pod was placed), 'NoFit' (the node "
+      "can no longer take it), 'Expired' (the pod stopped failing: deleted, nominated, or over quota)",
+      [this] {
+        std::vector<GaugeSample> out;
+        for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
+          for (const auto& [reason, n] : f.released) {
+            out.push_back({{{"profile", profile}, {"reason", reason}}, static_cast<double>(n)});
+          }
+        }
+        return out;
+      });
   registry->Gauge("tessel_build_info", "The build of this tessel-scheduler (always 1)", [] {
     return std::vector<GaugeSample>{
         {{{"version", std::string(BuildVersion())}, {"compiler", __VERSION__}}, 1}};

@@ -18,6 +18,8 @@
 //   tessel_pending_pods{queue,cohort,fit="after_change|never"}  gauge: could it ever fit here
 //   tessel_pod_scheduling_duration_seconds{queue,cohort,priority}  histogram, creation to bind
 //   tessel_queue_evictions_total{queue,cohort,reason="priority|reclaim|gang"}  counter
+//   tessel_reservations{profile}                                gauge, nodes reserved (plugins/reservation)
+//   tessel_reservations_made_total{profile}, tessel_reservations_released_total{profile,reason}  counters
 //   tessel_build_info{version,compiler}                         gauge, 1
 // docs/metrics.md explains each one.
 //

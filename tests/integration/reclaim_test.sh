@@ -25,7 +25,7 @@ cleanup_reclaim() {
   kubectl delete queues.tessel.io "$QBORROW" "$QLEND" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete namespace "$LENDER_NS" --wait=false >/dev/null 2>&1 || true
 }
-trap 'rc=$?; cleanup_reclaim; (exit $rc); it_cleanup' EXIT
+trap 'rc=$?; set +e; cleanup_reclaim; (exit $rc); it_cleanup' EXIT
 
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null \

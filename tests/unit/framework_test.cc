@@ -286,5 +286,62 @@ TEST_CASE("SummarizeFitError: a histogram of distinct rejections reads as every 
   CHECK(failed.rejecting_plugins == std::vector<std::string>{"X"});
 }
 
+// A PostFilter plugin with a fixed answer.
+class Answer final : public PostFilterPlugin {
+ public:
+  Answer(std::string name, PostFilterResult r) : name_(std::move(name)), r_(std::move(r)) {}
+  std::string_view Name() const override { return name_; }
+  PostFilterResult PostFilter(CycleState&, const Pod&, const NodeStatusMap&) override { return r_; }
+
+ private:
+  std::string name_;
+  PostFilterResult r_;
+};
+
+TEST_CASE("PostFilter: plugins that do not help undo nothing an earlier one did", "[framework]") {
+  using Nomination = PostFilterResult::Nomination;
+  FakeHandle handle;
+  Registry registry;
+  for (const char* name : {"PrioritySort", "DefaultBinder"}) {
+    REQUIRE(registry.Register(name, *InTreeRegistry().Find(name)).ok());
+  }
+  auto add = [&registry](std::string name, PostFilterResult r) {
+    REQUIRE(registry.Register(name, [name, r](const YAML::Node&, Handle&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(std::make_unique<Answer>(name, r));
+    }).ok());
+  };
+  const PreemptionVictim victim{.pod = std::make_shared<const Pod>(PodBuilder("v").Build()), .reason = "LowerPriority"};
+  // Refused evictions and a cleared nomination, as DefaultPreemption answers when budgets say no.
+  add("Clears", {.status = Status::Unschedulable("refused"), .nomination = Nomination::kOverride, .victims = {victim}});
+  add("Notes", {.status = Status::Unschedulable("noted")});
+  add("Helps", {.status = Status::Ok(), .nomination = Nomination::kOverride, .nominated_node = "n2"});
+  auto run = [&](const std::string& plugins) {
+    auto config = ParseSchedulerConfig(StrCat(
+        "profiles:\n- schedulerName: tessel\n  plugins:\n    queueSort: {enabled: [{name: PrioritySort}]}\n"
+        "    bind: {enabled: [{name: DefaultBinder}]}\n    postFilter: {enabled: ", plugins, "}\n"));
+    REQUIRE(config.ok());
+    auto fw = Framework::New(registry, config->profiles.at(0), handle, {.parallelism = 1});
+    INFO(fw.status().message());
+    REQUIRE(fw.ok());
+    CycleState state;
+    return (*fw)->RunPostFilter(state, PodBuilder("p").Build(), {});
+  };
+  SECTION("none helps: the last status, every victim, the nomination cleared") {
+    const PostFilterResult r = run("[{name: Clears}, {name: Notes}]");
+    CHECK(r.status.plugin() == "Notes");
+    CHECK(r.nomination == Nomination::kOverride);
+    CHECK(r.nominated_node.empty());
+    REQUIRE(r.victims.size() == 1);
+    CHECK(r.victims[0].pod->Key() == "default/v");
+  }
+  SECTION("one helps: it stops the chain, and its nomination wins") {
+    const PostFilterResult r = run("[{name: Clears}, {name: Helps}, {name: Notes}]");
+    CHECK(r.status.ok());
+    CHECK(r.nomination == Nomination::kOverride);
+    CHECK(r.nominated_node == "n2");
+    CHECK(r.victims.size() == 1);
+  }
+}
+
 }  // namespace
 }  // namespace tessel

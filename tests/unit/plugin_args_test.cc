@@ -20,6 +20,7 @@
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/random/random.h"
 #include "plugins/registry.h"
+#include "plugins/reservation/reservation.h"
 #include "plugins/taint_toleration/taint_toleration.h"
 #include "plugins/tessel_gpu/tessel_gpu.h"
 #include "plugins/volume_binding/volume_binding.h"
@@ -200,6 +201,13 @@ std::vector<Case> Cases() {
           },
           "{podsWithoutQueue: Sometimes}",
           "QueueQuota: args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject"),
+      Row<reservation::Reservation>(
+          "{waitSeconds: 0}",
+          [](const reservation::ReservationArgs& d, const reservation::ReservationArgs& v) {
+            CHECK(d.wait_seconds == 300);
+            CHECK(v.wait_seconds == 0);  // off
+          },
+          "{waitSeconds: -1}", "Reservation: args.waitSeconds: want an integer in 0..2147483647, got \"-1\""),
       Row<random::Random>(
           "{seed: 7}",
           [](const random::RandomArgs& d, const random::RandomArgs& v) {
@@ -221,7 +229,7 @@ std::vector<Case> Cases() {
 TEST_CASE("every plugin with args: defaults, a valid value, and a bad field naming plugin and field",
           "[plugins][args]") {
   const std::vector<Case> cases = Cases();
-  CHECK(cases.size() == 15);
+  CHECK(cases.size() == 16);
   for (const Case& c : cases) {
     CAPTURE(c.plugin);
     c.check();
@@ -236,7 +244,7 @@ TEST_CASE("every plugin with args: defaults, a valid value, and a bad field nami
 TEST_CASE("every in-tree plugin is registered and made from no args", "[plugins][args]") {
   const Registry registry = InTreeRegistry();
   testing::FakeHandle handle;
-  CHECK(registry.Names().size() == 26);
+  CHECK(registry.Names().size() == 27);
   for (const std::string& name : registry.Names()) {
     CAPTURE(name);
     auto made = (*registry.Find(name))(YAML::Node(), handle);

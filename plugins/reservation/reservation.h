@@ -1,0 +1,140 @@
+// Reservation (PreFilter, Filter, PostFilter, Reserve): room for a pod that keeps losing it to
+// smaller pods (docs/defrag.md, "Reservation"). When the pod that has waited longest at its
+// priority level has waited `waitSeconds`, the node closest to fitting it is reserved for it:
+// while the reservation holds, a pod of no higher priority is placed there only if it leaves
+// the holder's need covered, so smaller pods keep landing elsewhere (and beside the holder
+// where there is room for both) while the node drains towards the holder.
+//
+//   waiting   every pod whose attempt failed (this PostFilter runs after preemption and
+//             consolidation did not help) is a waiter of its priority level, since its first
+//             failure; the head of a level is its longest waiter (ties by namespace/name).
+//   reserve   at its own failed attempt, a head that waited `waitSeconds` and has no
+//             nomination gets the level's one reservation: among the nodes that rejected it
+//             as resolvable (not UnschedulableAndUnresolvable, not for quota), not reserved for
+//             another level, and whose allocatable could hold it, the one whose shortfall
+//             (the holder's need, as the profile's filters state it for the queue's room hints,
+//             less the node's room) is smallest: GPUs, then cpu, then memory, then the rest;
+//             ties by node name.
+//   filter    on a reserved node, a pod other than the holder whose priority is not higher is
+//             rejected when taking what it asks (a fraction counted as taking a whole free
+//             GPU) would leave less room than the holder needs in a resource the holder needs.
+//   release   the holder is placed (Reserve, on any node): "Placed"; the node is gone or can
+//             no longer hold it, or rejects it as unresolvable: "NoFit"; the holder has not
+//             failed an attempt for 10 minutes (the queue retries a waiting pod at least every
+//             5): "Expired", which is how a deleted holder, one nominated by a preemption or
+//             one now held back by its quota lets go.
+//
+// Gangs: the gang cycle runs no PostFilter, so a gang never holds a reservation; its members
+// are filtered like any pod. Time is the handle's clock.
+//
+// Args: waitSeconds (>= 0, default 300; 0 turns the plugin off).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "scheduler/framework/node_local.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessel::reservation {
+
+struct ReservationArgs {
+  int64_t wait_seconds = 300;
+};
+
+// Why a reservation ended (label of tessel_reservations_released_total{reason}).
+inline constexpr std::string_view kPlaced = "Placed";
+inline constexpr std::string_view kNoFit = "NoFit";
+inline constexpr std::string_view kExpired = "Expired";
+
+// One reservation, as explain and the tests read it.
+struct Held {
+  std::string holder;  // namespace/name
+  std::string uid;
+  int32_t priority = 0;
+  std::string node;
+  absl::Time since;     // the holder's first failed attempt
+  absl::Time reserved;  // when the node was reserved
+  Resources need;       // what the holder needs of a node's room
+};
+
+// Counts for the metrics, read from any thread.
+struct ReservationFigures {
+  int64_t active = 0;
+  int64_t made = 0;
+  std::map<std::string, int64_t, std::less<>> released;  // by reason
+};
+
+class Reservation final : public PreFilterPlugin,
+                          public FilterPlugin,
+                          public PostFilterPlugin,
+                          public ReservePlugin,
+                          public NodeLocalPlugin {
+ public:
+  static constexpr std::string_view kName = "Reservation";
+  using Args = ReservationArgs;
+  static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
+  static absl::StatusOr<std::unique_ptr<Reservation>> New(Args args, Handle& handle);
+  Reservation(Handle& handle, absl::Duration wait) : handle_(handle), wait_(wait) {}
+  std::string_view Name() const override { return kName; }
+
+  // A rejection is undone by a release (the holder placed, a node changed) or by room freed.
+  uint32_t EventsToRegister() const override {
+    return kAssignedPodAdd | kAssignedPodDelete | kNodeAdd | kNodeUpdate;
+  }
+  // Releases what lapsed or no longer fits; Skip when no reservation applies to the pod.
+  Status PreFilter(CycleState& state, const Pod& pod) override;
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // Records the pod's wait and, for a head that waited long enough, reserves a node. Never
+  // places or nominates anything: always Unschedulable.
+  PostFilterResult PostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& filtered) override;
+  // The pod is placed: it waits no more, and its reservation ends.
+  Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
+  void Unreserve(CycleState&, const Pod&, const std::string&) override {}
+
+  // Filter reads what the pod takes and which reservations apply to it (both in the key), and
+  // the reservations themselves (their version).
+  bool AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const override;
+  int64_t ResultVersion() const override { return version_; }
+
+  // The reservations in force, by priority level (scheduling thread).
+  const std::map<int32_t, Held>& held() const { return held_; }
+  ReservationFigures figures() const;
+
+ private:
+  struct Waiter {
+    std::string uid;
+    int32_t priority = 0;
+    absl::Time since;
+    absl::Time last_failed;
+  };
+  // Notes the pod's failed attempt now; returns its record.
+  const Waiter& NoteFailure(const Pod& pod, int32_t priority, absl::Time now);
+  // The pod waits no more; its reservation, if any, ends for `reason`.
+  void Forget(const std::string& key, std::string_view reason);
+  // Drops waiters that have not failed within the lease, and reservations that lapsed with them
+  // or no longer fit their node.
+  void Refresh(absl::Time now);
+  bool IsHead(const std::string& key, const Waiter& w) const;
+  // The node to reserve for `pod` (needing `need`), or "" when none may hold it.
+  std::string ClosestNode(const Pod& pod, const Resources& need, const NodeStatusMap& filtered) const;
+  void Make(Held held);
+  void Release(std::map<int32_t, Held>::iterator it, std::string_view reason);
+
+  Handle& handle_;
+  const absl::Duration wait_;
+  // Waiters by pod key, and ordered by level and since (heads) and by last failure (the lease).
+  StringKeyedMap<Waiter> waiters_;
+  std::map<int32_t, std::set<std::pair<absl::Time, std::string>>> by_level_;
+  std::set<std::pair<absl::Time, std::string>> by_last_failure_;
+  std::map<int32_t, Held> held_;            // by the holder's priority
+  StringKeyedMap<const Held*> by_node_;     // reserved node -> its reservation
+  int64_t version_ = 0;                     // moves with every reservation made or released
+  mutable absl::Mutex mu_;
+  ReservationFigures figures_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessel::reservation
