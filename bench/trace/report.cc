@@ -27,6 +27,8 @@ nlohmann::json Percentiles(const std::vector<int64_t>& v) {
   return {{"count", v.size()}, {"p50", Percentile(v, 50)}, {"p95", Percentile(v, 95)}, {"p99", Percentile(v, 99)}};
 }
 
+double GpuHours(int64_t milli_seconds) { return static_cast<double>(milli_seconds) / 1000.0 / 3600.0; }
+
 double Pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
 
 // The size classes any policy's summary has, in the order first seen.
@@ -42,10 +44,10 @@ std::vector<std::string> SizeClassesIn(const nlohmann::json& summaries) {
 
 }  // namespace
 
-nlohmann::json Summarize(const PolicyRuns& pr) {
+nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
   std::vector<int64_t> delay, jct, slowdown;
   std::map<std::string, std::vector<int64_t>> by_class, by_queue, by_priority;
-  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, lost = 0, makespan = 0;
+  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, lost = 0, makespan = 0, moves = 0, lost_to_moves = 0;
   // Allocation and fragmentation are means over the arrival window, while load is offered (over
   // the whole run when every job arrives at once), and allocation over the whole run beside it.
   int64_t alloc_ms = 0, capacity_s = 0, run_alloc_ms = 0, run_capacity_s = 0, frag_sum = 0, frag_cap = 0;
@@ -67,7 +69,9 @@ nlohmann::json Summarize(const PolicyRuns& pr) {
       }
     }
     evictions += r.evictions;
+    moves += r.moves;
     lost += r.lost_gpu_milli_seconds;
+    lost_to_moves += r.lost_to_moves_gpu_milli_seconds;
     makespan = std::max(makespan, r.makespan);
     const bool window = r.last_arrival > r.first_arrival;
     run_alloc_ms += r.allocated_milli_seconds;
@@ -85,7 +89,7 @@ nlohmann::json Summarize(const PolicyRuns& pr) {
     for (const auto& [k, v] : m) out[k] = Percentiles(v);
     return out;
   };
-  return {{"policy", pr.policy},
+  nlohmann::json summary = {{"policy", pr.policy},
           {"seeds", pr.seeds},
           {"jobs", jobs},
           {"started", started},
@@ -101,19 +105,31 @@ nlohmann::json Summarize(const PolicyRuns& pr) {
           {"alloc_pct_run", Pct(run_alloc_ms, run_capacity_s)},
           {"frag_pct", Pct(frag_sum, frag_cap)},
           {"evictions", evictions},
-          {"lost_gpu_hours", static_cast<double>(lost) / 1000.0 / 3600.0},
+          {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},
           {"wall_s", wall}};
+  if (with_moves) {
+    auto per_100_jobs = [jobs](int64_t n) { return jobs > 0 ? 100.0 * static_cast<double>(n) / static_cast<double>(jobs) : 0; };
+    summary["moves"] = moves;
+    summary["preemptions"] = evictions - moves;
+    summary["moves_per_100_jobs"] = per_100_jobs(moves);
+    summary["preemptions_per_100_jobs"] = per_100_jobs(evictions - moves);
+    summary["lost_gpu_hours_moves"] = GpuHours(lost_to_moves);
+    summary["lost_gpu_hours_preemptions"] = GpuHours(lost - lost_to_moves);
+  }
+  return summary;
 }
 
-std::string JobsCsv(const std::vector<PolicyRuns>& all) {
-  std::string out = "policy,seed,job,class,queue,priority,gpu_milli,arrive,start,end,duration,evictions,lost_gpu_milli_s\n";
+std::string JobsCsv(const std::vector<PolicyRuns>& all, bool with_moves) {
+  std::string out = "policy,seed,job,class,queue,priority,gpu_milli,arrive,start,end,duration,evictions,lost_gpu_milli_s";
+  out += with_moves ? ",moves,lost_to_moves_gpu_milli_s\n" : "\n";
   for (const PolicyRuns& pr : all) {
     for (size_t s = 0; s < pr.runs.size(); ++s) {
       for (const JobOutcome& j : pr.runs[s].jobs) {
-        StrAppend(&out, fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", pr.policy, pr.seeds[s], j.id,
+        StrAppend(&out, fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", pr.policy, pr.seeds[s], j.id,
                                     j.size_class, j.queue, j.priority, j.gpu_milli, j.arrive, j.start, j.end,
                                     j.duration, j.evictions, j.lost_gpu_milli_seconds));
+        StrAppend(&out, with_moves ? fmt::format(",{},{}\n", j.moves, j.lost_to_moves_gpu_milli_seconds) : "\n");
       }
     }
   }
@@ -253,6 +269,18 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
     html += "</tr>\n";
   }
   html += "</table>\n";
+  if (!summaries.empty() && summaries.front().contains("moves")) {
+    html += "<h2>Moves and preemptions</h2>\n<table><tr><th>policy</th><th>moves</th><th>per 100 jobs</th>"
+            "<th>preemptions</th><th>per 100 jobs</th><th>GPU-h lost to moves</th><th>GPU-h lost to preemptions</th></tr>\n";
+    for (const nlohmann::json& s : summaries) {
+      StrAppend(&html, fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+                                   HtmlEscape(s["policy"].get<std::string>()), s["moves"].get<int64_t>(),
+                                   s["moves_per_100_jobs"].get<double>(), s["preemptions"].get<int64_t>(),
+                                   s["preemptions_per_100_jobs"].get<double>(), s["lost_gpu_hours_moves"].get<double>(),
+                                   s["lost_gpu_hours_preemptions"].get<double>()));
+    }
+    html += "</table>\n";
+  }
   for (const TracePlot& plot : TracePlots(all, summaries)) {
     StrAppend(&html, "<h2>", HtmlEscape(plot.heading), "</h2>\n", plot.svg);
   }

@@ -25,11 +25,15 @@ int64_t Percentile(std::vector<int64_t> values, int p);
 // p99}, "delay_by_class": {...}, "delay_by_queue", "delay_by_priority", "jct_s", "slowdown_milli",
 // "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered;
 // over the run when every job arrives at once), "alloc_pct_run" (over the run), "evictions",
-// "lost_gpu_hours", "makespan_s", "wall_s"}.
-nlohmann::json Summarize(const PolicyRuns& runs);
+// "lost_gpu_hours", "makespan_s", "wall_s"}. With `with_moves` (a run that can move pods:
+// --movable or a P-defrag policy) also the evictions split into moves and preemptions (every
+// other eviction, gang rollbacks included): "moves", "preemptions", "moves_per_100_jobs",
+// "preemptions_per_100_jobs", "lost_gpu_hours_moves", "lost_gpu_hours_preemptions".
+nlohmann::json Summarize(const PolicyRuns& runs, bool with_moves = false);
 
-// jobs.csv (one row per job and seed) and curves.csv (one row per sample).
-std::string JobsCsv(const std::vector<PolicyRuns>& all);
+// jobs.csv (one row per job and seed; with `with_moves` also the job's moves and the work they
+// threw away) and curves.csv (one row per sample).
+std::string JobsCsv(const std::vector<PolicyRuns>& all, bool with_moves = false);
 std::string CurvesCsv(const std::vector<PolicyRuns>& all);
 
 // The report's plots: allocation, fragmentation and evictions over time (each policy's first
@@ -42,7 +46,8 @@ struct TracePlot {
 };
 std::vector<TracePlot> TracePlots(const std::vector<PolicyRuns>& all, const nlohmann::json& summaries);
 
-// The self-contained page: the summary and per-class delay tables, then every plot inline.
+// The self-contained page: the summary and per-class delay tables (and the moves and
+// preemptions when the summaries have them), then every plot inline.
 std::string RenderTraceReport(const std::string& title, const std::string& note,
                               const std::vector<PolicyRuns>& all, const nlohmann::json& summaries);
 

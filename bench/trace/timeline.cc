@@ -18,12 +18,17 @@ namespace {
 const absl::Time kEpoch = absl::FromUnixSeconds(1'700'000'000);
 absl::Time At(int64_t seconds) { return kEpoch + absl::Seconds(seconds); }
 
-// The pods this scheduler bound, in order (the simulated cluster binds inline).
+// The pods this scheduler bound, in order (the simulated cluster binds inline), and the reason
+// each victim of a PostFilter plugin was evicted for (kMoveReason: a move).
 class BindLog final : public SchedulingObserver {
  public:
   void PodScheduled(const Pod& pod, const std::string&) override { bound.push_back(pod.Key()); }
   void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
+  void PodsPreempted(const Pod&, const std::string&, const std::vector<PreemptionVictim>& victims) override {
+    for (const PreemptionVictim& v : victims) victim_reason[v.pod->Key()] = v.reason;
+  }
   std::vector<std::string> bound;
+  std::map<std::string, std::string> victim_reason;
 };
 
 struct Event {
@@ -232,10 +237,15 @@ class Simulation {
   void Settle(BindLog& log) {
     const std::vector<std::string>& evicted = w_.sim.evicted();
     for (; evicted_seen_ < evicted.size(); ++evicted_seen_) {
-      auto it = by_key_.find(evicted[evicted_seen_]);
+      const std::string& key = evicted[evicted_seen_];
+      auto reason = log.victim_reason.find(key);
+      const bool move = reason != log.victim_reason.end() && reason->second == kMoveReason;
+      if (reason != log.victim_reason.end()) log.victim_reason.erase(reason);
+      auto it = by_key_.find(key);
       if (it == by_key_.end()) continue;
       ++result_.evictions;
-      Interrupt(it->second, evicted[evicted_seen_]);
+      if (move) ++result_.moves;
+      Interrupt(it->second, key, move);
     }
     for (const std::string& key : std::exchange(log.bound, {})) {
       auto it = by_key_.find(key);  // a pod of a job interrupted since is not found
@@ -273,7 +283,7 @@ class Simulation {
   // A pod of the job was evicted: the job stops (a running one loses or keeps its progress) and
   // all its pods go back to the queue. (A job not started yet: a gang member bound and rolled
   // back.)
-  void Interrupt(size_t i, const std::string& evicted_key) {
+  void Interrupt(size_t i, const std::string& evicted_key, bool move) {
     JobState& st = states_[i];
     JobOutcome& out = result_.jobs[i];
     if (st.running) {
@@ -281,9 +291,15 @@ class Simulation {
       st.running = false;
       running_milli_ -= out.gpu_milli;
       ++out.evictions;
+      if (move) ++out.moves;
       if (o_.on_evict == OnEvict::kRestart) {
-        out.lost_gpu_milli_seconds += ran * out.gpu_milli;
-        result_.lost_gpu_milli_seconds += ran * out.gpu_milli;
+        const int64_t lost = ran * out.gpu_milli;
+        out.lost_gpu_milli_seconds += lost;
+        result_.lost_gpu_milli_seconds += lost;
+        if (move) {
+          out.lost_to_moves_gpu_milli_seconds += lost;
+          result_.lost_to_moves_gpu_milli_seconds += lost;
+        }
         st.remaining = in_.jobs[i].duration;
       } else {
         st.remaining -= ran;
@@ -327,6 +343,24 @@ std::string SizeClassOf(const TraceJob& job, int64_t largest_node_gpus) {
   if (r.count >= largest_node_gpus && largest_node_gpus > 1) return "whole-node";
   if (r.count == 1) return "1";
   return "2-4";
+}
+
+int64_t MarkMovable(TimelineInput& input, const std::vector<std::string>& classes) {
+  int64_t marked = 0;
+  for (TraceJob& job : input.jobs) {
+    if (job.pods.size() != 1 || std::find(classes.begin(), classes.end(), job.size_class) == classes.end()) continue;
+    Pod& pod = job.pods.front();
+    pod.meta.annotations[std::string(kMovableAnnotation)] = "true";
+    // A controller's pod (a training operator's, which recreates it): its replacements after a
+    // move are the same workload, for the move limit. Not a batch/v1 Job, which would make the
+    // pod a gang member, nor a ReplicaSet, which default spreading would act on.
+    if (pod.meta.owner_references.empty()) {
+      pod.meta.owner_references.push_back({.api_version = "kubeflow.org/v1", .kind = "PyTorchJob", .name = job.id,
+                                           .uid = StrCat("job-", job.id), .controller = true});
+    }
+    ++marked;
+  }
+  return marked;
 }
 
 absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, const TimelineOptions& options) {

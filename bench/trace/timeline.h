@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,6 +54,12 @@ struct TimelineInput {
 
 enum class OnEvict { kRestart, kResume };
 
+// The reason a victim of a move carries (PostFilterResult victims of the Consolidation plugin):
+// the simulator counts such evictions as moves, any other as a preemption.
+inline constexpr std::string_view kMoveReason = "Consolidation";
+// The pod annotation that makes a running pod movable (docs/defrag.md).
+inline constexpr std::string_view kMovableAnnotation = "tessel.io/movable";
+
 struct TimelineOptions {
   const ProfileConfig* profile = nullptr;  // required
   const Registry* registry = nullptr;      // null: the in-tree plugins
@@ -75,7 +82,9 @@ struct JobOutcome {
   int64_t start = -1;      // first time all its pods were bound; -1 if never
   int64_t end = -1;        // completion; -1 if it did not complete
   int32_t evictions = 0;   // times it was interrupted
+  int32_t moves = 0;       // of those, by a move (a victim of reason kMoveReason)
   int64_t lost_gpu_milli_seconds = 0;  // work thrown away by restarts
+  int64_t lost_to_moves_gpu_milli_seconds = 0;  // of that, by moves
 };
 
 struct Sample {
@@ -98,8 +107,10 @@ struct TimelineResult {
   // offered: the figure to compare policies by when a few long jobs outlast the arrivals.
   int64_t window_allocated_milli_seconds = 0;
   int64_t peak_allocated_milli = 0;
-  int64_t evictions = 0;
+  int64_t evictions = 0;  // pods evicted: preemptions, moves and gang rollbacks
+  int64_t moves = 0;      // of those, moves
   int64_t lost_gpu_milli_seconds = 0;
+  int64_t lost_to_moves_gpu_milli_seconds = 0;
   int64_t events = 0;
   double wall_seconds = 0;
 };
@@ -109,5 +120,9 @@ absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, cons
 // "cpu", "fractional", "1", "2-4", "whole-node" (a pod asking as many GPUs as the largest node
 // has), "gang" (several pods).
 std::string SizeClassOf(const TraceJob& job, int64_t largest_node_gpus);
+
+// Annotates the pods of the jobs whose size class is in `classes` kMovableAnnotation: "true"
+// (gangs never: a move would restart the whole gang). Returns how many jobs it marked.
+int64_t MarkMovable(TimelineInput& input, const std::vector<std::string>& classes);
 
 }  // namespace tessel::bench

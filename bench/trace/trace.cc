@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_split.h"
@@ -51,6 +52,7 @@ struct Options {
   std::vector<uint64_t> seeds;
   OpenbOptions openb;
   OnEvict on_evict = OnEvict::kRestart;
+  std::vector<std::string> movable;  // size classes whose pods are annotated movable
   int threads = 2;
   int32_t samples = 200;
   int64_t max_jobs = 0;  // 0: all
@@ -59,10 +61,55 @@ struct Options {
 
 }  // namespace
 
+std::string BasePolicy(const std::string& policy) {
+  return policy.ends_with(kDefragSuffix) ? policy.substr(0, policy.size() - kDefragSuffix.size()) : policy;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseMovable(const std::string& flag) {
+  static constexpr std::string_view kClasses[] = {"cpu", "fractional", "1", "2-4", "whole-node"};
+  if (flag == "none") return std::vector<std::string>();
+  if (flag == "all") return std::vector<std::string>(std::begin(kClasses), std::end(kClasses));
+  std::vector<std::string> classes;
+  for (const std::string& c : std::vector<std::string>(absl::StrSplit(flag, ','))) {
+    if (c == "gang") return absl::InvalidArgumentError("--movable: gangs are never movable (a move restarts the whole gang)");
+    if (std::find(std::begin(kClasses), std::end(kClasses), c) == std::end(kClasses)) {
+      return absl::InvalidArgumentError(StrCat("--movable: unknown size class \"", c,
+                                               "\" (want all, none, or some of cpu, fractional, 1, 2-4, whole-node)"));
+    }
+    classes.emplace_back(c);
+  }
+  return classes;
+}
+
 absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
-  const std::string plugin = PluginForPolicy(policy);
+  const std::string plugin = PluginForPolicy(BasePolicy(policy));
   if (plugin.empty()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
   ProfileConfig profile = DefaultProfile();
+  // Consolidation and reservation only where the policy asks for them.
+  auto enabled = [&profile](std::string_view name) {
+    for (const auto& [point, set] : profile.plugins) {
+      for (const PluginRef& ref : set.enabled) {
+        if (ref.name == name) return true;
+      }
+    }
+    return false;
+  };
+  const bool defrag = policy != BasePolicy(policy);
+  if (!defrag) {
+    for (std::string_view name : kDefragPlugins) {
+      for (auto& [point, set] : profile.plugins) {
+        std::erase_if(set.enabled, [&](const PluginRef& ref) { return ref.name == name; });
+      }
+      profile.plugin_args.erase(std::string(name));
+    }
+  }
+  if (defrag && !enabled("Consolidation")) {
+    std::vector<PluginRef>& post = profile.plugins["postFilter"].enabled;
+    auto preemption = std::find_if(post.begin(), post.end(), [](const PluginRef& r) { return r.name == "DefaultPreemption"; });
+    post.insert(preemption == post.end() ? post.end() : std::next(preemption), PluginRef{.name = "Consolidation"});
+  }
+  // Reservation at every extension point it implements.
+  if (defrag && !enabled("Reservation")) profile.plugins["multiPoint"].enabled.push_back(PluginRef{.name = "Reservation"});
   const bool learns = plugin == "FGD" || plugin == "Tessel";
   for (const char* point : {"preFilter", "preScore", "score"}) {
     auto it = profile.plugins.find(point);
@@ -88,15 +135,16 @@ int TraceMain(int argc, char** argv) {
   Options o;
   o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
   std::vector<std::string> policies = {"bestfit", "fgd", "tessel"};
-  std::string seeds = "1-3", on_evict = "restart";
+  std::string seeds = "1-3", on_evict = "restart", movable = "none";
   bool no_progress = false;
   cmd::FlagSet flags(
       "tessel-bench trace",
       "usage: tessel-bench trace (--nodes NODES.csv --pods PODS.csv [--time-scale S | --load L] [--repeat K] |\n"
       "                          --events SCENARIO.json)\n"
       "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
-      "         [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
-      "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack");
+      "         [--movable all|none|CLASS[,CLASS...]] [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
+      "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack;\n"
+      "P-defrag (e.g. tessel-defrag): P with the Consolidation and Reservation plugins (docs/defrag.md)");
   flags.String("--nodes", "NODES.csv", &o.nodes_path, "an openb node list")
       .String("--pods", "PODS.csv", &o.pods_path, "an openb pod list")
       .String("--events", "SCENARIO.json", &o.events_path, "an event list instead (bench/trace/input.h)")
@@ -108,6 +156,9 @@ int TraceMain(int argc, char** argv) {
       .Int("--repeat", "K", &o.openb.repeat, {.min = 1}, "replay the pod list K times back to back")
       .Choice("--on-evict", {"restart", "resume"}, &on_evict,
               "a preempted job starts its duration again, or keeps its progress (default restart)")
+      .String("--movable", "CLASSES", &movable,
+              "annotate the pods of these size classes tessel.io/movable: \"true\" (all: every class but gangs; "
+              "classes: cpu, fractional, 1, 2-4, whole-node; default none)")
       .Int("--threads", "N", &o.threads, {.min = 1}, "runs at once (default: up to 2)")
       .Int("--samples", "N", &o.samples, {.min = 1}, "points per curve (default 200, at least 2)")
       .Int("--max-jobs", "N", &o.max_jobs, {.min = 1}, "only the first N jobs (default: all)")
@@ -123,8 +174,14 @@ int TraceMain(int argc, char** argv) {
     usage();
     return 2;
   }
+  absl::StatusOr<std::vector<std::string>> movable_classes = ParseMovable(movable);
+  if (!movable_classes.ok()) {
+    std::cerr << "tessel-bench trace: " << movable_classes.status().message() << "\n";
+    return 2;
+  }
+  o.movable = *std::move(movable_classes);
   for (const std::string& p : policies) {
-    if (PluginForPolicy(p).empty()) {
+    if (PluginForPolicy(BasePolicy(p)).empty()) {
       std::cerr << "tessel-bench trace: unknown policy \"" << p << "\"\n";
       return 2;
     }
@@ -197,6 +254,9 @@ int TraceMain(int argc, char** argv) {
     note = fmt::format("{} nodes at the start; {} jobs; evicted jobs {}; seeds {}.", in->nodes.size(), in->jobs.size(),
                        o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
   }
+  int64_t movable_jobs = 0;
+  for (TimelineInput& in : inputs) movable_jobs = MarkMovable(in, o.movable);
+  if (!o.movable.empty()) StrAppend(&note, fmt::format(" Movable: {} ({} jobs per run).", StrJoin(o.movable, ","), movable_jobs));
   const std::vector<gpu::TargetClass> typical = TypicalPods(trace_pods);
   const gpu::FragModel frag(typical);
   std::error_code ec;
@@ -214,12 +274,24 @@ int TraceMain(int argc, char** argv) {
   std::vector<Registry> registries;
   for (size_t p = 0; p < o.policies.size(); ++p) {
     absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p]);
-    absl::StatusOr<Registry> registry = PolicyRegistry(o.policies[p], typical);
+    absl::StatusOr<Registry> registry = PolicyRegistry(BasePolicy(o.policies[p]), typical);
     for (const absl::Status& st : {profile.status(), registry.status()}) {
       if (!st.ok()) {
         std::cerr << "tessel-bench trace: " << st.message() << "\n";
         return 2;
       }
+    }
+    std::set<std::string> missing;  // e.g. P-defrag on a build without the defrag plugins
+    for (const auto& [point, set] : profile->plugins) {
+      for (const PluginRef& ref : set.enabled) {
+        if (registry->Find(ref.name) == nullptr) missing.insert(ref.name);
+      }
+    }
+    if (!missing.empty()) {
+      std::cerr << "tessel-bench trace: policy \"" << o.policies[p] << "\": "
+                << (missing.size() == 1 ? "plugin " : "plugins ") << StrJoin(missing, ", ")
+                << (missing.size() == 1 ? " is" : " are") << " not registered\n";
+      return 2;
     }
     profiles.push_back(*std::move(profile));
     registries.push_back(*std::move(registry));
@@ -267,11 +339,15 @@ int TraceMain(int argc, char** argv) {
     all[runs[k].policy].seeds.push_back(o.seeds[runs[k].seed]);
     all[runs[k].policy].runs.push_back(*std::move(results[k]));
   }
+  // Moves are reported when a run can move pods (the columns stay out of every other report).
+  const bool with_moves = !o.movable.empty() || std::any_of(o.policies.begin(), o.policies.end(), [](const std::string& p) {
+                            return p != BasePolicy(p);
+                          });
   nlohmann::json summaries = nlohmann::json::array();
-  for (const PolicyRuns& pr : all) summaries.push_back(Summarize(pr));
+  for (const PolicyRuns& pr : all) summaries.push_back(Summarize(pr, with_moves));
   const std::filesystem::path out(o.out_dir);
   std::ofstream(out / "summary.json") << summaries.dump(2) << "\n";
-  std::ofstream(out / "jobs.csv") << JobsCsv(all);
+  std::ofstream(out / "jobs.csv") << JobsCsv(all, with_moves);
   std::ofstream(out / "curves.csv") << CurvesCsv(all);
   std::ofstream(out / "report.html") << RenderTraceReport(title, note, all, summaries);
   for (const TracePlot& plot : TracePlots(all, summaries)) std::ofstream(out / (plot.file + ".svg")) << plot.svg;
@@ -287,6 +363,21 @@ int TraceMain(int argc, char** argv) {
                              s["delay_s"]["p99"].get<int64_t>(), s["jct_s"]["p50"].get<int64_t>(),
                              s["alloc_pct"].get<double>(), s["frag_pct"].get<double>(), s["evictions"].get<int64_t>(),
                              s["lost_gpu_hours"].get<double>(), s["wall_s"].get<double>());
+  }
+  if (with_moves) {
+    auto delay = [](const nlohmann::json& s, const std::string& size_class) {
+      const nlohmann::json d = s["delay_by_class"].value(size_class, nlohmann::json::object());
+      return d.empty() ? std::string("-")
+                       : fmt::format("{}/{}/{}", d["p50"].get<int64_t>(), d["p95"].get<int64_t>(), d["p99"].get<int64_t>());
+    };
+    std::cout << fmt::format("\n{:<16} {:>20} {:>20} {:>9} {:>11} {:>11} {:>11}\n", "policy", "whole-node p50/95/99",
+                             "gang p50/95/99", "moves/100", "preempt/100", "GPU-h moves", "GPU-h preempt");
+    for (const nlohmann::json& s : summaries) {
+      std::cout << fmt::format("{:<16} {:>20} {:>20} {:>9.2f} {:>11.2f} {:>11.1f} {:>11.1f}\n", s["policy"].get<std::string>(),
+                               delay(s, "whole-node"), delay(s, "gang"), s["moves_per_100_jobs"].get<double>(),
+                               s["preemptions_per_100_jobs"].get<double>(), s["lost_gpu_hours_moves"].get<double>(),
+                               s["lost_gpu_hours_preemptions"].get<double>());
+    }
   }
   std::cout << "report: " << (std::filesystem::absolute(out) / "report.html").string() << "\n";
   return 0;

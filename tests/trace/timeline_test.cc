@@ -16,6 +16,7 @@
 #include "scheduler/testing/builders.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "plugins/registry.h"
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/util/file.h"
 
 namespace tessel::bench {
@@ -202,6 +203,161 @@ TEST_CASE("trace: a preempted job restarts, or resumes with its progress", "[tra
     CHECK(r.lost_gpu_milli_seconds == 0);
     CHECK(r.allocated_milli_seconds == 8000 * (100 + 10));
   }
+}
+
+// A stand-in for the Consolidation plugin: for a pod that fits nowhere it evicts every movable
+// pod (kMovableAnnotation) with the victims' reason kMoveReason and nominates the first node.
+class EvictMovable final : public PostFilterPlugin {
+ public:
+  explicit EvictMovable(Handle& handle) : handle_(handle) {}
+  std::string_view Name() const override { return "EvictMovable"; }
+  PostFilterResult PostFilter(CycleState&, const Pod& pod, const NodeStatusMap&) override {
+    PostFilterResult r{Status::Unschedulable("nothing movable")};
+    for (const NodeInfo* n : handle_.snapshot().nodes()) {
+      for (const PodRef& p : n->pods()) {
+        if (!p->meta.annotations.contains(std::string(kMovableAnnotation))) continue;
+        PreemptionVictim v{.pod = p, .reason = std::string(kMoveReason)};
+        REQUIRE(preemption::EvictVictim(handle_, v, StrCat("moved to make room for ", pod.Key())).ok());
+        r.victims.push_back(std::move(v));
+        r.nomination = PostFilterResult::Nomination::kOverride;
+        r.nominated_node = n->node()->meta.name;
+      }
+    }
+    if (!r.victims.empty()) r.status = Status::Ok();
+    return r;
+  }
+
+ private:
+  Handle& handle_;
+};
+
+TEST_CASE("trace: evictions are split into moves (victims of reason Consolidation) and preemptions", "[trace]") {
+  Registry registry = InTreeRegistry();
+  REQUIRE(registry
+              .Register("EvictMovable",
+                        [](const YAML::Node&, Handle& h) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                          return std::make_unique<EvictMovable>(h);
+                        })
+              .ok());
+  absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel");
+  REQUIRE(profile.ok());
+  profile->plugins["postFilter"].enabled.push_back({.name = "EvictMovable"});
+  auto simulate = [&](const TimelineInput& in) {
+    absl::StatusOr<TimelineResult> r = SimulateTimeline(in, {.profile = &*profile, .registry = &registry});
+    REQUIRE(r.ok());
+    return *std::move(r);
+  };
+  TimelineInput in;
+  in.nodes.push_back(GpuNode("n1", 8));
+  // `small` (4 GPUs, movable) holds n1 when `big` (8 GPUs) arrives at 40: DefaultPreemption
+  // finds no lower priority, EvictMovable moves small. big binds after its 1 s backoff (41) and
+  // runs to 51; small, queued again at 40, starts over at 51 and ends at 151.
+  in.jobs = {Job("small", 0, 100, 4), Job("big", 40, 10, 8)};
+  CHECK(MarkMovable(in, {"2-4"}) == 1);
+  SECTION("a move") {
+    const TimelineResult r = simulate(in);
+    CHECK(Outcome(r, "big").start == 41);
+    CHECK(Outcome(r, "small").end == 151);
+    CHECK(Outcome(r, "small").evictions == 1);
+    CHECK(Outcome(r, "small").moves == 1);
+    CHECK(Outcome(r, "small").lost_to_moves_gpu_milli_seconds == 40 * 4000);
+    CHECK(r.evictions == 1);
+    CHECK(r.moves == 1);
+    CHECK(r.lost_gpu_milli_seconds == 40 * 4000);
+    CHECK(r.lost_to_moves_gpu_milli_seconds == 40 * 4000);
+
+    const PolicyRuns runs{.policy = "tessel-defrag", .seeds = {1}, .runs = {r}};
+    const nlohmann::json s = Summarize(runs, /*with_moves=*/true);
+    CHECK(s["moves"] == 1);
+    CHECK(s["preemptions"] == 0);
+    CHECK(s["moves_per_100_jobs"].get<double>() == Approx(50.0));  // 1 move, 2 jobs
+    CHECK(s["preemptions_per_100_jobs"].get<double>() == Approx(0.0));
+    CHECK(s["lost_gpu_hours_moves"].get<double>() == Approx(160.0 / 3600));  // 40 s x 4 GPUs
+    CHECK(s["lost_gpu_hours_preemptions"].get<double>() == Approx(0.0));
+    CHECK_FALSE(Summarize(runs).contains("moves"));  // only reports that can move have them
+
+    const std::string csv = JobsCsv({runs}, /*with_moves=*/true);
+    CHECK(csv.rfind("policy,seed,job,class,queue,priority,gpu_milli,arrive,start,end,duration,evictions,"
+                    "lost_gpu_milli_s,moves,lost_to_moves_gpu_milli_s\n",
+                    0) == 0);
+    CHECK(csv.find("\ntessel-defrag,1,small,2-4,,0,4000,0,0,151,100,1,160000,1,160000\n") != std::string::npos);
+    CHECK(JobsCsv({runs}).find(",moves") == std::string::npos);
+    CHECK(RenderTraceReport("t", "n", {runs}, nlohmann::json::array({s})).find("Moves and preemptions") !=
+          std::string::npos);
+  }
+  SECTION("a preemption: a higher priority evicts the same job, which is not counted as a move") {
+    in.jobs[1].pods.front().priority = 1000;
+    const TimelineResult r = simulate(in);
+    CHECK(Outcome(r, "small").evictions == 1);
+    CHECK(Outcome(r, "small").moves == 0);
+    CHECK(r.moves == 0);
+    CHECK(r.lost_gpu_milli_seconds == 40 * 4000);
+    CHECK(r.lost_to_moves_gpu_milli_seconds == 0);
+    const nlohmann::json s = Summarize({.policy = "tessel", .seeds = {1}, .runs = {r}}, /*with_moves=*/true);
+    CHECK(s["preemptions"] == 1);
+    CHECK(s["preemptions_per_100_jobs"].get<double>() == Approx(50.0));
+    CHECK(s["lost_gpu_hours_preemptions"].get<double>() == Approx(160.0 / 3600));
+  }
+}
+
+TEST_CASE("trace: --movable marks the pods of the named size classes, never a gang's", "[trace]") {
+  TimelineInput in;
+  in.jobs = {Job("one", 0, 10, 1), Job("four", 0, 10, 4), Job("whole", 0, 10, 8), Gang("g", 0, 10, 2, 8)};
+  absl::StatusOr<std::vector<std::string>> all = ParseMovable("all");
+  REQUIRE(all.ok());
+  CHECK(*all == std::vector<std::string>{"cpu", "fractional", "1", "2-4", "whole-node"});
+  CHECK(MarkMovable(in, *all) == 3);
+  auto movable = [](const Pod& p) { return p.meta.annotations.contains(std::string(kMovableAnnotation)); };
+  for (const Pod& p : in.jobs[3].pods) CHECK_FALSE(movable(p));
+  // Marked pods name a controller, so that a moved job's replacement is the same workload.
+  REQUIRE(in.jobs[0].pods.front().meta.owner_references.size() == 1);
+  CHECK(in.jobs[0].pods.front().meta.owner_references.front().uid == "job-one");
+
+  TimelineInput some;
+  some.jobs = {Job("one", 0, 10, 1), Job("four", 0, 10, 4), Job("whole", 0, 10, 8)};
+  absl::StatusOr<std::vector<std::string>> classes = ParseMovable("1,whole-node");
+  REQUIRE(classes.ok());
+  CHECK(MarkMovable(some, *classes) == 2);
+  CHECK(movable(some.jobs[0].pods.front()));
+  CHECK_FALSE(movable(some.jobs[1].pods.front()));
+  CHECK(movable(some.jobs[2].pods.front()));
+
+  absl::StatusOr<std::vector<std::string>> none = ParseMovable("none");
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  CHECK(ParseMovable("1,gang").status().message() == "--movable: gangs are never movable (a move restarts the whole gang)");
+  CHECK(ParseMovable("8").status().message() ==
+        "--movable: unknown size class \"8\" (want all, none, or some of cpu, fractional, 1, 2-4, whole-node)");
+}
+
+TEST_CASE("trace: P-defrag runs P with Consolidation after DefaultPreemption and Reservation", "[trace]") {
+  CHECK(BasePolicy("tessel-defrag") == "tessel");
+  CHECK(BasePolicy("fgd") == "fgd");
+  absl::StatusOr<ProfileConfig> plain = TraceProfile("tessel");
+  absl::StatusOr<ProfileConfig> defrag = TraceProfile("fgd-defrag");
+  REQUIRE(plain.ok());
+  REQUIRE(defrag.ok());
+  auto names = [](const ProfileConfig& p, const std::string& point) {
+    std::vector<std::string> out;
+    if (auto it = p.plugins.find(point); it != p.plugins.end()) {
+      for (const PluginRef& r : it->second.enabled) out.push_back(r.name);
+    }
+    return out;
+  };
+  CHECK(names(*plain, "postFilter") == std::vector<std::string>{"DefaultPreemption"});
+  CHECK(names(*plain, "multiPoint").empty());
+  const std::vector<std::string> post = names(*defrag, "postFilter");
+  REQUIRE(post.size() >= 2);
+  CHECK(post[0] == "DefaultPreemption");
+  CHECK(post[1] == "Consolidation");
+  const std::vector<std::string> score = names(*defrag, "score");
+  CHECK(std::find(score.begin(), score.end(), "FGD") != score.end());
+  bool reservation = false;
+  for (const auto& [point, set] : defrag->plugins) {
+    for (const PluginRef& r : set.enabled) reservation |= r.name == "Reservation";
+  }
+  CHECK(reservation);
+  CHECK_FALSE(TraceProfile("nope-defrag").ok());
 }
 
 TEST_CASE("property: jobs end placed, GPU-seconds are conserved, allocation stays within capacity",
