@@ -202,10 +202,10 @@ std::vector<Case> Cases() {
           "{podsWithoutQueue: Sometimes}",
           "QueueQuota: args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject"),
       Row<reservation::Reservation>(
-          "{waitSeconds: 0}",
+          "{waitSeconds: 300}",
           [](const reservation::ReservationArgs& d, const reservation::ReservationArgs& v) {
-            CHECK(d.wait_seconds == 300);
-            CHECK(v.wait_seconds == 0);  // off
+            CHECK(d.wait_seconds == 0);  // off unless asked for
+            CHECK(v.wait_seconds == 300);
           },
           "{waitSeconds: -1}", "Reservation: args.waitSeconds: want an integer in 0..2147483647, got \"-1\""),
       Row<random::Random>(
