@@ -46,8 +46,18 @@ bool BetterPlan(const MovePlan& a, const MovePlan& b) {
   return a.node < b.node;
 }
 
+std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot) {
+  std::vector<std::pair<std::pair<int64_t, int64_t>, const NodeInfo*>> keyed;
+  for (const NodeInfo* n : snapshot.nodes()) keyed.emplace_back(Fullness(*n), n);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const NodeInfo*> nodes;
+  for (const auto& [key, n] : keyed) nodes.push_back(n);
+  return nodes;
+}
+
 std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate) {
+                                  const Candidate& candidate,
+                                  const std::vector<const NodeInfo*>* fullest_first) {
   const Framework& fw = *ctx.framework;
   NodeOverlay overlay(ctx.snapshot);
   const NodeLookup lookup = overlay.Lookup();
@@ -61,9 +71,9 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
   overlay.Mutable(candidate.node).AddPod(placed);
   log.changes.push_back({true, placed});
 
-  std::vector<const PreemptionVictim*> order;
-  for (const PreemptionVictim& v : candidate.victims) order.push_back(&v);
-  std::stable_sort(order.begin(), order.end(), [](const PreemptionVictim* a, const PreemptionVictim* b) {
+  std::vector<const PreemptionVictim*> largest_first;
+  for (const PreemptionVictim& v : candidate.victims) largest_first.push_back(&v);
+  std::stable_sort(largest_first.begin(), largest_first.end(), [](const PreemptionVictim* a, const PreemptionVictim* b) {
     const int64_t ga = GpuMilli(*a->pod), gb = GpuMilli(*b->pod);
     if (ga != gb) return ga > gb;
     if (a->pod->requests.milli_cpu != b->pod->requests.milli_cpu) {
@@ -72,24 +82,42 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
     return a->pod->Key() < b->pod->Key();
   });
 
+  std::vector<const NodeInfo*> own_order;
+  if (fullest_first == nullptr) {
+    own_order = FullestFirst(*ctx.snapshot);
+    fullest_first = &own_order;
+  }
+  const std::vector<const NodeInfo*>& order = *fullest_first;
+  StringSet targets;  // nodes the moves so far went to
   MovePlan plan{.node = candidate.node, .pdb_violations = candidate.pdb_violations};
-  for (const PreemptionVictim* v : order) {
+  for (const PreemptionVictim* v : largest_first) {
     const PodRef pending = Pending(*v->pod);
     CycleState s;
     if (!fw.RunPreFilter(s, *pending).ok() || !log.Replay(fw, s, *pending, lookup)) return std::nullopt;
+    auto fits = [&](const NodeInfo& node) {
+      return fw.MayFitAfterFreeing(s, *pending, node, Resources{}) &&
+             fw.RunFiltersWithNominatedPods(s, *pending, node, ctx.nominated()).ok();
+    };
+    // The nodes earlier moves went to first, as they are now; then the others fullest first,
+    // where the first that takes the pod ends the walk (no emptier node would be chosen).
     const NodeInfo* best = nullptr;
-    for (const NodeInfo* snap_node : ctx.snapshot->nodes()) {
-      if (snap_node->name() == candidate.node) continue;
-      const NodeInfo& node = *lookup(snap_node->name());
-      if (best != nullptr && Fullness(node) >= Fullness(*best)) continue;  // would not be chosen
-      if (!fw.MayFitAfterFreeing(s, *pending, node, Resources{})) continue;
-      if (!fw.RunFiltersWithNominatedPods(s, *pending, node, ctx.nominated()).ok()) continue;
-      best = &node;
+    for (const std::string& name : targets) {
+      const NodeInfo& node = *lookup(name);
+      if ((best == nullptr || Fullness(node) < Fullness(*best)) && fits(node)) best = &node;
+    }
+    for (const NodeInfo* node : order) {
+      if (node->name() == candidate.node || targets.contains(node->name())) continue;
+      if (best != nullptr && Fullness(*node) >= Fullness(*best)) break;
+      if (fits(*node)) {
+        best = node;
+        break;
+      }
     }
     if (best == nullptr) return std::nullopt;
     const PodRef moved = PlacedOn(*pending, best->name());
     plan.moves.push_back({*v, best->name()});
     plan.moved_gpu_milli += GpuMilli(*v->pod);
+    targets.insert(best->name());
     overlay.Mutable(best->name()).AddPod(moved);
     log.changes.push_back({true, moved});
     taken_out.changes.push_back({true, moved});
@@ -174,9 +202,13 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return BetterPlan(candidates[a], candidates[b]); });
   std::vector<MovePlan> plans;
+  if (order.empty()) return plans;
+  const std::vector<const NodeInfo*> fullest_first = FullestFirst(*ctx.snapshot);
   for (size_t i : order) {
     if (plans.size() >= max_plans) break;
-    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i])) plans.push_back(*std::move(plan));
+    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], &fullest_first)) {
+      plans.push_back(*std::move(plan));
+    }
   }
   return plans;
 }

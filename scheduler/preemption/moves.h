@@ -38,9 +38,15 @@ bool BetterPlan(const MovePlan& a, const MovePlan& b);
 
 // Where the pods of `candidate` (taken off candidate.node for `pod`) go once the pod runs there;
 // nullopt when one of them fits nowhere else, or the pod no longer fits beside the moves.
-// `state` is the pod's cycle state after PreFilter.
+// `state` is the pod's cycle state after PreFilter; `fullest_first` the snapshot's nodes by
+// FullestFirst (computed here when null).
 std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate);
+                                  const Candidate& candidate,
+                                  const std::vector<const NodeInfo*>* fullest_first = nullptr);
+
+// The snapshot's nodes, fullest first: the fewest free GPU milli, then the least free CPU (ties
+// in snapshot order). A moved pod takes the first of them that fits it.
+std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot);
 
 // Per node, the GPU milli of its movable pods (Context::victim_rule; the time-bound
 // may_disrupt_now is left to the dry run), kept while the node's generation stays: the screen
