@@ -33,13 +33,6 @@ Resources NeedOf(const Framework* fw, const Pod& pod) {
   return fw == nullptr ? pod.requests : fw->RoomNeed(fw->PluginNames("filter"), pod);
 }
 
-// A node's room (allocatable - requested, and its GPU room), as Cache::RoomOn gives it.
-Resources RoomOf(const NodeInfo& node) {
-  Resources room = node.Free();
-  gpu::AddGpuRoom(node.gpus(), room);
-  return room;
-}
-
 // The room of the node emptied: whether it could ever hold `need`.
 bool CouldHold(const NodeInfo& node, const Resources& need) {
   Resources capacity = node.allocatable();
@@ -142,7 +135,7 @@ Status Reservation::Filter(const CycleState& state, const Pod& /*pod*/, const No
   if (it == by_node_.end()) return Status::Ok();
   const Held& held = *it->second;
   if (!std::binary_search(s->levels.begin(), s->levels.end(), held.priority)) return Status::Ok();
-  if (!Crowds(held.need, RoomOf(node), s->take)) return Status::Ok();
+  if (!Crowds(held.need, node.Room(), s->take)) return Status::Ok();
   return Status::Unschedulable(
       StrCat("node ", held.node, " is reserved for ", held.holder, " (waiting since ",
              absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", held.since, absl::UTCTimeZone()), ", reserved after ",
@@ -257,7 +250,7 @@ std::string Reservation::ClosestNode(const Pod& pod, const Resources& need, cons
     if (status.code() != Code::kUnschedulable || by_node_.contains(name)) continue;
     const NodeInfo* node = handle_.snapshot().Get(name);
     if (node == nullptr || !CouldHold(*node, need)) continue;
-    std::tuple<Shortfall, std::string_view> candidate{ShortfallOf(need, RoomOf(*node)), name};
+    std::tuple<Shortfall, std::string_view> candidate{ShortfallOf(need, node->Room()), name};
     if (!best.has_value() || candidate < *best) best = candidate;
   }
   return best.has_value() ? std::string(std::get<1>(*best)) : std::string();

@@ -20,29 +20,17 @@ std::string WorkloadKey(const Pod& pod) {
   return absl::StrCat("Pod/", pod.Key());
 }
 
-namespace {
-
-template <typename Entries>
-int CountSince(const Entries& entries, DisruptionKind kind, absl::Time since) {
-  return static_cast<int>(std::count_if(entries.begin(), entries.end(), [&](const auto& e) {
-    return e.kind == kind && e.at >= since;
-  }));
-}
-
-}  // namespace
-
-int DisruptionLedger::Record(const std::string& workload, DisruptionKind kind, absl::Time at,
-                             absl::Time since) {
+void DisruptionLedger::Record(const std::string& workload, DisruptionKind kind, absl::Time at) {
   absl::MutexLock lock(&mu_);
-  auto& entries = history_[workload];
-  entries.push_back({kind, at});
-  return CountSince(entries, kind, since);
+  history_[workload].push_back({kind, at});
 }
 
 int DisruptionLedger::Count(const std::string& workload, DisruptionKind kind, absl::Time since) const {
   absl::MutexLock lock(&mu_);
   auto it = history_.find(workload);
-  return it == history_.end() ? 0 : CountSince(it->second, kind, since);
+  if (it == history_.end()) return 0;
+  return static_cast<int>(std::count_if(it->second.begin(), it->second.end(),
+                                        [&](const Entry& e) { return e.kind == kind && e.at >= since; }));
 }
 
 void DisruptionLedger::Prune(absl::Time before) {

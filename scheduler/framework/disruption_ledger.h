@@ -25,9 +25,8 @@ std::string WorkloadKey(const Pod& pod);
 
 class DisruptionLedger {
  public:
-  // Notes a disruption of `workload` at `at`; returns how many of this kind it has had since
-  // `since`, this one included.
-  int Record(const std::string& workload, DisruptionKind kind, absl::Time at, absl::Time since);
+  // Notes a disruption of `workload` at `at`.
+  void Record(const std::string& workload, DisruptionKind kind, absl::Time at);
   // How many disruptions of this kind `workload` had at or after `since`.
   int Count(const std::string& workload, DisruptionKind kind, absl::Time since) const;
   // Forgets what happened before `before` (the longest window any rule looks back).

@@ -21,10 +21,6 @@ auto PlanCost(const MovePlan& p) {
   return std::make_tuple(p.pdb_violations, p.moves.size(), p.moved_gpu_milli);
 }
 
-// Fuller first: the fewest free GPU milli, then the least free CPU (FitWith's order in gang
-// preemption), so the moved pods pack rather than open empty nodes.
-auto Fullness(const NodeInfo& n) { return std::make_pair(n.gpus().total_free_milli(), n.Free().milli_cpu); }
-
 // The pod as its controller would recreate it: pending, nominated nowhere.
 PodRef Pending(const Pod& running) {
   Pod p = running;

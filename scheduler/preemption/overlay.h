@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "scheduler/framework/framework.h"
@@ -21,6 +22,13 @@
 namespace tessel::preemption {
 
 using NodeLookup = std::function<const NodeInfo*(std::string_view)>;
+
+// How full a node is, fuller first when compared: the fewest free GPU milli, then the least free
+// CPU. A pod a plan places again (a gang member, a moved pod) takes the fullest node that fits
+// it, so plans pack rather than open empty nodes.
+inline std::pair<int64_t, int64_t> Fullness(const NodeInfo& n) {
+  return {n.gpus().total_free_milli(), n.FreeMilliCpu()};
+}
 
 // A pod's cycle state as the plan left the cluster: the pods taken out gone, the pods placed so
 // far present (the PreFilter extensions see the change as the node copies do).

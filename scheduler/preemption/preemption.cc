@@ -355,7 +355,7 @@ absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::st
     api->RecordEvent(*victim.pod, "Normal", move ? "Moved" : "Preempted", told);
     api->MarkDisruptionTarget(*victim.pod, move ? "ConsolidationByScheduler" : "PreemptionByScheduler", told);
     handle.PodEvicted(*victim.pod);
-    if (ledger != nullptr) ledger->Record(workload, kind, now, now - kDisruptionMemory);
+    if (ledger != nullptr) ledger->Record(workload, kind, now);
   }
   return st;
 }
@@ -643,10 +643,7 @@ std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx,
       if (node == nullptr || !fw.RunFiltersWithNominatedPods(s, *members[i], *node, ctx.nominated()).ok()) {
         continue;
       }
-      const auto fullness = [](const NodeInfo* n) {
-        return std::make_pair(n->gpus().total_free_milli(), n->Free().milli_cpu);
-      };
-      if (best == nullptr || fullness(node) < fullness(best)) best = node;
+      if (best == nullptr || Fullness(*node) < Fullness(*best)) best = node;
     }
     if (best == nullptr) continue;
     Pod at = *members[i];

@@ -297,9 +297,7 @@ std::optional<Resources> Cache::RoomOn(std::string_view name) const {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second->node() == nullptr) return std::nullopt;
-  Resources room = it->second->Free();
-  gpu::AddGpuRoom(it->second->gpus(), room);
-  return room;
+  return it->second->Room();
 }
 
 std::vector<std::string> Cache::NodeNames() const {

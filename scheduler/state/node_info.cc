@@ -14,6 +14,12 @@ Resources NodeInfo::Free() const {
   return free;
 }
 
+Resources NodeInfo::Room() const {
+  Resources room = Free();
+  gpu::AddGpuRoom(gpus_, room);
+  return room;
+}
+
 void NodeInfo::SetNode(NodeRef node) {
   if (node) name_ = node->name();
   node_ = std::move(node);

@@ -39,6 +39,9 @@ class NodeInfo {
   // Free().milli_cpu, without building the whole Resources (GPU policies and measures read it
   // for every node).
   int64_t FreeMilliCpu() const { return allocatable().milli_cpu - requested_.milli_cpu; }
+  // Free(), and the GPU room of the devices (gpu::AddGpuRoom): what the queue's room hints and
+  // reservations compare a pod's need with.
+  Resources Room() const;
   // Per-device GPU accounting of the pods on the node.
   const gpu::GpuDevices& gpus() const { return gpus_; }
   // Pods here with any pod (anti-)affinity term, and with a required anti-affinity term: the

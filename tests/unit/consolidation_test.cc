@@ -398,9 +398,12 @@ TEST_CASE("disruption ledger: workloads across recreations, counts in a window, 
   CHECK(WorkloadKey(a) == "Job/u1#3");
   DisruptionLedger ledger;
   const absl::Time t0 = absl::FromUnixSeconds(kStart);
-  CHECK(ledger.Record("w", DisruptionKind::kMove, t0, t0 - absl::Hours(1)) == 1);
-  CHECK(ledger.Record("w", DisruptionKind::kPreemption, t0 + absl::Minutes(1), t0) == 1);
-  CHECK(ledger.Record("w", DisruptionKind::kMove, t0 + absl::Minutes(30), t0) == 2);
+  ledger.Record("w", DisruptionKind::kMove, t0);
+  CHECK(ledger.Count("w", DisruptionKind::kMove, t0 - absl::Hours(1)) == 1);
+  ledger.Record("w", DisruptionKind::kPreemption, t0 + absl::Minutes(1));
+  CHECK(ledger.Count("w", DisruptionKind::kPreemption, t0) == 1);
+  ledger.Record("w", DisruptionKind::kMove, t0 + absl::Minutes(30));
+  CHECK(ledger.Count("w", DisruptionKind::kMove, t0) == 2);
   CHECK(ledger.Count("w", DisruptionKind::kMove, t0 + absl::Minutes(10)) == 1);
   CHECK(ledger.Count("other", DisruptionKind::kMove, t0) == 0);
   ledger.Prune(t0 + absl::Minutes(5));
