@@ -1,8 +1,6 @@
 // Consolidation: moving movable pods to make room for a pod that fits nowhere (consolidation.h).
 #include "plugins/consolidation/consolidation.h"
 
-#include <limits>
-
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/preemption/disruption.h"
@@ -26,8 +24,11 @@ absl::StatusOr<ConsolidationArgs> Consolidation::ParseArgs(const YAML::Node& yam
   ASSIGN_OR_RETURN(args.min_run_seconds, reader.Int("minRunSeconds", args.min_run_seconds, 0, kYear));
   ASSIGN_OR_RETURN(const int64_t moves, reader.Int("maxMovesPerPod", args.max_moves_per_pod, 0, 1000));
   args.max_moves_per_pod = static_cast<int32_t>(moves);
+  // The scheduler's record of moves reaches back kDisruptionMemory: a longer window would count
+  // less than it says.
   ASSIGN_OR_RETURN(args.move_window_seconds,
-                   reader.Int("moveWindowSeconds", args.move_window_seconds, 1, kYear));
+                   reader.Int("moveWindowSeconds", args.move_window_seconds, 1,
+                              absl::ToInt64Seconds(preemption::kDisruptionMemory)));
   return args;
 }
 

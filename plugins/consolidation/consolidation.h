@@ -18,7 +18,7 @@
 // pod that ends; the search costs dry runs on up to 16 nodes).
 //
 // Args: minRunSeconds (>= 0, default 600), maxMovesPerPod (>= 0, default 1; 0 moves nothing),
-// moveWindowSeconds (> 0, default 3600).
+// moveWindowSeconds (1..86400, the 24 h the scheduler remembers moves; default 3600).
 #pragma once
 
 #include "scheduler/framework/registry.h"

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "harness/core_harness.h"
+#include "plugins/consolidation/consolidation.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/preemption/disruption.h"
@@ -409,6 +410,15 @@ TEST_CASE("disruption ledger: workloads across recreations, counts in a window, 
   ledger.Prune(t0 + absl::Minutes(5));
   CHECK(ledger.Count("w", DisruptionKind::kMove, t0 - absl::Hours(1)) == 1);
   CHECK(ledger.Count("w", DisruptionKind::kPreemption, t0 - absl::Hours(1)) == 0);
+}
+
+TEST_CASE("Consolidation: a move window longer than the 24 h the scheduler remembers is refused",
+          "[consolidation]") {
+  CHECK(consolidation::Consolidation::ParseArgs(YAML::Load("{moveWindowSeconds: 86400}")).ok());
+  auto longer = consolidation::Consolidation::ParseArgs(YAML::Load("{moveWindowSeconds: 86401}"));
+  REQUIRE_FALSE(longer.ok());
+  CHECK(std::string(longer.status().message()) ==
+        "Consolidation: args.moveWindowSeconds: want an integer in 1..86400, got \"86401\"");
 }
 
 TEST_CASE("disruption rules: the pod's word, then its PriorityClass, then its Queue", "[consolidation]") {

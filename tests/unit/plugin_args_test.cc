@@ -96,7 +96,7 @@ std::vector<Case> Cases() {
             CHECK(v.max_moves_per_pod == 3);
             CHECK(v.move_window_seconds == 60);
           },
-          "{moveWindowSeconds: 0}", "Consolidation: args.moveWindowSeconds: want an integer in 1..31622400, got \"0\""),
+          "{moveWindowSeconds: 0}", "Consolidation: args.moveWindowSeconds: want an integer in 1..86400, got \"0\""),
       Row<fgd::FGD>(
           "{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 3}], coveragePercent: 90, packWholeGpus: true}",
           [](const fgd::FGDArgs& d, const fgd::FGDArgs& v) {
