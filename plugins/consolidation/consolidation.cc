@@ -18,7 +18,7 @@ constexpr absl::Duration kRetryAfter = absl::Seconds(30);
 
 absl::StatusOr<ConsolidationArgs> Consolidation::ParseArgs(const YAML::Node& yaml) {
   ArgsReader reader = ArgsReader::Of(kName, yaml);
-  RETURN_IF_ERROR(reader.OnlyKeys({"minRunSeconds", "maxMovesPerPod", "moveWindowSeconds"}));
+  RETURN_IF_ERROR(reader.OnlyKeys({"minRunSeconds", "maxMovesPerPod", "moveWindowSeconds", "minPodGpus"}));
   Args args;
   constexpr int64_t kYear = 366 * 24 * 3600;
   ASSIGN_OR_RETURN(args.min_run_seconds, reader.Int("minRunSeconds", args.min_run_seconds, 0, kYear));
@@ -29,6 +29,7 @@ absl::StatusOr<ConsolidationArgs> Consolidation::ParseArgs(const YAML::Node& yam
   ASSIGN_OR_RETURN(args.move_window_seconds,
                    reader.Int("moveWindowSeconds", args.move_window_seconds, 1,
                               absl::ToInt64Seconds(preemption::kDisruptionMemory)));
+  ASSIGN_OR_RETURN(args.min_pod_gpus, reader.Int("minPodGpus", args.min_pod_gpus, 0, 1024));
   return args;
 }
 
@@ -47,7 +48,11 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return {.status = Status::Error(StrCat("consolidation: no profile \"", pod.scheduler_name, "\""))};
   }
   if (args_.max_moves_per_pod == 0) return unschedulable("maxMovesPerPod is 0");
-  if (gpu::ReadGpuRequest(pod).total_milli() == 0) return unschedulable("the pod asks for no GPU");
+  const int64_t gpu_milli = gpu::ReadGpuRequest(pod).total_milli();
+  if (gpu_milli == 0) return unschedulable("the pod asks for no GPU");
+  if (gpu_milli < args_.min_pod_gpus * 1000) {
+    return unschedulable(StrCat("the pod asks for fewer than minPodGpus (", args_.min_pod_gpus, ") GPUs"));
+  }
   if (!handle_.GangKeyOf(pod).empty()) return unschedulable("gang members are placed by the gang cycle");
 
   const absl::Time now = handle_.clock().Now();
@@ -71,7 +76,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   };
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) return unschedulable(why);
-  index_.Sync(rules.movable_version());
+  index_.Sync(ctx, rules.movable_version());
 
   const std::vector<preemption::MovePlan> plans =
       preemption::FindMovePlans(ctx, state, pod, filtered, kPlansTried, &index_);

@@ -18,7 +18,9 @@
 // pod that ends; the search costs dry runs on up to 16 nodes).
 //
 // Args: minRunSeconds (>= 0, default 600), maxMovesPerPod (>= 0, default 1; 0 moves nothing),
-// moveWindowSeconds (1..86400, the 24 h the scheduler remembers moves; default 3600).
+// moveWindowSeconds (1..86400, the 24 h the scheduler remembers moves; default 3600),
+// minPodGpus (0..1024, default 2): the fewest GPUs a waiting pod asks for to be made room for
+// (physical-GPU equivalents; 0: any pod with a GPU request, fractions included).
 #pragma once
 
 #include "scheduler/framework/registry.h"
@@ -30,6 +32,7 @@ struct ConsolidationArgs {
   int64_t min_run_seconds = 600;
   int32_t max_moves_per_pod = 1;
   int64_t move_window_seconds = 3600;
+  int64_t min_pod_gpus = 2;
 };
 
 class Consolidation final : public PostFilterPlugin {

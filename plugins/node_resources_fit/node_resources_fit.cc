@@ -94,6 +94,7 @@ Status NodeResourcesFit::Filter(const CycleState&, const Pod& pod, const NodeInf
 
 bool NodeResourcesFit::MayFitAfterFreeing(const CycleState&, const Pod& pod, const NodeInfo& node,
                                           const Resources& freed) const {
+  if (freed.IsZero()) return FitsAll(pod, node.allocatable(), node.requested(), args_.ignored);
   Resources used = node.requested();
   used.Sub(freed);
   return FitsAll(pod, node.allocatable(), used, args_.ignored);

@@ -23,6 +23,7 @@ std::string WorkloadKey(const Pod& pod) {
 void DisruptionLedger::Record(const std::string& workload, DisruptionKind kind, absl::Time at) {
   absl::MutexLock lock(&mu_);
   history_[workload].push_back({kind, at});
+  recorded_.emplace_back(at, workload);
 }
 
 int DisruptionLedger::Count(const std::string& workload, DisruptionKind kind, absl::Time since) const {
@@ -35,14 +36,14 @@ int DisruptionLedger::Count(const std::string& workload, DisruptionKind kind, ab
 
 void DisruptionLedger::Prune(absl::Time before) {
   absl::MutexLock lock(&mu_);
-  for (auto it = history_.begin(); it != history_.end();) {
-    auto& entries = it->second;
-    while (!entries.empty() && entries.front().at < before) entries.pop_front();
-    if (entries.empty()) {
-      history_.erase(it++);
-    } else {
-      ++it;
+  while (!recorded_.empty() && recorded_.front().first < before) {
+    auto it = history_.find(recorded_.front().second);
+    if (it != history_.end()) {
+      std::deque<Entry>& entries = it->second;
+      while (!entries.empty() && entries.front().at < before) entries.pop_front();
+      if (entries.empty()) history_.erase(it);
     }
+    recorded_.pop_front();
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <deque>
 #include <string>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -29,7 +30,8 @@ class DisruptionLedger {
   void Record(const std::string& workload, DisruptionKind kind, absl::Time at);
   // How many disruptions of this kind `workload` had at or after `since`.
   int Count(const std::string& workload, DisruptionKind kind, absl::Time since) const;
-  // Forgets what happened before `before` (the longest window any rule looks back).
+  // Forgets what happened before `before` (the longest window any rule looks back). Costs
+  // O(entries forgotten): the scheduler calls it every loop.
   void Prune(absl::Time before);
 
  private:
@@ -39,6 +41,9 @@ class DisruptionLedger {
   };
   mutable absl::Mutex mu_;
   StringKeyedMap<std::deque<Entry>> history_ ABSL_GUARDED_BY(mu_);
+  // Every entry's time and workload in the order recorded (the clock does not go back), so
+  // Prune finds the old ones at the front.
+  std::deque<std::pair<absl::Time, std::string>> recorded_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessel

@@ -101,7 +101,11 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
       const NodeInfo& node = *lookup(name);
       if ((best == nullptr || Fullness(node) < Fullness(*best)) && fits(node)) best = &node;
     }
+    // A node with fewer free GPU milli than the pod would hold there cannot take it: an integer
+    // test before any filter (in a full cluster, most of the order fails it).
+    const gpu::GpuRequest request = gpu::ReadGpuRequest(*pending);
     for (const NodeInfo* node : order) {
+      if (node->gpus().total_free_milli() < gpu::HeldGpuMilli(request, node->gpus().inventory())) continue;
       if (node->name() == candidate.node || targets.contains(node->name())) continue;
       if (best != nullptr && Fullness(*node) >= Fullness(*best)) break;
       if (fits(*node)) {
@@ -128,61 +132,92 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
   return plan;
 }
 
-void MovableIndex::Sync(const std::string& rules_version) {
-  if (rules_version == rules_version_) return;
-  rules_version_ = rules_version;
-  by_node_.clear();
-}
-
-MovableIndex::Movable MovableIndex::Of(const Context& ctx, const NodeInfo& node) {
-  auto it = by_node_.find(node.name());
-  if (it != by_node_.end() && it->second.generation == node.generation()) return it->second.movable;
-  Movable m;
-  for (const PodRef& p : node.pods()) {
+void MovableIndex::Read(const Context& ctx, uint32_t pos) {
+  const NodeInfo& info = *ctx.snapshot->nodes()[pos];
+  Node& n = nodes_[pos];
+  if (n.generation == info.generation()) return;
+  free_total_ -= n.free_gpu_milli;
+  if (n.movable_pods > 0) most_free_.erase({-n.free_gpu_milli, pos});
+  if (n.generation != std::numeric_limits<int64_t>::min()) fullest_.erase({n.fullness, pos});
+  if (n.shared) --shared_nodes_;
+  n = Node{.generation = info.generation(), .free_gpu_milli = info.gpus().total_free_milli(),
+           .shared = info.gpus().inventory().shared(), .fullness = Fullness(info)};
+  if (n.shared) ++shared_nodes_;
+  for (const PodRef& p : info.pods()) {
     std::string reason;
     if (p->meta.deletion_timestamp.has_value() || (ctx.victim_rule && !ctx.victim_rule(*p, &reason))) continue;
-    ++m.pods;
-    m.gpu_milli += GpuMilli(*p);
+    ++n.movable_pods;
+    n.movable_gpu_milli += GpuMilli(*p);
   }
-  by_node_[node.name()] = {node.generation(), m};
-  return m;
+  free_total_ += n.free_gpu_milli;
+  if (n.movable_pods > 0) most_free_.insert({-n.free_gpu_milli, pos});
+  fullest_.insert({n.fullness, pos});
+}
+
+void MovableIndex::Sync(const Context& ctx, const std::string& rules_version) {
+  const Snapshot& snapshot = *ctx.snapshot;
+  if (rules_version != rules_version_ || epoch_ != snapshot.change_epoch() || nodes_.size() != snapshot.size()) {
+    rules_version_ = rules_version;
+    nodes_.assign(snapshot.size(), Node{});
+    free_total_ = 0;
+    shared_nodes_ = 0;
+    most_free_.clear();
+    fullest_.clear();
+    for (uint32_t pos = 0; pos < snapshot.size(); ++pos) Read(ctx, pos);
+  } else {
+    const std::vector<uint32_t>& changes = snapshot.changes();
+    for (size_t i = log_pos_; i < changes.size(); ++i) Read(ctx, changes[i]);
+  }
+  epoch_ = snapshot.change_epoch();
+  log_pos_ = snapshot.changes().size();
+}
+
+std::vector<const NodeInfo*> MovableIndex::FullestFirst(const Snapshot& snapshot) const {
+  std::vector<const NodeInfo*> nodes;
+  nodes.reserve(fullest_.size());
+  for (const auto& [fullness, pos] : fullest_) nodes.push_back(snapshot.nodes()[pos]);
+  return nodes;
 }
 
 std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
                                     const NodeStatusMap& rejected, size_t max_plans, MovableIndex* index) {
-  const int64_t need = GpuMilli(pod);
+  const gpu::GpuRequest request = gpu::ReadGpuRequest(pod);
+  MovableIndex fresh;  // without an index: read every node now
+  if (index == nullptr) {
+    index = &fresh;
+    index->Sync(ctx, "");
+  }
   // Moves add no room: the free GPUs of the whole cluster, less what nominated pods will take,
   // must cover the pod. In a full cluster this ends most attempts before any dry run.
-  int64_t free = 0;
-  for (const NodeInfo* node : ctx.snapshot->nodes()) free += node->gpus().total_free_milli();
+  // What the pod holds differs by node only on shared ones (a replica is a fraction of a GPU):
+  // with any, the screen asks only for some free GPU.
+  const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli();
+  int64_t free = index->free_gpu_milli();
   if (const NominatedPodMap* nominated = ctx.nominated()) {
     for (const auto& [node, pods] : *nominated) {
       for (const PodRef& p : pods) free -= p->SameKey(pod) ? 0 : GpuMilli(*p);
     }
   }
   if (free < need) return {};
-  MovableIndex fresh;  // without an index: read every node now
-  if (index == nullptr) index = &fresh;
-  // Nodes where moving pods could make room, closest to fitting first.
-  std::vector<std::pair<int64_t, const NodeInfo*>> nodes;  // (GPU milli short, node)
-  for (const NodeInfo* node : ctx.snapshot->nodes()) {
+  // Nodes where moving pods could make room, closest to fitting first (GPU milli short, then
+  // snapshot order, which is by name): the index's most-free order, skipping those whose movable
+  // pods cannot cover the shortfall and those the filters ruled out for good.
+  std::vector<const NodeInfo*> nodes;
+  for (const auto& [neg_free, pos] : index->most_free()) {
+    if (nodes.size() >= kMaxNodesTried) break;
+    const NodeInfo* node = ctx.snapshot->nodes()[pos];
+    const int64_t short_by = gpu::HeldGpuMilli(request, node->gpus().inventory()) + neg_free;
+    if (short_by > index->at(pos).movable_gpu_milli) continue;
     if (auto it = rejected.find(node->name());
         it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) {
       continue;
     }
-    const int64_t short_by = need - node->gpus().total_free_milli();
-    const MovableIndex::Movable movable = index->Of(ctx, *node);
-    if (movable.pods == 0 || short_by > movable.gpu_milli) continue;
-    nodes.emplace_back(short_by, node);
+    nodes.push_back(node);
   }
-  std::stable_sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second->name() < b.second->name();
-  });
-  if (nodes.size() > kMaxNodesTried) nodes.resize(kMaxNodesTried);
 
   std::vector<MovePlan> candidates;  // victims chosen, not yet placed again
   std::vector<Candidate> victims_of;
-  for (const auto& [short_by, node] : nodes) {
+  for (const NodeInfo* node : nodes) {
     std::optional<Candidate> c = SelectVictimsOnNode(ctx, state, pod, *node);
     if (!c || c->victims.empty()) continue;
     MovePlan cost{.node = c->node, .pdb_violations = c->pdb_violations};
@@ -199,7 +234,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
                    [&](size_t a, size_t b) { return BetterPlan(candidates[a], candidates[b]); });
   std::vector<MovePlan> plans;
   if (order.empty()) return plans;
-  const std::vector<const NodeInfo*> fullest_first = FullestFirst(*ctx.snapshot);
+  const std::vector<const NodeInfo*> fullest_first = index->FullestFirst(*ctx.snapshot);
   for (size_t i : order) {
     if (plans.size() >= max_plans) break;
     if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], &fullest_first)) {

@@ -12,7 +12,9 @@
 //   best_first[0].node, best_first[0].moves[i].pod, best_first[0].moves[i].to
 #pragma once
 
+#include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,34 +50,56 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
 // in snapshot order). A moved pod takes the first of them that fits it.
 std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot);
 
-// Per node, the GPU milli of its movable pods (Context::victim_rule; the time-bound
-// may_disrupt_now is left to the dry run), kept while the node's generation stays: the screen
-// over every node reads the pods of changed nodes only. Who is movable may change with the
-// PriorityClasses and Queues: Sync with a new `rules_version` forgets everything. Used by one
-// scheduling thread (like the cycle).
+// What the screen before any dry run reads, kept in step with the snapshot's change log (as
+// VictimIndex is), so an attempt that finds nothing costs no walk over the cluster: the free GPU
+// milli of every node and their sum; per node the GPU milli of its movable pods
+// (Context::victim_rule; the time-bound may_disrupt_now is left to the dry run); the nodes with
+// movable pods by free GPU milli, most first; every node fullest first (Fullness). Who is movable
+// may change with the PriorityClasses and Queues: a new `rules_version` reads every node again.
+// Sync costs O(pods on the nodes that changed). Used by one scheduling thread (like the cycle).
+//
+//   MovableIndex index;
+//   index.Sync(ctx, rules.movable_version());
+//   index.free_gpu_milli();  for (const auto& [neg_free, pos] : index.most_free()) ...
 class MovableIndex {
  public:
-  void Sync(const std::string& rules_version);
-  struct Movable {
-    int64_t pods = 0;
-    int64_t gpu_milli = 0;
+  void Sync(const Context& ctx, const std::string& rules_version);
+
+  struct Node {
+    int64_t generation = std::numeric_limits<int64_t>::min();
+    int64_t free_gpu_milli = 0;
+    bool shared = false;  // time-sliced or MPS GPUs: a replica holds a fraction of one
+    int64_t movable_pods = 0;
+    int64_t movable_gpu_milli = 0;
+    std::pair<int64_t, int64_t> fullness;
   };
-  Movable Of(const Context& ctx, const NodeInfo& node);
+  int64_t free_gpu_milli() const { return free_total_; }
+  int64_t shared_nodes() const { return shared_nodes_; }
+  const Node& at(uint32_t pos) const { return nodes_[pos]; }
+  // Nodes with movable pods as (-free GPU milli, position): most free first, then snapshot order
+  // (closest to fitting first, for a pod that holds the same GPU milli on each of them).
+  const std::set<std::pair<int64_t, uint32_t>>& most_free() const { return most_free_; }
+  // Every node, fullest first (FullestFirst's order), by position.
+  std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot) const;
 
  private:
-  struct Entry {
-    int64_t generation;
-    Movable movable;
-  };
+  void Read(const Context& ctx, uint32_t pos);
+
   std::string rules_version_;
-  StringKeyedMap<Entry> by_node_;
+  uint64_t epoch_ = 0;
+  size_t log_pos_ = 0;
+  int64_t free_total_ = 0;
+  int64_t shared_nodes_ = 0;
+  std::vector<Node> nodes_;
+  std::set<std::pair<int64_t, uint32_t>> most_free_;
+  std::set<std::pair<std::pair<int64_t, int64_t>, uint32_t>> fullest_;
 };
 
 // Up to `max_plans` plans for `pod`, best first (BetterPlan). None when the free GPUs of the
 // whole cluster, less the nominated pods', do not cover the pod (moves add no room). Nodes that
 // `rejected` marks UnschedulableAndUnresolvable, and nodes whose free GPU room plus their
 // movable pods' cannot hold the pod's GPUs, are not tried; of the others, the 16 closest to
-// fitting. `index` may be null (every node's pods are read).
+// fitting. `index`, Synced by the caller with the same rules, may be null (every node is read).
 std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
                                     const NodeStatusMap& rejected, size_t max_plans,
                                     MovableIndex* index = nullptr);

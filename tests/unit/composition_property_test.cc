@@ -84,7 +84,8 @@ struct ApiServer {
   std::function<void(const std::string& key)> on_evicted_gone;
 };
 
-// Moves: after 30 s of running, at most once per workload in 10 minutes.
+// Moves: for pods asking 2 GPUs or more (the plugin's default), of pods that ran 30 s, at most once
+// per workload in 10 minutes.
 constexpr char kConfig[] = R"(
 profiles:
 - schedulerName: tessel
@@ -92,7 +93,7 @@ profiles:
   - name: Consolidation
     args: {minRunSeconds: 30, maxMovesPerPod: 1, moveWindowSeconds: 600}
 )";
-const testing::MoveRules kMoveRules{.min_run = absl::Seconds(30), .max_moves = 1, .window = absl::Seconds(600)};
+const testing::MoveRules kMoveRules{.min_pod_gpus = 2, .min_run = absl::Seconds(30), .max_moves = 1, .window = absl::Seconds(600)};
 
 struct Run {
   std::mt19937_64 rng;

@@ -194,6 +194,41 @@ TEST_CASE("consolidation: the seed's fragmentation hell, Team B's 8-GPU job gets
   CHECK(total_free == 14);
 }
 
+TEST_CASE("consolidation: room is made only for pods asking minPodGpus or more (default 2)",
+          "[consolidation]") {
+  // Two 2-GPU nodes packed with four movable 1-GPU jobs, then one ends on each: 2 GPUs free,
+  // not on one node.
+  for (const int64_t min_pod_gpus : {-1, 3, 0}) {  // -1: the default
+    INFO("minPodGpus " << min_pod_gpus);
+    std::string config = Config(0);
+    if (min_pod_gpus >= 0) {
+      config.replace(config.find("moveWindowSeconds"), 0, StrCat("minPodGpus: ", min_pod_gpus, ", "));
+    }
+    Lab lab(config);
+    lab.StartPodsWhenBound();
+    lab.Nodes(2, 2);
+    for (int i = 0; i < 4; ++i) lab.Job(StrCat("a", i), 1, /*movable=*/true);
+    lab.Run();
+    REQUIRE(lab.h.api.bound.size() == 4);
+    for (const auto& [node, keys] : lab.ByNode()) {
+      REQUIRE(keys.size() == 2);
+      lab.Delete(keys[0]);
+    }
+    lab.Job("pair", 2, /*movable=*/false, "team-b");
+    lab.Run();
+    if (min_pod_gpus == 3) {
+      CHECK(lab.Moves() == 0);
+      CHECK(lab.NodeOf("team-b/pair").empty());
+    } else {
+      CHECK(lab.Moves() == 1);
+      CHECK(!lab.NodeOf("team-b/pair").empty());
+    }
+  }
+  auto negative = consolidation::Consolidation::ParseArgs(YAML::Load("{minPodGpus: -1}"));
+  REQUIRE_FALSE(negative.ok());
+  CHECK(std::string(negative.status().message()).find("minPodGpus") != std::string::npos);
+}
+
 TEST_CASE("consolidation: pods that did not opt in are never moved", "[consolidation]") {
   Lab lab(Config(0));
   FragmentationHell(lab, /*movable=*/false);

@@ -75,6 +75,7 @@ struct Eviction {
 
 // The anti-thrash rules moves must keep (the Consolidation plugin's args in the test).
 struct MoveRules {
+  int64_t min_pod_gpus = 0;  // whole GPUs the waiting pod asks for at least
   absl::Duration min_run;
   int max_moves = 1;
   absl::Duration window;
@@ -453,6 +454,9 @@ class PlacementChecker {
       if (waiting == nullptr) {
         out.push_back(StrCat("pods were moved for ", who, ", which the test never made"));
         continue;
+      }
+      if ((waiting->gpu_milli > 0 && rules.min_pod_gpus > 0) || waiting->gpus < rules.min_pod_gpus) {
+        out.push_back(StrCat("pods were moved for ", who, ", which asks for fewer than ", rules.min_pod_gpus, " GPUs"));
       }
       const std::string node = moved.front()->node;
       std::vector<const CheckedPod*> specs;

@@ -16,6 +16,8 @@
 #include "fake_handle.h"
 #include "plugins/registry.h"
 #include "scheduler/framework/nominator.h"
+#include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/preemption/moves.h"
 #include "scheduler/preemption/preemption.h"
 
 namespace tessel {
@@ -1013,6 +1015,64 @@ TEST_CASE("kept dry runs: the same candidates as fresh ones while nodes, nominat
   // The memo answered often: the comparisons are not all of fresh dry runs.
   CAPTURE(compared);
   CHECK(kept > 300);
+}
+
+TEST_CASE("property: move plans found with the kept movable index equal those found reading every "
+          "node, as pods come and go", "[preemption][consolidation]") {
+  std::mt19937_64 rng(20261127);
+  World w;
+  const int nodes = 12;
+  for (int i = 0; i < nodes; ++i) w.handle.AddNode(SmallNode(StrCat("n", i)));
+  Context ctx = w.Ctx();
+  ctx.victim_rule = [](const Pod& p, std::string* reason) {
+    if (!p.meta.annotations.contains("movable")) return false;
+    *reason = "Consolidation";
+    return true;
+  };
+  preemption::MovableIndex index;
+  std::vector<std::string> running;
+  int serial = 0, compared = 0, with_plans = 0;
+  for (int step = 0; step < 400; ++step) {
+    // A change: a pod starts on a node with room, or one ends.
+    if (running.empty() || rng() % 3 != 0) {
+      const std::string node = StrCat("n", rng() % nodes);
+      PodBuilder b(StrCat("p", serial++));
+      b.Requests(StrCat("cpu:1,nvidia.com/gpu:", 1 + rng() % 2)).Priority(100).Node(node);
+      if (rng() % 4 != 0) b.Annotation("movable", "true");
+      Pod p = b.Build();
+      const NodeInfo* info = w.handle.snapshot().Get(node);
+      if (info->gpus().total_free_milli() < gpu::ReadGpuRequest(p).total_milli()) continue;
+      running.push_back(p.Key());
+      w.handle.AddPod(std::move(p));
+    } else {
+      const size_t i = rng() % running.size();
+      w.handle.RemovePod(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    const Pod pod = PodBuilder("waiting").Requests(StrCat("cpu:1,nvidia.com/gpu:", 2 + rng() % 3)).Priority(100).Build();
+    CycleState state = w.PreFiltered(pod);
+    FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
+    if (!f.feasible.empty()) continue;
+    index.Sync(ctx, "rules");
+    const std::vector<preemption::MovePlan> kept = preemption::FindMovePlans(ctx, state, pod, f.rejected, 3, &index);
+    const std::vector<preemption::MovePlan> fresh = preemption::FindMovePlans(ctx, state, pod, f.rejected, 3);
+    REQUIRE(kept.size() == fresh.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      CHECK(kept[i].node == fresh[i].node);
+      REQUIRE(kept[i].moves.size() == fresh[i].moves.size());
+      for (size_t m = 0; m < kept[i].moves.size(); ++m) {
+        CHECK(kept[i].moves[m].pod.pod->Key() == fresh[i].moves[m].pod.pod->Key());
+        CHECK(kept[i].moves[m].to == fresh[i].moves[m].to);
+      }
+    }
+    int64_t free = 0;
+    for (const NodeInfo* n : w.handle.snapshot().nodes()) free += n->gpus().total_free_milli();
+    CHECK(index.free_gpu_milli() == free);
+    ++compared;
+    with_plans += !kept.empty();
+  }
+  CHECK(compared > 50);
+  CHECK(with_plans > 5);
 }
 
 }  // namespace
