@@ -37,6 +37,26 @@ absl::StatusOr<std::unique_ptr<Consolidation>> Consolidation::New(Args args, Han
   return std::make_unique<Consolidation>(handle, args);
 }
 
+preemption::Context Consolidation::MoveContext(const Framework* fw, const preemption::DisruptionRules& rules,
+                                               absl::Time now) const {
+  DisruptionLedger* ledger = handle_.disruptions();
+  const absl::Duration window = absl::Seconds(args_.move_window_seconds);
+  const absl::Duration min_run = absl::Seconds(args_.min_run_seconds);
+  const int32_t max_moves = args_.max_moves_per_pod;
+  const Handle* handle = &handle_;
+  preemption::Context ctx = preemption::ContextFor(handle_, fw);
+  ctx.may_disrupt_now = [&rules, ledger, window, min_run, max_moves, now](const Pod& p) {
+    if (!rules.RanLongEnough(p, now, min_run)) return false;
+    return ledger == nullptr || ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < max_moves;
+  };
+  ctx.victim_rule = [&rules, handle](const Pod& p, std::string* reason) {
+    if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
+    *reason = std::string(kReason);
+    return true;
+  };
+  return ctx;
+}
+
 PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
                                            const NodeStatusMap& filtered) {
   using Nomination = PostFilterResult::Nomination;
@@ -60,20 +80,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return unschedulable("no plan was found for the pod a moment ago");
   }
   const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
-  DisruptionLedger* ledger = handle_.disruptions();
-  const absl::Duration window = absl::Seconds(args_.move_window_seconds);
-  const Handle* handle = &handle_;
-  preemption::Context ctx = preemption::ContextFor(handle_, fw);
-  ctx.may_disrupt_now = [&](const Pod& p) {
-    if (!rules.RanLongEnough(p, now, absl::Seconds(args_.min_run_seconds))) return false;
-    return ledger == nullptr ||
-           ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < args_.max_moves_per_pod;
-  };
-  ctx.victim_rule = [&](const Pod& p, std::string* reason) {
-    if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
-    *reason = std::string(kReason);
-    return true;
-  };
+  preemption::Context ctx = MoveContext(fw, rules, now);
   std::string why;
   if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) return unschedulable(why);
   index_.Sync(ctx, rules.movable_version());
@@ -116,6 +123,59 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
                                                  plans.size(), " plan(s)")),
           .nomination = Nomination::kOverride,
           .victims = std::move(moved)};
+}
+
+GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
+  GangPostFilterResult result;
+  if (gang.members.empty() || args_.max_moves_per_pod == 0) return result;
+  const Pod& head = *gang.members.front();
+  const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
+  if (fw == nullptr || !head.MayPreempt()) return result;
+  int64_t gang_gpu_milli = 0;
+  for (const PodRef& m : gang.members) gang_gpu_milli += gpu::ReadGpuRequest(*m).total_milli();
+  if (gang_gpu_milli == 0 || gang_gpu_milli < args_.min_pod_gpus * 1000) return result;
+  const absl::Time now = handle_.clock().Now();
+  const std::string gang_key = StrCat("gang:", handle_.GangKeyOf(head));
+  if (auto it = last_in_vain_.find(gang_key); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
+    return result;
+  }
+  const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
+  preemption::Context ctx = MoveContext(fw, rules, now);
+  ctx.nominations = gang.nominations;
+  for (const PodRef& m : gang.members) {
+    std::string why;
+    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return result;  // victims still leaving
+  }
+  index_.Sync(ctx, rules.movable_version());
+  std::optional<preemption::GangMovePlan> plan = preemption::PlanGangMoves(
+      ctx, gang.members, gang.states, gang.need, gang.topology_key, &index_);
+  if (!plan) {
+    last_in_vain_[gang_key] = now;
+    return result;
+  }
+  std::vector<PreemptionVictim> victims;
+  for (const preemption::Move& m : plan->moves) victims.push_back(m.pod);
+  preemption::EvictionOutcome out = preemption::EvictInOrder(
+      handle_, ctx.pdbs, std::move(victims),
+      [&](const PreemptionVictim& v) {
+        // The member whose node the moved pod leaves.
+        for (const preemption::GangMemberTarget& t : plan->targets) {
+          if (t.node == v.pod->node_name) return StrCat("moved to make room for ", t.member->Key(), " on node ", t.node);
+        }
+        return StrCat("moved to make room for the gang of ", head.Key());
+      },
+      DisruptionKind::kMove);
+  result.victims = std::move(out.evicted);
+  result.refused = out.refused || !out.error.ok();
+  if (result.refused) {
+    result.message = StrCat("Moving pods for the gang stopped after ", result.victims.size(), " of ",
+                            plan->moves.size(), " moves: an eviction was refused.");
+    return result;
+  }
+  last_in_vain_.erase(gang_key);
+  result.targets = std::move(plan->targets);
+  result.message = StrCat("Moving ", result.victims.size(), " pod(s) to make room for the gang.");
+  return result;
 }
 
 }  // namespace tessel::consolidation

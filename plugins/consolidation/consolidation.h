@@ -24,6 +24,7 @@
 #pragma once
 
 #include "scheduler/framework/registry.h"
+#include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/moves.h"
 
 namespace tessel::consolidation {
@@ -35,7 +36,7 @@ struct ConsolidationArgs {
   int64_t min_pod_gpus = 2;
 };
 
-class Consolidation final : public PostFilterPlugin {
+class Consolidation final : public PostFilterPlugin, public GangPostFilterPlugin {
  public:
   static constexpr std::string_view kName = "Consolidation";
   // The reason on its victims (scheduler_preemption_victims{reason="Consolidation"}).
@@ -47,8 +48,16 @@ class Consolidation final : public PostFilterPlugin {
   std::string_view Name() const override { return kName; }
   PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                               const NodeStatusMap& filtered) override;
+  // Moves for a whole gang (preemption::PlanGangMoves), asked by the gang cycle when gang
+  // preemption found no room: the members are nominated to their nodes by the caller.
+  GangPostFilterResult PostFilterGang(const PendingGang& gang) override;
 
  private:
+  // Preemption's context with the movable pods as victims, under the minimum run time and the
+  // move limit at `now`; `rules` must outlive it.
+  preemption::Context MoveContext(const Framework* fw, const preemption::DisruptionRules& rules,
+                                  absl::Time now) const;
+
   Handle& handle_;
   const Args args_;
   preemption::MovableIndex index_;  // the scheduling thread's, like the cycle

@@ -133,7 +133,9 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   // Room the gang could get by evicting lower-priority pods (whole gangs among them).
   uint32_t preempt_events = 0;
   if (!error && a.fw.HasPostFilter()) {
-    const std::string preempted = PreemptForGang(a.fw, a.members, a.need, a.spec.topology_key);
+    std::string preempted = PreemptForGang(a.fw, a.members, a.need, a.spec.topology_key);
+    // No room by priority: moving movable pods may make it (plugins/consolidation).
+    if (preempted.empty()) preempted = MoveForGang(a.fw, a.members, a.need, a.spec.topology_key);
     if (!preempted.empty()) {
       StrAppend(&plan.message, " ", preempted);
       preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
@@ -226,8 +228,13 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
     return StrCat("Preemption for the gang stopped after ", evicted.size(), " of ", plan.victims.size(),
                   " evictions: an eviction was refused.");
   }
+  NominateMembers(members, plan.targets);
+  return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
+}
+
+void Scheduler::NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets) {
   // Each placed member waits for its node; the room is held for it meanwhile.
-  for (const preemption::GangMemberTarget& t : plan.targets) {
+  for (const GangMemberTarget& t : targets) {
     for (PodRef& m : members) {
       if (m->Key() != t.member->Key()) continue;
       Pod nominated = *m;
@@ -237,10 +244,30 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
     }
   }
   std::set<std::string> target_nodes;
-  for (const preemption::GangMemberTarget& t : plan.targets) target_nodes.insert(t.node);
-  for (const std::string& node : target_nodes) ClearLowerNominations(head, node);
+  for (const GangMemberTarget& t : targets) target_nodes.insert(t.node);
+  for (const std::string& node : target_nodes) ClearLowerNominations(*members.front(), node);
   for (const PodRef& m : members) tracker_->ReplacePending(m);
-  return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
+}
+
+std::string Scheduler::MoveForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+                                   const std::string& topology_key) {
+  if (members.empty()) return {};
+  std::vector<CycleState> states(members.size());
+  std::vector<const CycleState*> state_ptrs;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
+    state_ptrs.push_back(&states[i]);
+  }
+  const GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{
+      .members = members,
+      .states = std::move(state_ptrs),
+      .need = need,
+      .topology_key = topology_key,
+      .nominations = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), members)})});
+  if (r.victims.empty()) return {};
+  if (observer_) observer_->PodsPreempted(*members.front(), "", r.victims);
+  if (!r.refused) NominateMembers(members, r.targets);
+  return r.message;
 }
 
 }  // namespace tessel

@@ -340,6 +340,13 @@ class Scheduler final : public Handle {
   // evicted nothing.
   std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
                              const std::string& topology_key);
+  // Room for the gang by the profile's GangPostFilterPlugins (consolidation's moves), when
+  // preemption found none: the message for the gang's status, "" when nothing was evicted.
+  std::string MoveForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+                          const std::string& topology_key);
+  // Nominates each target's member to its node, clears lower nominations there, and hands the
+  // nominated copies to the gang tracker.
+  void NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets);
   // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
   void ExpireGangWaits();
   // A rolled-back gang's bound member is evicted; a refused or failed eviction is tried again

@@ -83,6 +83,9 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
       ok = put(dynamic_cast<FilterPlugin*>(plugin), fw->filter_);
     } else if (point == "postFilter") {
       ok = put(dynamic_cast<PostFilterPlugin*>(plugin), fw->post_filter_);
+      if (auto* gang = dynamic_cast<GangPostFilterPlugin*>(plugin); ok && gang != nullptr) {
+        put(gang, fw->gang_post_filter_);
+      }
     } else if (point == "preScore") {
       ok = put(dynamic_cast<PreScorePlugin*>(plugin), fw->pre_score_);
     } else if (point == "score") {
@@ -435,6 +438,15 @@ PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
     }
     out.status = std::move(r.status);
     if (out.status.ok() || out.status.code() == Code::kError) break;
+  }
+  return out;
+}
+
+GangPostFilterResult Framework::RunGangPostFilter(const PendingGang& gang) const {
+  GangPostFilterResult out;
+  for (GangPostFilterPlugin* p : gang_post_filter_) {
+    out = p->PostFilterGang(gang);
+    if (!out.victims.empty()) break;
   }
   return out;
 }

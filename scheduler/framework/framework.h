@@ -104,6 +104,9 @@ class Framework {
   bool reference() const { return reference_; }
   bool HasPostFilter() const { return !post_filter_.empty(); }
   PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
+  // The GangPostFilterPlugins among the postFilter plugins, in order, until one evicted for
+  // the gang; an empty result when none did (or none is enabled).
+  GangPostFilterResult RunGangPostFilter(const PendingGang& gang) const;
   Status RunPreScore(CycleState& state, const Pod& pod,
                      const std::vector<const NodeInfo*>& feasible) const;
   // Weighted sum over Score plugins (each normalised to 0..100), one entry per feasible node.
@@ -173,6 +176,7 @@ class Framework {
   std::vector<PreFilterPlugin*> pre_filter_;
   std::vector<FilterPlugin*> filter_;
   std::vector<PostFilterPlugin*> post_filter_;
+  std::vector<GangPostFilterPlugin*> gang_post_filter_;  // of post_filter_
   std::vector<PreScorePlugin*> pre_score_;
   std::vector<WeightedScore> score_;
   std::vector<PreAssumePlugin*> pre_assume_;

@@ -264,6 +264,32 @@ class PostFilterPlugin : public virtual Plugin {
                                       const NodeStatusMap& filtered) = 0;
 };
 
+// A gang that falls short of room in the gang cycle after gang preemption found none: what the
+// cycle asks of the profile's GangPostFilterPlugins, in postFilter order, until one makes room.
+struct PendingGang {
+  std::vector<PodRef> members;              // the pending members, the head first
+  std::vector<const CycleState*> states;    // theirs, after PreFilter
+  int32_t need = 0;                         // members still to place
+  std::string topology_key;                 // a compact gang's node label ("" when none)
+  std::shared_ptr<const Nominations> nominations;  // without the gang's own members
+};
+// Where a member of a gang goes once room is made (nominated: it waits there meanwhile).
+struct GangMemberTarget {
+  PodRef member;
+  std::string node;
+};
+struct GangPostFilterResult {
+  std::vector<GangMemberTarget> targets;
+  std::vector<PreemptionVictim> victims;  // evicted (some, when an eviction was refused)
+  bool refused = false;                   // a PodDisruptionBudget or the API refused one
+  std::string message;                    // for the gang's status: what was done, or why not
+};
+// A PostFilter plugin that can also make room for a whole gang (plugins/consolidation).
+class GangPostFilterPlugin : public virtual Plugin {
+ public:
+  virtual GangPostFilterResult PostFilterGang(const PendingGang& gang) = 0;
+};
+
 // A plugin whose rejections mean that a team's quota is short, not the cluster: a pod that only
 // such plugins rejected is reported as over quota (not Unschedulable, which cluster autoscalers
 // act on), and explanations point at the quota. A marker: it adds no extension point.

@@ -51,24 +51,43 @@ std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot) {
   return nodes;
 }
 
-std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate,
-                                  const std::vector<const NodeInfo*>* fullest_first) {
+namespace {
+
+// A pod the plan puts on a node: the waiting pod, or a gang's member.
+struct Placed {
+  const Pod* pod;
+  std::string node;
+  const CycleState* state;  // after PreFilter
+};
+
+// Where the `victims` go once taken off their nodes with the `placed` pods on theirs: each,
+// largest first, on the fullest other node that takes it (`order`: FullestFirst), the nodes
+// earlier moves went to first; then every placed pod is checked again beside all the moves (a
+// moved pod's new place may matter to its pod-to-pod rules). nullopt when one of the victims
+// fits nowhere, or a placed pod no longer fits.
+std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vector<Placed>& placed,
+                                            const std::vector<PreemptionVictim>& victims,
+                                            const std::vector<const NodeInfo*>& order) {
   const Framework& fw = *ctx.framework;
   NodeOverlay overlay(ctx.snapshot);
   const NodeLookup lookup = overlay.Lookup();
-  PlanLog log;
-  for (const PreemptionVictim& v : candidate.victims) {
+  PlanLog removed;
+  for (const PreemptionVictim& v : victims) {
     overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
-    log.changes.push_back({false, v.pod});
+    removed.changes.push_back({false, v.pod});
   }
-  PlanLog taken_out = log;  // what the pod's own state must see: the moved pods gone, then placed
-  const PodRef placed = PlacedOn(pod, candidate.node);
-  overlay.Mutable(candidate.node).AddPod(placed);
-  log.changes.push_back({true, placed});
+  PlanLog log = removed;  // what a moved pod's state sees: the victims gone, placed pods there
+  StringSet placed_nodes;
+  std::vector<PodRef> placed_refs;
+  for (const Placed& p : placed) {
+    placed_refs.push_back(PlacedOn(*p.pod, p.node));
+    overlay.Mutable(p.node).AddPod(placed_refs.back());
+    log.changes.push_back({true, placed_refs.back()});
+    placed_nodes.insert(p.node);
+  }
 
   std::vector<const PreemptionVictim*> largest_first;
-  for (const PreemptionVictim& v : candidate.victims) largest_first.push_back(&v);
+  for (const PreemptionVictim& v : victims) largest_first.push_back(&v);
   std::stable_sort(largest_first.begin(), largest_first.end(), [](const PreemptionVictim* a, const PreemptionVictim* b) {
     const int64_t ga = GpuMilli(*a->pod), gb = GpuMilli(*b->pod);
     if (ga != gb) return ga > gb;
@@ -78,14 +97,9 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
     return a->pod->Key() < b->pod->Key();
   });
 
-  std::vector<const NodeInfo*> own_order;
-  if (fullest_first == nullptr) {
-    own_order = FullestFirst(*ctx.snapshot);
-    fullest_first = &own_order;
-  }
-  const std::vector<const NodeInfo*>& order = *fullest_first;
+  std::vector<Move> moves;
+  std::vector<PodRef> moved_refs;
   StringSet targets;  // nodes the moves so far went to
-  MovePlan plan{.node = candidate.node, .pdb_violations = candidate.pdb_violations};
   for (const PreemptionVictim* v : largest_first) {
     const PodRef pending = Pending(*v->pod);
     CycleState s;
@@ -106,7 +120,7 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
     const gpu::GpuRequest request = gpu::ReadGpuRequest(*pending);
     for (const NodeInfo* node : order) {
       if (node->gpus().total_free_milli() < gpu::HeldGpuMilli(request, node->gpus().inventory())) continue;
-      if (node->name() == candidate.node || targets.contains(node->name())) continue;
+      if (placed_nodes.contains(node->name()) || targets.contains(node->name())) continue;
       if (best != nullptr && Fullness(*node) >= Fullness(*best)) break;
       if (fits(*node)) {
         best = node;
@@ -114,22 +128,96 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
       }
     }
     if (best == nullptr) return std::nullopt;
-    const PodRef moved = PlacedOn(*pending, best->name());
-    plan.moves.push_back({*v, best->name()});
-    plan.moved_gpu_milli += GpuMilli(*v->pod);
+    moved_refs.push_back(PlacedOn(*pending, best->name()));
+    moves.push_back({*v, best->name()});
     targets.insert(best->name());
-    overlay.Mutable(best->name()).AddPod(moved);
-    log.changes.push_back({true, moved});
-    taken_out.changes.push_back({true, moved});
+    overlay.Mutable(best->name()).AddPod(moved_refs.back());
+    log.changes.push_back({true, moved_refs.back()});
   }
-  // The pod still fits where the plan puts it with every move made (a moved pod's new place may
-  // matter to its pod-to-pod rules).
-  CycleState s = state.Clone();
-  if (!taken_out.Replay(fw, s, pod, lookup)) return std::nullopt;
-  NodeInfo without_pod = *lookup(candidate.node);
-  without_pod.RemovePod(pod.Key());
-  if (!fw.RunFiltersWithNominatedPods(s, pod, without_pod, ctx.nominated()).ok()) return std::nullopt;
+  // Every placed pod still fits where the plan puts it, beside the others and every move.
+  for (size_t i = 0; i < placed.size(); ++i) {
+    PlanLog others = removed;
+    for (size_t j = 0; j < placed.size(); ++j) {
+      if (j != i) others.changes.push_back({true, placed_refs[j]});
+    }
+    for (const PodRef& m : moved_refs) others.changes.push_back({true, m});
+    CycleState s = placed[i].state->Clone();
+    if (!others.Replay(fw, s, *placed[i].pod, lookup)) return std::nullopt;
+    NodeInfo without_pod = *lookup(placed[i].node);
+    without_pod.RemovePod(placed[i].pod->Key());
+    if (!fw.RunFiltersWithNominatedPods(s, *placed[i].pod, without_pod, ctx.nominated()).ok()) return std::nullopt;
+  }
+  return moves;
+}
+
+}  // namespace
+
+std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
+                                  const Candidate& candidate,
+                                  const std::vector<const NodeInfo*>* fullest_first) {
+  std::vector<const NodeInfo*> own_order;
+  if (fullest_first == nullptr) {
+    own_order = FullestFirst(*ctx.snapshot);
+    fullest_first = &own_order;
+  }
+  std::optional<std::vector<Move>> moves =
+      PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, *fullest_first);
+  if (!moves) return std::nullopt;
+  MovePlan plan{.node = candidate.node, .moves = *std::move(moves), .pdb_violations = candidate.pdb_violations};
+  for (const Move& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod.pod);
   return plan;
+}
+
+std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>& members,
+                                          const std::vector<const CycleState*>& states, int32_t need,
+                                          const std::string& topology_key, MovableIndex* index) {
+  MovableIndex fresh;
+  if (index == nullptr) {
+    index = &fresh;
+    index->Sync(ctx, "");
+  }
+  // Moves add no room: the cluster's free GPUs, less the nominated pods', must cover the `need`
+  // smallest members (what a replica holds differs by node: with shared nodes, any free GPU).
+  std::vector<int64_t> sizes;
+  for (const PodRef& m : members) sizes.push_back(GpuMilli(*m));
+  std::sort(sizes.begin(), sizes.end());
+  int64_t want = 0;
+  for (size_t i = 0; i < sizes.size() && i < static_cast<size_t>(need); ++i) want += sizes[i];
+  if (index->shared_nodes() > 0) want = std::min<int64_t>(want, 1);
+  int64_t free = index->free_gpu_milli();
+  if (const NominatedPodMap* nominated = ctx.nominated()) {
+    for (const auto& [node, pods] : *nominated) {
+      for (const PodRef& p : pods) free -= GpuMilli(*p);
+    }
+  }
+  if (free < want) return std::nullopt;
+  // Only nodes that could hold the smallest member, now or once their movable pods are gone.
+  const int64_t smallest = sizes.empty() ? 0 : sizes.front();
+  const Snapshot* snapshot = ctx.snapshot;
+  ctx.gang_node_screen = [&](const NodeInfo& node) {
+    const int64_t pos = snapshot->PositionOf(node.name());
+    if (pos < 0) return false;
+    const MovableIndex::Node& n = index->at(static_cast<uint32_t>(pos));
+    const int64_t holds = index->shared_nodes() > 0 ? 0 : smallest;
+    return n.free_gpu_milli + n.movable_gpu_milli >= holds;
+  };
+  GangPreemptionPlan gang = PlanGangPreemption(ctx, members, states, need, topology_key);
+  if (!gang.feasible || gang.victims.empty()) return std::nullopt;
+  // Only pods on the members' nodes move: the plan's reprieve may leave a pod taken out for a
+  // member that then went elsewhere (the check below proves the members fit without it).
+  StringSet target_nodes;
+  for (const GangMemberTarget& t : gang.targets) target_nodes.insert(t.node);
+  std::erase_if(gang.victims, [&](const PreemptionVictim& v) { return !target_nodes.contains(v.pod->node_name); });
+  if (gang.victims.empty()) return std::nullopt;
+  std::vector<Placed> placed;
+  for (const GangMemberTarget& t : gang.targets) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i]->SameKey(*t.member)) placed.push_back({members[i].get(), t.node, states[i]});
+    }
+  }
+  std::optional<std::vector<Move>> moves = PlaceAgain(ctx, placed, gang.victims, index->FullestFirst(*ctx.snapshot));
+  if (!moves) return std::nullopt;
+  return GangMovePlan{.targets = std::move(gang.targets), .moves = *std::move(moves), .pdb_violations = gang.pdb_violations};
 }
 
 void MovableIndex::Read(const Context& ctx, uint32_t pos) {

@@ -95,6 +95,21 @@ class MovableIndex {
   std::set<std::pair<std::pair<int64_t, int64_t>, uint32_t>> fullest_;
 };
 
+// Moves for a gang that falls short: gang preemption's plan (PlanGangPreemption: member after
+// member, the best node and the fewest victims there) with the movable pods as the victims, on
+// the nodes that could hold a member now or once their movable pods are gone; it stands only if
+// every moved pod then fits on a node no member takes, all at once, and every member still fits
+// beside the moves. nullopt when the cluster's free GPUs (less the nominated pods') cannot cover
+// the members, or no such plan exists. `ctx.nominations` should leave out the gang's own.
+struct GangMovePlan {
+  std::vector<GangMemberTarget> targets;  // where each placed member goes
+  std::vector<Move> moves;
+  int64_t pdb_violations = 0;
+};
+std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>& members,
+                                          const std::vector<const CycleState*>& states, int32_t need,
+                                          const std::string& topology_key, MovableIndex* index = nullptr);
+
 // Up to `max_plans` plans for `pod`, best first (BetterPlan). None when the free GPUs of the
 // whole cluster, less the nominated pods', do not cover the pod (moves add no room). Nodes that
 // `rejected` marks UnschedulableAndUnresolvable, and nodes whose free GPU room plus their

@@ -713,10 +713,15 @@ GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodR
                                       const std::string& topology_key) {
   // Compact gangs: the plan is made within each domain of the label, and the best one wins.
   std::map<std::string, std::vector<NodeInfo*>> domains;
-  if (topology_key.empty()) {
+  if (topology_key.empty() && !ctx.gang_node_screen) {
     domains.emplace("", ctx.snapshot->nodes());
   } else {
     for (NodeInfo* n : ctx.snapshot->nodes()) {
+      if (ctx.gang_node_screen && !ctx.gang_node_screen(*n)) continue;
+      if (topology_key.empty()) {
+        domains[""].push_back(n);
+        continue;
+      }
       auto it = n->node()->meta.labels.find(topology_key);
       if (it != n->node()->meta.labels.end()) domains[it->second].push_back(n);
     }

@@ -86,6 +86,9 @@ struct Context {
   // Who may be taken out instead of the priority rule and the VictimPolicy plugins: the pods
   // consolidation may move (moves.h); `reason` (out) labels the victim. Null: the priority rule.
   std::function<bool(const Pod& victim, std::string* reason)> victim_rule;
+  // Which nodes a gang plan (PlanGangPreemption) looks at; null: every node. Moves screen out
+  // the nodes that neither hold a member now nor could once their movable pods are gone.
+  std::function<bool(const NodeInfo& node)> gang_node_screen;
 };
 
 // The context a PostFilter plugin plans in for profile `fw`: the handle's snapshot, budgets,
@@ -157,10 +160,7 @@ EvictionOutcome EvictInOrder(Handle& handle, const std::vector<PodDisruptionBudg
 inline constexpr absl::Duration kDisruptionMemory = absl::Hours(24);
 
 // --- Gang preemptors ---
-struct GangMemberTarget {
-  PodRef member;
-  std::string node;
-};
+using tessel::GangMemberTarget;  // framework/interface.h
 struct GangPreemptionPlan {
   bool feasible = false;
   std::vector<GangMemberTarget> targets;  // where each placed member goes

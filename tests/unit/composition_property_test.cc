@@ -267,7 +267,7 @@ struct Run {
 
 TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves compose; an "
           "independent checker finds no broken rule after any cycle", "[property][composition]") {
-  int cycles = 0, evictions = 0, moves = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
+  int cycles = 0, evictions = 0, moves = 0, moves_for_gangs = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -285,6 +285,10 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         evictions += static_cast<int>(evicted.size());
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
+        moves_for_gangs += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
+          auto it = r.world.pods.find(e.preemptor);
+          return e.move && it != r.world.pods.end() && !it->second.gang.empty();
+        }));
         const ClusterView view = r.View();
         broken = checker.AfterCycle(view, evicted);
         for (std::string& b : checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules)) {
@@ -309,6 +313,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   CHECK(cycles > 5000);
   CHECK(evictions > 50);
   CHECK(moves > 20);
+  CHECK(moves_for_gangs > 5);
   CHECK(gang_pods_bound > 100);
   CHECK(replica_pods_bound > 100);
   CHECK(fractions_bound > 50);

@@ -229,6 +229,48 @@ TEST_CASE("consolidation: room is made only for pods asking minPodGpus or more (
   CHECK(std::string(negative.status().message()).find("minPodGpus") != std::string::npos);
 }
 
+TEST_CASE("consolidation: a gang of two 8-GPU pods in the fragmentation hell gets two nodes by "
+          "moves, all or nothing", "[consolidation][gang]") {
+  for (const bool movable : {true, false}) {
+    INFO("movable " << movable);
+    Lab lab(Config(0));
+    FragmentationHell(lab, movable);
+    REQUIRE(lab.h.ApplyGangObject(nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                                 {"kind", "PodGroup"},
+                                                 {"metadata", {{"name", "pair"}, {"namespace", "team-b"}}},
+                                                 {"spec", {{"minMember", 2}}}})
+                .value());
+    for (int i = 0; i < 2; ++i) {
+      Pod m = PodBuilder(StrCat("pair-", i), "team-b").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Created(kStart).Build();
+      m.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
+      lab.h.AddPod(std::move(m));
+    }
+    lab.Run();
+    const std::string n0 = lab.NodeOf("team-b/pair-0"), n1 = lab.NodeOf("team-b/pair-1");
+    if (!movable) {
+      CHECK(lab.h.api.evictions.empty());
+      CHECK(n0.empty());
+      CHECK(n1.empty());
+      continue;
+    }
+    // Each 7-free node gives up its one 3-GPU job, which lands on a 4-free node.
+    REQUIRE(!n0.empty());
+    REQUIRE(!n1.empty());
+    CHECK(n0 != n1);
+    CHECK(lab.Moves() == 2);
+    for (const std::string& victim : lab.h.api.evictions) {
+      const std::string again = StrCat("team-a/", lab.owner_of.at(victim), "-1");
+      CHECK(!lab.NodeOf(again).empty());
+      CHECK(lab.NodeOf(again) != n0);
+      CHECK(lab.NodeOf(again) != n1);
+    }
+    REQUIRE(lab.h.api.disruption_targets.size() == 2);
+    for (const std::string& t : lab.h.api.disruption_targets) {
+      CHECK(t.find("ConsolidationByScheduler: moved to make room for team-b/pair-") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("consolidation: pods that did not opt in are never moved", "[consolidation]") {
   Lab lab(Config(0));
   FragmentationHell(lab, /*movable=*/false);

@@ -455,7 +455,21 @@ class PlacementChecker {
         out.push_back(StrCat("pods were moved for ", who, ", which the test never made"));
         continue;
       }
-      if ((waiting->gpu_milli > 0 && rules.min_pod_gpus > 0) || waiting->gpus < rules.min_pod_gpus) {
+      // A gang counts the GPU milli of its members still pending (not on a node); a fraction
+      // counts its milli.
+      auto milli = [](const CheckedPod& p) { return p.gpu_milli > 0 ? p.gpu_milli : p.gpus * 1000; };
+      int64_t asked = milli(*waiting);
+      if (!waiting->gang.empty()) {
+        std::set<std::string> placed;
+        for (const auto& [node, pods] : view.on_node) {
+          for (const PodRef& p : pods) placed.insert(p->Key());
+        }
+        asked = 0;
+        for (const auto& [key, spec] : world_->pods) {
+          if (spec.gang == waiting->gang && !placed.contains(key)) asked += milli(spec);
+        }
+      }
+      if (asked < rules.min_pod_gpus * 1000) {
         out.push_back(StrCat("pods were moved for ", who, ", which asks for fewer than ", rules.min_pod_gpus, " GPUs"));
       }
       const std::string node = moved.front()->node;

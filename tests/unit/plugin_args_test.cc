@@ -87,14 +87,16 @@ std::vector<Case> Cases() {
           "{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}",
           "DefaultPreemption: args: minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0"),
       Row<consolidation::Consolidation>(
-          "{minRunSeconds: 0, maxMovesPerPod: 3, moveWindowSeconds: 60}",
+          "{minRunSeconds: 0, maxMovesPerPod: 3, moveWindowSeconds: 60, minPodGpus: 0}",
           [](const consolidation::ConsolidationArgs& d, const consolidation::ConsolidationArgs& v) {
             CHECK(d.min_run_seconds == 600);
             CHECK(d.max_moves_per_pod == 1);
             CHECK(d.move_window_seconds == 3600);
+            CHECK(d.min_pod_gpus == 2);
             CHECK(v.min_run_seconds == 0);
             CHECK(v.max_moves_per_pod == 3);
             CHECK(v.move_window_seconds == 60);
+            CHECK(v.min_pod_gpus == 0);
           },
           "{moveWindowSeconds: 0}", "Consolidation: args.moveWindowSeconds: want an integer in 1..86400, got \"0\""),
       Row<fgd::FGD>(
