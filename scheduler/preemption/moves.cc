@@ -42,15 +42,6 @@ bool BetterPlan(const MovePlan& a, const MovePlan& b) {
   return a.node < b.node;
 }
 
-std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot) {
-  std::vector<std::pair<std::pair<int64_t, int64_t>, const NodeInfo*>> keyed;
-  for (const NodeInfo* n : snapshot.nodes()) keyed.emplace_back(Fullness(*n), n);
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<const NodeInfo*> nodes;
-  for (const auto& [key, n] : keyed) nodes.push_back(n);
-  return nodes;
-}
-
 namespace {
 
 // A pod the plan puts on a node: the waiting pod, or a gang's member.
@@ -61,8 +52,8 @@ struct Placed {
 };
 
 // Where the `victims` go once taken off their nodes with the `placed` pods on theirs: each,
-// largest first, on the fullest other node that takes it (`order`: FullestFirst), the nodes
-// earlier moves went to first; then every placed pod is checked again beside all the moves (a
+// largest first, on the fullest other node that takes it (`order`: MovableIndex::FullestFirst),
+// the nodes earlier moves went to first; then every placed pod is checked again beside all the moves (a
 // moved pod's new place may matter to its pod-to-pod rules). nullopt when one of the victims
 // fits nowhere, or a placed pod no longer fits.
 std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vector<Placed>& placed,
@@ -150,23 +141,19 @@ std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vecto
   return moves;
 }
 
-}  // namespace
-
+// Where the pods of `candidate` (taken off candidate.node for `pod`) go once the pod runs there;
+// nullopt when one of them fits nowhere else, or the pod no longer fits beside the moves.
 std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate,
-                                  const std::vector<const NodeInfo*>* fullest_first) {
-  std::vector<const NodeInfo*> own_order;
-  if (fullest_first == nullptr) {
-    own_order = FullestFirst(*ctx.snapshot);
-    fullest_first = &own_order;
-  }
+                                  const Candidate& candidate, const std::vector<const NodeInfo*>& fullest_first) {
   std::optional<std::vector<Move>> moves =
-      PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, *fullest_first);
+      PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, fullest_first);
   if (!moves) return std::nullopt;
   MovePlan plan{.node = candidate.node, .moves = *std::move(moves), .pdb_violations = candidate.pdb_violations};
   for (const Move& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod.pod);
   return plan;
 }
+
+}  // namespace
 
 std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>& members,
                                           const std::vector<const CycleState*>& states, int32_t need,
@@ -325,7 +312,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   const std::vector<const NodeInfo*> fullest_first = index->FullestFirst(*ctx.snapshot);
   for (size_t i : order) {
     if (plans.size() >= max_plans) break;
-    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], &fullest_first)) {
+    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], fullest_first)) {
       plans.push_back(*std::move(plan));
     }
   }

@@ -38,18 +38,6 @@ struct MovePlan {
 // fewest moves, fewest moved GPU milli, then node name. True when `a` is the better plan.
 bool BetterPlan(const MovePlan& a, const MovePlan& b);
 
-// Where the pods of `candidate` (taken off candidate.node for `pod`) go once the pod runs there;
-// nullopt when one of them fits nowhere else, or the pod no longer fits beside the moves.
-// `state` is the pod's cycle state after PreFilter; `fullest_first` the snapshot's nodes by
-// FullestFirst (computed here when null).
-std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate,
-                                  const std::vector<const NodeInfo*>* fullest_first = nullptr);
-
-// The snapshot's nodes, fullest first: the fewest free GPU milli, then the least free CPU (ties
-// in snapshot order). A moved pod takes the first of them that fits it.
-std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot);
-
 // What the screen before any dry run reads, kept in step with the snapshot's change log (as
 // VictimIndex is), so an attempt that finds nothing costs no walk over the cluster: the free GPU
 // milli of every node and their sum; per node the GPU milli of its movable pods
@@ -79,7 +67,8 @@ class MovableIndex {
   // Nodes with movable pods as (-free GPU milli, position): most free first, then snapshot order
   // (closest to fitting first, for a pod that holds the same GPU milli on each of them).
   const std::set<std::pair<int64_t, uint32_t>>& most_free() const { return most_free_; }
-  // Every node, fullest first (FullestFirst's order), by position.
+  // Every node, fullest first (Fullness: the fewest free GPU milli, then the least free CPU;
+  // ties in snapshot order): where a moved pod takes the first node that fits it.
   std::vector<const NodeInfo*> FullestFirst(const Snapshot& snapshot) const;
 
  private:
