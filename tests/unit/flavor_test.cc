@@ -20,6 +20,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
+using Pools = std::map<std::string, int>;  // pods per node pool
 namespace {
 
 using nlohmann::json;
@@ -288,7 +289,23 @@ struct FlavoredCluster {
   std::vector<Pod> evicted;
 };
 
-using Pools = std::map<std::string, int>;
+
+}  // namespace
+}  // namespace tessel
+
+namespace Catch {
+template <>
+struct StringMaker<tessel::Pools> {
+  static std::string convert(const tessel::Pools& pools) {
+    std::string out;
+    for (const auto& [pool, n] : pools) out += tessel::StrCat(out.empty() ? "" : ", ", pool, ": ", n);
+    return "{" + out + "}";
+  }
+};
+}  // namespace Catch
+
+namespace tessel {
+namespace {
 
 TEST_CASE("a pod takes the first flavor with both quota and room: fallback on quota and on "
           "capacity, never a flavor its queue does not list",
