@@ -337,9 +337,13 @@ FlavorPlacement QueueDirectory::Place(const Queue& queue, const Resources& charg
     out.tier = out.tier * static_cast<int64_t>(kMaxFlavorsPerGroup) + (used ? static_cast<int64_t>(index) : 0);
     if (!used) continue;
     if (flavor == nullptr) {
+      std::vector<std::string> missing;
+      for (const std::string& name : group.flavors) {
+        if (!flavors_.contains(name)) missing.push_back(StrCat("ResourceFlavor ", name, " does not exist"));
+      }
       out.in_flavor = false;
-      out.why = StrCat("queue ", queue.name(), ": the node is in none of its flavors for ",
-                       group.covered.front(), " (", StrJoin(group.flavors, ", "), ")");
+      out.why = StrCat("queue ", queue.name(), ": the node is in none of its flavors for ", group.covered.front(),
+                       " (", StrJoin(group.flavors, ", "), ")", missing.empty() ? "" : "; ", StrJoin(missing, "; "));
       continue;
     }
     if (tolerations != nullptr && !flavor->Admits(*tolerations)) {

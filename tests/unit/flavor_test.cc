@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <random>
 
 #include "harness/core_harness.h"
 #include "nlohmann/json.hpp"
@@ -411,6 +412,87 @@ TEST_CASE("a gang takes one flavor whole, and its topology key applies within th
     c.Run();
     const std::map<std::string, int> pools = c.PoolsOf("low");
     CHECK(pools == Pools{{"reserved", 1}, {"spot", 2}});
+  }
+}
+
+// A seeded property over generated clusters and queues, checked with its own arithmetic (no
+// tracker, no plugin): every pod of a flavored queue sits on a node of one of its queue's
+// flavors; per (queue, flavor) the GPUs its pods hold stay within the nominal quota (no
+// cohorts here); and a pod sits on a later flavor only when each earlier flavor of its queue
+// had no room for it, in quota or on its nodes (pods are never removed, so what is full at the
+// end was full when the pod was placed).
+TEST_CASE("seeded: pods stay on their flavors, within each flavor's quota, in flavor order",
+          "[flavor][core][property]") {
+  const std::vector<std::string> pools = {"reserved", "on-demand", "spot"};
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    FlavoredCluster c;
+    std::map<std::string, std::string> pool_of;  // node -> pool
+    std::map<std::string, int> gpus_of;          // node -> GPUs
+    for (int i = 0; i < pick(3, 6); ++i) {
+      const std::string name = StrCat("n", i);
+      pool_of[name] = pools[pick(0, 2)];
+      gpus_of[name] = pick(1, 4) * 2;
+      c.AddNode(name, pool_of[name], gpus_of[name]);
+    }
+    // Two queues, each with two or three of the flavors in a random order and random quotas.
+    std::map<std::string, std::vector<std::pair<std::string, int>>> order;  // queue -> (flavor, nominal)
+    for (const std::string queue : {"q1", "q2"}) {
+      std::vector<std::string> mine = pools;
+      std::shuffle(mine.begin(), mine.end(), rng);
+      mine.resize(pick(2, 3));
+      std::vector<FlavorQuota> quotas;
+      for (const std::string& f : mine) {
+        const int nominal = pick(0, 8);
+        order[queue].push_back({f, nominal});
+        quotas.push_back({f, StrCat(nominal), ""});
+      }
+      c.AddQueue(queue, {{"namespaces", {queue}}, {"resourceGroups", GpuGroups(quotas)}});
+    }
+    std::map<std::string, int> size_of;  // pod key -> GPUs
+    for (int i = 0; i < pick(5, 25); ++i) {
+      const std::string ns = pick(0, 1) == 0 ? "q1" : "q2";
+      const int gpus = pick(1, 2);
+      size_of[StrCat(ns, "/p", i)] = gpus;
+      c.AddPod(ns, StrCat("p", i), 0, gpus);
+    }
+    c.Run(1);
+    // What the cluster shows.
+    std::map<std::string, int> used_on;                            // node -> GPUs held
+    std::map<std::pair<std::string, std::string>, int> held;       // (queue, flavor) -> GPUs
+    std::vector<std::pair<std::string, std::string>> placed;       // (pod key, node)
+    for (const std::string& name : c.harness.cache.NodeNames()) {
+      for (const PodRef& p : c.harness.cache.GetNodeInfo(name)->pods()) {
+        const int gpus = size_of.at(p->Key());
+        used_on[name] += gpus;
+        held[{p->meta.namespace_, pool_of.at(name)}] += gpus;
+        placed.push_back({p->Key(), name});
+      }
+    }
+    for (const auto& [key, node] : placed) {
+      CAPTURE(key, node);
+      const std::string queue = key.substr(0, key.find('/'));
+      const std::vector<std::pair<std::string, int>>& flavors = order.at(queue);
+      auto mine = std::find_if(flavors.begin(), flavors.end(), [&](const auto& f) { return f.first == pool_of.at(node); });
+      REQUIRE(mine != flavors.end());  // on a node of one of its flavors
+      for (auto earlier = flavors.begin(); earlier != mine; ++earlier) {
+        const bool quota_full = held[{queue, earlier->first}] + size_of.at(key) > earlier->second;
+        bool nodes_full = true;
+        for (const auto& [n, pool] : pool_of) {
+          if (pool == earlier->first && gpus_of.at(n) - used_on[n] >= size_of.at(key)) nodes_full = false;
+        }
+        CAPTURE(earlier->first);
+        CHECK((quota_full || nodes_full));
+      }
+    }
+    for (const auto& [queue, flavors] : order) {
+      for (const auto& [flavor, nominal] : flavors) {
+        CAPTURE(queue, flavor);
+        CHECK(held[{queue, flavor}] <= nominal);
+      }
+    }
   }
 }
 
