@@ -464,7 +464,8 @@ TEST_CASE("seeded: pods stay on their flavors, within each flavor's quota, in fl
     std::map<std::pair<std::string, std::string>, int> held;       // (queue, flavor) -> GPUs
     std::vector<std::pair<std::string, std::string>> placed;       // (pod key, node)
     for (const std::string& name : c.harness.cache.NodeNames()) {
-      for (const PodRef& p : c.harness.cache.GetNodeInfo(name)->pods()) {
+      const std::optional<NodeInfo> info = c.harness.cache.GetNodeInfo(name);
+      for (const PodRef& p : info->pods()) {
         const int gpus = size_of.at(p->Key());
         used_on[name] += gpus;
         held[{p->meta.namespace_, pool_of.at(name)}] += gpus;
