@@ -80,6 +80,15 @@ json Metrics(const ClusterReport& report, const SimulatedCluster& sim) {
                             {"usage", QuantityMap(r.usage)},
                             {"borrowed", QuantityMap(r.borrowed)},
                             {"pending", r.pending_pods}};
+      if (!r.flavors.empty()) {
+        json flavors = json::object();
+        for (const FlavorReport& f : r.flavors) {
+          flavors[f.name] = json{{"nominal", QuantityMap(f.nominal)},
+                                 {"usage", QuantityMap(f.usage)},
+                                 {"borrowed", QuantityMap(f.borrowed)}};
+        }
+        queues[r.name]["flavors"] = std::move(flavors);
+      }
     }
     out["queues"] = std::move(queues);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
@@ -11,7 +12,7 @@ namespace tessel::queue_quota {
 namespace {
 
 // What one cycle knows about the pod's queue: the usage it sees (adjusted by preemption's dry
-// run) and the verdict for each GPU amount the pod may hold on the snapshot's nodes.
+// run) and the verdict for each charge the pod may make on the snapshot's nodes.
 struct QuotaCycle {
   QuotaCycle(std::shared_ptr<const QueueDirectory> dir, const Queue* q)
       : directory(std::move(dir)), queue(q), base(directory.get()), tracker(directory.get()) {}
@@ -22,24 +23,68 @@ struct QuotaCycle {
   QuotaTracker tracker;  // usage the cycle sees now (preemption removes victims from it)
   Resources request;     // the pod's charge without GPUs
   gpu::GpuRequest gpu;
+  std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
-  std::map<int64_t, QuotaVerdict> verdicts;  // by the GPU milli the pod would hold
+  // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict. A flat
+  // queue has one tier, 0.
+  struct Verdict {
+    Resources charge;
+    QuotaVerdict verdict;
+  };
+  std::map<std::pair<int64_t, int64_t>, Verdict> verdicts;
 
   Resources ChargeFor(int64_t gpu_milli) const {
     Resources r = request;
     r.Set(kNvidiaGpu, gpu_milli);
     return r;
   }
-  Resources ChargeOn(const NodeInfo& node) const {
-    return ChargeFor(gpu.needs_devices() ? gpu::HeldGpuMilli(gpu, node.gpus().inventory()) : 0);
+  int64_t GpuMilliOn(const NodeInfo& node) const {
+    return gpu.needs_devices() ? gpu::HeldGpuMilli(gpu, node.gpus().inventory()) : 0;
+  }
+  // Where the pod's charge goes on `node`: for a flavored queue, the node's flavors (or why
+  // the pod may not use the node); for a flat queue, tier 0 and the charge as it is.
+  FlavorPlacement PlaceOn(const NodeInfo& node) const {
+    if (!queue->flavored()) return FlavorPlacement{.charge = ChargeFor(GpuMilliOn(node))};
+    static const StringMap kNoLabels;
+    return directory->Place(*queue, ChargeFor(GpuMilliOn(node)),
+                            node.node() != nullptr ? node.node()->meta.labels : kNoLabels, &tolerations);
+  }
+  QuotaVerdict VerdictOn(const NodeInfo& node, const FlavorPlacement& placement) const {
+    auto it = verdicts.find({placement.tier, GpuMilliOn(node)});
+    return it != verdicts.end() ? it->second.verdict : tracker.Check(queue->name(), placement.charge);
   }
   void Refresh() {
-    for (auto& [milli, verdict] : verdicts) verdict = tracker.Check(queue->name(), ChargeFor(milli));
+    for (auto& [key, v] : verdicts) v.verdict = tracker.Check(queue->name(), v.charge);
   }
 };
 
 using QuotaState = CopyableState<QuotaCycle>;
+
+// A flavored queue's flavor order as strict node tiers (framework/node_tiers.h): the pod takes
+// the first flavor with a feasible node. With whenCanBorrow: TryNextFlavor, the nodes where it
+// would borrow come after every flavor where it would not.
+class FlavorTiers final : public NodeTiers {
+ public:
+  FlavorTiers(bool preempt_first, bool borrowing_last)
+      : preempt_first_(preempt_first), borrowing_last_(borrowing_last) {}
+  std::unique_ptr<StateData> Clone() const override { return std::make_unique<FlavorTiers>(*this); }
+  std::optional<int64_t> TierOf(const CycleState& state, const NodeInfo& node) const override {
+    const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(QueueQuota::kName);
+    if (cycle == nullptr) return std::nullopt;
+    const FlavorPlacement placement = cycle->PlaceOn(node);
+    if (!placement.in_flavor) return std::nullopt;
+    if (!borrowing_last_ || !cycle->VerdictOn(node, placement).borrows) return placement.tier;
+    return kBorrowingTiers + placement.tier;
+  }
+  bool PreemptFirst() const override { return preempt_first_; }
+
+ private:
+  // Above every flavor tier (kMaxFlavorsPerGroup ^ kMaxResourceGroups).
+  static constexpr int64_t kBorrowingTiers = int64_t{1} << 40;
+  bool preempt_first_;
+  bool borrowing_last_;
+};
 
 // Eviction order among one queue's pods: lowest priority, then most recently created, first.
 bool EvictedBefore(const Pod* a, const Pod* b) {
@@ -125,17 +170,29 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   cycle.request.Set(kNvidiaGpu, 0);
   cycle.request.Set(kNvidiaGpuShared, 0);
   cycle.gpu = gpu::ReadGpuRequest(pod);
-  // The GPU amounts the pod may hold: one per kind of node (a replica of a shared GPU holds
-  // 1000 / replicas), so Filter looks its verdict up instead of checking per node.
-  if (cycle.gpu.needs_devices()) {
+  cycle.tolerations = pod.tolerations;
+  // The charges the pod may make: one per kind of node (its flavors, and the GPU amount: a
+  // replica of a shared GPU holds 1000 / replicas), so Filter looks its verdict up instead of
+  // checking per node.
+  if (cycle.gpu.needs_devices() || lookup.queue->flavored()) {
     for (const NodeInfo* node : handle_->snapshot().nodes()) {
-      cycle.verdicts.try_emplace(gpu::HeldGpuMilli(cycle.gpu, node->gpus().inventory()));
+      const FlavorPlacement placement = cycle.PlaceOn(*node);
+      if (!placement.in_flavor) continue;
+      cycle.verdicts.try_emplace({placement.tier, cycle.GpuMilliOn(*node)},
+                                 QuotaCycle::Verdict{.charge = placement.charge});
     }
   } else {
-    cycle.verdicts.try_emplace(0);
+    cycle.verdicts.try_emplace({0, 0}, QuotaCycle::Verdict{.charge = cycle.ChargeFor(0)});
   }
   cycle.Refresh();
+  const bool flavored = lookup.queue->flavored();
+  const Queue& queue = *lookup.queue;
   state.Write(kName, std::make_unique<QuotaState>(std::move(cycle)));
+  if (flavored) {
+    state.Write(kNodeTiersKey,
+                std::make_unique<FlavorTiers>(queue.when_can_preempt == WhenCanPreempt::kPreempt,
+                                              queue.when_can_borrow == WhenCanBorrow::kTryNextFlavor));
+  }
   return Status::Ok();
 }
 
@@ -156,7 +213,7 @@ void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& direc
       const Queue* queue = directory.QueueFor(*p).queue;
       // A teammate of lower priority yields, as on a node; another team's claim holds.
       if (queue == nullptr || (queue == &own && p->PriorityValue() < pod.PriorityValue())) continue;
-      usage.AddUsage(queue->name(), QuotaCharge(*p, node->gpus().inventory()));
+      usage.AddUsage(queue->name(), QueueCharge(directory, *queue, *p, *node));
       charged.insert(p->Key());
     }
   }
@@ -165,11 +222,9 @@ void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& direc
 Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return Status::Ok();  // no queue
-  const Resources charge = cycle->ChargeOn(node);
-  auto it = cycle->verdicts.find(charge.Get(kNvidiaGpu));
-  const QuotaVerdict verdict = it != cycle->verdicts.end()
-                                   ? it->second
-                                   : cycle->tracker.Check(cycle->queue->name(), charge);
+  const FlavorPlacement placement = cycle->PlaceOn(node);
+  if (!placement.in_flavor) return Status::Unresolvable(placement.why);
+  const QuotaVerdict verdict = cycle->VerdictOn(node, placement);
   return verdict.fits ? Status::Ok() : Status::Unschedulable(verdict.reason);
 }
 
@@ -177,7 +232,10 @@ Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string&
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return Status::Ok();
   const NodeInfo* node = handle_->snapshot().Get(node_name);
-  const Resources charge = node != nullptr ? cycle->ChargeOn(*node) : cycle->ChargeFor(cycle->gpu.total_milli());
+  const FlavorPlacement placement = node != nullptr ? cycle->PlaceOn(*node)
+                                                    : FlavorPlacement{.charge = cycle->ChargeFor(cycle->gpu.total_milli())};
+  if (!placement.in_flavor) return Status::Unschedulable(placement.why);
+  const Resources& charge = placement.charge;
   absl::MutexLock lock(&mu_);
   const int64_t generation = handle_->snapshot().generation();
   if (reserved_generation_ != generation) {
@@ -209,7 +267,7 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
   }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
-  cycle->tracker.AddUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
+  cycle->tracker.AddUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
   cycle->Refresh();
   return Status::Ok();
 }
@@ -222,7 +280,7 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
-  cycle->tracker.SubUsage(queue->name(), QuotaCharge(other, node.gpus().inventory()));
+  cycle->tracker.SubUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
   cycle->Refresh();
   return Status::Ok();
 }
@@ -250,7 +308,9 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const NodeInfo* node = handle_->snapshot().Get(victim.node_name);
   if (node == nullptr) return VictimVerdict::kDeny;
   const bool lower = victim.PriorityValue() < preemptor.PriorityValue();
-  const Resources want = cycle->ChargeOn(*node);
+  const FlavorPlacement placement = cycle->PlaceOn(*node);
+  if (!placement.in_flavor) return VictimVerdict::kDeny;  // the preemptor may not use the node
+  const Resources& want = placement.charge;
   // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
@@ -294,7 +354,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const std::vector<std::string> governed = cycle->tracker.Governed(*own);  // sorted
   QuotaTracker theirs_after = cycle->base;
   for (const Pod* p : mates) {
-    const Resources charge = QuotaCharge(*p, node->gpus().inventory());
+    const Resources charge = QueueCharge(*cycle->directory, *theirs, *p, *node);
     const Resources used = theirs_after.Usage(theirs->name());
     bool keeps_nominal = true;
     bool relieves = false;

@@ -542,12 +542,13 @@ std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::
   return out;
 }
 
-std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const json& spec) {
+std::vector<Toleration> DecodeTolerationList(FieldDecoder& d, const json& parent, std::string_view key,
+                                             std::string_view path) {
   std::vector<Toleration> out;
-  const json* list = d.Array(spec, "tolerations", "spec.tolerations");
+  const json* list = d.Array(parent, key, path);
   if (list == nullptr) return out;
   for (size_t i = 0; i < list->size(); ++i) {
-    std::string p = Index("spec.tolerations", i);
+    std::string p = Index(path, i);
     const json& t = (*list)[i];
     Toleration tol;
     tol.key = d.String(t, "key", Path(p, "key"));
@@ -665,7 +666,7 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
   pod.node_name = d.String(*spec, "nodeName", "spec.nodeName");
   pod.node_selector = d.StringMapField(*spec, "nodeSelector", "spec.nodeSelector");
   pod.node_affinity = DecodeNodeAffinity(d, *spec);
-  pod.tolerations = DecodeTolerations(d, *spec);
+  pod.tolerations = DecodeTolerationList(d, *spec, "tolerations", "spec.tolerations");
   if (const json* affinity = d.Object(*spec, "affinity", "spec.affinity")) {
     pod.pod_affinity = DecodePodAffinityRules(d, *affinity, "podAffinity", pod.meta.labels);
     pod.pod_anti_affinity = DecodePodAffinityRules(d, *affinity, "podAntiAffinity", pod.meta.labels);
@@ -779,26 +780,36 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
   return pod;
 }
 
+std::vector<Taint> DecodeTaints(FieldDecoder& d, const json& parent, std::string_view key,
+                                std::string_view path) {
+  std::vector<Taint> out;
+  const json* taints = d.Array(parent, key, path);
+  if (taints == nullptr) return out;
+  for (size_t i = 0; i < taints->size(); ++i) {
+    std::string p = Index(path, i);
+    const json& t = (*taints)[i];
+    Taint taint{.key = d.String(t, "key", Path(p, "key")), .value = d.String(t, "value", Path(p, "value"))};
+    if (taint.key.empty()) d.Fail(Path(p, "key"), "missing");
+    if (auto effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")), Path(p, "effect"), false)) {
+      taint.effect = *effect;
+    }
+    out.push_back(std::move(taint));
+  }
+  return out;
+}
+
+std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const json& parent, std::string_view key,
+                                          std::string_view path) {
+  return DecodeTolerationList(d, parent, key, path);
+}
+
 absl::StatusOr<Node> DecodeNode(const json& object) {
   FieldDecoder d(DescribeObject(object));
   Node node;
   node.meta = d.Meta(object);
   if (const json* spec = d.Object(object, "spec", "spec")) {
     node.unschedulable = d.Bool(*spec, "unschedulable", "spec.unschedulable");
-    if (const json* taints = d.Array(*spec, "taints", "spec.taints")) {
-      for (size_t i = 0; i < taints->size(); ++i) {
-        std::string p = Index("spec.taints", i);
-        const json& t = (*taints)[i];
-        Taint taint{.key = d.String(t, "key", Path(p, "key")),
-                    .value = d.String(t, "value", Path(p, "value"))};
-        if (taint.key.empty()) d.Fail(Path(p, "key"), "missing");
-        if (auto effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")),
-                                      Path(p, "effect"), false)) {
-          taint.effect = *effect;
-        }
-        node.taints.push_back(std::move(taint));
-      }
-    }
+    node.taints = DecodeTaints(d, *spec, "taints", "spec.taints");
   }
   if (const json* status = d.Object(object, "status", "status")) {
     node.capacity = d.ResourceMap(*status, "capacity", "status.capacity");

@@ -110,4 +110,11 @@ class FieldDecoder {
   bool saturate_quantities_ = false;
 };
 
+// spec.taints / spec.tolerations shapes under another key (a ResourceFlavor's spec.nodeTaints),
+// decoded as a Node's and a Pod's are; errors name `path`.
+std::vector<Taint> DecodeTaints(FieldDecoder& d, const nlohmann::json& parent, std::string_view key,
+                                std::string_view path);
+std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const nlohmann::json& parent,
+                                          std::string_view key, std::string_view path);
+
 }  // namespace tessel

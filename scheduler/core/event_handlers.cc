@@ -152,6 +152,22 @@ void Scheduler::OnQueueDelete(const std::string& name) {
   OnCustomObjectChange();
 }
 
+void Scheduler::OnResourceFlavor(ResourceFlavor flavor) {
+  queue_store_.PutFlavor(std::move(flavor));
+  OnCustomObjectChange();
+}
+
+absl::Status Scheduler::OnResourceFlavorUndecodable(const std::string& name, const absl::Status& problem) {
+  absl::Status st = queue_store_.PutUndecodableFlavor(name, problem);
+  OnCustomObjectChange();
+  return st;
+}
+
+void Scheduler::OnResourceFlavorDelete(const std::string& name) {
+  queue_store_.DeleteFlavor(name);
+  OnCustomObjectChange();
+}
+
 void Scheduler::ReportQueueConflicts() {
   for (const NamespaceConflict& c : queue_store_.TakeNewConflicts()) {
     if (api_ == nullptr) continue;

@@ -6,6 +6,7 @@
 #include "scheduler/core/admission.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/fit_error.h"
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -101,12 +102,32 @@ Scheduler::CycleResult Scheduler::SchedulingCycle(const Framework& fw, CycleStat
     }
     CycleResult result = failed(Status::Unschedulable(""), {.message = std::move(fit.message),
                                                             .rejecting_plugins = std::move(fit.rejecting_plugins)});
-    if (fw.HasPostFilter()) PostFilter(fw, state, in_flight, rejected, result);
+    if (fw.HasPostFilter()) PostFilterByTier(fw, state, in_flight, rejected, result);
     if (result.status.code() == Code::kError) return result;
     // Only the queue's quota said no: not a capacity shortfall, so not reported as Unschedulable.
     if (fw.RejectedOnlyByQuota(result.diagnosis.rejecting_plugins)) result.diagnosis.kind = FailureKind::kQuotaExceeded;
     result.status = Status::Unschedulable(result.diagnosis.message);
     return result;
+  }
+  // With strict tiers that preempt first (a flavored queue's whenCanPreempt: Preempt), a pod
+  // frees room on a lower tier before it takes a higher tier's.
+  // It waits for the victims of such a preemption rather than take the higher tier meanwhile.
+  if (const NodeTiers* tiers = NodeTiersOf(state); tiers != nullptr && tiers->PreemptFirst() && fw.HasPostFilter()) {
+    const std::optional<int64_t> first = LowestTier(state, outcome.feasible);
+    if (const NodeInfo* nominated = snapshot_.Get(pod.nominated_node_name); nominated != nullptr) {
+      if (const std::optional<int64_t> t = tiers->TierOf(state, *nominated); t.has_value() && t < first) {
+        return failed(Status::Unschedulable(""),
+                      {.message = StrCat("Waiting for the pods preempted on node ", nominated->name(),
+                                         ", of an earlier tier, to leave."),
+                       .wake_on_any_event = true});
+      }
+    } else {
+      CycleResult preempting = failed(Status::Unschedulable(""), {.message = "Nodes of the pod's earlier tiers are full."});
+      if (PostFilterByTier(fw, state, in_flight, outcome.rejected, preempting, first)) {
+        preempting.status = Status::Unschedulable(preempting.diagnosis.message);
+        return preempting;
+      }
+    }
   }
   absl::StatusOr<std::string> chosen = SelectNode(fw, state, pod, outcome.feasible);
   if (!chosen.ok()) {
@@ -169,8 +190,27 @@ void Scheduler::PostFilter(const Framework& fw, CycleState& state, InFlightPod& 
   }
 }
 
+bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFlightPod& pod,
+                                 const NodeStatusMap& rejected, CycleResult& result,
+                                 std::optional<int64_t> below) {
+  const std::vector<NodeStatusMap> tiers = RejectionsByTier(state, snapshot_.nodes(), rejected, below);
+  if (tiers.empty() && below.has_value()) return false;
+  if (tiers.empty()) {
+    PostFilter(fw, state, pod, rejected, result);
+    return result.diagnosis.wake_on_any_event;
+  }
+  for (const NodeStatusMap& tier : tiers) {
+    PostFilter(fw, state, pod, tier, result);
+    if (result.status.code() == Code::kError || result.diagnosis.wake_on_any_event) break;
+  }
+  return result.diagnosis.wake_on_any_event;
+}
+
 absl::StatusOr<std::string> Scheduler::SelectNode(const Framework& fw, CycleState& state, const Pod& pod,
-                                                  const std::vector<const NodeInfo*>& feasible) {
+                                                  const std::vector<const NodeInfo*>& all_feasible) {
+  // A pod with strict tiers takes the lowest tier that has a feasible node (node_tiers.h).
+  std::vector<const NodeInfo*> first_tier;
+  const std::vector<const NodeInfo*>& feasible = FirstTier(state, all_feasible, first_tier);
   if (feasible.size() == 1) return feasible.front()->name();
   if (Status ps = fw.RunPreScore(state, pod, feasible); !ps.ok()) return absl::InternalError(ps.Message());
   absl::StatusOr<NodeScoreList> scores = fw.RunScore(state, pod, feasible);

@@ -186,6 +186,11 @@ class Scheduler final : public Handle {
   // the others stay. Returns the error as reported.
   absl::Status OnQueueUndecodable(const std::string& name, const absl::Status& problem);
   void OnQueueDelete(const std::string& name);
+  // A ResourceFlavor (tessel.io/v1alpha1) was added, changed, did not decode (`problem` names
+  // the field; the flavor is ignored) or was deleted.
+  void OnResourceFlavor(ResourceFlavor flavor);
+  absl::Status OnResourceFlavorUndecodable(const std::string& name, const absl::Status& problem);
+  void OnResourceFlavorDelete(const std::string& name);
   const QueueStore& queue_store() const { return queue_store_; }
 
   // --- The loop (one thread). ---
@@ -284,6 +289,12 @@ class Scheduler final : public Handle {
   // No node fits: PostFilter (preemption) may nominate a node while victims leave.
   void PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod, const NodeStatusMap& rejected,
                   CycleResult& result);
+  // PostFilter for a pod with strict node tiers (framework/node_tiers.h): tier by tier, lowest
+  // first, up to `below` (every tier when nullopt), until one frees room; without tiers, once.
+  // True when a node was nominated.
+  bool PostFilterByTier(const Framework& fw, CycleState& state, InFlightPod& pod,
+                        const NodeStatusMap& rejected, CycleResult& result,
+                        std::optional<int64_t> below = std::nullopt);
   // PreScore and Score over the feasible nodes: the best (ties: the first by name).
   absl::StatusOr<std::string> SelectNode(const Framework& fw, CycleState& state, const Pod& pod,
                                          const std::vector<const NodeInfo*>& feasible);

@@ -8,6 +8,7 @@
 #include "scheduler/api/quantity.h"
 #include "scheduler/api/storage.h"
 #include "scheduler/framework/fit_error.h"
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
 
@@ -155,6 +156,8 @@ struct Attempt {
   std::vector<std::string> rejecting;
   std::string fit_error;  // why the first shape that fit nowhere was refused
   std::string limit_reason;  // the first rejection that stopped members on a feasible node
+  // The first shape's PreFilter state when it ranks nodes in strict tiers (node_tiers.h).
+  std::shared_ptr<const CycleState> tiers;
   int32_t nodes_used() const { return static_cast<int32_t>(std::count(used.begin(), used.end(), true)); }
 };
 
@@ -340,6 +343,7 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
       if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(overlay.nodes().size(), pre);
       continue;
     }
+    if (a.tiers == nullptr && NodeTiersOf(state) != nullptr) a.tiers = std::make_shared<const CycleState>(base.Clone());
     PlaceShape(in, shape, base, state, interacting, overlay, a);
     if (a.code == Code::kError) return a;
   }
@@ -423,6 +427,11 @@ std::string DescribeMemberShape(const Pod& pod) {
   return parts.empty() ? "no resources" : StrJoin(parts, ", ");
 }
 
+// The plan on `all` (PlanGang's, without strict tiers). `tiers` gets the state that ranks the
+// nodes in tiers, if the members' plugins do.
+GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool interacting,
+                const std::vector<NodeInfo*>& all, std::shared_ptr<const CycleState>* tiers);
+
 GangPlan PlanGang(const PlanInput& input) {
   // Members beyond minMember (min_to_place 0) are planned like a gang of one.
   PlanInput in = input;
@@ -444,7 +453,32 @@ GangPlan PlanGang(const PlanInput& input) {
     }
   }
   const std::vector<Shape> shapes = GroupShapes(in.members, labels_matter);
-  const std::vector<NodeInfo*>& all = in.snapshot->nodes();
+  std::shared_ptr<const CycleState> tier_state;
+  plan = PlanOn(in, shapes, interacting, in.snapshot->nodes(), &tier_state);
+  const NodeTiers* tiers = tier_state == nullptr ? nullptr : NodeTiersOf(*tier_state);
+  if (tiers == nullptr || plan.code == Code::kError) return plan;
+  // Strict tiers (a queue's flavors): the whole gang in the first tier that takes it, compact
+  // placement within that tier.
+  std::map<int64_t, std::vector<NodeInfo*>> by_tier;
+  for (NodeInfo* node : in.snapshot->nodes()) {
+    if (const std::optional<int64_t> t = tiers->TierOf(*tier_state, *node)) by_tier[*t].push_back(node);
+  }
+  if (by_tier.size() <= 1) return plan;  // one tier: the plan on every node is the plan on it
+  std::optional<GangPlan> first_refusal;
+  for (const auto& [tier, nodes] : by_tier) {
+    GangPlan within = PlanOn(in, shapes, interacting, nodes, nullptr);
+    if (within.feasible || within.code == Code::kError) return within;
+    if (!first_refusal) first_refusal = std::move(within);
+  }
+  if (!first_refusal) return plan;
+  first_refusal->message = StrCat(first_refusal->message, " (in its first tier of nodes; no other tier takes it whole)");
+  for (const std::string& p : plan.rejecting_plugins) AddRejecting(first_refusal->rejecting_plugins, p);
+  return *std::move(first_refusal);
+}
+
+GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool interacting,
+                const std::vector<NodeInfo*>& all, std::shared_ptr<const CycleState>* tiers) {
+  GangPlan plan;
 
   if (in.topology_key.empty()) {
     if (!HasMinResources(all, in.min_resources)) {
@@ -455,6 +489,7 @@ GangPlan PlanGang(const PlanInput& input) {
     }
     Overlay overlay(all);
     Attempt a = Place(in, shapes, overlay, interacting);
+    if (tiers != nullptr) *tiers = a.tiers;
     plan.rejecting_plugins = a.rejecting;
     if (a.code == Code::kError) {
       plan.code = Code::kError;
@@ -501,6 +536,7 @@ GangPlan PlanGang(const PlanInput& input) {
     }
     Overlay overlay(nodes);
     Attempt a = Place(in, shapes, overlay, interacting);
+    if (tiers != nullptr && *tiers == nullptr) *tiers = a.tiers;
     for (const std::string& p : a.rejecting) AddRejecting(plan.rejecting_plugins, p);
     if (a.code == Code::kError) {
       plan.code = Code::kError;

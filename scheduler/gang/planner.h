@@ -25,6 +25,8 @@
 // Compact placement (topology_key): the same plan runs within each domain of that node label;
 // of the domains that fit the gang, the one left fullest (least free GPU, then CPU) wins, and
 // the domains too small are reported.
+// Strict node tiers (framework/node_tiers.h, e.g. a queue's resource flavors): the whole gang
+// goes to the first tier where the plan is feasible, compact placement within that tier.
 //
 //   GangPlan plan = PlanGang({.framework = fw, .snapshot = &snapshot, .members = pending,
 //                             .min_to_place = 4, .min_member = 4, .gang = "PodGroup a/train"});

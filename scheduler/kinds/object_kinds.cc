@@ -49,6 +49,21 @@ absl::Status DeliverQueue(Scheduler& s, const json& object) {
 
 void RemoveQueue(Scheduler& s, std::string_view key) { s.OnQueueDelete(std::string(key)); }
 
+absl::Status DeliverResourceFlavor(Scheduler& s, const json& object) {
+  absl::StatusOr<ResourceFlavor> flavor = DecodeResourceFlavor(object);
+  if (flavor.ok()) {
+    s.OnResourceFlavor(*std::move(flavor));
+    return absl::OkStatus();
+  }
+  std::string name;
+  if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+    if (const auto n = m->find("name"); n != m->end() && n->is_string()) name = n->get<std::string>();
+  }
+  return s.OnResourceFlavorUndecodable(name, flavor.status());
+}
+
+void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlavorDelete(std::string(key)); }
+
 constexpr std::array kReadKinds{
     ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup>,
              RemoveGang<gang::GangKind::kPodGroup>},
@@ -59,6 +74,7 @@ constexpr std::array kReadKinds{
              RemoveGang<gang::GangKind::kWorkload>},
     ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob>, RemoveGang<gang::GangKind::kJob>},
     ReadKind{std::string_view(kQueueKind), "tessel.io/", DeliverQueue, RemoveQueue},
+    ReadKind{std::string_view(kResourceFlavorKind), "tessel.io/", DeliverResourceFlavor, RemoveResourceFlavor},
 };
 
 const ReadKind* Find(std::string_view api_version, std::string_view kind) {

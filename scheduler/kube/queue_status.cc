@@ -45,6 +45,16 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
               {"usage", QuantityMap(report->nominal, report->usage)},
               {"borrowed", QuantityMap(report->nominal, report->borrowed)},
               {"lent", QuantityMap(report->nominal, report->lent)}};
+  if (!report->flavors.empty()) {
+    json flavors = json::array();
+    for (const FlavorReport& f : report->flavors) {
+      flavors.push_back({{"name", f.name},
+                         {"usage", QuantityMap(f.nominal, f.usage)},
+                         {"borrowed", QuantityMap(f.nominal, f.borrowed)},
+                         {"lent", QuantityMap(f.nominal, f.lent)}});
+    }
+    status["flavorsUsage"] = std::move(flavors);
+  }
   if (report->oldest_pending.has_value()) {
     status["oldestPendingSince"] = Rfc3339(*report->oldest_pending);
     status["oldestPendingWaitSeconds"] =

@@ -2,10 +2,12 @@
 #include "scheduler/quota/queue.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "scheduler/api/decode.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/api/quantity.h"
 #include "scheduler/util/strings.h"
 
@@ -37,6 +39,117 @@ Enum EnumField(FieldDecoder& d, const json& parent, std::string_view key, std::s
   }
   d.Fail(path, StrCat("\"", text, "\" is not one of ", allowed));
   return fallback;
+}
+
+// spec.resourceGroups: the groups' flavors in order, each flavor's quotas put into the queue's
+// maps under flavored keys (flavor.h), with every rule of the flat maps checked per key.
+void DecodeResourceGroups(FieldDecoder& d, const json& spec, Queue& q) {
+  const json* groups = d.Array(spec, "resourceGroups", "spec.resourceGroups");
+  if (groups == nullptr) return;
+  if (groups->size() > kMaxResourceGroups) {
+    d.Fail("spec.resourceGroups", StrCat("at most ", kMaxResourceGroups, " groups"));
+    return;
+  }
+  std::set<std::string, std::less<>> covered_anywhere;
+  std::set<std::string, std::less<>> flavors_anywhere;
+  for (size_t g = 0; g < groups->size(); ++g) {
+    const std::string gp = StrCat("spec.resourceGroups[", g, "]");
+    ResourceGroup group;
+    if (const json* covered = d.Array((*groups)[g], "coveredResources", StrCat(gp, ".coveredResources"))) {
+      for (size_t i = 0; i < covered->size(); ++i) {
+        const std::string path = StrCat(gp, ".coveredResources[", i, "]");
+        if (!(*covered)[i].is_string() || (*covered)[i].get<std::string>().empty()) {
+          d.Fail(path, "expected a resource name");
+          continue;
+        }
+        const std::string r = (*covered)[i].get<std::string>();
+        if (!covered_anywhere.insert(r).second) d.Fail(path, StrCat(r, " is covered twice"));
+        group.covered.push_back(r);
+      }
+    }
+    if (group.covered.empty()) d.Fail(StrCat(gp, ".coveredResources"), "must list at least one resource");
+    const json* flavors = d.Array((*groups)[g], "flavors", StrCat(gp, ".flavors"));
+    if (flavors == nullptr || flavors->empty()) {
+      d.Fail(StrCat(gp, ".flavors"), "must list at least one flavor");
+      continue;
+    }
+    if (flavors->size() > kMaxFlavorsPerGroup) {
+      d.Fail(StrCat(gp, ".flavors"), StrCat("at most ", kMaxFlavorsPerGroup, " flavors"));
+      continue;
+    }
+    for (size_t f = 0; f < flavors->size(); ++f) {
+      const std::string fp = StrCat(gp, ".flavors[", f, "]");
+      const json& flavor = (*flavors)[f];
+      const std::string name = d.String(flavor, "name", StrCat(fp, ".name"));
+      if (name.empty()) {
+        d.Fail(StrCat(fp, ".name"), "missing");
+        continue;
+      }
+      if (!flavors_anywhere.insert(name).second) {
+        d.Fail(StrCat(fp, ".name"), StrCat("flavor ", name, " is listed twice"));
+      }
+      group.flavors.push_back(name);
+      std::set<std::string, std::less<>> seen;
+      const json* resources = d.Array(flavor, "resources", StrCat(fp, ".resources"));
+      for (size_t i = 0; resources != nullptr && i < resources->size(); ++i) {
+        const std::string rp = StrCat(fp, ".resources[", i, "]");
+        const json& item = (*resources)[i];
+        const std::string r = d.String(item, "name", StrCat(rp, ".name"));
+        if (std::find(group.covered.begin(), group.covered.end(), r) == group.covered.end()) {
+          d.Fail(StrCat(rp, ".name"), StrCat("\"", r, "\" is not one of the group's coveredResources"));
+          continue;
+        }
+        if (!seen.insert(r).second) d.Fail(StrCat(rp, ".name"), StrCat(r, " is listed twice"));
+        const std::string key = FlavoredResource(r, name);
+        auto amount = [&](std::string_view field) -> std::optional<int64_t> {
+          const std::string path = StrCat(rp, ".", field);
+          if (!item.contains(field) || item[field].is_null()) return std::nullopt;
+          const json& v = item[field];
+          std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
+          absl::StatusOr<int64_t> parsed = ParseResourceQuantity(r, text);
+          if (text.empty() || !parsed.ok()) {
+            d.Fail(path, text.empty() ? "expected a quantity" : std::string(parsed.status().message()));
+            return std::nullopt;
+          }
+          if (*parsed < 0) {
+            d.Fail(path, "must not be negative");
+            return std::nullopt;
+          }
+          return *parsed;
+        };
+        const std::optional<int64_t> nominal = amount("nominalQuota");
+        if (!nominal.has_value() && !item.contains("nominalQuota")) d.Fail(StrCat(rp, ".nominalQuota"), "missing");
+        q.nominal.Set(key, nominal.value_or(0));
+        q.listed.push_back(key);
+        if (const std::optional<int64_t> b = amount("borrowingLimit")) {
+          if (q.cohort.empty()) d.Fail(StrCat(rp, ".borrowingLimit"), "is only meaningful with spec.cohort");
+          q.borrowing_limit[key] = *b;
+        }
+        if (const std::optional<int64_t> l = amount("lendingLimit")) {
+          if (*l > nominal.value_or(0)) {
+            d.Fail(StrCat(rp, ".lendingLimit"),
+                   StrCat("lends ", FormatResourceQuantity(r, *l), " but the nominal quota is ",
+                          FormatResourceQuantity(r, nominal.value_or(0))));
+          }
+          q.lending_limit[key] = *l;
+        }
+      }
+      for (const std::string& r : group.covered) {
+        if (!seen.contains(r)) d.Fail(StrCat(fp, ".resources"), StrCat("lacks ", r, " of the group's coveredResources"));
+      }
+    }
+    q.resource_groups.push_back(std::move(group));
+  }
+  if (const json* f = d.Object(spec, "flavorFungibility", "spec.flavorFungibility")) {
+    q.when_can_preempt = EnumField<WhenCanPreempt>(
+        d, *f, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt",
+        {{"TryNextFlavor", WhenCanPreempt::kTryNextFlavor}, {"Preempt", WhenCanPreempt::kPreempt}},
+        WhenCanPreempt::kTryNextFlavor);
+    q.when_can_borrow = EnumField<WhenCanBorrow>(
+        d, *f, "whenCanBorrow", "spec.flavorFungibility.whenCanBorrow",
+        {{"Borrow", WhenCanBorrow::kBorrow}, {"TryNextFlavor", WhenCanBorrow::kTryNextFlavor}},
+        WhenCanBorrow::kBorrow);
+  }
 }
 
 }  // namespace
@@ -77,6 +190,14 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
   }
   if (q.cohort.empty() && !q.borrowing_limit.empty()) {
     d.Fail("spec.borrowingLimit", "is only meaningful with spec.cohort");
+  }
+  if (spec->contains("resourceGroups") && !(*spec)["resourceGroups"].is_null()) {
+    for (std::string_view flat : {"nominalQuota", "borrowingLimit", "lendingLimit"}) {
+      if (spec->contains(flat) && !(*spec)[flat].is_null()) {
+        d.Fail(StrCat("spec.", flat), "a Queue has either flat quotas or spec.resourceGroups, not both");
+      }
+    }
+    DecodeResourceGroups(d, *spec, q);
   }
   if (const json* p = d.Object(*spec, "preemption", "spec.preemption")) {
     q.reclaim_within_cohort = EnumField<ReclaimPolicy>(
@@ -123,7 +244,8 @@ std::string NamespaceConflict::Message() const {
 }
 
 std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
-                                                     const NamespaceLabelMap& namespaces) {
+                                                     const NamespaceLabelMap& namespaces,
+                                                     FlavorMap flavors) {
   const auto by_name = [](const Queue& a, const Queue& b) { return a.name() < b.name(); };
   std::stable_sort(queues.begin(), queues.end(), by_name);
   queues.erase(std::unique(queues.begin(), queues.end(),
@@ -168,10 +290,12 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
   selected_ = std::move(selected);
   by_name_ = std::move(names);
   by_namespace_ = std::move(by_namespace);
+  flavors_ = std::move(flavors);
   return conflicts;
 }
 
-absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces) {
+absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces,
+                                 FlavorMap flavors) {
   std::set<std::string, std::less<>> names;
   for (const Queue& q : queues) {
     if (!names.insert(q.name()).second) {
@@ -179,15 +303,60 @@ absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabel
     }
   }
   QueueDirectory built;
-  std::vector<NamespaceConflict> conflicts = built.Build(std::move(queues), namespaces);
+  std::vector<NamespaceConflict> conflicts = built.Build(std::move(queues), namespaces, std::move(flavors));
   if (!conflicts.empty()) return absl::InvalidArgumentError(conflicts.front().Message());
   *this = std::move(built);
   return absl::OkStatus();
 }
 
 std::vector<NamespaceConflict> QueueDirectory::SetResolvingConflicts(
-    std::vector<Queue> queues, const NamespaceLabelMap& namespaces) {
-  return Build(std::move(queues), namespaces);
+    std::vector<Queue> queues, const NamespaceLabelMap& namespaces, FlavorMap flavors) {
+  return Build(std::move(queues), namespaces, std::move(flavors));
+}
+
+FlavorPlacement QueueDirectory::Place(const Queue& queue, const Resources& charge,
+                                      const StringMap& node_labels,
+                                      const std::vector<Toleration>* tolerations) const {
+  FlavorPlacement out;
+  if (!queue.flavored()) {
+    out.charge = charge;
+    return out;
+  }
+  for (const ResourceGroup& group : queue.resource_groups) {
+    const bool used = std::any_of(group.covered.begin(), group.covered.end(),
+                                  [&](const std::string& r) { return charge.Get(r) > 0; });
+    size_t index = 0;
+    const ResourceFlavor* flavor = nullptr;
+    for (; index < group.flavors.size(); ++index) {
+      auto it = flavors_.find(group.flavors[index]);
+      if (it != flavors_.end() && it->second.HasNode(node_labels)) {
+        flavor = &it->second;
+        break;
+      }
+    }
+    out.tier = out.tier * static_cast<int64_t>(kMaxFlavorsPerGroup) + (used ? static_cast<int64_t>(index) : 0);
+    if (!used) continue;
+    if (flavor == nullptr) {
+      std::vector<std::string> missing;
+      for (const std::string& name : group.flavors) {
+        if (!flavors_.contains(name)) missing.push_back(StrCat("ResourceFlavor ", name, " does not exist"));
+      }
+      out.in_flavor = false;
+      out.why = StrCat("queue ", queue.name(), ": the node is in none of its flavors for ", group.covered.front(),
+                       " (", StrJoin(group.flavors, ", "), ")", missing.empty() ? "" : "; ", StrJoin(missing, "; "));
+      continue;
+    }
+    if (tolerations != nullptr && !flavor->Admits(*tolerations)) {
+      out.in_flavor = false;
+      out.why = StrCat("queue ", queue.name(), ": the pod does not tolerate the node taints of flavor ",
+                       flavor->name());
+      continue;
+    }
+    for (const std::string& r : group.covered) {
+      if (const int64_t amount = charge.Get(r); amount > 0) out.charge.Set(FlavoredResource(r, flavor->name()), amount);
+    }
+  }
+  return out;
 }
 
 const Queue* QueueDirectory::Find(std::string_view name) const {

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
 #include "scheduler/api/objects.h"
+#include "scheduler/quota/flavor.h"
 
 namespace tessel {
 
@@ -40,6 +41,20 @@ using ResourceLimits = std::map<std::string, int64_t, std::less<>>;
 enum class ReclaimPolicy { kNever, kLowerPriority, kAny };
 // spec.preemption.withinQueue: whether a pod may evict lower-priority pods of its own queue.
 enum class WithinQueuePolicy { kNever, kLowerPriority };
+// spec.flavorFungibility.whenCanPreempt (Kueue's): when a pod's first flavor has room only by
+// preempting and a later flavor has room as it is, TryNextFlavor (the default) takes the later
+// flavor; Preempt preempts in the earlier one.
+enum class WhenCanPreempt { kTryNextFlavor, kPreempt };
+// spec.flavorFungibility.whenCanBorrow: Borrow (the default) takes the first flavor with room,
+// borrowing or not; TryNextFlavor prefers a later flavor where the pod fits without borrowing.
+enum class WhenCanBorrow { kBorrow, kTryNextFlavor };
+
+// One entry of spec.resourceGroups: resources whose quota is divided into the same flavors.
+// The quota amounts themselves are in Queue::nominal (and the limits) under flavored keys.
+struct ResourceGroup {
+  std::vector<std::string> covered;  // coveredResources
+  std::vector<std::string> flavors;  // in the order pods try them
+};
 
 struct Queue {
   ObjectMeta meta;  // creationTimestamp decides who keeps a namespace two queues list
@@ -48,10 +63,16 @@ struct Queue {
   // queue with the label tessel.io/queue. nullopt: none beyond spec.namespaces; {}: every one.
   std::optional<LabelSelector> namespace_selector;
   std::string cohort;  // "" = no cohort: never above nominal
+  // spec.nominalQuota; with spec.resourceGroups, every flavor's quotas under flavored keys
+  // ("nvidia.com/gpu@reserved", flavor.h), and likewise in the limits below.
   Resources nominal;
   // Every resource spec.nominalQuota lists, zeros included ("nvidia.com/gpu: 0" is a quota of
   // none, not no quota; Resources drops zeros).
   std::vector<std::string> listed;
+  // spec.resourceGroups: empty for a flat queue.
+  std::vector<ResourceGroup> resource_groups;
+  WhenCanPreempt when_can_preempt = WhenCanPreempt::kTryNextFlavor;
+  WhenCanBorrow when_can_borrow = WhenCanBorrow::kBorrow;
   ResourceLimits borrowing_limit;  // how far above nominal it may borrow
   ResourceLimits lending_limit;    // how much of its nominal it lends; unlisted: all of it
   ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
@@ -63,11 +84,29 @@ struct Queue {
   std::optional<int64_t> min_run_seconds;
 
   const std::string& name() const { return meta.name; }
+  bool flavored() const { return !resource_groups.empty(); }
+};
+
+// At most this many resource groups, and flavors per group (Kueue's limits are 16 and 16).
+inline constexpr size_t kMaxResourceGroups = 4;
+inline constexpr size_t kMaxFlavorsPerGroup = 16;
+
+// Where a pod's charge goes on one node, for a flavored queue (QueueDirectory::Place).
+struct FlavorPlacement {
+  // False when the node is in none of the flavors of a group the charge needs (or the pod does
+  // not tolerate that flavor's node taints); `why` then says so.
+  bool in_flavor = true;
+  std::string why;
+  // The node's rank in the queue's flavor order, lowest first: the flavor index of each group
+  // the charge uses, most significant first.
+  int64_t tier = 0;
+  Resources charge;  // covered resources under flavored keys; uncovered ones are not limited
 };
 
 // Decodes a Queue (cluster-scoped). Quantities are exact; nvidia.com/gpu counts physical-GPU
-// equivalents ("1.5" is 1500 milli-GPU). Negative amounts, a lending limit above nominal and
-// a non-positive weight are errors naming the field.
+// equivalents ("1.5" is 1500 milli-GPU). Negative amounts, a lending limit above nominal,
+// a non-positive weight, and spec.nominalQuota (or its limits) beside spec.resourceGroups are
+// errors naming the field.
 absl::StatusOr<Queue> DecodeQueue(const nlohmann::json& object);
 
 // A namespace two queues list in spec.namespaces. The older queue (metadata.creationTimestamp,
@@ -92,12 +131,14 @@ class QueueDirectory {
   // Replaces every queue; selectors are matched against `namespaces` (a namespace missing there
   // matches only the empty selector). Fails, changing nothing, when a name is defined twice or
   // two queues list one namespace (naming both).
-  absl::Status Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces = {});
+  absl::Status Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces = {},
+                   FlavorMap flavors = {});
   // Replaces every queue, giving a namespace that several queues list to the oldest; returns one
   // conflict per namespace a newer queue does not get. Names must be unique (QueueStore keys
   // queues by name); a repeated name is left out.
   std::vector<NamespaceConflict> SetResolvingConflicts(std::vector<Queue> queues,
-                                                       const NamespaceLabelMap& namespaces = {});
+                                                       const NamespaceLabelMap& namespaces = {},
+                                                       FlavorMap flavors = {});
   // The pod's queue: the queue its label tessel.io/queue names, if that queue admits the pod's
   // namespace (Admits), else the queue that got its namespace. `queue` is null when neither
   // applies (such pods are not limited by quota), and also when the label names a queue that
@@ -117,6 +158,17 @@ class QueueDirectory {
   const Queue* Find(std::string_view name) const;
   const std::vector<Queue>& queues() const { return queues_; }
 
+  // The ResourceFlavors in force, by name. A flavor a queue lists that does not exist has no
+  // nodes (its quota cannot be used).
+  const FlavorMap& flavors() const { return flavors_; }
+  // Where `charge` (QuotaCharge) of a pod of `queue` goes on a node with `node_labels`: per
+  // resource group it uses, the first of the group's flavors the node belongs to (a node's
+  // flavor follows its labels now: see docs/flavors.md). With `tolerations` (a pod being
+  // scheduled), a flavor whose node taints the pod does not tolerate is refused. A flat queue's
+  // charge is returned as it is.
+  FlavorPlacement Place(const Queue& queue, const Resources& charge, const StringMap& node_labels,
+                        const std::vector<Toleration>* tolerations = nullptr) const;
+
  private:
   // The namespaces a queue admits besides the ones it got through spec.namespaces.
   struct Selected {
@@ -125,12 +177,13 @@ class QueueDirectory {
   };
   // Builds every index; conflicts are resolved (oldest wins) and returned.
   std::vector<NamespaceConflict> Build(std::vector<Queue> queues,
-                                       const NamespaceLabelMap& namespaces);
+                                       const NamespaceLabelMap& namespaces, FlavorMap flavors);
 
   std::vector<Queue> queues_;                                  // sorted by name
   std::vector<Selected> selected_;                             // parallel to queues_
   std::map<std::string, size_t, std::less<>> by_name_;
   std::map<std::string, size_t, std::less<>> by_namespace_;   // spec.namespaces, conflicts resolved
+  FlavorMap flavors_;
 };
 
 }  // namespace tessel

@@ -76,12 +76,29 @@ bool QueueStore::DeleteNamespace(std::string_view name) {
   return true;
 }
 
+void QueueStore::PutFlavor(ResourceFlavor flavor) {
+  absl::MutexLock lock(&mu_);
+  const std::string name = flavor.name();
+  flavors_[name] = std::move(flavor);
+  RebuildLocked();
+}
+
+absl::Status QueueStore::PutUndecodableFlavor(const std::string& name, const absl::Status& problem) {
+  DeleteFlavor(name);
+  return absl::InvalidArgumentError(StrCat(problem.message(), "; the flavor is ignored"));
+}
+
+void QueueStore::DeleteFlavor(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  if (flavors_.erase(std::string(name)) > 0) RebuildLocked();
+}
+
 void QueueStore::RebuildLocked() {
   std::vector<Queue> queues;
   queues.reserve(decoded_.size());
   for (const auto& [name, q] : decoded_) queues.push_back(q);
   auto dir = std::make_shared<QueueDirectory>();
-  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_);
+  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_, flavors_);
   // A conflict that ended is forgotten, so that it is handed out again if it comes back.
   std::erase_if(taken_, [&](const NamespaceConflict& c) {
     return std::find(conflicts_.begin(), conflicts_.end(), c) == conflicts_.end();

@@ -14,6 +14,7 @@
 //   absl::Status st = store.Put(queue);           // error: a namespace conflict, naming both
 //   store.PutUndecodable("team-a", DecodeQueue(json).status());  // "Queue team-a: spec.weight: ..."
 //   store.PutNamespace("team-b", {{"team", "b"}});
+//   store.PutFlavor(DecodeResourceFlavor(json).value());  // nodes by labels (flavor.h)
 //   std::shared_ptr<const QueueDirectory> dir = store.directory();  // never null
 #pragma once
 
@@ -44,6 +45,11 @@ class QueueStore {
   // changed which queues its pods may choose (the directory was replaced).
   bool PutNamespace(const std::string& name, const StringMap& labels);
   bool DeleteNamespace(std::string_view name);
+  // ResourceFlavors (flavor.h). A flavor that does not decode is deleted (its nodes then
+  // belong to no flavor) and the error, naming the field, returned.
+  void PutFlavor(ResourceFlavor flavor);
+  absl::Status PutUndecodableFlavor(const std::string& name, const absl::Status& problem);
+  void DeleteFlavor(std::string_view name);
 
   std::shared_ptr<const QueueDirectory> directory() const;
   // The current problem of every ignored Queue, and of every queue that does not get a
@@ -68,6 +74,7 @@ class QueueStore {
   std::map<std::string, Queue, std::less<>> decoded_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> undecodable_ ABSL_GUARDED_BY(mu_);
   NamespaceLabelMap namespaces_ ABSL_GUARDED_BY(mu_);
+  FlavorMap flavors_ ABSL_GUARDED_BY(mu_);
   std::vector<NamespaceConflict> conflicts_ ABSL_GUARDED_BY(mu_);
   std::vector<NamespaceConflict> taken_ ABSL_GUARDED_BY(mu_);  // a subset of conflicts_
   std::shared_ptr<const QueueDirectory> directory_ ABSL_GUARDED_BY(mu_);

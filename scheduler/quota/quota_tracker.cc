@@ -103,8 +103,8 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     const int64_t nominal = queue->nominal.Get(r);
     auto fail = [&](std::string_view why) {
       verdict.fits = false;
-      verdict.reason = StrCat("queue ", queue->name(), ": ", r, " ", FormatResourceQuantity(r, want),
-                              " of nominal ", FormatResourceQuantity(r, nominal), "; ", why);
+      verdict.reason = StrCat("queue ", queue->name(), ": ", DescribeQuotaKey(r), " ", FormatQuotaAmount(r, want),
+                              " of nominal ", FormatQuotaAmount(r, nominal), "; ", why);
     };
     if (queue->cohort.empty()) {
       if (want > nominal) {
@@ -116,7 +116,7 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     const int64_t limit = SatAdd(nominal, LimitOf(queue->borrowing_limit, r, kUnlimited));
     if (want > limit) {
       fail(StrCat("its borrowing limit is ",
-                  FormatResourceQuantity(r, LimitOf(queue->borrowing_limit, r, 0))));
+                  FormatQuotaAmount(r, LimitOf(queue->borrowing_limit, r, 0))));
       return verdict;
     }
     // The cohort's pool: what every member lends, against what members use beyond what they
@@ -132,11 +132,11 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
       if (used_by_others > lent_by_others) {
         fail(StrCat("other queues of the cohort ", queue->cohort, " borrow ",
-                    FormatResourceQuantity(r, used_by_others - lent_by_others), " of its quota"));
+                    FormatQuotaAmount(r, used_by_others - lent_by_others), " of its quota"));
       } else {
         const int64_t left = std::max<int64_t>(
             0, lent_by_others - used_by_others - std::max<int64_t>(0, used - nominal));
-        fail(StrCat("the cohort ", queue->cohort, " has ", FormatResourceQuantity(r, left),
+        fail(StrCat("the cohort ", queue->cohort, " has ", FormatQuotaAmount(r, left),
                     " to lend"));
       }
       return verdict;

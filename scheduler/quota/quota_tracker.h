@@ -9,7 +9,8 @@
 //   pool use      = sum over the cohort of max(0, usage(m) - guaranteed(m))
 //   q may hold U  when U <= nominal(q) + borrowingLimit(q) and the pool use stays <= pool.
 // A queue without a cohort never exceeds its nominal quota. A resource that no queue of the
-// cohort lists in nominalQuota is not limited.
+// cohort lists in nominalQuota is not limited. A flavored quota (spec.resourceGroups) is kept
+// under keys "<resource>@<flavor>" (flavor.h), so every rule holds per (flavor, resource).
 //
 //   QuotaTracker t(&directory);
 //   t.Add("team-a/train-0", "team-a", usage);

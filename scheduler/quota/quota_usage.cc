@@ -4,12 +4,58 @@
 #include "scheduler/quota/quota_tracker.h"
 
 namespace tessel {
+namespace {
+
+// The amounts of `flavor`'s keys (flavor.h), by resource name.
+Resources OfFlavor(const Resources& amounts, std::string_view flavor) {
+  Resources out;
+  for (const auto& [key, amount] : amounts.Entries()) {
+    const QuotaKey k = SplitQuotaKey(key);
+    if (k.flavor == flavor) out.Set(k.resource, amount);
+  }
+  return out;
+}
+
+// Every flavor's amounts summed by resource name.
+Resources SumOverFlavors(const Resources& amounts) {
+  Resources out;
+  for (const auto& [key, amount] : amounts.Entries()) {
+    const std::string_view r = SplitQuotaKey(key).resource;
+    out.Set(r, out.Get(r) + amount);
+  }
+  return out;
+}
+
+// A flavored queue's report: its flavors one by one, and the sums by resource name.
+void SplitFlavors(const Queue& q, QueueReport& report) {
+  for (const ResourceGroup& group : q.resource_groups) {
+    for (const std::string& flavor : group.flavors) {
+      report.flavors.push_back(FlavorReport{.name = flavor,
+                                            .nominal = OfFlavor(report.nominal, flavor),
+                                            .usage = OfFlavor(report.usage, flavor),
+                                            .borrowed = OfFlavor(report.borrowed, flavor),
+                                            .lent = OfFlavor(report.lent, flavor)});
+    }
+  }
+  for (Resources* r : {&report.nominal, &report.usage, &report.borrowed, &report.lendable, &report.lent}) {
+    *r = SumOverFlavors(*r);
+  }
+}
+
+}  // namespace
 
 Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory) {
   Resources charge = pod.requests;
   charge.Set(kNvidiaGpuShared, 0);
   charge.Set(kNvidiaGpu, gpu::HeldGpuMilli(gpu::ReadGpuRequest(pod), inventory));
   return charge;
+}
+
+Resources QueueCharge(const QueueDirectory& directory, const Queue& queue, const Pod& pod,
+                      const NodeInfo& node) {
+  Resources charge = QuotaCharge(pod, node.gpus().inventory());
+  if (!queue.flavored() || node.node() == nullptr) return charge;
+  return directory.Place(queue, charge, node.node()->meta.labels).charge;
 }
 
 bool ChargesQuota(const Pod& pod) { return !pod.meta.deletion_timestamp.has_value(); }
@@ -20,7 +66,7 @@ void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUs
     if (!ChargesQuota(*pod)) continue;
     const Queue* queue = directory.QueueFor(*pod).queue;
     if (queue == nullptr) continue;
-    (void)usage[queue->name()].Add(QuotaCharge(*pod, node.gpus().inventory()));
+    (void)usage[queue->name()].Add(QueueCharge(directory, *queue, *pod, node));
     if (admitted != nullptr) ++(*admitted)[queue->name()];
   }
 }
@@ -57,6 +103,7 @@ std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const Que
                               .pending_pods = w == waiting.end() ? 0 : w->second.pods,
                               .admitted_pods = a == admitted.end() ? 0 : a->second,
                               .oldest_pending = w == waiting.end() ? std::nullopt : w->second.oldest});
+    if (q.flavored()) SplitFlavors(q, out.back());
   }
   return out;
 }

@@ -29,6 +29,10 @@ using QueueCounts = std::map<std::string, int64_t, std::less<>>;
 
 // The pod's charge on a node with `inventory` (see above).
 Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory);
+// What the pod charges `queue` where it runs on `node`: QuotaCharge, with a flavored queue's
+// covered resources under the flavor the node belongs to now (QueueDirectory::Place).
+Resources QueueCharge(const QueueDirectory& directory, const Queue& queue, const Pod& pod,
+                      const NodeInfo& node);
 
 // Adds the charges of the node's pods to their queues, and counts them in `admitted` if given.
 // Pods being deleted (a preemption's victims among them) are not charged: their quota goes to
@@ -37,7 +41,17 @@ bool ChargesQuota(const Pod& pod);
 void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage,
                   QueueCounts* admitted = nullptr);
 
-// One queue, for metrics, Queue status, the admin API and replay.
+// One flavor of a flavored queue (spec.resourceGroups), amounts by resource name.
+struct FlavorReport {
+  std::string name;
+  Resources nominal;
+  Resources usage;
+  Resources borrowed;
+  Resources lent;
+};
+
+// One queue, for metrics, Queue status, the admin API and replay. For a flavored queue the
+// maps hold the sums over its flavors, by resource name, and `flavors` each flavor's share.
 struct QueueReport {
   std::string name;
   std::string cohort;
@@ -51,6 +65,7 @@ struct QueueReport {
   int64_t admitted_pods = 0;  // pods on nodes charged to it (bound or being bound)
   // The creation time of its oldest pending pod, if any waits.
   std::optional<absl::Time> oldest_pending;
+  std::vector<FlavorReport> flavors;  // in the queue's order; empty for a flat queue
 };
 // Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled;
 // `admitted` the pods on nodes per queue (AddNodeUsage), if counted.

@@ -126,6 +126,14 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
       q->set_weighted_share_milli(r.weighted_share_milli);
       q->set_oldest_pending_wait_seconds(
           r.oldest_pending ? std::max<int64_t>(0, absl::ToInt64Seconds(now - *r.oldest_pending)) : -1);
+      for (const FlavorReport& f : r.flavors) {
+        tessel::v1::FlavorUsage* flavor = q->add_flavors();
+        flavor->set_name(f.name);
+        PutQuantities(f.nominal, flavor->mutable_nominal());
+        PutQuantities(f.usage, flavor->mutable_usage());
+        PutQuantities(f.borrowed, flavor->mutable_borrowed());
+        PutQuantities(f.lent, flavor->mutable_lent());
+      }
     }
     return grpc::Status::OK;
   }

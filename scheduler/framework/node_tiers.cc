@@ -1,0 +1,57 @@
+// Strict node tiers (see node_tiers.h).
+#include "scheduler/framework/node_tiers.h"
+
+#include <map>
+
+namespace tessel {
+
+const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }
+
+std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr) return std::nullopt;
+  std::optional<int64_t> lowest;
+  for (const NodeInfo* node : feasible) {
+    const std::optional<int64_t> t = tiers->TierOf(state, *node);
+    if (t.has_value() && (!lowest.has_value() || *t < *lowest)) lowest = t;
+  }
+  return lowest;
+}
+
+const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
+                                              const std::vector<const NodeInfo*>& feasible,
+                                              std::vector<const NodeInfo*>& out) {
+  const std::optional<int64_t> lowest = LowestTier(state, feasible);
+  if (!lowest.has_value()) return feasible;
+  const NodeTiers& tiers = *NodeTiersOf(state);
+  out.clear();
+  for (const NodeInfo* node : feasible) {
+    if (tiers.TierOf(state, *node) == lowest) out.push_back(node);
+  }
+  return out.size() == feasible.size() ? feasible : out;
+}
+
+std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+                                            const NodeStatusMap& rejected, std::optional<int64_t> below) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr) return {};
+  std::map<int64_t, std::vector<const NodeInfo*>> by_tier;
+  for (const NodeInfo* node : nodes) {
+    const std::optional<int64_t> t = tiers->TierOf(state, *node);
+    if (t.has_value() && (!below.has_value() || *t < *below)) by_tier[*t].push_back(node);
+  }
+  std::vector<NodeStatusMap> out;
+  const Status elsewhere = Status::Unresolvable("preemption tries this node with its own tier");
+  for (const auto& [tier, members] : by_tier) {
+    NodeStatusMap part;
+    for (const NodeInfo* node : nodes) part.emplace(node->name(), elsewhere);
+    for (const NodeInfo* node : members) {
+      auto it = rejected.find(node->name());
+      part[node->name()] = it != rejected.end() ? it->second : Status::Unschedulable("");
+    }
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,57 @@
+// Strict node tiers: a plugin may rank the nodes a pod may use in tiers, of which the pod takes
+// the first that has a feasible node, whatever the scores say (QueueQuota: a queue's flavors in
+// order, docs/flavors.md). Filter still decides which nodes are feasible; the tier only chooses
+// among them, so "the first tier with a feasible node" is exact, not a weighted preference.
+//
+// The plugin writes a NodeTiers into the pod's CycleState under kNodeTiersKey in PreFilter. The
+// core then (1) scores only the feasible nodes of the lowest tier, and (2) when nothing is
+// feasible, runs preemption tier by tier, lowest first, stopping at the first tier where it
+// frees room; with preempt_first, also on the tiers below the first feasible one before taking
+// it. Pods without a NodeTiers are not affected.
+//
+//   if (const NodeTiers* tiers = NodeTiersOf(state)) ... tiers->TierOf(state, node) ...
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/framework/cycle_state.h"
+#include "scheduler/framework/interface.h"
+#include "scheduler/state/node_info.h"
+
+namespace tessel {
+
+inline constexpr std::string_view kNodeTiersKey = "NodeTiers";
+
+class NodeTiers : public StateData {
+ public:
+  // The node's tier for the pod of this cycle, lowest first; nullopt: the pod may not use the
+  // node at all (its Filter rejects it as unresolvable).
+  virtual std::optional<int64_t> TierOf(const CycleState& state, const NodeInfo& node) const = 0;
+  // Whether preemption on lower tiers comes before a later tier's free room.
+  virtual bool PreemptFirst() const = 0;
+};
+
+// The cycle's tiers, or null when the pod has none.
+const NodeTiers* NodeTiersOf(const CycleState& state);
+
+// The nodes of `feasible` in its lowest tier (their order kept), into `out`; returns `feasible`
+// itself when the pod has no tiers or all share one.
+const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
+                                              const std::vector<const NodeInfo*>& feasible,
+                                              std::vector<const NodeInfo*>& out);
+
+// The lowest tier among `feasible` (nullopt when the pod has no tiers or nothing is feasible).
+std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible);
+
+// For preemption tier by tier: one rejection map per tier below `below` (all tiers when
+// nullopt), lowest first, each holding `rejected` for that tier's nodes and an unresolvable
+// rejection for every other node of `nodes`, so that preemption looks only at the tier. Empty
+// when the pod has no tiers.
+std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+                                            const NodeStatusMap& rejected,
+                                            std::optional<int64_t> below = std::nullopt);
+
+}  // namespace tessel
