@@ -174,8 +174,10 @@ void Scheduler::OnGangObjectDelete(gang::GangKind kind, std::string_view key) {
   const std::string name(slash == std::string_view::npos ? key : key.substr(slash + 1));
   gangs_.Remove(kind, ns, name);
   OnCustomObjectChange();
-  if (gang_status_ == nullptr) return;
-  if (std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, ns, name)) gang_status_->GangForgotten(*id);
+  const std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, ns, name);
+  if (!id.has_value()) return;
+  if (provisioner_ != nullptr) provisioner_->GangGone(id->Key());
+  if (gang_status_ != nullptr) gang_status_->GangForgotten(*id);
 }
 
 }  // namespace tessel

@@ -139,6 +139,13 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
       preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
     }
   }
+  gang::GangReason reason = gang::GangReason::kUnschedulable;
+  if (!error && !quota_only && preempt_events == 0) {
+    if (std::optional<provisioning::Outcome> asked = AskForCapacity(a, plan)) {
+      StrAppend(&plan.message, "; ", asked->message);
+      reason = asked->failed ? gang::GangReason::kProvisioningFailed : gang::GangReason::kWaitingForProvisioning;
+    }
+  }
   const bool timed_out = tracker_->NoteShortfall(a.spec.id.Key(), plan.message, clock_->Now());
   const FailureKind kind = error        ? FailureKind::kError
                            : quota_only ? FailureKind::kQuotaExceeded
@@ -150,7 +157,7 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
                          .scheduled = a.placed,
                          .members = a.known(),
                          .min_member = a.spec.min_member,
-                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : gang::GangReason::kUnschedulable,
+                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : reason,
                          .message = plan.message});
   const PodRef head = a.head.ref();
   if (error) {
@@ -160,6 +167,31 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   const uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : a.fw.EventsFor(plan.rejecting_plugins);
   a.head.Unschedulable(events | preempt_events | kUnassignedPodAdd | kCustomObjectChange);
   ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
+}
+
+std::optional<provisioning::Outcome> Scheduler::AskForCapacity(const GangAttempt& a, const gang::GangPlan& plan) {
+  if (provisioner_ == nullptr || a.members.empty() || !provisioning::CapacityOnly(plan.rejecting_plugins)) {
+    return std::nullopt;
+  }
+  const Pod& head = *a.members.front();
+  // The gang object's annotation and owner: a scheduler-plugins PodGroup; other gangs are owned
+  // by their first pending member.
+  std::optional<gang::PodGroup> group;
+  if (a.spec.id.kind == gang::GangKind::kPodGroup) group = gangs_.FindPodGroup(a.spec.id.namespace_, a.spec.id.name);
+  const std::shared_ptr<const QueueDirectory> queues = queue_store_.directory();
+  std::optional<provisioning::Marking> marking = provisioning::MarkingFor(
+      head.meta.annotations, group ? group->meta.annotations : StringMap{}, queues->QueueFor(head).queue);
+  if (!marking.has_value()) return std::nullopt;
+  OwnerReference owner = group ? OwnerReference{.api_version = std::string(gang::kPodGroupApiVersion),
+                                                .kind = "PodGroup", .name = group->meta.name, .uid = group->meta.uid}
+                               : OwnerReference{.api_version = "v1", .kind = "Pod", .name = head.meta.name,
+                                                .uid = head.meta.uid};
+  provisioning::GangShortage shortage{.ask = {.gang_key = a.spec.id.Key(),
+                                              .namespace_ = a.spec.id.namespace_,
+                                              .marking = std::move(*marking),
+                                              .owner = std::move(owner)}};
+  for (const PodRef& m : a.members) shortage.member_keys.push_back(m->Key());
+  return provisioner_->GangShort(shortage);
 }
 
 void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
@@ -187,6 +219,7 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
                          .message = std::move(message),
                          .domain = plan.domain});
   ReportAttempt(*head, AttemptResult::kScheduled, a.start);
+  if (provisioner_ != nullptr) provisioner_->GangPlaced(a.spec.id.Key());
   StartGangBinding(a.fw, a.spec.id, std::move(plan.placements), head_info);
 }
 
