@@ -140,16 +140,15 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
     }
   }
   gang::GangReason reason = gang::GangReason::kUnschedulable;
+  FailureKind kind = error ? FailureKind::kError : quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable;
   if (!error && !quota_only && preempt_events == 0) {
     if (std::optional<provisioning::Outcome> asked = AskForCapacity(a, plan)) {
       StrAppend(&plan.message, "; ", asked->message);
       reason = asked->failed ? gang::GangReason::kProvisioningFailed : gang::GangReason::kWaitingForProvisioning;
+      kind = FailureKind::kWaitingForProvisioning;
     }
   }
   const bool timed_out = tracker_->NoteShortfall(a.spec.id.Key(), plan.message, clock_->Now());
-  const FailureKind kind = error        ? FailureKind::kError
-                           : quota_only ? FailureKind::kQuotaExceeded
-                                        : FailureKind::kUnschedulable;
   for (const PodRef& m : a.members) {
     if (observer_) observer_->PodUnschedulable(*m, kind, plan.message);
   }

@@ -146,7 +146,8 @@ TEST_CASE("the marking: the pod's annotation, then its gang's, then its queue's"
   CHECK(MarkingFor({}, group, &q)->class_name == "from-group");
   CHECK(*MarkingFor({}, {}, &q) == Marking{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"a", "b"}}});
   CHECK_FALSE(MarkingFor({}, {}, nullptr).has_value());
-  CHECK_FALSE(MarkingFor({}, {}, &Queue{}).has_value());
+  const Queue plain;
+  CHECK_FALSE(MarkingFor({}, {}, &plain).has_value());
 }
 
 TEST_CASE("Queue spec.provisioning decodes, and a missing className names the field", "[provisioning]") {
@@ -333,6 +334,7 @@ class FakeProvisioner final : public Provisioner {
 class StatusRecorder final : public gang::GangStatusSink, public SchedulingObserver {
  public:
   void GangStatusChanged(const gang::GangId& id, const gang::GangStatusUpdate& u) override { status[id.Key()] = u; }
+  void PodScheduled(const Pod&, const std::string&) override {}
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
     messages[pod.Key()] = message;
     kinds[pod.Key()] = kind;
@@ -398,9 +400,12 @@ TEST_CASE("core: a marked gang short of capacity asks, says so, and binds whole 
   CHECK(u.reason == gang::GangReason::kWaitingForProvisioning);
   CHECK_THAT(u.message, Catch::EndsWith("; waiting for ProvisioningRequest team-a/x"));
   CHECK_THAT(c.rec.messages.at("team-a/train-0"), Catch::Contains("waiting for ProvisioningRequest team-a/x"));
+  // Not Unschedulable: no autoscaler adds nodes for these pods besides the request.
+  CHECK(c.rec.kinds.at("team-a/train-0") == FailureKind::kWaitingForProvisioning);
 
   // The provisioner's nodes arrive: the gang binds whole on them and lets go of its request.
   c.Nodes(4, 8, "new-");
+  c.h.clock.Advance(absl::Seconds(30));
   c.h.ScheduleAll();
   CHECK(c.Bound("new-") == 4);
   CHECK(c.h.binds().size() == 4);
