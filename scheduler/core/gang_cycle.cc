@@ -169,28 +169,24 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
 }
 
 std::optional<provisioning::Outcome> Scheduler::AskForCapacity(const GangAttempt& a, const gang::GangPlan& plan) {
-  if (provisioner_ == nullptr || a.members.empty() || !provisioning::CapacityOnly(plan.rejecting_plugins)) {
-    return std::nullopt;
-  }
+  if (provisioner_ == nullptr || a.members.empty()) return std::nullopt;
   const Pod& head = *a.members.front();
-  // The gang object's annotation and owner: a scheduler-plugins PodGroup; other gangs are owned
-  // by their first pending member.
+  // A scheduler-plugins PodGroup may carry the marking and owns the request; other gangs' are
+  // owned by their first pending member.
   std::optional<gang::PodGroup> group;
   if (a.spec.id.kind == gang::GangKind::kPodGroup) group = gangs_.FindPodGroup(a.spec.id.namespace_, a.spec.id.name);
   const std::shared_ptr<const QueueDirectory> queues = queue_store_.directory();
-  std::optional<provisioning::Marking> marking = provisioning::MarkingFor(
-      head.meta.annotations, group ? group->meta.annotations : StringMap{}, queues->QueueFor(head).queue);
-  if (!marking.has_value()) return std::nullopt;
-  OwnerReference owner = group ? OwnerReference{.api_version = std::string(gang::kPodGroupApiVersion),
-                                                .kind = "PodGroup", .name = group->meta.name, .uid = group->meta.uid}
-                               : OwnerReference{.api_version = "v1", .kind = "Pod", .name = head.meta.name,
-                                                .uid = head.meta.uid};
-  provisioning::GangShortage shortage{.ask = {.gang_key = a.spec.id.Key(),
-                                              .namespace_ = a.spec.id.namespace_,
-                                              .marking = std::move(*marking),
-                                              .owner = std::move(owner)}};
-  for (const PodRef& m : a.members) shortage.member_keys.push_back(m->Key());
-  return provisioner_->GangShort(shortage);
+  provisioning::ShortageInput in{
+      .key = a.spec.id.Key(),
+      .head = &head,
+      .gang_annotations = group ? &group->meta.annotations : nullptr,
+      .queue = queues->QueueFor(head).queue,
+      .owner = group ? OwnerReference{.api_version = std::string(gang::kPodGroupApiVersion), .kind = "PodGroup",
+                                      .name = group->meta.name, .uid = group->meta.uid}
+                     : OwnerReference{.api_version = "v1", .kind = "Pod", .name = head.meta.name, .uid = head.meta.uid},
+      .rejecting_plugins = &plan.rejecting_plugins};
+  for (const PodRef& m : a.members) in.member_keys.push_back(m->Key());
+  return provisioning::AskIfShort(*provisioner_, std::move(in));
 }
 
 void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {

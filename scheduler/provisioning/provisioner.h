@@ -4,14 +4,17 @@
 // nothing changes there unless a test installs one.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scheduler/provisioning/request_book.h"
 
 namespace tessel::provisioning {
 
-// A gang that the quota admits and the current nodes cannot host only for lack of capacity.
+// A gang (or a single pod: Ask::gang_key is then PodKey()) that the quota admits and the
+// current nodes cannot host only for lack of capacity.
 struct GangShortage {
   Ask ask;
   std::vector<std::string> member_keys;  // the pending members, "namespace/name"
@@ -40,5 +43,23 @@ class Provisioner {
 // count as capacity: a pool that is empty or full looks the same as one that does not exist,
 // and the provisioner (which knows its node groups) answers Failed for the latter.
 bool CapacityOnly(const std::vector<std::string>& rejecting_plugins);
+
+// The key a single pod's request is kept under: "pod:NAMESPACE/NAME" (its request is
+// "tessel-pod-NAME-1").
+std::string PodKey(std::string_view pod_key);
+
+// The one way the core asks: when `rejecting_plugins` is a lack of capacity and the pod `head`
+// (a gang's first pending member, or the pod itself), its gang object's annotations or its
+// `queue` mark it, tells `provisioner` and returns how the ask stands; nullopt otherwise.
+struct ShortageInput {
+  std::string key;  // GangId::Key(), or PodKey()
+  const Pod* head = nullptr;
+  const StringMap* gang_annotations = nullptr;  // null: none
+  const Queue* queue = nullptr;
+  OwnerReference owner;
+  std::vector<std::string> member_keys;
+  const std::vector<std::string>* rejecting_plugins = nullptr;
+};
+std::optional<Outcome> AskIfShort(Provisioner& provisioner, ShortageInput input);
 
 }  // namespace tessel::provisioning

@@ -5,6 +5,8 @@
 // not marked, does not; a placed gang lets go of its request.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "harness/core_harness.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/provisioning/provisioner.h"
@@ -409,7 +411,7 @@ TEST_CASE("core: a marked gang short of capacity asks, says so, and binds whole 
   c.h.ScheduleAll();
   CHECK(c.Bound("new-") == 4);
   CHECK(c.h.binds().size() == 4);
-  CHECK(c.prov.placed == std::vector<std::string>{"podgroup:team-a/train"});
+  CHECK(std::count(c.prov.placed.begin(), c.prov.placed.end(), "podgroup:team-a/train") == 1);
 }
 
 TEST_CASE("core: a failed request leaves the gang pending with the reason", "[provisioning][core]") {
@@ -447,6 +449,29 @@ TEST_CASE("core: unmarked gangs, and gangs short of quota, do not ask", "[provis
   c.h.ScheduleAll();
   CHECK(c.prov.asks.empty());
   CHECK(c.rec.kinds.at("team-a/over-0") == FailureKind::kQuotaExceeded);
+}
+
+TEST_CASE("core: a single marked pod asks too; bound, it lets go; deleted, too", "[provisioning][core]") {
+  Core c;
+  c.Nodes(1, 4, "small-");
+  c.h.AddPod(PodBuilder("solo", "team-a").Requests("cpu:1,nvidia.com/gpu:8").Annotation(std::string(kClassAnnotation), "queued-provisioning.gke.io").Build());
+  c.h.AddPod(PodBuilder("plain", "team-a").Requests("cpu:1,nvidia.com/gpu:16").Build());  // fits nowhere
+  c.h.ScheduleAll();
+  REQUIRE(c.prov.asks.size() == 1);
+  CHECK(c.prov.asks[0].ask.gang_key == "pod:team-a/solo");
+  CHECK(c.prov.asks[0].ask.owner.kind == "Pod");
+  CHECK(c.prov.asks[0].member_keys == std::vector<std::string>{"team-a/solo"});
+  CHECK(c.rec.kinds.at("team-a/solo") == FailureKind::kWaitingForProvisioning);
+  CHECK_THAT(c.rec.messages.at("team-a/solo"), Catch::EndsWith("; waiting for ProvisioningRequest team-a/x"));
+  CHECK(c.rec.kinds.at("team-a/plain") == FailureKind::kUnschedulable);
+
+  c.Nodes(1, 8, "new-");
+  c.h.clock.Advance(absl::Seconds(30));
+  c.h.ScheduleAll();
+  CHECK(c.Bound("new-") == 1);
+  CHECK(std::count(c.prov.placed.begin(), c.prov.placed.end(), "pod:team-a/solo") == 1);
+  c.h.s->OnPodDelete("team-a/plain");
+  CHECK(std::count(c.prov.gone.begin(), c.prov.gone.end(), "pod:team-a/plain") == 1);
 }
 
 TEST_CASE("core: a queue's provisioning class marks its gangs; a deleted gang lets go", "[provisioning][core]") {
