@@ -43,7 +43,7 @@ templates() { kubectl get podtemplates -n "$NS" -o name; }
 none_left() { [[ -z $(requests) && -z $(templates) ]]; }
 
 # 1. Provisioned: the gang lands whole on the new nodes.
-podgroup train 4 test.tessel.io/provision
+podgroup train 4 provision.test.tessel.io
 for i in 0 1 2 3; do it_pod "train-$i" --gpus 8 --select pool=gpu8 --label scheduling.x-k8s.io/pod-group=train; done
 for i in 0 1 2 3; do it_wait 90 "train-$i bound" it_bound "train-$i"; done
 declare -A seen=()
@@ -54,7 +54,7 @@ for i in 0 1 2 3; do
   seen[$n]=1
 done
 [[ $(wc -l <"$answered") == 1 ]] || fail "want exactly one request, the provisioner answered: $(cat "$answered")"
-[[ $(cat "$answered") == "tessel-podgroup-train-1 test.tessel.io/provision" ]] || fail "answered: $(cat "$answered")"
+[[ $(cat "$answered") == "tessel-podgroup-train-1 provision.test.tessel.io" ]] || fail "answered: $(cat "$answered")"
 consume=$(kubectl get pod -n "$NS" train-0 \
   -o 'jsonpath={.metadata.annotations.autoscaling\.x-k8s\.io/consume-provisioning-request}')
 [[ $consume == tessel-podgroup-train-1 ]] || fail "train-0 consume-provisioning-request annotation: '$consume'"
@@ -62,7 +62,7 @@ it_wait 30 "request and template deleted" none_left
 say "train: bound on ${!seen[*]}; request created once and deleted"
 
 # 2. Failed: the gang stays pending, and says why.
-podgroup stuck 2 test.tessel.io/fail
+podgroup stuck 2 fail.test.tessel.io
 for i in 0 1; do it_pod "stuck-$i" --gpus 8 --select pool=gpu8-none --label scheduling.x-k8s.io/pod-group=stuck; done
 reason() { kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}'; }
 failed() { [[ $(reason) == ProvisioningFailed ]]; }

@@ -4,10 +4,10 @@ tests/integration/provisioning_test.sh (stdlib and kubectl only).
 
 Every half second it lists the ProvisioningRequests of one namespace and answers each new one by
 its provisioningClassName:
-  test.tessel.io/provision  registers, per pod set, `count` nodes that fit one pod of the set's
+  provision.test.tessel.io  registers, per pod set, `count` nodes that fit one pod of the set's
                             PodTemplate each (its GPUs, its nodeSelector as labels), through
                             `cluster.sh nodes`, then sets Accepted=True and Provisioned=True;
-  test.tessel.io/fail       sets Accepted=True and Failed=True (reason NoCapacity).
+  fail.test.tessel.io       sets Accepted=True and Failed=True (reason NoCapacity).
 Each request it answers is appended to LOG as "NAME CLASS"; each node it registers is labelled
 tessel-it=TEST.
 
@@ -105,9 +105,9 @@ def main():
                 continue
             cls = request["spec"]["provisioningClassName"]
             try:
-                if cls == "test.tessel.io/provision":
+                if cls == "provision.test.tessel.io":
                     provision(args, request)
-                elif cls == "test.tessel.io/fail":
+                elif cls == "fail.test.tessel.io":
                     fail(request)
                 else:
                     continue
