@@ -76,7 +76,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       if (now >= retry) return Create(ask, g, StrCat(what, " failed", detail, said, "; "));
       return {.kind = Step::Kind::kFailed, .remove = std::exchange(g.stale, {}),
               .message = StrCat(what, " failed", detail, said, "; asking again at ",
-                                absl::FormatTime(absl::RFC3339_sec, retry, absl::UTCTimeZone()))};
+                                absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", retry, absl::UTCTimeZone()))};
     }
   }
   return {};
