@@ -7,7 +7,9 @@
 #     stand-in registers 4 nodes and marks it Provisioned; the gang binds whole on the new nodes,
 #     and the request and its template are deleted.
 #  2. A gang whose request is marked Failed stays pending, unbound, with the reason on its
-#     PodGroup (ProvisioningFailed) and on its pods' PodScheduled condition.
+#     PodGroup (ProvisioningFailed) and on its pods' PodScheduled condition; deleting its
+#     PodGroup deletes the request.
+#  3. A single pod marked for provisioning gets a request of its own and lands on its node.
 source "$(dirname "$0")/lib.sh"
 it_begin provisioning
 
@@ -81,6 +83,13 @@ say "stuck: $message"
 # Deleting the gang deletes its request.
 kubectl delete podgroup -n "$NS" stuck >/dev/null
 it_wait 30 "stuck's request deleted" none_left
+
+# 3. A single pod marked for provisioning: its own request, its node, then the request goes.
+it_pod solo --gpus 8 --select pool=solo --annotation tessel.io/provisioning-class=provision.test.tessel.io
+it_wait 60 "solo bound" it_bound solo
+[[ $(node_of solo) == tessel-pod-solo-1-0 ]] || fail "solo is on $(node_of solo)"
+it_wait 30 "solo's request deleted" none_left
+grep -qx "tessel-pod-solo-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
 
 it_stop_scheduler main
 exit 0
