@@ -47,7 +47,7 @@ none_left() { [[ -z $(requests) && -z $(templates) ]]; }
 # 1. Provisioned: the gang lands whole on the new nodes.
 podgroup train 4 provision.test.tessel.io
 for i in 0 1 2 3; do it_pod "train-$i" --gpus 8 --select pool=gpu8 --label scheduling.x-k8s.io/pod-group=train; done
-for i in 0 1 2 3; do it_wait 90 "train-$i bound" it_bound "train-$i"; done
+for i in 0 1 2 3; do it_wait 180 "train-$i bound" it_bound "train-$i"; done
 declare -A seen=()
 for i in 0 1 2 3; do
   n=$(node_of "train-$i")
@@ -60,7 +60,7 @@ done
 consume=$(kubectl get pod -n "$NS" train-0 \
   -o 'jsonpath={.metadata.annotations.autoscaling\.x-k8s\.io/consume-provisioning-request}')
 [[ $consume == tessel-podgroup-train-1 ]] || fail "train-0 consume-provisioning-request annotation: '$consume'"
-it_wait 30 "request and template deleted" none_left
+it_wait 60 "request and template deleted" none_left
 say "train: bound on ${!seen[*]}; request created once and deleted"
 
 # 2. Failed: the gang stays pending, and says why.
@@ -68,13 +68,13 @@ podgroup stuck 2 fail.test.tessel.io
 for i in 0 1; do it_pod "stuck-$i" --gpus 8 --select pool=gpu8-none --label scheduling.x-k8s.io/pod-group=stuck; done
 reason() { kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}'; }
 failed() { [[ $(reason) == ProvisioningFailed ]]; }
-it_wait 60 "stuck: ProvisioningFailed" failed
+it_wait 120 "stuck: ProvisioningFailed" failed
 message=$(kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].message}')
 [[ $message == *"tessel-podgroup-stuck-1"*"failed: NoCapacity: the stand-in provisioner has no capacity"* ]] \
   || fail "stuck message: $message"
 pod_message() { kubectl get pod -n "$NS" stuck-0 -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'; }
 pod_says() { [[ $(pod_message) == *"failed: NoCapacity"* ]]; }
-it_wait 30 "stuck-0 PodScheduled message" pod_says
+it_wait 60 "stuck-0 PodScheduled message" pod_says
 sleep 2
 [[ -z $(node_of stuck-0) && -z $(node_of stuck-1) ]] || fail "a member of the failed gang was bound"
 [[ $(requests) == *tessel-podgroup-stuck-1 && $(requests | wc -l) == 1 ]] || fail "requests: $(requests)"
@@ -82,13 +82,13 @@ say "stuck: $message"
 
 # Deleting the gang deletes its request.
 kubectl delete podgroup -n "$NS" stuck >/dev/null
-it_wait 30 "stuck's request deleted" none_left
+it_wait 60 "stuck's request deleted" none_left
 
 # 3. A single pod marked for provisioning: its own request, its node, then the request goes.
 it_pod solo --gpus 8 --select pool=solo --annotation tessel.io/provisioning-class=provision.test.tessel.io
-it_wait 60 "solo bound" it_bound solo
+it_wait 120 "solo bound" it_bound solo
 [[ $(node_of solo) == tessel-pod-solo-1-0 ]] || fail "solo is on $(node_of solo)"
-it_wait 30 "solo's request deleted" none_left
+it_wait 60 "solo's request deleted" none_left
 grep -qx "tessel-pod-solo-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
 
 it_stop_scheduler main
