@@ -23,6 +23,7 @@
 #include "scheduler/kube/live_cluster.h"
 #include "scheduler/kube/live_metrics.h"
 #include "scheduler/kube/podgroup_status.h"
+#include "scheduler/kube/provisioning_controller.h"
 #include "scheduler/kube/queue_status.h"
 #include "scheduler/kube/scheduler_clients.h"
 #include "scheduler/kube/scheduler_feed.h"
@@ -141,6 +142,12 @@ int Run(server::SchedulerOptions& flags) {
                              }});
   kube::StatusReporter reporter(clients.status.get(), &events, {.write_budget = write_budget});
   kube::PodGroupStatusWriter podgroup_status(clients.status.get(), {.write_budget = write_budget});
+  // ProvisioningRequests for marked gangs that fit nowhere; a request's change wakes them.
+  std::atomic<Scheduler*> woken{nullptr};
+  kube::ProvisioningController provisioner(clients.status.get(), clients.informers.get(),
+                                           {.write_budget = write_budget, .on_change = [&woken] {
+                                              if (Scheduler* s = woken.load()) s->OnCustomObjectChange();
+                                            }});
   server::ObserverFanout observers;
   observers.Add(&reporter);
   Registry registry = InTreeRegistry();
@@ -154,9 +161,11 @@ int Run(server::SchedulerOptions& flags) {
        .observer = &observers,
        .bind_executor = &binder,
        .queue_options = {.initial_backoff = config.pod_initial_backoff, .max_backoff = config.pod_max_backoff},
-       .gang_status = &podgroup_status});
+       .gang_status = &podgroup_status,
+       .provisioner = &provisioner});
   if (!scheduler.ok()) return Fail(scheduler.status(), "configuration");
   Scheduler& sched = **scheduler;
+  woken.store(&sched);
   spdlog::info("profiles: {}", StrJoin(sched.ProfileNames(), ", "));
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
   kube::SchedulerFeed feed(clients.informers.get(), &sched,
@@ -185,6 +194,7 @@ int Run(server::SchedulerOptions& flags) {
 
   // The endpoints; the admin API's simulate replays a snapshot as tessel-bench replay does.
   feed.Start();
+  provisioner.Start();
   kube::DelegatedAuthorizer authorizer(clients.auth.get(), &clock);
   server::SchedulerAdminBackend admin_backend(&sched, [&](std::string_view snapshot) -> absl::StatusOr<std::string> {
     absl::StatusOr<nlohmann::json> result = bench::RunReplayText(snapshot, {.config_path = flags.config});
@@ -198,6 +208,7 @@ int Run(server::SchedulerOptions& flags) {
   };
   server::Endpoints endpoints(flags, &metrics_registry, readiness, &authorizer, &admin_backend);
   if (absl::Status st = endpoints.Start(); !st.ok()) {
+    provisioner.Stop();
     feed.Stop();
     return Fail(st);
   }
@@ -233,6 +244,7 @@ int Run(server::SchedulerOptions& flags) {
   reporter.Shutdown();
   events.Shutdown();
   podgroup_status.Stop();
+  provisioner.Stop();
   queue_status.Stop();
   endpoints.StopAdmin();
   if (elector) elector->Stop(/*release=*/true);

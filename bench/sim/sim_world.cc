@@ -25,6 +25,7 @@ absl::StatusOr<std::unique_ptr<SimWorld>> SimWorld::New(const SimWorldOptions& o
       .bind_executor = options.bind_executor,
       .seed = options.seed,
       .gang_status = gang_status,
+      .provisioner = options.provisioner,
       .reference_evaluation = options.reference_evaluation});
   if (!scheduler.ok()) return scheduler.status();
   w->scheduler = *std::move(scheduler);

@@ -30,6 +30,7 @@ struct SimWorldOptions {
   // cluster, another PodGroup report sink, more plugins, another start of the virtual clock.
   ClusterApi* api = nullptr;                              // null: the simulated cluster
   gang::GangStatusSink* gang_status_sink = nullptr;       // null: per gang_status
+  provisioning::Provisioner* provisioner = nullptr;       // null: no ProvisioningRequests
   std::vector<std::pair<std::string, PluginFactory>> plugins;  // registered besides the in-tree ones
   absl::Time start = absl::FromUnixSeconds(1'700'000'000);
 };

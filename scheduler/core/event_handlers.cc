@@ -24,7 +24,9 @@ void Scheduler::OnPodObserved(Pod pod) {
     held.reset();
   }
   if (!pod.node_name.empty() || pod.IsTerminal()) {
-    // Bound (by us or anyone) or finished: it is the cache's, and never queued again.
+    // Bound (by us or anyone) or finished: it is the cache's, and never queued again. A request
+    // it waited on alone is no longer needed.
+    if (provisioner_ != nullptr && Ours(pod)) provisioner_->GangPlaced(provisioning::PodKey(key));
     nominator_.Remove(key);
     EndGated(key);
     ReportGang(pod.node_name.empty() ? tracker_->Forget(key) : tracker_->NotePlaced(pod));
@@ -77,6 +79,7 @@ bool Scheduler::EndGated(const std::string& key) {
 }
 
 void Scheduler::ForgetPending(const std::string& key, std::string_view uid) {
+  if (provisioner_ != nullptr) provisioner_->GangGone(provisioning::PodKey(key));
   nominator_.Remove(key);
   EndGated(key);
   ReportGang(tracker_->Forget(key));
@@ -190,8 +193,10 @@ void Scheduler::OnGangObjectDelete(gang::GangKind kind, std::string_view key) {
   const std::string name(slash == std::string_view::npos ? key : key.substr(slash + 1));
   gangs_.Remove(kind, ns, name);
   OnCustomObjectChange();
-  if (gang_status_ == nullptr) return;
-  if (std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, ns, name)) gang_status_->GangForgotten(*id);
+  const std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, ns, name);
+  if (!id.has_value()) return;
+  if (provisioner_ != nullptr) provisioner_->GangGone(id->Key());
+  if (gang_status_ != nullptr) gang_status_->GangForgotten(*id);
 }
 
 }  // namespace tessel

@@ -141,10 +141,16 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
       preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
     }
   }
+  gang::GangReason reason = gang::GangReason::kUnschedulable;
+  FailureKind kind = error ? FailureKind::kError : quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable;
+  if (!error && !quota_only && preempt_events == 0) {
+    if (std::optional<provisioning::Outcome> asked = AskForCapacity(a, plan)) {
+      StrAppend(&plan.message, "; ", asked->message);
+      reason = asked->failed ? gang::GangReason::kProvisioningFailed : gang::GangReason::kWaitingForProvisioning;
+      kind = FailureKind::kWaitingForProvisioning;
+    }
+  }
   const bool timed_out = tracker_->NoteShortfall(a.spec.id.Key(), plan.message, clock_->Now());
-  const FailureKind kind = error        ? FailureKind::kError
-                           : quota_only ? FailureKind::kQuotaExceeded
-                                        : FailureKind::kUnschedulable;
   for (const PodRef& m : a.members) {
     if (observer_) observer_->PodUnschedulable(*m, kind, plan.message);
   }
@@ -152,7 +158,7 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
                          .scheduled = a.placed,
                          .members = a.known(),
                          .min_member = a.spec.min_member,
-                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : gang::GangReason::kUnschedulable,
+                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : reason,
                          .message = plan.message});
   const PodRef head = a.head.ref();
   if (error) {
@@ -162,6 +168,27 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   const uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : a.fw.EventsFor(plan.rejecting_plugins);
   a.head.Unschedulable(events | preempt_events | kUnassignedPodAdd | kCustomObjectChange);
   ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
+}
+
+std::optional<provisioning::Outcome> Scheduler::AskForCapacity(const GangAttempt& a, const gang::GangPlan& plan) {
+  if (provisioner_ == nullptr || a.members.empty()) return std::nullopt;
+  const Pod& head = *a.members.front();
+  // A scheduler-plugins PodGroup may carry the marking and owns the request; other gangs' are
+  // owned by their first pending member.
+  std::optional<gang::PodGroup> group;
+  if (a.spec.id.kind == gang::GangKind::kPodGroup) group = gangs_.FindPodGroup(a.spec.id.namespace_, a.spec.id.name);
+  const std::shared_ptr<const QueueDirectory> queues = queue_store_.directory();
+  provisioning::ShortageInput in{
+      .key = a.spec.id.Key(),
+      .head = &head,
+      .gang_annotations = group ? &group->meta.annotations : nullptr,
+      .queue = queues->QueueFor(head).queue,
+      .owner = group ? OwnerReference{.api_version = std::string(gang::kPodGroupApiVersion), .kind = "PodGroup",
+                                      .name = group->meta.name, .uid = group->meta.uid}
+                     : OwnerReference{.api_version = "v1", .kind = "Pod", .name = head.meta.name, .uid = head.meta.uid},
+      .rejecting_plugins = &plan.rejecting_plugins};
+  for (const PodRef& m : a.members) in.member_keys.push_back(m->Key());
+  return provisioning::AskIfShort(*provisioner_, std::move(in));
 }
 
 void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
@@ -189,6 +216,7 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
                          .message = std::move(message),
                          .domain = plan.domain});
   ReportAttempt(*head, AttemptResult::kScheduled, a.start);
+  if (provisioner_ != nullptr) provisioner_->GangPlaced(a.spec.id.Key());
   StartGangBinding(a.fw, a.spec.id, std::move(plan.placements), head_info);
 }
 

@@ -253,7 +253,27 @@ void Scheduler::RecordFailure(const Framework& fw, InFlightPod pod, const CycleR
   }
   const Diagnosis& d = result.diagnosis;
   const bool error = result.status.code() == Code::kError;
-  if (observer_) observer_->PodUnschedulable(pod.pod(), error ? FailureKind::kError : d.kind, d.message);
+  // A pod marked for provisioning, short only of capacity and not waiting on its preemption's
+  // victims, asks for nodes (docs/provisioning.md) and says so.
+  std::optional<provisioning::Outcome> asked;
+  if (provisioner_ != nullptr && !error && d.kind == FailureKind::kUnschedulable && !d.wake_on_any_event &&
+      pod.pod().nominated_node_name.empty()) {
+    const Pod& p = pod.pod();
+    asked = provisioning::AskIfShort(
+        *provisioner_, {.key = provisioning::PodKey(p.Key()),
+                        .head = &p,
+                        .queue = queue_store_.directory()->QueueFor(p).queue,
+                        .owner = {.api_version = "v1", .kind = "Pod", .name = p.meta.name, .uid = p.meta.uid},
+                        .member_keys = {p.Key()},
+                        .rejecting_plugins = &d.rejecting_plugins});
+  }
+  if (observer_) {
+    if (asked.has_value()) {
+      observer_->PodUnschedulable(pod.pod(), FailureKind::kWaitingForProvisioning, StrCat(d.message, "; ", asked->message));
+    } else {
+      observer_->PodUnschedulable(pod.pod(), error ? FailureKind::kError : d.kind, d.message);
+    }
+  }
   if (error) return pod.Backoff();
   // It waits for what its rejecting plugins registered (with hints by room), unless any event
   // may help or a rejection was not a plugin's.
@@ -267,6 +287,7 @@ void Scheduler::RecordFailure(const Framework& fw, InFlightPod pod, const CycleR
     hinted = fw.EventsHintedByRoom(plugins);
     if (hinted != 0) need = fw.RoomNeed(plugins, pod.pod());
   }
+  if (asked.has_value()) events |= kCustomObjectChange;  // its request changed
   if (observer_) observer_->PodRejected(pod.pod(), plugins);
   pod.Unschedulable(events, hinted, std::move(need));
 }

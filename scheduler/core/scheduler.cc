@@ -39,6 +39,7 @@ Scheduler::Scheduler(SchedulerParams p)
       bind_executor_(p.bind_executor),
       seed_(p.seed),
       gang_status_(p.gang_status),
+      provisioner_(p.provisioner),
       gang_bind_attempts_(std::max(1, p.gang_bind_attempts)) {}
 
 Scheduler::~Scheduler() = default;

@@ -49,6 +49,7 @@
 #include "scheduler/gang/gang_status.h"
 #include "scheduler/gang/gang_tracker.h"
 #include "scheduler/gang/planner.h"
+#include "scheduler/provisioning/provisioner.h"
 #include "scheduler/queue/in_flight_pod.h"
 #include "scheduler/queue/scheduling_queue.h"
 #include "scheduler/quota/queue_store.h"
@@ -97,6 +98,9 @@ struct SchedulerParams {
   QueueOptions queue_options;
   // Gangs (scheduler/gang): PodGroup status reports go here; optional.
   gang::GangStatusSink* gang_status = nullptr;
+  // ProvisioningRequests for marked gangs that fit nowhere (docs/provisioning.md); optional:
+  // without one (replay, the bench) nothing is asked for.
+  provisioning::Provisioner* provisioner = nullptr;
   // How often one member's failed bind is tried before the gang is rolled back.
   int gang_bind_attempts = 3;
   // Evaluate every node in every cycle, without the decision caches (FrameworkOptions::reference);
@@ -330,6 +334,9 @@ class Scheduler final : public Handle {
   bool HoldPlan(GangAttempt& attempt, gang::GangPlan& plan);
   // The plan fell short: preempts for the gang if it may, reports, and parks the head.
   void GangShortfall(GangAttempt& attempt, gang::GangPlan& plan);
+  // A marked gang that falls short only for lack of capacity asks the provisioner for nodes
+  // (scheduler/provisioning): how that stands, for its message; nullopt when it does not ask.
+  std::optional<provisioning::Outcome> AskForCapacity(const GangAttempt& attempt, const gang::GangPlan& plan);
   // The plan is held: its members count as placed, the gang is reported Scheduled and binds.
   void PlaceGang(GangAttempt& attempt, gang::GangPlan plan);
   // Assumes, reserves and permits the members of a complete plan in order, all or none (what
@@ -385,6 +392,7 @@ class Scheduler final : public Handle {
   Nominator nominator_;
   WaitingPods<InFlightPod> waiting_;
   gang::GangStatusSink* gang_status_;
+  provisioning::Provisioner* provisioner_;
   int gang_bind_attempts_;
   gang::GangBook gangs_;
   std::unique_ptr<TrackerQueue> tracker_queue_;

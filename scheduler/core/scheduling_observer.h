@@ -22,6 +22,9 @@ enum class FailureKind {
   // Every node rejected the pod only for its queue's quota (QuotaPlugin): the cluster has room,
   // so it is not reported as Unschedulable (which cluster autoscalers act on).
   kQuotaExceeded,
+  // A gang short only of capacity waits on its ProvisioningRequest (docs/provisioning.md): not
+  // Unschedulable either, so that no autoscaler adds nodes for it a second time.
+  kWaitingForProvisioning,
 };
 
 // How a scheduling attempt ended, for the attempt-duration histogram.

@@ -22,6 +22,8 @@ std::string_view ReasonName(GangReason reason) {
     case GangReason::kScheduleTimeout: return "ScheduleTimeout";
     case GangReason::kScheduled: return "Scheduled";
     case GangReason::kBindFailed: return "BindFailed";
+    case GangReason::kWaitingForProvisioning: return "WaitingForProvisioning";
+    case GangReason::kProvisioningFailed: return "ProvisioningFailed";
   }
   return "Unschedulable";
 }

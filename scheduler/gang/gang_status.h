@@ -23,6 +23,8 @@ enum class GangReason {
   kScheduleTimeout,    // ... for longer than scheduleTimeoutSeconds
   kScheduled,          // minMember placed
   kBindFailed,         // a member's bind failed: the gang was rolled back
+  kWaitingForProvisioning,  // short of capacity: a ProvisioningRequest is out (docs/provisioning.md)
+  kProvisioningFailed,      // ... and it failed: the gang waits for the next attempt
 };
 // The names the PodGroup status carries ("Pending", "WaitingForMembers", ...).
 std::string_view PhaseName(GangPhase phase);

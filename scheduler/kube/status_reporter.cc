@@ -15,6 +15,8 @@ std::string_view ConditionReason(FailureKind kind) {
     // Not "Unschedulable": Cluster Autoscaler and Karpenter add nodes only for that reason,
     // and more nodes cannot lift a quota.
     case FailureKind::kQuotaExceeded: return "QuotaExceeded";
+    // Neither: the pods' capacity is asked for by a ProvisioningRequest.
+    case FailureKind::kWaitingForProvisioning: return "WaitingForProvisioning";
     case FailureKind::kError:
     case FailureKind::kBindFailed: return "SchedulerError";
   }

@@ -56,6 +56,13 @@ struct ResourceGroup {
   std::vector<std::string> flavors;  // in the order pods try them
 };
 
+// spec.provisioning of a Queue.
+struct QueueProvisioning {
+  std::string class_name;  // spec.provisioning.className, e.g. queued-provisioning.gke.io
+  StringMap parameters;    // spec.provisioning.parameters, copied to the request's spec.parameters
+  bool operator==(const QueueProvisioning&) const = default;
+};
+
 struct Queue {
   ObjectMeta meta;  // creationTimestamp decides who keeps a namespace two queues list
   std::vector<std::string> namespaces;
@@ -82,6 +89,9 @@ struct Queue {
   // moved to make room (consolidation), and how long a pod runs before it may be disrupted.
   std::optional<bool> movable;
   std::optional<int64_t> min_run_seconds;
+  // spec.provisioning: the queue's gangs that fit nowhere ask for capacity with a
+  // ProvisioningRequest of this class (docs/provisioning.md). nullopt: they do not.
+  std::optional<QueueProvisioning> provisioning;
 
   const std::string& name() const { return meta.name; }
   bool flavored() const { return !resource_groups.empty(); }

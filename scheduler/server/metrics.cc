@@ -565,7 +565,7 @@ void SchedulerMetrics::PodScheduled(const Pod& pod, const std::string&) {
 void SchedulerMetrics::PodUnschedulable(const Pod& pod, FailureKind kind, const std::string&) {
   // A failure of the binding cycle (or a Permit rejection) ends the attempt that chose a node.
   if (kind == FailureKind::kBindFailed || kind == FailureKind::kUnschedulable ||
-      kind == FailureKind::kQuotaExceeded) {
+      kind == FailureKind::kQuotaExceeded || kind == FailureKind::kWaitingForProvisioning) {
     BindingEnded(pod, kind == FailureKind::kBindFailed ? AttemptResult::kError : AttemptResult::kUnschedulable);
   }
 }

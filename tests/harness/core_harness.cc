@@ -26,6 +26,7 @@ std::unique_ptr<bench::SimWorld> MakeWorld(const CoreHarnessOptions& o, const Sc
                                      .observer = o.observer,
                                      .api = api,
                                      .gang_status_sink = o.gang_status,
+                                     .provisioner = o.provisioner,
                                      .plugins = o.plugins,
                                      .start = o.start});
   INFO(world.status().message());

@@ -31,6 +31,7 @@ struct CoreHarnessOptions {
   std::vector<std::pair<std::string, PluginFactory>> plugins;  // besides the in-tree ones
   SchedulingObserver* observer = nullptr;        // null: the simulated cluster
   gang::GangStatusSink* gang_status = nullptr;   // null: the simulated cluster
+  provisioning::Provisioner* provisioner = nullptr;  // null: none (as in replay)
   absl::Time start = absl::UnixEpoch();          // the manual clock's first reading
   bool confirm_binds = true;                     // a bind comes back as the pod's update
 };

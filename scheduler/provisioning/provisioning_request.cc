@@ -1,0 +1,185 @@
+// ProvisioningRequest and PodTemplate objects for a gang, and the request's conditions read back.
+#include "scheduler/provisioning/provisioning_request.h"
+
+#include <cctype>
+
+#include "absl/status/status.h"
+#include "scheduler/util/strings.h"
+
+namespace tessel::provisioning {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxNameLength = 253;
+
+// A string field, "" when absent or not a string (nlohmann's value() would throw).
+std::string Str(const json& object, std::string_view key) {
+  if (!object.is_object()) return {};
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A condition of status.conditions whose status is "True", if any.
+const json* TrueCondition(const json& conditions, std::string_view type) {
+  for (const json& c : conditions) {
+    if (c.is_object() && Str(c, "type") == type && Str(c, "status") == "True") return &c;
+  }
+  return nullptr;
+}
+
+json Metadata(const RequestSpec& spec, std::string name) {
+  json owner = {{"apiVersion", spec.owner.api_version},
+                {"kind", spec.owner.kind},
+                {"name", spec.owner.name},
+                {"uid", spec.owner.uid}};
+  return {{"name", std::move(name)},
+          {"namespace", spec.namespace_},
+          {"labels", {{kManagedByLabel, kManagedByValue}}},
+          {"annotations", {{kGangAnnotation, spec.gang_key}}},
+          {"ownerReferences", json::array({std::move(owner)})}};
+}
+
+json ContainersOf(const json& containers) {
+  json out = json::array();
+  if (!containers.is_array()) return out;
+  for (const json& c : containers) {
+    if (!c.is_object()) continue;
+    json kept = {{"name", Str(c, "name")}, {"image", Str(c, "image")}};
+    if (auto r = c.find("resources"); r != c.end() && r->is_object() && r->contains("requests")) {
+      kept["resources"] = {{"requests", (*r)["requests"]}};
+      if (r->contains("limits")) kept["resources"]["limits"] = (*r)["limits"];
+    }
+    out.push_back(std::move(kept));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Marking> MarkingFor(const StringMap& pod_annotations, const StringMap& gang_annotations,
+                                  const Queue* queue) {
+  for (const StringMap* annotations : {&pod_annotations, &gang_annotations}) {
+    auto it = annotations->find(std::string(kClassAnnotation));
+    if (it != annotations->end() && !it->second.empty()) return Marking{.class_name = it->second};
+  }
+  if (queue != nullptr && queue->provisioning.has_value()) {
+    return Marking{.class_name = queue->provisioning->class_name,
+                   .parameters = queue->provisioning->parameters};
+  }
+  return std::nullopt;
+}
+
+std::string RequestName(std::string_view gang_key, int32_t attempt) {
+  // "kind:namespace/rest" -> "kind" and "rest".
+  std::string_view kind = gang_key, rest;
+  if (size_t colon = gang_key.find(':'); colon != std::string_view::npos) {
+    kind = gang_key.substr(0, colon);
+    rest = gang_key.substr(colon + 1);
+    if (size_t slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(slash + 1);
+  }
+  std::string base = StrCat("tessel-", kind, "-", rest);
+  for (char& ch : base) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '-';
+  }
+  const std::string suffix = StrCat("-", attempt);
+  // Room for the suffix and a template index ("-NN").
+  const size_t room = kMaxNameLength - suffix.size() - 4;
+  if (base.size() > room) base.resize(room);
+  while (!base.empty() && !std::isalnum(static_cast<unsigned char>(base.back()))) base.pop_back();
+  return base + suffix;
+}
+
+std::string TemplateName(std::string_view request_name, size_t index) {
+  return StrCat(request_name, "-", index);
+}
+
+json TemplateSpecOf(const json& pod) {
+  const json spec = pod.is_object() && pod.contains("spec") && pod["spec"].is_object() ? pod["spec"] : json::object();
+  json out = {{"containers", ContainersOf(spec.contains("containers") ? spec["containers"] : json::array())}};
+  if (json init = ContainersOf(spec.contains("initContainers") ? spec["initContainers"] : json::array()); !init.empty()) {
+    out["initContainers"] = std::move(init);
+  }
+  for (const char* field : {"nodeSelector", "affinity", "tolerations", "priorityClassName", "overhead",
+                            "runtimeClassName"}) {
+    if (auto it = spec.find(field); it != spec.end() && !it->is_null()) out[field] = *it;
+  }
+  return out;
+}
+
+std::vector<PodSetTemplate> PodSets(const std::vector<json>& pods) {
+  std::vector<PodSetTemplate> sets;
+  for (const json& pod : pods) {
+    json spec = TemplateSpecOf(pod);
+    auto same = std::find_if(sets.begin(), sets.end(), [&](const PodSetTemplate& s) { return s.template_spec == spec; });
+    if (same != sets.end()) {
+      ++same->count;
+    } else {
+      sets.push_back({.template_spec = std::move(spec), .count = 1});
+    }
+  }
+  return sets;
+}
+
+json PodTemplateObject(const RequestSpec& spec, size_t index, const PodSetTemplate& set) {
+  return {{"apiVersion", "v1"},
+          {"kind", "PodTemplate"},
+          {"metadata", Metadata(spec, TemplateName(spec.name, index))},
+          {"template", {{"spec", set.template_spec}}}};
+}
+
+json RequestObject(const RequestSpec& spec, const std::vector<PodSetTemplate>& sets) {
+  json pod_sets = json::array();
+  for (size_t i = 0; i < sets.size(); ++i) {
+    pod_sets.push_back({{"podTemplateRef", {{"name", TemplateName(spec.name, i)}}}, {"count", sets[i].count}});
+  }
+  json parameters = json::object();
+  for (const auto& [k, v] : spec.marking.parameters) parameters[k] = v;
+  json body = {{"podSets", std::move(pod_sets)}, {"provisioningClassName", spec.marking.class_name}};
+  if (!parameters.empty()) body["parameters"] = std::move(parameters);
+  return {{"apiVersion", kApiVersion}, {"kind", kKind}, {"metadata", Metadata(spec, spec.name)}, {"spec", std::move(body)}};
+}
+
+std::string_view PhaseName(RequestPhase phase) {
+  switch (phase) {
+    case RequestPhase::kPending: return "Pending";
+    case RequestPhase::kProvisioned: return "Provisioned";
+    case RequestPhase::kFailed: return "Failed";
+    case RequestPhase::kCapacityRevoked: return "CapacityRevoked";
+    case RequestPhase::kBookingExpired: return "BookingExpired";
+  }
+  return "Pending";
+}
+
+absl::StatusOr<ObservedRequest> DecodeRequest(const json& object) {
+  if (!object.is_object()) return absl::InvalidArgumentError("ProvisioningRequest: not an object");
+  const json meta = object.contains("metadata") && object["metadata"].is_object() ? object["metadata"] : json::object();
+  ObservedRequest r{.namespace_ = Str(meta, "namespace"), .name = Str(meta, "name")};
+  const std::string who = StrCat("ProvisioningRequest ", r.namespace_, "/", r.name);
+  if (r.name.empty()) return absl::InvalidArgumentError(StrCat(who, ": metadata.name is missing"));
+  if (auto a = meta.find("annotations"); a != meta.end() && a->is_object()) {
+    if (auto g = a->find(std::string(kGangAnnotation)); g != a->end() && g->is_string()) r.gang_key = *g;
+  }
+  const json status = object.contains("status") ? object["status"] : json::object();
+  if (!status.is_null() && !status.is_object()) return absl::InvalidArgumentError(StrCat(who, ": status is not an object"));
+  const json conditions = status.is_object() && status.contains("conditions") ? status["conditions"] : json::array();
+  if (!conditions.is_null() && !conditions.is_array()) {
+    return absl::InvalidArgumentError(StrCat(who, ": status.conditions is not a list"));
+  }
+  if (!conditions.is_array()) return r;
+  for (const auto& [type, phase] : {std::pair{"CapacityRevoked", RequestPhase::kCapacityRevoked},
+                                    std::pair{"BookingExpired", RequestPhase::kBookingExpired},
+                                    std::pair{"Failed", RequestPhase::kFailed},
+                                    std::pair{"Provisioned", RequestPhase::kProvisioned}}) {
+    if (const json* c = TrueCondition(conditions, type)) {
+      r.phase = phase;
+      r.reason = Str(*c, "reason");
+      r.message = Str(*c, "message");
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace tessel::provisioning

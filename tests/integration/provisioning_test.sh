@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# provisioning_test.sh: ProvisioningRequests for gangs that fit nowhere (docs/provisioning.md),
+# against the real API server with the upstream CRD (testdata/provisioningrequests.yaml) and a
+# stand-in provisioner (stand_in_provisioner.py) that answers requests by their class.
+#  1. A gang of 4 whole-node (8-GPU) pods whose pool has no node: Tessel creates exactly one
+#     request (with one PodTemplate) and annotates the members for cluster-autoscaler; the
+#     stand-in registers 4 nodes and marks it Provisioned; the gang binds whole on the new nodes,
+#     and the request and its template are deleted.
+#  2. A gang whose request is marked Failed stays pending, unbound, with the reason on its
+#     PodGroup (ProvisioningFailed) and on its pods' PodScheduled condition; deleting its
+#     PodGroup deletes the request.
+#  3. A single pod marked for provisioning gets a request of its own and lands on its node.
+source "$(dirname "$0")/lib.sh"
+it_begin provisioning
+
+kubectl apply -f "$TESSEL_ROOT/manifests/crds/podgroups.yaml" >/dev/null
+kubectl apply -f "$TESSEL_ROOT/tests/integration/testdata/provisioningrequests.yaml" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/podgroups.scheduling.x-k8s.io \
+  crd/provisioningrequests.autoscaling.x-k8s.io >/dev/null || fail "CRDs not established"
+
+# One small node of another pool: the cluster is not empty, the gang's pool is.
+it_nodes prov-small:4:pool=small
+answered="$IT_WORK/answered"
+: >"$answered"
+python3 "$TESSEL_ROOT/tests/integration/stand_in_provisioner.py" --namespace "$NS" --test "$IT_NAME" \
+  --cluster "$CLUSTER" --log "$answered" >>"$IT_WORK/provisioner.log" 2>&1 &
+IT_PIDS+=("$!")
+it_start_scheduler main --leader-elect=false
+it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+
+# podgroup NAME MIN CLASS
+podgroup() {
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: $1
+  namespace: $NS
+  annotations: {tessel.io/provisioning-class: "$3"}
+spec: {minMember: $2}
+YAML
+}
+requests() { kubectl get provisioningrequests -n "$NS" -o name; }
+templates() { kubectl get podtemplates -n "$NS" -o name; }
+none_left() { [[ -z $(requests) && -z $(templates) ]]; }
+
+# 1. Provisioned: the gang lands whole on the new nodes.
+podgroup train 4 provision.test.tessel.io
+for i in 0 1 2 3; do it_pod "train-$i" --gpus 8 --select pool=gpu8 --label scheduling.x-k8s.io/pod-group=train; done
+for i in 0 1 2 3; do it_wait 180 "train-$i bound" it_bound "train-$i"; done
+declare -A seen=()
+for i in 0 1 2 3; do
+  n=$(node_of "train-$i")
+  [[ $n == tessel-podgroup-train-1-* ]] || fail "train-$i is on $n, not on a provisioned node"
+  [[ -z ${seen[$n]:-} ]] || fail "train-$i shares node $n"
+  seen[$n]=1
+done
+[[ $(wc -l <"$answered") == 1 ]] || fail "want exactly one request, the provisioner answered: $(cat "$answered")"
+[[ $(cat "$answered") == "tessel-podgroup-train-1 provision.test.tessel.io" ]] || fail "answered: $(cat "$answered")"
+consume=$(kubectl get pod -n "$NS" train-0 \
+  -o 'jsonpath={.metadata.annotations.autoscaling\.x-k8s\.io/consume-provisioning-request}')
+[[ $consume == tessel-podgroup-train-1 ]] || fail "train-0 consume-provisioning-request annotation: '$consume'"
+it_wait 60 "request and template deleted" none_left
+say "train: bound on ${!seen[*]}; request created once and deleted"
+
+# 2. Failed: the gang stays pending, and says why.
+podgroup stuck 2 fail.test.tessel.io
+for i in 0 1; do it_pod "stuck-$i" --gpus 8 --select pool=gpu8-none --label scheduling.x-k8s.io/pod-group=stuck; done
+reason() { kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}'; }
+failed() { [[ $(reason) == ProvisioningFailed ]]; }
+it_wait 120 "stuck: ProvisioningFailed" failed
+message=$(kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].message}')
+[[ $message == *"tessel-podgroup-stuck-1"*"failed: NoCapacity: the stand-in provisioner has no capacity"* ]] \
+  || fail "stuck message: $message"
+pod_message() { kubectl get pod -n "$NS" stuck-0 -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'; }
+pod_says() { [[ $(pod_message) == *"failed: NoCapacity"* ]]; }
+it_wait 60 "stuck-0 PodScheduled message" pod_says
+sleep 2
+[[ -z $(node_of stuck-0) && -z $(node_of stuck-1) ]] || fail "a member of the failed gang was bound"
+[[ $(requests) == *tessel-podgroup-stuck-1 && $(requests | wc -l) == 1 ]] || fail "requests: $(requests)"
+say "stuck: $message"
+
+# Deleting the gang deletes its request.
+kubectl delete podgroup -n "$NS" stuck >/dev/null
+it_wait 60 "stuck's request deleted" none_left
+
+# 3. A single pod marked for provisioning: its own request, its node, then the request goes.
+it_pod solo --gpus 8 --select pool=solo --annotation tessel.io/provisioning-class=provision.test.tessel.io
+it_wait 120 "solo bound" it_bound solo
+[[ $(node_of solo) == tessel-pod-solo-1-0 ]] || fail "solo is on $(node_of solo)"
+it_wait 60 "solo's request deleted" none_left
+grep -qx "tessel-pod-solo-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
+
+it_stop_scheduler main
+exit 0

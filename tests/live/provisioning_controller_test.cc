@@ -1,0 +1,126 @@
+// ProvisioningController against a fake API server: a gang short of capacity gets its
+// PodTemplate and ProvisioningRequest (members read from the API server, grouped by shape) and
+// its members the consume-provisioning-request annotations; a placed gang's request and
+// templates are deleted; a request that cannot be created (no CRD) fails the ask with the API's
+// answer; the informer's view of a request's conditions reaches the next ask.
+#include <catch2/catch.hpp>
+
+#include "absl/synchronization/mutex.h"
+#include "fake_api_server.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/kube/provisioning_controller.h"
+
+namespace tessel::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+using testing::WaitUntil;
+
+constexpr std::string_view kRequests = "/apis/autoscaling.x-k8s.io/v1/namespaces/ns/provisioningrequests";
+
+struct Fixture {
+  bool crd = true;
+  absl::Mutex mu;
+  std::vector<json> created;  // POST bodies, in order
+  FakeApiServer api{[this](const FakeApiServer::Call& call, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    if (call.method == "GET" && call.path.starts_with("/api/v1/namespaces/ns/pods/")) {
+      const std::string name = call.path.substr(call.path.rfind('/') + 1);
+      json pod = {{"metadata", {{"name", name}, {"namespace", "ns"}}},
+                  {"spec",
+                   {{"nodeSelector", {{"pool", "a100"}}},
+                    {"containers",
+                     {{{"name", "main"}, {"image", "i"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+      res.set_content(pod.dump(), "application/json");
+      return;
+    }
+    if (call.method == "POST" && (call.path == "/api/v1/namespaces/ns/podtemplates" || (crd && call.path == kRequests))) {
+      created.push_back(json::parse(call.body));
+      res.status = 201;
+      res.set_content(call.body, "application/json");
+      return;
+    }
+    if (call.method == "GET" && call.path == "/api/v1/namespaces/ns/podtemplates") {
+      json list = {{"items", json::array()}};
+      for (const json& c : created) {
+        if (c["kind"] == "PodTemplate") list["items"].push_back(c);
+      }
+      res.set_content(list.dump(), "application/json");
+      return;
+    }
+    if (call.method == "PATCH" || call.method == "DELETE") {
+      res.set_content("{}", "application/json");
+      return;
+    }
+    res.status = 404;
+    res.set_content(R"({"kind":"Status","message":"the server could not find the requested resource"})",
+                    "application/json");
+  }};
+  std::unique_ptr<KubeClient> client = api.Client();
+  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  ProvisioningController controller{client.get(), client.get(), {.now = [this] { return now; }}};
+
+  provisioning::GangShortage Shortage() {
+    return {.ask = {.gang_key = "podgroup:ns/train",
+                    .namespace_ = "ns",
+                    .marking = {.class_name = "queued-provisioning.gke.io"},
+                    .owner = {.api_version = "scheduling.x-k8s.io/v1alpha1", .kind = "PodGroup", .name = "train", .uid = "u"}},
+            .member_keys = {"ns/train-0", "ns/train-1"}};
+  }
+};
+
+TEST_CASE("a short gang gets one template and one request, and its members the annotations", "[live][provisioning]") {
+  Fixture f;
+  provisioning::Outcome o = f.controller.GangShort(f.Shortage());
+  CHECK_FALSE(o.failed);
+  CHECK_THAT(o.message, Catch::Contains("waiting for ProvisioningRequest ns/tessel-podgroup-train-1"));
+  WaitUntil([&] { return f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-1") == 1; });
+  CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-0") == 1);
+  {
+    absl::MutexLock lock(&f.mu);
+    REQUIRE(f.created.size() == 2);
+    CHECK(f.created[0]["kind"] == "PodTemplate");
+    CHECK(f.created[0]["template"]["spec"]["nodeSelector"] == json({{"pool", "a100"}}));
+    CHECK(f.created[1]["kind"] == "ProvisioningRequest");
+    CHECK(f.created[1]["spec"]["podSets"] ==
+          json::parse(R"([{"podTemplateRef":{"name":"tessel-podgroup-train-1-0"},"count":2}])"));
+  }
+  const auto calls = f.api.calls();
+  auto patch = std::find_if(calls.begin(), calls.end(), [](const FakeApiServer::Call& c) { return c.method == "PATCH"; });
+  REQUIRE(patch != calls.end());
+  CHECK(json::parse(patch->body) ==
+        json::parse(R"({"metadata":{"annotations":{"autoscaling.x-k8s.io/consume-provisioning-request":"tessel-podgroup-train-1",
+                        "autoscaling.x-k8s.io/provisioning-class-name":"queued-provisioning.gke.io"}}})"));
+  // Asked again while it is out: nothing more is written.
+  CHECK_FALSE(f.controller.GangShort(f.Shortage()).failed);
+  CHECK(f.controller.created() == 1);
+
+  // The informer says it is Provisioned; then the gang is placed: request and template go.
+  f.controller.OnUpdate({{"metadata",
+                          {{"name", "tessel-podgroup-train-1"},
+                           {"namespace", "ns"},
+                           {"annotations", {{"tessel.io/gang", "podgroup:ns/train"}}}}},
+                         {"status", {{"conditions", {{{"type", "Provisioned"}, {"status", "True"}}}}}}});
+  CHECK_THAT(f.controller.GangShort(f.Shortage()).message, Catch::Contains("is Provisioned"));
+  f.controller.GangPlaced("podgroup:ns/train");
+  WaitUntil([&] { return f.api.Count("DELETE /api/v1/namespaces/ns/podtemplates/tessel-podgroup-train-1-0") == 1; });
+  CHECK(f.api.Count(std::string("DELETE ") + std::string(kRequests) + "/tessel-podgroup-train-1") == 1);
+}
+
+TEST_CASE("without the CRD the ask fails with the API's answer", "[live][provisioning]") {
+  Fixture f;
+  f.crd = false;
+  CHECK_FALSE(f.controller.GangShort(f.Shortage()).failed);
+  provisioning::Outcome o;
+  WaitUntil([&] {
+    o = f.controller.GangShort(f.Shortage());
+    return o.failed;
+  });
+  CHECK_THAT(o.message, Catch::Contains("failed: CreateFailed: "));
+  CHECK_THAT(o.message, Catch::Contains("could not find the requested resource"));
+  CHECK(f.controller.created() == 0);
+}
+
+}  // namespace
+}  // namespace tessel::kube
