@@ -16,15 +16,6 @@ it_nodes gang-a:8 gang-b:8
 it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
-# podgroup NAME MIN
-podgroup() {
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {name: $1, namespace: $NS}
-spec: {minMember: $2}
-YAML
-}
 # member GROUP NAME GPUS [RUN-FOR]
 member() {
   it_pod "$2" --gpus "$3" --label "scheduling.x-k8s.io/pod-group=$1" \
@@ -32,7 +23,7 @@ member() {
 }
 
 # 4 x 4 GPUs on 2 x 8 GPUs: the whole gang fits, two members per node.
-podgroup train 4
+it_podgroup train 4
 for i in 0 1 2 3; do member train train-$i 4; done
 for i in 0 1 2 3; do it_wait 60 "train-$i bound" it_bound train-$i; done
 declare -A per_node=()
@@ -46,7 +37,7 @@ is_phase() { [[ $(phase "$1") == "$2" ]]; }
 it_wait 30 "train status Running" is_phase train Running
 
 # A second gang: no GPU left. None of its pods is bound, and the PodGroup says why.
-podgroup wait 2
+it_podgroup wait 2
 member wait wait-0 4 20s
 member wait wait-1 4 20s
 condition() { kubectl get podgroup -n "$NS" wait -o 'jsonpath={.status.conditions[0].message}'; }
@@ -77,7 +68,7 @@ sleep 3
 [[ -z $(node_of late-0) ]] || fail "late-0 bound before its PodGroup existed"
 n=$(kubectl get events -n "$NS" --field-selector involvedObject.name=late-0 -o name | wc -l)
 ((n == 0)) || fail "late-0 got $n events while waiting for its PodGroup"
-podgroup late 1
+it_podgroup late 1
 it_wait 60 "late-0 bound" it_bound late-0
 
 it_stop_scheduler main

@@ -160,6 +160,22 @@ it_pod() {
 }
 
 node_of() { kubectl get pod -n "$NS" "$1" -o 'jsonpath={.spec.nodeName}'; }
+# it_podgroup NAME MIN [CLASS]: a PodGroup in $NS that needs MIN members; with CLASS, marked for
+# provisioning (annotation tessel.io/provisioning-class, docs/provisioning.md).
+it_podgroup() {
+  local annotations=""
+  [[ -n ${3:-} ]] && annotations="annotations: {tessel.io/provisioning-class: \"$3\"}"
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: $1
+  namespace: $NS
+  $annotations
+spec: {minMember: $2}
+YAML
+}
+
 it_bound() { [[ -n $(node_of "$1") ]]; }
 it_count_bound() {
   kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true

@@ -28,24 +28,12 @@ IT_PIDS+=("$!")
 it_start_scheduler main --leader-elect=false
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
-# podgroup NAME MIN CLASS
-podgroup() {
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata:
-  name: $1
-  namespace: $NS
-  annotations: {tessel.io/provisioning-class: "$3"}
-spec: {minMember: $2}
-YAML
-}
 requests() { kubectl get provisioningrequests -n "$NS" -o name; }
 templates() { kubectl get podtemplates -n "$NS" -o name; }
 none_left() { [[ -z $(requests) && -z $(templates) ]]; }
 
 # 1. Provisioned: the gang lands whole on the new nodes.
-podgroup train 4 provision.test.tessel.io
+it_podgroup train 4 provision.test.tessel.io
 for i in 0 1 2 3; do it_pod "train-$i" --gpus 8 --select pool=gpu8 --label scheduling.x-k8s.io/pod-group=train; done
 for i in 0 1 2 3; do it_wait 180 "train-$i bound" it_bound "train-$i"; done
 declare -A seen=()
@@ -64,7 +52,7 @@ it_wait 60 "request and template deleted" none_left
 say "train: bound on ${!seen[*]}; request created once and deleted"
 
 # 2. Failed: the gang stays pending, and says why.
-podgroup stuck 2 fail.test.tessel.io
+it_podgroup stuck 2 fail.test.tessel.io
 for i in 0 1; do it_pod "stuck-$i" --gpus 8 --select pool=gpu8-none --label scheduling.x-k8s.io/pod-group=stuck; done
 reason() { kubectl get podgroup -n "$NS" stuck -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}'; }
 failed() { [[ $(reason) == ProvisioningFailed ]]; }
