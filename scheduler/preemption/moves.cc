@@ -21,6 +21,18 @@ auto PlanCost(const MovePlan& p) {
   return std::make_tuple(p.pdb_violations, p.moves.size(), p.moved_gpu_milli);
 }
 
+// The cluster's free GPU milli less what the pods nominated to nodes will take (`self`, when
+// nominated, holds no room against itself): moves add no room, so a plan needs this much.
+int64_t FreeBeyondNominated(const Context& ctx, const MovableIndex& index, const Pod* self) {
+  int64_t free = index.free_gpu_milli();
+  if (const NominatedPodMap* nominated = ctx.nominated()) {
+    for (const auto& [node, pods] : *nominated) {
+      for (const PodRef& p : pods) free -= self != nullptr && p->SameKey(*self) ? 0 : GpuMilli(*p);
+    }
+  }
+  return free;
+}
+
 // The pod as its controller would recreate it: pending, nominated nowhere.
 PodRef Pending(const Pod& running) {
   Pod p = running;
@@ -171,13 +183,7 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
   int64_t want = 0;
   for (size_t i = 0; i < sizes.size() && i < static_cast<size_t>(need); ++i) want += sizes[i];
   if (index->shared_nodes() > 0) want = std::min<int64_t>(want, 1);
-  int64_t free = index->free_gpu_milli();
-  if (const NominatedPodMap* nominated = ctx.nominated()) {
-    for (const auto& [node, pods] : *nominated) {
-      for (const PodRef& p : pods) free -= GpuMilli(*p);
-    }
-  }
-  if (free < want) return std::nullopt;
+  if (FreeBeyondNominated(ctx, *index, nullptr) < want) return std::nullopt;
   // Only nodes that could hold the smallest member, now or once their movable pods are gone.
   const int64_t smallest = sizes.empty() ? 0 : sizes.front();
   const Snapshot* snapshot = ctx.snapshot;
@@ -267,13 +273,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   // What the pod holds differs by node only on shared ones (a replica is a fraction of a GPU):
   // with any, the screen asks only for some free GPU.
   const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli();
-  int64_t free = index->free_gpu_milli();
-  if (const NominatedPodMap* nominated = ctx.nominated()) {
-    for (const auto& [node, pods] : *nominated) {
-      for (const PodRef& p : pods) free -= p->SameKey(pod) ? 0 : GpuMilli(*p);
-    }
-  }
-  if (free < need) return {};
+  if (FreeBeyondNominated(ctx, *index, &pod) < need) return {};
   // Nodes where moving pods could make room, closest to fitting first (GPU milli short, then
   // snapshot order, which is by name): the index's most-free order, skipping those whose movable
   // pods cannot cover the shortfall and those the filters ruled out for good.
