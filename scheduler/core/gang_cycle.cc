@@ -132,10 +132,20 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   }
   // Room the gang could get by evicting lower-priority pods (whole gangs among them).
   uint32_t preempt_events = 0;
-  if (!error && a.fw.HasPostFilter()) {
-    std::string preempted = PreemptForGang(a.fw, a.members, a.need, a.spec.topology_key);
-    // No room by priority: moving movable pods may make it (plugins/consolidation).
-    if (preempted.empty()) preempted = MoveForGang(a.fw, a.members, a.need, a.spec.topology_key);
+  if (!error && a.fw.HasPostFilter() && !a.members.empty() && a.members.front()->MayPreempt()) {
+    // The members' cycle states and the nominations without them, for both ways to make room.
+    std::vector<CycleState> states(a.members.size());
+    std::vector<const CycleState*> state_ptrs;
+    for (size_t i = 0; i < a.members.size() && state_ptrs.size() == i; ++i) {
+      if (a.fw.RunPreFilter(states[i], *a.members[i]).ok()) state_ptrs.push_back(&states[i]);
+    }
+    std::string preempted;
+    if (state_ptrs.size() == a.members.size()) {
+      auto others = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), a.members)});
+      preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
+      // No room by priority: moving movable pods may make it (plugins/consolidation).
+      if (preempted.empty()) preempted = MoveForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
+    }
     if (!preempted.empty()) {
       StrAppend(&plan.message, " ", preempted);
       preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
@@ -220,24 +230,20 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
   StartGangBinding(a.fw, a.spec.id, std::move(plan.placements), head_info);
 }
 
-std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
+                                      const std::vector<const CycleState*>& states,
+                                      std::shared_ptr<const Nominations> others, int32_t need,
                                       const std::string& topology_key) {
-  if (members.empty() || !members.front()->MayPreempt()) return {};
   preemption::Context ctx = preemption::ContextFor(*this, &fw);
-  // The gang's own members nominated elsewhere hold no room against it.
-  ctx.nominations = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), members)});
+  ctx.nominations = std::move(others);
   ctx.may_disrupt_now = preemption::MinRunGuard(*this, absl::ZeroDuration());
-  std::vector<CycleState> states(members.size());
-  std::vector<const CycleState*> state_ptrs;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
-    state_ptrs.push_back(&states[i]);
+  for (const PodRef& m : members) {
     // A member's earlier victims are still terminating on its nominated node: wait for them
     // rather than evict more (kube-scheduler's rule for one pod, per member).
     std::string why;
-    if (!preemption::EligibleToPreempt(ctx, *members[i], {}, &why)) return {};
+    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return {};
   }
-  preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(ctx, members, state_ptrs, need, topology_key);
+  preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(ctx, members, states, need, topology_key);
   if (!plan.feasible || plan.victims.empty()) return {};
   const Pod& head = *members.front();
   preemption::EvictionOutcome out =
@@ -277,21 +283,15 @@ void Scheduler::NominateMembers(std::vector<PodRef>& members, const std::vector<
   for (const PodRef& m : members) tracker_->ReplacePending(m);
 }
 
-std::string Scheduler::MoveForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+std::string Scheduler::MoveForGang(const Framework& fw, std::vector<PodRef>& members,
+                                   const std::vector<const CycleState*>& states,
+                                   std::shared_ptr<const Nominations> others, int32_t need,
                                    const std::string& topology_key) {
-  if (members.empty()) return {};
-  std::vector<CycleState> states(members.size());
-  std::vector<const CycleState*> state_ptrs;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (!fw.RunPreFilter(states[i], *members[i]).ok()) return {};
-    state_ptrs.push_back(&states[i]);
-  }
-  const GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{
-      .members = members,
-      .states = std::move(state_ptrs),
-      .need = need,
-      .topology_key = topology_key,
-      .nominations = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), members)})});
+  const GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{.members = members,
+                                                                  .states = states,
+                                                                  .need = need,
+                                                                  .topology_key = topology_key,
+                                                                  .nominations = std::move(others)});
   if (r.victims.empty()) return {};
   if (observer_) observer_->PodsPreempted(*members.front(), "", r.victims);
   if (!r.refused) NominateMembers(members, r.targets);

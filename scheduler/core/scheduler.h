@@ -354,13 +354,19 @@ class Scheduler final : public Handle {
   // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
   // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
   // `members`), within one domain of `topology_key` if set. Not while a member's earlier
-  // victims are still terminating. Returns what it did for the gang's message, "" when it
-  // evicted nothing.
-  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+  // victims are still terminating. `states` are the members' after PreFilter, `others` the
+  // nominations without the members (which hold no room against their own gang). Returns what
+  // it did for the gang's message, "" when it evicted nothing.
+  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
+                             const std::vector<const CycleState*>& states,
+                             std::shared_ptr<const Nominations> others, int32_t need,
                              const std::string& topology_key);
   // Room for the gang by the profile's GangPostFilterPlugins (consolidation's moves), when
-  // preemption found none: the message for the gang's status, "" when nothing was evicted.
-  std::string MoveForGang(const Framework& fw, std::vector<PodRef>& members, int32_t need,
+  // preemption found none (same arguments): the message for the gang's status, "" when
+  // nothing was evicted.
+  std::string MoveForGang(const Framework& fw, std::vector<PodRef>& members,
+                          const std::vector<const CycleState*>& states,
+                          std::shared_ptr<const Nominations> others, int32_t need,
                           const std::string& topology_key);
   // Nominates each target's member to its node, clears lower nominations there, and hands the
   // nominated copies to the gang tracker.
