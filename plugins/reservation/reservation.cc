@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <compare>
 #include <limits>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <vector>
 
 #include "scheduler/framework/framework.h"
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/status_macros.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::reservation {
 namespace {
@@ -80,21 +83,72 @@ struct Shortfall {
   int64_t gpu = 0, cpu = 0, memory = 0, other = 0;
   auto operator<=>(const Shortfall&) const = default;
 };
+int64_t SaturatingAdd(int64_t a, int64_t b) { return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max() : a + b; }
 Shortfall ShortfallOf(const Resources& need, const Resources& room) {
   Shortfall s;
-  auto add = [](int64_t& sum, int64_t gap) {
-    sum = gap > std::numeric_limits<int64_t>::max() - sum ? std::numeric_limits<int64_t>::max() : sum + gap;
-  };
   ForEachNeeded(need, room, Resources(), [&](std::string_view name, int64_t n, int64_t r, int64_t) {
     const int64_t gap = r >= n ? 0 : static_cast<int64_t>(std::min<__int128>(
                                          static_cast<__int128>(n) - r, std::numeric_limits<int64_t>::max()));
-    if (IsGpu(name)) return add(s.gpu, gap);
-    if (name == "cpu") return add(s.cpu, gap);
-    if (name == "memory") return add(s.memory, gap);
-    add(s.other, gap);
+    int64_t& sum = IsGpu(name) ? s.gpu : name == "cpu" ? s.cpu : name == "memory" ? s.memory : s.other;
+    sum = SaturatingAdd(sum, gap);
   });
   return s;
 }
+// What `after` adds to `before` (after covers before in every part: needs only grow).
+Shortfall Growth(const Shortfall& after, const Shortfall& before) {
+  return {after.gpu - before.gpu, after.cpu - before.cpu, after.memory - before.memory, after.other - before.other};
+}
+Shortfall Sum(const Shortfall& a, const Shortfall& b) {
+  return {SaturatingAdd(a.gpu, b.gpu), SaturatingAdd(a.cpu, b.cpu), SaturatingAdd(a.memory, b.memory),
+          SaturatingAdd(a.other, b.other)};
+}
+
+// Nodes for `members`, each in turn (docs/defrag.md, "Gangs"): the candidate where the shortfall
+// of what is reserved there grows least; ties go to a node already chosen, then by name. Nothing
+// when a member has no candidate that could hold it beside what is already reserved there.
+struct Assignment {
+  Shortfall total;
+  std::vector<ReservedNode> nodes;  // in the order first chosen
+};
+std::optional<Assignment> Assign(const std::vector<MemberCandidates>& members) {
+  Assignment a;
+  std::map<std::string_view, size_t> chosen;  // node -> its index in a.nodes
+  for (const MemberCandidates& m : members) {
+    std::optional<std::tuple<Shortfall, bool, std::string_view>> best;
+    const NodeInfo* best_node = nullptr;
+    Resources best_after;
+    for (const NodeInfo* node : m.nodes) {
+      auto it = chosen.find(node->name());
+      const Resources before = it == chosen.end() ? Resources() : a.nodes[it->second].need;
+      Resources after = before;
+      if (!after.Add(m.need).ok() || !CouldHold(*node, after)) continue;
+      const Resources room = node->Room();
+      std::tuple<Shortfall, bool, std::string_view> candidate{
+          Growth(ShortfallOf(after, room), ShortfallOf(before, room)), it == chosen.end(), node->name()};
+      if (best.has_value() && !(candidate < *best)) continue;
+      best = candidate;
+      best_node = node;
+      best_after = std::move(after);
+    }
+    if (!best.has_value()) return std::nullopt;
+    a.total = Sum(a.total, std::get<0>(*best));
+    auto [it, added] = chosen.emplace(best_node->name(), a.nodes.size());
+    if (added) a.nodes.push_back(ReservedNode{.node = std::string(best_node->name())});
+    a.nodes[it->second].pods.push_back(m.pod);
+    a.nodes[it->second].need = std::move(best_after);
+  }
+  return a;
+}
+
+std::string NodeList(const std::vector<ReservedNode>& nodes) {
+  std::vector<std::string_view> names;
+  for (const ReservedNode& n : nodes) names.push_back(n.node);
+  return StrCat(nodes.size() == 1 ? "node " : "nodes ", StrJoin(names, ", "), nodes.size() == 1 ? " is" : " are");
+}
+
+std::string HolderName(const Held& held) { return held.gang ? StrCat("gang ", held.holder) : held.holder; }
+
+int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli(); }
 
 int64_t Seconds(absl::Duration d) { return absl::ToInt64Seconds(d); }
 
@@ -102,15 +156,16 @@ int64_t Seconds(absl::Duration d) { return absl::ToInt64Seconds(d); }
 
 absl::StatusOr<ReservationArgs> Reservation::ParseArgs(const YAML::Node& yaml) {
   ArgsReader reader = ArgsReader::Of(kName, yaml);
-  RETURN_IF_ERROR(reader.OnlyKeys({"waitSeconds"}));
+  RETURN_IF_ERROR(reader.OnlyKeys({"waitSeconds", "minPodGpus"}));
   Args args;
   ASSIGN_OR_RETURN(args.wait_seconds, reader.Int("waitSeconds", args.wait_seconds, 0,
                                                  std::numeric_limits<int32_t>::max()));
+  ASSIGN_OR_RETURN(args.min_pod_gpus, reader.Int("minPodGpus", args.min_pod_gpus, 0, 1024));
   return args;
 }
 
 absl::StatusOr<std::unique_ptr<Reservation>> Reservation::New(Args args, Handle& handle) {
-  return std::make_unique<Reservation>(handle, absl::Seconds(args.wait_seconds));
+  return std::make_unique<Reservation>(handle, args);
 }
 
 Status Reservation::PreFilter(CycleState& state, const Pod& pod) {
@@ -118,9 +173,17 @@ Status Reservation::PreFilter(CycleState& state, const Pod& pod) {
   Refresh(handle_.clock().Now());
   if (held_.empty()) return Status::Skip();
   const int32_t priority = handle_.PriorityOf(pod);
+  std::optional<std::string> gang;  // the pod's gang key, looked up once a gang holds a level
   auto s = std::make_unique<PodState>();
   for (const auto& [level, held] : held_) {
-    if (level >= priority && held.holder != pod.Key()) s->levels.push_back(level);
+    if (level < priority) continue;
+    if (held.gang) {
+      if (!gang.has_value()) gang = handle_.GangKeyOf(pod);
+      if (held.holder == *gang) continue;
+    } else if (held.holder == pod.Key()) {
+      continue;
+    }
+    s->levels.push_back(level);
   }
   if (s->levels.empty()) return Status::Skip();
   s->take = WorstTake(NeedOf(handle_.FrameworkFor(pod.scheduler_name), pod));
@@ -133,13 +196,13 @@ Status Reservation::Filter(const CycleState& state, const Pod& /*pod*/, const No
   if (s == nullptr) return Status::Ok();
   auto it = by_node_.find(node.name());
   if (it == by_node_.end()) return Status::Ok();
-  const Held& held = *it->second;
-  if (!std::binary_search(s->levels.begin(), s->levels.end(), held.priority)) return Status::Ok();
-  if (!Crowds(held.need, node.Room(), s->take)) return Status::Ok();
+  const auto& [held, reserved] = it->second;
+  if (!std::binary_search(s->levels.begin(), s->levels.end(), held->priority)) return Status::Ok();
+  if (!Crowds(reserved->need, node.Room(), s->take)) return Status::Ok();
   return Status::Unschedulable(
-      StrCat("node ", held.node, " is reserved for ", held.holder, " (waiting since ",
-             absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", held.since, absl::UTCTimeZone()), ", reserved after ",
-             Seconds(held.reserved - held.since), " s)"));
+      StrCat("node ", reserved->node, " is reserved for ", HolderName(*held), " (waiting since ",
+             absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", held->since, absl::UTCTimeZone()), ", reserved after ",
+             Seconds(held->reserved - held->since), " s)"));
 }
 
 bool Reservation::AppendFilterKey(const CycleState& state, const Pod& /*pod*/, std::string& key) const {
@@ -152,36 +215,142 @@ bool Reservation::AppendFilterKey(const CycleState& state, const Pod& /*pod*/, s
 
 PostFilterResult Reservation::PostFilter(CycleState& /*state*/, const Pod& pod, const NodeStatusMap& filtered) {
   PostFilterResult result{.status = Status::Unschedulable("no reservation")};
-  if (wait_ == absl::ZeroDuration()) return result;
+  if (wait_ == absl::ZeroDuration() || GpuMilli(pod) < min_gpu_milli_) return result;
   const absl::Time now = handle_.clock().Now();
   Refresh(now);
   const int32_t priority = handle_.PriorityOf(pod);
-  const Waiter& waiter = NoteFailure(pod, priority, now);
-  const absl::Time since = waiter.since;
+  const std::string key = pod.Key();
+  const Waiter& waiter = NoteFailure(key, pod.meta.uid, priority, now);
   if (auto it = held_.find(priority); it != held_.end()) {
-    if (it->second.holder != pod.Key()) return result;  // one reservation per level
-    auto on_node = filtered.find(it->second.node);
+    if (it->second.holder != key) return result;  // one reservation per level
+    const std::string& node = it->second.nodes.front().node;
+    auto on_node = filtered.find(node);
     if (on_node == filtered.end() || on_node->second.code() != Code::kUnschedulableAndUnresolvable) {
-      result.status = Status::Unschedulable(StrCat("node ", it->second.node, " is reserved for the pod"));
+      result.status = Status::Unschedulable(StrCat("node ", node, " is reserved for the pod"));
       return result;
     }
     Release(it, kNoFit);  // the node turned it away for good: look for another one below
   }
-  if (!pod.nominated_node_name.empty() || now - since < wait_ || !IsHead(pod.Key(), waiter)) return result;
-  const Resources need = NeedOf(handle_.FrameworkFor(pod.scheduler_name), pod);
-  std::string node = ClosestNode(pod, need, filtered);
-  if (node.empty()) return result;
-  const std::string message = StrCat("node ", node, " is reserved for the pod after it waited ",
-                                     Seconds(now - since), " s");
+  if (!pod.nominated_node_name.empty() || !MayReserve(key, waiter, now)) return result;
+  const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
+  MemberCandidates candidates{.pod = key, .need = NeedOf(fw, pod)};
+  for (const auto& [name, status] : filtered) {
+    // Held back by its quota: room will not help.
+    if (fw != nullptr && fw->IsQuotaPlugin(status.plugin())) return result;
+    const NodeInfo* node = handle_.snapshot().Get(name);
+    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need)) candidates.nodes.push_back(node);
+  }
+  std::optional<Assignment> chosen = Assign({candidates});
+  if (!chosen.has_value()) return result;
+  const std::string message =
+      StrCat(NodeList(chosen->nodes), " reserved for the pod after it waited ", Seconds(now - waiter.since), " s");
   if (ClusterApi* api = handle_.api()) api->RecordEvent(pod, "Normal", "Reserved", message);
-  Make(Held{.holder = pod.Key(), .uid = pod.meta.uid, .priority = priority, .node = std::move(node),
-            .since = since, .reserved = now, .need = need});
+  Make(Held{.holder = key, .uid = pod.meta.uid, .priority = priority, .nodes = std::move(chosen->nodes),
+            .since = waiter.since, .reserved = now});
   result.status = Status::Unschedulable(message);
   return result;
 }
 
+GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
+  GangPostFilterResult result;
+  if (wait_ == absl::ZeroDuration() || gang.members.empty() || gang.states.size() != gang.members.size()) {
+    return result;
+  }
+  const Pod& head = *gang.members.front();
+  const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
+  const std::string key = handle_.GangKeyOf(head);
+  if (fw == nullptr || key.empty()) return result;
+  int64_t gpu_milli = 0;
+  for (const PodRef& m : gang.members) gpu_milli += GpuMilli(*m);
+  if (gpu_milli < min_gpu_milli_) return result;
+  const absl::Time now = handle_.clock().Now();
+  Refresh(now);
+  const int32_t priority = handle_.PriorityOf(head);
+  const Waiter& waiter = NoteFailure(key, "", priority, now);
+  if (auto it = held_.find(priority); it != held_.end()) {
+    if (it->second.holder != key) return result;  // one reservation per level
+    // A member its reserved node now turns away for good (cordoned, tainted): reserve anew.
+    bool turned_away = false;
+    for (const ReservedNode& r : it->second.nodes) {
+      const NodeInfo* node = handle_.snapshot().Get(r.node);
+      for (size_t i = 0; node != nullptr && i < gang.members.size(); ++i) {
+        if (std::find(r.pods.begin(), r.pods.end(), gang.members[i]->Key()) == r.pods.end()) continue;
+        turned_away |= fw->RunFilters(*gang.states[i], *gang.members[i], *node).code() ==
+                       Code::kUnschedulableAndUnresolvable;
+      }
+    }
+    if (!turned_away) {
+      result.message = StrCat(NodeList(it->second.nodes), " reserved for the gang.");
+      return result;
+    }
+    Release(it, kNoFit);
+  }
+  for (const PodRef& m : gang.members) {
+    if (!m->nominated_node_name.empty()) return result;  // a preemption promised it room
+  }
+  if (!MayReserve(key, waiter, now)) return result;
+  // The members' candidates, split by tier (a flavored queue's flavor) and topology domain: the
+  // gang is placed within one of each.
+  std::map<std::pair<int64_t, std::string>, std::vector<MemberCandidates>> groups;
+  const std::vector<MemberCandidates> all = GangCandidates(*fw, gang);
+  const NodeTiers* tiers = NodeTiersOf(*gang.states.front());
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (const NodeInfo* node : all[i].nodes) {
+      std::pair<int64_t, std::string> group{0, ""};
+      if (tiers != nullptr) {
+        const std::optional<int64_t> tier = tiers->TierOf(*gang.states.front(), *node);
+        if (!tier.has_value()) continue;
+        group.first = *tier;
+      }
+      if (!gang.topology_key.empty()) {
+        const Node* n = node->node();
+        auto label = n->meta.labels.find(gang.topology_key);
+        if (label == n->meta.labels.end()) continue;
+        group.second = label->second;
+      }
+      std::vector<MemberCandidates>& members = groups[group];
+      if (members.empty()) {
+        for (const MemberCandidates& m : all) members.push_back({.pod = m.pod, .need = m.need});
+      }
+      members[i].nodes.push_back(node);
+    }
+  }
+  std::optional<Assignment> chosen;
+  for (const auto& [group, members] : groups) {
+    std::optional<Assignment> a = Assign(members);
+    if (a.has_value() && (!chosen.has_value() || a->total < chosen->total)) chosen = std::move(a);
+  }
+  if (!chosen.has_value()) return result;
+  result.message = StrCat(NodeList(chosen->nodes), " reserved for the gang after it waited ",
+                          Seconds(now - waiter.since), " s.");
+  if (ClusterApi* api = handle_.api()) api->RecordEvent(head, "Normal", "Reserved", result.message);
+  Make(Held{.holder = key, .gang = true, .priority = priority, .nodes = std::move(chosen->nodes),
+            .since = waiter.since, .reserved = now});
+  return result;
+}
+
+std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, const PendingGang& gang) const {
+  std::vector<MemberCandidates> out;
+  const size_t need = std::min<size_t>(static_cast<size_t>(std::max(gang.need, 0)), gang.members.size());
+  for (size_t i = 0; i < need; ++i) {
+    const Pod& member = *gang.members[i];
+    MemberCandidates c{.pod = member.Key(), .need = NeedOf(&fw, member)};
+    for (const NodeInfo* node : handle_.snapshot().nodes()) {
+      if (!Reservable(node, c.need)) continue;
+      const Status status = fw.RunFilters(*gang.states[i], member, *node);
+      if (!status.ok() && fw.IsQuotaPlugin(status.plugin())) return {};  // room will not help
+      if (status.ok() || status.code() == Code::kUnschedulable) c.nodes.push_back(node);
+    }
+    if (c.nodes.empty()) return {};
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 Status Reservation::Reserve(CycleState& /*state*/, const Pod& pod, const std::string& /*node*/) {
+  if (waiters_.empty()) return Status::Ok();
   Forget(pod.Key(), kPlaced);
+  if (const std::string gang = handle_.GangKeyOf(pod); !gang.empty()) Forget(gang, kPlaced);
   return Status::Ok();
 }
 
@@ -190,15 +359,15 @@ ReservationFigures Reservation::figures() const {
   return figures_;
 }
 
-const Reservation::Waiter& Reservation::NoteFailure(const Pod& pod, int32_t priority, absl::Time now) {
-  const std::string key = pod.Key();
+const Reservation::Waiter& Reservation::NoteFailure(const std::string& key, const std::string& uid,
+                                                    int32_t priority, absl::Time now) {
   auto it = waiters_.find(key);
-  if (it != waiters_.end() && (it->second.uid != pod.meta.uid || it->second.priority != priority)) {
+  if (it != waiters_.end() && (it->second.uid != uid || it->second.priority != priority)) {
     Forget(key, kExpired);  // another pod under the name, or another level: a new wait
     it = waiters_.end();
   }
   if (it == waiters_.end()) {
-    it = waiters_.emplace(key, Waiter{.uid = pod.meta.uid, .priority = priority, .since = now, .last_failed = now}).first;
+    it = waiters_.emplace(key, Waiter{.uid = uid, .priority = priority, .since = now, .last_failed = now}).first;
     by_level_[priority].emplace(now, key);
   } else {
     by_last_failure_.erase({it->second.last_failed, key});
@@ -230,8 +399,13 @@ void Reservation::Refresh(absl::Time now) {
   }
   for (auto it = held_.begin(); it != held_.end();) {
     auto next = std::next(it);
-    const NodeInfo* node = handle_.snapshot().Get(it->second.node);
-    if (node == nullptr || node->node() == nullptr || !CouldHold(*node, it->second.need)) Release(it, kNoFit);
+    for (const ReservedNode& r : it->second.nodes) {
+      const NodeInfo* node = handle_.snapshot().Get(r.node);
+      if (node == nullptr || node->node() == nullptr || !CouldHold(*node, r.need)) {
+        Release(it, kNoFit);
+        break;
+      }
+    }
     it = next;
   }
 }
@@ -241,24 +415,17 @@ bool Reservation::IsHead(const std::string& key, const Waiter& w) const {
   return level != by_level_.end() && !level->second.empty() && level->second.begin()->second == key;
 }
 
-std::string Reservation::ClosestNode(const Pod& pod, const Resources& need, const NodeStatusMap& filtered) const {
-  const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
-  std::optional<std::tuple<Shortfall, std::string_view>> best;
-  for (const auto& [name, status] : filtered) {
-    // Held back by its quota: room will not help.
-    if (fw != nullptr && fw->IsQuotaPlugin(status.plugin())) return "";
-    if (status.code() != Code::kUnschedulable || by_node_.contains(name)) continue;
-    const NodeInfo* node = handle_.snapshot().Get(name);
-    if (node == nullptr || !CouldHold(*node, need)) continue;
-    std::tuple<Shortfall, std::string_view> candidate{ShortfallOf(need, node->Room()), name};
-    if (!best.has_value() || candidate < *best) best = candidate;
-  }
-  return best.has_value() ? std::string(std::get<1>(*best)) : std::string();
+bool Reservation::MayReserve(const std::string& key, const Waiter& w, absl::Time now) const {
+  return now - w.since >= wait_ && IsHead(key, w);
+}
+
+bool Reservation::Reservable(const NodeInfo* node, const Resources& need) const {
+  return node != nullptr && node->node() != nullptr && !by_node_.contains(node->name()) && CouldHold(*node, need);
 }
 
 void Reservation::Make(Held held) {
   auto it = held_.insert_or_assign(held.priority, std::move(held)).first;
-  by_node_[it->second.node] = &it->second;
+  for (const ReservedNode& r : it->second.nodes) by_node_[r.node] = {&it->second, &r};
   ++version_;
   absl::MutexLock lock(&mu_);
   figures_.active = static_cast<int64_t>(held_.size());
@@ -266,7 +433,7 @@ void Reservation::Make(Held held) {
 }
 
 void Reservation::Release(std::map<int32_t, Held>::iterator it, std::string_view reason) {
-  by_node_.erase(it->second.node);
+  for (const ReservedNode& r : it->second.nodes) by_node_.erase(r.node);
   held_.erase(it);
   ++version_;
   absl::MutexLock lock(&mu_);

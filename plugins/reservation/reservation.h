@@ -24,17 +24,31 @@
 //             5): "Expired", which is how a deleted holder, one nominated by a preemption or
 //             one now held back by its quota lets go.
 //
-// Gangs: the gang cycle runs no PostFilter, so a gang never holds a reservation; its members
-// are filtered like any pod. Time is the handle's clock.
+// Gangs (PostFilterGang, asked by the gang cycle after gang preemption and moves found no room):
+// a gang waits like a pod, under its gang key, from the first attempt its plan fell short; at
+// the head of its level after `waitSeconds` it reserves, in one go, a node for each member still
+// to place (several members may share one): each member in turn takes the candidate node where
+// the members' shortfall there grows least (ties: a node already reserved for the gang, then by
+// name); a compact gang's nodes lie in one `tessel.io/topology-key` domain, and a flavored
+// gang's in one tier (its queue's flavor), the pair with the least total shortfall. Candidates
+// are the nodes a member's filters accept or reject as resolvable. The gang's members pass its
+// reserved nodes; others are filtered against what the members reserved there need together.
+// A member's Reserve step releases the gang's reservation ("Placed").
+//
+// Only pods (and gangs, counting their pending members) that ask for at least `minPodGpus` GPUs
+// wait for a reservation: smaller pods are not starved by smaller ones, and a 1-GPU head would
+// hold a whole node for one GPU. Time is the handle's clock.
 //
 // Args: waitSeconds (>= 0; 0, the default, turns the plugin off: on the shipped trace scenarios
-// a reservation after 300 s made delays and allocation worse, docs/defrag.md).
+// a reservation after 300 s made delays and allocation worse, docs/defrag.md); minPodGpus
+// (0..1024, default 0: any pod).
 #pragma once
 
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "scheduler/framework/node_local.h"
@@ -44,6 +58,7 @@ namespace tessel::reservation {
 
 struct ReservationArgs {
   int64_t wait_seconds = 0;
+  int64_t min_pod_gpus = 0;
 };
 
 // Why a reservation ended (label of tessel_reservations_released_total{reason}).
@@ -51,15 +66,27 @@ inline constexpr std::string_view kPlaced = "Placed";
 inline constexpr std::string_view kNoFit = "NoFit";
 inline constexpr std::string_view kExpired = "Expired";
 
+// A reserved node, the holder's pods that would go there, and what they need of its room together.
+struct ReservedNode {
+  std::string node;
+  std::vector<std::string> pods;  // namespace/name
+  Resources need;
+};
+// A pod to reserve for: what it needs of a node's room, and the nodes it may take.
+struct MemberCandidates {
+  std::string pod;  // namespace/name
+  Resources need;
+  std::vector<const NodeInfo*> nodes;
+};
 // One reservation, as explain and the tests read it.
 struct Held {
-  std::string holder;  // namespace/name
-  std::string uid;
+  std::string holder;  // namespace/name, or a gang's key (scheduler/gang: GangId::Key())
+  bool gang = false;
+  std::string uid;     // a pod's ("" for a gang)
   int32_t priority = 0;
-  std::string node;
+  std::vector<ReservedNode> nodes;  // one for a pod
   absl::Time since;     // the holder's first failed attempt
-  absl::Time reserved;  // when the node was reserved
-  Resources need;       // what the holder needs of a node's room
+  absl::Time reserved;  // when the nodes were reserved
 };
 
 // Counts for the metrics, read from any thread.
@@ -72,6 +99,7 @@ struct ReservationFigures {
 class Reservation final : public PreFilterPlugin,
                           public FilterPlugin,
                           public PostFilterPlugin,
+                          public GangPostFilterPlugin,
                           public ReservePlugin,
                           public NodeLocalPlugin {
  public:
@@ -79,7 +107,8 @@ class Reservation final : public PreFilterPlugin,
   using Args = ReservationArgs;
   static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
   static absl::StatusOr<std::unique_ptr<Reservation>> New(Args args, Handle& handle);
-  Reservation(Handle& handle, absl::Duration wait) : handle_(handle), wait_(wait) {}
+  Reservation(Handle& handle, Args args)
+      : handle_(handle), wait_(absl::Seconds(args.wait_seconds)), min_gpu_milli_(args.min_pod_gpus * 1000) {}
   std::string_view Name() const override { return kName; }
 
   // A rejection is undone by a release (the holder placed, a node changed) or by room freed.
@@ -92,6 +121,8 @@ class Reservation final : public PreFilterPlugin,
   // Records the pod's wait and, for a head that waited long enough, reserves a node. Never
   // places or nominates anything: always Unschedulable.
   PostFilterResult PostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& filtered) override;
+  // The same for a gang: never evicts; the message says what is reserved for it.
+  GangPostFilterResult PostFilterGang(const PendingGang& gang) override;
   // The pod is placed: it waits no more, and its reservation ends.
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState&, const Pod&, const std::string&) override {}
@@ -112,27 +143,33 @@ class Reservation final : public PreFilterPlugin,
     absl::Time since;
     absl::Time last_failed;
   };
-  // Notes the pod's failed attempt now; returns its record.
-  const Waiter& NoteFailure(const Pod& pod, int32_t priority, absl::Time now);
+  // Notes the holder's failed attempt now; returns its record.
+  const Waiter& NoteFailure(const std::string& key, const std::string& uid, int32_t priority, absl::Time now);
   // The pod waits no more; its reservation, if any, ends for `reason`.
   void Forget(const std::string& key, std::string_view reason);
   // Drops waiters that have not failed within the lease, and reservations that lapsed with them
   // or no longer fit their node.
   void Refresh(absl::Time now);
   bool IsHead(const std::string& key, const Waiter& w) const;
-  // The node to reserve for `pod` (needing `need`), or "" when none may hold it.
-  std::string ClosestNode(const Pod& pod, const Resources& need, const NodeStatusMap& filtered) const;
+  // Whether the holder may reserve now: it waited long enough at the head of its level.
+  bool MayReserve(const std::string& key, const Waiter& w, absl::Time now) const;
+  // The member candidates of a gang (empty when a quota holds it back or a member has none).
+  std::vector<MemberCandidates> GangCandidates(const Framework& fw, const PendingGang& gang) const;
+  // Whether node is free to reserve and could ever hold `need`.
+  bool Reservable(const NodeInfo* node, const Resources& need) const;
   void Make(Held held);
   void Release(std::map<int32_t, Held>::iterator it, std::string_view reason);
 
   Handle& handle_;
   const absl::Duration wait_;
+  const int64_t min_gpu_milli_;
   // Waiters by pod key, and ordered by level and since (heads) and by last failure (the lease).
   StringKeyedMap<Waiter> waiters_;
   std::map<int32_t, std::set<std::pair<absl::Time, std::string>>> by_level_;
   std::set<std::pair<absl::Time, std::string>> by_last_failure_;
   std::map<int32_t, Held> held_;            // by the holder's priority
-  StringKeyedMap<const Held*> by_node_;     // reserved node -> its reservation
+  // Reserved node -> its reservation and the node's entry in it.
+  StringKeyedMap<std::pair<const Held*, const ReservedNode*>> by_node_;
   int64_t version_ = 0;                     // moves with every reservation made or released
   mutable absl::Mutex mu_;
   ReservationFigures figures_ ABSL_GUARDED_BY(mu_);

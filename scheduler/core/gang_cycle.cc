@@ -130,25 +130,30 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   if (quota_only && !plan.limit_reason.empty()) {
     StrAppend(&plan.message, ": ", plan.limit_reason);  // the cluster has room; the quota not
   }
-  // Room the gang could get by evicting lower-priority pods (whole gangs among them).
+  // Room the gang could get by evicting lower-priority pods (whole gangs among them), then by
+  // the gang PostFilter plugins (moving movable pods, reserving nodes).
   uint32_t preempt_events = 0;
-  if (!error && a.fw.HasPostFilter() && !a.members.empty() && a.members.front()->MayPreempt()) {
-    // The members' cycle states and the nominations without them, for both ways to make room.
+  if (!error && a.fw.HasPostFilter() && !a.members.empty()) {
+    // The members' cycle states and the nominations without them, for each way to make room.
     std::vector<CycleState> states(a.members.size());
     std::vector<const CycleState*> state_ptrs;
     for (size_t i = 0; i < a.members.size() && state_ptrs.size() == i; ++i) {
       if (a.fw.RunPreFilter(states[i], *a.members[i]).ok()) state_ptrs.push_back(&states[i]);
     }
-    std::string preempted;
     if (state_ptrs.size() == a.members.size()) {
       auto others = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), a.members)});
-      preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
-      // No room by priority: moving movable pods may make it (plugins/consolidation).
-      if (preempted.empty()) preempted = MoveForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
-    }
-    if (!preempted.empty()) {
-      StrAppend(&plan.message, " ", preempted);
-      preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
+      std::string preempted;
+      if (a.members.front()->MayPreempt()) {
+        preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
+      }
+      bool evicting = !preempted.empty();
+      if (!evicting) {
+        const GangPostFilterResult r = PostFilterGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
+        preempted = r.message;
+        evicting = !r.victims.empty();
+      }
+      if (!preempted.empty()) StrAppend(&plan.message, " ", preempted);
+      if (evicting) preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
     }
   }
   gang::GangReason reason = gang::GangReason::kUnschedulable;
@@ -283,19 +288,19 @@ void Scheduler::NominateMembers(std::vector<PodRef>& members, const std::vector<
   for (const PodRef& m : members) tracker_->ReplacePending(m);
 }
 
-std::string Scheduler::MoveForGang(const Framework& fw, std::vector<PodRef>& members,
-                                   const std::vector<const CycleState*>& states,
-                                   std::shared_ptr<const Nominations> others, int32_t need,
-                                   const std::string& topology_key) {
-  const GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{.members = members,
-                                                                  .states = states,
-                                                                  .need = need,
-                                                                  .topology_key = topology_key,
-                                                                  .nominations = std::move(others)});
-  if (r.victims.empty()) return {};
+GangPostFilterResult Scheduler::PostFilterGang(const Framework& fw, std::vector<PodRef>& members,
+                                               const std::vector<const CycleState*>& states,
+                                               std::shared_ptr<const Nominations> others, int32_t need,
+                                               const std::string& topology_key) {
+  GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{.members = members,
+                                                            .states = states,
+                                                            .need = need,
+                                                            .topology_key = topology_key,
+                                                            .nominations = std::move(others)});
+  if (r.victims.empty()) return r;
   if (observer_) observer_->PodsPreempted(*members.front(), "", r.victims);
   if (!r.refused) NominateMembers(members, r.targets);
-  return r.message;
+  return r;
 }
 
 }  // namespace tessel

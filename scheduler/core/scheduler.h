@@ -361,13 +361,13 @@ class Scheduler final : public Handle {
                              const std::vector<const CycleState*>& states,
                              std::shared_ptr<const Nominations> others, int32_t need,
                              const std::string& topology_key);
-  // Room for the gang by the profile's GangPostFilterPlugins (consolidation's moves), when
-  // preemption found none (same arguments): the message for the gang's status, "" when
-  // nothing was evicted.
-  std::string MoveForGang(const Framework& fw, std::vector<PodRef>& members,
-                          const std::vector<const CycleState*>& states,
-                          std::shared_ptr<const Nominations> others, int32_t need,
-                          const std::string& topology_key);
+  // The profile's GangPostFilterPlugins when preemption made no room (same arguments):
+  // consolidation's moves (targets nominated unless an eviction was refused), reservation. Their
+  // result, whose message is for the gang's status.
+  GangPostFilterResult PostFilterGang(const Framework& fw, std::vector<PodRef>& members,
+                                      const std::vector<const CycleState*>& states,
+                                      std::shared_ptr<const Nominations> others, int32_t need,
+                                      const std::string& topology_key);
   // Nominates each target's member to its node, clears lower nominations there, and hands the
   // nominated copies to the gang tracker.
   void NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets);

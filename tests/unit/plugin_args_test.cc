@@ -204,10 +204,12 @@ std::vector<Case> Cases() {
           "{podsWithoutQueue: Sometimes}",
           "QueueQuota: args.podsWithoutQueue: \"Sometimes\" is not one of Allow, Reject"),
       Row<reservation::Reservation>(
-          "{waitSeconds: 300}",
+          "{waitSeconds: 300, minPodGpus: 2}",
           [](const reservation::ReservationArgs& d, const reservation::ReservationArgs& v) {
             CHECK(d.wait_seconds == 0);  // off unless asked for
+            CHECK(d.min_pod_gpus == 0);
             CHECK(v.wait_seconds == 300);
+            CHECK(v.min_pod_gpus == 2);
           },
           "{waitSeconds: -1}", "Reservation: args.waitSeconds: want an integer in 0..2147483647, got \"-1\""),
       Row<random::Random>(

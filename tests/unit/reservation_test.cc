@@ -10,11 +10,15 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/core_harness.h"
 #include "plugins/reservation/reservation.h"
 #include "scheduler/core/explain.h"
+#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
@@ -26,7 +30,7 @@ using testing::PodBuilder;
 
 constexpr int64_t kStart = 1'000'000;
 
-std::string Config(int64_t wait_seconds) {
+std::string Config(int64_t wait_seconds, std::string_view more_args = "") {
   return StrCat(R"(apiVersion: tessel.io/v1alpha1
 kind: TesselSchedulerConfiguration
 profiles:
@@ -34,7 +38,7 @@ profiles:
   pluginConfig:
   - name: Reservation
     args: {waitSeconds: )",
-                wait_seconds, "}\n");
+                wait_seconds, more_args, "}\n");
 }
 
 Node GpuNode(std::string name, int gpus = 8) {
@@ -44,14 +48,13 @@ Node GpuNode(std::string name, int gpus = 8) {
 // Two 8-GPU nodes full of 1-GPU pods; every minute the oldest small pod ends and a new one
 // comes. A big pod (8 GPUs) arrives after 30 s.
 struct Stream {
-  explicit Stream(int64_t wait_seconds)
-      : h({.config_yaml = Config(wait_seconds), .start = absl::FromUnixSeconds(kStart)}) {
-    h.AddNode(GpuNode("n1"));
-    h.AddNode(GpuNode("n2"));
-    for (int i = 0; i < 16; ++i) Small();
+  explicit Stream(int64_t wait_seconds, int nodes = 2, std::string_view args = "")
+      : h({.config_yaml = Config(wait_seconds, args), .start = absl::FromUnixSeconds(kStart)}) {
+    for (int n = 1; n <= nodes; ++n) h.AddNode(GpuNode(StrCat("n", n)));
+    for (int i = 0; i < 8 * nodes; ++i) Small();
     h.RunUntilIdle();
     Track();
-    REQUIRE(running.size() == 16);
+    REQUIRE(running.size() == static_cast<size_t>(8 * nodes));
   }
   Reservation& plugin() {
     auto* p = dynamic_cast<Reservation*>(h.s->FrameworkFor("tessel")->FindPlugin(Reservation::kName));
@@ -63,12 +66,26 @@ struct Stream {
     h.AddPod(PodBuilder(StrCat("small-", next++)).Requests(requests).Priority(priority).Created(Now()).Build());
   }
   void Big() { h.AddPod(PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Created(Now()).Build()); }
+  // A PodGroup `name` of `members` pods asking `gpus` GPUs each (compact over `topology_key` if set).
+  void Gang(const std::string& name, int members, int gpus, const std::string& topology_key = "") {
+    nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", {{"name", name}, {"namespace", "default"}}},
+                         {"spec", {{"minMember", members}}}};
+    if (!topology_key.empty()) group["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
+    REQUIRE(h.ApplyGangObject(group).value());
+    for (int i = 0; i < members; ++i) {
+      Pod m = PodBuilder(StrCat(name, "-", i)).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Created(Now()).Build();
+      m.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
+      h.AddPod(std::move(m));
+    }
+  }
   // Notes the binds since the last look.
   void Track() {
     for (; seen < h.binds().size(); ++seen) {
       const auto& [pod, node] = h.binds()[seen];
       bound_at[pod] = {Now(), node};
-      if (pod != "default/big") running.push_back(pod);
+      if (pod.starts_with("default/small-")) running.push_back(pod);
     }
   }
   // One minute: the oldest small pod ends, a new one comes.
@@ -125,14 +142,14 @@ TEST_CASE("reservation: a starving big pod gets its node, and small pods keep la
     CHECK(reserved_at - arrived >= 120);
     CHECK(absl::ToUnixSeconds(reserved->since) == arrived);
     REQUIRE(w.NodeOf("default/big").has_value());
-    CHECK(*w.NodeOf("default/big") == reserved->node);
+    CHECK(*w.NodeOf("default/big") == reserved->nodes.front().node);
     const int64_t placed_at = w.bound_at["default/big"].first;
     // Backfill: while the node was reserved, small pods landed on the other node, none on it.
     int elsewhere = 0;
     for (const auto& [pod, at] : w.bound_at) {
       if (pod == "default/big" || at.first < reserved_at || at.first > placed_at) continue;
-      CHECK(at.second != reserved->node);
-      if (at.second != reserved->node) ++elsewhere;
+      CHECK(at.second != reserved->nodes.front().node);
+      if (at.second != reserved->nodes.front().node) ++elsewhere;
     }
     CHECK(elsewhere > 0);
     // Placed: released (a small pod that has waited since may hold the next one).
@@ -142,7 +159,7 @@ TEST_CASE("reservation: a starving big pod gets its node, and small pods keep la
     CHECK(f.active == static_cast<int64_t>(w.plugin().held().size()));
     bool announced = false;
     for (const std::string& e : w.h.api.events) {
-      announced |= e.starts_with(StrCat("default/big Normal Reserved: node ", reserved->node, " is reserved for the pod"));
+      announced |= e.starts_with(StrCat("default/big Normal Reserved: node ", reserved->nodes.front().node, " is reserved for the pod"));
     }
     CHECK(announced);
   }
@@ -155,7 +172,7 @@ std::string Reserve(Stream& w) {
   w.h.RunUntilIdle();
   for (int m = 0; m < 10 && w.plugin().held().empty(); ++m) w.Minute();
   REQUIRE(w.plugin().held().size() == 1);
-  return w.plugin().held().begin()->second.node;
+  return w.plugin().held().begin()->second.nodes.front().node;
 }
 
 TEST_CASE("reservation: released when the holder is deleted (its lease lapses)") {
@@ -184,7 +201,7 @@ TEST_CASE("reservation: released when the node can no longer hold the pod") {
   w.Minute();
   CHECK(w.plugin().figures().released.at(std::string(reservation::kNoFit)) == 1);
   // The holder may have moved on to the other node at its next failure; never this one.
-  for (const auto& [level, held] : w.plugin().held()) CHECK(held.node != node);
+  for (const auto& [level, held] : w.plugin().held()) CHECK(held.nodes.front().node != node);
 }
 
 TEST_CASE("reservation: what may still land on the reserved node, and explain") {
@@ -237,6 +254,147 @@ TEST_CASE("reservation: what may still land on the reserved node, and explain") 
     CHECK(r.PreFilter(holder_state, PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Build()).IsSkip());
   }
   CHECK(w.plugin().held().size() == 1);
+}
+
+TEST_CASE("reservation: a starving gang gets a node per member, and small pods keep landing elsewhere",
+          "[gang]") {
+  // Three 8-GPU nodes kept full by the stream of 1-GPU pods; a gang of two 8-GPU members.
+  SECTION("without reservation it starves") {
+    Stream w(0, 3);
+    w.Gang("pair", 2, 8);
+    w.h.RunUntilIdle();
+    for (int m = 0; m < 60; ++m) w.Minute();
+    CHECK_FALSE(w.NodeOf("default/pair-0").has_value());
+    CHECK_FALSE(w.NodeOf("default/pair-1").has_value());
+    CHECK(w.plugin().figures().made == 0);
+  }
+  SECTION("with reservation both members run, on the reserved nodes") {
+    Stream w(120, 3);
+    w.h.clock.Advance(absl::Seconds(30));
+    w.Gang("pair", 2, 8);
+    w.h.RunUntilIdle();
+    const int64_t arrived = w.Now();
+    std::optional<reservation::Held> reserved;
+    int64_t reserved_at = 0;
+    for (int m = 0; m < 60 && !(w.NodeOf("default/pair-0") && w.NodeOf("default/pair-1")); ++m) {
+      w.Minute();
+      if (!reserved.has_value() && !w.plugin().held().empty()) {
+        reserved = w.plugin().held().begin()->second;
+        reserved_at = w.Now();
+      }
+    }
+    REQUIRE(reserved.has_value());
+    CHECK(reserved->gang);
+    CHECK(reserved->holder == "podgroup:default/pair");
+    CHECK(reserved_at - arrived >= 120);
+    REQUIRE(reserved->nodes.size() == 2);  // one 8-GPU member per node
+    std::set<std::string> nodes;
+    for (const reservation::ReservedNode& r : reserved->nodes) {
+      nodes.insert(r.node);
+      CHECK(r.pods.size() == 1);
+      CHECK(r.need.Get(gpu::kRoomGpuUnits) == 8 * gpu::kMilliPerGpu);  // the room hint's units
+    }
+    REQUIRE(w.NodeOf("default/pair-0").has_value());
+    REQUIRE(w.NodeOf("default/pair-1").has_value());
+    CHECK(nodes == std::set<std::string>{*w.NodeOf("default/pair-0"), *w.NodeOf("default/pair-1")});
+    // Backfill: meanwhile small pods landed on the third node only.
+    const int64_t placed_at = std::max(w.bound_at["default/pair-0"].first, w.bound_at["default/pair-1"].first);
+    int elsewhere = 0;
+    for (const auto& [pod, at] : w.bound_at) {
+      if (!pod.starts_with("default/small-") || at.first < reserved_at || at.first > placed_at) continue;
+      CHECK_FALSE(nodes.contains(at.second));
+      elsewhere += !nodes.contains(at.second);
+    }
+    CHECK(elsewhere > 0);
+    for (const auto& [level, held] : w.plugin().held()) CHECK(held.holder != "podgroup:default/pair");
+    CHECK(w.plugin().figures().released.at(std::string(reservation::kPlaced)) == 1);
+    bool announced = false;
+    for (const std::string& e : w.h.api.events) {
+      announced |= e.starts_with("default/pair-0 Normal Reserved: nodes ") &&
+                   e.find(" are reserved for the gang after it waited ") != std::string::npos;
+    }
+    CHECK(announced);
+  }
+}
+
+TEST_CASE("reservation: a gang's nodes are the closest to fitting it, within one domain when compact",
+          "[gang]") {
+  // Four 8-GPU nodes in two racks, partly used by pods that stay: n1 and n2 lack 2 GPUs for a
+  // whole-node member, n3 lacks 5, n4 lacks 6.
+  for (const bool compact : {false, true}) {
+    INFO("compact " << compact);
+    testing::CoreHarness h({.config_yaml = Config(120), .start = absl::FromUnixSeconds(kStart)});
+    const std::map<std::string, std::pair<std::string, int>> layout{
+        {"n1", {"a", 2}}, {"n2", {"b", 2}}, {"n3", {"a", 5}}, {"n4", {"b", 6}}};
+    for (const auto& [name, rack_used] : layout) {
+      h.AddNode(NodeBuilder(name).Label("rack", rack_used.first).Label("host", name).Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
+      h.AddPod(PodBuilder(StrCat("on-", name)).Requests(StrCat("cpu:1,nvidia.com/gpu:", rack_used.second))
+                   .Selector("host", name).Build());
+    }
+    h.RunUntilIdle();
+    REQUIRE(h.binds().size() == 4);
+    nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", {{"name", "ring"}, {"namespace", "default"}}},
+                         {"spec", {{"minMember", 2}}}};
+    if (compact) group["metadata"]["annotations"] = {{"tessel.io/topology-key", "rack"}};
+    REQUIRE(h.ApplyGangObject(group).value());
+    for (int i = 0; i < 2; ++i) {
+      Pod m = PodBuilder(StrCat("ring-", i)).Requests("cpu:1,nvidia.com/gpu:8").Created(kStart).Build();
+      m.meta.labels["scheduling.x-k8s.io/pod-group"] = "ring";
+      h.AddPod(std::move(m));
+    }
+    h.RunUntilIdle();
+    auto* plugin = dynamic_cast<Reservation*>(h.s->FrameworkFor("tessel")->FindPlugin(Reservation::kName));
+    REQUIRE(plugin != nullptr);
+    for (int retry = 0; retry < 3 && plugin->held().empty(); ++retry) {
+      h.clock.Advance(absl::Minutes(6));  // past the queue's 5-minute flush
+      h.RunUntilIdle();
+    }
+    REQUIRE(plugin->held().size() == 1);
+    std::set<std::string> nodes;
+    for (const reservation::ReservedNode& r : plugin->held().begin()->second.nodes) nodes.insert(r.node);
+    // Closest: n1 and n2 (2 + 2 short); compact: rack a's n1 and n3 (2 + 5 short, against rack
+    // b's 2 + 6).
+    CHECK(nodes == (compact ? std::set<std::string>{"n1", "n3"} : std::set<std::string>{"n1", "n2"}));
+    // Another pod of the same priority is kept off n1 (it would take a GPU the gang lacks).
+    h.AddPod(PodBuilder("small").Requests("cpu:1,nvidia.com/gpu:1").Selector("host", "n1").Build());
+    h.RunUntilIdle();
+    CHECK(h.binds().size() == 4);
+    const Explanation e = Explain(*h.s, "default/small");
+    bool named = false;
+    for (const NodeReasonGroup& g : e.reasons) {
+      named |= g.reason.starts_with("node n1 is reserved for gang podgroup:default/ring (waiting since ");
+    }
+    CHECK(named);
+  }
+}
+
+TEST_CASE("reservation: minPodGpus keeps small pods from holding reservations") {
+  for (const int64_t min_pod_gpus : {0, 2}) {
+    INFO("minPodGpus " << min_pod_gpus);
+    Stream w(120, 2, StrCat(", minPodGpus: ", min_pod_gpus));
+    // A 1-GPU pod that also asks for more cpu than a node with a free GPU has left (the stream's
+    // pods take one cpu each) fails every attempt, for a reason room would cure.
+    w.h.AddPod(PodBuilder("one").Requests("cpu:60,nvidia.com/gpu:1").Created(w.Now()).Build());
+    w.h.RunUntilIdle();
+    bool one_held = false;
+    for (int m = 0; m < 15; ++m) {
+      w.Minute();
+      for (const auto& [level, held] : w.plugin().held()) one_held |= held.holder == "default/one";
+    }
+    // Without the floor 1-GPU pods (the stream's too) hold reservations; with it, none does.
+    CHECK(one_held == (min_pod_gpus == 0));
+    CHECK((w.plugin().figures().made > 0) == (min_pod_gpus == 0));
+    if (min_pod_gpus == 0) continue;
+    CHECK_FALSE(w.NodeOf("default/one").has_value());
+    // The big pod still gets one.
+    w.Big();
+    w.h.RunUntilIdle();
+    for (int m = 0; m < 15 && w.plugin().held().empty(); ++m) w.Minute();
+    REQUIRE(w.plugin().held().size() == 1);
+    CHECK(w.plugin().held().begin()->second.holder == "default/big");
+  }
 }
 
 }  // namespace
