@@ -61,8 +61,20 @@ struct Options {
 
 }  // namespace
 
+namespace {
+
+// The defragmentation a policy's suffix asks for (none without one).
+DefragVariant VariantOf(const std::string& policy) {
+  for (const DefragVariant& v : kDefragVariants) {
+    if (policy.ends_with(v.suffix)) return v;
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string BasePolicy(const std::string& policy) {
-  return policy.ends_with(kDefragSuffix) ? policy.substr(0, policy.size() - kDefragSuffix.size()) : policy;
+  return policy.substr(0, policy.size() - VariantOf(policy).suffix.size());
 }
 
 absl::StatusOr<std::vector<std::string>> ParseMovable(const std::string& flag) {
@@ -94,24 +106,25 @@ absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
     }
     return false;
   };
-  const bool defrag = policy != BasePolicy(policy);
-  if (!defrag) {
-    for (std::string_view name : kDefragPlugins) {
-      for (auto& [point, set] : profile.plugins) {
-        std::erase_if(set.enabled, [&](const PluginRef& ref) { return ref.name == name; });
-      }
-      profile.plugin_args.erase(std::string(name));
+  const DefragVariant variant = VariantOf(policy);
+  for (std::string_view name : kDefragPlugins) {
+    if (name == "Consolidation" ? variant.consolidation : variant.reservation) continue;
+    for (auto& [point, set] : profile.plugins) {
+      std::erase_if(set.enabled, [&](const PluginRef& ref) { return ref.name == name; });
     }
+    profile.plugin_args.erase(std::string(name));
   }
-  if (defrag && !enabled("Consolidation")) {
+  if (variant.consolidation && !enabled("Consolidation")) {
     std::vector<PluginRef>& post = profile.plugins["postFilter"].enabled;
     auto preemption = std::find_if(post.begin(), post.end(), [](const PluginRef& r) { return r.name == "DefaultPreemption"; });
     post.insert(preemption == post.end() ? post.end() : std::next(preemption), PluginRef{.name = "Consolidation"});
   }
   // Reservation at every extension point it implements, reserving after 300 s of waiting (its
   // default is off).
-  if (defrag && !enabled("Reservation")) profile.plugins["multiPoint"].enabled.push_back(PluginRef{.name = "Reservation"});
-  if (defrag && !profile.plugin_args.contains("Reservation")) {
+  if (variant.reservation && !enabled("Reservation")) {
+    profile.plugins["multiPoint"].enabled.push_back(PluginRef{.name = "Reservation"});
+  }
+  if (variant.reservation && !profile.plugin_args.contains("Reservation")) {
     profile.plugin_args["Reservation"] = YAML::Load("{waitSeconds: 300}");
   }
   const bool learns = plugin == "FGD" || plugin == "Tessel";
@@ -148,7 +161,8 @@ int TraceMain(int argc, char** argv) {
       "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
       "         [--movable all|none|CLASS[,CLASS...]] [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
       "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack;\n"
-      "P-defrag (e.g. tessel-defrag): P with the Consolidation and Reservation plugins (docs/defrag.md)");
+      "P-defrag (e.g. tessel-defrag): P with the Consolidation and Reservation plugins (docs/defrag.md);\n"
+      "P-moves: P with Consolidation only; P-reserve: P with Reservation only");
   flags.String("--nodes", "NODES.csv", &o.nodes_path, "an openb node list")
       .String("--pods", "PODS.csv", &o.pods_path, "an openb pod list")
       .String("--events", "SCENARIO.json", &o.events_path, "an event list instead (bench/trace/input.h)")

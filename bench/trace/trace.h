@@ -16,9 +16,18 @@
 namespace tessel::bench {
 
 // A policy named P-defrag is P with consolidation and reservation (docs/defrag.md): the plugins
-// kDefragPlugins, Consolidation after DefaultPreemption. Without the suffix, a policy runs
-// without them even if the default profile enables them.
-inline constexpr std::string_view kDefragSuffix = "-defrag";
+// kDefragPlugins, Consolidation after DefaultPreemption; P-moves only consolidation, P-reserve
+// only reservation. Without a suffix, a policy runs without them even if the default profile
+// enables them.
+struct DefragVariant {
+  std::string_view suffix;
+  bool consolidation = false;
+  bool reservation = false;
+};
+inline constexpr DefragVariant kDefragVariants[] = {
+    {.suffix = "-defrag", .consolidation = true, .reservation = true},
+    {.suffix = "-moves", .consolidation = true},
+    {.suffix = "-reserve", .reservation = true}};
 inline constexpr std::string_view kDefragPlugins[] = {"Consolidation", "Reservation"};
 
 // The policy of bench/inflate/run.h that `policy` runs ("tessel" for "tessel-defrag").

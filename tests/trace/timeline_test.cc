@@ -358,6 +358,26 @@ TEST_CASE("trace: P-defrag runs P with Consolidation after DefaultPreemption and
   }
   CHECK(reservation);
   CHECK_FALSE(TraceProfile("nope-defrag").ok());
+  // P-moves and P-reserve: one of the two each.
+  auto has = [&](const ProfileConfig& p, std::string_view plugin) {
+    bool found = false;
+    for (const auto& [point, set] : p.plugins) {
+      for (const PluginRef& r : set.enabled) found |= r.name == plugin;
+    }
+    return found;
+  };
+  CHECK(BasePolicy("tessel-moves") == "tessel");
+  CHECK(BasePolicy("tessel-reserve") == "tessel");
+  absl::StatusOr<ProfileConfig> moves = TraceProfile("tessel-moves");
+  absl::StatusOr<ProfileConfig> reserve = TraceProfile("tessel-reserve");
+  REQUIRE(moves.ok());
+  REQUIRE(reserve.ok());
+  CHECK(has(*moves, "Consolidation"));
+  CHECK_FALSE(has(*moves, "Reservation"));
+  CHECK_FALSE(moves->plugin_args.contains("Reservation"));
+  CHECK_FALSE(has(*reserve, "Consolidation"));
+  CHECK(has(*reserve, "Reservation"));
+  CHECK(reserve->plugin_args.contains("Reservation"));
 }
 
 TEST_CASE("property: jobs end placed, GPU-seconds are conserved, allocation stays within capacity",
