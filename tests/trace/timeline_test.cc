@@ -181,6 +181,36 @@ TEST_CASE("trace: a gang starts only when all its members fit, and ends together
   CHECK(r.allocated_milli_seconds == 4000 * 50 + 8000 * 20);
 }
 
+TEST_CASE("trace: P-reserve keeps a gang from starving behind a stream of small jobs", "[trace]") {
+  // Three 8-GPU nodes kept full by 1-GPU jobs of 2,400 s, one every 100 s until 11,900 s; a
+  // gang of two 8-GPU members arrives at 1,000 s. Each freed GPU goes to the next small job.
+  TimelineInput in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8), GpuNode("n3", 8)};
+  for (int i = 0; i < 120; ++i) in.jobs.push_back(Job(StrCat("small-", i), 100 * i, 2400, 1));
+  in.jobs.push_back(Gang("pair", 1000, 600, 2, 8));
+  auto run = [&](const std::string& policy) {
+    absl::StatusOr<ProfileConfig> profile = TraceProfile(policy);
+    REQUIRE(profile.ok());
+    absl::StatusOr<TimelineResult> r = SimulateTimeline(in, {.profile = &*profile});
+    REQUIRE(r.ok());
+    return *std::move(r);
+  };
+  const TimelineResult plain = run("tessel");
+  const TimelineResult reserve = run("tessel-reserve");
+  // Without reservation the gang starts only once the stream stops.
+  CHECK(Outcome(plain, "pair").start >= 11900);
+  // With it, two nodes are reserved once it waited 300 s (at a retry: at most 5 min apart) and
+  // drain within one small job's run: it starts before 1,000 + 600 + 300 + 2,400 s.
+  CHECK(Outcome(reserve, "pair").start < 4300);
+  // Every job still ends, and the small jobs kept running on the third node meanwhile.
+  for (const JobOutcome& j : reserve.jobs) CHECK(j.end > j.start);
+  int64_t started_meanwhile = 0;
+  for (const JobOutcome& j : reserve.jobs) {
+    started_meanwhile += j.id.starts_with("small-") && j.start > 2000 && j.start < Outcome(reserve, "pair").start;
+  }
+  CHECK(started_meanwhile > 0);
+}
+
 TEST_CASE("trace: a preempted job restarts, or resumes with its progress", "[trace]") {
   TimelineInput in;
   in.nodes.push_back(GpuNode("n1", 8));
