@@ -4,7 +4,9 @@
 // nodes, fractional pods, pods that opt out of sharing) on small GPU clusters with churn. After
 // every scheduling cycle an independent checker (placement_checker.h: its own arithmetic over
 // what the cluster shows) checks resources, GPU devices, anti-affinity, spread, nominated pods'
-// room, quota, gangs, that no preemptor evicts again while its victims terminate, and that
+// room, quota, gangs, that no preemptor evicts again while its victims terminate, that no
+// preemption evicts a bystander (a victim off the preemptor's nodes that gives back no quota it
+// lacks and is no gang mate of a victim there), and that
 // every move was allowed (opt-in, minimum run time, move limit) and part of a plan that works
 // out: the waiting pod fits where the moved pods were, and they all fit elsewhere.
 #include <catch2/catch.hpp>

@@ -110,6 +110,7 @@ class PlacementChecker {
     CheckQuota(view, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
+    CheckNoBystanders(view, evictions, out);
     CheckRepeatedPreemption(view, placed_now, evictions, out);
     return out;
   }
@@ -259,15 +260,28 @@ class PlacementChecker {
   // A queue without a cohort stays within its nominal GPUs; a cohort's queues together within
   // the sum of their nominal GPUs. Pods being deleted hold no quota; a replica is 1/R of a GPU,
   // a fraction its milli (docs/quota.md, docs/gpu.md). Compared in milli-GPUs.
-  void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
-    std::map<std::string, int64_t> used;  // namespace -> milli-GPUs
+  // What each namespace's running pods charge their queue, in milli-GPUs (with the terminating
+  // ones, which hold their quota until they are gone, when asked).
+  std::map<std::string, int64_t> QuotaUsed(const ClusterView& view, bool with_terminating = false) const {
+    std::map<std::string, int64_t> used;
     for (const auto& [node, pods] : view.on_node) {
       const CheckedNode& n = NodeOf(node);
       for (const PodRef& p : pods) {
         const CheckedPod* s = Spec(*p);
-        if (s != nullptr && !Terminating(*p)) used[s->namespace_] += QuotaMilliOn(*s, n);
+        if (s != nullptr && (with_terminating || !Terminating(*p))) used[s->namespace_] += QuotaMilliOn(*s, n);
       }
     }
+    return used;
+  }
+  const CheckedQueue* QueueOf(const std::string& namespace_) const {
+    for (const CheckedQueue& q : world_->queues) {
+      if (q.namespace_ == namespace_) return &q;
+    }
+    return nullptr;
+  }
+
+  void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::string, int64_t> used = QuotaUsed(view);
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
     for (const CheckedQueue& q : world_->queues) {
       const int64_t u = used[q.namespace_];
@@ -325,6 +339,65 @@ class PlacementChecker {
       }
     }
     for (const Eviction& e : evictions) earlier_victims_[Preemptor(e.preemptor)].insert(e.victim);
+  }
+  // No bystanders: a preemption's victim ran on a node its preemptor (the pod, or a member of
+  // its gang) is now nominated to, or belongs to a gang that lost a pod on such a node (a gang
+  // is evicted whole), or gives back quota the preemptor lacks: the preemptor's queue (its
+  // cohort) could not hold what it is nominated for on top of its use before the cycle, and the
+  // victim is of the same queue or of a cohort queue that borrowed (used more than its nominal).
+  // Moves are checked by CheckMoves.
+  void CheckNoBystanders(const ClusterView& view, const std::vector<Eviction>& evictions,
+                         std::vector<std::string>& out) const {
+    const std::map<std::string, int64_t> used_before = QuotaUsed(before_, /*with_terminating=*/true);
+    auto used = [&](const std::string& namespace_) {
+      auto it = used_before.find(namespace_);
+      return it == used_before.end() ? int64_t{0} : it->second;
+    };
+    std::map<std::string, std::set<std::string>> nominated_to;  // preemptor -> nodes
+    std::map<std::string, int64_t> nominated_milli;  // preemptor -> what its nominations charge
+    for (const auto& [node, pods] : view.nominated) {
+      for (const PodRef& p : pods) {
+        nominated_to[Preemptor(p->Key())].insert(node);
+        if (const CheckedPod* s = Spec(*p)) nominated_milli[Preemptor(p->Key())] += QuotaMilliOn(*s, NodeOf(node));
+      }
+    }
+    auto quota_bound = [&](const CheckedQueue& q, int64_t need) {
+      if (q.cohort.empty()) return used(q.namespace_) + need > q.nominal_gpus * 1000;
+      int64_t cohort_used = 0, cohort_nominal = 0;
+      for (const CheckedQueue& c : world_->queues) {
+        if (c.cohort != q.cohort) continue;
+        cohort_used += used(c.namespace_);
+        cohort_nominal += c.nominal_gpus * 1000;
+      }
+      return cohort_used + need > cohort_nominal;
+    };
+    auto reclaimed = [&](const Eviction& e) {
+      const CheckedPod* victim = SpecOf(e.victim);
+      const CheckedPod* preemptor = SpecOf(e.preemptor);
+      if (victim == nullptr || preemptor == nullptr) return false;
+      const CheckedQueue* vq = QueueOf(victim->namespace_);
+      const CheckedQueue* pq = QueueOf(preemptor->namespace_);
+      if (vq == nullptr || pq == nullptr || !quota_bound(*pq, nominated_milli[Preemptor(e.preemptor)])) return false;
+      if (vq == pq) return true;
+      return !vq->cohort.empty() && vq->cohort == pq->cohort && used(vq->namespace_) > vq->nominal_gpus * 1000;
+    };
+    auto frees_its_room = [&](const Eviction& e) {
+      auto it = nominated_to.find(Preemptor(e.preemptor));
+      return it != nominated_to.end() && it->second.contains(e.node);
+    };
+    auto gang_of = [&](const std::string& key) {
+      const CheckedPod* s = SpecOf(key);
+      return s == nullptr ? std::string() : s->gang;
+    };
+    std::set<std::string> gangs_hit;
+    for (const Eviction& e : evictions) {
+      if (!e.move && frees_its_room(e) && !gang_of(e.victim).empty()) gangs_hit.insert(gang_of(e.victim));
+    }
+    for (const Eviction& e : evictions) {
+      if (e.move || frees_its_room(e) || gangs_hit.contains(gang_of(e.victim)) || reclaimed(e)) continue;
+      out.push_back(StrCat(Preemptor(e.preemptor), " evicted ", e.victim, " on ", e.node,
+                           ", a node none of it is nominated to (a bystander)"));
+    }
   }
   // Stable preemption: a preemptor may evict again in a later cycle when its room was taken
   // meanwhile, which under the nomination rules only a more important pod (placed, or nominated:
