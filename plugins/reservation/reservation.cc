@@ -293,6 +293,7 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   // gang is placed within one of each.
   std::map<std::pair<int64_t, std::string>, std::vector<MemberCandidates>> groups;
   const std::vector<MemberCandidates> all = GangCandidates(*fw, gang);
+  if (all.empty() || !QuotaHolds(*fw, gang, all)) return result;  // room alone would not do
   const NodeTiers* tiers = NodeTiersOf(*gang.states.front());
   for (size_t i = 0; i < all.size(); ++i) {
     for (const NodeInfo* node : all[i].nodes) {
@@ -345,6 +346,29 @@ std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, c
     out.push_back(std::move(c));
   }
   return out;
+}
+
+bool Reservation::QuotaHolds(const Framework& fw, const PendingGang& gang,
+                             const std::vector<MemberCandidates>& candidates) const {
+  // Each member alone passed its filters; together they may not fit the queue. The last one is
+  // filtered by the quota plugins with the others added to its cycle state, as the gang planner
+  // adds members placed before it.
+  if (candidates.size() < 2) return true;
+  const size_t last = candidates.size() - 1;
+  CycleState state = gang.states[last]->Clone();
+  for (size_t j = 0; j < last; ++j) {
+    const NodeInfo& node = *candidates[j].nodes.front();
+    Pod placed = *gang.members[j];
+    placed.node_name = node.name();
+    if (!fw.RunPreFilterExtensionAddPod(state, *gang.members[last], placed, node).ok()) return false;
+  }
+  for (const std::string& name : fw.PluginNames("filter")) {
+    const auto* quota = fw.IsQuotaPlugin(name) ? dynamic_cast<const FilterPlugin*>(fw.FindPlugin(name)) : nullptr;
+    if (quota != nullptr && !quota->Filter(state, *gang.members[last], *candidates[last].nodes.front()).ok()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Status Reservation::Reserve(CycleState& /*state*/, const Pod& pod, const std::string& /*node*/) {

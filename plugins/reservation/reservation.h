@@ -155,6 +155,8 @@ class Reservation final : public PreFilterPlugin,
   bool MayReserve(const std::string& key, const Waiter& w, absl::Time now) const;
   // The member candidates of a gang (empty when a quota holds it back or a member has none).
   std::vector<MemberCandidates> GangCandidates(const Framework& fw, const PendingGang& gang) const;
+  // Whether the members of `candidates` together pass the quota plugins' filters (room aside).
+  bool QuotaHolds(const Framework& fw, const PendingGang& gang, const std::vector<MemberCandidates>& candidates) const;
   // Whether node is free to reserve and could ever hold `need`.
   bool Reservable(const NodeInfo* node, const Resources& need) const;
   void Make(Held held);

@@ -147,7 +147,11 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
         preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
       }
       bool evicting = !preempted.empty();
-      if (!evicting) {
+      // Moving pods or reserving nodes gives no quota: a gang its quota holds back (alone, or
+      // besides room) waits for reclaim (gang preemption) or for its queue's pods to end.
+      const bool quota_short = std::any_of(plan.rejecting_plugins.begin(), plan.rejecting_plugins.end(),
+                                           [&](const std::string& p) { return a.fw.IsQuotaPlugin(p); });
+      if (!evicting && !quota_short) {
         const GangPostFilterResult r = PostFilterGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
         preempted = r.message;
         evicting = !r.victims.empty();

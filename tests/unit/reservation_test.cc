@@ -67,15 +67,16 @@ struct Stream {
   }
   void Big() { h.AddPod(PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Created(Now()).Build()); }
   // A PodGroup `name` of `members` pods asking `gpus` GPUs each (compact over `topology_key` if set).
-  void Gang(const std::string& name, int members, int gpus, const std::string& topology_key = "") {
+  void Gang(const std::string& name, int members, int gpus, const std::string& topology_key = "",
+            const std::string& ns = "default") {
     nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
                          {"kind", "PodGroup"},
-                         {"metadata", {{"name", name}, {"namespace", "default"}}},
+                         {"metadata", {{"name", name}, {"namespace", ns}}},
                          {"spec", {{"minMember", members}}}};
     if (!topology_key.empty()) group["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
     REQUIRE(h.ApplyGangObject(group).value());
     for (int i = 0; i < members; ++i) {
-      Pod m = PodBuilder(StrCat(name, "-", i)).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Created(Now()).Build();
+      Pod m = PodBuilder(StrCat(name, "-", i), ns).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Created(Now()).Build();
       m.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
       h.AddPod(std::move(m));
     }
@@ -367,6 +368,25 @@ TEST_CASE("reservation: a gang's nodes are the closest to fitting it, within one
       named |= g.reason.starts_with("node n1 is reserved for gang podgroup:default/ring (waiting since ");
     }
     CHECK(named);
+  }
+}
+
+TEST_CASE("reservation: a gang its quota holds back reserves nothing", "[gang]") {
+  for (const bool over_quota : {false, true}) {
+    INFO("over quota " << over_quota);
+    Stream w(120, 3, ", minPodGpus: 2");
+    // team's queue: 8 GPUs, or 16 (the gang's two 8-GPU members).
+    REQUIRE(w.h.ApplyQueueObject(nlohmann::json{
+                    {"apiVersion", "tessel.io/v1alpha1"},
+                    {"kind", "Queue"},
+                    {"metadata", {{"name", "team"}}},
+                    {"spec", {{"namespaces", {"team"}}, {"nominalQuota", {{"nvidia.com/gpu", over_quota ? "8" : "16"}}}}}})
+                .ok());
+    w.Gang("pair", 2, 8, "", "team");
+    w.h.RunUntilIdle();
+    for (int m = 0; m < 20; ++m) w.Minute();
+    // Room would not help a gang over its quota: no node is held for it.
+    CHECK((w.plugin().figures().made > 0) == !over_quota);
   }
 }
 
