@@ -41,6 +41,23 @@ profiles:
                 wait_seconds, more_args, "}\n");
 }
 
+// A PodGroup `name` in `ns` of `members` pods asking `gpus` GPUs each, created at `created`
+// (compact over `topology_key` if set).
+void AddGang(testing::CoreHarness& h, const std::string& name, int members, int gpus, int64_t created,
+             const std::string& topology_key = "", const std::string& ns = "default") {
+  nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                       {"kind", "PodGroup"},
+                       {"metadata", {{"name", name}, {"namespace", ns}}},
+                       {"spec", {{"minMember", members}}}};
+  if (!topology_key.empty()) group["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
+  REQUIRE(h.ApplyGangObject(group).value());
+  for (int i = 0; i < members; ++i) {
+    Pod m = PodBuilder(StrCat(name, "-", i), ns).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Created(created).Build();
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
+    h.AddPod(std::move(m));
+  }
+}
+
 Node GpuNode(std::string name, int gpus = 8) {
   return NodeBuilder(std::move(name)).Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus)).Build();
 }
@@ -66,20 +83,9 @@ struct Stream {
     h.AddPod(PodBuilder(StrCat("small-", next++)).Requests(requests).Priority(priority).Created(Now()).Build());
   }
   void Big() { h.AddPod(PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Created(Now()).Build()); }
-  // A PodGroup `name` of `members` pods asking `gpus` GPUs each (compact over `topology_key` if set).
   void Gang(const std::string& name, int members, int gpus, const std::string& topology_key = "",
             const std::string& ns = "default") {
-    nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-                         {"kind", "PodGroup"},
-                         {"metadata", {{"name", name}, {"namespace", ns}}},
-                         {"spec", {{"minMember", members}}}};
-    if (!topology_key.empty()) group["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
-    REQUIRE(h.ApplyGangObject(group).value());
-    for (int i = 0; i < members; ++i) {
-      Pod m = PodBuilder(StrCat(name, "-", i), ns).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Created(Now()).Build();
-      m.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
-      h.AddPod(std::move(m));
-    }
+    AddGang(h, name, members, gpus, Now(), topology_key, ns);
   }
   // Notes the binds since the last look.
   void Track() {
@@ -334,17 +340,7 @@ TEST_CASE("reservation: a gang's nodes are the closest to fitting it, within one
     }
     h.RunUntilIdle();
     REQUIRE(h.binds().size() == 4);
-    nlohmann::json group{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-                         {"kind", "PodGroup"},
-                         {"metadata", {{"name", "ring"}, {"namespace", "default"}}},
-                         {"spec", {{"minMember", 2}}}};
-    if (compact) group["metadata"]["annotations"] = {{"tessel.io/topology-key", "rack"}};
-    REQUIRE(h.ApplyGangObject(group).value());
-    for (int i = 0; i < 2; ++i) {
-      Pod m = PodBuilder(StrCat("ring-", i)).Requests("cpu:1,nvidia.com/gpu:8").Created(kStart).Build();
-      m.meta.labels["scheduling.x-k8s.io/pod-group"] = "ring";
-      h.AddPod(std::move(m));
-    }
+    AddGang(h, "ring", 2, 8, kStart, compact ? "rack" : "");
     h.RunUntilIdle();
     auto* plugin = dynamic_cast<Reservation*>(h.s->FrameworkFor("tessel")->FindPlugin(Reservation::kName));
     REQUIRE(plugin != nullptr);
