@@ -84,6 +84,7 @@ void ProvisioningController::OnDelete(const std::string& key, const json* /*last
   const size_t slash = key.find('/');
   if (slash == std::string::npos) return;
   book_.Removed({key.substr(0, slash), key.substr(slash + 1)});
+  if (book_.AnyCapped() && options_.on_change) options_.on_change();  // a slot may have closed
 }
 
 absl::StatusOr<Response> ProvisioningController::Send(std::string method, std::string path, const json* body,

@@ -20,7 +20,7 @@ int32_t AttemptOf(std::string_view name) {
   return ec == std::errc() && end == digits.data() + digits.size() ? attempt : 0;
 }
 
-std::string FormatTime(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
 }  // namespace
 
@@ -103,7 +103,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       }
       // Its nodes had time to come and the gang still does not fit: they may not match it.
       return {.kind = Step::Kind::kWait, .remove = std::exchange(g.stale, {}),
-              .message = StrCat(what, " is Provisioned since ", FormatTime(since),
+              .message = StrCat(what, " is Provisioned since ", Rfc3339(since),
                                 " but the gang does not fit yet: its nodes may not have come, or may not fit the "
                                 "gang (the shortfall above says why); waiting until its booking expires")};
     }
@@ -116,7 +116,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       if (now >= retry) return Create(ask, g, StrCat(what, " failed", detail, said, "; "));
       return {.kind = Step::Kind::kFailed, .remove = std::exchange(g.stale, {}),
               .message = StrCat(what, " failed", detail, said, "; asking again at ",
-                                FormatTime(retry))};
+                                Rfc3339(retry))};
     }
   }
   return {};
