@@ -144,10 +144,13 @@ int Run(server::SchedulerOptions& flags) {
   kube::PodGroupStatusWriter podgroup_status(clients.status.get(), {.write_budget = write_budget});
   // ProvisioningRequests for marked gangs that fit nowhere; a request's change wakes them.
   std::atomic<Scheduler*> woken{nullptr};
-  kube::ProvisioningController provisioner(clients.status.get(), clients.informers.get(),
-                                           {.write_budget = write_budget, .on_change = [&woken] {
-                                              if (Scheduler* s = woken.load()) s->OnCustomObjectChange();
-                                            }});
+  kube::ProvisioningController provisioner(
+      clients.status.get(), clients.informers.get(),
+      {.write_budget = write_budget,
+       .book = {.failed_retry = flags.provisioning_retry_delay, .max_open = flags.max_open_provisioning_requests},
+       .on_change = [&woken] {
+         if (Scheduler* s = woken.load()) s->OnCustomObjectChange();
+       }});
   server::ObserverFanout observers;
   observers.Add(&reporter);
   Registry registry = InTreeRegistry();

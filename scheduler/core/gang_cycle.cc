@@ -162,7 +162,9 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   }
   gang::GangReason reason = gang::GangReason::kUnschedulable;
   FailureKind kind = error ? FailureKind::kError : quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable;
-  if (!error && !quota_only && preempt_events == 0) {
+  // A flavored queue's QueueQuota also turns away nodes outside its flavors: AskForCapacity
+  // judges the quota itself (docs/provisioning.md).
+  if (!error && preempt_events == 0) {
     if (std::optional<provisioning::Outcome> asked = AskForCapacity(a, plan)) {
       StrAppend(&plan.message, "; ", asked->message);
       reason = asked->failed ? gang::GangReason::kProvisioningFailed : gang::GangReason::kWaitingForProvisioning;
@@ -185,7 +187,9 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
     return ReportAttempt(*head, AttemptResult::kError, a.start);
   }
   const uint32_t events = plan.rejecting_plugins.empty() ? kAllEvents : a.fw.EventsFor(plan.rejecting_plugins);
-  a.head.Unschedulable(events | preempt_events | kUnassignedPodAdd | kCustomObjectChange);
+  // Waiting on a request: its change, or its nodes (whichever plugin turned nodes away).
+  const uint32_t provisioning_events = kind == FailureKind::kWaitingForProvisioning ? kNodeAdd : 0u;
+  a.head.Unschedulable(events | preempt_events | kUnassignedPodAdd | kCustomObjectChange | provisioning_events);
   ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
 }
 
@@ -201,12 +205,14 @@ std::optional<provisioning::Outcome> Scheduler::AskForCapacity(const GangAttempt
       .key = a.spec.id.Key(),
       .head = &head,
       .gang_annotations = group ? &group->meta.annotations : nullptr,
+      .queues = queues.get(),
       .queue = queues->QueueFor(head).queue,
+      .snapshot = &snapshot_,
       .owner = group ? OwnerReference{.api_version = std::string(gang::kPodGroupApiVersion), .kind = "PodGroup",
                                       .name = group->meta.name, .uid = group->meta.uid}
                      : OwnerReference{.api_version = "v1", .kind = "Pod", .name = head.meta.name, .uid = head.meta.uid},
       .rejecting_plugins = &plan.rejecting_plugins};
-  for (const PodRef& m : a.members) in.member_keys.push_back(m->Key());
+  for (const PodRef& m : a.members) in.members.push_back(m.get());
   return provisioning::AskIfShort(*provisioner_, std::move(in));
 }
 

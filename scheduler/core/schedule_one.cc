@@ -256,15 +256,19 @@ void Scheduler::RecordFailure(const Framework& fw, InFlightPod pod, const CycleR
   // A pod marked for provisioning, short only of capacity and not waiting on its preemption's
   // victims, asks for nodes (docs/provisioning.md) and says so.
   std::optional<provisioning::Outcome> asked;
-  if (provisioner_ != nullptr && !error && d.kind == FailureKind::kUnschedulable && !d.wake_on_any_event &&
+  if (provisioner_ != nullptr && !error &&
+      (d.kind == FailureKind::kUnschedulable || d.kind == FailureKind::kQuotaExceeded) && !d.wake_on_any_event &&
       pod.pod().nominated_node_name.empty()) {
     const Pod& p = pod.pod();
+    const std::shared_ptr<const QueueDirectory> queues = queue_store_.directory();
     asked = provisioning::AskIfShort(
         *provisioner_, {.key = provisioning::PodKey(p.Key()),
                         .head = &p,
-                        .queue = queue_store_.directory()->QueueFor(p).queue,
+                        .queues = queues.get(),
+                        .queue = queues->QueueFor(p).queue,
+                        .snapshot = &snapshot_,
                         .owner = {.api_version = "v1", .kind = "Pod", .name = p.meta.name, .uid = p.meta.uid},
-                        .member_keys = {p.Key()},
+                        .members = {&p},
                         .rejecting_plugins = &d.rejecting_plugins});
   }
   if (observer_) {
@@ -287,7 +291,7 @@ void Scheduler::RecordFailure(const Framework& fw, InFlightPod pod, const CycleR
     hinted = fw.EventsHintedByRoom(plugins);
     if (hinted != 0) need = fw.RoomNeed(plugins, pod.pod());
   }
-  if (asked.has_value()) events |= kCustomObjectChange;  // its request changed
+  if (asked.has_value()) events |= kCustomObjectChange | kNodeAdd;  // its request changed, or its nodes came
   if (observer_) observer_->PodRejected(pod.pod(), plugins);
   pod.Unschedulable(events, hinted, std::move(need));
 }

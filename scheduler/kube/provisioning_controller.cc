@@ -43,19 +43,27 @@ void ProvisioningController::Stop() {
 }
 
 prov::Outcome ProvisioningController::GangShort(const prov::GangShortage& shortage) {
-  prov::Step step = book_.Shortfall(shortage.ask, options_.now());
+  prov::Step step = book_.Shortfall(shortage.ask, shortage.member_keys, options_.now());
   if (!step.remove.empty()) {
     worker_.Submit([this, remove = step.remove] { DeleteAll(remove); });
   }
   if (step.kind == prov::Step::Kind::kCreate) {
     worker_.Submit([this, spec = step.create, members = shortage.member_keys] { Create(spec, members); });
   }
+  if (!step.consume.pods.empty()) {
+    worker_.Submit([this, consume = std::move(step.consume)] { Annotate(consume); });
+  }
   return {.failed = step.kind == prov::Step::Kind::kFailed, .message = std::move(step.message)};
 }
 
 void ProvisioningController::GangPlaced(const std::string& gang_key) {
   std::vector<prov::RequestRef> requests = book_.Release(gang_key);
-  if (!requests.empty()) worker_.Submit([this, requests = std::move(requests)] { DeleteAll(requests); });
+  if (requests.empty()) return;
+  worker_.Submit([this, requests = std::move(requests)] {
+    DeleteAll(requests);
+    // A slot closed: gangs held back by the cap may ask now.
+    if (book_.AnyCapped() && options_.on_change) options_.on_change();
+  });
 }
 
 void ProvisioningController::GangGone(const std::string& gang_key) { GangPlaced(gang_key); }
@@ -76,6 +84,7 @@ void ProvisioningController::OnDelete(const std::string& key, const json* /*last
   const size_t slash = key.find('/');
   if (slash == std::string::npos) return;
   book_.Removed({key.substr(0, slash), key.substr(slash + 1)});
+  if (book_.AnyCapped() && options_.on_change) options_.on_change();  // a slot may have closed
 }
 
 absl::StatusOr<Response> ProvisioningController::Send(std::string method, std::string path, const json* body,
@@ -110,7 +119,7 @@ void ProvisioningController::Create(const prov::RequestSpec& spec, const std::ve
   }
   if (pods.empty()) return fail(absl::NotFoundError("no member left to provision for"));
   // 2. The templates, then the request that names them.
-  const std::vector<prov::PodSetTemplate> sets = prov::PodSets(pods);
+  const std::vector<prov::PodSetTemplate> sets = prov::PodSets(pods, spec.nodes);
   for (size_t i = 0; i < sets.size(); ++i) {
     json tmpl = prov::PodTemplateObject(spec, i, sets[i]);
     tmpl["metadata"]["annotations"][std::string(kRequestAnnotation)] = spec.name;
@@ -126,17 +135,26 @@ void ProvisioningController::Create(const prov::RequestSpec& spec, const std::ve
   spdlog::info("ProvisioningRequest {}/{} created for {} ({} pod set(s), class {})", spec.namespace_, spec.name,
                spec.gang_key, sets.size(), spec.marking.class_name);
   // 3. The members consume it: cluster-autoscaler leaves them out of its own scale-up.
-  const json patch = {{"metadata",
-                       {{"annotations",
-                         {{prov::kConsumeAnnotation, spec.name}, {prov::kPodClassAnnotation, spec.marking.class_name}}}}}};
+  prov::Consume consume{.request = spec.name, .class_name = spec.marking.class_name};
   for (const json& pod : pods) {
     const json meta = pod.contains("metadata") ? pod["metadata"] : json::object();
+    consume.pods.push_back(StrCat(JsonString(meta, "namespace"), "/", JsonString(meta, "name")));
+  }
+  Annotate(consume);
+}
+
+void ProvisioningController::Annotate(const prov::Consume& consume) {
+  const json patch = {{"metadata",
+                       {{"annotations",
+                         {{prov::kConsumeAnnotation, consume.request}, {prov::kPodClassAnnotation, consume.class_name}}}}}};
+  for (const std::string& key : consume.pods) {
+    const size_t slash = key.find('/');
     absl::StatusOr<Response> p =
-        Send("PATCH", StrCat("/api/v1/namespaces/", JsonString(meta, "namespace"), "/pods/", JsonString(meta, "name")),
-             &patch, std::string(kMergePatch));
+        Send("PATCH", StrCat("/api/v1/namespaces/", key.substr(0, slash), "/pods/", key.substr(slash + 1)), &patch,
+             std::string(kMergePatch));
     if (!p.ok() || (!p->ok() && p->code != 404)) {
-      spdlog::warn("annotate pod {}/{} for ProvisioningRequest {}: {}", JsonString(meta, "namespace"),
-                   JsonString(meta, "name"), spec.name, p.ok() ? p->ErrorMessage() : p.status().message());
+      spdlog::warn("annotate pod {} for ProvisioningRequest {}: {}", key, consume.request,
+                   p.ok() ? p->ErrorMessage() : p.status().message());
     }
   }
 }

@@ -9,7 +9,8 @@
 //   2. creates one PodTemplate per shape and the ProvisioningRequest naming them (409 counts as
 //      done: a retry after a lost answer, or a replica that created them before),
 //   3. annotates the members with cluster-autoscaler's consume-provisioning-request and
-//      provisioning-class-name, so that CA leaves them out of its ordinary scale-up,
+//      provisioning-class-name, so that CA leaves them out of its ordinary scale-up (members
+//      that appear later get them at the gang's next shortfall),
 // and deletes a gang's requests and their templates once it is placed or deleted. Writes are
 // fenced like every other write (`write_budget`). A request's change wakes the waiting gangs
 // (`on_change`).
@@ -69,6 +70,8 @@ class ProvisioningController final : public provisioning::Provisioner, public In
  private:
   // Worker thread: the writes of one step.
   void Create(const provisioning::RequestSpec& spec, const std::vector<std::string>& member_keys);
+  // Marks the pods as the request's consumers (cluster-autoscaler's annotations).
+  void Annotate(const provisioning::Consume& consume);
   void Delete(const provisioning::RequestRef& request);
   void DeleteAll(std::vector<provisioning::RequestRef> requests);
   absl::StatusOr<Response> Send(std::string method, std::string path, const nlohmann::json* body,

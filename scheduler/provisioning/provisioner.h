@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "scheduler/provisioning/request_book.h"
+#include "scheduler/quota/queue.h"
+#include "scheduler/state/snapshot.h"
 
 namespace tessel::provisioning {
 
@@ -43,21 +45,29 @@ class Provisioner {
 // count as capacity: a pool that is empty or full looks the same as one that does not exist,
 // and the provisioner (which knows its node groups) answers Failed for the latter.
 bool CapacityOnly(const std::vector<std::string>& rejecting_plugins);
+inline constexpr std::string_view kQuotaPlugin = "QueueQuota";
 
 // The key a single pod's request is kept under: "pod:NAMESPACE/NAME" (its request is
 // "tessel-pod-NAME-1").
 std::string PodKey(std::string_view pod_key);
 
 // The one way the core asks: when `rejecting_plugins` is a lack of capacity and the pod `head`
-// (a gang's first pending member, or the pod itself), its gang object's annotations or its
-// `queue` mark it, tells `provisioner` and returns how the ask stands; nullopt otherwise.
+// (a gang's first pending member, or the pod itself), its gang object's annotations, the flavor
+// the gang would use or its `queue` mark it, tells `provisioner` and returns how the ask stands;
+// nullopt otherwise. For a flavored queue, the flavors are those whose quota takes all of
+// `members` on top of what the queues use on `snapshot`'s nodes (FlavorsWithQuota); when none
+// does, the quota is short, not the nodes, and nothing is asked; when one does, QueueQuota's
+// rejections do not stop the ask (they are nodes outside the queue's flavors, or the quota of
+// flavors before the one the gang would use).
 struct ShortageInput {
   std::string key;  // GangId::Key(), or PodKey()
   const Pod* head = nullptr;
   const StringMap* gang_annotations = nullptr;  // null: none
+  const QueueDirectory* queues = nullptr;       // null: no queues
   const Queue* queue = nullptr;
+  const Snapshot* snapshot = nullptr;           // for a flavored queue's usage
   OwnerReference owner;
-  std::vector<std::string> member_keys;
+  std::vector<const Pod*> members;              // the pending members (the pod itself)
   const std::vector<std::string>* rejecting_plugins = nullptr;
 };
 std::optional<Outcome> AskIfShort(Provisioner& provisioner, ShortageInput input);

@@ -1,6 +1,7 @@
 // ProvisioningRequest and PodTemplate objects for a gang, and the request's conditions read back.
 #include "scheduler/provisioning/provisioning_request.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "absl/status/status.h"
@@ -55,19 +56,64 @@ json ContainersOf(const json& containers) {
   return out;
 }
 
+json TolerationObject(const Toleration& t) {
+  json out = json::object();
+  if (!t.key.empty()) out["key"] = t.key;
+  out["operator"] = t.op == Toleration::Operator::kExists ? "Exists" : "Equal";
+  if (!t.value.empty()) out["value"] = t.value;
+  if (t.effect.has_value()) out["effect"] = TaintEffectName(*t.effect);
+  if (t.toleration_seconds.has_value()) out["tolerationSeconds"] = *t.toleration_seconds;
+  return out;
+}
+
+// `spec` (a TemplateSpecOf) held to the flavors' nodes.
+void HoldToNodes(json& spec, const FlavorNodes& nodes) {
+  if (nodes.empty()) return;
+  if (!nodes.node_selector.empty()) {
+    json& selector = spec["nodeSelector"];
+    if (!selector.is_object()) selector = json::object();
+    for (const auto& [k, v] : nodes.node_selector) selector[k] = v;
+  }
+  if (!nodes.tolerations.empty()) {
+    json& tolerations = spec["tolerations"];
+    if (!tolerations.is_array()) tolerations = json::array();
+    for (const Toleration& t : nodes.tolerations) {
+      json object = TolerationObject(t);
+      if (std::find(tolerations.begin(), tolerations.end(), object) == tolerations.end()) {
+        tolerations.push_back(std::move(object));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<Marking> MarkingFor(const StringMap& pod_annotations, const StringMap& gang_annotations,
-                                  const Queue* queue) {
+                                  const std::vector<const ResourceFlavor*>& flavors, const Queue* queue) {
   for (const StringMap* annotations : {&pod_annotations, &gang_annotations}) {
     auto it = annotations->find(std::string(kClassAnnotation));
     if (it != annotations->end() && !it->second.empty()) return Marking{.class_name = it->second};
   }
-  if (queue != nullptr && queue->provisioning.has_value()) {
-    return Marking{.class_name = queue->provisioning->class_name,
-                   .parameters = queue->provisioning->parameters};
+  const std::optional<ProvisioningClass>* from = nullptr;
+  for (const ResourceFlavor* flavor : flavors) {
+    if (flavor->provisioning.has_value()) {
+      from = &flavor->provisioning;
+      break;
+    }
   }
-  return std::nullopt;
+  if (from == nullptr && queue != nullptr && queue->provisioning.has_value()) from = &queue->provisioning;
+  if (from == nullptr) return std::nullopt;
+  return Marking{.class_name = (*from)->class_name, .parameters = (*from)->parameters};
+}
+
+FlavorNodes FlavorNodesOf(const std::vector<const ResourceFlavor*>& flavors) {
+  FlavorNodes out;
+  for (const ResourceFlavor* flavor : flavors) {
+    out.flavors.push_back(flavor->name());
+    for (const auto& [k, v] : flavor->node_labels) out.node_selector[k] = v;
+    out.tolerations.insert(out.tolerations.end(), flavor->tolerations.begin(), flavor->tolerations.end());
+  }
+  return out;
 }
 
 std::string RequestName(std::string_view gang_key, int32_t attempt) {
@@ -108,10 +154,11 @@ json TemplateSpecOf(const json& pod) {
   return out;
 }
 
-std::vector<PodSetTemplate> PodSets(const std::vector<json>& pods) {
+std::vector<PodSetTemplate> PodSets(const std::vector<json>& pods, const FlavorNodes& nodes) {
   std::vector<PodSetTemplate> sets;
   for (const json& pod : pods) {
     json spec = TemplateSpecOf(pod);
+    HoldToNodes(spec, nodes);
     auto same = std::find_if(sets.begin(), sets.end(), [&](const PodSetTemplate& s) { return s.template_spec == spec; });
     if (same != sets.end()) {
       ++same->count;

@@ -4,8 +4,8 @@
 // names them), and what a request's conditions say. Pure: JSON in, JSON out; the live glue is
 // scheduler/kube/provisioning_controller.h and the state machine request_book.h.
 //
-//   std::optional<Marking> m = MarkingFor(head.meta.annotations, pod_group_annotations, queue);
-//   std::vector<PodSetTemplate> sets = PodSets(member_pod_jsons);     // one per distinct shape
+//   std::optional<Marking> m = MarkingFor(head.meta.annotations, pod_group_annotations, flavors, queue);
+//   std::vector<PodSetTemplate> sets = PodSets(member_pod_jsons, FlavorNodes(flavors));  // per shape
 //   nlohmann::json pr = RequestObject(spec, sets);                    // POST it after the templates
 //   RequestStatus s = DecodeRequestStatus(observed_request);          // Provisioned, Failed, ...
 #pragma once
@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
+#include "scheduler/quota/flavor.h"
 #include "scheduler/quota/queue.h"
 
 namespace tessel::provisioning {
@@ -43,10 +44,23 @@ struct Marking {
   bool operator==(const Marking&) const = default;
 };
 
-// The marking that applies: the pod's annotation, else its gang object's, else its Queue's
-// spec.provisioning. nullopt: the gang is not provisioned for.
+// The marking that applies: the pod's annotation, else its gang object's, else the
+// spec.provisioning of the first of `flavors` (the ones the gang would use, FlavorsWithQuota)
+// that has one, else its Queue's. nullopt: the gang is not provisioned for.
 std::optional<Marking> MarkingFor(const StringMap& pod_annotations, const StringMap& gang_annotations,
-                                  const Queue* queue);
+                                  const std::vector<const ResourceFlavor*>& flavors, const Queue* queue);
+
+// Where the requested nodes must be: inside the flavors the gang would use. Their node labels
+// become the templates' nodeSelector and their tolerations are added to the templates', so the
+// provisioner makes nodes of those flavors (nodes in none of a flavored queue's flavors could
+// not take the gang).
+struct FlavorNodes {
+  std::vector<std::string> flavors;  // names, for messages
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  bool empty() const { return flavors.empty(); }
+};
+FlavorNodes FlavorNodesOf(const std::vector<const ResourceFlavor*>& flavors);
 
 // What Tessel asks for one gang.
 struct RequestSpec {
@@ -55,6 +69,7 @@ struct RequestSpec {
   std::string gang_key;  // GangId::Key(), in kGangAnnotation
   Marking marking;
   OwnerReference owner;  // the gang object (or its first member): deleting it collects both
+  FlavorNodes nodes;     // empty for a flat queue
 };
 
 // One podSet: a PodTemplate (its spec) and how many members have that shape.
@@ -76,8 +91,9 @@ std::string TemplateName(std::string_view request_name, size_t index);
 // tolerations, priorityClassName, overhead and runtimeClassName. Everything else (volumes,
 // commands, env) stays out: the provisioner only sizes nodes.
 nlohmann::json TemplateSpecOf(const nlohmann::json& pod);
-// The members' pods grouped by TemplateSpecOf, in first-seen order.
-std::vector<PodSetTemplate> PodSets(const std::vector<nlohmann::json>& pods);
+// The members' pods grouped by TemplateSpecOf, in first-seen order, each template held to
+// `nodes` (its node selector set over the pod's, its tolerations added).
+std::vector<PodSetTemplate> PodSets(const std::vector<nlohmann::json>& pods, const FlavorNodes& nodes = {});
 
 nlohmann::json PodTemplateObject(const RequestSpec& spec, size_t index, const PodSetTemplate& set);
 nlohmann::json RequestObject(const RequestSpec& spec, const std::vector<PodSetTemplate>& sets);

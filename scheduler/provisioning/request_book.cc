@@ -20,37 +20,68 @@ int32_t AttemptOf(std::string_view name) {
   return ec == std::errc() && end == digits.data() + digits.size() ? attempt : 0;
 }
 
+std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
 }  // namespace
 
 std::string RequestBook::Describe(const GangRequests& g) {
-  return StrCat("ProvisioningRequest ", g.namespace_, "/", g.name, " (class ", g.class_name, ")");
+  return StrCat("ProvisioningRequest ", g.namespace_, "/", g.name, " (class ", g.class_name,
+                g.flavors.empty() ? "" : StrCat(", flavor ", g.flavors), ")");
+}
+
+int64_t RequestBook::OpenLocked() const {
+  return std::count_if(gangs_.begin(), gangs_.end(), [](const auto& kv) { return kv.second.open(); });
 }
 
 Step RequestBook::Create(const Ask& ask, GangRequests& g, std::string why) {
-  Step step{.kind = Step::Kind::kCreate, .remove = std::move(g.stale)};
-  g.stale.clear();
+  Step step{.kind = Step::Kind::kCreate, .remove = std::exchange(g.stale, {})};
   if (!g.name.empty()) step.remove.push_back({g.namespace_, g.name});
-  g.namespace_ = ask.namespace_;
-  g.class_name = ask.marking.class_name;
-  g.attempt += 1;
-  g.name = RequestName(ask.gang_key, g.attempt);
+  g.name.clear();
   g.phase = RequestPhase::kPending;
   g.reason.clear();
   g.message.clear();
   g.failed_at.reset();
+  g.provisioned_at.reset();
+  g.consumers.clear();
+  g.capped = options_.max_open > 0 && OpenLocked() >= options_.max_open;
+  if (g.capped) {
+    step.kind = Step::Kind::kCapped;
+    step.message = StrCat(why, "not asking for capacity yet: ", OpenLocked(),
+                          " ProvisioningRequests are open, the most --max-open-provisioning-requests allows; "
+                          "waiting for one to close");
+    return step;
+  }
+  g.namespace_ = ask.namespace_;
+  g.class_name = ask.marking.class_name;
+  g.flavors = StrJoin(ask.nodes.flavors, ", ");
+  g.attempt += 1;
+  g.name = RequestName(ask.gang_key, g.attempt);
   step.create = RequestSpec{.namespace_ = ask.namespace_,
                             .name = g.name,
                             .gang_key = ask.gang_key,
                             .marking = ask.marking,
-                            .owner = ask.owner};
+                            .owner = ask.owner,
+                            .nodes = ask.nodes};
   step.message = StrCat(why, "waiting for ", Describe(g), " to be provisioned");
   return step;
 }
 
-Step RequestBook::Shortfall(const Ask& ask, absl::Time now) {
+Step RequestBook::Shortfall(const Ask& ask, const std::vector<std::string>& members, absl::Time now) {
   absl::MutexLock lock(&mu_);
   Step step = Decide(ask, now);
   deleting_.insert(step.remove.begin(), step.remove.end());
+  GangRequests& g = gangs_[ask.gang_key];
+  if (step.kind == Step::Kind::kCreate) {
+    g.consumers = std::set<std::string>(members.begin(), members.end());  // annotated after the create
+  } else if (step.kind != Step::Kind::kCapped && !g.name.empty()) {
+    for (const std::string& m : members) {
+      if (g.consumers.insert(m).second) step.consume.pods.push_back(m);
+    }
+    if (!step.consume.pods.empty()) {
+      step.consume.request = g.name;
+      step.consume.class_name = g.class_name;
+    }
+  }
   return step;
 }
 
@@ -64,9 +95,18 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
     case RequestPhase::kPending:
       return {.kind = Step::Kind::kWait, .remove = std::exchange(g.stale, {}),
               .message = StrCat("waiting for ", what, " to be provisioned")};
-    case RequestPhase::kProvisioned:
+    case RequestPhase::kProvisioned: {
+      const absl::Time since = g.provisioned_at.value_or(now);
+      if (now - since < options_.nodes_grace) {
+        return {.kind = Step::Kind::kWait, .remove = std::exchange(g.stale, {}),
+                .message = StrCat(what, " is Provisioned; waiting for its nodes")};
+      }
+      // Its nodes had time to come and the gang still does not fit: they may not match it.
       return {.kind = Step::Kind::kWait, .remove = std::exchange(g.stale, {}),
-              .message = StrCat(what, " is Provisioned; waiting for its nodes")};
+              .message = StrCat(what, " is Provisioned since ", Rfc3339(since),
+                                " but the gang does not fit yet: its nodes may not have come, or may not fit the "
+                                "gang (the shortfall above says why); waiting until its booking expires")};
+    }
     case RequestPhase::kBookingExpired:
       return Create(ask, g, StrCat(what, " expired before the gang was placed (BookingExpired", detail, "); "));
     case RequestPhase::kCapacityRevoked:
@@ -76,7 +116,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       if (now >= retry) return Create(ask, g, StrCat(what, " failed", detail, said, "; "));
       return {.kind = Step::Kind::kFailed, .remove = std::exchange(g.stale, {}),
               .message = StrCat(what, " failed", detail, said, "; asking again at ",
-                                absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", retry, absl::UTCTimeZone()))};
+                                Rfc3339(retry))};
     }
   }
   return {};
@@ -101,8 +141,12 @@ void RequestBook::Observe(const ObservedRequest& request, absl::Time now) {
     g.name = request.name;
     g.attempt = attempt;
     g.failed_at.reset();
+    g.provisioned_at.reset();
+    g.consumers.clear();
+    g.capped = false;
   }
   if (request.phase == RequestPhase::kFailed && g.phase != RequestPhase::kFailed) g.failed_at = now;
+  if (request.phase == RequestPhase::kProvisioned && g.phase != RequestPhase::kProvisioned) g.provisioned_at = now;
   g.phase = request.phase;
   g.reason = request.reason;
   g.message = request.message;
@@ -118,6 +162,7 @@ void RequestBook::Removed(const RequestRef& request) {
       g.name.clear();
       g.phase = RequestPhase::kPending;
       g.failed_at.reset();
+      g.provisioned_at.reset();
     }
   }
 }
@@ -161,6 +206,16 @@ std::optional<RequestPhase> RequestBook::PhaseOf(const std::string& gang_key) co
 size_t RequestBook::size() const {
   absl::MutexLock lock(&mu_);
   return gangs_.size();
+}
+
+int64_t RequestBook::open() const {
+  absl::MutexLock lock(&mu_);
+  return OpenLocked();
+}
+
+bool RequestBook::AnyCapped() const {
+  absl::MutexLock lock(&mu_);
+  return std::any_of(gangs_.begin(), gangs_.end(), [](const auto& kv) { return kv.second.capped; });
 }
 
 }  // namespace tessel::provisioning

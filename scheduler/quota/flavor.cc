@@ -23,6 +23,15 @@ bool ResourceFlavor::Admits(const std::vector<Toleration>& pod_tolerations) cons
   });
 }
 
+std::optional<ProvisioningClass> DecodeProvisioningClass(FieldDecoder& d, const nlohmann::json& spec) {
+  const nlohmann::json* provisioning = d.Object(spec, "provisioning", "spec.provisioning");
+  if (provisioning == nullptr) return std::nullopt;
+  ProvisioningClass p{.class_name = d.String(*provisioning, "className", "spec.provisioning.className"),
+                      .parameters = d.StringMapField(*provisioning, "parameters", "spec.provisioning.parameters")};
+  if (p.class_name.empty()) d.Fail("spec.provisioning.className", "must be set");
+  return p;
+}
+
 absl::StatusOr<ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& object) {
   FieldDecoder d(DescribeObject(object));
   ResourceFlavor f;
@@ -32,6 +41,7 @@ absl::StatusOr<ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& object
     f.node_labels = d.StringMapField(*spec, "nodeLabels", "spec.nodeLabels");
     f.node_taints = DecodeTaints(d, *spec, "nodeTaints", "spec.nodeTaints");
     f.tolerations = DecodeTolerations(d, *spec, "tolerations", "spec.tolerations");
+    f.provisioning = DecodeProvisioningClass(d, *spec);
   }
   if (!d.ok()) return d.status();
   return f;

@@ -3,7 +3,9 @@
 // A ResourceFlavor (tessel.io/v1alpha1, cluster-scoped) names its nodes by labels: a node
 // belongs to the flavor when it carries every label of spec.nodeLabels. spec.nodeTaints are the
 // taints its nodes carry (a pod that does not tolerate them cannot use the flavor) and
-// spec.tolerations the taints its pods are taken to tolerate when that is checked. A Queue with
+// spec.tolerations the taints its pods are taken to tolerate when that is checked;
+// spec.provisioning, the ProvisioningRequest class of the gangs that would use it when they fit
+// nowhere (docs/provisioning.md). A Queue with
 // spec.resourceGroups lists, per group of covered resources, flavors in the order its pods try
 // them, each with its own nominal quota, borrowing and lending limits (scheduler/quota/queue.h).
 //
@@ -20,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,13 +33,27 @@
 
 namespace tessel {
 
+class FieldDecoder;
+
 inline constexpr std::string_view kResourceFlavorKind = "ResourceFlavor";
+
+// spec.provisioning of a Queue or a ResourceFlavor: the class (and parameters) of the
+// ProvisioningRequests its gangs ask for capacity with (docs/provisioning.md).
+struct ProvisioningClass {
+  std::string class_name;  // className, e.g. queued-provisioning.gke.io
+  StringMap parameters;    // parameters, copied to the request's spec.parameters
+  bool operator==(const ProvisioningClass&) const = default;
+};
+// Decodes `spec.provisioning` when present (className required and not empty; parameters a map
+// of strings); errors go to `d`, naming the field.
+std::optional<ProvisioningClass> DecodeProvisioningClass(FieldDecoder& d, const nlohmann::json& spec);
 
 struct ResourceFlavor {
   ObjectMeta meta;
   StringMap node_labels;               // spec.nodeLabels: a node of the flavor has all of them
   std::vector<Taint> node_taints;      // spec.nodeTaints
   std::vector<Toleration> tolerations; // spec.tolerations
+  std::optional<ProvisioningClass> provisioning;  // spec.provisioning
 
   const std::string& name() const { return meta.name; }
   // Whether a node with these labels belongs to the flavor.

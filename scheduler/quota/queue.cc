@@ -233,12 +233,7 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
       if (*q.min_run_seconds < 0) d.Fail("spec.disruption.minRunSeconds", "must not be negative");
     }
   }
-  if (const json* provisioning = d.Object(*spec, "provisioning", "spec.provisioning")) {
-    QueueProvisioning p{.class_name = d.String(*provisioning, "className", "spec.provisioning.className"),
-                        .parameters = d.StringMapField(*provisioning, "parameters", "spec.provisioning.parameters")};
-    if (p.class_name.empty()) d.Fail("spec.provisioning.className", "must be set");
-    q.provisioning = std::move(p);
-  }
+  q.provisioning = DecodeProvisioningClass(d, *spec);
   if (!d.ok()) return d.status();
   return q;
 }

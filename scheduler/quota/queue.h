@@ -56,13 +56,6 @@ struct ResourceGroup {
   std::vector<std::string> flavors;  // in the order pods try them
 };
 
-// spec.provisioning of a Queue.
-struct QueueProvisioning {
-  std::string class_name;  // spec.provisioning.className, e.g. queued-provisioning.gke.io
-  StringMap parameters;    // spec.provisioning.parameters, copied to the request's spec.parameters
-  bool operator==(const QueueProvisioning&) const = default;
-};
-
 struct Queue {
   ObjectMeta meta;  // creationTimestamp decides who keeps a namespace two queues list
   std::vector<std::string> namespaces;
@@ -91,7 +84,7 @@ struct Queue {
   std::optional<int64_t> min_run_seconds;
   // spec.provisioning: the queue's gangs that fit nowhere ask for capacity with a
   // ProvisioningRequest of this class (docs/provisioning.md). nullopt: they do not.
-  std::optional<QueueProvisioning> provisioning;
+  std::optional<ProvisioningClass> provisioning;
 
   const std::string& name() const { return meta.name; }
   bool flavored() const { return !resource_groups.empty(); }

@@ -1,6 +1,8 @@
 // Queue charges and reports (see quota_usage.h).
 #include "scheduler/quota/quota_usage.h"
 
+#include <algorithm>
+
 #include "scheduler/quota/quota_tracker.h"
 
 namespace tessel {
@@ -56,6 +58,39 @@ Resources QueueCharge(const QueueDirectory& directory, const Queue& queue, const
   Resources charge = QuotaCharge(pod, node.gpus().inventory());
   if (!queue.flavored() || node.node() == nullptr) return charge;
   return directory.Place(queue, charge, node.node()->meta.labels).charge;
+}
+
+std::optional<std::vector<const ResourceFlavor*>> FlavorsWithQuota(const QueueDirectory& directory,
+                                                                  const Queue& queue, const QuotaTracker& usage,
+                                                                  const Resources& charge) {
+  std::vector<const ResourceFlavor*> chosen;
+  for (const ResourceGroup& group : queue.resource_groups) {
+    const bool used = std::any_of(group.covered.begin(), group.covered.end(),
+                                  [&](const std::string& r) { return charge.Get(r) > 0; });
+    if (!used) continue;
+    const ResourceFlavor* by_borrowing = nullptr;
+    const ResourceFlavor* taken = nullptr;
+    for (const std::string& name : group.flavors) {
+      auto it = directory.flavors().find(name);
+      if (it == directory.flavors().end()) continue;
+      Resources flavored;
+      for (const std::string& r : group.covered) {
+        if (const int64_t amount = charge.Get(r); amount > 0) flavored.Set(FlavoredResource(r, name), amount);
+      }
+      const QuotaVerdict verdict = usage.Check(queue.name(), flavored);
+      if (!verdict.fits) continue;
+      if (verdict.borrows && queue.when_can_borrow == WhenCanBorrow::kTryNextFlavor) {
+        if (by_borrowing == nullptr) by_borrowing = &it->second;
+        continue;
+      }
+      taken = &it->second;
+      break;
+    }
+    if (taken == nullptr) taken = by_borrowing;
+    if (taken == nullptr) return std::nullopt;
+    chosen.push_back(taken);
+  }
+  return chosen;
 }
 
 bool ChargesQuota(const Pod& pod) { return !pod.meta.deletion_timestamp.has_value(); }

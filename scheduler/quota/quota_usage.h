@@ -41,6 +41,19 @@ bool ChargesQuota(const Pod& pod);
 void AddNodeUsage(const QueueDirectory& directory, const NodeInfo& node, QueueUsage& usage,
                   QueueCounts* admitted = nullptr);
 
+class QuotaTracker;
+
+// The flavors a set of pods of the flavored `queue`, charging `charge` together (QuotaCharge
+// summed), would use on nodes that do not exist yet: per resource group the charge uses, the
+// first flavor in the queue's order whose quota takes all of it on top of `usage` (with
+// whenCanBorrow TryNextFlavor, the first without borrowing, else the first by borrowing), in
+// group order. Flavors that do not exist are skipped. nullopt when a group has no such flavor
+// (the quota is short, not the nodes); empty for a flat queue. What a ProvisioningRequest asks
+// for (docs/provisioning.md).
+std::optional<std::vector<const ResourceFlavor*>> FlavorsWithQuota(const QueueDirectory& directory,
+                                                                  const Queue& queue, const QuotaTracker& usage,
+                                                                  const Resources& charge);
+
 // One flavor of a flavored queue (spec.resourceGroups), amounts by resource name.
 struct FlavorReport {
   std::string name;

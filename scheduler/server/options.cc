@@ -46,6 +46,12 @@ SchedulerOptions::SchedulerOptions() : flags_("tessel-scheduler", "usage: tessel
       .Int("--bind-workers", "N", &bind_workers, {1, 256}, "binder threads: binds in flight at once (default 32)")
       .Duration("--queue-status-interval", "D", &queue_status_interval,
                 "how often the leader writes Queue statuses, at most (default 10s)")
+      .Int("--max-open-provisioning-requests", "N", &max_open_provisioning_requests, {.min = 0},
+           "ProvisioningRequests open (pending or Provisioned) at once, at\n"
+           "most; a gang over it waits for one to close (default 100; 0: no limit)")
+      .Duration("--provisioning-retry-delay", "D", &provisioning_retry_delay,
+                "how long a gang whose ProvisioningRequest failed waits before it\n"
+                "asks again (default 10m)")
       .Int("--admin-port", "N", &admin_port, {0, 65535},
            "gRPC admin API for tesselctl, served by the leader on\n"
            "--bind-address with the secure port's certificate (default 10260;\n"

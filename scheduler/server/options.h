@@ -53,6 +53,8 @@ class SchedulerOptions {
   std::optional<int64_t> burst;  // after ApplyConfig: set (flag, else clientConnection.burst, else 100)
   int bind_workers = 32;
   absl::Duration queue_status_interval = absl::Seconds(10);
+  int64_t max_open_provisioning_requests = 100;  // 0: no limit
+  absl::Duration provisioning_retry_delay = absl::Minutes(10);
   int admin_port = 10260;
   bool admin_insecure = false;
   int verbosity = 2;

@@ -10,13 +10,26 @@
 #     PodGroup (ProvisioningFailed) and on its pods' PodScheduled condition; deleting its
 #     PodGroup deletes the request.
 #  3. A single pod marked for provisioning gets a request of its own and lands on its node.
+#  4. A flavored Queue whose only flavor has no node, and whose ResourceFlavor carries
+#     spec.provisioning: an unmarked gang asks with the flavor's class, its template selects the
+#     flavor's node labels (the stand-in's nodes get them), and it binds on those nodes.
 source "$(dirname "$0")/lib.sh"
 it_begin provisioning
 
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/podgroups.yaml" >/dev/null
 kubectl apply -f "$TESSEL_ROOT/tests/integration/testdata/provisioningrequests.yaml" >/dev/null
+kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" -f "$TESSEL_ROOT/manifests/crds/resourceflavors.yaml" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/podgroups.scheduling.x-k8s.io \
-  crd/provisioningrequests.autoscaling.x-k8s.io >/dev/null || fail "CRDs not established"
+  crd/provisioningrequests.autoscaling.x-k8s.io crd/queues.tessel.io crd/resourceflavors.tessel.io >/dev/null \
+  || fail "CRDs not established"
+# Queues and flavors are cluster-scoped: named after the test, deleted at the end.
+FLAVOR="$NS-spot"
+cleanup_flavored() {
+  kubectl delete queues.tessel.io "$NS" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete resourceflavors.tessel.io "$FLAVOR" --ignore-not-found >/dev/null 2>&1 || true
+}
+cleanup_flavored
+trap 'rc=$?; cleanup_flavored; set +e; (exit $rc); it_cleanup' EXIT
 
 # One small node of another pool: the cluster is not empty, the gang's pool is.
 it_nodes prov-small:4:pool=small
@@ -78,6 +91,40 @@ it_wait 120 "solo bound" it_bound solo
 [[ $(node_of solo) == tessel-pod-solo-1-0 ]] || fail "solo is on $(node_of solo)"
 it_wait 60 "solo's request deleted" none_left
 grep -qx "tessel-pod-solo-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
+
+# 4. The flavor the gang would use gives the class and the nodes' labels (the failed gang's
+# pods go first: they select a pool outside the flavor).
+kubectl delete pod -n "$NS" stuck-0 stuck-1 >/dev/null
+kubectl apply --validate=strict -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: ResourceFlavor
+metadata: {name: $FLAVOR}
+spec:
+  nodeLabels: {pool: $FLAVOR}
+  provisioning: {className: provision.test.tessel.io}
+---
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $NS}
+spec:
+  namespaces: [$NS]
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $FLAVOR
+      resources: [{name: nvidia.com/gpu, nominalQuota: "16"}]
+YAML
+it_podgroup flav 2
+for i in 0 1; do it_pod "flav-$i" --gpus 8 --label scheduling.x-k8s.io/pod-group=flav; done
+for i in 0 1; do it_wait 180 "flav-$i bound" it_bound "flav-$i"; done
+for i in 0 1; do
+  n=$(node_of "flav-$i")
+  [[ $n == tessel-podgroup-flav-1-* ]] || fail "flav-$i is on $n, not on a provisioned node"
+  [[ $(kubectl get node "$n" -o 'jsonpath={.metadata.labels.pool}') == "$FLAVOR" ]] || fail "node $n is not in $FLAVOR"
+done
+grep -qx "tessel-podgroup-flav-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
+it_wait 60 "flav's request deleted" none_left
+say "flav: bound on the $FLAVOR nodes its request asked for"
 
 it_stop_scheduler main
 exit 0

@@ -2,7 +2,8 @@
 // PodTemplate and ProvisioningRequest (members read from the API server, grouped by shape) and
 // its members the consume-provisioning-request annotations; a placed gang's request and
 // templates are deleted; a request that cannot be created (no CRD) fails the ask with the API's
-// answer; the informer's view of a request's conditions reaches the next ask.
+// answer; the informer's view of a request's conditions reaches the next ask; a member that
+// comes later is annotated at the next ask; a flavored gang's templates carry its flavor.
 #include <catch2/catch.hpp>
 
 #include "absl/synchronization/mutex.h"
@@ -120,6 +121,43 @@ TEST_CASE("without the CRD the ask fails with the API's answer", "[live][provisi
   CHECK_THAT(o.message, Catch::Contains("failed: CreateFailed: "));
   CHECK_THAT(o.message, Catch::Contains("could not find the requested resource"));
   CHECK(f.controller.created() == 0);
+}
+
+TEST_CASE("a member created after the request is annotated at the gang's next shortfall", "[live][provisioning]") {
+  Fixture f;
+  f.controller.GangShort(f.Shortage());
+  WaitUntil([&] { return f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-1") == 1; });
+  provisioning::GangShortage later = f.Shortage();
+  later.member_keys.push_back("ns/train-2");
+  CHECK_FALSE(f.controller.GangShort(later).failed);
+  WaitUntil([&] { return f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-2") == 1; });
+  CHECK(f.controller.created() == 1);
+  // Once only; the earlier members are not patched again.
+  f.controller.GangShort(later);
+  f.controller.GangPlaced("podgroup:ns/train");
+  WaitUntil([&] { return f.api.Count(std::string("DELETE ") + std::string(kRequests) + "/tessel-podgroup-train-1") == 1; });
+  CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-2") == 1);
+  CHECK(f.api.Count("PATCH /api/v1/namespaces/ns/pods/train-0") == 1);
+  const auto calls = f.api.calls();
+  auto patch = std::find_if(calls.begin(), calls.end(), [](const FakeApiServer::Call& c) {
+    return c.method == "PATCH" && c.path.ends_with("/train-2");
+  });
+  REQUIRE(patch != calls.end());
+  CHECK(json::parse(patch->body)["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"] ==
+        "tessel-podgroup-train-1");
+}
+
+TEST_CASE("a flavored gang's template asks for nodes of its flavor", "[live][provisioning]") {
+  Fixture f;
+  provisioning::GangShortage s = f.Shortage();
+  s.ask.nodes = {.flavors = {"spot"}, .node_selector = {{"pool", "spot"}},
+                 .tolerations = {Toleration{.key = "spot", .op = Toleration::Operator::kExists}}};
+  CHECK_THAT(f.controller.GangShort(s).message, Catch::Contains("(class queued-provisioning.gke.io, flavor spot)"));
+  WaitUntil([&] { return f.controller.created() == 1; });
+  absl::MutexLock lock(&f.mu);
+  REQUIRE(f.created.size() == 2);
+  CHECK(f.created[0]["template"]["spec"]["nodeSelector"] == json({{"pool", "spot"}}));
+  CHECK(f.created[0]["template"]["spec"]["tolerations"] == json::parse(R"([{"key":"spot","operator":"Exists"}])"));
 }
 
 }  // namespace

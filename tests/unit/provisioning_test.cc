@@ -12,7 +12,10 @@
 #include "scheduler/provisioning/provisioner.h"
 #include "scheduler/provisioning/provisioning_request.h"
 #include "scheduler/provisioning/request_book.h"
+#include "scheduler/quota/flavor.h"
 #include "scheduler/quota/queue.h"
+#include "scheduler/quota/quota_tracker.h"
+#include "scheduler/quota/quota_usage.h"
 #include "scheduler/testing/builders.h"
 #include "scheduler/util/strings.h"
 
@@ -141,15 +144,15 @@ TEST_CASE("a request's conditions decide its phase", "[provisioning]") {
 
 TEST_CASE("the marking: the pod's annotation, then its gang's, then its queue's", "[provisioning]") {
   Queue q;
-  q.provisioning = QueueProvisioning{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"a", "b"}}};
+  q.provisioning = ProvisioningClass{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"a", "b"}}};
   const StringMap pod = {{std::string(kClassAnnotation), "from-pod"}};
   const StringMap group = {{std::string(kClassAnnotation), "from-group"}};
-  CHECK(MarkingFor(pod, group, &q)->class_name == "from-pod");
-  CHECK(MarkingFor({}, group, &q)->class_name == "from-group");
-  CHECK(*MarkingFor({}, {}, &q) == Marking{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"a", "b"}}});
-  CHECK_FALSE(MarkingFor({}, {}, nullptr).has_value());
+  CHECK(MarkingFor(pod, group, {}, &q)->class_name == "from-pod");
+  CHECK(MarkingFor({}, group, {}, &q)->class_name == "from-group");
+  CHECK(*MarkingFor({}, {}, {}, &q) == Marking{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"a", "b"}}});
+  CHECK_FALSE(MarkingFor({}, {}, {}, nullptr).has_value());
   const Queue plain;
-  CHECK_FALSE(MarkingFor({}, {}, &plain).has_value());
+  CHECK_FALSE(MarkingFor({}, {}, {}, &plain).has_value());
 }
 
 TEST_CASE("Queue spec.provisioning decodes, and a missing className names the field", "[provisioning]") {
@@ -179,6 +182,7 @@ TEST_CASE("shortfalls that more nodes can end", "[provisioning]") {
 // --- The state machine. ---
 
 const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+const std::vector<std::string> kTrain = {"team-a/train-0", "team-a/train-1"};
 
 Ask TrainAsk() {
   return Ask{.gang_key = "podgroup:team-a/train",
@@ -194,7 +198,7 @@ void See(RequestBook& book, std::string name, std::vector<std::pair<std::string,
 
 TEST_CASE("a gang asks once and waits until Provisioned, then lets go when placed", "[provisioning]") {
   RequestBook book;
-  Step first = book.Shortfall(TrainAsk(), t0);
+  Step first = book.Shortfall(TrainAsk(), kTrain, t0);
   REQUIRE(first.kind == Step::Kind::kCreate);
   CHECK(first.create.name == "tessel-podgroup-train-1");
   CHECK(first.create.owner.uid == "u1");
@@ -204,12 +208,12 @@ TEST_CASE("a gang asks once and waits until Provisioned, then lets go when place
         "waiting for ProvisioningRequest team-a/tessel-podgroup-train-1 (class queued-provisioning.gke.io) to be provisioned");
 
   // Not seen yet, then Accepted: no second request.
-  CHECK(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kWait);
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kWait);
   See(book, "tessel-podgroup-train-1", {{"Accepted", "True"}});
-  CHECK(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kWait);
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kWait);
 
   See(book, "tessel-podgroup-train-1", {{"Accepted", "True"}, {"Provisioned", "True"}});
-  Step provisioned = book.Shortfall(TrainAsk(), t0);
+  Step provisioned = book.Shortfall(TrainAsk(), kTrain, t0);
   CHECK(provisioned.kind == Step::Kind::kWait);
   CHECK_THAT(provisioned.message, Catch::Contains("is Provisioned; waiting for its nodes"));
   CHECK(book.PhaseOf("podgroup:team-a/train") == RequestPhase::kProvisioned);
@@ -224,18 +228,18 @@ TEST_CASE("a gang asks once and waits until Provisioned, then lets go when place
 
 TEST_CASE("placed elsewhere before the request was provisioned: the request is removed", "[provisioning]") {
   RequestBook book;
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   See(book, "tessel-podgroup-train-1", {{"Accepted", "True"}});
   CHECK(book.Release("podgroup:team-a/train") == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}});
   // Short again later: a fresh ask.
-  CHECK(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
 }
 
 TEST_CASE("a deleted gang's requests, earlier attempts included, are removed", "[provisioning]") {
   RequestBook book;
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}, {"BookingExpired", "True"}});
-  Step again = book.Shortfall(TrainAsk(), t0);
+  Step again = book.Shortfall(TrainAsk(), kTrain, t0);
   REQUIRE(again.kind == Step::Kind::kCreate);
   // The old one is handed out for deletion once, and does not come back.
   CHECK(again.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}});
@@ -244,9 +248,9 @@ TEST_CASE("a deleted gang's requests, earlier attempts included, are removed", "
 
 TEST_CASE("BookingExpired before placement: asked again with the next attempt", "[provisioning]") {
   RequestBook book;
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}, {"BookingExpired", "True"}});
-  Step again = book.Shortfall(TrainAsk(), t0);
+  Step again = book.Shortfall(TrainAsk(), kTrain, t0);
   REQUIRE(again.kind == Step::Kind::kCreate);
   CHECK(again.create.name == "tessel-podgroup-train-2");
   CHECK_THAT(again.message, Catch::StartsWith("ProvisioningRequest team-a/tessel-podgroup-train-1 (class "
@@ -258,9 +262,9 @@ TEST_CASE("BookingExpired before placement: asked again with the next attempt", 
 
 TEST_CASE("CapacityRevoked: the reason is reported and the gang asks again at once", "[provisioning]") {
   RequestBook book;
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}, {"CapacityRevoked", "True"}});
-  Step again = book.Shortfall(TrainAsk(), t0);
+  Step again = book.Shortfall(TrainAsk(), kTrain, t0);
   REQUIRE(again.kind == Step::Kind::kCreate);
   CHECK(again.create.name == "tessel-podgroup-train-2");
   CHECK_THAT(again.message, Catch::Contains("lost its capacity (CapacityRevoked: CapacityRevokedReason: "
@@ -270,17 +274,17 @@ TEST_CASE("CapacityRevoked: the reason is reported and the gang asks again at on
 
 TEST_CASE("Failed: the gang stays pending with the reason until the retry is due", "[provisioning]") {
   RequestBook book({.failed_retry = absl::Minutes(10)});
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   See(book, "tessel-podgroup-train-1", {{"Failed", "True"}}, t0 + absl::Minutes(1));
-  Step failed = book.Shortfall(TrainAsk(), t0 + absl::Minutes(2));
+  Step failed = book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(2));
   CHECK(failed.kind == Step::Kind::kFailed);
   CHECK(failed.message ==
         "ProvisioningRequest team-a/tessel-podgroup-train-1 (class queued-provisioning.gke.io) failed: FailedReason: "
         "Failed message; asking again at 2023-11-14T22:24:20Z");
   // The same Failed seen again does not move the retry.
   See(book, "tessel-podgroup-train-1", {{"Failed", "True"}}, t0 + absl::Minutes(5));
-  CHECK(book.Shortfall(TrainAsk(), t0 + absl::Minutes(10)).kind == Step::Kind::kFailed);
-  Step retry = book.Shortfall(TrainAsk(), t0 + absl::Minutes(11));
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(10)).kind == Step::Kind::kFailed);
+  Step retry = book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(11));
   REQUIRE(retry.kind == Step::Kind::kCreate);
   CHECK(retry.create.name == "tessel-podgroup-train-2");
   CHECK(retry.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}});
@@ -288,19 +292,19 @@ TEST_CASE("Failed: the gang stays pending with the reason until the retry is due
 
 TEST_CASE("a request that could not be created counts as Failed", "[provisioning]") {
   RequestBook book({.failed_retry = absl::Minutes(1)});
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   book.CreateFailed("podgroup:team-a/train", {"team-a", "tessel-podgroup-train-1"}, "the server could not find it", t0);
-  Step failed = book.Shortfall(TrainAsk(), t0);
+  Step failed = book.Shortfall(TrainAsk(), kTrain, t0);
   CHECK(failed.kind == Step::Kind::kFailed);
   CHECK_THAT(failed.message, Catch::Contains("failed: CreateFailed: the server could not find it"));
-  CHECK(book.Shortfall(TrainAsk(), t0 + absl::Minutes(1)).kind == Step::Kind::kCreate);
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(1)).kind == Step::Kind::kCreate);
 }
 
 TEST_CASE("a request deleted by someone else: the gang asks again", "[provisioning]") {
   RequestBook book;
-  REQUIRE(book.Shortfall(TrainAsk(), t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
   book.Removed({"team-a", "tessel-podgroup-train-1"});
-  Step again = book.Shortfall(TrainAsk(), t0);
+  Step again = book.Shortfall(TrainAsk(), kTrain, t0);
   REQUIRE(again.kind == Step::Kind::kCreate);
   CHECK(again.create.name == "tessel-podgroup-train-2");
   CHECK(again.remove.empty());
@@ -312,7 +316,7 @@ TEST_CASE("after a restart the requests found are adopted: the latest is current
   See(book, "tessel-podgroup-train-1", {{"Failed", "True"}});
   See(book, "someone-else", {}, t0);  // not Tessel's gang annotation below
   book.Observe(*DecodeRequest(Request("foreign", {}, "")), t0);
-  Step s = book.Shortfall(TrainAsk(), t0);
+  Step s = book.Shortfall(TrainAsk(), kTrain, t0);
   CHECK(s.kind == Step::Kind::kWait);
   CHECK_THAT(s.message, Catch::Contains("tessel-podgroup-train-2"));
   CHECK(s.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}, {"team-a", "someone-else"}});
@@ -492,6 +496,293 @@ TEST_CASE("core: a queue's provisioning class marks its gangs; a deleted gang le
   CHECK(c.prov.asks.back().ask.marking == Marking{.class_name = "check-capacity.autoscaling.x-k8s.io", .parameters = {{"k", "v"}}});
   c.h.s->OnGangObjectDelete(gang::GangKind::kPodGroup, "team-a/train");
   CHECK(c.prov.gone == std::vector<std::string>{"podgroup:team-a/train"});
+}
+
+
+// --- Flavors: the class, and where the nodes must be. ---
+
+json FlavorJson(std::string name, json spec) {
+  return {{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+}
+
+TEST_CASE("ResourceFlavor spec.provisioning decodes; bad input names the flavor and the field", "[provisioning]") {
+  absl::StatusOr<ResourceFlavor> f = DecodeResourceFlavor(FlavorJson(
+      "spot", {{"nodeLabels", {{"pool", "spot"}}},
+               {"provisioning", {{"className", "queued-provisioning.gke.io"}, {"parameters", {{"maxRunDurationSeconds", "600"}}}}}}));
+  REQUIRE(f.ok());
+  REQUIRE(f->provisioning.has_value());
+  CHECK(*f->provisioning == ProvisioningClass{.class_name = "queued-provisioning.gke.io",
+                                              .parameters = {{"maxRunDurationSeconds", "600"}}});
+  CHECK_FALSE(DecodeResourceFlavor(FlavorJson("plain", {{"nodeLabels", {{"pool", "a"}}}}))->provisioning.has_value());
+
+  auto message = [](json spec) { return std::string(DecodeResourceFlavor(FlavorJson("spot", spec)).status().message()); };
+  CHECK_THAT(message({{"provisioning", json::object()}}),
+             Catch::Contains("ResourceFlavor spot") && Catch::Contains("spec.provisioning.className: must be set"));
+  CHECK_THAT(message({{"provisioning", {{"className", ""}}}}), Catch::Contains("spec.provisioning.className: must be set"));
+  CHECK_THAT(message({{"provisioning", "dws"}}), Catch::Contains("spec.provisioning: expected an object"));
+  CHECK_THAT(message({{"provisioning", {{"className", 3}}}}), Catch::Contains("spec.provisioning.className"));
+  CHECK_THAT(message({{"provisioning", {{"className", "c"}, {"parameters", {{"k", 1}}}}}}),
+             Catch::Contains("spec.provisioning.parameters.k: expected a string"));
+}
+
+TEST_CASE("the marking: a flavor's class comes after the annotations and before the queue's", "[provisioning]") {
+  ResourceFlavor reserved{.meta = {.name = "reserved"}};
+  ResourceFlavor spot{.meta = {.name = "spot"}, .provisioning = ProvisioningClass{.class_name = "from-flavor", .parameters = {{"p", "1"}}}};
+  Queue q;
+  q.provisioning = ProvisioningClass{.class_name = "from-queue"};
+  const StringMap pod = {{std::string(kClassAnnotation), "from-pod"}};
+  const StringMap group = {{std::string(kClassAnnotation), "from-group"}};
+  CHECK(MarkingFor(pod, group, {&spot}, &q)->class_name == "from-pod");
+  CHECK(MarkingFor({}, group, {&spot}, &q)->class_name == "from-group");
+  CHECK(*MarkingFor({}, {}, {&spot}, &q) == Marking{.class_name = "from-flavor", .parameters = {{"p", "1"}}});
+  CHECK(*MarkingFor({}, {}, {&reserved, &spot}, nullptr) == Marking{.class_name = "from-flavor", .parameters = {{"p", "1"}}});
+  // The flavor the gang would use has none: the queue's.
+  CHECK(MarkingFor({}, {}, {&reserved}, &q)->class_name == "from-queue");
+  CHECK_FALSE(MarkingFor({}, {}, {&reserved}, nullptr).has_value());
+}
+
+TEST_CASE("templates for a flavor carry its node labels and tolerations", "[provisioning]") {
+  ResourceFlavor spot{.meta = {.name = "spot"},
+                      .node_labels = {{"pool", "spot"}, {"cloud.example.com/spot", "true"}},
+                      .tolerations = {Toleration{.key = "cloud.example.com/spot", .value = "true", .effect = TaintEffect::kNoSchedule}}};
+  const FlavorNodes nodes = FlavorNodesOf({&spot});
+  CHECK(nodes.flavors == std::vector<std::string>{"spot"});
+  const json own_toleration = {{"key", "gpu"}, {"operator", "Exists"}};
+  const std::vector<PodSetTemplate> sets = PodSets(
+      {PodJson("w-0", "8", {{"nodeSelector", {{"zone", "a"}, {"pool", "mine"}}}, {"tolerations", {own_toleration}}}),
+       PodJson("w-1", "8", {{"nodeSelector", {{"zone", "a"}, {"pool", "mine"}}}, {"tolerations", {own_toleration}}})},
+      nodes);
+  REQUIRE(sets.size() == 1);
+  CHECK(sets[0].count == 2);
+  const json& spec = sets[0].template_spec;
+  // The flavor's labels are set over the pod's; the pod's others stay.
+  CHECK(spec["nodeSelector"] == json{{"zone", "a"}, {"pool", "spot"}, {"cloud.example.com/spot", "true"}});
+  CHECK(spec["tolerations"] == json::array({own_toleration,
+                                            {{"key", "cloud.example.com/spot"}, {"operator", "Equal"},
+                                             {"value", "true"}, {"effect", "NoSchedule"}}}));
+  // Without a flavor the template is the pod's.
+  CHECK(PodSets({PodJson("w-0", "8")})[0].template_spec == TemplateSpecOf(PodJson("w-0", "8")));
+}
+
+// A queue with reserved then spot GPU quota (no cohort), and the flavors.
+QueueDirectory ReservedThenSpot(std::string reserved_quota, std::string spot_quota, bool borrow_last = false) {
+  json flavors = json::array();
+  for (const auto& [name, quota] : {std::pair{"reserved", reserved_quota}, std::pair{"spot", spot_quota}}) {
+    json resource = {{"name", "nvidia.com/gpu"}, {"nominalQuota", quota}};
+    flavors.push_back({{"name", name}, {"resources", json::array({resource})}});
+  }
+  json spec = {{"namespaces", {"team-a"}},
+               {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}}}};
+  if (borrow_last) spec["flavorFungibility"] = {{"whenCanBorrow", "TryNextFlavor"}};
+  absl::StatusOr<Queue> q = DecodeQueue({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                         {"metadata", {{"name", "team-a"}}}, {"spec", spec}});
+  REQUIRE(q.ok());
+  FlavorMap map;
+  for (const char* name : {"reserved", "spot"}) {
+    map[name] = ResourceFlavor{.meta = {.name = name}, .node_labels = {{"pool", name}}};
+  }
+  QueueDirectory dir;
+  REQUIRE(dir.Set({*q}, {}, map).ok());
+  return dir;
+}
+
+std::vector<std::string> Names(const std::optional<std::vector<const ResourceFlavor*>>& flavors) {
+  std::vector<std::string> out;
+  for (const ResourceFlavor* f : flavors.value()) out.push_back(f->name());
+  return out;
+}
+
+TEST_CASE("the flavor a gang would use on new nodes: the first whose quota takes all of it", "[provisioning]") {
+  Resources gang;
+  gang.Set("cpu", 2000);
+  gang.Set("nvidia.com/gpu", 8000);  // two members of 4 GPUs
+  const QueueDirectory dir = ReservedThenSpot("8", "16");
+  const Queue& q = *dir.Find("team-a");
+  QuotaTracker usage(&dir);
+  CHECK(Names(FlavorsWithQuota(dir, q, usage, gang)) == std::vector<std::string>{"reserved"});
+  // Reserved has 4 GPUs left: each member would fit, the gang does not; spot takes it.
+  Resources used;
+  used.Set(FlavoredResource("nvidia.com/gpu", "reserved"), 4000);
+  usage.AddUsage("team-a", used);
+  CHECK(Names(FlavorsWithQuota(dir, q, usage, gang)) == std::vector<std::string>{"spot"});
+  // More than any flavor's quota: the quota is short, not the nodes.
+  Resources huge;
+  huge.Set("nvidia.com/gpu", 32000);
+  CHECK_FALSE(FlavorsWithQuota(dir, q, usage, huge).has_value());
+  // A charge no group covers uses no flavor.
+  Resources cpu_only;
+  cpu_only.Set("cpu", 1000);
+  CHECK(FlavorsWithQuota(dir, q, usage, cpu_only)->empty());
+}
+
+TEST_CASE("members that come after the request are annotated at the next shortfall, once", "[provisioning]") {
+  RequestBook book;
+  Step first = book.Shortfall(TrainAsk(), kTrain, t0);
+  REQUIRE(first.kind == Step::Kind::kCreate);
+  CHECK(first.consume.pods.empty());  // the create annotates the members it read
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0).consume.pods.empty());
+  // A third member was created since.
+  Step later = book.Shortfall(TrainAsk(), {"team-a/train-0", "team-a/train-1", "team-a/train-2"}, t0);
+  CHECK(later.kind == Step::Kind::kWait);
+  CHECK(later.consume.request == "tessel-podgroup-train-1");
+  CHECK(later.consume.class_name == "queued-provisioning.gke.io");
+  CHECK(later.consume.pods == std::vector<std::string>{"team-a/train-2"});
+  CHECK(book.Shortfall(TrainAsk(), {"team-a/train-0", "team-a/train-1", "team-a/train-2"}, t0).consume.pods.empty());
+  // A new attempt annotates everyone afresh (with its own name) when it is created.
+  See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}, {"BookingExpired", "True"}});
+  Step again = book.Shortfall(TrainAsk(), {"team-a/train-0", "team-a/train-3"}, t0);
+  REQUIRE(again.kind == Step::Kind::kCreate);
+  CHECK(again.consume.pods.empty());
+  CHECK(book.Shortfall(TrainAsk(), {"team-a/train-0", "team-a/train-3"}, t0).consume.pods.empty());
+}
+
+Ask AskFor(std::string gang) {
+  return Ask{.gang_key = "podgroup:team-a/" + gang, .namespace_ = "team-a", .marking = {.class_name = "c"}};
+}
+
+TEST_CASE("at most max_open requests are open; a gang over the cap waits and asks when one closes", "[provisioning]") {
+  RequestBook book({.max_open = 2});
+  REQUIRE(book.Shortfall(AskFor("a"), {"team-a/a-0"}, t0).kind == Step::Kind::kCreate);
+  REQUIRE(book.Shortfall(AskFor("b"), {"team-a/b-0"}, t0).kind == Step::Kind::kCreate);
+  CHECK(book.open() == 2);
+  Step capped = book.Shortfall(AskFor("c"), {"team-a/c-0"}, t0);
+  CHECK(capped.kind == Step::Kind::kCapped);
+  CHECK(capped.message ==
+        "not asking for capacity yet: 2 ProvisioningRequests are open, the most "
+        "--max-open-provisioning-requests allows; waiting for one to close");
+  CHECK_FALSE(book.Current("podgroup:team-a/c").has_value());
+  CHECK(book.AnyCapped());
+  // A gang already holding a request still waits on it.
+  CHECK(book.Shortfall(AskFor("a"), {"team-a/a-0"}, t0).kind == Step::Kind::kWait);
+
+  // A failed request is not open: it frees a slot.
+  book.Observe(*DecodeRequest(Request("tessel-podgroup-b-1", {{"Failed", "True"}}, "podgroup:team-a/b")), t0);
+  CHECK(book.open() == 1);
+  Step created = book.Shortfall(AskFor("c"), {"team-a/c-0"}, t0);
+  CHECK(created.kind == Step::Kind::kCreate);
+  CHECK(created.create.name == "tessel-podgroup-c-1");
+  CHECK_FALSE(book.AnyCapped());
+
+  // Placed: a's request is released, and a waiting gang takes its slot.
+  CHECK(book.Shortfall(AskFor("d"), {"team-a/d-0"}, t0).kind == Step::Kind::kCapped);
+  book.Release("podgroup:team-a/a");
+  CHECK(book.Shortfall(AskFor("d"), {"team-a/d-0"}, t0).kind == Step::Kind::kCreate);
+
+  // 0: no limit.
+  RequestBook unlimited({.max_open = 0});
+  for (int i = 0; i < 5; ++i) {
+    CHECK(unlimited.Shortfall(AskFor(StrCat("g", i)), {}, t0).kind == Step::Kind::kCreate);
+  }
+}
+
+TEST_CASE("an expired request over the cap is deleted, and the next attempt waits for a slot", "[provisioning]") {
+  RequestBook book({.max_open = 1});
+  REQUIRE(book.Shortfall(AskFor("a"), {}, t0).kind == Step::Kind::kCreate);
+  book.Observe(*DecodeRequest(Request("tessel-podgroup-a-1", {{"Provisioned", "True"}, {"BookingExpired", "True"}},
+                                      "podgroup:team-a/a")), t0);
+  REQUIRE(book.Shortfall(AskFor("b"), {}, t0).kind == Step::Kind::kCreate);  // a's is not open
+  Step a = book.Shortfall(AskFor("a"), {}, t0);
+  CHECK(a.kind == Step::Kind::kCapped);
+  CHECK(a.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-a-1"}});
+  CHECK_THAT(a.message, Catch::StartsWith("ProvisioningRequest team-a/tessel-podgroup-a-1 (class c) expired before"));
+  book.Release("podgroup:team-a/b");
+  Step next = book.Shortfall(AskFor("a"), {}, t0);
+  REQUIRE(next.kind == Step::Kind::kCreate);
+  CHECK(next.create.name == "tessel-podgroup-a-2");
+}
+
+TEST_CASE("the retry delay after Failed is the book's option", "[provisioning]") {
+  RequestBook book({.failed_retry = absl::Minutes(1)});
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
+  See(book, "tessel-podgroup-train-1", {{"Failed", "True"}}, t0);
+  Step failed = book.Shortfall(TrainAsk(), kTrain, t0 + absl::Seconds(30));
+  CHECK(failed.kind == Step::Kind::kFailed);
+  CHECK_THAT(failed.message, Catch::EndsWith("asking again at 2023-11-14T22:14:20Z"));
+  CHECK(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(1)).kind == Step::Kind::kCreate);
+}
+
+// A flavored team-a: reserved (4 GPUs) then spot (16, class dws, a toleration); `nodes`
+// reserved nodes of 4 GPUs and a node of no flavor.
+void FlavoredQueue(Core& c) {
+  REQUIRE(c.h.ApplyQueueObject(FlavorJson("reserved", {{"nodeLabels", {{"pool", "reserved"}}}})).ok());
+  REQUIRE(c.h.ApplyQueueObject(FlavorJson(
+      "spot", {{"nodeLabels", {{"pool", "spot"}}},
+               {"tolerations", {{{"key", "spot"}, {"operator", "Exists"}}}},
+               {"provisioning", {{"className", "queued-provisioning.gke.io"}, {"parameters", {{"k", "v"}}}}}})).ok());
+  json flavors = json::array();
+  for (const auto& [name, quota] : {std::pair{"reserved", "4"}, std::pair{"spot", "16"}}) {
+    json resource = {{"name", "nvidia.com/gpu"}, {"nominalQuota", quota}};
+    flavors.push_back({{"name", name}, {"resources", json::array({resource})}});
+  }
+  REQUIRE(c.h.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", "team-a"}}},
+                                {"spec", {{"namespaces", {"team-a"}},
+                                          {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}}}}}})
+              .ok());
+}
+
+TEST_CASE("core: a flavored gang asks for nodes of the flavor its quota admits, with that flavor's class", "[provisioning][core]") {
+  Core c;
+  FlavoredQueue(c);
+  c.h.AddNode(NodeBuilder("reserved-0").Label("pool", "reserved").Allocatable("cpu:64,memory:512Gi,nvidia.com/gpu:4").Build());
+  c.h.AddNode(NodeBuilder("cpu-0").Allocatable("cpu:64,memory:512Gi").Build());  // in no flavor
+  // Two members of 4 GPUs: each fits the reserved quota and node, the gang (8) fits only spot's
+  // quota, and there is no spot node.
+  c.Group("train", 2);
+  c.Members("train", 2, 4);
+  c.h.ScheduleAll();
+  REQUIRE_FALSE(c.prov.asks.empty());
+  const GangShortage& ask = c.prov.asks.back();
+  CHECK(ask.ask.marking == Marking{.class_name = "queued-provisioning.gke.io", .parameters = {{"k", "v"}}});
+  CHECK(ask.ask.nodes.flavors == std::vector<std::string>{"spot"});
+  CHECK(ask.ask.nodes.node_selector == StringMap{{"pool", "spot"}});
+  REQUIRE(ask.ask.nodes.tolerations.size() == 1);
+  CHECK(ask.ask.nodes.tolerations[0].key == "spot");
+  CHECK(c.rec.kinds.at("team-a/train-0") == FailureKind::kWaitingForProvisioning);
+  CHECK(c.rec.status.at("podgroup:team-a/train").reason == gang::GangReason::kWaitingForProvisioning);
+
+  // The spot nodes come: the gang binds on them.
+  for (int i = 0; i < 2; ++i) {
+    c.h.AddNode(NodeBuilder(StrCat("spot-", i)).Label("pool", "spot").Allocatable("cpu:64,memory:512Gi,nvidia.com/gpu:4").Build());
+  }
+  c.h.clock.Advance(absl::Seconds(30));
+  c.h.ScheduleAll();
+  CHECK(c.Bound("spot-") == 2);
+}
+
+TEST_CASE("core: a flavored gang whose pool has no node at all asks; one over every flavor's quota does not", "[provisioning][core]") {
+  Core c;
+  FlavoredQueue(c);
+  c.h.AddNode(NodeBuilder("cpu-0").Allocatable("cpu:64,memory:512Gi").Build());  // every node refused by QueueQuota
+  c.Group("train", 2);
+  c.Members("train", 2, 4);
+  c.Group("huge", 4);
+  c.Members("huge", 4, 8);  // 32 GPUs: no flavor's quota
+  c.h.ScheduleAll();
+  REQUIRE(c.prov.asks.size() >= 1);
+  for (const GangShortage& s : c.prov.asks) CHECK(s.ask.gang_key == "podgroup:team-a/train");
+  CHECK(c.prov.asks.front().ask.nodes.flavors == std::vector<std::string>{"spot"});
+  CHECK(c.rec.kinds.at("team-a/train-0") == FailureKind::kWaitingForProvisioning);
+  CHECK(c.rec.kinds.at("team-a/huge-0") != FailureKind::kWaitingForProvisioning);
+}
+
+TEST_CASE("Provisioned for long and the gang still does not fit: the message says the nodes may not fit it", "[provisioning]") {
+  RequestBook book({.nodes_grace = absl::Minutes(5)});
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
+  See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}}, t0 + absl::Minutes(1));
+  See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}}, t0 + absl::Minutes(3));  // a resync
+  CHECK_THAT(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(5)).message,
+             Catch::EndsWith("is Provisioned; waiting for its nodes"));
+  Step late = book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(6));
+  CHECK(late.kind == Step::Kind::kWait);
+  CHECK_THAT(late.message, Catch::EndsWith("is Provisioned since 2023-11-14T22:14:20Z but the gang does not fit yet: its "
+                                           "nodes may not have come, or may not fit the gang (the shortfall above says "
+                                           "why); waiting until its booking expires"));
+  // The booking expires: asked again, and the next request starts its own clock.
+  See(book, "tessel-podgroup-train-1", {{"Provisioned", "True"}, {"BookingExpired", "True"}}, t0 + absl::Minutes(7));
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(7)).kind == Step::Kind::kCreate);
+  See(book, "tessel-podgroup-train-2", {{"Provisioned", "True"}}, t0 + absl::Minutes(8));
+  CHECK_THAT(book.Shortfall(TrainAsk(), kTrain, t0 + absl::Minutes(9)).message,
+             Catch::EndsWith("is Provisioned; waiting for its nodes"));
 }
 
 }  // namespace
