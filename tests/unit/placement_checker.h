@@ -1,7 +1,8 @@
 // An independent checker of a scheduler's placements, for property tests. It reads only what a
 // cluster shows (the pods on each node, bound or assumed, the nominations, the gangs' and
 // queues' specs as the test wrote them) and re-derives each rule from its Kubernetes definition
-// with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker.
+// with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker. For a
+// Queue with resource flavors it checks the flavors of nodes, gangs and quota the same way.
 //
 //   PlacementChecker checker(world);          // the test's own record of nodes, pods, queues
 //   checker.BeforeCycle(view);                // what held before the cycle
@@ -30,6 +31,7 @@ struct CheckedNode {
   int64_t milli_cpu = 0;
   int64_t gpus = 0;      // whole physical GPUs
   int64_t replicas = 1;  // slots per GPU: > 1 on a time-sliced node (allocatable gpus x replicas)
+  std::map<std::string, std::string> labels;
 };
 struct CheckedPod {
   std::string key;        // namespace/name
@@ -46,17 +48,25 @@ struct CheckedPod {
   bool movable = false;   // annotated tessel.io/movable: "true"
   std::string workload;   // its Job: what comes back when it is evicted ("" for none)
 };
+// A flavor of a queue's GPUs (spec.resourceGroups covering nvidia.com/gpu), in the queue's order.
+struct CheckedFlavorQuota {
+  std::string flavor;
+  int64_t nominal_gpus = 0;                 // physical GPUs
+  std::optional<int64_t> borrowing_gpus;    // none: no limit but the cohort's
+};
 struct CheckedQueue {
   std::string name;
   std::string namespace_;
   std::string cohort;
-  int64_t nominal_gpus = 0;  // physical GPUs
+  int64_t nominal_gpus = 0;  // physical GPUs (a flat queue)
+  std::vector<CheckedFlavorQuota> flavors;  // a flavored queue: its GPU flavors in order
 };
 struct CheckedWorld {
   std::vector<CheckedNode> nodes;
   std::map<std::string, CheckedPod> pods;    // by key
   std::map<std::string, int32_t> gang_min;   // gang -> minMember
   std::vector<CheckedQueue> queues;
+  std::map<std::string, std::map<std::string, std::string>> flavors;  // ResourceFlavor -> nodeLabels
 };
 
 // What the cluster shows at one moment.
@@ -108,6 +118,7 @@ class PlacementChecker {
     CheckNominations(view, placed_now, out);
     if (evictions.empty()) CheckSpread(view, placed_now, out);
     CheckQuota(view, out);
+    CheckFlavors(view, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
     CheckRepeatedPreemption(view, placed_now, evictions, out);
@@ -270,6 +281,7 @@ class PlacementChecker {
     }
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
     for (const CheckedQueue& q : world_->queues) {
+      if (!q.flavors.empty()) continue;  // CheckFlavors
       const int64_t u = used[q.namespace_];
       if (q.cohort.empty()) {
         if (u > q.nominal_gpus * 1000) {
@@ -285,6 +297,87 @@ class PlacementChecker {
         out.push_back(StrCat("cohort ", cohort, " holds ", un.first, " milli-GPUs of nominal ", un.second));
       }
     }
+  }
+
+  // Flavored queues (docs/flavors.md), for pods that ask for GPUs: each runs on a node of one
+  // of its queue's flavors (a node is in a flavor when it has all the flavor's node labels; the
+  // queue's first such flavor is the node's), a gang's members all on one flavor; per (queue,
+  // flavor) the pods not being deleted hold at most nominal + borrowing limit, and a cohort's
+  // queues together at most the sum of their nominal quotas of that flavor. Milli-GPUs as above.
+  void CheckFlavors(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::pair<std::string, std::string>, int64_t> used;  // (queue, flavor) -> milli-GPUs
+    std::map<std::string, std::set<std::string>> gang_flavors;     // gang -> flavors its members run on
+    std::map<std::string, std::vector<std::string>> gang_where;    // gang -> "member on node (flavor)"
+    for (const auto& [node, pods] : view.on_node) {
+      const CheckedNode& n = NodeOf(node);
+      for (const PodRef& p : pods) {
+        const CheckedPod* s = Spec(*p);
+        const CheckedQueue* q = s == nullptr ? nullptr : FlavoredQueueOf(s->namespace_);
+        if (q == nullptr || s->gpus == 0) continue;
+        const std::string flavor = FlavorOf(*q, n);
+        if (flavor.empty()) {
+          out.push_back(StrCat(p->Key(), " of queue ", q->name, " runs on ", node, ", a node of none of its flavors"));
+          continue;
+        }
+        if (Terminating(*p)) continue;
+        used[{q->name, flavor}] += QuotaMilliOn(*s, n);
+        if (!s->gang.empty()) {
+          gang_flavors[s->gang].insert(flavor);
+          gang_where[s->gang].push_back(StrCat(p->Key(), " on ", node, " (", flavor, ")"));
+        }
+      }
+    }
+    for (const auto& [gang, flavors] : gang_flavors) {
+      if (flavors.size() > 1) {
+        out.push_back(StrCat("gang ", gang, " runs on flavors ", absl::StrJoin(flavors, ", "), ": ",
+                             absl::StrJoin(gang_where[gang], ", ")));
+      }
+    }
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> cohorts;  // (cohort, flavor) -> used, nominal
+    bool borrowing = false;
+    for (const CheckedQueue& q : world_->queues) {
+      for (const CheckedFlavorQuota& f : q.flavors) {
+        const int64_t u = used[{q.name, f.flavor}];
+        borrowing |= u > f.nominal_gpus * 1000;
+        const bool alone = q.cohort.empty();
+        if (alone || f.borrowing_gpus.has_value()) {
+          const int64_t limit = (f.nominal_gpus + (alone ? 0 : *f.borrowing_gpus)) * 1000;
+          if (u > limit) {
+            out.push_back(StrCat("queue ", q.name, " holds ", u, " milli-GPUs of flavor ", f.flavor, ", above its nominal ",
+                                 f.nominal_gpus, alone ? "" : StrCat(" + borrowing limit ", *f.borrowing_gpus)));
+          }
+        }
+        if (alone) continue;
+        cohorts[{q.cohort, f.flavor}].first += u;
+        cohorts[{q.cohort, f.flavor}].second += f.nominal_gpus * 1000;
+      }
+    }
+    cycles_borrowing_ += borrowing;
+    for (const auto& [key, un] : cohorts) {
+      if (un.first > un.second) {
+        out.push_back(StrCat("cohort ", key.first, " holds ", un.first, " milli-GPUs of flavor ", key.second,
+                             " of nominal ", un.second));
+      }
+    }
+  }
+  const CheckedQueue* FlavoredQueueOf(const std::string& namespace_) const {
+    for (const CheckedQueue& q : world_->queues) {
+      if (q.namespace_ == namespace_ && !q.flavors.empty()) return &q;
+    }
+    return nullptr;
+  }
+  // The queue's first flavor whose node labels the node has; "" for none.
+  std::string FlavorOf(const CheckedQueue& q, const CheckedNode& n) const {
+    for (const CheckedFlavorQuota& f : q.flavors) {
+      auto it = world_->flavors.find(f.flavor);
+      if (it == world_->flavors.end()) continue;
+      const bool in = std::all_of(it->second.begin(), it->second.end(), [&](const auto& label) {
+        auto l = n.labels.find(label.first);
+        return l != n.labels.end() && l->second == label.second;
+      });
+      if (in) return f.flavor;
+    }
+    return "";
   }
 
   // A gang is either not running or running with at least minMember members (terminating
@@ -437,6 +530,9 @@ class PlacementChecker {
   }
 
  public:
+  // After how many cycles a flavored queue held more than its nominal quota of a flavor.
+  int cycles_borrowing() const { return cycles_borrowing_; }
+
   // Moves (consolidation), after a cycle: a pod is moved only if it opted in, is in no gang,
   // ran at least the minimum run time, and was not moved more than the limit within the
   // window; and only for a plan that works out by the checker's own arithmetic: with the moved
@@ -524,6 +620,7 @@ class PlacementChecker {
   std::map<std::string, std::set<std::string>> earlier_victims_;
   std::map<std::string, int> rounds_;  // preemptor -> eviction rounds since a more important pod came
   std::set<std::string> nominated_before_;
+  int cycles_borrowing_ = 0;
 };
 
 }  // namespace tessel::testing
