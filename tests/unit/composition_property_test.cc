@@ -387,12 +387,12 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   CHECK(replica_pods_bound > 100);
   CHECK(fractions_bound > 50);
   // And with flavors: pods and gangs placed on them, preemption, borrowing beyond nominal quota.
-  CHECK(flavored_pods_bound > 0);
-  CHECK(flavored_gang_pods_bound > 0);
-  CHECK(flavored_evictions > 0);
-  CHECK(flavored_borrowing > 0);
-  WARN("flavored: pods " << flavored_pods_bound << ", gang pods " << flavored_gang_pods_bound << ", evictions "
-                         << flavored_evictions << ", borrowing " << flavored_borrowing);
+  // (Seen: 624 GPU pods and 292 gang pods bound at the end, 456 evictions, 7681 cycles after
+  // which a queue held more than its nominal quota of a flavor.)
+  CHECK(flavored_pods_bound > 300);
+  CHECK(flavored_gang_pods_bound > 100);
+  CHECK(flavored_evictions > 150);
+  CHECK(flavored_borrowing > 1000);
 }
 
 }  // namespace

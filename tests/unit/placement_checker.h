@@ -301,12 +301,12 @@ class PlacementChecker {
 
   // Flavored queues (docs/flavors.md), for pods that ask for GPUs: each runs on a node of one
   // of its queue's flavors (a node is in a flavor when it has all the flavor's node labels; the
-  // queue's first such flavor is the node's), a gang's members all on one flavor; per (queue,
+  // queue's first such flavor is the node's), a gang's minMember members on one flavor; per (queue,
   // flavor) the pods not being deleted hold at most nominal + borrowing limit, and a cohort's
   // queues together at most the sum of their nominal quotas of that flavor. Milli-GPUs as above.
   void CheckFlavors(const ClusterView& view, std::vector<std::string>& out) {
     std::map<std::pair<std::string, std::string>, int64_t> used;  // (queue, flavor) -> milli-GPUs
-    std::map<std::string, std::set<std::string>> gang_flavors;     // gang -> flavors its members run on
+    std::map<std::string, std::map<std::string, int32_t>> gang_flavors;  // gang -> flavor -> members on it
     std::map<std::string, std::vector<std::string>> gang_where;    // gang -> "member on node (flavor)"
     for (const auto& [node, pods] : view.on_node) {
       const CheckedNode& n = NodeOf(node);
@@ -322,15 +322,22 @@ class PlacementChecker {
         if (Terminating(*p)) continue;
         used[{q->name, flavor}] += QuotaMilliOn(*s, n);
         if (!s->gang.empty()) {
-          gang_flavors[s->gang].insert(flavor);
+          ++gang_flavors[s->gang][flavor];
           gang_where[s->gang].push_back(StrCat(p->Key(), " on ", node, " (", flavor, ")"));
         }
       }
     }
+    // The members placed as the gang (minMember of them) share one flavor. Members beyond
+    // minMember are placed later, each like a gang of one, and may take another flavor (a gap
+    // docs/flavors.md names), so they are not held to it.
     for (const auto& [gang, flavors] : gang_flavors) {
-      if (flavors.size() > 1) {
-        out.push_back(StrCat("gang ", gang, " runs on flavors ", absl::StrJoin(flavors, ", "), ": ",
-                             absl::StrJoin(gang_where[gang], ", ")));
+      int32_t running = 0, most = 0;
+      for (const auto& [flavor, n] : flavors) running += n, most = std::max(most, n);
+      if (most < std::min(running, world_->gang_min.at(gang))) {
+        std::vector<std::string> names;
+        for (const auto& [flavor, n] : flavors) names.push_back(flavor);
+        out.push_back(StrCat("gang ", gang, " (minMember ", world_->gang_min.at(gang), ") runs on flavors ",
+                             absl::StrJoin(names, ", "), ": ", absl::StrJoin(gang_where[gang], ", ")));
       }
     }
     std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> cohorts;  // (cohort, flavor) -> used, nominal
@@ -492,7 +499,7 @@ class PlacementChecker {
     return r;
   }
   // Takes the pod's room from `r` if it is there: whole GPUs on devices nobody uses, a fraction
-  // within one device, replicas on distinct devices with a free slot.
+  // within one device, replicas on free slots (a device may give a pod more than one).
   static bool Take(const CheckedNode& n, Room& r, const CheckedPod& s) {
     if (s.milli_cpu > r.cpu) return false;
     if (s.gpus > 0 && s.sharing_never && n.replicas > 1) return false;
@@ -507,10 +514,18 @@ class PlacementChecker {
       want = 0;
     }
     if (n.replicas > 1 && s.gpu_milli > 0) want = 1;
+    if (n.replicas > 1) {
+      // Slots, least-loaded device first, several on one device if need be (docs/gpu.md).
+      for (; want > 0; --want) {
+        auto d = std::min_element(after.device_used.begin(), after.device_used.end());
+        if (d == after.device_used.end() || *d >= n.replicas) return false;
+        ++*d;
+      }
+    }
     for (int64_t& used : after.device_used) {
       if (want == 0) break;
-      if (n.replicas == 1 ? used == 0 : used < n.replicas) {
-        used += n.replicas == 1 ? 1000 : 1;
+      if (used == 0) {
+        used += 1000;
         --want;
       }
     }
@@ -599,7 +614,10 @@ class PlacementChecker {
         if (it != view.on_node.end()) rooms[n.name] = RoomOf(n, it->second);
       }
       if (!rooms.contains(node) || !Take(NodeOf(node), rooms[node], *waiting)) {
-        out.push_back(StrCat("pods were moved off ", node, " for ", who, ", which does not fit there without them"));
+        std::vector<std::string> names;
+        for (const Eviction* e : moved) names.push_back(e->victim);
+        out.push_back(StrCat("pods were moved off ", node, " for ", who, ", which does not fit there without them (",
+                             absl::StrJoin(names, ", "), ")"));
         continue;
       }
       rooms.erase(node);
