@@ -119,6 +119,7 @@ class PlacementChecker {
     if (evictions.empty()) CheckSpread(view, placed_now, out);
     CheckQuota(view, out);
     CheckFlavors(view, out);
+    CheckFlavorOfEvictions(evictions, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
     CheckRepeatedPreemption(view, placed_now, evictions, out);
@@ -364,6 +365,25 @@ class PlacementChecker {
       if (un.first > un.second) {
         out.push_back(StrCat("cohort ", key.first, " holds ", un.first, " milli-GPUs of flavor ", key.second,
                              " of nominal ", un.second));
+      }
+    }
+  }
+  // A preemptor of a flavored queue (a pod, or a gang) evicts or moves pods for room on one of
+  // its flavors only: the pods it chose (not their gang mates, which go wherever they run) are
+  // all on nodes of one flavor of its queue, since it is placed on one.
+  void CheckFlavorOfEvictions(const std::vector<Eviction>& evictions, std::vector<std::string>& out) const {
+    std::map<std::string, std::set<std::string>> flavors_of;  // preemptor -> flavors of its victims' nodes
+    for (const Eviction& e : evictions) {
+      const CheckedPod* preemptor = SpecOf(e.preemptor);
+      const CheckedPod* victim = SpecOf(e.victim);
+      const CheckedQueue* q = preemptor == nullptr ? nullptr : FlavoredQueueOf(preemptor->namespace_);
+      if (q == nullptr || victim == nullptr || !victim->gang.empty() || preemptor->gpus == 0) continue;
+      const std::string flavor = FlavorOf(*q, NodeOf(e.node));
+      flavors_of[Preemptor(e.preemptor)].insert(flavor.empty() ? "(none of its flavors)" : flavor);
+    }
+    for (const auto& [who, flavors] : flavors_of) {
+      if (flavors.size() > 1 || flavors.contains("(none of its flavors)")) {
+        out.push_back(StrCat(who, " evicted pods on flavors ", absl::StrJoin(flavors, ", "), " in one cycle"));
       }
     }
   }
