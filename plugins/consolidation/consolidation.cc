@@ -1,6 +1,7 @@
 // Consolidation: moving movable pods to make room for a pod that fits nowhere (consolidation.h).
 #include "plugins/consolidation/consolidation.h"
 
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/preemption/disruption.h"
@@ -127,7 +128,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
 
 GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   GangPostFilterResult result;
-  if (gang.members.empty() || args_.max_moves_per_pod == 0) return result;
+  if (gang.members.empty() || gang.states.size() != gang.members.size() || args_.max_moves_per_pod == 0) return result;
   const Pod& head = *gang.members.front();
   const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
   if (fw == nullptr || !head.MayPreempt()) return result;
@@ -147,8 +148,13 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
     if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return result;  // victims still leaving
   }
   index_.Sync(ctx, rules.movable_version());
-  std::optional<preemption::GangMovePlan> plan = preemption::PlanGangMoves(
-      ctx, gang.members, gang.states, gang.need, gang.topology_key, &index_);
+  // Within one tier (flavor) at a time, the first where moves make room for the whole gang.
+  std::optional<preemption::GangMovePlan> plan;
+  for (NodeScreen& tier : TierScreens(*gang.states.front(), ctx.snapshot->nodes())) {
+    ctx.gang_node_screen = std::move(tier);
+    plan = preemption::PlanGangMoves(ctx, gang.members, gang.states, gang.need, gang.topology_key, &index_);
+    if (plan) break;
+  }
   if (!plan) {
     last_in_vain_[gang_key] = now;
     return result;

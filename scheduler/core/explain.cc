@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "scheduler/framework/fit_error.h"
+#include "scheduler/quota/flavor.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
@@ -93,26 +95,35 @@ void ExplainGang(Scheduler& s, const Pod& pod, const gang::GangSpec& spec,
   e.details.push_back(StrCat("members waiting: ", waiting, ", minMember: ", spec.min_member));
 }
 
+// The queues' usage now, summed from the snapshot's nodes.
+QuotaTracker TrackerNow(Scheduler& s, const QueueDirectory& directory) {
+  QueueUsage usage;
+  for (const NodeInfo* node : s.snapshot().nodes()) AddNodeUsage(directory, *node, usage);
+  QuotaTracker tracker(&directory);
+  for (const auto& [name, amount] : usage) tracker.AddUsage(name, amount);
+  return tracker;
+}
+
 // The quota figures of the queue for each governed resource the pod asks for.
 void ExplainQuota(Scheduler& s, const Pod& pod, const Queue& queue, const Status& verdict,
                   Explanation& e) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
-  QueueUsage usage;
-  for (const NodeInfo* node : s.snapshot().nodes()) AddNodeUsage(*directory, *node, usage);
-  QuotaTracker tracker(directory.get());
-  for (const auto& [name, amount] : usage) tracker.AddUsage(name, amount);
+  const QuotaTracker tracker = TrackerNow(s, *directory);
   e.nearest_kind = "quota";
   std::string first;
   std::string lent_line;  // the first resource it lends while within its nominal quota
+  // A flavored queue's keys are per flavor ("nvidia.com/gpu@reserved", quota/flavor.h): each
+  // flavor of a resource the pod asks for gets its line.
   for (const std::string& r : tracker.Governed(queue)) {
-    if (pod.requests.Get(r) <= 0) continue;
+    const int64_t asked = pod.requests.Get(std::string(SplitQuotaKey(r).resource));
+    if (asked <= 0) continue;
     const int64_t used = tracker.Usage(queue.name()).Get(r);
     const int64_t lent = tracker.Lent(queue.name()).Get(r);
-    if (lent_line.empty() && lent > 0 && used + pod.requests.Get(r) <= queue.nominal.Get(r)) {
+    if (lent_line.empty() && lent > 0 && used + asked <= queue.nominal.Get(r)) {
       static constexpr std::string_view kPolicy[] = {"Never", "LowerPriority", "Any"};
-      lent_line = StrCat("queue ", queue.name(), " is at ", FormatResourceQuantity(r, used), " of nominal ",
-                         FormatResourceQuantity(r, queue.nominal.Get(r)), " ", r, " and lends ",
-                         FormatResourceQuantity(r, lent), " of it to cohort ", queue.cohort,
+      lent_line = StrCat("queue ", queue.name(), " is at ", FormatQuotaAmount(r, used), " of nominal ",
+                         FormatQuotaAmount(r, queue.nominal.Get(r)), " ", DescribeQuotaKey(r), " and lends ",
+                         FormatQuotaAmount(r, lent), " of it to cohort ", queue.cohort,
                          ": it waits for the borrowers' pods to finish (spec.preemption.reclaimWithinCohort: ",
                          kPolicy[static_cast<int>(queue.reclaim_within_cohort)], ")");
     }
@@ -121,10 +132,9 @@ void ExplainQuota(Scheduler& s, const Pod& pod, const Queue& queue, const Status
         queue.cohort.empty() ? "no cohort, so no borrowing"
         : limit == queue.borrowing_limit.end()
             ? "borrowing limit: none"
-            : StrCat("borrowing limit ", FormatResourceQuantity(r, limit->second));
-    std::string line = StrCat("queue ", queue.name(), " is at ",
-                              FormatResourceQuantity(r, tracker.Usage(queue.name()).Get(r)), " of nominal ",
-                              FormatResourceQuantity(r, queue.nominal.Get(r)), " ", r, ", ", borrowing);
+            : StrCat("borrowing limit ", FormatQuotaAmount(r, limit->second));
+    std::string line = StrCat("queue ", queue.name(), " is at ", FormatQuotaAmount(r, used), " of nominal ",
+                              FormatQuotaAmount(r, queue.nominal.Get(r)), " ", DescribeQuotaKey(r), ", ", borrowing);
     if (first.empty()) first = line;
     e.details.push_back(std::move(line));
   }
@@ -138,6 +148,63 @@ void ExplainQuota(Scheduler& s, const Pod& pod, const Queue& queue, const Status
                               ? ": it waits for its own pods to finish"
                               : StrCat(": it waits for its own pods to finish or for capacity in cohort ",
                                        queue.cohort));
+}
+
+// For a pod of a flavored queue: each flavor of the resource groups its request uses, in the
+// queue's order, with the nodes that are in it for the pod: where it is tried (the first flavor
+// whose quota takes it and that has a feasible node, node_tiers.h) and why each flavor was
+// skipped (its quota, as QueueQuota checks it, or no node passing Filter).
+void ExplainFlavors(Scheduler& s, const QueueDirectory& directory, const Pod& pod, const Queue& queue,
+                    const NodeStatusMap& rejected, Explanation& e) {
+  const QuotaTracker tracker = TrackerNow(s, directory);
+  struct Seen {
+    int64_t nodes = 0, feasible = 0;
+    QuotaVerdict quota;                     // the charge on its first node
+    std::map<std::string, int64_t> other;   // the nodes' rejections, by reason
+  };
+  std::map<std::string, Seen> by_flavor;
+  for (const NodeInfo* node : s.snapshot().nodes()) {
+    if (node->node() == nullptr) continue;
+    const FlavorPlacement placement = directory.Place(queue, pod.requests, node->node()->meta.labels, &pod.tolerations);
+    if (!placement.in_flavor) continue;
+    std::set<std::string> flavors;  // one per group the charge uses
+    for (const auto& [key, amount] : placement.charge.Entries()) {
+      if (const std::string_view flavor = SplitQuotaKey(key).flavor; !flavor.empty()) flavors.emplace(flavor);
+    }
+    auto verdict = rejected.find(node->name());
+    for (const std::string& flavor : flavors) {
+      Seen& seen = by_flavor[flavor];
+      if (seen.nodes++ == 0) seen.quota = tracker.Check(queue.name(), placement.charge);
+      if (verdict == rejected.end()) {
+        ++seen.feasible;
+      } else {
+        for (const std::string& reason : verdict->second.reasons()) ++seen.other[reason];
+      }
+    }
+  }
+  bool tried = false;
+  for (const ResourceGroup& group : queue.resource_groups) {
+    if (std::none_of(group.covered.begin(), group.covered.end(), [&](const std::string& r) { return pod.requests.Get(r) > 0; })) {
+      continue;
+    }
+    for (const std::string& flavor : group.flavors) {
+      const auto it = by_flavor.find(flavor);
+      std::string line = StrCat("flavor ", flavor, ": ");
+      if (it == by_flavor.end()) {
+        StrAppend(&line, "skipped, it has no node the pod may use");
+      } else if (const Seen& seen = it->second; !seen.quota.fits) {
+        StrAppend(&line, "skipped, quota: ", seen.quota.reason);
+      } else if (seen.feasible == 0) {
+        std::vector<std::string> reasons;
+        for (const auto& [reason, n] : seen.other) reasons.push_back(StrCat(n, " ", reason));
+        StrAppend(&line, "skipped, no feasible node of ", seen.nodes, ": ", StrJoin(reasons, ", "));
+      } else {
+        StrAppend(&line, tried ? "also " : "tried: ", "fits on ", seen.feasible, " of ", Plural(seen.nodes, "node", "nodes"));
+        tried = true;
+      }
+      e.details.push_back(std::move(line));
+    }
+  }
 }
 
 }  // namespace
@@ -205,6 +272,9 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
       std::sort(names.begin(), names.end());
       e.reasons.push_back({reason, std::move(names)});
     }
+  }
+  if (queue != nullptr && queue->flavored() && (pre.ok() || pre.IsSkip())) {
+    ExplainFlavors(s, *directory, *pod, *queue, rejected, e);
   }
   if (e.nearest_kind == "fits") return e;
 

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
@@ -258,7 +259,13 @@ std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& 
     std::string why;
     if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return {};
   }
-  preemption::GangPreemptionPlan plan = preemption::PlanGangPreemption(ctx, members, states, need, topology_key);
+  // Within one tier (flavor) at a time, the first that frees room for the whole gang.
+  preemption::GangPreemptionPlan plan;
+  for (NodeScreen& tier : TierScreens(*states.front(), snapshot_.nodes())) {
+    ctx.gang_node_screen = std::move(tier);
+    plan = preemption::PlanGangPreemption(ctx, members, states, need, topology_key);
+    if (plan.feasible) break;
+  }
   if (!plan.feasible || plan.victims.empty()) return {};
   const Pod& head = *members.front();
   preemption::EvictionOutcome out =

@@ -7,6 +7,7 @@
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/fit_error.h"
 #include "scheduler/framework/node_tiers.h"
+#include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -198,6 +199,14 @@ bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFligh
   if (tiers.empty()) {
     PostFilter(fw, state, pod, rejected, result);
     return result.diagnosis.wake_on_any_event;
+  }
+  // Each tier's run sees the other tiers' nodes as unresolvable, its nominated node among them:
+  // a pod whose earlier victims still leave that node waits for them, whatever its tier.
+  preemption::Context eligibility;
+  eligibility.snapshot = &snapshot_;
+  if (std::string why; !preemption::EligibleToPreempt(eligibility, *pod.ref(), rejected, &why)) {
+    StrAppend(&result.diagnosis.message, " preemption: ", why);
+    return false;
   }
   for (const NodeStatusMap& tier : tiers) {
     PostFilter(fw, state, pod, tier, result);

@@ -2,6 +2,7 @@
 #include "scheduler/framework/node_tiers.h"
 
 #include <map>
+#include <set>
 
 namespace tessel {
 
@@ -50,6 +51,20 @@ std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::
       part[node->name()] = it != rejected.end() ? it->second : Status::Unschedulable("");
     }
     out.push_back(std::move(part));
+  }
+  return out;
+}
+
+std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr) return {NodeScreen()};
+  std::set<int64_t> seen;
+  for (const NodeInfo* node : nodes) {
+    if (const std::optional<int64_t> t = tiers->TierOf(state, *node)) seen.insert(*t);
+  }
+  std::vector<NodeScreen> out;
+  for (const int64_t tier : seen) {
+    out.push_back([&state, tiers, tier](const NodeInfo& node) { return tiers->TierOf(state, node) == tier; });
   }
   return out;
 }

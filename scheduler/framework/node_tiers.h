@@ -7,12 +7,14 @@
 // core then (1) scores only the feasible nodes of the lowest tier, and (2) when nothing is
 // feasible, runs preemption tier by tier, lowest first, stopping at the first tier where it
 // frees room; with preempt_first, also on the tiers below the first feasible one before taking
-// it. Pods without a NodeTiers are not affected.
+// it. A gang (gang/planner.h) is planned, preempted for and made room for by moves within one
+// tier at a time (TierScreens), lowest first. Pods without a NodeTiers are not affected.
 //
 //   if (const NodeTiers* tiers = NodeTiersOf(state)) ... tiers->TierOf(state, node) ...
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -53,5 +55,15 @@ std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<con
 std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
                                             const NodeStatusMap& rejected,
                                             std::optional<int64_t> below = std::nullopt);
+
+// A screen of the nodes one plan may use (preemption::Context::gang_node_screen).
+using NodeScreen = std::function<bool(const NodeInfo& node)>;
+
+// One screen per tier of `nodes` for the pod of `state`, lowest first, each admitting only that
+// tier's nodes; a single null screen (every node) when the pod has no tiers. A gang's preemption
+// and moves plan within each in turn and take the first plan found, as the gang planner places
+// the gang whole in one tier: room freed across tiers is room the gang cannot take. `state`
+// must outlive the screens.
+std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes);
 
 }  // namespace tessel

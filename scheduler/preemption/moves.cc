@@ -184,10 +184,12 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
   for (size_t i = 0; i < sizes.size() && i < static_cast<size_t>(need); ++i) want += sizes[i];
   if (index->shared_nodes() > 0) want = std::min<int64_t>(want, 1);
   if (FreeBeyondNominated(ctx, *index, nullptr) < want) return std::nullopt;
-  // Only nodes that could hold the smallest member, now or once their movable pods are gone.
+  // Only nodes that could hold the smallest member, now or once their movable pods are gone,
+  // among those the caller screened in (one tier of the gang's flavors).
   const int64_t smallest = sizes.empty() ? 0 : sizes.front();
   const Snapshot* snapshot = ctx.snapshot;
-  ctx.gang_node_screen = [&](const NodeInfo& node) {
+  ctx.gang_node_screen = [&, within = std::move(ctx.gang_node_screen)](const NodeInfo& node) {
+    if (within && !within(node)) return false;
     const int64_t pos = snapshot->PositionOf(node.name());
     if (pos < 0) return false;
     const MovableIndex::Node& n = index->at(static_cast<uint32_t>(pos));

@@ -663,8 +663,11 @@ std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx,
 void Reprieve(const Context& ctx, const std::vector<PodRef>& members,
               const std::vector<const CycleState*>& states, int32_t need, GangPreemptionPlan& plan) {
   std::vector<std::string> touched;
+  // Not nodes outside the plan's screen, where only a victim's gang mates ran.
   auto touch = [&](const std::string& node) {
-    if (std::find(touched.begin(), touched.end(), node) == touched.end()) touched.push_back(node);
+    if (std::find(touched.begin(), touched.end(), node) != touched.end()) return;
+    const NodeInfo* info = ctx.gang_node_screen ? ctx.snapshot->Get(node) : nullptr;
+    if (info == nullptr || ctx.gang_node_screen(*info)) touched.push_back(node);
   };
   for (const PreemptionVictim& v : plan.victims) touch(v.pod->node_name);
   for (const GangMemberTarget& t : plan.targets) touch(t.node);

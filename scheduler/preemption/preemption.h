@@ -86,8 +86,10 @@ struct Context {
   // Who may be taken out instead of the priority rule and the VictimPolicy plugins: the pods
   // consolidation may move (moves.h); `reason` (out) labels the victim. Null: the priority rule.
   std::function<bool(const Pod& victim, std::string* reason)> victim_rule;
-  // Which nodes a gang plan (PlanGangPreemption) looks at; null: every node. Moves screen out
-  // the nodes that neither hold a member now nor could once their movable pods are gone.
+  // Which nodes a gang plan (PlanGangPreemption) looks at, places members on and puts victims
+  // back for; null: every node. The gang cycle and consolidation restrict a gang to one tier of
+  // its flavors at a time (framework/node_tiers.h TierScreens); moves screen out, besides, the
+  // nodes that neither hold a member now nor could once their movable pods are gone.
   std::function<bool(const NodeInfo& node)> gang_node_screen;
 };
 

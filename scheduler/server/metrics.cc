@@ -267,17 +267,36 @@ double InUnits(std::string_view resource, int64_t amount) {
 // Milli-GPU as GPUs.
 double InGpus(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
 
+// One sample per resource of `nominal` or `amounts` (every resource of the nominal quota, even
+// at 0, so a queue's series always exist), labelled `labels` and the resource.
+void AppendPerResource(const Labels& labels, const Resources& nominal,
+                       const Resources& amounts, std::vector<GaugeSample>& out) {
+  std::map<std::string, int64_t> by_name;
+  for (const auto& [name, amount] : nominal.Entries()) by_name[name] = 0;
+  for (const auto& [name, amount] : amounts.Entries()) by_name[name] = amount;
+  for (const auto& [name, amount] : by_name) {
+    GaugeSample sample{labels, InUnits(name, amount)};
+    sample.labels.emplace_back("resource", name);
+    out.push_back(std::move(sample));
+  }
+}
+
 std::vector<GaugeSample> PerResource(const std::vector<QueueReport>& reports,
                                      const Resources QueueReport::*field) {
   std::vector<GaugeSample> out;
   for (const QueueReport& r : reports) {
-    // Every resource of the nominal quota, even at 0, so a queue's series always exist.
-    std::map<std::string, int64_t> amounts;
-    for (const auto& [name, amount] : r.nominal.Entries()) amounts[name] = 0;
-    for (const auto& [name, amount] : (r.*field).Entries()) amounts[name] = amount;
-    for (const auto& [name, amount] : amounts) {
-      out.push_back({{{"queue", r.name}, {"cohort", r.cohort}, {"resource", name}},
-                     InUnits(name, amount)});
+    AppendPerResource({{"queue", r.name}, {"cohort", r.cohort}}, r.nominal, r.*field, out);
+  }
+  return out;
+}
+
+// The same per flavor of each flavored queue (docs/flavors.md), labelled with the flavor too.
+std::vector<GaugeSample> PerFlavorResource(const std::vector<QueueReport>& reports,
+                                           const Resources FlavorReport::*field) {
+  std::vector<GaugeSample> out;
+  for (const QueueReport& r : reports) {
+    for (const FlavorReport& f : r.flavors) {
+      AppendPerResource({{"queue", r.name}, {"cohort", r.cohort}, {"flavor", f.name}}, f.nominal, f.*field, out);
     }
   }
   return out;
@@ -376,6 +395,22 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
   registry->Gauge("tessel_queue_lent",
                   "What the cohort borrows of each Queue's unused nominal quota, by resource",
                   [report] { return PerResource(report->queues, &QueueReport::lent); });
+  // Per flavor of a flavored queue (docs/flavors.md); the gauges above hold the sums.
+  registry->Gauge("tessel_queue_flavor_nominal_quota",
+                  "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
+                  "equivalents)",
+                  [report] { return PerFlavorResource(report->queues, &FlavorReport::nominal); });
+  registry->Gauge("tessel_queue_flavor_usage",
+                  "What the pods of a flavored Queue on each flavor's nodes request, by resource",
+                  [report] { return PerFlavorResource(report->queues, &FlavorReport::usage); });
+  registry->Gauge("tessel_queue_flavor_borrowed",
+                  "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
+                  "resource",
+                  [report] { return PerFlavorResource(report->queues, &FlavorReport::borrowed); });
+  registry->Gauge("tessel_queue_flavor_lent",
+                  "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
+                  "resource",
+                  [report] { return PerFlavorResource(report->queues, &FlavorReport::lent); });
   registry->Gauge("tessel_queue_pending_pods",
                   "Pods of each Queue waiting to be scheduled (gang members included)",
                   [report] { return PerQueue(report->queues, &QueueReport::pending_pods); });

@@ -14,6 +14,7 @@
 //   scheduler_pod_scheduling_sli_duration_seconds{attempts}     histogram, first attempt to bind
 //   scheduler_unschedulable_pods{plugin,profile}                gauge, parked pods by rejecting plugin
 //   tessel_queue_nominal_quota / _usage / _borrowed / _lent{queue,cohort,resource}
+//   tessel_queue_flavor_nominal_quota / _usage / _borrowed / _lent{queue,cohort,flavor,resource}
 //   tessel_queue_pending_pods / tessel_queue_admitted_pods{queue,cohort}  gauges, per team Queue
 //   tessel_pending_pods{queue,cohort,fit="after_change|never"}  gauge: could it ever fit here
 //   tessel_pod_scheduling_duration_seconds{queue,cohort,priority}  histogram, creation to bind

@@ -8,6 +8,7 @@
 #include "plugins/registry.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/server/metrics.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel::server {
 namespace {
@@ -192,6 +193,83 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   s.OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
   CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "1");
   CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "2");
+}
+
+TEST_CASE("per-flavor queue gauges: a flavored queue's nominal quota, usage, borrowed and lent per "
+          "flavor; the per-queue gauges hold the sums") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  auto made = Scheduler::New({.registry = &registry, .config = &config,
+                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
+  REQUIRE(made.ok());
+  Scheduler& s = **made;
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, &s);
+  const std::string text_before = r.Render();
+  for (const char* f : {"reserved", "spot"}) {
+    REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                            {"metadata", {{"name", f}}},
+                                            {"spec", {{"nodeLabels", {{"pool", f}}}}}})
+                .value_or(false));
+  }
+  for (const char* q : {"team-a", "team-b"}) {
+    nlohmann::json flavors = nlohmann::json::array();
+    for (const auto& [f, nominal] : {std::pair{"reserved", "2"}, std::pair{"spot", "4"}}) {
+      flavors.push_back({{"name", f}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", nominal}}}}});
+    }
+    REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                            {"metadata", {{"name", q}}},
+                                            {"spec", {{"namespaces", {q}}, {"cohort", "c"},
+                                                      {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
+                                                                           {"flavors", flavors}}}}}}})
+                .value_or(false));
+  }
+  for (const char* pool : {"reserved", "spot"}) {
+    Node n;
+    n.meta.name = StrCat(pool, "-1");
+    n.meta.labels["pool"] = pool;
+    n.allocatable.Set("nvidia.com/gpu", 8000);
+    n.allocatable.Set("cpu", 8000);
+    n.allocatable.Set("pods", 110);
+    s.OnNodeAdd(n);
+  }
+  auto running = [&](std::string name, std::string node, int64_t gpus) {
+    Pod p;
+    p.meta.name = std::move(name);
+    p.meta.namespace_ = "team-a";
+    p.scheduler_name = "tessel";
+    p.node_name = std::move(node);
+    p.requests.Set("nvidia.com/gpu", gpus);
+    p.requests.pods = 1;
+    s.OnPodAdd(std::move(p));
+  };
+  running("a", "reserved-1", 3000);  // borrows 1 of team-b's reserved GPUs
+  running("b", "spot-1", 1000);
+  auto series = [&](const std::string& name) {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  auto flavor = [](std::string metric, std::string queue, std::string flavor) {
+    return StrCat("tessel_queue_flavor_", metric, "{queue=\"", queue, "\",cohort=\"c\",flavor=\"", flavor,
+                  "\",resource=\"nvidia.com/gpu\"}");
+  };
+  CHECK(series(flavor("nominal_quota", "team-a", "reserved")) == "2");
+  CHECK(series(flavor("nominal_quota", "team-a", "spot")) == "4");
+  CHECK(series(flavor("usage", "team-a", "reserved")) == "3");
+  CHECK(series(flavor("usage", "team-a", "spot")) == "1");
+  CHECK(series(flavor("borrowed", "team-a", "reserved")) == "1");
+  CHECK(series(flavor("borrowed", "team-a", "spot")) == "0");
+  CHECK(series(flavor("usage", "team-b", "reserved")) == "0");
+  CHECK(series(flavor("lent", "team-b", "reserved")) == "1");
+  CHECK(series(flavor("lent", "team-b", "spot")) == "0");
+  CHECK(series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "4");
+  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "6");
+  CHECK(text_before.find("tessel_queue_flavor_usage{") == std::string::npos);  // no flavored queue: no series
 }
 
 TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions by reason, "

@@ -1,14 +1,16 @@
 // Features together: seeded runs that mix gangs, priorities, team queues in a cohort, pod
 // anti-affinity, spread, preemption (with victims that take a while to terminate), moves of
 // pods that opted in (consolidation; their Jobs recreate them) and shared GPUs (time-sliced
-// nodes, fractional pods, pods that opt out of sharing) on small GPU clusters with churn. After
+// nodes, fractional pods, pods that opt out of sharing) on small GPU clusters with churn, and, in
+// the seeds past 200, resource flavors (nodes in pools, queues with per-flavor quotas). After
 // every scheduling cycle an independent checker (placement_checker.h: its own arithmetic over
 // what the cluster shows) checks resources, GPU devices, anti-affinity, spread, nominated pods'
 // room, quota, gangs, that no preemptor evicts again while its victims terminate, that no
 // preemption evicts a bystander (a victim off the preemptor's nodes that gives back no quota it
 // lacks and is no gang mate of a victim there), and that
 // every move was allowed (opt-in, minimum run time, move limit) and part of a plan that works
-// out: the waiting pod fits where the moved pods were, and they all fit elsewhere.
+// out: the waiting pod fits where the moved pods were, and they all fit elsewhere; with flavors,
+// that pods run on their queue's flavors, a gang on one, within each flavor's quota.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -119,7 +121,20 @@ struct Run {
   int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
   bool Chance(int percent) { return Pick(1, 100) <= percent; }
 
-  void Cluster() {
+  // With `flavored`, the nodes are in pools (ResourceFlavors reserved, on-demand, spot; some
+  // nodes in none) and both teams' queues divide their GPUs into two or three of the flavors.
+  void Cluster(bool flavored) {
+    const std::vector<std::string> pools = {"reserved", "on-demand", "spot"};
+    if (flavored) {
+      for (const std::string& pool : pools) {
+        REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
+                                          {"kind", "ResourceFlavor"},
+                                          {"metadata", {{"name", pool}}},
+                                          {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
+                    .ok());
+        world.flavors[pool] = {{"pool", pool}};
+      }
+    }
     const int nodes = Pick(2, 5);
     for (int i = 0; i < nodes; ++i) {
       const int gpus = Chance(50) ? 4 : 8;
@@ -127,13 +142,16 @@ struct Run {
       // it up: allocatable nvidia.com/gpu is the replicas, GFD labels say how many per GPU.
       const int replicas = Chance(33) ? (Chance(50) ? 2 : 4) : 1;
       const std::string name = StrCat("n", i);
-      harness.AddNode(NodeBuilder(name)
-                          .Allocatable("cpu:16,memory:256Gi")
-                          .TimeSliced(gpus, replicas)
-                          .Label("kubernetes.io/hostname", name)
-                          .Build());
-      world.nodes.push_back({.name = name, .milli_cpu = 16000, .gpus = gpus, .replicas = replicas});
+      testing::CheckedNode checked{.name = name, .milli_cpu = 16000, .gpus = gpus, .replicas = replicas,
+                                   .labels = {{"kubernetes.io/hostname", name}}};
+      if (flavored && !Chance(15)) checked.labels["pool"] = pools[static_cast<size_t>(Pick(0, 2))];
+      NodeBuilder node(name);
+      node.Allocatable("cpu:16,memory:256Gi").TimeSliced(gpus, replicas);
+      for (const auto& [k, v] : checked.labels) node.Label(k, v);
+      harness.AddNode(node.Build());
+      world.nodes.push_back(std::move(checked));
     }
+    if (flavored) return FlavoredQueues(pools);
     if (Chance(50)) {
       const char* policies[] = {"Never", "LowerPriority", "Any"};
       for (std::string team : {"team-a", "team-b"}) {
@@ -151,6 +169,42 @@ struct Run {
         REQUIRE(harness.ApplyQueueObject(q).ok());
         world.queues.push_back({.name = team, .namespace_ = team, .cohort = "lab", .nominal_gpus = nominal});
       }
+    }
+  }
+
+  // team-a and team-b in cohort lab, each with two or three flavors in its own order, nominal
+  // quotas of 0 to 8 GPUs, borrowing limited or not, and either flavorFungibility.
+  void FlavoredQueues(std::vector<std::string> pools) {
+    const char* policies[] = {"Never", "LowerPriority", "Any"};
+    for (std::string team : {"team-a", "team-b"}) {
+      std::shuffle(pools.begin(), pools.end(), rng);
+      testing::CheckedQueue checked{.name = team, .namespace_ = team, .cohort = "lab"};
+      json flavors = json::array();
+      for (int f = 0, count = Pick(2, 3); f < count; ++f) {
+        testing::CheckedFlavorQuota quota{.flavor = pools[static_cast<size_t>(f)], .nominal_gpus = Pick(0, 8)};
+        json gpu = {{"name", "nvidia.com/gpu"}, {"nominalQuota", std::to_string(quota.nominal_gpus)}};
+        if (Chance(50)) {
+          quota.borrowing_gpus = Pick(0, 4);
+          gpu["borrowingLimit"] = std::to_string(*quota.borrowing_gpus);
+        }
+        flavors.push_back({{"name", quota.flavor}, {"resources", json::array({gpu})}});
+        checked.flavors.push_back(std::move(quota));
+      }
+      json q = {{"apiVersion", "tessel.io/v1alpha1"},
+                {"kind", "Queue"},
+                {"metadata", {{"name", team}}},
+                {"spec",
+                 {{"namespaces", {team}},
+                  {"cohort", "lab"},
+                  {"resourceGroups", json::array({{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}})},
+                  {"flavorFungibility",
+                   {{"whenCanPreempt", Chance(50) ? "Preempt" : "TryNextFlavor"},
+                    {"whenCanBorrow", Chance(50) ? "Borrow" : "TryNextFlavor"}}},
+                  {"preemption",
+                   {{"reclaimWithinCohort", policies[Pick(0, 2)]},
+                    {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
+      REQUIRE(harness.ApplyQueueObject(q).ok());
+      world.queues.push_back(std::move(checked));
     }
   }
 
@@ -270,11 +324,15 @@ struct Run {
 TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves compose; an "
           "independent checker finds no broken rule after any cycle", "[property][composition]") {
   int cycles = 0, evictions = 0, moves = 0, moves_for_gangs = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
+  // Seeds past 200 have resource flavors (their own counts below).
+  constexpr uint64_t kFlatSeeds = 200, kFlavoredSeeds = 60;
+  int flavored_evictions = 0, flavored_pods_bound = 0, flavored_gang_pods_bound = 0, flavored_borrowing = 0;
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
+    const bool flavored = seed > kFlatSeeds;
     Run r(seed);
-    r.Cluster();
+    r.Cluster(flavored);
     testing::PlacementChecker checker(&r.world);
     std::vector<std::string> broken;
     for (int step = 0; step < 25 && broken.empty(); ++step) {
@@ -284,7 +342,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         if (!r.s->ScheduleOne()) break;
         ++cycles;
         const std::vector<Eviction> evicted = r.api.TakeEvictions();
-        evictions += static_cast<int>(evicted.size());
+        (flavored ? flavored_evictions : evictions) += static_cast<int>(evicted.size());
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
         moves_for_gangs += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
@@ -299,6 +357,17 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
       }
       r.Churn();
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
+    }
+    if (flavored) {
+      flavored_borrowing += checker.cycles_borrowing();
+      for (const auto& [key, pod] : r.api.bound) {
+        const CheckedPod& spec = r.world.pods.at(key);
+        flavored_pods_bound += spec.gpus > 0;
+        flavored_gang_pods_bound += !spec.gang.empty();
+      }
+      INFO("seed " << seed);
+      for (const std::string& b : broken) FAIL_CHECK(b);
+      continue;
     }
     for (const auto& [key, pod] : r.api.bound) {
       const CheckedPod& spec = r.world.pods.at(key);
@@ -319,6 +388,13 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   CHECK(gang_pods_bound > 100);
   CHECK(replica_pods_bound > 100);
   CHECK(fractions_bound > 50);
+  // And with flavors: pods and gangs placed on them, preemption, borrowing beyond nominal quota.
+  // (Seen: 624 GPU pods and 292 gang pods bound at the end, 456 evictions, 7681 cycles after
+  // which a queue held more than its nominal quota of a flavor.)
+  CHECK(flavored_pods_bound > 300);
+  CHECK(flavored_gang_pods_bound > 100);
+  CHECK(flavored_evictions > 150);
+  CHECK(flavored_borrowing > 1000);
 }
 
 }  // namespace

@@ -47,12 +47,13 @@ struct Lab {
 
   explicit Lab(std::string config) : h({.config_yaml = std::move(config), .start = absl::FromUnixSeconds(kStart)}) {}
 
-  void Nodes(int count, int gpus) {
+  // Nodes n1..n<count>; with `pools`, node i is labelled pool=pools[i-1].
+  void Nodes(int count, int gpus, const std::vector<std::string>& pools = {}) {
     for (int i = 1; i <= count; ++i) {
-      h.AddNode(NodeBuilder(StrCat("n", i))
-                    .Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus))
-                    .Label("kubernetes.io/hostname", StrCat("n", i))
-                    .Build());
+      NodeBuilder b(StrCat("n", i));
+      b.Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus)).Label("kubernetes.io/hostname", StrCat("n", i));
+      if (!pools.empty()) b.Label("pool", pools[static_cast<size_t>(i - 1)]);
+      h.AddNode(b.Build());
     }
   }
   std::string pod_class;  // priorityClassName of the Jobs made next
@@ -129,9 +130,9 @@ struct Lab {
 // The seed's layout, arrived in the worst order: twelve 3-GPU jobs pack four 10-GPU nodes three
 // apiece, then six end so that the nodes hold 2, 2, 1 and 1 (4, 4, 7 and 7 GPUs free: 22 free,
 // no 8 anywhere).
-void FragmentationHell(Lab& lab, bool movable) {
+void FragmentationHell(Lab& lab, bool movable, const std::vector<std::string>& pools = {}) {
   lab.StartPodsWhenBound();
-  lab.Nodes(4, 10);
+  lab.Nodes(4, 10, pools);
   for (int i = 0; i < 12; ++i) lab.Job(StrCat("a", i), 3, movable);
   lab.Run();
   REQUIRE(lab.h.api.bound.size() == 12);
@@ -268,6 +269,49 @@ TEST_CASE("consolidation: a gang of two 8-GPU pods in the fragmentation hell get
     for (const std::string& t : lab.h.api.disruption_targets) {
       CHECK(t.find("ConsolidationByScheduler: moved to make room for team-b/pair-") != std::string::npos);
     }
+  }
+}
+
+// Gang moves plan within one flavor at a time (docs/flavors.md), as the gang is placed.
+TEST_CASE("consolidation: a flavored gang's moves stay within one flavor, though moves split across "
+          "flavors would be fewer", "[consolidation][gang][flavor]") {
+  Lab lab(Config(0));
+  // n1 and n3 reserved (4 and 7 GPUs free), n2 and n4 spot (4 and 7 free): one move each on n3
+  // and n4 would make two 10-GPU nodes, but of two flavors; the gang takes reserved with three.
+  FragmentationHell(lab, true, {"reserved", "spot", "reserved", "spot"});
+  for (const char* pool : {"reserved", "spot"}) {
+    REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                    {"metadata", {{"name", pool}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
+                .ok());
+  }
+  nlohmann::json flavors = nlohmann::json::array();
+  for (const char* pool : {"reserved", "spot"}) {
+    flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
+  }
+  REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                  {"metadata", {{"name", "team-b"}}},
+                                  {"spec", {{"namespaces", {"team-b"}},
+                                            {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
+                                                                 {"flavors", flavors}}}}}}})
+              .ok());
+  REQUIRE(lab.h.ApplyGangObject(nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                               {"kind", "PodGroup"},
+                                               {"metadata", {{"name", "pair"}, {"namespace", "team-b"}}},
+                                               {"spec", {{"minMember", 2}}}})
+              .value());
+  for (int i = 0; i < 2; ++i) {
+    Pod m = PodBuilder(StrCat("pair-", i), "team-b").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Created(kStart).Build();
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
+    lab.h.AddPod(std::move(m));
+  }
+  lab.Run();
+  const std::set<std::string> gang_nodes = {lab.NodeOf("team-b/pair-0"), lab.NodeOf("team-b/pair-1")};
+  CHECK(gang_nodes == std::set<std::string>{"n1", "n3"});
+  CHECK(lab.Moves() == 3);
+  for (const std::string& victim : lab.h.api.evictions) {
+    const std::string again = lab.NodeOf(StrCat("team-a/", lab.owner_of.at(victim), "-1"));
+    CAPTURE(victim, again);
+    CHECK((again == "n2" || again == "n4"));
   }
 }
 

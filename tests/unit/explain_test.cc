@@ -128,6 +128,57 @@ TEST_CASE("explain: a gang's members placeable now and the largest free block") 
                           "now; the largest free block is 1 GPU on n1");
 }
 
+TEST_CASE("explain: a pod of a flavored queue: the flavor it is tried on, and why each other was "
+          "skipped") {
+  testing::CoreHarness harness{{.start = absl::FromUnixSeconds(1000)}};
+  Scheduler& s = *harness.s;
+  for (const char* pool : {"reserved", "on-demand", "spot", "a100"}) {
+    REQUIRE(harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                          {"metadata", {{"name", pool}}},
+                                          {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
+                .ok());
+  }
+  json flavors = json::array();
+  for (const auto& [pool, nominal] : {std::pair{"reserved", "2"}, std::pair{"on-demand", "4"}, std::pair{"spot", "8"},
+                                      std::pair{"a100", "8"}}) {
+    flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", nominal}}}}});
+  }
+  REQUIRE(harness.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                        {"metadata", {{"name", "team-a"}}},
+                                        {"spec", {{"namespaces", {"team-a"}},
+                                                  {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
+                                                                       {"flavors", flavors}}}}}}})
+              .ok());
+  for (const char* pool : {"reserved", "on-demand", "spot"}) {  // no a100 node
+    harness.AddNode(NodeBuilder(StrCat(pool, "-1")).Allocatable("cpu:32,memory:128Gi,nvidia.com/gpu:4").Label("pool", pool).Build());
+  }
+  // team-a holds its 2 reserved GPUs; a pod of no queue fills on-demand.
+  s.OnPodAdd(PodBuilder("run", "team-a").Requests("cpu:1,nvidia.com/gpu:2").Node("reserved-1").Build());
+  s.OnPodAdd(PodBuilder("other").Requests("cpu:1,nvidia.com/gpu:4").Node("on-demand-1").Build());
+  SECTION("one GPU: spot") {
+    s.OnPodAdd(PodBuilder("p", "team-a").Requests("cpu:1,nvidia.com/gpu:1").Build());
+    const Explanation e = Explain(s, "team-a/p");
+    CHECK(e.nearest_kind == "fits");
+    CHECK(e.details == std::vector<std::string>{
+                           "flavor reserved: skipped, quota: queue team-a: nvidia.com/gpu in flavor reserved 3 of "
+                           "nominal 2; it is in no cohort, so it cannot borrow",
+                           "flavor on-demand: skipped, no feasible node of 1: 1 Insufficient nvidia.com/gpu",
+                           "flavor spot: tried: fits on 1 of 1 node",
+                           "flavor a100: skipped, it has no node the pod may use"});
+  }
+  SECTION("six GPUs: no flavor") {
+    s.OnPodAdd(PodBuilder("p", "team-a").Requests("cpu:1,nvidia.com/gpu:6").Build());
+    const Explanation e = Explain(s, "team-a/p");
+    REQUIRE(e.details.size() >= 4);
+    CHECK(e.details[0] == "flavor reserved: skipped, quota: queue team-a: nvidia.com/gpu in flavor reserved 8 of "
+                          "nominal 2; it is in no cohort, so it cannot borrow");
+    CHECK(e.details[1] == "flavor on-demand: skipped, quota: queue team-a: nvidia.com/gpu in flavor on-demand 6 of "
+                          "nominal 4; it is in no cohort, so it cannot borrow");
+    CHECK(e.details[2] == "flavor spot: skipped, no feasible node of 1: 1 Insufficient nvidia.com/gpu");
+    CHECK(e.details[3] == "flavor a100: skipped, it has no node the pod may use");
+  }
+}
+
 TEST_CASE("explain: fits now, never fits, and a pod it does not hold") {
   World w;
   w.Pending(PodBuilder("small").Requests("cpu:1,nvidia.com/gpu:1").Build());

@@ -245,6 +245,21 @@ struct FlavoredCluster {
                         .Label("pool", std::move(pool))
                         .Build());
   }
+  // A PodGroup of `members` pods of `gpus` GPUs each (its topology key, if any).
+  void AddGang(std::string ns, std::string name, int members, int gpus, int32_t priority = 0,
+               std::string topology_key = "") {
+    json pg = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+               {"kind", "PodGroup"},
+               {"metadata", {{"name", name}, {"namespace", ns}}},
+               {"spec", {{"minMember", members}}}};
+    if (!topology_key.empty()) pg["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
+    REQUIRE(harness.ApplyGangObject(pg).ok());
+    for (int i = 0; i < members; ++i) {
+      Pod member = PodBuilder(StrCat(name, "-", i), ns).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Priority(priority).Build();
+      member.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
+      harness.AddPod(std::move(member));
+    }
+  }
   void AddQueue(std::string name, json spec) { REQUIRE(harness.ApplyQueueObject(QueueObject(std::move(name), std::move(spec))).ok()); }
   void AddPod(std::string ns, std::string name, int32_t priority = 0, int gpus = 1) {
     harness.AddPod(PodBuilder(std::move(name), std::move(ns))
@@ -380,17 +395,7 @@ TEST_CASE("a gang takes one flavor whole, and its topology key applies within th
   c.AddNode("s2", "spot");
   c.AddQueue("low", {{"namespaces", {"low"}}, {"resourceGroups", GpuGroups({{"reserved", "8", ""}, {"spot", "16", ""}})}});
   auto gang = [&](std::string name, int members, std::string topology_key = "") {
-    json pg = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-               {"kind", "PodGroup"},
-               {"metadata", {{"name", name}, {"namespace", "low"}}},
-               {"spec", {{"minMember", members}}}};
-    if (!topology_key.empty()) pg["metadata"]["annotations"] = {{"tessel.io/topology-key", topology_key}};
-    REQUIRE(c.harness.ApplyGangObject(pg).ok());
-    for (int i = 0; i < members; ++i) {
-      Pod member = PodBuilder(StrCat(name, "-", i), "low").Requests("cpu:1,nvidia.com/gpu:4").Build();
-      member.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
-      c.harness.AddPod(std::move(member));
-    }
+    c.AddGang("low", std::move(name), members, 4, 0, std::move(topology_key));
   };
   SECTION("reserved has room for two of three members: the gang goes to spot whole") {
     gang("train", 3);
@@ -412,6 +417,43 @@ TEST_CASE("a gang takes one flavor whole, and its topology key applies within th
     c.Run();
     const std::map<std::string, int> pools = c.PoolsOf("low");
     CHECK(pools == Pools{{"reserved", 1}, {"spot", 2}});
+  }
+}
+
+// Gang preemption plans within one flavor at a time, as the gang is placed (docs/flavors.md).
+TEST_CASE("a gang preempts within one flavor: never for room split across flavors, and on its "
+          "second flavor when the first cannot hold it",
+          "[flavor][core][gang][preemption]") {
+  FlavoredCluster c;
+  c.AddNode("r1", "reserved");
+  c.AddNode("s1", "spot");
+  c.AddQueue("low", {{"namespaces", {"low"}}, {"resourceGroups", GpuGroups({{"reserved", "8", ""}, {"spot", "16", ""}})}});
+  c.AddQueue("high", {{"namespaces", {"high"}}, {"resourceGroups", GpuGroups({{"reserved", "16", ""}, {"spot", "16", ""}})}});
+  SECTION("evicting would free one 8-GPU node per flavor: a 2-member gang evicts nothing") {
+    for (int i = 0; i < 16; ++i) c.AddPod("low", StrCat("j", i));
+    c.Run();
+    REQUIRE(c.PoolsOf("low") == Pools{{"reserved", 8}, {"spot", 8}});
+    c.AddGang("high", "train", 2, 8, 1000);
+    c.harness.RunUntilIdle();
+    CHECK(c.evicted.empty());
+    CHECK(c.PoolsOf("high").empty());
+    CHECK(c.PoolsOf("low") == Pools{{"reserved", 8}, {"spot", 8}});
+  }
+  SECTION("reserved has one node, spot two: the gang preempts on spot only") {
+    c.AddNode("s2", "spot");
+    for (int i = 0; i < 24; ++i) c.AddPod("low", StrCat("j", i));
+    c.Run();
+    REQUIRE(c.PoolsOf("low") == Pools{{"reserved", 8}, {"spot", 16}});
+    c.AddGang("high", "train", 2, 8, 1000);
+    c.harness.RunUntilIdle();
+    REQUIRE(c.evicted.size() == 16);
+    for (const Pod& v : c.evicted) {
+      CAPTURE(v.Key(), v.node_name);
+      CHECK(v.node_name.rfind("s", 0) == 0);
+    }
+    c.Run();
+    CHECK(c.PoolsOf("high") == Pools{{"spot", 2}});
+    CHECK(c.PoolsOf("low") == Pools{{"reserved", 8}});  // the victims' new pods find no room
   }
 }
 

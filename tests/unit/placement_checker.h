@@ -1,7 +1,8 @@
 // An independent checker of a scheduler's placements, for property tests. It reads only what a
 // cluster shows (the pods on each node, bound or assumed, the nominations, the gangs' and
 // queues' specs as the test wrote them) and re-derives each rule from its Kubernetes definition
-// with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker.
+// with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker. For a
+// Queue with resource flavors it checks the flavors of nodes, gangs and quota the same way.
 //
 //   PlacementChecker checker(world);          // the test's own record of nodes, pods, queues
 //   checker.BeforeCycle(view);                // what held before the cycle
@@ -30,6 +31,7 @@ struct CheckedNode {
   int64_t milli_cpu = 0;
   int64_t gpus = 0;      // whole physical GPUs
   int64_t replicas = 1;  // slots per GPU: > 1 on a time-sliced node (allocatable gpus x replicas)
+  std::map<std::string, std::string> labels;
 };
 struct CheckedPod {
   std::string key;        // namespace/name
@@ -46,17 +48,25 @@ struct CheckedPod {
   bool movable = false;   // annotated tessel.io/movable: "true"
   std::string workload;   // its Job: what comes back when it is evicted ("" for none)
 };
+// A flavor of a queue's GPUs (spec.resourceGroups covering nvidia.com/gpu), in the queue's order.
+struct CheckedFlavorQuota {
+  std::string flavor;
+  int64_t nominal_gpus = 0;                 // physical GPUs
+  std::optional<int64_t> borrowing_gpus;    // none: no limit but the cohort's
+};
 struct CheckedQueue {
   std::string name;
   std::string namespace_;
   std::string cohort;
-  int64_t nominal_gpus = 0;  // physical GPUs
+  int64_t nominal_gpus = 0;  // physical GPUs (a flat queue)
+  std::vector<CheckedFlavorQuota> flavors;  // a flavored queue: its GPU flavors in order
 };
 struct CheckedWorld {
   std::vector<CheckedNode> nodes;
   std::map<std::string, CheckedPod> pods;    // by key
   std::map<std::string, int32_t> gang_min;   // gang -> minMember
   std::vector<CheckedQueue> queues;
+  std::map<std::string, std::map<std::string, std::string>> flavors;  // ResourceFlavor -> nodeLabels
 };
 
 // What the cluster shows at one moment.
@@ -108,6 +118,8 @@ class PlacementChecker {
     CheckNominations(view, placed_now, out);
     if (evictions.empty()) CheckSpread(view, placed_now, out);
     CheckQuota(view, out);
+    CheckFlavors(view, out);
+    CheckFlavorOfEvictions(evictions, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
     CheckNoBystanders(view, evictions, out);
@@ -284,6 +296,7 @@ class PlacementChecker {
     std::map<std::string, int64_t> used = QuotaUsed(view);
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
     for (const CheckedQueue& q : world_->queues) {
+      if (!q.flavors.empty()) continue;  // CheckFlavors
       const int64_t u = used[q.namespace_];
       if (q.cohort.empty()) {
         if (u > q.nominal_gpus * 1000) {
@@ -299,6 +312,113 @@ class PlacementChecker {
         out.push_back(StrCat("cohort ", cohort, " holds ", un.first, " milli-GPUs of nominal ", un.second));
       }
     }
+  }
+
+  // Flavored queues (docs/flavors.md), for pods that ask for GPUs: each runs on a node of one
+  // of its queue's flavors (a node is in a flavor when it has all the flavor's node labels; the
+  // queue's first such flavor is the node's), a gang's minMember members on one flavor; per (queue,
+  // flavor) the pods not being deleted hold at most nominal + borrowing limit, and a cohort's
+  // queues together at most the sum of their nominal quotas of that flavor. Milli-GPUs as above.
+  void CheckFlavors(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::pair<std::string, std::string>, int64_t> used;  // (queue, flavor) -> milli-GPUs
+    std::map<std::string, std::map<std::string, int32_t>> gang_flavors;  // gang -> flavor -> members on it
+    std::map<std::string, std::vector<std::string>> gang_where;    // gang -> "member on node (flavor)"
+    for (const auto& [node, pods] : view.on_node) {
+      const CheckedNode& n = NodeOf(node);
+      for (const PodRef& p : pods) {
+        const CheckedPod* s = Spec(*p);
+        const CheckedQueue* q = s == nullptr ? nullptr : FlavoredQueueOf(s->namespace_);
+        if (q == nullptr || s->gpus == 0) continue;
+        const std::string flavor = FlavorOf(*q, n);
+        if (flavor.empty()) {
+          out.push_back(StrCat(p->Key(), " of queue ", q->name, " runs on ", node, ", a node of none of its flavors"));
+          continue;
+        }
+        if (Terminating(*p)) continue;
+        used[{q->name, flavor}] += QuotaMilliOn(*s, n);
+        if (!s->gang.empty()) {
+          ++gang_flavors[s->gang][flavor];
+          gang_where[s->gang].push_back(StrCat(p->Key(), " on ", node, " (", flavor, ")"));
+        }
+      }
+    }
+    // The members placed as the gang (minMember of them) share one flavor. Members beyond
+    // minMember are placed later, each like a gang of one, and may take another flavor (a gap
+    // docs/flavors.md names), so they are not held to it.
+    for (const auto& [gang, flavors] : gang_flavors) {
+      int32_t running = 0, most = 0;
+      for (const auto& [flavor, n] : flavors) running += n, most = std::max(most, n);
+      if (most < std::min(running, world_->gang_min.at(gang))) {
+        std::vector<std::string> names;
+        for (const auto& [flavor, n] : flavors) names.push_back(flavor);
+        out.push_back(StrCat("gang ", gang, " (minMember ", world_->gang_min.at(gang), ") runs on flavors ",
+                             absl::StrJoin(names, ", "), ": ", absl::StrJoin(gang_where[gang], ", ")));
+      }
+    }
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> cohorts;  // (cohort, flavor) -> used, nominal
+    bool borrowing = false;
+    for (const CheckedQueue& q : world_->queues) {
+      for (const CheckedFlavorQuota& f : q.flavors) {
+        const int64_t u = used[{q.name, f.flavor}];
+        borrowing |= u > f.nominal_gpus * 1000;
+        const bool alone = q.cohort.empty();
+        if (alone || f.borrowing_gpus.has_value()) {
+          const int64_t limit = (f.nominal_gpus + (alone ? 0 : *f.borrowing_gpus)) * 1000;
+          if (u > limit) {
+            out.push_back(StrCat("queue ", q.name, " holds ", u, " milli-GPUs of flavor ", f.flavor, ", above its nominal ",
+                                 f.nominal_gpus, alone ? "" : StrCat(" + borrowing limit ", *f.borrowing_gpus)));
+          }
+        }
+        if (alone) continue;
+        cohorts[{q.cohort, f.flavor}].first += u;
+        cohorts[{q.cohort, f.flavor}].second += f.nominal_gpus * 1000;
+      }
+    }
+    cycles_borrowing_ += borrowing;
+    for (const auto& [key, un] : cohorts) {
+      if (un.first > un.second) {
+        out.push_back(StrCat("cohort ", key.first, " holds ", un.first, " milli-GPUs of flavor ", key.second,
+                             " of nominal ", un.second));
+      }
+    }
+  }
+  // A preemptor of a flavored queue (a pod, or a gang) evicts or moves pods for room on one of
+  // its flavors only: the pods it chose (not their gang mates, which go wherever they run) are
+  // all on nodes of one flavor of its queue, since it is placed on one.
+  void CheckFlavorOfEvictions(const std::vector<Eviction>& evictions, std::vector<std::string>& out) const {
+    std::map<std::string, std::set<std::string>> flavors_of;  // preemptor -> flavors of its victims' nodes
+    for (const Eviction& e : evictions) {
+      const CheckedPod* preemptor = SpecOf(e.preemptor);
+      const CheckedPod* victim = SpecOf(e.victim);
+      const CheckedQueue* q = preemptor == nullptr ? nullptr : FlavoredQueueOf(preemptor->namespace_);
+      if (q == nullptr || victim == nullptr || !victim->gang.empty() || preemptor->gpus == 0) continue;
+      const std::string flavor = FlavorOf(*q, NodeOf(e.node));
+      flavors_of[Preemptor(e.preemptor)].insert(flavor.empty() ? "(none of its flavors)" : flavor);
+    }
+    for (const auto& [who, flavors] : flavors_of) {
+      if (flavors.size() > 1 || flavors.contains("(none of its flavors)")) {
+        out.push_back(StrCat(who, " evicted pods on flavors ", absl::StrJoin(flavors, ", "), " in one cycle"));
+      }
+    }
+  }
+  const CheckedQueue* FlavoredQueueOf(const std::string& namespace_) const {
+    for (const CheckedQueue& q : world_->queues) {
+      if (q.namespace_ == namespace_ && !q.flavors.empty()) return &q;
+    }
+    return nullptr;
+  }
+  // The queue's first flavor whose node labels the node has; "" for none.
+  std::string FlavorOf(const CheckedQueue& q, const CheckedNode& n) const {
+    for (const CheckedFlavorQuota& f : q.flavors) {
+      auto it = world_->flavors.find(f.flavor);
+      if (it == world_->flavors.end()) continue;
+      const bool in = std::all_of(it->second.begin(), it->second.end(), [&](const auto& label) {
+        auto l = n.labels.find(label.first);
+        return l != n.labels.end() && l->second == label.second;
+      });
+      if (in) return f.flavor;
+    }
+    return "";
   }
 
   // A gang is either not running or running with at least minMember members (terminating
@@ -472,7 +592,7 @@ class PlacementChecker {
     return r;
   }
   // Takes the pod's room from `r` if it is there: whole GPUs on devices nobody uses, a fraction
-  // within one device, replicas on distinct devices with a free slot.
+  // within one device, replicas on free slots (a device may give a pod more than one).
   static bool Take(const CheckedNode& n, Room& r, const CheckedPod& s) {
     if (s.milli_cpu > r.cpu) return false;
     if (s.gpus > 0 && s.sharing_never && n.replicas > 1) return false;
@@ -487,10 +607,18 @@ class PlacementChecker {
       want = 0;
     }
     if (n.replicas > 1 && s.gpu_milli > 0) want = 1;
+    if (n.replicas > 1) {
+      // Slots, least-loaded device first, several on one device if need be (docs/gpu.md).
+      for (; want > 0; --want) {
+        auto d = std::min_element(after.device_used.begin(), after.device_used.end());
+        if (d == after.device_used.end() || *d >= n.replicas) return false;
+        ++*d;
+      }
+    }
     for (int64_t& used : after.device_used) {
       if (want == 0) break;
-      if (n.replicas == 1 ? used == 0 : used < n.replicas) {
-        used += n.replicas == 1 ? 1000 : 1;
+      if (used == 0) {
+        used += 1000;
         --want;
       }
     }
@@ -510,6 +638,9 @@ class PlacementChecker {
   }
 
  public:
+  // After how many cycles a flavored queue held more than its nominal quota of a flavor.
+  int cycles_borrowing() const { return cycles_borrowing_; }
+
   // Moves (consolidation), after a cycle: a pod is moved only if it opted in, is in no gang,
   // ran at least the minimum run time, and was not moved more than the limit within the
   // window; and only for a plan that works out by the checker's own arithmetic: with the moved
@@ -576,7 +707,10 @@ class PlacementChecker {
         if (it != view.on_node.end()) rooms[n.name] = RoomOf(n, it->second);
       }
       if (!rooms.contains(node) || !Take(NodeOf(node), rooms[node], *waiting)) {
-        out.push_back(StrCat("pods were moved off ", node, " for ", who, ", which does not fit there without them"));
+        std::vector<std::string> names;
+        for (const Eviction* e : moved) names.push_back(e->victim);
+        out.push_back(StrCat("pods were moved off ", node, " for ", who, ", which does not fit there without them (",
+                             absl::StrJoin(names, ", "), ")"));
         continue;
       }
       rooms.erase(node);
@@ -597,6 +731,7 @@ class PlacementChecker {
   std::map<std::string, std::set<std::string>> earlier_victims_;
   std::map<std::string, int> rounds_;  // preemptor -> eviction rounds since a more important pod came
   std::set<std::string> nominated_before_;
+  int cycles_borrowing_ = 0;
 };
 
 }  // namespace tessel::testing
