@@ -15,6 +15,22 @@ constexpr size_t kPlansTried = 3;
 // How long a search that found no plan holds for a pod.
 constexpr absl::Duration kRetryAfter = absl::Seconds(30);
 
+// The vain-search hold is per pod and node tier: the core offers a flavored pod's tiers in turn
+// in one attempt (node_tiers.h), each with the other tiers' nodes unresolvable, and a search in
+// vain on one says nothing of the next. The tier is read off a node the pod may still use.
+std::string VainKey(const Handle& handle, const CycleState& state, const Pod& pod, const NodeStatusMap& filtered) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr) return pod.Key();
+  for (const auto& [name, status] : filtered) {
+    if (status.code() != Code::kUnschedulable) continue;
+    const NodeInfo* node = handle.snapshot().Get(name);
+    if (const std::optional<int64_t> tier = node == nullptr ? std::nullopt : tiers->TierOf(state, *node)) {
+      return StrCat(pod.Key(), "#", *tier);
+    }
+  }
+  return pod.Key();
+}
+
 }  // namespace
 
 absl::StatusOr<ConsolidationArgs> Consolidation::ParseArgs(const YAML::Node& yaml) {
@@ -77,7 +93,8 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   if (!handle_.GangKeyOf(pod).empty()) return unschedulable("gang members are placed by the gang cycle");
 
   const absl::Time now = handle_.clock().Now();
-  if (auto it = last_in_vain_.find(pod.Key()); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
+  const std::string vain_key = VainKey(handle_, state, pod, filtered);
+  if (auto it = last_in_vain_.find(vain_key); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
     return unschedulable("no plan was found for the pod a moment ago");
   }
   const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
@@ -92,7 +109,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     if (last_in_vain_.size() > 10000) {
       std::erase_if(last_in_vain_, [&](const auto& kv) { return now - kv.second >= kRetryAfter; });
     }
-    last_in_vain_[pod.Key()] = now;
+    last_in_vain_[vain_key] = now;
     PostFilterResult none = unschedulable(
         "no node can take the pod by moving movable pods that every fit elsewhere");
     none.nomination = Nomination::kOverride;  // nowhere to wait for
@@ -114,7 +131,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
       return {.status = Status::Error(StrCat("consolidation: ", out.error.message())), .victims = std::move(moved)};
     }
     if (out.refused) continue;  // a PodDisruptionBudget says no: the next plan
-    last_in_vain_.erase(pod.Key());
+    last_in_vain_.erase(vain_key);
     return {.status = Status::Ok(),
             .nomination = Nomination::kOverride,
             .nominated_node = plan.node,

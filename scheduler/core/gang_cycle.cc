@@ -83,6 +83,10 @@ void Scheduler::RunGangCycle(InFlightPod head) {
   }
   cache_->UpdateSnapshot(snapshot_);
   const NominatedPodMap nominated = WithoutMembers(nominator_.Pods(), a.members);
+  std::vector<std::string> running_nodes;
+  for (const std::string& key : c.placed_keys) {
+    if (std::optional<std::string> node = cache_->NodeOf(key)) running_nodes.push_back(*std::move(node));
+  }
   gang::GangPlan plan = gang::PlanGang(gang::PlanInput{.framework = &a.fw,
                                                        .snapshot = &snapshot_,
                                                        .members = a.members,
@@ -91,7 +95,8 @@ void Scheduler::RunGangCycle(InFlightPod head) {
                                                        .gang = a.spec.id.Describe(),
                                                        .topology_key = a.spec.topology_key,
                                                        .min_resources = a.spec.min_resources,
-                                                       .nominated = nominated.empty() ? nullptr : &nominated});
+                                                       .nominated = nominated.empty() ? nullptr : &nominated,
+                                                       .running_nodes = std::move(running_nodes)});
   if (plan.feasible && !HoldPlan(a, plan)) return;
   if (!plan.feasible) return GangShortfall(a, plan);
   PlaceGang(a, std::move(plan));

@@ -169,6 +169,7 @@ GangTracker::Cycle GangTracker::BeginCycle(const Pod& head, const GangBook::Reso
   g.min_member = r.spec.min_member;
   for (const auto& [key, pod] : g.pending) c.members.push_back(pod);
   c.placed = static_cast<int32_t>(g.placed.size());
+  c.placed_keys.assign(g.placed.begin(), g.placed.end());
   std::sort(c.members.begin(), c.members.end(), EarlierMember);
   return c;
 }

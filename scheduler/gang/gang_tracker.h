@@ -71,6 +71,7 @@ class GangTracker {
     Kind kind = Kind::kReady;
     std::vector<PodRef> members;  // pending, earliest first
     int32_t placed = 0;
+    std::vector<std::string> placed_keys;  // the members placed (namespace/name)
   };
   Cycle BeginCycle(const Pod& head, const GangBook::Resolution& resolution);
   // Its members go to the queue as ordinary pods. The head must not be in flight any more.

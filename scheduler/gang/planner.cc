@@ -463,6 +463,18 @@ GangPlan PlanGang(const PlanInput& input) {
   for (NodeInfo* node : in.snapshot->nodes()) {
     if (const std::optional<int64_t> t = tiers->TierOf(*tier_state, *node)) by_tier[*t].push_back(node);
   }
+  // Members placed after the gang join the tier its running members use, whatever has room.
+  for (const std::string& name : in.running_nodes) {
+    const NodeInfo* node = in.snapshot->Get(name);
+    const std::optional<int64_t> t = node == nullptr ? std::nullopt : tiers->TierOf(*tier_state, *node);
+    if (!t.has_value()) continue;
+    auto it = by_tier.find(*t);
+    GangPlan within = PlanOn(in, shapes, interacting, it == by_tier.end() ? std::vector<NodeInfo*>() : it->second, nullptr);
+    if (!within.feasible && within.code != Code::kError) {
+      within.message = StrCat(within.message, " (in the tier of nodes its running members use)");
+    }
+    return within;
+  }
   if (by_tier.size() <= 1) return plan;  // one tier: the plan on every node is the plan on it
   std::optional<GangPlan> first_refusal;
   for (const auto& [tier, nodes] : by_tier) {

@@ -58,6 +58,9 @@ struct PlanInput {
   // Pods nominated to nodes (their preemptions' victims are leaving), without the gang's own
   // members: those at least as important as a member count as present where it is filtered.
   const NominatedPodMap* nominated = nullptr;
+  // The nodes of the members already placed: with strict tiers (a queue's flavors) the members
+  // placed after the gang (beyond minMember) go to the tier those run on, as the gang did.
+  std::vector<std::string> running_nodes;
 };
 
 struct MemberPlacement {

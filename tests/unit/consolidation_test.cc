@@ -315,6 +315,46 @@ TEST_CASE("consolidation: a flavored gang's moves stay within one flavor, though
   }
 }
 
+// A single pod's moves follow the core tier by tier: a search in vain on the first flavor does
+// not keep the second from being searched in the same attempt.
+TEST_CASE("consolidation: a flavored pod without a plan on its first flavor gets moves on its "
+          "second", "[consolidation][flavor]") {
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  // n1 (reserved) holds three jobs that stay; n2 (spot) one movable job, n3 (spot) one that
+  // stays: an 8-GPU pod fits nowhere, reserved cannot be helped, and on spot moving n2's job
+  // to n3 frees n2. (n3 is full while the movable job is placed, so that it lands on n2.)
+  lab.Nodes(3, 10, {"reserved", "spot", "spot"});
+  for (int i = 0; i < 3; ++i) lab.Job(StrCat("r", i), 3, /*movable=*/false, "team-a", "n1");
+  lab.Job("t", 3, /*movable=*/false, "team-a", "n3");
+  lab.Job("tmp", 7, /*movable=*/false, "team-a", "n3");
+  lab.Run();
+  lab.Job("s", 3, /*movable=*/true);
+  lab.Run();
+  REQUIRE(lab.NodeOf("team-a/s") == "n2");
+  lab.Delete("team-a/tmp");
+  for (const char* pool : {"reserved", "spot"}) {
+    REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                    {"metadata", {{"name", pool}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
+                .ok());
+  }
+  nlohmann::json flavors = nlohmann::json::array();
+  for (const char* pool : {"reserved", "spot"}) {
+    flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
+  }
+  REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                  {"metadata", {{"name", "team-b"}}},
+                                  {"spec", {{"namespaces", {"team-b"}},
+                                            {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
+                                                                 {"flavors", flavors}}}}}}})
+              .ok());
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.Moves() == 1);
+  CHECK(lab.NodeOf("team-b/big") == "n2");
+  CHECK(lab.NodeOf("team-a/s-1") == "n3");
+}
+
 TEST_CASE("consolidation: pods that did not opt in are never moved", "[consolidation]") {
   Lab lab(Config(0));
   FragmentationHell(lab, /*movable=*/false);

@@ -420,6 +420,33 @@ TEST_CASE("a gang takes one flavor whole, and its topology key applies within th
   }
 }
 
+TEST_CASE("a gang's members placed after it (beyond minMember) join the flavor it runs on",
+          "[flavor][core][gang]") {
+  FlavoredCluster c;
+  c.AddNode("r1", "reserved");
+  c.AddNode("s1", "spot");
+  c.AddQueue("low", {{"namespaces", {"low"}}, {"resourceGroups", GpuGroups({{"reserved", "16", ""}, {"spot", "16", ""}})}});
+  // minMember 2 of three 4-GPU members: two fill r1's 8 GPUs; the third finds room only on spot.
+  REQUIRE(c.harness
+              .ApplyGangObject(json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                    {"kind", "PodGroup"},
+                                    {"metadata", {{"name", "elastic"}, {"namespace", "low"}}},
+                                    {"spec", {{"minMember", 2}}}})
+              .ok());
+  auto member = [&](int i) {
+    Pod m = PodBuilder(StrCat("elastic-", i), "low").Requests("cpu:1,nvidia.com/gpu:4").Build();
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "elastic";
+    c.harness.AddPod(std::move(m));
+  };
+  member(0);
+  member(1);
+  c.Run();
+  REQUIRE(c.PoolsOf("low") == Pools{{"reserved", 2}});
+  member(2);  // a later member: reserved is full
+  c.Run();
+  CHECK(c.PoolsOf("low") == Pools{{"reserved", 2}});  // it waits for reserved, not spot
+}
+
 // Gang preemption plans within one flavor at a time, as the gang is placed (docs/flavors.md).
 TEST_CASE("a gang preempts within one flavor: never for room split across flavors, and on its "
           "second flavor when the first cannot hold it",

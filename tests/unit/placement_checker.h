@@ -316,7 +316,7 @@ class PlacementChecker {
 
   // Flavored queues (docs/flavors.md), for pods that ask for GPUs: each runs on a node of one
   // of its queue's flavors (a node is in a flavor when it has all the flavor's node labels; the
-  // queue's first such flavor is the node's), a gang's minMember members on one flavor; per (queue,
+  // queue's first such flavor is the node's), a gang's running members on one flavor; per (queue,
   // flavor) the pods not being deleted hold at most nominal + borrowing limit, and a cohort's
   // queues together at most the sum of their nominal quotas of that flavor. Milli-GPUs as above.
   void CheckFlavors(const ClusterView& view, std::vector<std::string>& out) {
@@ -342,13 +342,10 @@ class PlacementChecker {
         }
       }
     }
-    // The members placed as the gang (minMember of them) share one flavor. Members beyond
-    // minMember are placed later, each like a gang of one, and may take another flavor (a gap
-    // docs/flavors.md names), so they are not held to it.
+    // A gang's running members share one flavor, those placed after the gang (beyond minMember)
+    // too: they join the flavor the others run on.
     for (const auto& [gang, flavors] : gang_flavors) {
-      int32_t running = 0, most = 0;
-      for (const auto& [flavor, n] : flavors) running += n, most = std::max(most, n);
-      if (most < std::min(running, world_->gang_min.at(gang))) {
+      if (flavors.size() > 1) {
         std::vector<std::string> names;
         for (const auto& [flavor, n] : flavors) names.push_back(flavor);
         out.push_back(StrCat("gang ", gang, " (minMember ", world_->gang_min.at(gang), ") runs on flavors ",
