@@ -13,6 +13,46 @@
 namespace tessel::server {
 namespace {
 
+// A pod of namespace team-a asking `gpus` milli-GPUs, on `node` ("" for pending).
+Pod TeamAPod(std::string name, std::string node, int64_t gpus) {
+  Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = "team-a";
+  p.scheduler_name = "tessel";
+  p.node_name = std::move(node);
+  p.requests.Set("nvidia.com/gpu", gpus);
+  p.requests.pods = 1;
+  return p;
+}
+
+// A scheduler with the default profile on a manual clock, and its metrics.
+struct MetricsWorld {
+  explicit MetricsWorld(absl::Time start = absl::UnixEpoch()) : clock(start) {}
+  static std::unique_ptr<Scheduler> Make(const Registry& registry, const SchedulerConfig& config, Cache& cache,
+                                         ManualClock& clock) {
+    auto made = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
+                                .cache = &cache, .clock = &clock});
+    REQUIRE(made.ok());
+    return *std::move(made);
+  }
+  // The value of one series as rendered now, "absent" when it is not there.
+  std::string Series(const std::string& name) const {
+    const std::string text = r.Render();
+    const size_t at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return "absent";
+    const size_t start = at + name.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  }
+
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache{&clock};
+  std::unique_ptr<Scheduler> s = Make(registry, config, cache, clock);
+  MetricsRegistry r;
+  SchedulerMetrics m{&r, s.get()};
+};
+
 TEST_CASE("series names and values are formatted as Prometheus expects") {
   CHECK(FormatSeries("m", {}) == "m");
   CHECK(FormatSeries("m", {{"a", "x"}, {"b", "q\"u\\o\nte"}}) == R"(m{a="x",b="q\"u\\o\nte"})");
@@ -55,61 +95,31 @@ scheduler_pending_pods{queue="backoff"} 0
 }
 
 TEST_CASE("an attempt that chose a node is measured to the end of its binding cycle") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  ManualClock clock;
-  Cache cache(&clock);
-  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                           .cache = &cache, .clock = &clock});
-  REQUIRE(s.ok());
-  MetricsRegistry r;
-  SchedulerMetrics m(&r, s->get());
+  MetricsWorld w;
   Pod a, b, c;
   a.meta.name = "a";
   b.meta.name = "b";
   c.meta.name = "c";
   a.scheduler_name = b.scheduler_name = c.scheduler_name = "tessel";
-  auto series = [&](const std::string& name) {
-    const std::string text = r.Render();
-    const size_t at = text.find("\n" + name + " ");
-    if (at == std::string::npos) return std::string("absent");
-    const size_t start = at + name.size() + 2;
-    return text.substr(start, text.find('\n', start) - start);
-  };
-  m.AttemptFinished(a, AttemptResult::kScheduled, absl::Seconds(2));  // the scheduling cycle took 2 s
-  m.AttemptFinished(b, AttemptResult::kScheduled, absl::Seconds(1));
-  m.AttemptFinished(c, AttemptResult::kUnschedulable, absl::Seconds(1));
-  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "absent");
-  clock.Advance(absl::Seconds(3));  // binding takes 3 s
-  m.PodScheduled(a, "n");
-  m.PodUnschedulable(b, FailureKind::kBindFailed, "binding rejected");
-  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
-  CHECK(series(R"(scheduler_schedule_attempts_total{result="error",profile="tessel"})") == "1");
-  CHECK(series(R"(scheduler_schedule_attempts_total{result="unschedulable",profile="tessel"})") == "1");
-  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled",profile="tessel"})") == "5");
-  CHECK(series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="error",profile="tessel"})") == "4");
+  w.m.AttemptFinished(a, AttemptResult::kScheduled, absl::Seconds(2));  // the scheduling cycle took 2 s
+  w.m.AttemptFinished(b, AttemptResult::kScheduled, absl::Seconds(1));
+  w.m.AttemptFinished(c, AttemptResult::kUnschedulable, absl::Seconds(1));
+  CHECK(w.Series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "absent");
+  w.clock.Advance(absl::Seconds(3));  // binding takes 3 s
+  w.m.PodScheduled(a, "n");
+  w.m.PodUnschedulable(b, FailureKind::kBindFailed, "binding rejected");
+  CHECK(w.Series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
+  CHECK(w.Series(R"(scheduler_schedule_attempts_total{result="error",profile="tessel"})") == "1");
+  CHECK(w.Series(R"(scheduler_schedule_attempts_total{result="unschedulable",profile="tessel"})") == "1");
+  CHECK(w.Series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled",profile="tessel"})") == "5");
+  CHECK(w.Series(R"(scheduler_scheduling_attempt_duration_seconds_sum{result="error",profile="tessel"})") == "4");
   // An outcome without a binding cycle in progress is not counted twice.
-  m.PodScheduled(a, "n");
-  CHECK(series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
+  w.m.PodScheduled(a, "n");
+  CHECK(w.Series(R"(scheduler_schedule_attempts_total{result="scheduled",profile="tessel"})") == "1");
 }
 
 TEST_CASE("preemption victims are observed per preemption and per reason") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  ManualClock clock;
-  Cache cache(&clock);
-  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                           .cache = &cache, .clock = &clock});
-  REQUIRE(s.ok());
-  MetricsRegistry r;
-  SchedulerMetrics m(&r, s->get());
-  auto series = [&](const std::string& name) {
-    const std::string text = r.Render();
-    const size_t at = text.find("\n" + name + " ");
-    if (at == std::string::npos) return std::string("absent");
-    const size_t start = at + name.size() + 2;
-    return text.substr(start, text.find('\n', start) - start);
-  };
+  MetricsWorld w;
   auto victim = [](std::string name, std::string reason) {
     auto p = std::make_shared<Pod>();
     p->meta.name = std::move(name);
@@ -117,39 +127,23 @@ TEST_CASE("preemption victims are observed per preemption and per reason") {
   };
   Pod preemptor;
   preemptor.meta.name = "urgent";
-  m.PodsPreempted(preemptor, "n1", {victim("a", "LowerPriority"), victim("b", "LowerPriority"),
+  w.m.PodsPreempted(preemptor, "n1", {victim("a", "LowerPriority"), victim("b", "LowerPriority"),
                                     victim("c", "Reclaim")});
-  m.PodsPreempted(preemptor, "n2", {victim("d", "LowerPriority")});
-  m.PodsPreempted(preemptor, "", {});  // nothing evicted: not a preemption
-  CHECK(series("scheduler_preemption_attempts_total") == "2");
-  CHECK(series(R"(scheduler_preemption_victims_sum{reason="LowerPriority"})") == "3");
-  CHECK(series(R"(scheduler_preemption_victims_count{reason="LowerPriority"})") == "2");
-  CHECK(series(R"(scheduler_preemption_victims_sum{reason="Reclaim"})") == "1");
-  CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="1"})") == "1");
-  CHECK(series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="2"})") == "2");
+  w.m.PodsPreempted(preemptor, "n2", {victim("d", "LowerPriority")});
+  w.m.PodsPreempted(preemptor, "", {});  // nothing evicted: not a preemption
+  CHECK(w.Series("scheduler_preemption_attempts_total") == "2");
+  CHECK(w.Series(R"(scheduler_preemption_victims_sum{reason="LowerPriority"})") == "3");
+  CHECK(w.Series(R"(scheduler_preemption_victims_count{reason="LowerPriority"})") == "2");
+  CHECK(w.Series(R"(scheduler_preemption_victims_sum{reason="Reclaim"})") == "1");
+  CHECK(w.Series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="1"})") == "1");
+  CHECK(w.Series(R"(scheduler_preemption_victims_bucket{reason="LowerPriority",le="2"})") == "2");
 }
 
 TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  ManualClock clock;
-  Cache cache(&clock);
-  auto made = Scheduler::New({.registry = &registry, .config = &config,
-                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
-  REQUIRE(made.ok());
-  Scheduler& s = **made;
-  MetricsRegistry r;
-  SchedulerMetrics m(&r, &s);
-  auto series = [&](const std::string& name) {
-    const std::string text = r.Render();
-    const size_t at = text.find("\n" + name + " ");
-    if (at == std::string::npos) return std::string("absent");
-    const size_t start = at + name.size() + 2;
-    return text.substr(start, text.find('\n', start) - start);
-  };
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "absent");
+  MetricsWorld w;
+  CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "absent");
   for (const char* q : {"team-a", "team-b"}) {
-    REQUIRE(DeliverObject(s, nlohmann::json{
+    REQUIRE(DeliverObject(*w.s, nlohmann::json{
                   {"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                   {"metadata", {{"name", q}}},
                   {"spec", {{"namespaces", {q}}, {"cohort", "c"},
@@ -161,55 +155,37 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   n.allocatable.Set("nvidia.com/gpu", 8000);
   n.allocatable.Set("cpu", 8000);
   n.allocatable.Set("pods", 110);
-  s.OnNodeAdd(n);
-  auto pod = [](std::string name, std::string node, int64_t gpus) {
-    Pod p;
-    p.meta.name = std::move(name);
-    p.meta.namespace_ = "team-a";
-    p.scheduler_name = "tessel";
-    p.node_name = std::move(node);
-    p.requests.Set("nvidia.com/gpu", gpus);
-    p.requests.pods = 1;
-    return p;
-  };
-  s.OnPodAdd(pod("running", "n1", 3000));  // borrows 1 of team-b's
-  s.OnPodAdd(pod("waiting", "", 1000));
-  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "2");
-  CHECK(series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "3");
-  CHECK(series(R"(tessel_queue_borrowed{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "1");
-  CHECK(series(R"(tessel_queue_usage{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
-  CHECK(series(R"(tessel_queue_borrowed{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "1");
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-b",cohort="c"})") == "0");
-  CHECK(series(R"(tessel_queue_admitted_pods{queue="team-a",cohort="c"})") == "1");
-  CHECK(series(R"(tessel_queue_lent{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  w.s->OnNodeAdd(n);
+  auto pod = TeamAPod;
+  w.s->OnPodAdd(pod("running", "n1", 3000));  // borrows 1 of team-b's
+  w.s->OnPodAdd(pod("waiting", "", 1000));
+  CHECK(w.Series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "2");
+  CHECK(w.Series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "3");
+  CHECK(w.Series(R"(tessel_queue_borrowed{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_usage{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
+  CHECK(w.Series(R"(tessel_queue_borrowed{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "0");
+  CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-b",cohort="c"})") == "0");
+  CHECK(w.Series(R"(tessel_queue_admitted_pods{queue="team-a",cohort="c"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_lent{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "1");
   // 8 whole GPUs (no GFD labels: allocatable nvidia.com/gpu), 3 held; the running mix (3 x 1000)
   // fits in the 5 free devices, so nothing is fragmented.
-  CHECK(series("tessel_gpu_allocatable") == "8");
-  CHECK(series("tessel_gpu_allocated") == "3");
-  CHECK(series("tessel_gpu_fragmentation") == "0");
-  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="after_change"})") == "1");
-  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "absent");
-  s.OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
-  CHECK(series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "1");
-  CHECK(series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "2");
+  CHECK(w.Series("tessel_gpu_allocatable") == "8");
+  CHECK(w.Series("tessel_gpu_allocated") == "3");
+  CHECK(w.Series("tessel_gpu_fragmentation") == "0");
+  CHECK(w.Series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="after_change"})") == "1");
+  CHECK(w.Series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "absent");
+  w.s->OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
+  CHECK(w.Series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "2");
 }
 
 TEST_CASE("per-flavor queue gauges: a flavored queue's nominal quota, usage, borrowed and lent per "
           "flavor; the per-queue gauges hold the sums") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  ManualClock clock;
-  Cache cache(&clock);
-  auto made = Scheduler::New({.registry = &registry, .config = &config,
-                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
-  REQUIRE(made.ok());
-  Scheduler& s = **made;
-  MetricsRegistry r;
-  SchedulerMetrics m(&r, &s);
-  const std::string text_before = r.Render();
+  MetricsWorld w;
+  const std::string text_before = w.r.Render();
   for (const char* f : {"reserved", "spot"}) {
-    REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+    REQUIRE(DeliverObject(*w.s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
                                             {"metadata", {{"name", f}}},
                                             {"spec", {{"nodeLabels", {{"pool", f}}}}}})
                 .value_or(false));
@@ -219,7 +195,7 @@ TEST_CASE("per-flavor queue gauges: a flavored queue's nominal quota, usage, bor
     for (const auto& [f, nominal] : {std::pair{"reserved", "2"}, std::pair{"spot", "4"}}) {
       flavors.push_back({{"name", f}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", nominal}}}}});
     }
-    REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+    REQUIRE(DeliverObject(*w.s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                             {"metadata", {{"name", q}}},
                                             {"spec", {{"namespaces", {q}}, {"cohort", "c"},
                                                       {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
@@ -233,85 +209,55 @@ TEST_CASE("per-flavor queue gauges: a flavored queue's nominal quota, usage, bor
     n.allocatable.Set("nvidia.com/gpu", 8000);
     n.allocatable.Set("cpu", 8000);
     n.allocatable.Set("pods", 110);
-    s.OnNodeAdd(n);
+    w.s->OnNodeAdd(n);
   }
   auto running = [&](std::string name, std::string node, int64_t gpus) {
-    Pod p;
-    p.meta.name = std::move(name);
-    p.meta.namespace_ = "team-a";
-    p.scheduler_name = "tessel";
-    p.node_name = std::move(node);
-    p.requests.Set("nvidia.com/gpu", gpus);
-    p.requests.pods = 1;
-    s.OnPodAdd(std::move(p));
+    w.s->OnPodAdd(TeamAPod(std::move(name), std::move(node), gpus));
   };
   running("a", "reserved-1", 3000);  // borrows 1 of team-b's reserved GPUs
   running("b", "spot-1", 1000);
-  auto series = [&](const std::string& name) {
-    const std::string text = r.Render();
-    const size_t at = text.find("\n" + name + " ");
-    if (at == std::string::npos) return std::string("absent");
-    const size_t start = at + name.size() + 2;
-    return text.substr(start, text.find('\n', start) - start);
-  };
   auto flavor = [](std::string metric, std::string queue, std::string flavor) {
     return StrCat("tessel_queue_flavor_", metric, "{queue=\"", queue, "\",cohort=\"c\",flavor=\"", flavor,
                   "\",resource=\"nvidia.com/gpu\"}");
   };
-  CHECK(series(flavor("nominal_quota", "team-a", "reserved")) == "2");
-  CHECK(series(flavor("nominal_quota", "team-a", "spot")) == "4");
-  CHECK(series(flavor("usage", "team-a", "reserved")) == "3");
-  CHECK(series(flavor("usage", "team-a", "spot")) == "1");
-  CHECK(series(flavor("borrowed", "team-a", "reserved")) == "1");
-  CHECK(series(flavor("borrowed", "team-a", "spot")) == "0");
-  CHECK(series(flavor("usage", "team-b", "reserved")) == "0");
-  CHECK(series(flavor("lent", "team-b", "reserved")) == "1");
-  CHECK(series(flavor("lent", "team-b", "spot")) == "0");
-  CHECK(series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "4");
-  CHECK(series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "6");
+  CHECK(w.Series(flavor("nominal_quota", "team-a", "reserved")) == "2");
+  CHECK(w.Series(flavor("nominal_quota", "team-a", "spot")) == "4");
+  CHECK(w.Series(flavor("usage", "team-a", "reserved")) == "3");
+  CHECK(w.Series(flavor("usage", "team-a", "spot")) == "1");
+  CHECK(w.Series(flavor("borrowed", "team-a", "reserved")) == "1");
+  CHECK(w.Series(flavor("borrowed", "team-a", "spot")) == "0");
+  CHECK(w.Series(flavor("usage", "team-b", "reserved")) == "0");
+  CHECK(w.Series(flavor("lent", "team-b", "reserved")) == "1");
+  CHECK(w.Series(flavor("lent", "team-b", "spot")) == "0");
+  CHECK(w.Series(R"(tessel_queue_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "4");
+  CHECK(w.Series(R"(tessel_queue_nominal_quota{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "6");
   CHECK(text_before.find("tessel_queue_flavor_usage{") == std::string::npos);  // no flavored queue: no series
 }
 
 TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions by reason, "
           "parked pods by plugin, build info") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
-  ManualClock clock(absl::FromUnixSeconds(1000));
-  Cache cache(&clock);
-  auto made = Scheduler::New({.registry = &registry, .config = &config,
-                              .defaults = &DefaultProfile(), .cache = &cache, .clock = &clock});
-  REQUIRE(made.ok());
-  Scheduler& s = **made;
-  REQUIRE(DeliverObject(s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+  MetricsWorld w(absl::FromUnixSeconds(1000));
+  REQUIRE(DeliverObject(*w.s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
                                           {"metadata", {{"name", "team-a"}}},
                                           {"spec", {{"namespaces", {"team-a"}}, {"cohort", "c"}}}}).status()
               .ok());
-  MetricsRegistry r;
-  SchedulerMetrics m(&r, &s);
-  auto series = [&](const std::string& name) {
-    const std::string text = r.Render();
-    const size_t at = text.find("\n" + name + " ");
-    if (at == std::string::npos) return std::string("absent");
-    const size_t start = at + name.size() + 2;
-    return text.substr(start, text.find('\n', start) - start);
-  };
   Pod p;
   p.meta.name = "train";
   p.meta.namespace_ = "team-a";
   p.meta.creation_timestamp = absl::FromUnixSeconds(900);
   p.scheduler_name = "tessel";
   p.priority = 100;
-  m.AttemptFinished(p, AttemptResult::kUnschedulable, absl::Seconds(1));  // the first attempt began at 999
-  m.PodRejected(p, {"NodeResourcesFit", "QueueQuota", "NodeResourcesFit"});
-  clock.Advance(absl::Seconds(10));
-  m.AttemptFinished(p, AttemptResult::kScheduled, absl::Seconds(1));
-  m.PodScheduled(p, "n1");
-  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_sum{queue="team-a",cohort="c",priority="100"})") == "110");
-  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="60"})") == "0");
-  CHECK(series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="120"})") == "1");
-  CHECK(series(R"(scheduler_pod_scheduling_sli_duration_seconds_sum{attempts="2"})") == "11");
+  w.m.AttemptFinished(p, AttemptResult::kUnschedulable, absl::Seconds(1));  // the first attempt began at 999
+  w.m.PodRejected(p, {"NodeResourcesFit", "QueueQuota", "NodeResourcesFit"});
+  w.clock.Advance(absl::Seconds(10));
+  w.m.AttemptFinished(p, AttemptResult::kScheduled, absl::Seconds(1));
+  w.m.PodScheduled(p, "n1");
+  CHECK(w.Series(R"(tessel_pod_scheduling_duration_seconds_sum{queue="team-a",cohort="c",priority="100"})") == "110");
+  CHECK(w.Series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="60"})") == "0");
+  CHECK(w.Series(R"(tessel_pod_scheduling_duration_seconds_bucket{queue="team-a",cohort="c",priority="100",le="120"})") == "1");
+  CHECK(w.Series(R"(scheduler_pod_scheduling_sli_duration_seconds_sum{attempts="2"})") == "11");
   // Bound: no longer parked, whatever the queue says.
-  CHECK(r.Render().find("scheduler_unschedulable_pods{") == std::string::npos);
+  CHECK(w.r.Render().find("scheduler_unschedulable_pods{") == std::string::npos);
 
   auto victim = [](std::string name, std::string ns, std::string reason) {
     auto v = std::make_shared<Pod>();
@@ -319,18 +265,18 @@ TEST_CASE("bind latency per queue and priority, the SLI over attempts, evictions
     v->meta.namespace_ = std::move(ns);
     return PreemptionVictim{v, std::move(reason)};
   };
-  m.PodsPreempted(p, "n1", {victim("a", "team-a", "LowerPriority"), victim("b", "team-a", "reclaim"),
+  w.m.PodsPreempted(p, "n1", {victim("a", "team-a", "LowerPriority"), victim("b", "team-a", "reclaim"),
                             victim("c", "other", "fair-share")});
   Pod member;
   member.meta.name = "worker-0";
   member.meta.namespace_ = "team-a";
-  m.GangMemberEvicted(member);
-  m.GangMemberEvicted(member);
-  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="priority"})") == "1");
-  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="reclaim"})") == "1");
-  CHECK(series(R"(tessel_queue_evictions_total{queue="",cohort="",reason="reclaim"})") == "1");
-  CHECK(series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="gang"})") == "2");
-  CHECK(r.Render().find("tessel_build_info{version=\"" + std::string(BuildVersion()) + "\"") !=
+  w.m.GangMemberEvicted(member);
+  w.m.GangMemberEvicted(member);
+  CHECK(w.Series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="priority"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="reclaim"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_evictions_total{queue="",cohort="",reason="reclaim"})") == "1");
+  CHECK(w.Series(R"(tessel_queue_evictions_total{queue="team-a",cohort="c",reason="gang"})") == "2");
+  CHECK(w.r.Render().find("tessel_build_info{version=\"" + std::string(BuildVersion()) + "\"") !=
         std::string::npos);
   CHECK_FALSE(BuildVersion().empty());
 }

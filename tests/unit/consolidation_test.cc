@@ -106,6 +106,36 @@ struct Lab {
       }
     }
   }
+  // The gang team-b/pair: a PodGroup of two 8-GPU members.
+  void Pair() {
+    REQUIRE(h.ApplyGangObject(nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                             {"kind", "PodGroup"},
+                                             {"metadata", {{"name", "pair"}, {"namespace", "team-b"}}},
+                                             {"spec", {{"minMember", 2}}}})
+                .value());
+    for (int i = 0; i < 2; ++i) {
+      Pod m = PodBuilder(StrCat("pair-", i), "team-b").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Created(kStart).Build();
+      m.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
+      h.AddPod(std::move(m));
+    }
+  }
+  // ResourceFlavors named by the nodes' pool label, and a Queue for namespace `ns` with 16 GPUs
+  // of each, in this order.
+  void FlavoredQueue(const std::string& ns, const std::vector<std::string>& pools) {
+    nlohmann::json flavors = nlohmann::json::array();
+    for (const std::string& pool : pools) {
+      REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                                {"metadata", {{"name", pool}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
+                  .ok());
+      flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
+    }
+    REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                              {"metadata", {{"name", ns}}},
+                                              {"spec", {{"namespaces", {ns}},
+                                                        {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
+                                                                             {"flavors", flavors}}}}}}})
+                .ok());
+  }
   // The pod ends (its Job completes).
   void Delete(const std::string& key) {
     h.s->OnPodDelete(key);
@@ -236,16 +266,7 @@ TEST_CASE("consolidation: a gang of two 8-GPU pods in the fragmentation hell get
     INFO("movable " << movable);
     Lab lab(Config(0));
     FragmentationHell(lab, movable);
-    REQUIRE(lab.h.ApplyGangObject(nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-                                                 {"kind", "PodGroup"},
-                                                 {"metadata", {{"name", "pair"}, {"namespace", "team-b"}}},
-                                                 {"spec", {{"minMember", 2}}}})
-                .value());
-    for (int i = 0; i < 2; ++i) {
-      Pod m = PodBuilder(StrCat("pair-", i), "team-b").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Created(kStart).Build();
-      m.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
-      lab.h.AddPod(std::move(m));
-    }
+    lab.Pair();
     lab.Run();
     const std::string n0 = lab.NodeOf("team-b/pair-0"), n1 = lab.NodeOf("team-b/pair-1");
     if (!movable) {
@@ -279,31 +300,8 @@ TEST_CASE("consolidation: a flavored gang's moves stay within one flavor, though
   // n1 and n3 reserved (4 and 7 GPUs free), n2 and n4 spot (4 and 7 free): one move each on n3
   // and n4 would make two 10-GPU nodes, but of two flavors; the gang takes reserved with three.
   FragmentationHell(lab, true, {"reserved", "spot", "reserved", "spot"});
-  for (const char* pool : {"reserved", "spot"}) {
-    REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
-                                    {"metadata", {{"name", pool}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
-                .ok());
-  }
-  nlohmann::json flavors = nlohmann::json::array();
-  for (const char* pool : {"reserved", "spot"}) {
-    flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
-  }
-  REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
-                                  {"metadata", {{"name", "team-b"}}},
-                                  {"spec", {{"namespaces", {"team-b"}},
-                                            {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
-                                                                 {"flavors", flavors}}}}}}})
-              .ok());
-  REQUIRE(lab.h.ApplyGangObject(nlohmann::json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-                                               {"kind", "PodGroup"},
-                                               {"metadata", {{"name", "pair"}, {"namespace", "team-b"}}},
-                                               {"spec", {{"minMember", 2}}}})
-              .value());
-  for (int i = 0; i < 2; ++i) {
-    Pod m = PodBuilder(StrCat("pair-", i), "team-b").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Created(kStart).Build();
-    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
-    lab.h.AddPod(std::move(m));
-  }
+  lab.FlavoredQueue("team-b", {"reserved", "spot"});
+  lab.Pair();
   lab.Run();
   const std::set<std::string> gang_nodes = {lab.NodeOf("team-b/pair-0"), lab.NodeOf("team-b/pair-1")};
   CHECK(gang_nodes == std::set<std::string>{"n1", "n3"});
@@ -333,21 +331,7 @@ TEST_CASE("consolidation: a flavored pod without a plan on its first flavor gets
   lab.Run();
   REQUIRE(lab.NodeOf("team-a/s") == "n2");
   lab.Delete("team-a/tmp");
-  for (const char* pool : {"reserved", "spot"}) {
-    REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
-                                    {"metadata", {{"name", pool}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}})
-                .ok());
-  }
-  nlohmann::json flavors = nlohmann::json::array();
-  for (const char* pool : {"reserved", "spot"}) {
-    flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
-  }
-  REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
-                                  {"metadata", {{"name", "team-b"}}},
-                                  {"spec", {{"namespaces", {"team-b"}},
-                                            {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
-                                                                 {"flavors", flavors}}}}}}})
-              .ok());
+  lab.FlavoredQueue("team-b", {"reserved", "spot"});
   lab.Job("big", 8, /*movable=*/false, "team-b");
   lab.Run();
   CHECK(lab.Moves() == 1);
