@@ -234,11 +234,14 @@ PostFilterResult Reservation::PostFilter(CycleState& /*state*/, const Pod& pod, 
   if (!pod.nominated_node_name.empty() || !MayReserve(key, waiter, now)) return result;
   const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
   MemberCandidates candidates{.pod = key, .need = NeedOf(fw, pod)};
+  const std::shared_ptr<const Nominations> nominated = handle_.NominatedPods();
   for (const auto& [name, status] : filtered) {
     // Held back by its quota: room will not help.
     if (fw != nullptr && fw->IsQuotaPlugin(status.plugin())) return result;
     const NodeInfo* node = handle_.snapshot().Get(name);
-    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need)) candidates.nodes.push_back(node);
+    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need, priority, *nominated)) {
+      candidates.nodes.push_back(node);
+    }
   }
   std::optional<Assignment> chosen = Assign({candidates});
   if (!chosen.has_value()) return result;
@@ -292,7 +295,7 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   // The members' candidates, split by tier (a flavored queue's flavor) and topology domain: the
   // gang is placed within one of each.
   std::map<std::pair<int64_t, std::string>, std::vector<MemberCandidates>> groups;
-  const std::vector<MemberCandidates> all = GangCandidates(*fw, gang);
+  const std::vector<MemberCandidates> all = GangCandidates(*fw, gang, priority);
   if (all.empty() || !QuotaHolds(*fw, gang, all)) return result;  // room alone would not do
   const NodeTiers* tiers = NodeTiersOf(*gang.states.front());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -330,14 +333,17 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   return result;
 }
 
-std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, const PendingGang& gang) const {
+std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, const PendingGang& gang,
+                                                          int32_t level) const {
   std::vector<MemberCandidates> out;
+  // The nominations without the gang's own members (theirs hold no room against their gang).
+  const std::shared_ptr<const Nominations> nominated = gang.nominations ? gang.nominations : handle_.NominatedPods();
   const size_t need = std::min<size_t>(static_cast<size_t>(std::max(gang.need, 0)), gang.members.size());
   for (size_t i = 0; i < need; ++i) {
     const Pod& member = *gang.members[i];
     MemberCandidates c{.pod = member.Key(), .need = NeedOf(&fw, member)};
     for (const NodeInfo* node : handle_.snapshot().nodes()) {
-      if (!Reservable(node, c.need)) continue;
+      if (!Reservable(node, c.need, level, *nominated)) continue;
       const Status status = fw.RunFilters(*gang.states[i], member, *node);
       if (!status.ok() && fw.IsQuotaPlugin(status.plugin())) return {};  // room will not help
       if (status.ok() || status.code() == Code::kUnschedulable) c.nodes.push_back(node);
@@ -443,8 +449,15 @@ bool Reservation::MayReserve(const std::string& key, const Waiter& w, absl::Time
   return now - w.since >= wait_ && IsHead(key, w);
 }
 
-bool Reservation::Reservable(const NodeInfo* node, const Resources& need) const {
-  return node != nullptr && node->node() != nullptr && !by_node_.contains(node->name()) && CouldHold(*node, need);
+bool Reservation::Reservable(const NodeInfo* node, const Resources& need, int32_t level,
+                             const Nominations& nominated) const {
+  if (node == nullptr || node->node() == nullptr || by_node_.contains(node->name()) || !CouldHold(*node, need)) {
+    return false;
+  }
+  auto it = nominated.pods.find(node->name());
+  return it == nominated.pods.end() || std::none_of(it->second.begin(), it->second.end(), [&](const PodRef& p) {
+           return handle_.PriorityOf(*p) <= level;
+         });
 }
 
 void Reservation::Make(Held held) {

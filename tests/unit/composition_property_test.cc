@@ -1,7 +1,8 @@
 // Features together: seeded runs that mix gangs, priorities, team queues in a cohort, pod
 // anti-affinity, spread, preemption (with victims that take a while to terminate), moves of
-// pods that opted in (consolidation; their Jobs recreate them) and shared GPUs (time-sliced
-// nodes, fractional pods, pods that opt out of sharing) on small GPU clusters with churn, and, in
+// pods that opted in (consolidation; their Jobs recreate them), reservations for pods and gangs
+// that waited, and shared GPUs (time-sliced nodes, fractional pods, pods that opt out of
+// sharing) on small GPU clusters with churn, and, in
 // the seeds past 200, resource flavors (nodes in pools, queues with per-flavor quotas). After
 // every scheduling cycle an independent checker (placement_checker.h: its own arithmetic over
 // what the cluster shows) checks resources, GPU devices, anti-affinity, spread, nominated pods'
@@ -89,13 +90,15 @@ struct ApiServer {
 };
 
 // Moves: for pods asking 2 GPUs or more (the plugin's default), of pods that ran 30 s, at most once
-// per workload in 10 minutes.
+// per workload in 10 minutes. Reservations for pods and gangs that waited 30 s.
 constexpr char kConfig[] = R"(
 profiles:
 - schedulerName: tessel
   pluginConfig:
   - name: Consolidation
     args: {minRunSeconds: 30, maxMovesPerPod: 1, moveWindowSeconds: 600}
+  - name: Reservation
+    args: {waitSeconds: 30}
 )";
 const testing::MoveRules kMoveRules{.min_pod_gpus = 2, .min_run = absl::Seconds(30), .max_moves = 1, .window = absl::Seconds(600)};
 
@@ -327,6 +330,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // Seeds past 200 have resource flavors (their own counts below).
   constexpr uint64_t kFlatSeeds = 200, kFlavoredSeeds = 60;
   int flavored_evictions = 0, flavored_pods_bound = 0, flavored_gang_pods_bound = 0, flavored_borrowing = 0;
+  int reservations = 0, gang_reservations = 0;  // made (their Reserved events), all seeds
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -357,6 +361,10 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
       }
       r.Churn();
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
+    }
+    for (const std::string& e : r.harness.api.events) {
+      reservations += e.find(" Normal Reserved: ") != std::string::npos;
+      gang_reservations += e.find(" reserved for the gang after ") != std::string::npos;
     }
     if (flavored) {
       flavored_borrowing += checker.cycles_borrowing();
@@ -395,6 +403,11 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   CHECK(flavored_gang_pods_bound > 100);
   CHECK(flavored_evictions > 150);
   CHECK(flavored_borrowing > 1000);
+  // Reservations (Reservation at waitSeconds 30) for pods and for gangs.
+  INFO("reservations " << reservations << ", for gangs " << gang_reservations);
+  // (Seen: 466, 197 of them for gangs.)
+  CHECK(reservations > 100);
+  CHECK(gang_reservations > 50);
 }
 
 }  // namespace
