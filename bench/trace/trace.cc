@@ -119,13 +119,13 @@ absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
     auto preemption = std::find_if(post.begin(), post.end(), [](const PluginRef& r) { return r.name == "DefaultPreemption"; });
     post.insert(preemption == post.end() ? post.end() : std::next(preemption), PluginRef{.name = "Consolidation"});
   }
-  // Reservation at every extension point it implements, reserving after 300 s of waiting (its
+  // Reservation at every extension point it implements, reserving after 600 s of waiting (its
   // default is off).
   if (variant.reservation && !enabled("Reservation")) {
     profile.plugins["multiPoint"].enabled.push_back(PluginRef{.name = "Reservation"});
   }
   if (variant.reservation && !profile.plugin_args.contains("Reservation")) {
-    profile.plugin_args["Reservation"] = YAML::Load("{waitSeconds: 300}");
+    profile.plugin_args["Reservation"] = YAML::Load("{waitSeconds: 600}");
   }
   const bool learns = plugin == "FGD" || plugin == "Tessel";
   for (const char* point : {"preFilter", "preScore", "score"}) {

@@ -191,9 +191,11 @@ Status Reservation::PreFilter(CycleState& state, const Pod& pod) {
   return Status::Ok();
 }
 
-Status Reservation::Filter(const CycleState& state, const Pod& /*pod*/, const NodeInfo& node) const {
+Status Reservation::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   const auto* s = state.Read<PodState>(kName);
-  if (s == nullptr) return Status::Ok();
+  // A pod nominated here was promised this room (its preemption's victims, or the pods moved
+  // for it, leave for it): a reservation does not take it back, or the pod would evict again.
+  if (s == nullptr || pod.nominated_node_name == node.name()) return Status::Ok();
   auto it = by_node_.find(node.name());
   if (it == by_node_.end()) return Status::Ok();
   const auto& [held, reserved] = it->second;
@@ -205,9 +207,10 @@ Status Reservation::Filter(const CycleState& state, const Pod& /*pod*/, const No
              Seconds(held->reserved - held->since), " s)"));
 }
 
-bool Reservation::AppendFilterKey(const CycleState& state, const Pod& /*pod*/, std::string& key) const {
+bool Reservation::AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const {
   const auto* s = state.Read<PodState>(kName);
   if (s == nullptr) return true;
+  AppendKeyString(pod.nominated_node_name, key);
   AppendResources(s->take, key);
   for (int32_t level : s->levels) AppendKeyInt(level, key);
   return true;
@@ -234,14 +237,11 @@ PostFilterResult Reservation::PostFilter(CycleState& /*state*/, const Pod& pod, 
   if (!pod.nominated_node_name.empty() || !MayReserve(key, waiter, now)) return result;
   const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
   MemberCandidates candidates{.pod = key, .need = NeedOf(fw, pod)};
-  const std::shared_ptr<const Nominations> nominated = handle_.NominatedPods();
   for (const auto& [name, status] : filtered) {
     // Held back by its quota: room will not help.
     if (fw != nullptr && fw->IsQuotaPlugin(status.plugin())) return result;
     const NodeInfo* node = handle_.snapshot().Get(name);
-    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need, priority, *nominated)) {
-      candidates.nodes.push_back(node);
-    }
+    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need)) candidates.nodes.push_back(node);
   }
   std::optional<Assignment> chosen = Assign({candidates});
   if (!chosen.has_value()) return result;
@@ -295,7 +295,7 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   // The members' candidates, split by tier (a flavored queue's flavor) and topology domain: the
   // gang is placed within one of each.
   std::map<std::pair<int64_t, std::string>, std::vector<MemberCandidates>> groups;
-  const std::vector<MemberCandidates> all = GangCandidates(*fw, gang, priority);
+  const std::vector<MemberCandidates> all = GangCandidates(*fw, gang);
   if (all.empty() || !QuotaHolds(*fw, gang, all)) return result;  // room alone would not do
   const NodeTiers* tiers = NodeTiersOf(*gang.states.front());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -333,17 +333,14 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   return result;
 }
 
-std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, const PendingGang& gang,
-                                                          int32_t level) const {
+std::vector<MemberCandidates> Reservation::GangCandidates(const Framework& fw, const PendingGang& gang) const {
   std::vector<MemberCandidates> out;
-  // The nominations without the gang's own members (theirs hold no room against their gang).
-  const std::shared_ptr<const Nominations> nominated = gang.nominations ? gang.nominations : handle_.NominatedPods();
   const size_t need = std::min<size_t>(static_cast<size_t>(std::max(gang.need, 0)), gang.members.size());
   for (size_t i = 0; i < need; ++i) {
     const Pod& member = *gang.members[i];
     MemberCandidates c{.pod = member.Key(), .need = NeedOf(&fw, member)};
     for (const NodeInfo* node : handle_.snapshot().nodes()) {
-      if (!Reservable(node, c.need, level, *nominated)) continue;
+      if (!Reservable(node, c.need)) continue;
       const Status status = fw.RunFilters(*gang.states[i], member, *node);
       if (!status.ok() && fw.IsQuotaPlugin(status.plugin())) return {};  // room will not help
       if (status.ok() || status.code() == Code::kUnschedulable) c.nodes.push_back(node);
@@ -449,15 +446,8 @@ bool Reservation::MayReserve(const std::string& key, const Waiter& w, absl::Time
   return now - w.since >= wait_ && IsHead(key, w);
 }
 
-bool Reservation::Reservable(const NodeInfo* node, const Resources& need, int32_t level,
-                             const Nominations& nominated) const {
-  if (node == nullptr || node->node() == nullptr || by_node_.contains(node->name()) || !CouldHold(*node, need)) {
-    return false;
-  }
-  auto it = nominated.pods.find(node->name());
-  return it == nominated.pods.end() || std::none_of(it->second.begin(), it->second.end(), [&](const PodRef& p) {
-           return handle_.PriorityOf(*p) <= level;
-         });
+bool Reservation::Reservable(const NodeInfo* node, const Resources& need) const {
+  return node != nullptr && node->node() != nullptr && !by_node_.contains(node->name()) && CouldHold(*node, need);
 }
 
 void Reservation::Make(Held held) {

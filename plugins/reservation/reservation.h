@@ -17,7 +17,8 @@
 //             ties by node name.
 //   filter    on a reserved node, a pod other than the holder whose priority is not higher is
 //             rejected when taking what it asks (a fraction counted as taking a whole free
-//             GPU) would leave less room than the holder needs in a resource the holder needs.
+//             GPU) would leave less room than the holder needs in a resource the holder needs;
+//             not on the node it is nominated to (a preemption or moves promised it the room).
 //   release   the holder is placed (Reserve, on any node): "Placed"; the node is gone or can
 //             no longer hold it, or rejects it as unresolvable: "NoFit"; the holder has not
 //             failed an attempt for 10 minutes (the queue retries a waiting pod at least every
@@ -153,15 +154,12 @@ class Reservation final : public PreFilterPlugin,
   bool IsHead(const std::string& key, const Waiter& w) const;
   // Whether the holder may reserve now: it waited long enough at the head of its level.
   bool MayReserve(const std::string& key, const Waiter& w, absl::Time now) const;
-  // The member candidates of a gang reserving at `level` (empty when a quota holds it back or a
-  // member has none).
-  std::vector<MemberCandidates> GangCandidates(const Framework& fw, const PendingGang& gang, int32_t level) const;
+  // The member candidates of a gang (empty when a quota holds it back or a member has none).
+  std::vector<MemberCandidates> GangCandidates(const Framework& fw, const PendingGang& gang) const;
   // Whether the members of `candidates` together pass the quota plugins' filters (room aside).
   bool QuotaHolds(const Framework& fw, const PendingGang& gang, const std::vector<MemberCandidates>& candidates) const;
-  // Whether the node is free to reserve at `level`: not reserved, could ever hold `need`, and no
-  // pod of no higher priority is nominated there (a reservation would keep it off the room its
-  // preemption's victims are leaving for it, and it would preempt again).
-  bool Reservable(const NodeInfo* node, const Resources& need, int32_t level, const Nominations& nominated) const;
+  // Whether node is free to reserve and could ever hold `need`.
+  bool Reservable(const NodeInfo* node, const Resources& need) const;
   void Make(Held held);
   void Release(std::map<int32_t, Held>::iterator it, std::string_view reason);
 

@@ -191,6 +191,9 @@ TEST_CASE("trace: P-reserve keeps a gang from starving behind a stream of small 
   auto run = [&](const std::string& policy) {
     absl::StatusOr<ProfileConfig> profile = TraceProfile(policy);
     REQUIRE(profile.ok());
+    if (profile->plugin_args.contains("Reservation")) {
+      profile->plugin_args["Reservation"] = YAML::Load("{waitSeconds: 300}");  // the times below
+    }
     absl::StatusOr<TimelineResult> r = SimulateTimeline(in, {.profile = &*profile});
     REQUIRE(r.ok());
     return *std::move(r);
