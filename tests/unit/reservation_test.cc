@@ -245,7 +245,8 @@ TEST_CASE("reservation: what may still land on the reserved node, and explain") 
     w.Track();
     CHECK(w.NodeOf(StrCat("default/small-", w.next - 1)) == node);
   }
-  SECTION("the filter: a pod that takes nothing the holder lacks passes, a GPU pod does not") {
+  SECTION("the filter: a pod that takes nothing the holder lacks passes, a GPU pod does not "
+          "unless nominated there") {
     Reservation& r = w.plugin();
     const NodeInfo* n = w.h.s->snapshot().Get(node);
     REQUIRE(n != nullptr);
@@ -257,6 +258,12 @@ TEST_CASE("reservation: what may still land on the reserved node, and explain") 
     const Pod gpu = PodBuilder("gpu").Requests("cpu:1,nvidia.com/gpu:1").Build();
     REQUIRE(r.PreFilter(gpu_state, gpu).ok());
     CHECK(r.Filter(gpu_state, gpu, *n).code() == Code::kUnschedulable);
+    // The same pod nominated to the node passes: moves or a preemption freed that room for it.
+    Pod nominated = gpu;
+    nominated.nominated_node_name = node;
+    CycleState nominated_state;
+    REQUIRE(r.PreFilter(nominated_state, nominated).ok());
+    CHECK(r.Filter(nominated_state, nominated, *n).ok());
     CycleState holder_state;
     CHECK(r.PreFilter(holder_state, PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Build()).IsSkip());
   }
