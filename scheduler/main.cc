@@ -180,7 +180,9 @@ int Run(server::SchedulerOptions& flags) {
       [&] {
         return kube::QueueStatusView{.reports = server::ComputeQueueReports(sched),
                                      .conflicts = sched.queue_store().Conflicts(),
-                                     .invalid = sched.queue_store().Undecodable()};
+                                     .invalid = sched.queue_store().Undecodable(),
+                                     .directory = sched.queue_store().directory(),
+                                     .invalid_flavors = sched.queue_store().UndecodableFlavors()};
       },
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 

@@ -1,6 +1,8 @@
 // JSON -> objects. Every field access goes through FieldDecoder so type errors carry a path.
 #include "scheduler/api/decode.h"
 
+#include <algorithm>
+
 #include "scheduler/util/strings.h"
 #include "absl/time/time.h"
 #include "scheduler/api/device_list.h"
@@ -730,15 +732,47 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
   return pod;
 }
 
+// Every amount of `r` at most kUnreadableQuantity.
+void CapAmounts(Resources& r) {
+  for (const auto& [name, amount] : r.Entries()) {
+    if (amount > kUnreadableQuantity) r.Set(name, kUnreadableQuantity);
+  }
+}
+
+// What a bound pod holds: its requests, each amount at most kUnreadableQuantity (more than any
+// node has), so that the sums of a node's pods never overflow. Sums that would pass int64 (two
+// containers of "memory: 5E") saturate there instead of failing.
+Resources BoundPodCharge(Pod pod) {
+  for (auto* list : {&pod.containers, &pod.init_containers}) {
+    for (Container& c : *list) CapAmounts(c.requests);
+  }
+  CapAmounts(pod.overhead);
+  absl::StatusOr<Resources> requests = ComputePodRequests(pod);
+  Resources out;
+  if (requests.ok()) {
+    out = *std::move(requests);
+  } else {
+    // Only thousands of containers each at the cap get here: every resource any of them asks
+    // for is held in full.
+    for (const auto* list : {&pod.containers, &pod.init_containers}) {
+      for (const Container& c : *list) {
+        for (const auto& [name, amount] : c.requests.Entries()) out.Set(name, kUnreadableQuantity);
+      }
+    }
+    for (const auto& [name, amount] : pod.overhead.Entries()) out.Set(name, kUnreadableQuantity);
+  }
+  CapAmounts(out);
+  out.pods = 1;
+  return out;
+}
+
 // What a pod bound to a node holds, when strict decoding failed with `problem`.
 absl::StatusOr<Pod> DecodeBoundPodLeniently(const json& object, const absl::Status& problem) {
   FieldDecoder d(DescribeObject(object));
   d.SaturateUnreadableQuantities();
   Pod pod = DecodePodFields(d, object);
   if (pod.meta.name.empty() || pod.node_name.empty()) return problem;
-  absl::StatusOr<Resources> requests = ComputePodRequests(pod);
-  if (!requests.ok()) return problem;  // not with sums of kUnreadableQuantity below 2^63
-  pod.requests = *std::move(requests);
+  pod.requests = BoundPodCharge(pod);
   pod.decode_warnings.push_back(
       StrCat(ToStd(problem.message()), " (the pod is bound to ", pod.node_name,
              ": charged as read leniently; a quantity that does not read counts as the node's whole capacity)"));
@@ -776,6 +810,7 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
     if (pod.node_name.empty()) return d.status();
     return DecodeBoundPodLeniently(object, d.status());
   }
+  if (!pod.node_name.empty()) CapAmounts(pod.requests);
   ReadGpuDevicesAnnotation(pod);
   return pod;
 }
@@ -803,8 +838,52 @@ std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const json& parent, s
   return DecodeTolerationList(d, parent, key, path);
 }
 
-absl::StatusOr<Node> DecodeNode(const json& object) {
+namespace {
+
+// Resources where reading "none of it" could put a pod where it does not fit: the ones every
+// pod asks for, and the GPUs whose devices are also read from the node's labels.
+bool NodeReadsStrictly(std::string_view resource) {
+  return resource == kCpu || resource == kMemory || resource == kEphemeralStorage || resource == kPods ||
+         resource.starts_with("nvidia.com/");
+}
+
+// status.capacity / status.allocatable, read so that one odd entry cannot make a node
+// unreadable: an amount beyond int64 saturates (the node offers more than can be counted), and
+// an extended resource whose amount does not read counts as none of it (a pod asking for it
+// does not fit there), named in `warnings`. A core resource or a GPU that does not read fails.
+Resources NodeResourceMap(FieldDecoder& d, const json& status, std::string_view key,
+                          std::vector<std::string>& warnings) {
+  Resources out;
+  const std::string path = Path("status", key);
+  const json* m = d.Object(status, key, path);
+  if (m == nullptr) return out;
+  for (const auto& [name, v] : m->items()) {
+    const std::string field = Path(path, name);
+    std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
+    absl::StatusOr<int64_t> amount =
+        text.empty() ? absl::InvalidArgumentError(StrCat("expected a quantity string, got ", v.dump()))
+        : IsMilliResource(name) ? ParseMilliSaturating(text)
+                                : ParseValueSaturating(text);
+    if (amount.ok() && *amount < 0) {
+      amount = absl::InvalidArgumentError(StrCat("negative quantity \"", text, "\" is not allowed"));
+    }
+    if (amount.ok()) {
+      out.Set(name, *amount);
+    } else if (NodeReadsStrictly(name)) {
+      d.Fail(field, ToStd(amount.status().message()));
+    } else {
+      warnings.push_back(StrCat(d.object(), ": ", field, ": ", ToStd(amount.status().message()),
+                                " (read as none of it: no pod that asks for ", name, " goes there)"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+NodeRead ReadNode(const json& object) {
   FieldDecoder d(DescribeObject(object));
+  NodeRead out;
   Node node;
   node.meta = d.Meta(object);
   if (const json* spec = d.Object(object, "spec", "spec")) {
@@ -812,9 +891,9 @@ absl::StatusOr<Node> DecodeNode(const json& object) {
     node.taints = DecodeTaints(d, *spec, "taints", "spec.taints");
   }
   if (const json* status = d.Object(object, "status", "status")) {
-    node.capacity = d.ResourceMap(*status, "capacity", "status.capacity");
-    node.allocatable = status->contains("allocatable")
-                           ? d.ResourceMap(*status, "allocatable", "status.allocatable")
+    node.capacity = NodeResourceMap(d, *status, "capacity", out.warnings);
+    node.allocatable = status->contains("allocatable") && !(*status)["allocatable"].is_null()
+                           ? NodeResourceMap(d, *status, "allocatable", out.warnings)
                            : node.capacity;
     if (const json* allocatable = d.Object(*status, "allocatable", "status.allocatable")) {
       for (const auto& [key, value] : allocatable->items()) {
@@ -844,8 +923,33 @@ absl::StatusOr<Node> DecodeNode(const json& object) {
       }
     }
   }
-  if (!d.ok()) return d.status();
-  return node;
+  if (d.ok()) {
+    out.node = std::move(node);
+  } else {
+    out.node = d.status();
+  }
+  return out;
+}
+
+absl::StatusOr<Node> DecodeNode(const json& object) { return ReadNode(object).node; }
+
+std::string ObjectName(const json& object) {
+  if (!object.is_object()) return "";
+  auto m = object.find("metadata");
+  if (m == object.end() || !m->is_object()) return "";
+  auto n = m->find("name");
+  return n != m->end() && n->is_string() ? n->get<std::string>() : "";
+}
+
+Node FenceUnreadableNode(Node last) {
+  last.unschedulable = true;
+  const bool tainted = std::any_of(last.taints.begin(), last.taints.end(), [](const Taint& t) {
+    return t.key == kUnreadableNodeTaint && t.effect == TaintEffect::kNoSchedule;
+  });
+  if (!tainted) last.taints.push_back(Taint{.key = std::string(kUnreadableNodeTaint), .effect = TaintEffect::kNoSchedule});
+  // No room at all (not even for one pod), so no toleration can let a pod in.
+  last.allocatable = Resources{};
+  return last;
 }
 
 absl::StatusOr<PriorityClass> DecodePriorityClass(const json& object) {
@@ -1036,7 +1140,17 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
         for (const std::string& w : out.pods.back().decode_warnings) out.warnings.push_back(w);
       }
     } else if (kind == "Node") {
-      keep(DecodeNode(item), out.nodes);
+      NodeRead node = ReadNode(item);
+      for (std::string& w : node.warnings) out.warnings.push_back(std::move(w));
+      if (node.node.ok()) {
+        out.nodes.push_back(*std::move(node.node));
+      } else if (const std::string name = ObjectName(item); !name.empty()) {
+        // Its pods still hold what they hold there; it takes no new pod.
+        out.nodes.push_back(FenceUnreadableNode(Node{.meta = {.name = name}}));
+        out.warnings.push_back(StrCat(node.node.status().message(), "; the node takes no pods until it reads"));
+      } else {
+        out.warnings.push_back(std::string(node.node.status().message()));
+      }
     } else if (kind == "PriorityClass") {
       keep(DecodePriorityClass(item), out.priority_classes);
     } else if (kind == "PodDisruptionBudget") {

@@ -26,14 +26,34 @@ namespace tessel {
 // resource quantity that does not read is charged as kUnreadableQuantity: more than any node
 // has, so the node counts as full of that resource while the pod runs there, and nothing is
 // overcommitted (a limit that does not read matters only where it stands in for a missing
-// request). A pod not bound yet fails, naming the field (it cannot be scheduled as written);
+// request). A bound pod holds at most kUnreadableQuantity of any resource, and sums that would
+// pass int64 (two containers of "memory: 5E") saturate there, so that it is always charged and
+// a node's sum never overflows. A pod not bound yet fails, naming the field (it cannot be scheduled as written);
 // so does one whose name or spec.nodeName does not read.
 absl::StatusOr<Pod> DecodePod(const nlohmann::json& object);
 inline constexpr int64_t kUnreadableQuantity = int64_t{1} << 52;
 // What identifies a pod, read as far as it reads (never fails): metadata, spec.schedulerName
 // and spec.nodeName. For reporting a pod that DecodePod refused.
 Pod DecodePodIdentity(const nlohmann::json& object);
-absl::StatusOr<Node> DecodeNode(const nlohmann::json& object);
+// A Node as far as it reads. Lenient where that is safe: an amount beyond int64 saturates (the
+// node offers more than can be counted), and an extended resource whose amount does not read
+// counts as none of it, named in `warnings` (no pod asking for it goes there). Anything else
+// that does not read (a taint, spec.unschedulable, cpu, memory, pods, a GPU resource) fails,
+// naming the field: the caller fences the node (FenceUnreadableNode) rather than keep an older
+// copy that may be less cordoned or larger than the node now is.
+struct NodeRead {
+  absl::StatusOr<Node> node;
+  std::vector<std::string> warnings;
+};
+NodeRead ReadNode(const nlohmann::json& object);
+absl::StatusOr<Node> DecodeNode(const nlohmann::json& object);  // ReadNode(object).node
+// A node that cannot be read takes no pods until it can: `last` (its last readable version,
+// or just its name) made unschedulable, tainted kUnreadableNodeTaint:NoSchedule, and with no
+// allocatable room, so no toleration lets a pod in. Its pods stay charged where they are.
+Node FenceUnreadableNode(Node last);
+inline constexpr std::string_view kUnreadableNodeTaint = "tessel.io/unreadable";
+// metadata.name as far as it reads ("" when it does not).
+std::string ObjectName(const nlohmann::json& object);
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& object);
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& object);
 // Volume scheduling's objects (storage.h) and Namespaces (their labels).
@@ -99,6 +119,8 @@ class FieldDecoder {
   void SaturateUnreadableQuantities() { saturate_quantities_ = true; }
 
   void Fail(std::string_view path, std::string_view why);
+  // How messages name the object ("Node gpu-1").
+  const std::string& object() const { return object_; }
   bool ok() const { return error_.empty(); }
   // InvalidArgument "<object>: <path>: <why>" for the first error, or OK.
   absl::Status status() const;

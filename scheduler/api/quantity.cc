@@ -2,6 +2,7 @@
 // with a count of fractional digits, scaled by its suffix, then divided with rounding up.
 #include "scheduler/api/quantity.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -24,11 +25,18 @@ struct Parsed {
   bool sticky = false;    // dropped digits were not all zero
   int pow10 = 0;          // decimal scale from suffix or exponent
   int pow2 = 0;           // binary scale from suffix
+  bool too_large = false; // more integer digits, or a larger exponent, than int64 can hold
 };
 
 absl::Status Invalid(std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(
       StrCat("quantity \"", text, "\" is not valid: ", why));
+}
+
+// A well-formed quantity whose value lies beyond int64: OutOfRange, so that the saturating
+// parsers can tell it from text that is not a quantity at all.
+absl::Status TooLarge(std::string_view text, std::string_view why) {
+  return absl::OutOfRangeError(StrCat("quantity \"", text, "\" is not valid: ", why));
 }
 
 absl::StatusOr<Parsed> Lex(std::string_view text) {
@@ -57,7 +65,7 @@ absl::StatusOr<Parsed> Lex(std::string_view text) {
       continue;  // leading zeros carry no information
     }
     if (digits >= kMaxDigits) {
-      if (!in_fraction) return Invalid(text, "number too large");
+      if (!in_fraction) p.too_large = true;
       if (d != 0) p.sticky = true;
       continue;
     }
@@ -96,9 +104,10 @@ absl::StatusOr<Parsed> Lex(std::string_view text) {
       if (!std::isdigit(static_cast<unsigned char>(exp[j]))) {
         return Invalid(text, StrCat("unknown suffix \"", suffix, "\""));
       }
-      value = value * 10 + (exp[j] - '0');
-      if (value > 1000) return Invalid(text, "exponent out of range");
+      value = std::min(value * 10 + (exp[j] - '0'), 1001);
     }
+    if (value > 1000 && neg) return Invalid(text, "exponent out of range");
+    if (value > 1000) p.too_large = true;
     p.pow10 = neg ? -value : value;
     return p;
   }
@@ -109,17 +118,18 @@ absl::StatusOr<Parsed> Lex(std::string_view text) {
 absl::StatusOr<int64_t> Scale(std::string_view text, const Parsed& p, int extra10) {
   Int128 num = p.mantissa;
   if (num == 0 && !p.sticky) return 0;
+  if (p.too_large) return TooLarge(text, "out of range for a 64-bit integer");
   // Multiply by 2^pow2 first; the mantissa has at most 36 digits (< 2^120) so check as we go.
   const Int128 kLimit = Int128(1) << 124;
   for (int k = 0; k < p.pow2; ++k) {
     num <<= 1;
-    if (num > kLimit) return Invalid(text, "out of range for a 64-bit integer");
+    if (num > kLimit) return TooLarge(text, "out of range for a 64-bit integer");
   }
   int exp10 = p.pow10 + extra10 - p.fraction_digits;
   bool sticky = p.sticky;
   while (exp10 > 0) {
     // Checked before multiplying: 10 * kLimit itself would overflow Int128.
-    if (num > kLimit / 10) return Invalid(text, "out of range for a 64-bit integer");
+    if (num > kLimit / 10) return TooLarge(text, "out of range for a 64-bit integer");
     num *= 10;
     --exp10;
   }
@@ -129,7 +139,7 @@ absl::StatusOr<int64_t> Scale(std::string_view text, const Parsed& p, int extra1
     ++exp10;
   }
   if (sticky) num += 1;  // round up: the exact value was strictly above num
-  if (num > kInt64Max) return Invalid(text, "out of range for a 64-bit integer");
+  if (num > kInt64Max) return TooLarge(text, "out of range for a 64-bit integer");
   int64_t out = static_cast<int64_t>(num);
   return p.negative ? -out : out;
 }
@@ -146,6 +156,25 @@ absl::StatusOr<int64_t> ParseValue(std::string_view text) {
   absl::StatusOr<Parsed> p = Lex(text);
   if (!p.ok()) return p.status();
   return Scale(text, *p, 0);
+}
+
+namespace {
+
+absl::StatusOr<int64_t> Saturate(std::string_view text, absl::StatusOr<int64_t> parsed) {
+  if (parsed.ok() || parsed.status().code() != absl::StatusCode::kOutOfRange) return parsed;
+  // The sign is the only thing to read again: the text lexed as far as its magnitude.
+  const bool negative = !text.empty() && text[0] == '-';
+  return negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseMilliSaturating(std::string_view text) {
+  return Saturate(text, ParseMilli(text));
+}
+
+absl::StatusOr<int64_t> ParseValueSaturating(std::string_view text) {
+  return Saturate(text, ParseValue(text));
 }
 
 std::string FormatMilli(int64_t milli) {

@@ -1,6 +1,9 @@
 // The informers' side of the Scheduler: pods, nodes and cluster objects arriving, changing and
 // leaving (kube-scheduler's eventhandlers.go). Each handler updates the cache, the stores and
 // the queue, and raises the queue's cluster event so that parked pods that may now fit move.
+#include <algorithm>
+
+#include "scheduler/api/decode.h"
 #include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/util/strings.h"
@@ -123,6 +126,20 @@ void Scheduler::OnNodeUpdate(Node node) {
   if (cache_->AddOrUpdateNode(std::move(node))) queue_->OnClusterEvent(kNodeUpdate);
 }
 
+void Scheduler::OnNodeUndecodable(const std::string& name, const absl::Status& problem) {
+  if (name.empty()) return;
+  const std::optional<NodeInfo> info = cache_->GetNodeInfo(name);
+  Node last = info.has_value() && info->node() != nullptr ? *info->node() : Node{.meta = {.name = name}};
+  const bool fenced = std::any_of(last.taints.begin(), last.taints.end(),
+                                  [](const Taint& t) { return t.key == kUnreadableNodeTaint; });
+  const std::string uid = last.meta.uid;
+  cache_->AddOrUpdateNode(FenceUnreadableNode(std::move(last)));
+  if (fenced || api_ == nullptr) return;  // told once per spell
+  api_->RecordObjectEvent(ObjectReference{.api_version = "v1", .kind = "Node", .name = name, .uid = uid},
+                          "Warning", "NodeUnreadable",
+                          StrCat(problem.message(), "; the node takes no new pods until it reads"));
+}
+
 void Scheduler::OnNodeDelete(const std::string& name) { cache_->RemoveNode(name); }
 
 void Scheduler::OnPriorityClass(PriorityClass pc) { priority_classes_.Put(std::move(pc)); }
@@ -142,8 +159,9 @@ absl::Status Scheduler::OnQueue(Queue queue) {
   return st;
 }
 
-absl::Status Scheduler::OnQueueUndecodable(const std::string& name, const absl::Status& problem) {
-  absl::Status st = queue_store_.PutUndecodable(name, problem);
+absl::Status Scheduler::OnQueueUndecodable(const std::string& name, const absl::Status& problem,
+                                           std::vector<std::string> namespaces) {
+  absl::Status st = queue_store_.PutUndecodable(name, problem, std::move(namespaces));
   ReportQueueConflicts();
   OnCustomObjectChange();
   return st;

@@ -130,6 +130,10 @@ class Scheduler final : public Handle {
   void OnPodUndecodable(const Pod& identity, const absl::Status& problem);
   void OnNodeAdd(Node node);
   void OnNodeUpdate(Node node);
+  // The Node `name` does not decode (`problem` names the field): it takes no new pods until a
+  // version that reads arrives (FenceUnreadableNode over its last readable version), its pods
+  // stay charged, and a Warning Event NodeUnreadable on the Node says why.
+  void OnNodeUndecodable(const std::string& name, const absl::Status& problem);
   void OnNodeDelete(const std::string& name);
   void OnPriorityClass(PriorityClass pc);
   void OnPriorityClassDelete(const std::string& name);
@@ -186,12 +190,14 @@ class Scheduler final : public Handle {
   // naming both; the older keeps it, and a Warning Event (NamespaceConflict) is recorded on the
   // newer one when the conflict appears.
   absl::Status OnQueue(Queue queue);
-  // The Queue `name` does not decode (`problem` names it and the field): that queue is ignored,
+  // The Queue `name` does not decode (`problem` names it and the field): its last good version
+  // stays in force, or its pods wait (`namespaces`: its spec.namespaces as far as they read);
   // the others stay. Returns the error as reported.
-  absl::Status OnQueueUndecodable(const std::string& name, const absl::Status& problem);
+  absl::Status OnQueueUndecodable(const std::string& name, const absl::Status& problem,
+                                  std::vector<std::string> namespaces = {});
   void OnQueueDelete(const std::string& name);
   // A ResourceFlavor (tessel.io/v1alpha1) was added, changed, did not decode (`problem` names
-  // the field; the flavor is ignored) or was deleted.
+  // the field; its last good version stays) or was deleted.
   void OnResourceFlavor(ResourceFlavor flavor);
   absl::Status OnResourceFlavorUndecodable(const std::string& name, const absl::Status& problem);
   void OnResourceFlavorDelete(const std::string& name);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "scheduler/api/quantity.h"
 #include "scheduler/util/strings.h"
@@ -90,6 +91,14 @@ int64_t GpuRequest::total_milli() const {
   return 0;
 }
 
+namespace {
+// Whole GPUs in `milli`, at most INT32_MAX: a request beyond that (a bound pod charged in full
+// because its request did not read) still holds every device, never a truncated count.
+int32_t CountOf(int64_t milli) {
+  return static_cast<int32_t>(std::min<int64_t>(milli / kMilliPerGpu, std::numeric_limits<int32_t>::max()));
+}
+}  // namespace
+
 GpuRequest ReadGpuRequest(const Pod& pod) {
   GpuRequest req;
   const int64_t gpu = pod.requests.Get(kNvidiaGpu);
@@ -127,10 +136,10 @@ GpuRequest ReadGpuRequest(const Pod& pod) {
   }
   if (shared > 0) {
     req.kind = GpuRequest::Kind::kReplicas;
-    req.count = static_cast<int32_t>(shared / kMilliPerGpu);
+    req.count = CountOf(shared);
   } else if (gpu > 0) {
     req.kind = GpuRequest::Kind::kWhole;
-    req.count = static_cast<int32_t>(gpu / kMilliPerGpu);
+    req.count = CountOf(gpu);
   }
   if (auto it = ann.find(kGpuMilliAnnotation); it != ann.end()) {
     auto milli = ParseInt(it->second);

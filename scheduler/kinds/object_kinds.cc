@@ -4,6 +4,7 @@
 #include <array>
 
 #include "nlohmann/json.hpp"
+#include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_api.h"
 #include "scheduler/quota/queue.h"
 
@@ -40,11 +41,7 @@ void RemoveGang(Scheduler& s, std::string_view key) {
 absl::Status DeliverQueue(Scheduler& s, const json& object) {
   absl::StatusOr<Queue> queue = DecodeQueue(object);
   if (queue.ok()) return s.OnQueue(*std::move(queue));
-  std::string name;
-  if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
-    if (const auto n = m->find("name"); n != m->end() && n->is_string()) name = n->get<std::string>();
-  }
-  return s.OnQueueUndecodable(name, queue.status());
+  return s.OnQueueUndecodable(ObjectName(object), queue.status(), ReadQueueNamespaces(object));
 }
 
 void RemoveQueue(Scheduler& s, std::string_view key) { s.OnQueueDelete(std::string(key)); }
@@ -55,11 +52,7 @@ absl::Status DeliverResourceFlavor(Scheduler& s, const json& object) {
     s.OnResourceFlavor(*std::move(flavor));
     return absl::OkStatus();
   }
-  std::string name;
-  if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
-    if (const auto n = m->find("name"); n != m->end() && n->is_string()) name = n->get<std::string>();
-  }
-  return s.OnResourceFlavorUndecodable(name, flavor.status());
+  return s.OnResourceFlavorUndecodable(ObjectName(object), flavor.status());
 }
 
 void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlavorDelete(std::string(key)); }

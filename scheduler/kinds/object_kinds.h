@@ -20,7 +20,8 @@ namespace tessel {
 bool IsReadKind(std::string_view api_version, std::string_view kind);
 // Hands `object` (with its apiVersion and kind set) to the scheduler, decoded. False for a kind
 // Tessel does not read. An object of a read kind that does not decode is an error naming it and
-// the field (a Queue that does not decode is also recorded: that queue is ignored); so is a
+// the field (a Queue or ResourceFlavor that does not decode is also recorded: it keeps its last
+// good version, or a Queue with none holds its pods); so is a
 // Queue whose namespaces another queue holds.
 absl::StatusOr<bool> DeliverObject(Scheduler& scheduler, const nlohmann::json& object);
 // The object of that apiVersion, kind and key (namespace/name, or the name of a cluster-scoped

@@ -26,18 +26,44 @@ std::string StatusPath(const std::string& name) {
   return StrCat("/apis/tessel.io/v1alpha1/queues/", name, "/status");
 }
 
+// FlavorsReady of a queue with spec.resourceGroups: False while a flavor it lists does not
+// exist (FlavorNotFound) or does not decode (FlavorInvalid), naming each.
+std::optional<QueueCondition> FlavorsCondition(const QueueStatusView& view, const std::string& name) {
+  if (view.directory == nullptr) return std::nullopt;
+  const Queue* queue = view.directory->Find(name);
+  if (queue == nullptr || !queue->flavored()) return std::nullopt;
+  std::vector<std::string> missing, invalid;
+  for (const ResourceGroup& group : queue->resource_groups) {
+    for (const std::string& flavor : group.flavors) {
+      if (auto it = view.invalid_flavors.find(flavor); it != view.invalid_flavors.end()) {
+        invalid.push_back(it->second);
+      } else if (!view.directory->flavors().contains(flavor)) {
+        missing.push_back(StrCat("ResourceFlavor ", flavor, " does not exist: the queue's quota in it cannot be used"));
+      }
+    }
+  }
+  if (missing.empty() && invalid.empty()) {
+    return QueueCondition{"FlavorsReady", "True", "Ready", "Every ResourceFlavor it lists exists"};
+  }
+  std::vector<std::string> all = missing;
+  all.insert(all.end(), invalid.begin(), invalid.end());
+  return QueueCondition{"FlavorsReady", "False", missing.empty() ? "FlavorInvalid" : "FlavorNotFound",
+                        StrJoin(all, "; ")};
+}
+
 }  // namespace
 
 json QueueStatusFields(const QueueStatusView& view, const std::string& name, absl::Time now,
                        std::vector<QueueCondition>* conditions) {
   conditions->clear();
-  if (auto bad = view.invalid.find(name); bad != view.invalid.end()) {
-    conditions->push_back({"Active", "False", "InvalidSpec", bad->second});
-    return json::object();
-  }
   const QueueReport* report = nullptr;
   for (const QueueReport& r : view.reports) {
     if (r.name == name) report = &r;
+  }
+  const auto bad = view.invalid.find(name);
+  if (bad != view.invalid.end() && report == nullptr) {  // held: its pods wait
+    conditions->push_back({"Active", "False", "InvalidSpec", bad->second});
+    return json::object();
   }
   if (report == nullptr) return nullptr;
   json status{{"pendingPods", report->pending_pods},
@@ -63,7 +89,11 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
     status["oldestPendingSince"] = nullptr;
     status["oldestPendingWaitSeconds"] = nullptr;
   }
-  conditions->push_back({"Active", "True", "Ready", "The queue is in force: its quota limits its pods"});
+  if (bad != view.invalid.end()) {  // its last valid version stays in force
+    conditions->push_back({"Active", "True", "InvalidSpec", bad->second});
+  } else {
+    conditions->push_back({"Active", "True", "Ready", "The queue is in force: its quota limits its pods"});
+  }
   std::string clashes;
   for (const NamespaceConflict& c : view.conflicts) {
     if (c.refused == name) StrAppend(&clashes, clashes.empty() ? "" : "; ", c.Message());
@@ -73,6 +103,7 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
   } else {
     conditions->push_back({"Conflict", "True", "NamespaceConflict", clashes});
   }
+  if (std::optional<QueueCondition> flavors = FlavorsCondition(view, name)) conditions->push_back(*flavors);
   return status;
 }
 

@@ -4,8 +4,11 @@
 //   usage, borrowed, lent                   per resource; nvidia.com/gpu in physical-GPU
 //                                           equivalents, as the quota counts it
 //   oldestPendingSince, oldestPendingWaitSeconds   the queue's longest-waiting pod
-//   conditions Active (False: the Queue does not decode, reason InvalidSpec) and Conflict
-//   (True: a namespace it lists stays with an older Queue, reason NamespaceConflict)
+//   conditions Active (False: the Queue does not decode and never did, reason InvalidSpec, its
+//   pods wait; True with reason InvalidSpec: it stopped decoding and its last valid version
+//   stays in force), Conflict (True: a namespace it lists stays with an older Queue, reason
+//   NamespaceConflict) and FlavorsReady (False: a ResourceFlavor it lists does not exist,
+//   reason FlavorNotFound, or does not decode, reason FlavorInvalid)
 // docs/quota.md explains each field.
 //
 // Rate-limited: a worker thread takes one view of every queue per `interval` and sends a merge
@@ -21,6 +24,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -39,12 +43,16 @@ namespace tessel::kube {
 struct QueueStatusView {
   std::vector<QueueReport> reports;             // the queues in force
   std::vector<NamespaceConflict> conflicts;     // namespaces a newer queue does not get
-  std::map<std::string, std::string> invalid;   // Queues ignored: name -> the decode error
+  std::map<std::string, std::string> invalid;   // Queues that do not decode: name -> the error
+  // The ResourceFlavors in force (null: no flavored queue is reported on), and the ones that do
+  // not decode (name -> the error).
+  std::shared_ptr<const QueueDirectory> directory;
+  std::map<std::string, std::string> invalid_flavors;
 };
 
 // One condition of a Queue's status (lastTransitionTime is kept by the writer).
 struct QueueCondition {
-  std::string type;    // "Active" or "Conflict"
+  std::string type;    // "Active", "Conflict" or "FlavorsReady"
   std::string status;  // "True" / "False"
   std::string reason;
   std::string message;

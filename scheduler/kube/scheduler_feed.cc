@@ -59,19 +59,24 @@ class PodHandler final : public InformerHandler {
 class NodeHandler final : public InformerHandler {
  public:
   explicit NodeHandler(Scheduler* s) : s_(s) {}
-  void OnAdd(const json& object) override {
-    absl::StatusOr<Node> node = DecodeNode(object);
-    if (!node.ok()) return WarnUndecodable(node.status());
-    s_->OnNodeAdd(*std::move(node));
-  }
-  void OnUpdate(const json& object) override {
-    absl::StatusOr<Node> node = DecodeNode(object);
-    if (!node.ok()) return WarnUndecodable(node.status());
-    s_->OnNodeUpdate(*std::move(node));
-  }
+  void OnAdd(const json& object) override { Observe(object, /*added=*/true); }
+  void OnUpdate(const json& object) override { Observe(object, /*added=*/false); }
   void OnDelete(const std::string& key, const json*) override { s_->OnNodeDelete(key); }
 
  private:
+  // A node that does not read is fenced, never kept as it last read (a cordon or a shrink that
+  // came with the bad field would be missed).
+  void Observe(const json& object, bool added) {
+    NodeRead node = ReadNode(object);
+    for (const std::string& w : node.warnings) spdlog::warn("{}", w);
+    if (!node.node.ok()) {
+      spdlog::warn("{}; the node takes no new pods until it reads", node.node.status().message());
+      return s_->OnNodeUndecodable(ObjectName(object), node.node.status());
+    }
+    if (added) return s_->OnNodeAdd(*std::move(node.node));
+    s_->OnNodeUpdate(*std::move(node.node));
+  }
+
   Scheduler* s_;
 };
 

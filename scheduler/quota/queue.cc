@@ -244,9 +244,22 @@ std::string NamespaceConflict::Message() const {
                 "; this queue does not get it (its other namespaces stay)");
 }
 
+std::vector<std::string> ReadQueueNamespaces(const json& object) {
+  std::vector<std::string> out;
+  if (!object.is_object()) return out;
+  const auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) return out;
+  const auto list = spec->find("namespaces");
+  if (list == spec->end() || !list->is_array()) return out;
+  for (const json& item : *list) {
+    if (item.is_string() && !item.get<std::string>().empty()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
                                                      const NamespaceLabelMap& namespaces,
-                                                     FlavorMap flavors) {
+                                                     FlavorMap flavors, HeldQueueMap held) {
   const auto by_name = [](const Queue& a, const Queue& b) { return a.name() < b.name(); };
   std::stable_sort(queues.begin(), queues.end(), by_name);
   queues.erase(std::unique(queues.begin(), queues.end(),
@@ -287,16 +300,27 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
       if (MatchesLabelSelector(*selector, labels)) selected[i].namespaces.insert(ns);
     }
   }
+  // A held queue's namespaces wait, unless a queue in force has them.
+  std::map<std::string, std::string, std::less<>> held_namespaces;
+  for (const auto& [name, h] : held) {
+    if (names.contains(name)) continue;
+    for (const std::string& ns : h.namespaces) {
+      if (!by_namespace.contains(ns)) held_namespaces.emplace(ns, name);
+    }
+  }
+  std::erase_if(held, [&](const auto& kv) { return names.contains(kv.first); });
   queues_ = std::move(queues);
   selected_ = std::move(selected);
   by_name_ = std::move(names);
   by_namespace_ = std::move(by_namespace);
   flavors_ = std::move(flavors);
+  held_ = std::move(held);
+  held_namespaces_ = std::move(held_namespaces);
   return conflicts;
 }
 
 absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces,
-                                 FlavorMap flavors) {
+                                 FlavorMap flavors, HeldQueueMap held) {
   std::set<std::string, std::less<>> names;
   for (const Queue& q : queues) {
     if (!names.insert(q.name()).second) {
@@ -304,15 +328,22 @@ absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabel
     }
   }
   QueueDirectory built;
-  std::vector<NamespaceConflict> conflicts = built.Build(std::move(queues), namespaces, std::move(flavors));
+  std::vector<NamespaceConflict> conflicts =
+      built.Build(std::move(queues), namespaces, std::move(flavors), std::move(held));
   if (!conflicts.empty()) return absl::InvalidArgumentError(conflicts.front().Message());
   *this = std::move(built);
   return absl::OkStatus();
 }
 
 std::vector<NamespaceConflict> QueueDirectory::SetResolvingConflicts(
-    std::vector<Queue> queues, const NamespaceLabelMap& namespaces, FlavorMap flavors) {
-  return Build(std::move(queues), namespaces, std::move(flavors));
+    std::vector<Queue> queues, const NamespaceLabelMap& namespaces, FlavorMap flavors, HeldQueueMap held) {
+  return Build(std::move(queues), namespaces, std::move(flavors), std::move(held));
+}
+
+std::string QueueDirectory::HeldMessage(const std::string& name) const {
+  auto it = held_.find(name);
+  return StrCat(it == held_.end() ? StrCat("Queue ", name) : it->second.problem,
+                "; the Queue does not decode, so its pods wait until it does");
 }
 
 FlavorPlacement QueueDirectory::Place(const Queue& queue, const Resources& charge,
@@ -380,8 +411,16 @@ QueueDirectory::Lookup QueueDirectory::QueueFor(const Pod& pod) const {
   const auto own_it = by_namespace_.find(ns);
   const Queue* own = own_it == by_namespace_.end() ? nullptr : &queues_[own_it->second];
   const auto label = pod.meta.labels.find(kQueueLabel);
-  if (label == pod.meta.labels.end()) return Lookup{.queue = own};
+  if (label == pod.meta.labels.end()) {
+    if (own == nullptr) {
+      if (auto held = held_namespaces_.find(ns); held != held_namespaces_.end()) {
+        return Lookup{.refused = HeldMessage(held->second)};
+      }
+    }
+    return Lookup{.queue = own};
+  }
   const Queue* named = Find(label->second);
+  if (named == nullptr && held_.contains(label->second)) return Lookup{.refused = HeldMessage(label->second)};
   if (named == nullptr) return Lookup{.missing = label->second};
   if (named == own || Admits(named->name(), ns)) return Lookup{.queue = named};
   return Lookup{.queue = own,

@@ -127,28 +127,42 @@ struct NamespaceConflict {
 // Namespace labels by namespace name: what spec.namespaceSelector is matched against.
 using NamespaceLabelMap = std::map<std::string, StringMap, std::less<>>;
 
+// A Queue that does not decode and has no earlier version that did: it must not leave its pods
+// unlimited, so they wait. `namespaces` is its spec.namespaces as far as it reads
+// (ReadQueueNamespaces); `problem` the decode error, naming the field.
+struct HeldQueue {
+  std::vector<std::string> namespaces;
+  std::string problem;
+};
+using HeldQueueMap = std::map<std::string, HeldQueue, std::less<>>;
+// spec.namespaces of a Queue object, the entries that read (never fails).
+std::vector<std::string> ReadQueueNamespaces(const nlohmann::json& object);
+
 // The queues by name, and the mapping of pods onto them. Immutable once set, so a cycle can hold
 // one snapshot (QueueStore makes a new one on every change).
 class QueueDirectory {
  public:
   // Replaces every queue; selectors are matched against `namespaces` (a namespace missing there
   // matches only the empty selector). Fails, changing nothing, when a name is defined twice or
-  // two queues list one namespace (naming both).
+  // two queues list one namespace (naming both). `held`: Queues that do not decode, whose pods
+  // wait (those labelled for one, and those of a namespace one lists that no queue in force has).
   absl::Status Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces = {},
-                   FlavorMap flavors = {});
+                   FlavorMap flavors = {}, HeldQueueMap held = {});
   // Replaces every queue, giving a namespace that several queues list to the oldest; returns one
   // conflict per namespace a newer queue does not get. Names must be unique (QueueStore keys
   // queues by name); a repeated name is left out.
   std::vector<NamespaceConflict> SetResolvingConflicts(std::vector<Queue> queues,
                                                        const NamespaceLabelMap& namespaces = {},
-                                                       FlavorMap flavors = {});
+                                                       FlavorMap flavors = {}, HeldQueueMap held = {});
   // The pod's queue: the queue its label tessel.io/queue names, if that queue admits the pod's
   // namespace (Admits), else the queue that got its namespace. `queue` is null when neither
   // applies (such pods are not limited by quota), and also when the label names a queue that
   // does not exist: then `missing` holds that name and the pod must wait for it (a typo must
   // not escape quota). When the labelled queue does not admit the namespace, `refused` says so
   // and `queue` is the namespace's: the pod must wait, and pods already placed are charged to
-  // their own namespace's queue, never to the one they named.
+  // their own namespace's queue, never to the one they named. A pod of a held Queue (one that
+  // does not decode: labelled for it, or in a namespace it lists that no queue in force has)
+  // gets `refused` naming the Queue's problem.
   struct Lookup {
     const Queue* queue = nullptr;
     std::string missing;
@@ -180,13 +194,18 @@ class QueueDirectory {
   };
   // Builds every index; conflicts are resolved (oldest wins) and returned.
   std::vector<NamespaceConflict> Build(std::vector<Queue> queues,
-                                       const NamespaceLabelMap& namespaces, FlavorMap flavors);
+                                       const NamespaceLabelMap& namespaces, FlavorMap flavors,
+                                       HeldQueueMap held);
+  // Why a pod of the held queue `name` waits.
+  std::string HeldMessage(const std::string& name) const;
 
   std::vector<Queue> queues_;                                  // sorted by name
   std::vector<Selected> selected_;                             // parallel to queues_
   std::map<std::string, size_t, std::less<>> by_name_;
   std::map<std::string, size_t, std::less<>> by_namespace_;   // spec.namespaces, conflicts resolved
   FlavorMap flavors_;
+  HeldQueueMap held_;
+  std::map<std::string, std::string, std::less<>> held_namespaces_;  // namespace -> held queue
 };
 
 }  // namespace tessel

@@ -9,20 +9,26 @@ namespace tessel {
 
 QueueStore::QueueStore() : directory_(std::make_shared<QueueDirectory>()) {}
 
-absl::Status QueueStore::PutUndecodable(const std::string& name, const absl::Status& problem) {
-  std::string reported = StrCat(problem.message(), "; the queue is ignored");
-  if (!name.empty()) {
-    absl::MutexLock lock(&mu_);
-    decoded_.erase(name);
-    undecodable_[name] = reported;
-    RebuildLocked();
+absl::Status QueueStore::PutUndecodable(const std::string& name, const absl::Status& problem,
+                                        std::vector<std::string> namespaces) {
+  if (name.empty()) return absl::InvalidArgumentError(StrCat(problem.message(), "; the queue is not read"));
+  absl::MutexLock lock(&mu_);
+  std::string reported;
+  if (decoded_.contains(name)) {
+    reported = StrCat(problem.message(), "; its last valid version stays in force");
+  } else {
+    reported = StrCat(problem.message(), "; its pods wait until it decodes");
+    held_[name] = HeldQueue{.namespaces = std::move(namespaces), .problem = std::string(problem.message())};
   }
+  undecodable_[name] = reported;
+  RebuildLocked();
   return absl::InvalidArgumentError(reported);
 }
 
 absl::Status QueueStore::Put(Queue queue) {
   absl::MutexLock lock(&mu_);
   undecodable_.erase(queue.name());
+  held_.erase(queue.name());
   const std::string key = queue.name();
   decoded_[key] = std::move(queue);
   RebuildLocked();
@@ -39,6 +45,7 @@ void QueueStore::Delete(std::string_view name) {
   absl::MutexLock lock(&mu_);
   decoded_.erase(std::string(name));
   undecodable_.erase(std::string(name));
+  held_.erase(std::string(name));
   RebuildLocked();
 }
 
@@ -79,18 +86,30 @@ bool QueueStore::DeleteNamespace(std::string_view name) {
 void QueueStore::PutFlavor(ResourceFlavor flavor) {
   absl::MutexLock lock(&mu_);
   const std::string name = flavor.name();
+  undecodable_flavors_.erase(name);
   flavors_[name] = std::move(flavor);
   RebuildLocked();
 }
 
 absl::Status QueueStore::PutUndecodableFlavor(const std::string& name, const absl::Status& problem) {
-  DeleteFlavor(name);
-  return absl::InvalidArgumentError(StrCat(problem.message(), "; the flavor is ignored"));
+  absl::MutexLock lock(&mu_);
+  // Its last good version keeps its nodes; with none, no node is in it (its quota waits).
+  const std::string reported =
+      StrCat(problem.message(), flavors_.contains(name) ? "; its last valid version stays in force"
+                                                        : "; no node is in it until it decodes");
+  if (!name.empty()) undecodable_flavors_[name] = reported;
+  return absl::InvalidArgumentError(reported);
 }
 
 void QueueStore::DeleteFlavor(std::string_view name) {
   absl::MutexLock lock(&mu_);
+  undecodable_flavors_.erase(std::string(name));
   if (flavors_.erase(std::string(name)) > 0) RebuildLocked();
+}
+
+std::map<std::string, std::string> QueueStore::UndecodableFlavors() const {
+  absl::MutexLock lock(&mu_);
+  return {undecodable_flavors_.begin(), undecodable_flavors_.end()};
 }
 
 void QueueStore::RebuildLocked() {
@@ -98,7 +117,7 @@ void QueueStore::RebuildLocked() {
   queues.reserve(decoded_.size());
   for (const auto& [name, q] : decoded_) queues.push_back(q);
   auto dir = std::make_shared<QueueDirectory>();
-  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_, flavors_);
+  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_, flavors_, held_);
   // A conflict that ended is forgotten, so that it is handed out again if it comes back.
   std::erase_if(taken_, [&](const NamespaceConflict& c) {
     return std::find(conflicts_.begin(), conflicts_.end(), c) == conflicts_.end();

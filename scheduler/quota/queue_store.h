@@ -2,8 +2,11 @@
 // turned into QueueDirectory snapshots the scheduling cycle reads. Thread-safe: informers write,
 // the scheduling thread and metrics read.
 //
-// A Queue that does not decode is left out with an error naming the object and the field; every
-// other queue stays in force, and a later good version of the object replaces the error. A
+// A Queue that does not decode fails closed, never open: its last version that decoded stays in
+// force; with none, its pods wait (QueueDirectory's held queues) with a message naming the
+// field. Every other queue stays in force, and a later good version replaces the error. A
+// ResourceFlavor that does not decode keeps its last good version too (with none, it does
+// not exist: a queue's quota in it cannot be used). A
 // namespace two queues list goes to the older one; the newer queue stays in force without it,
 // and the conflict is an error naming both queues and the namespace.
 //
@@ -37,16 +40,18 @@ class QueueStore {
   // Adds or replaces a Queue. A namespace it shares with another queue is an error naming both
   // (whichever of the two is put, while the conflict lasts); the older queue keeps that namespace.
   absl::Status Put(Queue queue);
-  // The Queue `name` does not decode (`problem` names it and the field): it is ignored (its
-  // previous version too) until a good version arrives. Returns the problem as reported.
-  absl::Status PutUndecodable(const std::string& name, const absl::Status& problem);
+  // The Queue `name` does not decode (`problem` names it and the field): its last good
+  // version stays in force, or, with none, its pods wait (`namespaces`: its spec.namespaces as
+  // far as they read). Returns the problem as reported.
+  absl::Status PutUndecodable(const std::string& name, const absl::Status& problem,
+                              std::vector<std::string> namespaces = {});
   void Delete(std::string_view name);
   // A Namespace's labels, which spec.namespaceSelector is matched against. True when this
   // changed which queues its pods may choose (the directory was replaced).
   bool PutNamespace(const std::string& name, const StringMap& labels);
   bool DeleteNamespace(std::string_view name);
-  // ResourceFlavors (flavor.h). A flavor that does not decode is deleted (its nodes then
-  // belong to no flavor) and the error, naming the field, returned.
+  // ResourceFlavors (flavor.h). A flavor that does not decode keeps its last good version (with
+  // none, it does not exist) and the error, naming the field, is returned.
   void PutFlavor(ResourceFlavor flavor);
   absl::Status PutUndecodableFlavor(const std::string& name, const absl::Status& problem);
   void DeleteFlavor(std::string_view name);
@@ -59,6 +64,8 @@ class QueueStore {
   // (name -> the error naming the field): what the Queue status reports.
   std::vector<NamespaceConflict> Conflicts() const;
   std::map<std::string, std::string> Undecodable() const;
+  // The ResourceFlavors that do not decode: name -> the error naming the field.
+  std::map<std::string, std::string> UndecodableFlavors() const;
   // The namespace conflicts not taken before: each is handed out once while it lasts (for an
   // Event about the newer queue), and again if it ends and comes back.
   std::vector<NamespaceConflict> TakeNewConflicts();
@@ -73,6 +80,8 @@ class QueueStore {
   mutable absl::Mutex mu_;
   std::map<std::string, Queue, std::less<>> decoded_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> undecodable_ ABSL_GUARDED_BY(mu_);
+  HeldQueueMap held_ ABSL_GUARDED_BY(mu_);  // undecodable, with no good version
+  std::map<std::string, std::string, std::less<>> undecodable_flavors_ ABSL_GUARDED_BY(mu_);
   NamespaceLabelMap namespaces_ ABSL_GUARDED_BY(mu_);
   FlavorMap flavors_ ABSL_GUARDED_BY(mu_);
   std::vector<NamespaceConflict> conflicts_ ABSL_GUARDED_BY(mu_);
