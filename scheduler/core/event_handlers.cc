@@ -2,6 +2,8 @@
 // leaving (kube-scheduler's eventhandlers.go). Each handler updates the cache, the stores and
 // the queue, and raises the queue's cluster event so that parked pods that may now fit move.
 #include <algorithm>
+#include <type_traits>
+#include <variant>
 
 #include "scheduler/api/decode.h"
 #include "scheduler/api/uid.h"
@@ -201,8 +203,34 @@ void Scheduler::ReportQueueConflicts() {
 }
 
 void Scheduler::OnGangObject(gang::GangObject object) {
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        const gang::GangKind kind = std::is_same_v<T, gang::PodGroup>             ? gang::GangKind::kPodGroup
+                                    : std::is_same_v<T, gang::SchedulingPodGroup> ? gang::GangKind::kSchedulingPodGroup
+                                    : std::is_same_v<T, gang::Workload>           ? gang::GangKind::kWorkload
+                                                                                  : gang::GangKind::kJob;
+        if (const std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, o.meta.namespace_, o.meta.name)) {
+          absl::MutexLock lock(&mu_);
+          undecodable_gangs_.erase(id->Key());
+        }
+      },
+      object);
   gangs_.Put(std::move(object));
   OnCustomObjectChange();
+}
+
+void Scheduler::OnGangObjectUndecodable(gang::GangKind kind, const std::string& namespace_,
+                                        const std::string& name, const absl::Status& problem) {
+  const std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, namespace_, name);
+  if (!id.has_value() || name.empty()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    UndecodableGang& u = undecodable_gangs_[id->Key()];
+    if (u.problem == problem.message()) return;
+    u = UndecodableGang{.problem = std::string(problem.message())};
+  }
+  OnCustomObjectChange();  // its waiting members are tried, and told
 }
 
 void Scheduler::OnGangObjectDelete(gang::GangKind kind, std::string_view key) {
@@ -213,6 +241,10 @@ void Scheduler::OnGangObjectDelete(gang::GangKind kind, std::string_view key) {
   OnCustomObjectChange();
   const std::optional<gang::GangId> id = gang::GangBook::IdOf(kind, ns, name);
   if (!id.has_value()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    undecodable_gangs_.erase(id->Key());
+  }
   if (provisioner_ != nullptr) provisioner_->GangGone(id->Key());
   if (gang_status_ != nullptr) gang_status_->GangForgotten(*id);
 }

@@ -44,6 +44,24 @@ struct Scheduler::GangAttempt {
   int32_t known() const { return placed + static_cast<int32_t>(members.size()); }
 };
 
+void Scheduler::TellUndecodableGang(const gang::GangId& id) {
+  std::string problem;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = undecodable_gangs_.find(id.Key());
+    if (it == undecodable_gangs_.end() || it->second.told) return;
+    it->second.told = true;
+    problem = it->second.problem;
+  }
+  const std::string message = StrCat(problem, "; the pod waits until ", id.Describe(), " decodes");
+  if (observer_) {
+    for (const PodRef& member : tracker_->PendingMembers()) {
+      if (gangs_.Resolve(*member).spec.id == id) observer_->PodUnschedulable(*member, FailureKind::kError, message);
+    }
+  }
+  ReportGang(id, {.phase = gang::GangPhase::kPending, .reason = gang::GangReason::kInvalidSpec, .message = message});
+}
+
 void Scheduler::RunGangCycle(InFlightPod head) {
   const PodRef head_pod = head.ref();  // held for the whole cycle
   const gang::GangBook::Resolution r = gangs_.Resolve(*head_pod);
@@ -56,7 +74,9 @@ void Scheduler::RunGangCycle(InFlightPod head) {
       return tracker_->Dissolve(r.spec.id.Key());
     case gang::GangTracker::Cycle::Kind::kWaiting:
       // Its PodGroup does not exist (yet): wait quietly, and try at once when gang objects
-      // change (no attempts counted, so no backoff).
+      // change (no attempts counted, so no backoff). One that exists but does not decode is
+      // no reason for quiet: its members are told.
+      TellUndecodableGang(r.spec.id);
       head.ForgetAttempts();
       return head.Unschedulable(kCustomObjectChange);
     case gang::GangTracker::Cycle::Kind::kReady:

@@ -184,6 +184,11 @@ class Scheduler final : public Handle {
   void OnGangObject(gang::GangObject object);
   // The gang object of that kind and namespace/name (or name) was deleted.
   void OnGangObjectDelete(gang::GangKind kind, std::string_view key);
+  // The gang object of that kind, namespace and name does not decode (`problem` names the
+  // field): a version that decoded before stays in force; with none, its members wait, each
+  // told so (FailedScheduling naming the object and field), and its status says InvalidSpec.
+  void OnGangObjectUndecodable(gang::GangKind kind, const std::string& namespace_, const std::string& name,
+                               const absl::Status& problem);
   // The informers deliver every Job (see GangBook::SetJobsWatched).
   void OnJobsWatched() { gangs_.SetJobsWatched(true); }
   // A Queue (tessel.io/v1alpha1) was added or changed. A namespace two queues list is an error
@@ -356,6 +361,9 @@ class Scheduler final : public Handle {
   void BindGangMember(const std::shared_ptr<GangBinding>& binding, size_t i);
   void FinishGangBinding(const std::shared_ptr<GangBinding>& binding);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
+  // A gang whose object does not decode: its waiting members and its status are told why, once
+  // per problem.
+  void TellUndecodableGang(const gang::GangId& id);
   void ReportGang(std::optional<gang::GangReport> report);
   // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
   // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
@@ -412,6 +420,13 @@ class Scheduler final : public Handle {
 
   mutable absl::Mutex mu_;
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
+  // Gang objects that do not decode, by GangId::Key(): the problem, and whether their waiting
+  // members were told.
+  struct UndecodableGang {
+    std::string problem;
+    bool told = false;
+  };
+  std::map<std::string, UndecodableGang> undecodable_gangs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void()>> loop_tasks_ ABSL_GUARDED_BY(mu_);
 };
 

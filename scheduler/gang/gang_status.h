@@ -25,6 +25,7 @@ enum class GangReason {
   kBindFailed,         // a member's bind failed: the gang was rolled back
   kWaitingForProvisioning,  // short of capacity: a ProvisioningRequest is out (docs/provisioning.md)
   kProvisioningFailed,      // ... and it failed: the gang waits for the next attempt
+  kInvalidSpec,             // its object does not decode: the members wait until it does
 };
 // The names the PodGroup status carries ("Pending", "WaitingForMembers", ...).
 std::string_view PhaseName(GangPhase phase);

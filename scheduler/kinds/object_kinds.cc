@@ -25,10 +25,19 @@ struct ReadKind {
   }
 };
 
-template <typename T, absl::StatusOr<T> (*Decode)(const json&)>
+// A gang object that does not decode keeps the version the book has; the scheduler is told, so
+// that members of one it never read do not wait in silence.
+template <typename T, absl::StatusOr<T> (*Decode)(const json&), gang::GangKind kKind>
 absl::Status DeliverGang(Scheduler& s, const json& object) {
   absl::StatusOr<T> decoded = Decode(object);
-  if (!decoded.ok()) return decoded.status();
+  if (!decoded.ok()) {
+    std::string ns;
+    if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+      if (const auto n = m->find("namespace"); n != m->end() && n->is_string()) ns = n->get<std::string>();
+    }
+    s.OnGangObjectUndecodable(kKind, ns.empty() ? "default" : ns, ObjectName(object), decoded.status());
+    return decoded.status();
+  }
   s.OnGangObject(*std::move(decoded));
   return absl::OkStatus();
 }
@@ -58,14 +67,14 @@ absl::Status DeliverResourceFlavor(Scheduler& s, const json& object) {
 void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlavorDelete(std::string(key)); }
 
 constexpr std::array kReadKinds{
-    ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup>,
+    ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup, gang::GangKind::kPodGroup>,
              RemoveGang<gang::GangKind::kPodGroup>},
     ReadKind{"PodGroup", gang::kSchedulingPodGroupApiVersion,
-             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup, gang::GangKind::kSchedulingPodGroup>,
              RemoveGang<gang::GangKind::kSchedulingPodGroup>},
-    ReadKind{"Workload", gang::kWorkloadApiVersion, DeliverGang<gang::Workload, gang::DecodeWorkload>,
+    ReadKind{"Workload", gang::kWorkloadApiVersion, DeliverGang<gang::Workload, gang::DecodeWorkload, gang::GangKind::kWorkload>,
              RemoveGang<gang::GangKind::kWorkload>},
-    ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob>, RemoveGang<gang::GangKind::kJob>},
+    ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob, gang::GangKind::kJob>, RemoveGang<gang::GangKind::kJob>},
     ReadKind{std::string_view(kQueueKind), "tessel.io/", DeliverQueue, RemoveQueue},
     ReadKind{std::string_view(kResourceFlavorKind), "tessel.io/", DeliverResourceFlavor, RemoveResourceFlavor},
 };

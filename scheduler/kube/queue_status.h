@@ -1,5 +1,5 @@
 // Writes each team Queue's status subresource (tessel.io/v1alpha1) from the leader, so that
-// `kubectl get queues` reads like Kueue's `kubectl get clusterqueues`:
+// `kubectl get queues.tessel.io` reads like Kueue's `kubectl get clusterqueues`:
 //   pendingPods, admittedPods               pods waiting / on nodes (bound or being bound)
 //   usage, borrowed, lent                   per resource; nvidia.com/gpu in physical-GPU
 //                                           equivalents, as the quota counts it

@@ -6,7 +6,8 @@
 # (gang members included) and admitted counts, usage, borrowed and lent GPUs, the oldest
 # pending pod and condition Active; `kubectl get queues` shows them in its columns. A newer
 # Queue listing team A's namespace gets Conflict=True with the message, a Queue that does not
-# decode Active=False; the gang's PodGroup shows its phase and why it waits.
+# decode (schema-valid, a limit beyond int64) Active=False; the gang's PodGroup shows its phase
+# and why it waits.
 source "$(dirname "$0")/lib.sh"
 it_begin qstatus
 
@@ -50,7 +51,7 @@ for p in a-0 a-1 a-2 b-0; do it_wait 60 "$p bound" it_bound "$p"; done
 it_pod a-huge --gpus 8
 for i in 0 1; do it_pod big-$i --gpus 8 --label scheduling.x-k8s.io/pod-group=big; done
 
-status() { kubectl get queue "$1" -o "jsonpath=$2"; }
+status() { kubectl get queues.tessel.io "$1" -o "jsonpath=$2"; }
 is_status() { [[ $(status "$1" "$2") == "$3" ]]; }
 summary='{.status.pendingPods} {.status.admittedPods} {.status.usage.nvidia\.com/gpu} {.status.borrowed.nvidia\.com/gpu} {.status.lent.nvidia\.com/gpu}'
 it_wait 30 "$QA status: 3 pending, 3 admitted, 3 GPUs used, 1 borrowed" is_status "$QA" "$summary" "3 3 3 1 0"
@@ -63,8 +64,8 @@ wait_s=$(status "$QA" '{.status.oldestPendingWaitSeconds}')
 [[ $wait_s =~ ^[0-9]+$ ]] || fail "$QA oldestPendingWaitSeconds \"$wait_s\""
 
 # The printer columns, as a user reads them.
-table=$(kubectl get queues "$QA" "$QB")
-say "kubectl get queues:"$'\n'"$table"
+table=$(kubectl get queues.tessel.io "$QA" "$QB")
+say "kubectl get queues.tessel.io:"$'\n'"$table"
 header=$(head -1 <<<"$table" | tr -s ' ')
 [[ $header == "NAME COHORT PENDING ADMITTED GPUS GPU USAGE BORROWED OLDEST PENDING ACTIVE AGE" ]] \
   || fail "header: $header"
@@ -93,15 +94,15 @@ spec: {namespaces: [$NS], nominalQuota: {nvidia.com/gpu: "8"}}
 apiVersion: tessel.io/v1alpha1
 kind: Queue
 metadata: {name: $QBAD}
-spec: {weight: 0}
+spec: {cohort: $NS-other, borrowingLimit: {cpu: "1e30"}}
 YAML
 conflict="Queue $QNEW: spec.namespaces: namespace \"$NS\" already belongs to the older Queue $QA; this queue does not get it (its other namespaces stay)"
 it_wait 30 "$QNEW Conflict=True" is_status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].status}' True
 is_status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].message}' "$conflict" \
   || fail "$QNEW conflict message: $(status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].message}')"
-kubectl get queue "$QNEW" -o wide | grep -qF "$conflict" || fail "the wide view lacks the conflict"
+kubectl get queues.tessel.io "$QNEW" -o wide | grep -qF "$conflict" || fail "the wide view lacks the conflict"
 bad='{.status.conditions[?(@.type=="Active")].status}|{.status.conditions[?(@.type=="Active")].reason}|{.status.conditions[?(@.type=="Active")].message}'
-it_wait 30 "$QBAD Active=False" is_status "$QBAD" "$bad" "False|InvalidSpec|Queue $QBAD: spec.weight: must be positive; the queue is ignored"
+it_wait 30 "$QBAD Active=False" is_status "$QBAD" "$bad" "False|InvalidSpec|Queue $QBAD: spec.borrowingLimit.cpu: quantity \"1e30\" is not valid: out of range for a 64-bit integer; its pods wait until it decodes"
 is_status "$QA" "$active" "True/False" || fail "$QA conditions after the conflict: $(status "$QA" "$active")"
 
 # The statuses follow: team A's pending pods leave, its counts drop.

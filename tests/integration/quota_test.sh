@@ -81,15 +81,15 @@ is_series "tessel_queue_nominal_quota{queue=\"$QA\",cohort=\"\",resource=\"nvidi
 is_series "tessel_queue_pending_pods{queue=\"$QA\",cohort=\"\"}" 2 || fail "pending metric: $(series "tessel_queue_pending_pods{queue=\"$QA\",cohort=\"\"}")"
 is_series "tessel_queue_usage{queue=\"$QB\",cohort=\"\",resource=\"nvidia.com/gpu\"}" 2 || fail "usage of $QB"
 
-# A bad Queue is rejected by the scheduler with its field named (the CRD schema lets a zero
-# weight through); the good queues stay in force.
+# A bad Queue is rejected by the scheduler with its field named (the CRD schema lets a limit
+# beyond int64 through); the good queues stay in force.
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: tessel.io/v1alpha1
 kind: Queue
 metadata: {name: $NS-bad}
-spec: {weight: 0}
+spec: {cohort: $NS-c, borrowingLimit: {cpu: "1e30"}}
 YAML
-logged_bad() { grep -q "Queue $NS-bad: spec.weight: must be positive; the queue is ignored" "$(scheduler_log main)"; }
+logged_bad() { grep -qF "Queue $NS-bad: spec.borrowingLimit.cpu: quantity \"1e30\" is not valid: out of range for a 64-bit integer; its pods wait until it decodes" "$(scheduler_log main)"; }
 it_wait 30 "bad Queue logged" logged_bad
 sleep 1
 (( $(bound_greedy) == 2 )) || fail "the bad Queue changed the greedy team's quota"
