@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# oldest_release_test.sh: install_test.sh on the oldest Kubernetes release Tessel supports
+# oldest_release_test.sh: install_test.sh and crd_validation_test.sh on the oldest Kubernetes
+# release Tessel supports
 # (KUBE_OLDEST_VERSION of tools/cluster/k8s-versions), on a control plane of its own (etcd,
 # kube-apiserver and the simulated kubelet; no controller manager: the install test needs none).
 # The cluster is always torn down.
@@ -21,3 +22,5 @@ server=$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(
 [[ $server == "v$KUBE_OLDEST_VERSION" ]] || { echo "server is $server, want v$KUBE_OLDEST_VERSION" >&2; exit 1; }
 echo "[oldest] kube-apiserver $server" >&2
 bash "$HERE/install_test.sh"
+# The CRDs (their CEL rules) on that release too.
+bash "$HERE/crd_validation_test.sh"
