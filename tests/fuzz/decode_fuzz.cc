@@ -4,8 +4,10 @@
 // PersistentVolumeClaim, PersistentVolume, StorageClass, Namespace, CSINode): each must answer with a value
 // or an error, never throw. An error message must name the object it is about (kind and name).
 // A pod decoded leniently (bound, but not strictly readable) must be bound, name itself in its
-// warning, and hold no negative request. The text also goes to DecodePodIdentity and to
-// ListContinueToken (the informer's read of a list reply's head).
+// warning, and hold no negative request; a bound pod holds at most kUnreadableQuantity of
+// anything (so a node's sums never overflow). A Node read leniently names itself in each
+// warning. The text also goes to DecodePodIdentity and to ListContinueToken (the informer's
+// read of a list reply's head).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,10 +48,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (const auto& [name, amount] : pod->requests.Entries()) {
       if (amount < 0) std::abort();
+      if (!pod->node_name.empty() && amount > tessel::kUnreadableQuantity) std::abort();
     }
   }
   (void)tessel::DecodePodIdentity(object);
-  CheckNamed(tessel::DecodeNode(object), described);
+  const tessel::NodeRead node = tessel::ReadNode(object);
+  CheckNamed(node.node, described);
+  for (const std::string& w : node.warnings) {
+    if (w.find(described) == std::string::npos) std::abort();
+  }
+  if (!node.node.ok()) {
+    const tessel::Node fenced = tessel::FenceUnreadableNode(tessel::Node{.meta = {.name = tessel::ObjectName(object)}});
+    if (!fenced.unschedulable || !fenced.allocatable.IsZero()) std::abort();
+  }
   CheckNamed(tessel::DecodePriorityClass(object), described);
   CheckNamed(tessel::DecodePodDisruptionBudget(object), described);
   CheckNamed(tessel::DecodePersistentVolumeClaim(object), described);

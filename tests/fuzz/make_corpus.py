@@ -4,6 +4,8 @@
   quantity/      every string literal of tests/unit/quantity_test.cc
   decode/        the snapshots of tests/replay and tests/gpu/replay, whole and object by object
   kubeconfig/    the raw-string kubeconfigs of tests/live/kubeconfig_test.cc
+  custom_objects/ the Queue, ResourceFlavor and PodGroup objects of those snapshots and of the
+                 YAML samples of docs/ and README.md (converted to JSON)
   watch_stream/  watch streams (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR lines) of those objects,
                  each followed by the 8 bytes the target reads as its chunking seed
 
@@ -37,6 +39,24 @@ def read(path):
         return f.read()
 
 
+def doc_samples():
+    """The Queue, ResourceFlavor and PodGroup objects of the docs' YAML blocks, as JSON (with
+    PyYAML when it is installed; without it, none)."""
+    try:
+        import yaml
+    except ImportError:
+        return []
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "docs/*.md"))) + [os.path.join(ROOT, "README.md")]:
+        for block in re.findall(r"```ya?ml\n(.*?)```", open(path).read(), re.S):
+            try:
+                docs = list(yaml.safe_load_all(block))
+            except yaml.YAMLError:
+                continue
+            out += [d for d in docs if isinstance(d, dict) and d.get("kind") in ("Queue", "ResourceFlavor", "PodGroup")]
+    return out
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     quantity_test = read("tests/unit/quantity_test.cc")
@@ -64,6 +84,12 @@ def main():
         if text not in seen:
             seen.add(text)
             write("decode", text)
+
+    custom = [item for item in objects if item.get("kind") in ("Queue", "ResourceFlavor", "PodGroup", "Workload")]
+    for doc in doc_samples():
+        custom.append(doc)
+    for item in custom:
+        write("custom_objects", json.dumps(item, sort_keys=True))
 
     kubeconfig_test = read("tests/live/kubeconfig_test.cc")
     configs = re.findall(r'R"\((.*?)\)"', kubeconfig_test, re.S)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # oldest_release_test.sh: install_test.sh and crd_validation_test.sh on the oldest Kubernetes
-# release Tessel supports
-# (KUBE_OLDEST_VERSION of tools/cluster/k8s-versions), on a control plane of its own (etcd,
+# release Tessel supports (KUBE_OLDEST_VERSION of tools/cluster/k8s-versions), on a control
+# plane of its own (etcd,
 # kube-apiserver and the simulated kubelet; no controller manager: the install test needs none).
 # The cluster is always torn down.
 set -euo pipefail
