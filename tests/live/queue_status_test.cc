@@ -1,7 +1,9 @@
 // QueueStatusWriter against a fake API server: one merge PATCH of the status subresource per
 // queue whose status changed, the counts, quantities and conditions as docs/quota.md lists them,
 // transition times kept while a condition stays, the wait rewritten only every `refresh`, an
-// ignored Queue reported Active=False, a resource that left removed, nothing while not leading.
+// Queue that never decoded reported Active=False, one that stopped decoding Active=True with
+// reason InvalidSpec, a flavor it lists that does not exist FlavorsReady=False, a resource that
+// left removed, nothing while not leading.
 #include <catch2/catch.hpp>
 
 #include "absl/synchronization/mutex.h"
@@ -130,13 +132,48 @@ TEST_CASE("Queue status: counts, quantities, wait and conditions, written when t
     CHECK(now["lent"] == json{{"nvidia.com/gpu", nullptr}});
   }
   SECTION("an ignored Queue: Active=False with the decode error") {
-    f.view.invalid = {{"team-c", "Queue team-c: spec.weight: must be positive; the queue is ignored"}};
+    f.view.invalid = {{"team-c", "Queue team-c: spec.weight: must be positive; its pods wait until it decodes"}};
     REQUIRE(f.writer.WriteOnce() == 1);
     json c = f.Last("team-c");
     CHECK(Condition(c, "Active")["status"] == "False");
     CHECK(Condition(c, "Active")["reason"] == "InvalidSpec");
     CHECK(Condition(c, "Active")["message"] == f.view.invalid["team-c"]);
     CHECK_FALSE(c.contains("pendingPods"));
+  }
+  SECTION("a Queue that stopped decoding: its last valid version reported, Active=True InvalidSpec") {
+    f.view.invalid = {{"team-a", "Queue team-a: spec.weight: must be positive; its last valid version stays in force"}};
+    REQUIRE(f.writer.WriteOnce() == 1);
+    json a = f.Last("team-a");
+    CHECK(a["pendingPods"] == 2);
+    CHECK(Condition(a, "Active")["status"] == "True");
+    CHECK(Condition(a, "Active")["reason"] == "InvalidSpec");
+    CHECK(Condition(a, "Active")["message"] == f.view.invalid["team-a"]);
+  }
+  SECTION("a flavored Queue naming a flavor that does not exist, or does not decode: FlavorsReady=False") {
+    Queue q;
+    q.meta.name = "team-a";
+    q.resource_groups = {ResourceGroup{.covered = {"nvidia.com/gpu"}, .flavors = {"reserved", "spot", "gone"}}};
+    ResourceFlavor reserved;
+    reserved.meta.name = "reserved";
+    auto directory = std::make_shared<QueueDirectory>();
+    REQUIRE(directory->Set({q}, {}, FlavorMap{{"reserved", reserved}}).ok());
+    f.view.directory = directory;
+    f.view.invalid_flavors = {{"spot", "ResourceFlavor spot: spec.nodeTaints[0].effect: x; no node is in it until it decodes"}};
+    REQUIRE(f.writer.WriteOnce() == 1);
+    json a = f.Last("team-a");
+    CHECK(Condition(a, "FlavorsReady")["status"] == "False");
+    CHECK(Condition(a, "FlavorsReady")["reason"] == "FlavorNotFound");
+    CHECK(Condition(a, "FlavorsReady")["message"] ==
+          "ResourceFlavor gone does not exist: the queue's quota in it cannot be used; ResourceFlavor spot: "
+          "spec.nodeTaints[0].effect: x; no node is in it until it decodes");
+    f.view.invalid_flavors.clear();
+    FlavorMap all{{"reserved", reserved}, {"spot", reserved}, {"gone", reserved}};
+    auto fixed = std::make_shared<QueueDirectory>();
+    REQUIRE(fixed->Set({q}, {}, all).ok());
+    f.view.directory = fixed;
+    REQUIRE(f.writer.WriteOnce() == 1);
+    CHECK(Condition(f.Last("team-a"), "FlavorsReady")["status"] == "True");
+    for (const json& c : f.Last("team-b")["conditions"]) CHECK(c["type"] != "FlavorsReady");  // flat
   }
   SECTION("not leading: nothing is written") {
     f.leading = false;

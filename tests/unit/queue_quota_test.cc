@@ -176,7 +176,7 @@ TEST_CASE("QueueQuota: bad plugin args and bad Queue objects are errors naming t
   Cluster c(1);
   c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}});
   absl::Status st = c.harness.ApplyQueueObject(QueueObject("team-b", {{"weight", "0"}}));
-  CHECK(st.message() == "Queue team-b: spec.weight: must be positive; the queue is ignored");
+  CHECK(st.message() == "Queue team-b: spec.weight: must be positive; its pods wait until it decodes");
   st = c.harness.ApplyQueueObject(QueueObject("team-c", {{"namespaces", {"a"}}}));
   CHECK(st.message() ==
         "Queue team-c: spec.namespaces: namespace \"a\" already belongs to the older Queue "
