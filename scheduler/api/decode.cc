@@ -859,11 +859,9 @@ Resources NodeResourceMap(FieldDecoder& d, const json& status, std::string_view 
   if (m == nullptr) return out;
   for (const auto& [name, v] : m->items()) {
     const std::string field = Path(path, name);
-    std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
-    absl::StatusOr<int64_t> amount =
-        text.empty() ? absl::InvalidArgumentError(StrCat("expected a quantity string, got ", v.dump()))
-        : IsMilliResource(name) ? ParseMilliSaturating(text)
-                                : ParseValueSaturating(text);
+    const std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
+    absl::StatusOr<int64_t> amount = absl::InvalidArgumentError(StrCat("expected a quantity string, got ", v.dump()));
+    if (!text.empty()) amount = IsMilliResource(name) ? ParseMilliSaturating(text) : ParseValueSaturating(text);
     if (amount.ok() && *amount < 0) {
       amount = absl::InvalidArgumentError(StrCat("negative quantity \"", text, "\" is not allowed"));
     }
