@@ -1142,9 +1142,10 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
       for (std::string& w : node.warnings) out.warnings.push_back(std::move(w));
       if (node.node.ok()) {
         out.nodes.push_back(*std::move(node.node));
-      } else if (const std::string name = ObjectName(item); !name.empty()) {
+      } else if (!ObjectName(item).empty()) {
         // Its pods still hold what they hold there; it takes no new pod.
-        out.nodes.push_back(FenceUnreadableNode(Node{.meta = {.name = name}}));
+        FieldDecoder identity(DescribeObject(item));
+        out.nodes.push_back(FenceUnreadableNode(Node{.meta = identity.Meta(item)}));
         out.warnings.push_back(StrCat(node.node.status().message(), "; the node takes no pods until it reads"));
       } else {
         out.warnings.push_back(std::string(node.node.status().message()));
