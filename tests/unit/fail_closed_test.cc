@@ -280,7 +280,7 @@ TEST_CASE("Fail closed: a bound pod whose requests sum past int64 is charged, sa
   Core c;
   c.harness.AddNode(*DecodeNode(NodeJson("n1", EightGpus())));
   c.harness.AddPod(*pod);
-  c.s->OnPodAdd(GpuPod("team", "eight", 8));
+  c.s->OnPodAdd(PodBuilder("eight", "team").Requests("cpu:1,memory:1Gi,nvidia.com/gpu:8").Build());
   c.Run();
   CHECK(c.harness.binds().empty());
   CHECK(c.outcomes.failures.at("team/eight") == "0/1 nodes are available: 1 Insufficient memory.");
