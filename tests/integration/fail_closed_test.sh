@@ -8,11 +8,14 @@
 #   (borrowingLimit {cpu: "1e30"}) keeps the last valid version in force (still 1 of 4 bound)
 #   and the status says what is wrong (Active=True, reason InvalidSpec, naming the field). A
 #   Queue that never decoded holds the pods that name it: PodScheduled=False naming the field.
+#   PodGroup (defect 11): the members of one that does not decode (minResources beyond int64)
+#   get PodScheduled=False naming the PodGroup and the field, and its status says InvalidSpec.
 source "$(dirname "$0")/lib.sh"
 it_begin failclosed
 
-kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null || fail "Queue CRD not established"
+for crd in queues podgroups; do kubectl apply -f "$TESSEL_ROOT/manifests/crds/$crd.yaml" >/dev/null; done
+kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io crd/podgroups.scheduling.x-k8s.io >/dev/null \
+  || fail "CRDs not established"
 QREV="$NS-rev" QHELD="$NS-held"
 cleanup_queues() { kubectl delete queues.tessel.io "$QREV" "$QHELD" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
@@ -91,6 +94,22 @@ held_pod() { [[ $(cond held-0) == "False|"*"$held_why; the Queue does not decode
 it_wait 30 "held-0 waits naming the field" held_pod
 it_bound held-0 && fail "held-0 was bound"
 say "held: $(cond held-0)"
+
+# --- PodGroup (defect 11): its members are told, and so is its status.
+kubectl apply --validate=strict -f - >/dev/null <<YAML || fail "the apiserver refused the PodGroup"
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: pg-bad, namespace: $NS}
+spec: {minMember: 2, minResources: {cpu: "1e30"}}
+YAML
+for i in 0 1; do it_pod gang-$i --gpus 1 --select fc-pool=queue --label scheduling.x-k8s.io/pod-group=pg-bad; done
+pg_why="PodGroup $NS/pg-bad: spec.minResources.cpu: quantity \"1e30\" is not valid: out of range for a 64-bit integer; the pod waits until PodGroup $NS/pg-bad decodes"
+told() { [[ $(cond "$1") == "False|SchedulerError|$pg_why" ]]; }
+for i in 0 1; do it_wait 30 "gang-$i told why" told gang-$i; done
+pg_status() { kubectl get podgroups.scheduling.x-k8s.io -n "$NS" pg-bad -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}|{.status.conditions[?(@.type=="Scheduled")].message}'; }
+it_wait 30 "pg-bad status InvalidSpec" eval '[[ $(pg_status) == "InvalidSpec|$pg_why" ]]'
+(( $(bound_count gang-) == 0 )) || fail "a member of the undecodable PodGroup was bound"
+say "podgroup: $(cond gang-0)"
 
 it_stop_scheduler main
 exit 0
