@@ -45,21 +45,28 @@ struct Scheduler::GangAttempt {
 };
 
 void Scheduler::TellUndecodableGang(const gang::GangId& id) {
+  std::vector<PodRef> members;
+  for (const PodRef& member : tracker_->PendingMembers()) {
+    if (gangs_.Resolve(*member).spec.id == id) members.push_back(member);
+  }
   std::string problem;
+  bool first = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = undecodable_gangs_.find(id.Key());
-    if (it == undecodable_gangs_.end() || it->second.told) return;
-    it->second.told = true;
+    if (it == undecodable_gangs_.end()) return;
     problem = it->second.problem;
+    first = it->second.told.empty();
+    // Members told before are not told again; one that joined since is.
+    std::erase_if(members, [&](const PodRef& p) { return !it->second.told.insert(p->Key()).second; });
   }
   const std::string message = StrCat(problem, "; the pod waits until ", id.Describe(), " decodes");
   if (observer_) {
-    for (const PodRef& member : tracker_->PendingMembers()) {
-      if (gangs_.Resolve(*member).spec.id == id) observer_->PodUnschedulable(*member, FailureKind::kError, message);
-    }
+    for (const PodRef& member : members) observer_->PodUnschedulable(*member, FailureKind::kError, message);
   }
-  ReportGang(id, {.phase = gang::GangPhase::kPending, .reason = gang::GangReason::kInvalidSpec, .message = message});
+  if (first) {
+    ReportGang(id, {.phase = gang::GangPhase::kPending, .reason = gang::GangReason::kInvalidSpec, .message = message});
+  }
 }
 
 void Scheduler::RunGangCycle(InFlightPod head) {

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <random>
@@ -361,8 +362,8 @@ class Scheduler final : public Handle {
   void BindGangMember(const std::shared_ptr<GangBinding>& binding, size_t i);
   void FinishGangBinding(const std::shared_ptr<GangBinding>& binding);
   void ReportGang(const gang::GangId& id, gang::GangStatusUpdate update);
-  // A gang whose object does not decode: its waiting members and its status are told why, once
-  // per problem.
+  // A gang whose object does not decode: its waiting members (each once per problem) and its
+  // status are told why.
   void TellUndecodableGang(const gang::GangId& id);
   void ReportGang(std::optional<gang::GangReport> report);
   // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
@@ -420,11 +421,11 @@ class Scheduler final : public Handle {
 
   mutable absl::Mutex mu_;
   StringKeyedMap<std::string> gated_ ABSL_GUARDED_BY(mu_);  // key -> UID of gated pods
-  // Gang objects that do not decode, by GangId::Key(): the problem, and whether their waiting
-  // members were told.
+  // Gang objects that do not decode, by GangId::Key(): the problem, and the waiting members
+  // told about it (by pod key).
   struct UndecodableGang {
     std::string problem;
-    bool told = false;
+    std::set<std::string> told;
   };
   std::map<std::string, UndecodableGang> undecodable_gangs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void()>> loop_tasks_ ABSL_GUARDED_BY(mu_);
