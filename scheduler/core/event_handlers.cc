@@ -70,6 +70,7 @@ void Scheduler::OnPodObserved(Pod pod) {
   auto ref = std::make_shared<const Pod>(std::move(pod));
   nominator_.Set(ref, ref->nominated_node_name);
   if (tracker_->Admit(ref)) {  // the gang's head stands for it in the queue
+    TellUndecodableGang(gangs_.Resolve(*ref).spec.id);  // a member that joins a gang that cannot be read
     queue_->OnClusterEvent(kUnassignedPodAdd);
     return;
   }

@@ -45,6 +45,10 @@ struct Scheduler::GangAttempt {
 };
 
 void Scheduler::TellUndecodableGang(const gang::GangId& id) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!undecodable_gangs_.contains(id.Key())) return;  // the common case: nothing to tell
+  }
   std::vector<PodRef> members;
   for (const PodRef& member : tracker_->PendingMembers()) {
     if (gangs_.Resolve(*member).spec.id == id) members.push_back(member);
