@@ -146,7 +146,10 @@ int QueueStatusWriter::WriteOnce() {
   const absl::Time now = clock_->Now();
   std::vector<std::string> names;
   for (const QueueReport& r : view.reports) names.push_back(r.name);
-  for (const auto& [name, problem] : view.invalid) names.push_back(name);
+  for (const auto& [name, problem] : view.invalid) {
+    // One whose last valid version is in force is among the reports already.
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
   // Queues no longer in the view (deleted) are forgotten.
   std::erase_if(sent_, [&](const auto& kv) {
     return std::find(names.begin(), names.end(), kv.first) == names.end();
