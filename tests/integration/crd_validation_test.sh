@@ -24,9 +24,9 @@ queue() {  # queue SPEC: a Queue with that spec
   printf 'apiVersion: tessel.io/v1alpha1\nkind: Queue\nmetadata: {name: %s-q}\nspec: %s\n' "$NS" "$1"
 }
 
-refused "negative nominal quota" 'spec.nominalQuota.nvidia.com/gpu' \
+refused "negative nominal quota" 'spec.nominalQuota' \
   "$(queue '{nominalQuota: {nvidia.com/gpu: "-1"}}')"
-refused "negative integer quota" 'spec.nominalQuota.cpu' "$(queue '{nominalQuota: {cpu: -2}}')"
+refused "negative integer quota" 'spec.nominalQuota' "$(queue '{nominalQuota: {cpu: -2}}')"
 refused "lending limit above nominal" 'spec.lendingLimit: Invalid value' \
   "$(queue '{cohort: c, nominalQuota: {nvidia.com/gpu: "2"}, lendingLimit: {nvidia.com/gpu: "3"}}')"
 refused "lending an unlisted resource" 'a resource may lend at most its spec.nominalQuota' \
