@@ -74,6 +74,27 @@ def trickle(a):
     print(f"closed {closed}")
 
 
+def stream_then_reply(s, head, mib):
+    """Sends head, then up to mib MiB while the server takes them; returns (MiB sent, the
+    server's status line or "")."""
+    s.sendall(head)
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    s.settimeout(5)
+    try:
+        for _ in range(mib):
+            s.sendall(chunk)
+            sent += 1
+    except (OSError, ssl.SSLError):
+        pass
+    try:
+        reply = s.recv(128).decode(errors="replace").split("\r\n")[0]
+    except (OSError, ssl.SSLError):
+        reply = ""
+    s.close()
+    return sent, reply
+
+
 def bodies(a):
     methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]
     results = [None] * a.count
@@ -81,23 +102,10 @@ def bodies(a):
     def one(i):
         method = methods[i % len(methods)]
         try:
-            s = connect(a.port, True)
             head = (f"{method} /healthz HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
                     f"Content-Length: 200000000\r\n\r\n").encode()
-            s.sendall(head)
-            chunk = b"x" * (1 << 20)
-            s.settimeout(5)
-            try:
-                for _ in range(a.mib):
-                    s.sendall(chunk)
-            except (OSError, ssl.SSLError):
-                pass
-            try:
-                reply = s.recv(128).decode(errors="replace").split("\r\n")[0]
-            except (OSError, ssl.SSLError):
-                reply = ""
+            _, reply = stream_then_reply(connect(a.port, True), head, a.mib)
             results[i] = f"{method} {reply or 'closed'}"
-            s.close()
         except (OSError, ssl.SSLError) as e:
             results[i] = f"{method} error {e}"
 
@@ -111,22 +119,7 @@ def bodies(a):
 
 
 def header(a):
-    s = connect(a.port, True)
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Endless: ")
-    chunk = b"a" * (1 << 20)
-    sent = 0
-    s.settimeout(5)
-    try:
-        for _ in range(a.mib):
-            s.sendall(chunk)
-            sent += 1
-    except (OSError, ssl.SSLError):
-        pass
-    try:
-        reply = s.recv(128).decode(errors="replace").split("\r\n")[0]
-    except (OSError, ssl.SSLError):
-        reply = ""
-    s.close()
+    sent, reply = stream_then_reply(connect(a.port, True), b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Endless: ", a.mib)
     print(f"sent {sent} MiB; reply: {reply or 'closed'}")
 
 

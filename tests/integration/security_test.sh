@@ -10,7 +10,9 @@
 #   - 16 gRPC Simulate streams without a token, each announcing 60 MiB and holding back its last
 #     byte (4 connections of 4, and 1 of 16): peak RSS stays under 300 MB, streams ended;
 #   - a flood of random bearer tokens from another address: system:masters scrapes /metrics and
-#     calls tesselctl queues throughout (its token known valid), 4 of 4 each.
+#     calls tesselctl queues throughout (its token known valid), 4 of 4 each;
+#   - Simulate of a 6000-node cluster and of a 17 MiB snapshot are refused; a small one runs
+#     (in a child process).
 source "$(dirname "$0")/lib.sh"
 : "${TESSEL_CTL_BIN:?}"
 it_begin security
@@ -87,6 +89,20 @@ wait $f1
 say "random-token flood: $(cat "$IT_WORK/flood"); system:masters scrapes $scrapes/4, tesselctl queues $calls/4"
 ((scrapes == 4 && calls == 4)) || fail "a known token was throttled by the flood: scrapes $scrapes/4, queues $calls/4"
 grep -q "429" "$IT_WORK/flood" || fail "the flood was never throttled: $(cat "$IT_WORK/flood")"
+
+# --- Simulate within budgets (defect 5) ---
+python3 - "$IT_WORK/huge.json" <<'PY'
+import json, sys
+nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n-{i}"},
+          "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}} for i in range(6000)]
+json.dump({"apiVersion": "v1", "kind": "List", "items": nodes}, open(sys.argv[1], "w"))
+PY
+if out=$(ctl simulate "$IT_WORK/huge.json" 2>&1); then fail "a 6000-node simulation was run in the leader"; fi
+[[ $out == *"too large to simulate here: 6000 nodes"* ]] || fail "simulate of 6000 nodes: $out"
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' >"$IT_WORK/big.json"
+if out=$(ctl simulate "$IT_WORK/big.json" 2>&1); then fail "a 17 MiB snapshot was taken"; fi
+say "simulate refused: a 6000-node cluster; a 17 MiB snapshot ($out)"
+ctl simulate "$TESSEL_ROOT/bench/examples/gpu-cluster.json" >/dev/null || fail "a small simulation failed"
 
 peak=$(peak_mib)
 ((peak < 300)) || fail "peak RSS $peak MiB"
