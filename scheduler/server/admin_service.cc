@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -63,6 +64,26 @@ std::string SourceOf(std::string_view peer) {
 }
 
 std::string_view NamespaceOf(std::string_view pod_key) { return pod_key.substr(0, pod_key.find('/')); }
+
+// `text` with every "namespace/name" of a namespace other than `ns` replaced, for a caller who
+// may read `ns` only (explain names the pods that hold the room a pod needs). A namespace is a
+// DNS label: no dots (so "nvidia.com/gpu" is left alone), and not all digits ("0/5 nodes").
+std::string RedactOtherNamespaces(const std::string& text, std::string_view ns) {
+  static const std::regex kPodKey(R"((^|[^a-z0-9.\-])([a-z0-9]([a-z0-9\-]*[a-z0-9])?)/([a-z0-9]([a-z0-9.\-]*[a-z0-9])?))");
+  std::string out;
+  auto last = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), kPodKey), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    const std::string key_ns = m[2].str();
+    const bool digits = key_ns.find_first_not_of("0123456789") == std::string::npos;
+    if (key_ns == ns || digits) continue;
+    out.append(last, m[2].first);
+    out.append("(a pod of another namespace)");
+    last = m[0].second;
+  }
+  out.append(last, text.cend());
+  return out;
+}
 
 void PutQuantities(const Resources& r, google::protobuf::Map<std::string, std::string>* out) {
   for (const auto& [name, amount] : r.Entries()) (*out)[name] = FormatResourceQuantity(name, amount);
@@ -249,16 +270,24 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     return grpc::Status::OK;
   }
 
-  // Authorized in the pod's namespace.
+  // Authorized in the pod's namespace; pods of other namespaces named in the answer are hidden
+  // from a caller not allowed cluster-wide.
   grpc::Status Explain(grpc::ServerContext* ctx, const tessel::v1::ExplainRequest* in,
                        tessel::v1::ExplainResponse* out) override {
     if (in->pod().find('/') == std::string::npos) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           StrCat("ExplainRequest.pod: \"", in->pod(), "\" is not namespace/name"));
     }
-    if (grpc::Status st = Allow(ctx, "get", "explain", NamespaceOf(in->pod())); !st.ok()) return st;
+    const std::string_view ns = NamespaceOf(in->pod());
+    if (grpc::Status st = Allow(ctx, "get", "explain", ns); !st.ok()) return st;
+    // A caller allowed in this namespace only sees no other namespace's pods in the answer.
+    const bool everywhere = authorizer_ == nullptr || Decide(ctx, "get", "explain", "").http_status == 200;
     absl::StatusOr<tessel::Explanation> e = backend_->Explain(in->pod(), ControlOf(ctx));
     if (!e.ok()) return ToGrpc(e.status());
+    if (!everywhere) {
+      e->nearest_miss = RedactOtherNamespaces(e->nearest_miss, ns);
+      for (std::string& d : e->details) d = RedactOtherNamespaces(d, ns);
+    }
     out->set_pod(e->pod);
     out->set_queue(e->queue);
     out->set_state(e->state);

@@ -40,7 +40,11 @@ class ScriptedBackend final : public AdminBackend {
     return out;
   }
   absl::StatusOr<Explanation> Explain(const std::string& pod_key, const CallControl&) override {
-    return Explanation{.pod = pod_key, .state = "pending"};
+    return Explanation{.pod = pod_key,
+                       .state = "pending",
+                       .nearest_kind = "preemption",
+                       .nearest_miss = "fits on gpu-1 if 1 GPU is freed (held by team-b/big-0, priority 0; team-a/a-1)",
+                       .details = {"0/5 nodes are available: 5 Insufficient nvidia.com/gpu", "gang podgroup:team-b/train"}};
   }
   absl::StatusOr<std::string> Simulate(std::string_view, const CallControl&) override {
     simulating.Notify();
@@ -68,7 +72,7 @@ struct Admin {
     tessel::v1::ListPendingResponse out;
     *status = stub->ListPending(&ctx, in, &out);
     std::vector<std::string> pods;
-    for (const auto& p : out.pods()) pods.push_back(StrCat(p.position, " ", p.pod()));
+    for (const auto& p : out.pods()) pods.push_back(StrCat(p.position(), " ", p.pod()));
     return pods;
   }
   ScriptedAuthorizer authorizer;
@@ -104,15 +108,23 @@ TEST_CASE("admin API: pending pods and explanations per namespace", "[admin]") {
     for (const auto& p : out.pending()) pods.push_back(p.pod());
     CHECK(pods == std::vector<std::string>{"team-a/a-0", "team-a/a-1"});
   }
-  for (const auto& [pod, code] : {std::pair{"team-a/a-0", grpc::StatusCode::OK},
-                                  {"team-b/b-0", grpc::StatusCode::PERMISSION_DENIED}}) {
+  auto explain = [&](std::string_view token, std::string pod, tessel::v1::ExplainResponse* out) {
     grpc::ClientContext ctx;
-    Admin::As(ctx, "team-a");
+    Admin::As(ctx, token);
     tessel::v1::ExplainRequest in;
-    in.set_pod(pod);
-    tessel::v1::ExplainResponse out;
-    CHECK(admin.stub->Explain(&ctx, in, &out).error_code() == code);
-  }
+    in.set_pod(std::move(pod));
+    return admin.stub->Explain(&ctx, in, out).error_code();
+  };
+  tessel::v1::ExplainResponse out;
+  CHECK(explain("team-a", "team-b/b-0", &out) == grpc::StatusCode::PERMISSION_DENIED);
+  // Its own pod: other namespaces' pods in the answer are hidden.
+  REQUIRE(explain("team-a", "team-a/a-0", &out) == grpc::StatusCode::OK);
+  CHECK(out.nearest_miss() ==
+        "fits on gpu-1 if 1 GPU is freed (held by (a pod of another namespace), priority 0; team-a/a-1)");
+  CHECK(out.details(0) == "0/5 nodes are available: 5 Insufficient nvidia.com/gpu");
+  CHECK(out.details(1) == "gang podgroup:(a pod of another namespace)");
+  REQUIRE(explain("admin", "team-a/a-0", &out) == grpc::StatusCode::OK);
+  CHECK(out.nearest_miss() == "fits on gpu-1 if 1 GPU is freed (held by team-b/big-0, priority 0; team-a/a-1)");
   // Queues are cluster-scoped: a namespace grant does not reach them.
   grpc::ClientContext ctx;
   Admin::As(ctx, "team-a");
