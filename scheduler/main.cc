@@ -33,6 +33,7 @@
 #include "bench/replay/replay.h"
 #include "scheduler/server/admin_service.h"
 #include "scheduler/server/endpoints.h"
+#include "scheduler/server/simulate_child.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/server/observer_fanout.h"
 #include "scheduler/server/options.h"
@@ -201,10 +202,12 @@ int Run(server::SchedulerOptions& flags) {
   feed.Start();
   provisioner.Start();
   kube::DelegatedAuthorizer authorizer(clients.auth.get(), &clock);
-  server::SchedulerAdminBackend admin_backend(&sched, [&](std::string_view snapshot) -> absl::StatusOr<std::string> {
-    absl::StatusOr<nlohmann::json> result = bench::RunReplayText(snapshot, {.config_path = flags.config});
-    if (!result.ok()) return result.status();
-    return result->dump(2);
+  server::SchedulerAdminBackend admin_backend(&sched, [&](std::string_view snapshot, const server::CallControl& control) {
+    return server::ReplayInChild(snapshot,
+                                 {.config_path = flags.config,
+                                  .memory_bytes = flags.simulate_memory_mib << 20,
+                                  .timeout = flags.simulate_timeout},
+                                 control);
   });
   auto readiness = [&]() -> server::ReadyState {
     if (!feed.HasSynced()) return {false, "informers not synced"};
@@ -263,6 +266,18 @@ int Run(server::SchedulerOptions& flags) {
 }  // namespace tessel
 
 int main(int argc, char** argv) {
+  // The admin API's Simulate runs here, in a child process of the scheduler (simulate_child.h).
+  if (tessel::server::IsSimulateChild(argc, argv)) {
+    auto logger = spdlog::stderr_color_mt("simulate");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::warn);
+    return tessel::server::SimulateChildMain(
+        argc, argv, [](std::string_view snapshot, const std::string& config) -> absl::StatusOr<std::string> {
+          absl::StatusOr<nlohmann::json> result = tessel::bench::RunReplayText(snapshot, {.config_path = config});
+          if (!result.ok()) return result.status();
+          return result->dump(2);
+        });
+  }
   // Debian's Abseil checks every mutex acquisition for lock-order cycles unless told not to, at
   // a cost on every scheduling decision (docs/bench.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

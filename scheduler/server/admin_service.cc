@@ -3,11 +3,15 @@
 #include "scheduler/server/admin_service.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/auth_metadata_processor.h>
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/util/file.h"
 #include "scheduler/util/strings.h"
@@ -26,9 +30,59 @@ grpc::Status ToGrpc(const absl::Status& st) {
     case absl::StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
     case absl::StatusCode::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
     case absl::StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
+    case absl::StatusCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case absl::StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
+    case absl::StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
     default: break;
   }
   return grpc::Status(code, std::string(st.message()));
+}
+
+grpc::Status FromDecision(const AuthDecision& d) {
+  switch (d.http_status) {
+    case 200: return grpc::Status::OK;
+    case 401: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.reason);
+    case 403: return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.reason);
+    case 429: return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.reason);
+    default: return grpc::Status(grpc::StatusCode::UNAVAILABLE, d.reason);
+  }
+}
+
+std::string TokenOf(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
+  auto it = md.find("authorization");
+  if (it == md.end()) return "";
+  const std::string value(it->second.data(), it->second.size());
+  return value.rfind("Bearer ", 0) == 0 ? value.substr(7) : "";
+}
+
+// "ipv4:10.0.0.7:5123" or "ipv6:[::1]:5123" (ServerContext::peer) -> the address alone.
+std::string SourceOf(std::string_view peer) {
+  if (const size_t colon = peer.find(':'); colon != std::string_view::npos) peer.remove_prefix(colon + 1);
+  if (const size_t port = peer.rfind(':'); port != std::string_view::npos) peer = peer.substr(0, port);
+  if (peer.size() >= 2 && peer.front() == '[' && peer.back() == ']') peer = peer.substr(1, peer.size() - 2);
+  return std::string(peer);
+}
+
+std::string_view NamespaceOf(std::string_view pod_key) { return pod_key.substr(0, pod_key.find('/')); }
+
+// `text` with every "namespace/name" of a namespace other than `ns` replaced, for a caller who
+// may read `ns` only (explain names the pods that hold the room a pod needs). A namespace is a
+// DNS label: no dots (so "nvidia.com/gpu" is left alone), and not all digits ("0/5 nodes").
+std::string RedactOtherNamespaces(const std::string& text, std::string_view ns) {
+  static const std::regex kPodKey(R"((^|[^a-z0-9.\-])([a-z0-9]([a-z0-9\-]*[a-z0-9])?)/([a-z0-9]([a-z0-9.\-]*[a-z0-9])?))");
+  std::string out;
+  auto last = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), kPodKey), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    const std::string key_ns = m[2].str();
+    const bool digits = key_ns.find_first_not_of("0123456789") == std::string::npos;
+    if (key_ns == ns || digits) continue;
+    out.append(last, m[2].first);
+    out.append("(a pod of another namespace)");
+    last = m[0].second;
+  }
+  out.append(last, text.cend());
+  return out;
 }
 
 void PutQuantities(const Resources& r, google::protobuf::Map<std::string, std::string>* out) {
@@ -72,39 +126,82 @@ std::vector<PendingItem> SchedulerAdminBackend::Pending() {
   return out;
 }
 
-absl::StatusOr<Explanation> SchedulerAdminBackend::Explain(const std::string& pod_key) {
+absl::StatusOr<Explanation> SchedulerAdminBackend::Explain(const std::string& pod_key, const CallControl& control) {
+  if (explains_waiting_.fetch_add(1) >= explain_.max_waiting) {
+    explains_waiting_.fetch_sub(1);
+    return absl::ResourceExhaustedError(StrCat("explain: ", explain_.max_waiting,
+                                               " explains already wait for the scheduling loop; retry later"));
+  }
   struct Box {
     Explanation explanation;
+    std::atomic<bool> abandoned{false};
     absl::Notification done;
   };
   auto box = std::make_shared<Box>();
   Scheduler* s = scheduler_;
   scheduler_->RunOnLoop([s, pod_key, box] {
-    box->explanation = tessel::Explain(*s, pod_key);
+    // A caller that gave up costs the scheduling thread nothing.
+    if (!box->abandoned.load()) box->explanation = tessel::Explain(*s, pod_key);
     box->done.Notify();
   });
-  if (!box->done.WaitForNotificationWithTimeout(explain_timeout_)) {
-    return absl::UnavailableError(StrCat("the scheduling loop did not take the dry run within ",
-                                         absl::FormatDuration(explain_timeout_),
-                                         " (is this replica the leader?)"));
+  const absl::Time give_up = std::min(control.deadline, absl::Now() + explain_.timeout);
+  while (!box->done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+    if (control.Over() || absl::Now() >= give_up) break;
   }
-  return box->explanation;
+  box->abandoned.store(true);
+  explains_waiting_.fetch_sub(1);
+  if (box->done.HasBeenNotified()) return box->explanation;
+  if (control.cancelled && control.cancelled()) return absl::CancelledError("explain: the caller gave up");
+  return absl::UnavailableError(StrCat("the scheduling loop did not take the dry run within ",
+                                       absl::FormatDuration(explain_.timeout), " (is this replica the leader?)"));
 }
 
-absl::StatusOr<std::string> SchedulerAdminBackend::Simulate(std::string_view snapshot) {
+absl::StatusOr<std::string> SchedulerAdminBackend::Simulate(std::string_view snapshot, const CallControl& control) {
   if (!replay_) return absl::UnimplementedError("simulate is not available in this scheduler");
-  return replay_(snapshot);
+  return replay_(snapshot, control);
 }
+
+// Checks the caller's token before gRPC reads its message (TLS only: gRPC calls it when a call
+// starts, with its metadata; an error ends the call there). Simulate, the one big message, is
+// authorized here too when the call's path is among the metadata.
+class AdminServer::TokenCheck final : public grpc::AuthMetadataProcessor {
+ public:
+  explicit TokenCheck(RequestAuthorizer* authorizer) : authorizer_(authorizer) {}
+  grpc::Status Process(const InputMetadata& md, grpc::AuthContext* context, OutputMetadata*,
+                       OutputMetadata*) override {
+    const std::string token = TokenOf(md);
+    std::string source;
+    for (const grpc::string_ref& ip : context->FindPropertyValues(GRPC_PEER_IP_PROPERTY_NAME)) {
+      source.assign(ip.data(), ip.size());
+    }
+    if (grpc::Status st = FromDecision(authorizer_->Authenticate(token, source)); !st.ok()) return st;
+    if (auto path = md.find(":path"); path != md.end() && path->second == "/tessel.v1.Admin/Simulate") {
+      return FromDecision(authorizer_->AuthorizeResource(
+          token, {.verb = "create", .group = "tessel.io", .resource = "scheduler", .subresource = "simulate"},
+          source));
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  RequestAuthorizer* authorizer_;
+};
 
 class AdminServer::Service final : public tessel::v1::Admin::Service {
  public:
-  Service(AdminBackend* backend, RequestAuthorizer* authorizer, size_t max_snapshot_bytes)
-      : backend_(backend), authorizer_(authorizer), max_snapshot_bytes_(max_snapshot_bytes) {}
+  Service(AdminBackend* backend, RequestAuthorizer* authorizer, AdminLimits limits)
+      : backend_(backend), authorizer_(authorizer), limits_(limits) {}
 
+  // Every pending pod's name, in the scheduler's order: those of the namespaces the caller may
+  // get scheduler/pending in.
   grpc::Status GetPending(grpc::ServerContext* ctx, const tessel::v1::GetPendingRequest*,
                           tessel::v1::GetPendingResponse* out) override {
-    if (grpc::Status st = Allow(ctx, "get", "pending"); !st.ok()) return st;
-    for (const PendingItem& p : backend_->Pending()) out->add_pending()->set_pod(p.pod->Key());
+    const std::vector<PendingItem> pending = backend_->Pending();
+    Scope scope;
+    if (grpc::Status st = ScopeOf(ctx, "pending", NamespacesOf(pending), "", &scope); !st.ok()) return st;
+    for (const PendingItem& p : pending) {
+      if (scope.Allows(p.pod->meta.namespace_)) out->add_pending()->set_pod(p.pod->Key());
+    }
     return grpc::Status::OK;
   }
 
@@ -138,17 +235,28 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     return grpc::Status::OK;
   }
 
+  // The pending pods of the namespaces the caller may get scheduler/pending in; positions count
+  // every pending pod, so a team sees where its pods stand.
   grpc::Status ListPending(grpc::ServerContext* ctx, const tessel::v1::ListPendingRequest* in,
                            tessel::v1::ListPendingResponse* out) override {
-    if (grpc::Status st = Allow(ctx, "get", "pending"); !st.ok()) return st;
+    const std::vector<PendingItem> pending = backend_->Pending();
+    StringSet wanted;
+    if (!in->namespace_().empty()) {
+      wanted.insert(in->namespace_());
+    } else {
+      wanted = NamespacesOf(pending);
+    }
+    Scope scope;
+    if (grpc::Status st = ScopeOf(ctx, "pending", wanted, in->namespace_(), &scope); !st.ok()) return st;
     const absl::Time now = backend_->Now();
     std::map<std::string, int32_t> per_queue;
     int32_t position = 0;
-    for (const PendingItem& p : backend_->Pending()) {
+    for (const PendingItem& p : pending) {
       ++position;
       const int32_t in_queue = ++per_queue[p.queue];
       if (!in->queue().empty() && p.queue != in->queue()) continue;
       if (!in->namespace_().empty() && p.pod->meta.namespace_ != in->namespace_()) continue;
+      if (!scope.Allows(p.pod->meta.namespace_)) continue;
       tessel::v1::PendingPod* o = out->add_pods();
       o->set_position(position);
       o->set_queue_position(in_queue);
@@ -162,15 +270,24 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     return grpc::Status::OK;
   }
 
+  // Authorized in the pod's namespace; pods of other namespaces named in the answer are hidden
+  // from a caller not allowed cluster-wide.
   grpc::Status Explain(grpc::ServerContext* ctx, const tessel::v1::ExplainRequest* in,
                        tessel::v1::ExplainResponse* out) override {
-    if (grpc::Status st = Allow(ctx, "get", "explain"); !st.ok()) return st;
     if (in->pod().find('/') == std::string::npos) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           StrCat("ExplainRequest.pod: \"", in->pod(), "\" is not namespace/name"));
     }
-    absl::StatusOr<tessel::Explanation> e = backend_->Explain(in->pod());
+    const std::string_view ns = NamespaceOf(in->pod());
+    if (grpc::Status st = Allow(ctx, "get", "explain", ns); !st.ok()) return st;
+    // A caller allowed in this namespace only sees no other namespace's pods in the answer.
+    const bool everywhere = authorizer_ == nullptr || Decide(ctx, "get", "explain", "").http_status == 200;
+    absl::StatusOr<tessel::Explanation> e = backend_->Explain(in->pod(), ControlOf(ctx));
     if (!e.ok()) return ToGrpc(e.status());
+    if (!everywhere) {
+      e->nearest_miss = RedactOtherNamespaces(e->nearest_miss, ns);
+      for (std::string& d : e->details) d = RedactOtherNamespaces(d, ns);
+    }
     out->set_pod(e->pod);
     out->set_queue(e->queue);
     out->set_state(e->state);
@@ -188,54 +305,120 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     return grpc::Status::OK;
   }
 
+  // One at a time: another caller gets RESOURCE_EXHAUSTED while one runs.
   grpc::Status Simulate(grpc::ServerContext* ctx, const tessel::v1::SimulateRequest* in,
                         tessel::v1::SimulateResponse* out) override {
     if (grpc::Status st = Allow(ctx, "create", "simulate"); !st.ok()) return st;
-    if (in->snapshot().size() > max_snapshot_bytes_) {
+    if (in->snapshot().size() > limits_.max_snapshot_bytes) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           StrCat("SimulateRequest.snapshot: ", in->snapshot().size(),
-                                 " bytes, more than the ", max_snapshot_bytes_, " allowed"));
+                                 " bytes, more than the ", limits_.max_snapshot_bytes, " allowed"));
     }
-    absl::StatusOr<std::string> result = backend_->Simulate(in->snapshot());
+    if (simulating_.exchange(true)) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "simulate: another simulation is running; one runs at a time, retry when it ends");
+    }
+    absl::StatusOr<std::string> result = backend_->Simulate(in->snapshot(), ControlOf(ctx));
+    simulating_.store(false);
     if (!result.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          StrCat("SimulateRequest.snapshot: ", result.status().message()));
+      if (absl::IsInvalidArgument(result.status())) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            StrCat("SimulateRequest.snapshot: ", result.status().message()));
+      }
+      return ToGrpc(result.status());
     }
     out->set_result_json(*std::move(result));
     return grpc::Status::OK;
   }
 
  private:
-  // The caller's right to `verb` on tessel.io/scheduler/<call>.
-  grpc::Status Allow(grpc::ServerContext* ctx, std::string_view verb, std::string_view call) {
+  // The namespaces a caller may read: all of them (a cluster-wide grant) or those listed.
+  struct Scope {
+    bool all = false;
+    StringSet namespaces;
+    bool Allows(std::string_view ns) const { return all || namespaces.contains(ns); }
+  };
+
+  static StringSet NamespacesOf(const std::vector<PendingItem>& pending) {
+    StringSet out;
+    for (const PendingItem& p : pending) out.insert(p.pod->meta.namespace_);
+    return out;
+  }
+
+  static CallControl ControlOf(grpc::ServerContext* ctx) {
+    CallControl c{.cancelled = [ctx] { return ctx->IsCancelled(); }};
+    const auto deadline = ctx->deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) c.deadline = absl::FromChrono(deadline);
+    return c;
+  }
+
+  AuthDecision Decide(grpc::ServerContext* ctx, std::string_view verb, std::string_view call, std::string_view ns) {
+    return authorizer_->AuthorizeResource(TokenOf(ctx->client_metadata()),
+                                          {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
+                                           .subresource = std::string(call), .namespace_ = std::string(ns)},
+                                          SourceOf(ctx->peer()));
+  }
+
+  // The caller's right to `verb` on tessel.io/scheduler/<call>, cluster-wide or in `ns`.
+  grpc::Status Allow(grpc::ServerContext* ctx, std::string_view verb, std::string_view call,
+                     std::string_view ns = "") {
     if (authorizer_ == nullptr) return grpc::Status::OK;
-    std::string token;
-    const auto& md = ctx->client_metadata();
-    if (auto it = md.find("authorization"); it != md.end()) {
-      const std::string value(it->second.data(), it->second.size());
-      if (value.rfind("Bearer ", 0) == 0) token = value.substr(7);
+    return FromDecision(Decide(ctx, verb, call, ns));
+  }
+
+  // Which of `wanted` the caller may get scheduler/<call> in, as the API server would decide a
+  // list: a cluster-wide grant covers every namespace, else each namespace is reviewed alone.
+  // `named` is the namespace the caller asked for ("" for all), for the denial's message.
+  grpc::Status ScopeOf(grpc::ServerContext* ctx, std::string_view call, const StringSet& wanted,
+                       std::string_view named, Scope* scope) {
+    if (authorizer_ == nullptr) {
+      scope->all = true;
+      return grpc::Status::OK;
     }
-    const AuthDecision d = authorizer_->AuthorizeResource(
-        token, {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
-                .subresource = std::string(call)});
-    switch (d.http_status) {
-      case 200: return grpc::Status::OK;
-      case 401: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.reason);
-      case 403: return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.reason);
-      case 429: return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.reason);
-      default: return grpc::Status(grpc::StatusCode::UNAVAILABLE, d.reason);
+    const AuthDecision cluster = Decide(ctx, "get", call, named);
+    if (cluster.http_status == 200) {
+      if (named.empty()) {
+        scope->all = true;
+      } else {
+        scope->namespaces.insert(std::string(named));
+      }
+      return grpc::Status::OK;
     }
+    if (cluster.http_status != 403 || !named.empty()) return FromDecision(cluster);
+    if (wanted.size() > limits_.max_namespace_reviews) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          StrCat(cluster.reason, "; a namespace-scoped grant is reviewed for at most ",
+                                 limits_.max_namespace_reviews, " namespaces per call (", wanted.size(),
+                                 " have pending pods): name one (tesselctl -n NAMESPACE)"));
+    }
+    std::vector<std::string> sorted(wanted.begin(), wanted.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (const std::string& ns : sorted) {
+      const AuthDecision d = Decide(ctx, "get", call, ns);
+      if (d.http_status == 200) {
+        scope->namespaces.insert(ns);
+      } else if (d.http_status != 403) {
+        return FromDecision(d);
+      }
+    }
+    if (scope->namespaces.empty()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          StrCat(cluster.reason, ", nor in any namespace that has pending pods"));
+    }
+    return grpc::Status::OK;
   }
 
   AdminBackend* backend_;
   RequestAuthorizer* authorizer_;
-  size_t max_snapshot_bytes_;
+  AdminLimits limits_;
+  std::atomic<bool> simulating_{false};
 };
 
 AdminServer::AdminServer(AdminServerOptions options, AdminBackend* backend,
                          RequestAuthorizer* authorizer)
     : options_(std::move(options)),
-      service_(std::make_unique<Service>(backend, authorizer, options_.max_snapshot_bytes)) {}
+      authorizer_(authorizer),
+      service_(std::make_unique<Service>(backend, authorizer, options_.limits)) {}
 
 AdminServer::~AdminServer() { Stop(); }
 
@@ -249,11 +432,23 @@ absl::Status AdminServer::Start() {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     creds = grpc::SslServerCredentials(ssl);
+    if (authorizer_ != nullptr) creds->SetAuthMetadataProcessor(std::make_shared<TokenCheck>(authorizer_));
   }
+  const AdminLimits& limits = options_.limits;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(StrCat(options_.bind_address, ":", options_.port), creds, &port_);
   builder.RegisterService(service_.get());
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_snapshot_bytes + (1 << 20)));
+  // The snapshot and its envelope; no other message comes near it.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_snapshot_bytes + 4096));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 * 1024);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
+  // Flow-control windows stay small until a message is wanted: no probing them larger.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  grpc::ResourceQuota quota("tessel-admin");
+  quota.Resize(limits.memory_bytes);
+  quota.SetMaxThreads(limits.max_threads);
+  builder.SetResourceQuota(quota);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();

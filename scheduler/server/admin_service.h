@@ -1,21 +1,32 @@
 // The admin API (proto/tessel/v1/admin.proto) that tesselctl calls: the leader serves it over
-// gRPC with TLS next to /metrics. Each call is authorized like /metrics, with the caller's own
-// token ("authorization: Bearer TOKEN" metadata): TokenReview, then SubjectAccessReview of the
-// call's verb on the virtual resource tessel.io/scheduler/<call> (RequestAuthorizer):
-// UNAUTHENTICATED without a token the API server knows, PERMISSION_DENIED when denied,
-// RESOURCE_EXHAUSTED over the review budget, UNAVAILABLE when the API server cannot be asked.
+// gRPC with TLS next to /metrics. Each call carries the caller's own token ("authorization:
+// Bearer TOKEN" metadata), checked before its message is read (a TokenReview in an
+// AuthMetadataProcessor: an unauthenticated caller never gets a byte of its message buffered),
+// then authorized as the API server would (RequestAuthorizer's SubjectAccessReview of the call's
+// verb on the virtual resource tessel.io/scheduler/<call>): cluster-wide, or per namespace for
+// the calls that read pods (ListPending, GetPending, Explain), so that a RoleBinding of
+// tessel-admin-reader in team-a shows team-a's pods and nothing else. UNAUTHENTICATED without a
+// token the API server knows, PERMISSION_DENIED when denied, RESOURCE_EXHAUSTED over a budget,
+// UNAVAILABLE when the API server cannot be asked.
+//
+// What a caller may cost (AdminLimits): messages are capped for the whole server (gRPC 1.51 has
+// no per-method receive limit; the only big message is Simulate's snapshot), streams per
+// connection, threads and memory through a ResourceQuota; explains waiting for the scheduling
+// thread are capped and dropped when their caller gives up; one Simulate runs at a time, in a
+// child process with a memory and a time budget (simulate_child.h).
 //
 // What it answers comes from an AdminBackend; SchedulerAdminBackend answers from the live
 // Scheduler: queue reports, the pending pods in the order the scheduler takes them, explain's
 // dry runs on the scheduling thread, and simulate through a replay function.
 //
-//   SchedulerAdminBackend backend(&scheduler, [&](std::string_view list) { return replay(list); });
+//   SchedulerAdminBackend backend(&scheduler, [&](std::string_view list, const CallControl& c) {...});
 //   AdminServer admin({.bind_address = "0.0.0.0", .port = 10260, .tls = cert}, &backend, &auth);
 //   RETURN_IF_ERROR(admin.Start());
 //   ...
 //   admin.Stop();
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -43,14 +54,22 @@ struct PendingItem {
   std::string gang;   // "" for none
 };
 
+// How long a call may still run, and whether its caller has given up (the gRPC context).
+struct CallControl {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;
+  bool Over() const { return absl::Now() >= deadline || (cancelled && cancelled()); }
+};
+
 class AdminBackend {
  public:
   virtual ~AdminBackend() = default;
   virtual std::vector<QueueReport> Queues() = 0;
   virtual std::vector<PendingItem> Pending() = 0;
-  virtual absl::StatusOr<Explanation> Explain(const std::string& pod_key) = 0;
+  // RESOURCE_EXHAUSTED when too many wait already; CANCELLED when the caller gave up first.
+  virtual absl::StatusOr<Explanation> Explain(const std::string& pod_key, const CallControl& control) = 0;
   // The replay JSON of `snapshot` (a v1 List) under the scheduler's configuration.
-  virtual absl::StatusOr<std::string> Simulate(std::string_view snapshot) = 0;
+  virtual absl::StatusOr<std::string> Simulate(std::string_view snapshot, const CallControl& control) = 0;
   virtual absl::Time Now() const = 0;
 };
 
@@ -58,31 +77,46 @@ class AdminBackend {
 // pending pod, whatever part of the queue it waits in.
 void SortPending(std::vector<PendingItem>& items);
 
-using ReplayFn = std::function<absl::StatusOr<std::string>(std::string_view snapshot)>;
+using ReplayFn = std::function<absl::StatusOr<std::string>(std::string_view snapshot, const CallControl& control)>;
+
+struct ExplainLimits {
+  absl::Duration timeout = absl::Seconds(10);  // for the scheduling loop to take it
+  int max_waiting = 4;                         // explains queued for the loop at once
+};
 
 class SchedulerAdminBackend final : public AdminBackend {
  public:
-  SchedulerAdminBackend(Scheduler* scheduler, ReplayFn replay,
-                        absl::Duration explain_timeout = absl::Seconds(10))
-      : scheduler_(scheduler), replay_(std::move(replay)), explain_timeout_(explain_timeout) {}
+  SchedulerAdminBackend(Scheduler* scheduler, ReplayFn replay, ExplainLimits explain = {})
+      : scheduler_(scheduler), replay_(std::move(replay)), explain_(explain) {}
   std::vector<QueueReport> Queues() override;
   std::vector<PendingItem> Pending() override;
-  // Runs on the scheduling thread; fails (UNAVAILABLE) if the loop does not take it in time.
-  absl::StatusOr<Explanation> Explain(const std::string& pod_key) override;
-  absl::StatusOr<std::string> Simulate(std::string_view snapshot) override;
+  // Runs on the scheduling thread, unless its caller gave up before the loop took it; fails
+  // (UNAVAILABLE) if the loop does not take it in time.
+  absl::StatusOr<Explanation> Explain(const std::string& pod_key, const CallControl& control) override;
+  absl::StatusOr<std::string> Simulate(std::string_view snapshot, const CallControl& control) override;
   absl::Time Now() const override { return scheduler_->clock().Now(); }
 
  private:
   Scheduler* scheduler_;
   ReplayFn replay_;
-  absl::Duration explain_timeout_;
+  ExplainLimits explain_;
+  std::atomic<int> explains_waiting_{0};
+};
+
+// What the admin API's callers may cost.
+struct AdminLimits {
+  size_t max_snapshot_bytes = 16 << 20;  // Simulate's snapshot; every message is capped by it
+  int max_streams_per_connection = 4;
+  int max_threads = 16;                  // calls served at once (beyond: RESOURCE_EXHAUSTED)
+  size_t memory_bytes = 256 << 20;       // the gRPC server's ResourceQuota
+  size_t max_namespace_reviews = 64;     // namespaces a namespace-scoped caller may be reviewed for per call
 };
 
 struct AdminServerOptions {
   std::string bind_address = "0.0.0.0";
   int port = 10260;                 // 0 picks a free port (see port())
-  std::optional<ServingCert> tls;   // unset: plaintext (tests only)
-  size_t max_snapshot_bytes = 64 << 20;
+  std::optional<ServingCert> tls;   // unset: plaintext (tests only; then authentication waits for the message)
+  AdminLimits limits;
 };
 
 class AdminServer {
@@ -96,7 +130,9 @@ class AdminServer {
 
  private:
   class Service;
+  class TokenCheck;
   AdminServerOptions options_;
+  RequestAuthorizer* authorizer_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

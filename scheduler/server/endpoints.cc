@@ -34,10 +34,16 @@ absl::Status Endpoints::Start() {
   for (auto& s : servers_) {
     if (absl::Status st = s->Start(); !st.ok()) return st;
   }
+  if (o.probe_port > 0) {
+    probes_ = std::make_unique<ProbeServer>(ProbeServerOptions{.bind_address = o.bind_address, .port = o.probe_port},
+                                            readiness_);
+    if (absl::Status st = probes_->Start(); !st.ok()) return st;
+  }
   admin_ = std::make_unique<AdminServer>(
       AdminServerOptions{.bind_address = o.bind_address,
                          .port = o.admin_port,
-                         .tls = o.admin_insecure ? std::nullopt : cert_},
+                         .tls = o.admin_insecure ? std::nullopt : cert_,
+                         .limits = {.max_snapshot_bytes = static_cast<size_t>(o.simulate_max_bytes)}},
       admin_backend_, authorizer_);
   return absl::OkStatus();
 }
@@ -53,6 +59,7 @@ void Endpoints::StopAdmin() {
 
 void Endpoints::Stop() {
   for (auto& s : servers_) s->Stop();
+  if (probes_ != nullptr) probes_->Stop();
 }
 
 }  // namespace tessel::server

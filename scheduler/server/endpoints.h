@@ -1,5 +1,6 @@
 // What the live scheduler serves: /healthz, /readyz and /metrics over HTTPS (--secure-port;
-// /metrics only to callers `authorizer` allows) and over plain HTTP (--port, local use), and
+// /metrics only to callers `authorizer` allows) and over plain HTTP (--port, local use), the
+// probes alone on a port no caller can starve (--probe-port), and
 // the admin API for tesselctl (--admin-port), started only by the leader once its caches have
 // synced. The HTTPS port and the admin API share one serving certificate: the given pair, or a
 // self-signed one.
@@ -20,6 +21,7 @@
 #include "scheduler/server/http_server.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/server/options.h"
+#include "scheduler/server/probe_server.h"
 #include "scheduler/server/serving_cert.h"
 
 namespace tessel::server {
@@ -46,6 +48,7 @@ class Endpoints {
   AdminBackend* admin_backend_;
   std::optional<ServingCert> cert_;
   std::vector<std::unique_ptr<HttpServer>> servers_;
+  std::unique_ptr<ProbeServer> probes_;
   std::unique_ptr<AdminServer> admin_;
 };
 

@@ -6,17 +6,24 @@
 
 #include <algorithm>
 
+#include "scheduler/server/connection_guard.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
 
 namespace tessel::server {
 
 std::string ResourceAccess::Describe() const {
-  return StrCat(verb, " ", group, "/", resource, subresource.empty() ? "" : "/", subresource);
+  return StrCat(verb, " ", group, "/", resource, subresource.empty() ? "" : "/", subresource,
+                namespace_.empty() ? "" : " in namespace ", namespace_);
 }
 
-AuthDecision RequestAuthorizer::AuthorizeResource(std::string_view, const ResourceAccess& access) {
+AuthDecision RequestAuthorizer::AuthorizeResource(std::string_view, const ResourceAccess& access, std::string_view) {
   return {403, StrCat("Forbidden: ", access.Describe(), " is not authorized here")};
+}
+
+AuthDecision RequestAuthorizer::Authenticate(std::string_view bearer_token, std::string_view) {
+  if (bearer_token.empty()) return {401, "Unauthorized: a bearer token is required"};
+  return {200, ""};
 }
 
 
@@ -50,14 +57,19 @@ absl::Status HttpServer::Start() {
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
+  const ServingLimits& limits = options_.limits;
   if (options_.tls.has_value()) {
     // No SSLv3, TLS 1.0 or 1.1, whatever OpenSSL's build defaults are.
     auto* https = static_cast<httplib::SSLServer*>(server_.get());
     if (SSL_CTX_set_min_proto_version(https->ssl_context(), TLS1_2_VERSION) != 1) {
       return absl::InternalError("cannot set the TLS minimum version to 1.2");
     }
+    guard_ = ConnectionGuard::Attach(https->ssl_context(),
+                                     {.header_timeout = limits.header_timeout,
+                                      .request_timeout = limits.request_timeout,
+                                      .max_request_bytes = limits.max_request_bytes,
+                                      .max_per_source = limits.max_connections_per_source});
   }
-  const ServingLimits& limits = options_.limits;
   const size_t workers = std::max<size_t>(limits.workers, 1);
   server_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   server_->set_payload_max_length(limits.max_body_bytes);
@@ -67,8 +79,23 @@ absl::Status HttpServer::Start() {
   };
   set(limits.read_timeout, [&](time_t s, time_t us) { server_->set_read_timeout(s, us); });
   set(limits.write_timeout, [&](time_t s, time_t us) { server_->set_write_timeout(s, us); });
-  set(limits.keep_alive_timeout, [&](time_t s, time_t) { server_->set_keep_alive_timeout(std::max<time_t>(s, 1)); });
-  server_->set_keep_alive_max_count(limits.max_requests_per_connection);
+  // One request per connection: whatever a caller sends after it (a body included) is never read.
+  server_->set_keep_alive_max_count(1);
+  // Before any handler, whatever the method: a body is refused before it is read.
+  const size_t max_body = limits.max_body_bytes;
+  server_->set_pre_routing_handler([this, max_body](const httplib::Request& req, httplib::Response& res) {
+    if (guard_) guard_->HeadersRead(req.remote_addr, req.remote_port);
+    const bool chunked = req.has_header("Transfer-Encoding");
+    const std::string length = req.get_header_value("Content-Length");
+    const bool numeric = std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!chunked && numeric && length.size() < 19 && req.get_header_value<uint64_t>("Content-Length") <= max_body) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 413;
+    res.set_header("Connection", "close");
+    res.set_content(StrCat("request body too large: at most ", max_body, " bytes, and not chunked\n"), "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
   });
@@ -86,7 +113,8 @@ absl::Status HttpServer::Start() {
   });
   server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (options_.metrics_authorizer != nullptr) {
-      AuthDecision d = options_.metrics_authorizer->Authorize(BearerToken(req), "get", "/metrics");
+      AuthDecision d =
+          options_.metrics_authorizer->Authorize(BearerToken(req), "get", "/metrics", req.remote_addr);
       if (d.http_status != 200) {
         res.status = d.http_status;
         if (d.http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
@@ -122,6 +150,7 @@ absl::Status HttpServer::Start() {
 void HttpServer::Stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  guard_.reset();  // after the workers: no connection of the context is left
 }
 
 }  // namespace tessel::server

@@ -5,8 +5,10 @@
 //   /metrics  Prometheus text format (MetricsRegistry::Render); with an authorizer, only for a
 //             caller whose bearer token it allows (401 without a token, 403 when denied, 429
 //             when the authorizer is asked too often)
-// Callers are bounded (ServingLimits): body and header sizes, read and write deadlines, and
-// enough workers that the probes are answered while other connections are held.
+// Callers are bounded (ServingLimits): body and request sizes, a deadline per connection for
+// its headers and for the whole request, connections per source address, and enough workers
+// for /metrics callers waiting on the API server. The kubelet's probes have a port of their own
+// (probe_server.h).
 //
 //   HttpServer server({.bind_address = "0.0.0.0", .port = 10259, .tls = cert,
 //                      .metrics_authorizer = &delegated}, &registry,
@@ -34,43 +36,56 @@ class Server;
 
 namespace tessel::server {
 
+class ConnectionGuard;
+
 // Whether a request may be served: a caller authenticated by its bearer token and authorized
 // for the request's verb on its non-resource path (e.g. get /metrics).
 struct AuthDecision {
-  int http_status = 200;  // 200 allowed, 401 not authenticated, 403 denied, 500 not decided
+  int http_status = 200;  // 200 allowed, 401 not authenticated, 403 denied, 429 over budget, 500 not decided
   std::string reason;
 };
-// A cluster-scoped resource a caller wants to use (a SubjectAccessReview's resourceAttributes),
-// e.g. the admin API's virtual resource: get tessel.io scheduler/explain.
+// A resource a caller wants to use (a SubjectAccessReview's resourceAttributes), e.g. the
+// admin API's virtual resource: get tessel.io scheduler/pending, in a namespace or cluster-wide.
 struct ResourceAccess {
   std::string verb;
   std::string group;
   std::string resource;
   std::string subresource;
-  std::string Describe() const;  // "get tessel.io/scheduler/explain"
+  std::string namespace_;  // "": cluster-wide (every namespace)
+  std::string Describe() const;  // "get tessel.io/scheduler/explain [in namespace ns]"
 };
 class RequestAuthorizer {
  public:
   virtual ~RequestAuthorizer() = default;
-  // `bearer_token` is empty when the request carried none. Called on server threads.
-  virtual AuthDecision Authorize(std::string_view bearer_token, std::string_view verb,
-                                 std::string_view path) = 0;
+  // `bearer_token` is empty when the request carried none; `source` is the caller's address
+  // (budgets are kept per source). Called on server threads.
+  virtual AuthDecision Authorize(std::string_view bearer_token, std::string_view verb, std::string_view path,
+                                 std::string_view source = "") = 0;
   // The same for a resource (the admin API). Not supported unless overridden: 403.
-  virtual AuthDecision AuthorizeResource(std::string_view bearer_token, const ResourceAccess& access);
+  virtual AuthDecision AuthorizeResource(std::string_view bearer_token, const ResourceAccess& access,
+                                         std::string_view source = "");
+  // Authentication alone (the admin API asks it before it reads a message). Default: 200 when
+  // there is a token (the authorization that follows decides).
+  virtual AuthDecision Authenticate(std::string_view bearer_token, std::string_view source = "");
 };
 
-// What a caller may cost the server. Only GET is served, so a body is never needed: a request
-// with a larger one is refused (413) before it is read, and never buffered. A connection that
-// sends nothing for `read_timeout` (a stalled TLS handshake included: httplib bounds the
-// handshake by the same timeout) is closed. /metrics waits on the API server (TokenReview and
-// SubjectAccessReview), so workers are many: probes find a free one while slow or hostile
-// callers hold others, each for at most a read timeout per byte they trickle.
+// What a caller may cost. Only GET is served, so a body is never needed: a request announcing
+// one larger than max_body_bytes, whatever its method, is refused (413) before it is read, and
+// never buffered. Each connection serves one request and closes (no keep-alive: what a caller
+// sends after its request is never read). Over TLS each connection is also watched as a whole
+// (ConnectionGuard): it must deliver its request headers within header_timeout of its
+// handshake's start, whatever it trickles, and may send at most max_request_bytes in all; a
+// source address holds at most max_connections_per_source connections. The workers are many
+// because /metrics waits on the API server (TokenReview, SubjectAccessReview). The probes have
+// a server of their own (ProbeServer) that no caller can starve.
 struct ServingLimits {
   size_t max_body_bytes = 64 * 1024;
+  size_t max_request_bytes = 128 * 1024;  // TLS: application bytes a connection may send
+  absl::Duration header_timeout = absl::Seconds(5);  // TLS: handshake start to the request's headers
+  absl::Duration request_timeout = absl::Seconds(30);  // TLS: handshake start to the connection's end
   absl::Duration read_timeout = absl::Seconds(2);
   absl::Duration write_timeout = absl::Seconds(5);
-  absl::Duration keep_alive_timeout = absl::Seconds(2);
-  size_t max_requests_per_connection = 20;
+  size_t max_connections_per_source = 8;  // TLS
   size_t workers = 32;
 };
 
@@ -103,6 +118,7 @@ class HttpServer {
   const MetricsRegistry* registry_;
   std::function<ReadyState()> readiness_;
   std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<ConnectionGuard> guard_;
   std::thread thread_;
   int port_ = 0;
 };

@@ -58,6 +58,16 @@ SchedulerOptions::SchedulerOptions() : flags_("tessel-scheduler", "usage: tessel
            "0: off). Callers are authorized like /metrics, per call\n"
            "(get/create on tessel.io scheduler/<call>)")
       .Bool("--admin-insecure", &admin_insecure, "serve the admin API without TLS (local use and tests only)")
+      .Int("--probe-port", "N", &probe_port, {0, 65535},
+           "plain HTTP port for /healthz, /livez and /readyz alone, served so\n"
+           "that no caller can starve it: point the kubelet's probes there\n"
+           "(default 0: off; the manifests use 10261)")
+      .Int("--simulate-max-bytes", "N", &simulate_max_bytes, {.min = 1024},
+           "largest snapshot the admin API's Simulate takes (default 16Mi)")
+      .Int("--simulate-memory-mib", "N", &simulate_memory_mib, {.min = 64},
+           "address space of the child process a Simulate runs in (default 768)")
+      .Duration("--simulate-timeout", "D", &simulate_timeout,
+                "wall-clock and CPU budget of one Simulate (default 60s)")
       .Int({"-v", "--v"}, "N", &verbosity, {}, "log verbosity: 0-3 info, 4-5 debug, 6+ trace (default 2)");
 }
 

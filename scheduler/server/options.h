@@ -57,6 +57,10 @@ class SchedulerOptions {
   absl::Duration provisioning_retry_delay = absl::Minutes(10);
   int admin_port = 10260;
   bool admin_insecure = false;
+  int probe_port = 0;
+  int64_t simulate_max_bytes = 16 << 20;
+  int64_t simulate_memory_mib = 768;
+  absl::Duration simulate_timeout = absl::Seconds(60);
   int verbosity = 2;
 
  private:

@@ -10,8 +10,9 @@
 #   - simulate: the same JSON as tessel-bench replay of the same snapshot;
 #   - snapshot -o FILE --anonymize: a List replay reads, with namespaces, pods and nodes renamed;
 #   - a user without tessel-admin-reader is refused (PERMISSION_DENIED naming the verb and
-#     resource), then allowed once bound; a client-certificate-only kubeconfig is refused
-#     by tesselctl with the reason.
+#     resource); with a RoleBinding in one namespace it sees that namespace's pending pods and
+#     explanations and nothing else; with a ClusterRoleBinding, everything; a
+#     client-certificate-only kubeconfig is refused by tesselctl with the reason.
 source "$(dirname "$0")/lib.sh"
 : "${TESSEL_CTL_BIN:?}" "${TESSEL_BENCH_BIN:?}"
 it_begin admin
@@ -175,9 +176,39 @@ if out=$("$TESSEL_CTL_BIN" --kubeconfig "$TESSEL_CLUSTER_DIR/admin-cert.kubeconf
   fail "a certificate-only user got: $out"
 fi
 [[ $out == *"no bearer token"* ]] || fail "certificate-only: $out"
+
+# A namespace-scoped grant (issue 37, defect 6): a RoleBinding of tessel-admin-reader in $NS2
+# shows $NS2's pending pods and explanations, and nothing of $NS.
+kubectl create rolebinding "$binding" -n "$NS2" --clusterrole=tessel-admin-reader \
+  --user=system:serviceaccount:kube-system:tessel-scheduler >/dev/null
+scoped_pending() {
+  local out
+  out=$(as_scheduler -o json pending 2>/dev/null) || return 1
+  python3 - "$out" "$NS2" <<'PY'
+import json, sys
+names = sorted(p["pod"] for p in json.loads(sys.argv[1]).get("pods", []))
+ns2 = sys.argv[2]
+want = sorted(f"{ns2}/{n}" for n in ("wait-2", "trio-0", "trio-1", "trio-2"))
+assert names == want, names
+PY
+}
+it_wait 30 "the team's user sees its namespace's pending pods, and only those" scoped_pending
+say "namespace-scoped pending:"$'\n'"$(as_scheduler pending)"
+as_scheduler explain "$NS2/wait-2" >/dev/null || fail "explain in the granted namespace refused"
+if out=$(as_scheduler explain "$NS/a-2" 2>&1); then fail "explain of another namespace's pod allowed: $out"; fi
+[[ $out == *"may not get tessel.io/scheduler/explain in namespace $NS"* ]] || fail "explain denial: $out"
+if out=$(as_scheduler pending -n "$NS" 2>&1); then fail "pending -n $NS allowed: $out"; fi
+[[ $out == *"may not get tessel.io/scheduler/pending in namespace $NS"* ]] || fail "pending -n denial: $out"
+if out=$(as_scheduler queues 2>&1); then fail "queues (cluster-scoped) allowed to a namespace grant: $out"; fi
+say "a RoleBinding in $NS2: its pods shown, $NS refused ($out)"
+kubectl delete rolebinding -n "$NS2" "$binding" >/dev/null
+
 kubectl create clusterrolebinding "$binding" --clusterrole=tessel-admin-reader \
   --user=system:serviceaccount:kube-system:tessel-scheduler >/dev/null
 it_wait 30 "the bound user allowed" as_scheduler queues
+# A cluster-wide grant shows every namespace.
+all_pending() { [[ $(as_scheduler pending | grep -c "$NS/a-2") == 1 ]]; }
+it_wait 30 "the cluster-wide user sees $NS's pods too" all_pending
 if out=$(as_scheduler simulate "$snap" 2>&1); then fail "simulate allowed without tessel-admin-simulator"; fi
 [[ $out == *'may not create tessel.io/scheduler/simulate'* ]] || fail "simulate denial: $out"
 

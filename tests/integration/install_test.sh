@@ -61,11 +61,12 @@ chmod 0644 "$token_dir"/*
 
 load_cluster_env() { source "$TESSEL_CLUSTER_DIR/cluster.env"; }
 load_cluster_env
-port=$(free_port)
+port=$(free_port) probe_port=$(free_port)
 mapfile -t cmd < <(python3 "$(dirname "$0")/pod_sandbox.py" --deployment "$IT_WORK/deployment.json" \
   --configmaps "$IT_WORK/configmaps.json" --token-dir "$token_dir" \
   --apiserver "127.0.0.1:$APISERVER_PORT" --work "$IT_WORK" \
   --override-arg=--bind-address=127.0.0.1 "--override-arg=--secure-port=$port" \
+  "--override-arg=--probe-port=$probe_port" \
   -- "$TESSEL_SCHEDULER_BIN" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)))')
 ((${#cmd[@]})) || fail "pod_sandbox.py produced no command"
 say "running: ${cmd[*]}"
@@ -73,13 +74,23 @@ log="$IT_WORK/scheduler-install.log"
 "${cmd[@]}" >"$log" 2>&1 &
 SANDBOX_PID=$!
 
-# The probes, with the Deployment's own paths, scheme and timeouts.
+# The probes, with the Deployment's own paths, ports, schemes and timeouts.
 probe() {  # liveness|readiness
-  local path timeout
-  path=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"][0]; print(c[sys.argv[2]+"Probe"]["httpGet"]["path"])' "$IT_WORK/deployment.json" "$1")
-  timeout=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"][0]; print(c[sys.argv[2]+"Probe"].get("timeoutSeconds", 1))' "$IT_WORK/deployment.json" "$1")
+  local path timeout scheme target
+  read -r path timeout scheme target < <(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"][0]
+p = c[sys.argv[2] + "Probe"]
+ports = {q["name"]: q["containerPort"] for q in c.get("ports", [])}
+print(p["httpGet"]["path"], p.get("timeoutSeconds", 1), p["httpGet"].get("scheme", "HTTP").lower(),
+      ports.get(p["httpGet"]["port"], p["httpGet"]["port"]))' "$IT_WORK/deployment.json" "$1")
+  case $target in  # the container ports, as the test serves them
+    10259) target=$port ;;
+    10261) target=$probe_port ;;
+    *) fail "the $1 probe uses port $target, which this test does not serve" ;;
+  esac
   # A kubelet does not verify the serving certificate of an HTTPS probe (-k), as here.
-  curl -fsSk --max-time "$timeout" "https://127.0.0.1:$port$path" >/dev/null
+  curl -fsSk --max-time "$timeout" "$scheme://127.0.0.1:$target$path" >/dev/null
 }
 sandbox_alive() { kill -0 "$SANDBOX_PID" 2>/dev/null; }
 deadline=$((SECONDS + 30))

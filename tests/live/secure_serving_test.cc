@@ -104,7 +104,7 @@ TEST_CASE("delegated authorization of /metrics: TokenReview, then SubjectAccessR
 // Allows the token "let-me-in" only.
 class OneToken final : public server::RequestAuthorizer {
  public:
-  server::AuthDecision Authorize(std::string_view token, std::string_view, std::string_view) override {
+  server::AuthDecision Authorize(std::string_view token, std::string_view, std::string_view, std::string_view) override {
     if (token.empty()) return {401, "Unauthorized"};
     return token == "let-me-in" ? server::AuthDecision{200, ""} : server::AuthDecision{403, "Forbidden"};
   }

@@ -1,13 +1,20 @@
-// The endpoints against hostile and unlucky callers (ServingLimits, DelegatedAuthOptions): the
-// probes answer while stalled TLS handshakes and /metrics requests waiting on the API server
-// hold other connections; a huge body is refused without being buffered; an oversized header is
-// refused; a flood of unknown tokens is answered 429 beyond the review budget.
+// The endpoints against hostile and unlucky callers (ServingLimits, ConnectionGuard, ProbeServer,
+// DelegatedAuthOptions): a connection trickling its request is closed whatever it trickles; a
+// source holds a bounded number of connections; the probe port answers while trickling clients
+// hold the HTTPS port and the probe port itself; a body is refused unread on every method; a
+// header that never ends is cut off; a flood of unknown tokens is answered 429 beyond its
+// source's budget while a token known valid is still reviewed.
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/delegated_auth.h"
 #include "scheduler/server/http_server.h"
+#include "scheduler/server/probe_server.h"
 #include "scheduler/server/serving_cert.h"
 
 namespace tessel::kube {
@@ -24,9 +32,13 @@ namespace {
 
 using nlohmann::json;
 
-// A TCP connection to 127.0.0.1:port (-1 on failure).
-int Connect(int port) {
+// A TCP connection to 127.0.0.1:port from `source` (-1 on failure).
+int Connect(int port, const char* source = "127.0.0.1") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -35,6 +47,8 @@ int Connect(int port) {
     ::close(fd);
     return -1;
   }
+  timeval tv{.tv_sec = 30, .tv_usec = 0};  // generous: only a server that never closes misses it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
 }
 
@@ -47,146 +61,252 @@ int64_t RssKib() {
   return -1;
 }
 
-// /metrics waits here (as it waits on a TokenReview) until released.
-class BlockingAuthorizer final : public server::RequestAuthorizer {
+// A TLS client on a raw socket, so that a test can trickle bytes through it.
+class TlsConnection {
  public:
-  server::AuthDecision Authorize(std::string_view, std::string_view, std::string_view) override {
-    release.WaitForNotification();
-    return {200, ""};
+  explicit TlsConnection(int port, const char* source = "127.0.0.1") {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    fd_ = Connect(port, source);
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    handshaken_ = fd_ >= 0 && SSL_connect(ssl_) == 1;
   }
-  absl::Notification release;
+  ~TlsConnection() {
+    SSL_free(ssl_);
+    SSL_CTX_free(ctx_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool handshaken() const { return handshaken_; }
+  bool Send(std::string_view bytes) {
+    return SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())) == static_cast<int>(bytes.size());
+  }
+  // What the server answers first ("" when it closed the connection instead; `timed_out` when
+  // it did neither within the socket's 30 s).
+  std::string Reply(bool* timed_out = nullptr) {
+    char buf[256] = {};
+    errno = 0;
+    const int n = SSL_read(ssl_, buf, sizeof buf - 1);
+    if (timed_out != nullptr) *timed_out = n <= 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    return n > 0 ? std::string(buf, n) : "";
+  }
+
+ private:
+  SSL_CTX* ctx_;
+  SSL* ssl_;
+  int fd_;
+  bool handshaken_ = false;
 };
 
-// The kubelet's probe: a new connection, the probe's timeout (1 s, the Deployment allows 5).
-bool ProbeAnswers(httplib::SSLClient& client, const std::string& path) {
-  auto res = client.Get(path.c_str());
-  return res && res->status == 200;
-}
-
-TEST_CASE("probes answer while stalled handshakes and slow /metrics calls hold connections", "[serving]") {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("tessel-limits-test-" + std::to_string(getpid()));
-  absl::StatusOr<server::ServingCert> cert = server::ServingCertFor({.cert_dir = dir.string()});
-  REQUIRE(cert.ok());
+struct Https {
+  explicit Https(server::ServingLimits limits) {
+    dir = std::filesystem::temp_directory_path() / ("tessel-limits-test-" + std::to_string(getpid()));
+    absl::StatusOr<server::ServingCert> cert = server::ServingCertFor({.cert_dir = dir.string()});
+    REQUIRE(cert.ok());
+    server = std::make_unique<server::HttpServer>(
+        server::HttpServerOptions{.bind_address = "127.0.0.1", .port = 0, .tls = *cert, .limits = limits},
+        &registry, [] { return server::ReadyState{.ready = true}; });
+    REQUIRE(server->Start().ok());
+  }
+  ~Https() {
+    server->Stop();
+    std::filesystem::remove_all(dir);
+  }
+  std::filesystem::path dir;
   server::MetricsRegistry registry;
-  BlockingAuthorizer authorizer;
-  server::HttpServer https({.bind_address = "127.0.0.1", .port = 0, .tls = *cert,
-                            .metrics_authorizer = &authorizer},
-                           &registry, [] { return server::ReadyState{.ready = true}; });
-  REQUIRE(https.Start().ok());
+  std::unique_ptr<server::HttpServer> server;
+};
 
-  // Four connections that never start their TLS handshake, and four /metrics calls that wait on
-  // the authorizer: eight connections held, as many as the reported attack needed twice over.
-  std::vector<int> stalled;
-  for (int i = 0; i < 4; ++i) {
-    const int fd = Connect(https.port());
-    REQUIRE(fd >= 0);
-    stalled.push_back(fd);
-  }
-  std::vector<std::thread> scrapers;
-  for (int i = 0; i < 4; ++i) {
-    scrapers.emplace_back([&] {
-      httplib::SSLClient c("127.0.0.1", https.port());
-      c.enable_server_certificate_verification(false);
-      c.set_read_timeout(30);
-      (void)c.Get("/metrics", {{"Authorization", "Bearer slow"}});
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let them take their workers
-
-  int answered = 0;
-  for (int i = 0; i < 8; ++i) {
-    httplib::SSLClient probe("127.0.0.1", https.port());
-    probe.enable_server_certificate_verification(false);
-    probe.set_connection_timeout(1);
-    probe.set_read_timeout(1);
-    probe.set_write_timeout(1);
-    answered += ProbeAnswers(probe, i % 2 == 0 ? "/healthz" : "/readyz");
-  }
-  CHECK(answered == 8);
-
-  authorizer.release.Notify();
-  for (std::thread& t : scrapers) t.join();
-  for (int fd : stalled) ::close(fd);
-  https.Stop();
-  std::filesystem::remove_all(dir);
+TEST_CASE("a TLS connection trickling its request is closed at its header deadline", "[serving]") {
+  Https https({.header_timeout = absl::Seconds(1), .read_timeout = absl::Seconds(2)});
+  TlsConnection slow(https.server->port());
+  REQUIRE(slow.handshaken());
+  // One byte every half second: each within the read timeout, which it resets every time.
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a');
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread trickler([&] {
+    for (char c : request) {
+      if (stop || !slow.Send(std::string_view(&c, 1))) return;
+      sent += 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  // The server closes it (its next read fails) long before the request could end.
+  bool timed_out = false;
+  const std::string reply = slow.Reply(&timed_out);
+  stop = true;
+  trickler.join();
+  INFO("bytes trickled before the close: " << sent);
+  CHECK_FALSE(timed_out);
+  CHECK(reply.empty());
 }
 
-TEST_CASE("a huge body is refused unread and an oversized header is refused", "[serving]") {
+TEST_CASE("a source holds a bounded number of TLS connections", "[serving]") {
+  Https https({.header_timeout = absl::Seconds(30), .max_connections_per_source = 4});
+  std::vector<std::unique_ptr<TlsConnection>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<TlsConnection>(https.server->port(), "127.0.0.2"));
+    REQUIRE(held.back()->handshaken());
+  }
+  TlsConnection fifth(https.server->port(), "127.0.0.2");
+  CHECK_FALSE(fifth.handshaken());
+  // Another address is served.
+  TlsConnection other(https.server->port(), "127.0.0.1");
+  REQUIRE(other.handshaken());
+  REQUIRE(other.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK_THAT(other.Reply(), Catch::StartsWith("HTTP/1.1 200"));
+}
+
+TEST_CASE("the probe port answers while trickling clients hold it and the HTTPS port", "[serving]") {
+  Https https({});
+  server::ProbeServer probes({.bind_address = "127.0.0.1", .port = 0}, [] {
+    return server::ReadyState{.ready = false, .reason = "informers not synced"};
+  });
+  REQUIRE(probes.Start().ok());
+  // 40 connections on each port that have sent part of a request and wait.
+  std::vector<std::unique_ptr<TlsConnection>> on_https;
+  std::vector<int> on_probe;
+  for (int i = 0; i < 40; ++i) {
+    on_https.push_back(std::make_unique<TlsConnection>(https.server->port(), "127.0.0.2"));
+    (void)on_https.back()->Send("GET /heal");
+    const int fd = Connect(probes.port(), "127.0.0.2");
+    REQUIRE(fd >= 0);
+    (void)::send(fd, "GET /heal", 9, MSG_NOSIGNAL);
+    on_probe.push_back(fd);
+  }
+  int healthy = 0, unready = 0;
+  for (int i = 0; i < 5; ++i) {
+    httplib::Client probe("127.0.0.1", probes.port());
+    probe.set_connection_timeout(5);
+    probe.set_read_timeout(5);
+    auto health = probe.Get("/healthz");
+    healthy += health && health->status == 200 && health->body == "ok";
+    auto ready = probe.Get("/readyz");
+    unready += ready && ready->status == 503 && ready->body == "not ready: informers not synced";
+  }
+  CHECK(healthy == 5);
+  CHECK(unready == 5);
+  for (int fd : on_probe) ::close(fd);
+  probes.Stop();
+}
+
+TEST_CASE("probe requests: only GET of the probe paths", "[serving]") {
+  auto ready = [] { return server::ReadyState{.ready = true}; };
+  CHECK_THAT(server::ProbeResponse("GET /healthz HTTP/1.1\r\n\r\n", ready), Catch::StartsWith("HTTP/1.1 200 OK"));
+  CHECK_THAT(server::ProbeResponse("GET /readyz?verbose HTTP/1.1\r\n\r\n", ready), Catch::StartsWith("HTTP/1.1 200 OK"));
+  CHECK_THAT(server::ProbeResponse("POST /healthz HTTP/1.1\r\n\r\n", ready), Catch::StartsWith("HTTP/1.1 405"));
+  CHECK_THAT(server::ProbeResponse("GET /metrics HTTP/1.1\r\n\r\n", ready), Catch::StartsWith("HTTP/1.1 404"));
+  CHECK_THAT(server::ProbeResponse("garbage\r\n\r\n", ready), Catch::StartsWith("HTTP/1.1 400"));
+}
+
+TEST_CASE("a body is refused unread on every method, and a header that never ends is cut off", "[serving]") {
+  Https https({});
+  const int64_t rss_before = RssKib();
+  const std::string chunk(1 << 20, 'x');
+  for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    TlsConnection c(https.server->port());
+    REQUIRE(c.handshaken());
+    REQUIRE(c.Send(std::string(method) + " /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000000\r\n\r\n"));
+    for (int i = 0; i < 64 && c.Send(chunk); ++i) {
+    }
+    const std::string reply = c.Reply();
+    INFO(method << ": " << reply);
+    CHECK((reply.empty() || reply.rfind("HTTP/1.1 413", 0) == 0));
+  }
+  {
+    TlsConnection c(https.server->port());
+    REQUIRE(c.handshaken());
+    REQUIRE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Endless: "));
+    int sent_mib = 0;
+    while (sent_mib < 256 && c.Send(chunk)) ++sent_mib;
+    INFO("header MiB the server took: " << sent_mib);
+    CHECK(sent_mib < 64);
+    CHECK(c.Reply().rfind("HTTP/1.1 200", 0) != 0);
+  }
+  const int64_t growth_mib = (RssKib() - rss_before) / 1024;
+  INFO("RSS grew " << growth_mib << " MiB");
+  CHECK(growth_mib < 32);
+}
+
+TEST_CASE("a huge body on plain HTTP is refused unread", "[serving]") {
   server::MetricsRegistry registry;
   server::HttpServer http({.bind_address = "127.0.0.1", .port = 0}, &registry,
                           [] { return server::ReadyState{.ready = true}; });
   REQUIRE(http.Start().ok());
-
   const int64_t rss_before = RssKib();
   const int fd = Connect(http.port());
   REQUIRE(fd >= 0);
-  const std::string head =
-      "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
-      "Content-Length: 1100000000\r\n\r\n";
+  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1100000000\r\n\r\n";
   REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size()));
-  // Up to 256 MiB of the announced 1.1 GB, for as long as the server takes it.
   const std::string chunk(1 << 20, 'x');
-  int64_t sent = 0;
   for (int i = 0; i < 256; ++i) {
-    const ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server answered and closed
-    sent += n;
+    if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) break;  // answered and closed
   }
   char reply[256] = {};
   const ssize_t got = ::recv(fd, reply, sizeof reply - 1, 0);
   ::close(fd);
   const int64_t growth_mib = (RssKib() - rss_before) / 1024;
-  INFO("sent " << sent / (1 << 20) << " MiB; RSS grew " << growth_mib << " MiB; reply: " << reply);
+  INFO("RSS grew " << growth_mib << " MiB; reply: " << reply);
   CHECK(growth_mib < 32);
   if (got > 0) CHECK_THAT(std::string(reply), Catch::StartsWith("HTTP/1.1 413"));
-
-  // A header line of 100 KB: refused, and the server still serves.
-  const int big = Connect(http.port());
-  REQUIRE(big >= 0);
-  const std::string huge_header =
-      "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(100 * 1024, 'a') + "\r\n\r\n";
-  (void)::send(big, huge_header.data(), huge_header.size(), MSG_NOSIGNAL);
-  char big_reply[64] = {};
-  const ssize_t big_got = ::recv(big, big_reply, sizeof big_reply - 1, 0);
-  ::close(big);
-  CHECK_FALSE((big_got > 0 && std::string(big_reply).rfind("HTTP/1.1 200", 0) == 0));
-
-  httplib::Client probe("127.0.0.1", http.port());
-  probe.set_read_timeout(1);
-  auto res = probe.Get("/healthz");
-  REQUIRE(res);
-  CHECK(res->status == 200);
   http.Stop();
 }
 
-TEST_CASE("a flood of unknown tokens gets 429 beyond the review budget, without reviews", "[serving]") {
-  std::atomic<int> reviews{0};
-  testing::FakeApiServer api{[&](const testing::FakeApiServer::Call& call, httplib::Response& res) {
+// The API server's view: "good-*" tokens are users allowed everything; others unknown.
+struct ReviewApi {
+  std::atomic<int> token_reviews{0};
+  testing::FakeApiServer api{[this](const testing::FakeApiServer::Call& call, httplib::Response& res) {
+    const json body = json::parse(call.body);
     if (call.line() == "POST /apis/authentication.k8s.io/v1/tokenreviews") {
-      reviews += 1;
-      res.set_content(json{{"status", {{"authenticated", false}}}}.dump(), "application/json");
+      token_reviews += 1;
+      const std::string token = body["spec"]["token"];
+      json status = {{"authenticated", false}};
+      if (token.rfind("good-", 0) == 0) status = {{"authenticated", true}, {"user", {{"username", token}}}};
+      res.set_content(json{{"status", status}}.dump(), "application/json");
+      return;
+    }
+    if (call.line() == "POST /apis/authorization.k8s.io/v1/subjectaccessreviews") {
+      res.set_content(json{{"status", {{"allowed", true}}}}.dump(), "application/json");
       return;
     }
     res.status = 404;
   }};
-  auto client = api.Client({.qps = 0, .max_attempts = 1});
+  std::unique_ptr<KubeClient> client = api.Client({.qps = 0, .max_attempts = 1});
+};
+
+TEST_CASE("a flood of unknown tokens spends its source's budget, not a known token's", "[serving]") {
+  ReviewApi fake;
   ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
-  DelegatedAuthorizer auth(client.get(), &clock, {.reviews_per_second = 5, .review_burst = 10});
+  DelegatedAuthorizer auth(fake.client.get(), &clock,
+                           {.reviews_per_second_per_source = 2, .review_burst_per_source = 5,
+                            .reviews_per_second = 5, .review_burst = 10});
+  // Prometheus, before the flood: reviewed and cached.
+  CHECK(auth.Authorize("good-prometheus", "get", "/metrics", "10.0.0.9").http_status == 200);
 
   std::map<int, int> answers;
-  for (int i = 0; i < 100; ++i) answers[auth.Authorize("random-" + std::to_string(i), "get", "/metrics").http_status]++;
-  CHECK(answers[401] == 10);  // the burst: reviewed, not authenticated
-  CHECK(answers[429] == 90);  // the rest at once, unreviewed
-  CHECK(reviews == 10);
-  // A refused token is remembered: asking again costs nothing, even with the budget spent.
-  CHECK(auth.Authorize("random-0", "get", "/metrics").http_status == 401);
-  CHECK(reviews == 10);
-  clock.Advance(absl::Seconds(1));  // 5 more reviews
-  int reviewed = 0;
-  for (int i = 100; i < 120; ++i) reviewed += auth.Authorize("random-" + std::to_string(i), "get", "/metrics").http_status == 401;
-  CHECK(reviewed == 5);
-  CHECK(reviews == 15);
+  for (int i = 0; i < 100; ++i) {
+    answers[auth.Authorize("random-" + std::to_string(i), "get", "/metrics", "10.6.6.6").http_status]++;
+  }
+  CHECK(answers[401] == 5);  // the source's burst: reviewed, not authenticated
+  CHECK(answers[429] == 95);  // the rest at once, unreviewed
+  CHECK(fake.token_reviews == 6);
+  // Refused tokens are remembered briefly: asking again costs nothing.
+  CHECK(auth.Authorize("random-0", "get", "/metrics", "10.6.6.6").http_status == 401);
+  CHECK(fake.token_reviews == 6);
+
+  // A flood from many addresses spends the budget shared by unknown tokens...
+  for (int i = 0; i < 20; ++i) {
+    (void)auth.Authorize("spread-" + std::to_string(i), "get", "/metrics", "10.7.0." + std::to_string(i));
+  }
+  CHECK(auth.Authorize("good-newcomer", "get", "/metrics", "10.0.0.10").http_status == 429);
+  // ... but Prometheus's token, known valid, is reviewed again once its answer expires.
+  clock.Advance(absl::Seconds(11));
+  for (int i = 0; i < 200; ++i) {
+    (void)auth.Authorize("late-" + std::to_string(i), "get", "/metrics", "10.8.0." + std::to_string(i % 50));
+  }
+  const int before = fake.token_reviews;
+  CHECK(auth.Authorize("good-prometheus", "get", "/metrics", "10.0.0.9").http_status == 200);
+  CHECK(fake.token_reviews == before + 1);
 }
 
 }  // namespace
