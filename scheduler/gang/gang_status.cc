@@ -24,6 +24,7 @@ std::string_view ReasonName(GangReason reason) {
     case GangReason::kBindFailed: return "BindFailed";
     case GangReason::kWaitingForProvisioning: return "WaitingForProvisioning";
     case GangReason::kProvisioningFailed: return "ProvisioningFailed";
+    case GangReason::kRolledBack: return "RolledBack";
   }
   return "Unschedulable";
 }

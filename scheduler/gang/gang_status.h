@@ -25,6 +25,8 @@ enum class GangReason {
   kBindFailed,         // a member's bind failed: the gang was rolled back
   kWaitingForProvisioning,  // short of capacity: a ProvisioningRequest is out (docs/provisioning.md)
   kProvisioningFailed,      // ... and it failed: the gang waits for the next attempt
+  kRolledBack,  // it held fewer than minMember members placed, after a restart or for too long:
+                // they were evicted (GangTracker::Stranded)
 };
 // The names the PodGroup status carries ("Pending", "WaitingForMembers", ...).
 std::string_view PhaseName(GangPhase phase);
