@@ -50,9 +50,14 @@ it_wait 30 "the policy refuses the editor" edit_refused
 # 1. The editor.
 refused "lowering tessel.io/gpu-milli" as_editor annotate pod a tessel.io/gpu-milli=100 --overwrite
 refused "removing tessel.io/charge" as_editor annotate pod a tessel.io/charge-
-refused "adding tessel.io/gpu-memory" as_editor annotate pod a tessel.io/gpu-memory=1Gi
-refused "adding the label tessel.io/queue" as_editor label pod a tessel.io/queue=elsewhere
-refused "adding scheduling.x-k8s.io/pod-group" as_editor label pod a scheduling.x-k8s.io/pod-group=other
+# Every annotation Tessel reads on a pod (grep -o 'tessel\.io/[a-z-]*' scheduler plugins), and the labels.
+for key in gpu-milli gpu-sharing gpu-memory gpu-devices charge gang min-available min-run-seconds movable \
+    provisioning-class topology-key queue; do
+  refused "setting the annotation tessel.io/$key" as_editor annotate pod a "tessel.io/$key=1" --overwrite
+done
+for key in tessel.io/queue tessel.io/gang scheduling.x-k8s.io/pod-group; do
+  refused "setting the label $key" as_editor label pod a "$key=other" --overwrite
+done
 [[ $(kubectl get pod -n "$NS" a -o 'jsonpath={.metadata.annotations.tessel\.io/gpu-milli}') == 900 ]] \
   || fail "a's tessel.io/gpu-milli changed"
 as_editor annotate pod a team.example/owner=me >/dev/null || fail "the editor may not annotate its pod with its own keys"
