@@ -20,8 +20,7 @@ for i in 0 1 2 3; do it_pod "train-$i" --gpus 4 --label scheduling.x-k8s.io/pod-
 it_start_scheduler first --leader-elect=false --kube-api-qps 1 --kube-api-burst 1
 some_bound() { (($(it_count_bound) >= 1)); }
 it_wait 60 "a member bound" some_bound
-kill -KILL "$SCHED_PID_first"
-wait "$SCHED_PID_first" 2>/dev/null || true
+it_kill_scheduler first
 held=$(it_count_bound)
 say "killed the scheduler with SIGKILL with $held of 4 members bound"
 ((held < 4)) || fail "the whole gang was bound before the kill; nothing was tested"
