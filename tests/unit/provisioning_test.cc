@@ -124,7 +124,7 @@ TEST_CASE("members of one shape are one pod set; the request names the templates
 
 TEST_CASE("a request's conditions decide its phase", "[provisioning]") {
   auto phase = [](std::vector<std::pair<std::string, std::string>> c) {
-    return DecodeRequest(Request("r-1", std::move(c)))->phase;
+    return DecodeRequest(Request("tessel-podgroup-train-1", std::move(c)))->phase;
   };
   CHECK(phase({}) == RequestPhase::kPending);
   CHECK(phase({{"Accepted", "True"}}) == RequestPhase::kPending);
@@ -134,15 +134,15 @@ TEST_CASE("a request's conditions decide its phase", "[provisioning]") {
   CHECK(phase({{"Provisioned", "True"}, {"BookingExpired", "True"}}) == RequestPhase::kBookingExpired);
   CHECK(phase({{"Provisioned", "True"}, {"CapacityRevoked", "True"}}) == RequestPhase::kCapacityRevoked);
 
-  absl::StatusOr<ObservedRequest> r = DecodeRequest(Request("r-1", {{"Failed", "True"}}));
+  absl::StatusOr<ObservedRequest> r = DecodeRequest(Request("tessel-podgroup-train-1", {{"Failed", "True"}}));
   REQUIRE(r.ok());
   CHECK(r->gang_key == "podgroup:team-a/train");
   CHECK(r->reason == "FailedReason");
   CHECK(r->message == "Failed message");
 
-  json bad = Request("r-1", {});
+  json bad = Request("tessel-podgroup-train-1", {});
   bad["status"]["conditions"] = "x";
-  CHECK(DecodeRequest(bad).status().message() == "ProvisioningRequest team-a/r-1: status.conditions is not a list");
+  CHECK(DecodeRequest(bad).status().message() == "ProvisioningRequest team-a/tessel-podgroup-train-1: status.conditions is not a list");
   CHECK(DecodeRequest(json::object()).status().message() == "ProvisioningRequest /: metadata.name is missing");
 }
 
