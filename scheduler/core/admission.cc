@@ -2,6 +2,7 @@
 #include "scheduler/core/admission.h"
 
 #include "scheduler/framework/binding.h"
+#include "scheduler/state/pod_charge.h"
 
 namespace tessel {
 
@@ -35,6 +36,8 @@ BindOutcome BindAdmitted(const Framework& fw, CycleState& state, const Pod& pod,
                          const std::string& node, Status* status) {
   *status = fw.RunPreBind(state, pod, node);
   if (!status->ok()) return BindOutcome::kFailed;
+  // What the pod is charged, recorded on it with the bind itself (state/pod_charge.h).
+  AddBindingAnnotation(state, kChargeAnnotation, ChargeRecord(pod, BindingAnnotations(state)));
   *status = fw.RunBind(state, pod, node);
   if (status->ok()) return BindOutcome::kBound;
   const absl::Status* answer = BindResult(state);

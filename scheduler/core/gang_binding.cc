@@ -148,6 +148,39 @@ void Scheduler::RetryRollbackEvictions() {
 
 void Scheduler::ExpireGangWaits() {
   for (auto& [id, update] : tracker_->ExpireWaits(clock_->Now())) ReportGang(id, std::move(update));
+  for (const gang::GangTracker::Stranded& s : tracker_->TakeTimedOutStranded(clock_->Now(), BindingNow())) {
+    RollBackStranded(s);
+  }
+}
+
+gang::GangTracker::BindingFn Scheduler::BindingNow() const {
+  // A member assumed and not yet seen bound is being bound by this process: its plan is in flight.
+  return [this](const std::string& key) { return cache_->IsAssumed(key); };
+}
+
+bool Scheduler::RollBackIfStranded(const std::string& gang_key) {
+  std::optional<gang::GangTracker::Stranded> s = tracker_->TakeStranded(gang_key, clock_->Now(), BindingNow());
+  if (!s.has_value()) return false;
+  RollBackStranded(*s);
+  return true;
+}
+
+void Scheduler::RollBackStranded(const gang::GangTracker::Stranded& s) {
+  for (const std::string& key : s.members) {
+    // The member as the cache holds it (its UID makes the eviction hit only that pod).
+    const std::optional<std::string> node = cache_->NodeOf(key);
+    const std::optional<NodeInfo> info = node ? cache_->GetNodeInfo(*node) : std::nullopt;
+    if (!info.has_value()) continue;
+    for (const PodRef& pod : info->pods()) {
+      if (!pod->HasKey(key)) continue;
+      if (api_ != nullptr) api_->RecordEvent(*pod, "Warning", "GangRolledBack", s.message);
+      EvictRolledBack(pod, s.message, kFirstRollbackRetry);
+    }
+  }
+  ReportGang(s.id, {.phase = gang::GangPhase::kPending,
+                    .min_member = s.min_member,
+                    .reason = gang::GangReason::kRolledBack,
+                    .message = s.message});
 }
 
 void Scheduler::ReportGang(const gang::GangId& id, gang::GangStatusUpdate update) {

@@ -101,14 +101,22 @@ void Scheduler::RunGangCycle(InFlightPod head) {
                 .need = std::max(0, r.spec.min_member - c.placed),
                 .start = clock_->Now()};
   if (static_cast<int32_t>(a.members.size()) < a.need) {
-    // Not every member exists yet: wait quietly for the rest.
+    // Not every member exists yet: wait quietly for the rest; but members placed meanwhile hold
+    // their nodes only so long (RollBackIfStranded).
+    const std::string waiting = StrCat(a.spec.id.Describe(), " has ", a.known(), " of ", a.spec.min_member, " members");
+    if (a.placed > 0) {
+      (void)tracker_->NoteShortfall(a.spec.id.Key(), waiting, a.start);
+      if (RollBackIfStranded(a.spec.id.Key())) {
+        a.head.Unschedulable(kUnassignedPodAdd | kAssignedPodDelete | kCustomObjectChange);
+        return ReportAttempt(*head_pod, AttemptResult::kUnschedulable, a.start);
+      }
+    }
     ReportGang(a.spec.id, {.phase = gang::GangPhase::kPending,
                            .scheduled = a.placed,
                            .members = a.known(),
                            .min_member = a.spec.min_member,
                            .reason = gang::GangReason::kWaitingForMembers,
-                           .message = StrCat(a.spec.id.Describe(), " has ", a.known(), " of ",
-                                             a.spec.min_member, " members")});
+                           .message = waiting});
     a.head.Unschedulable(kUnassignedPodAdd | kCustomObjectChange);
     return ReportAttempt(*head_pod, AttemptResult::kUnschedulable, a.start);
   }
@@ -163,6 +171,16 @@ bool Scheduler::HoldPlan(GangAttempt& a, gang::GangPlan& plan) {
 
 void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   const bool error = plan.code == Code::kError;
+  // Members placed before this process started, or for longer than the gang's timeout, while
+  // the rest do not fit: let them go before making room for the rest (issue 37, defect 12).
+  if (!error && a.placed > 0) {
+    (void)tracker_->NoteShortfall(a.spec.id.Key(), plan.message, a.start);
+    if (RollBackIfStranded(a.spec.id.Key())) {
+      const PodRef head = a.head.ref();
+      a.head.Unschedulable(kUnassignedPodAdd | kAssignedPodDelete | kCustomObjectChange);
+      return ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
+    }
+  }
   const bool quota_only = !error && a.fw.RejectedOnlyByQuota(plan.rejecting_plugins);
   if (quota_only && !plan.limit_reason.empty()) {
     StrAppend(&plan.message, ": ", plan.limit_reason);  // the cluster has room; the quota not

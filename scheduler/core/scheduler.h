@@ -386,8 +386,15 @@ class Scheduler final : public Handle {
   // Nominates each target's member to its node, clears lower nominations there, and hands the
   // nominated copies to the gang tracker.
   void NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets);
-  // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued).
+  // Marks gangs whose scheduleTimeoutSeconds passed as Failed (their pods stay queued), and
+  // rolls back the gangs that held members below minMember for longer (RollBackStranded).
   void ExpireGangWaits();
+  // A gang stranded below minMember (gang/gang_tracker.h): its placed members get a
+  // GangRolledBack event and are evicted (EvictRolledBack), and its PodGroup says why. True
+  // when `gang_key` was stranded at this shortfall and so rolled back.
+  bool RollBackIfStranded(const std::string& gang_key);
+  void RollBackStranded(const gang::GangTracker::Stranded& stranded);
+  gang::GangTracker::BindingFn BindingNow() const;
   // A rolled-back gang's bound member is evicted; a refused or failed eviction is tried again
   // (RetryRollbackEvictions, with backoff) until the pod is gone, so no half-started gang keeps
   // its nodes; not while this replica may no longer write (the next leader takes over).

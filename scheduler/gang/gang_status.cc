@@ -25,6 +25,7 @@ std::string_view ReasonName(GangReason reason) {
     case GangReason::kWaitingForProvisioning: return "WaitingForProvisioning";
     case GangReason::kProvisioningFailed: return "ProvisioningFailed";
     case GangReason::kInvalidSpec: return "InvalidSpec";
+    case GangReason::kRolledBack: return "RolledBack";
   }
   return "Unschedulable";
 }

@@ -26,6 +26,8 @@ enum class GangReason {
   kWaitingForProvisioning,  // short of capacity: a ProvisioningRequest is out (docs/provisioning.md)
   kProvisioningFailed,      // ... and it failed: the gang waits for the next attempt
   kInvalidSpec,             // its object does not decode: the members wait until it does
+  kRolledBack,  // it held fewer than minMember members placed, after a restart or for too long:
+                // they were evicted (GangTracker::Stranded)
 };
 // The names the PodGroup status carries ("Pending", "WaitingForMembers", ...).
 std::string_view PhaseName(GangPhase phase);

@@ -22,6 +22,7 @@ bool GangTracker::Admit(const PodRef& pod) {
   GangState& g = gangs_[gang_key];
   g.id = r.spec.id;
   g.placed.erase(key);
+  g.inherited.erase(key);
   g.pending[key] = pod;
   gang_of_[key] = gang_key;
   if (g.head == key) {
@@ -54,13 +55,16 @@ std::optional<GangReport> GangTracker::NotePlaced(const Pod& pod) {
   g.pending.erase(key);
   if (pod.IsTerminal()) {
     g.placed.erase(key);
+    g.inherited.erase(key);
   } else if (pod.meta.deletion_timestamp.has_value() || g.evicting.contains(key)) {
     // Terminating (a preemption's victim, a rollback's eviction): it holds its node until it
     // is gone, but no longer counts towards minMember, so replacements are planned together.
     g.placed.erase(key);
+    g.inherited.erase(key);
     g.evicting.insert(key);
-  } else {
-    g.placed.insert(key);
+  } else if (g.placed.insert(key).second) {
+    // Bound, and not by a plan of this process: placed before it started (or by another).
+    g.inherited.insert(key);
   }
   gang_of_[key] = gang_key;
   if (g.head == key) {
@@ -82,6 +86,7 @@ std::optional<GangReport> GangTracker::Forget(const std::string& key) {
   GangState& g = state->second;
   g.pending.erase(key);
   g.placed.erase(key);
+  g.inherited.erase(key);
   g.evicting.erase(key);
   if (g.head == key) {
     g.head.clear();
@@ -283,6 +288,56 @@ std::vector<GangReport> GangTracker::ExpireWaits(absl::Time now) {
   return expired;
 }
 
+std::optional<std::string> GangTracker::StrandedLocked(const GangState& g, absl::Time now, const BindingFn& binding,
+                                                       bool at_shortfall) const {
+  const auto placed = static_cast<int32_t>(g.placed.size());
+  if (g.min_member <= 0 || placed == 0 || placed >= g.min_member) return std::nullopt;
+  for (const std::string& key : g.placed) {
+    if (binding && binding(key)) return std::nullopt;  // a plan of this process is in flight
+  }
+  const std::string held = StrCat(g.id.Describe(), " holds ", placed, " of ", g.min_member, " members placed");
+  if (at_shortfall && !g.inherited.empty()) {
+    return StrCat(held, " since before the scheduler started, and the rest do not fit; rolled back so that no "
+                        "half-placed gang keeps its nodes");
+  }
+  const absl::Duration limit = g.timeout.value_or(kDefaultStrandedTimeout);
+  if (!g.waiting_since || now - *g.waiting_since < limit) return std::nullopt;
+  return StrCat(held, " and the rest did not fit within ", absl::ToInt64Seconds(limit), "s (",
+                g.timeout ? "spec.scheduleTimeoutSeconds" : "the default when spec.scheduleTimeoutSeconds is unset",
+                "); rolled back so that no half-placed gang keeps its nodes");
+}
+
+GangTracker::Stranded GangTracker::StrandLocked(GangState& g, std::string message) {
+  Stranded out{.id = g.id, .members = {g.placed.begin(), g.placed.end()}, .message = std::move(message),
+               .min_member = g.min_member};
+  std::sort(out.members.begin(), out.members.end());
+  for (const std::string& key : out.members) g.evicting.insert(key);
+  g.placed.clear();
+  g.inherited.clear();
+  return out;
+}
+
+std::optional<GangTracker::Stranded> GangTracker::TakeStranded(const std::string& gang_key, absl::Time now,
+                                                               const BindingFn& binding) {
+  absl::MutexLock lock(&mu_);
+  auto it = gangs_.find(gang_key);
+  if (it == gangs_.end()) return std::nullopt;
+  std::optional<std::string> why = StrandedLocked(it->second, now, binding, /*at_shortfall=*/true);
+  if (!why.has_value()) return std::nullopt;
+  return StrandLocked(it->second, *std::move(why));
+}
+
+std::vector<GangTracker::Stranded> GangTracker::TakeTimedOutStranded(absl::Time now, const BindingFn& binding) {
+  std::vector<Stranded> out;
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, g] : gangs_) {
+    if (std::optional<std::string> why = StrandedLocked(g, now, binding, /*at_shortfall=*/false)) {
+      out.push_back(StrandLocked(g, *std::move(why)));
+    }
+  }
+  return out;
+}
+
 void GangTracker::RetryEvictionLater(PendingEviction eviction) {
   absl::MutexLock lock(&mu_);
   const std::string key = eviction.pod->Key();
@@ -315,6 +370,11 @@ std::optional<absl::Time> GangTracker::NextWakeup() const {
   };
   for (const auto& [key, g] : gangs_) {  // scheduleTimeoutSeconds of gangs still waiting
     if (g.waiting_since && g.timeout && !g.timed_out) consider(*g.waiting_since + *g.timeout);
+    // ... and of gangs holding members below minMember (Stranded).
+    const auto placed = static_cast<int32_t>(g.placed.size());
+    if (g.waiting_since && placed > 0 && placed < g.min_member) {
+      consider(*g.waiting_since + g.timeout.value_or(kDefaultStrandedTimeout));
+    }
   }
   for (const auto& [key, e] : evictions_) consider(e.due);
   return next;

@@ -11,6 +11,7 @@
 //   if (auto placed = tracker.Commit(c.key, head_key, placements)) ...  // else superseded
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ class GangQueue {
 
 // A status to report for a gang (the tracker decides; the core sends).
 using GangReport = std::pair<GangId, GangStatusUpdate>;
+
+// How long a gang may hold fewer than minMember members placed when its PodGroup sets no
+// spec.scheduleTimeoutSeconds (docs/gang.md).
+inline constexpr absl::Duration kDefaultStrandedTimeout = absl::Minutes(10);
 
 class GangTracker {
  public:
@@ -98,6 +103,24 @@ class GangTracker {
   // Gangs whose scheduleTimeoutSeconds passed at `now`: reported Failed once per wait.
   std::vector<GangReport> ExpireWaits(absl::Time now);
 
+  // --- Gangs stranded below minMember. ---
+  // A gang with some members placed but fewer than minMember, none of them still being bound by
+  // this process (`binding` says which are), holds nodes it cannot use. It is rolled back when
+  // a member was placed before this process started (a crash or a leader change mid-gang), or
+  // when its wait passed scheduleTimeoutSeconds (kDefaultStrandedTimeout when unset). Its
+  // placed members are then counted as evicting, and returned to evict.
+  struct Stranded {
+    GangId id;
+    std::vector<std::string> members;  // placed members to evict ("namespace/name")
+    std::string message;               // why, for their events and the gang's status
+    int32_t min_member = 0;
+  };
+  using BindingFn = std::function<bool(const std::string& key)>;
+  // At a shortfall of the gang's cycle (after NoteShortfall).
+  std::optional<Stranded> TakeStranded(const std::string& gang_key, absl::Time now, const BindingFn& binding);
+  // Every gang whose hold below minMember timed out at `now` (the loop's housekeeping).
+  std::vector<Stranded> TakeTimedOutStranded(absl::Time now, const BindingFn& binding);
+
   // --- Evictions of rolled-back members, retried until the pod is gone. ---
   struct PendingEviction {
     PodRef pod;
@@ -118,6 +141,7 @@ class GangTracker {
     StringKeyedMap<PodRef> pending;  // members without a node, not assumed
     StringSet placed;                // members bound, assumed or being bound
     StringSet evicting;              // bound members evicted by a rollback (not counted)
+    StringSet inherited;             // placed members first seen bound (not placed by this process)
     std::string head;                // the member in the queue or in a cycle; "" when none
     std::optional<absl::Time> waiting_since;  // first failed attempt of the current wait
     std::optional<absl::Duration> timeout;    // scheduleTimeoutSeconds
@@ -134,6 +158,11 @@ class GangTracker {
   // a failure (`previous`, `backoff`) with its queueing history.
   void RequeueHeadLocked(GangState& g, std::optional<QueuedPodInfo> previous, bool backoff)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why the gang must let its placed members go at `now`, or nullopt (see Stranded).
+  // `at_shortfall`: a member placed before this process started counts (the gang had its try).
+  std::optional<std::string> StrandedLocked(const GangState& g, absl::Time now, const BindingFn& binding,
+                                            bool at_shortfall) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Stranded StrandLocked(GangState& g, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a member's pod phase; true if the gang's counts changed.
   static bool NotePhase(GangState& g, const std::string& key, PodPhase phase);
 

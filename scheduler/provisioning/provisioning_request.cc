@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 #include "absl/status/status.h"
 #include "scheduler/util/strings.h"
@@ -199,6 +200,14 @@ std::string_view PhaseName(RequestPhase phase) {
   return "Pending";
 }
 
+std::string_view GangNamespace(std::string_view gang_key) {
+  const size_t colon = gang_key.find(':');
+  if (colon == std::string_view::npos) return {};
+  const std::string_view rest = gang_key.substr(colon + 1);
+  const size_t slash = rest.find('/');
+  return slash == std::string_view::npos ? std::string_view() : rest.substr(0, slash);
+}
+
 absl::StatusOr<ObservedRequest> DecodeRequest(const json& object) {
   if (!object.is_object()) return absl::InvalidArgumentError("ProvisioningRequest: not an object");
   const json meta = object.contains("metadata") && object["metadata"].is_object() ? object["metadata"] : json::object();
@@ -207,6 +216,29 @@ absl::StatusOr<ObservedRequest> DecodeRequest(const json& object) {
   if (r.name.empty()) return absl::InvalidArgumentError(StrCat(who, ": metadata.name is missing"));
   if (auto a = meta.find("annotations"); a != meta.end() && a->is_object()) {
     if (auto g = a->find(std::string(kGangAnnotation)); g != a->end() && g->is_string()) r.gang_key = *g;
+  }
+  if (!r.gang_key.empty()) {
+    // Only Tessel's own requests stand for a gang: anyone who may create requests in one
+    // namespace must not take over (or have Tessel delete) another namespace's.
+    const std::string field = StrCat(who, ": metadata.annotations[", kGangAnnotation, "] \"", r.gang_key, "\"");
+    if (GangNamespace(r.gang_key) != r.namespace_) {
+      return absl::InvalidArgumentError(StrCat(field, " names a gang of namespace \"", GangNamespace(r.gang_key),
+                                               "\"; Tessel adopts only requests in their gang's own namespace"));
+    }
+    const json labels = meta.contains("labels") && meta["labels"].is_object() ? meta["labels"] : json::object();
+    if (Str(labels, kManagedByLabel) != kManagedByValue) {
+      return absl::InvalidArgumentError(StrCat(field, ": the request is not labelled ", kManagedByLabel, "=",
+                                               kManagedByValue, ", so Tessel did not create it"));
+    }
+    const size_t dash = r.name.rfind('-');
+    int32_t attempt = 0;
+    const std::string_view digits = dash == std::string::npos ? std::string_view() : std::string_view(r.name).substr(dash + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), attempt);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+        RequestName(r.gang_key, attempt) != r.name) {
+      return absl::InvalidArgumentError(
+          StrCat(field, ": Tessel names that gang's requests ", RequestName(r.gang_key, 1), ", -2, ..."));
+    }
   }
   const json status = object.contains("status") ? object["status"] : json::object();
   if (!status.is_null() && !status.is_object()) return absl::InvalidArgumentError(StrCat(who, ": status is not an object"));

@@ -104,16 +104,24 @@ nlohmann::json RequestObject(const RequestSpec& spec, const std::vector<PodSetTe
 enum class RequestPhase { kPending, kProvisioned, kFailed, kCapacityRevoked, kBookingExpired };
 std::string_view PhaseName(RequestPhase phase);
 
+// The namespace of a gang key ("podgroup:team-a/train", "pod:team-a/p" -> "team-a"); "" when
+// the key has none.
+std::string_view GangNamespace(std::string_view gang_key);
+
 // A request as the informer sees it.
 struct ObservedRequest {
   std::string namespace_;
   std::string name;
-  std::string gang_key;  // "" for a request Tessel did not create
+  // The gang of a request Tessel created: labelled kManagedByLabel=kManagedByValue, in the gang's
+  // own namespace, named RequestName(gang, attempt). "" for any other request.
+  std::string gang_key;
   RequestPhase phase = RequestPhase::kPending;
   std::string reason;   // of the deciding condition
   std::string message;  // of the deciding condition
 };
-// Errors name the request and the field.
+// Errors name the request and the field. A request that carries kGangAnnotation without being
+// Tessel's (another namespace's gang, no managed-by label, a name Tessel would not give it) is an
+// error too: it is never adopted, and so never deleted.
 absl::StatusOr<ObservedRequest> DecodeRequest(const nlohmann::json& object);
 
 }  // namespace tessel::provisioning

@@ -123,7 +123,9 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
 }
 
 void RequestBook::Observe(const ObservedRequest& request, absl::Time now) {
-  if (request.gang_key.empty()) return;  // not one of Tessel's
+  // Not one of Tessel's; and never another namespace's request for a gang (DecodeRequest refuses
+  // those already: this holds for every caller).
+  if (request.gang_key.empty() || GangNamespace(request.gang_key) != request.namespace_) return;
   absl::MutexLock lock(&mu_);
   if (deleting_.contains(RequestRef{request.namespace_, request.name})) return;
   GangRequests& g = gangs_[request.gang_key];

@@ -4,6 +4,7 @@
 
 #include "scheduler/api/changes.h"
 #include "scheduler/api/uid.h"
+#include "scheduler/state/pod_charge.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -94,6 +95,13 @@ void Cache::AddOrUpdatePod(Pod pod) {
     // become unbound). Only a finished pod releases.
     if (it != pods_.end() && pod.IsTerminal()) RemovePodLocked(key);
     return;
+  }
+  // What a pod is charged was fixed when it was placed: a later copy keeps it, whatever its
+  // annotations and labels say now (pod_charge.h).
+  if (it != pods_.end() && it->second.pod->node_name == pod.node_name) {
+    KeepCharge(*it->second.pod, pod);
+  } else {
+    RestoreCharge(pod);
   }
   if (it != pods_.end()) {
     const Pod& old = *it->second.pod;

@@ -399,6 +399,83 @@ TEST_CASE("a failed bind is retried, then the gang is rolled back", "[gang][core
   }
 }
 
+// Crash-consistent gangs (issue 37, defect 12): a gang that holds fewer than minMember members
+// placed, with no plan of this process in flight, lets them go: at once after a restart when the
+// rest do not fit, else once its timeout (scheduleTimeoutSeconds, or the default) passes.
+TEST_CASE("a gang left half bound by a crash is rolled back when the rest do not fit", "[gang][core][stranded]") {
+  Core c;
+  c.GpuNodes(1, 8);
+  c.PodGroup("train", 4);
+  // The scheduler died with train-0 bound: the restarted one sees it bound, the rest pending.
+  Pod bound = c.Member("train", 0, "cpu:1,nvidia.com/gpu:4", 100);
+  bound.node_name = "gpu-0";
+  c.s->OnPodAdd(bound);
+  for (int i = 1; i < 4; ++i) c.s->OnPodAdd(c.Member("train", i, "cpu:1,nvidia.com/gpu:4", 100 + i));
+
+  SECTION("no room for the rest: the bound member is evicted with a reason") {
+    c.Run();
+    CHECK(c.api.evictions == std::vector<std::string>{"default/train-0"});
+    REQUIRE(c.api.events.size() == 1);
+    CHECK(c.api.events[0] ==
+          "default/train-0 Warning GangRolledBack: PodGroup default/train holds 1 of 4 members placed since before the "
+          "scheduler started, and the rest do not fit; rolled back so that no half-placed gang keeps its nodes");
+    const GangStatusUpdate& st = c.rec.status.at("PodGroup default/train");
+    CHECK(st.reason == gang::GangReason::kRolledBack);
+    CHECK(c.api.bound.empty());
+    // The member goes (its Job would recreate it); the gang is whole again and waits for room.
+    c.s->OnPodDelete("default/train-0");
+    c.s->OnPodAdd(c.Member("train", 4, "cpu:1,nvidia.com/gpu:4", 200));
+    c.GpuNodes(1, 8, "extra-");
+    c.clock.Advance(absl::Minutes(6));
+    c.Run();
+    CHECK(c.BoundOf("train") == 4);
+    CHECK(c.api.evictions.size() == 1);
+  }
+  SECTION("room for the rest: the gang is completed, nothing evicted") {
+    c.GpuNodes(1, 8, "extra-");
+    c.Run();
+    CHECK(c.BoundOf("train") == 3);
+    CHECK(c.api.evictions.empty());
+    CHECK(c.rec.status.at("PodGroup default/train").phase == gang::GangPhase::kScheduled);
+  }
+}
+
+TEST_CASE("a gang below minMember is rolled back once its timeout passes, the default when unset",
+          "[gang][core][stranded]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.PodGroup("pair", 2);  // no scheduleTimeoutSeconds: kDefaultStrandedTimeout
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
+  c.Run();
+  REQUIRE(c.BoundOf("pair") == 2);
+  for (int i = 0; i < 2; ++i) {  // the informer confirms both binds
+    Pod p = c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i);
+    p.node_name = c.api.bound.at(p.Key());
+    c.s->OnPodUpdate(p);
+  }
+  // pair-1 is lost with its node's room taken by another pod; its replacement cannot fit.
+  const std::string lost_node = c.api.bound.at("default/pair-1");
+  c.s->OnPodDelete("default/pair-1");
+  c.s->OnPodAdd(PodBuilder("other").Requests("cpu:1,nvidia.com/gpu:8").Node(lost_node).Build());
+  c.s->OnPodAdd(c.Member("pair", 2, "cpu:1,nvidia.com/gpu:8", 300));
+  c.Run();
+  CHECK(c.api.evictions.empty());  // placed by this scheduler: it waits for its timeout first
+  const std::optional<absl::Time> wake = c.s->NextWakeup();
+  REQUIRE(wake.has_value());
+  CHECK(*wake <= c.clock.Now() + kDefaultStrandedTimeout);
+  c.clock.Advance(kDefaultStrandedTimeout - absl::Seconds(1));
+  c.Run();
+  CHECK(c.api.evictions.empty());
+  c.clock.Advance(absl::Seconds(1));
+  c.Run();
+  CHECK(c.api.evictions == std::vector<std::string>{"default/pair-0"});
+  REQUIRE(c.api.events.size() == 1);
+  CHECK_THAT(c.api.events[0], Catch::Contains("GangRolledBack: PodGroup default/pair holds 1 of 2 members placed and "
+                                              "the rest did not fit within 600s (the default when "
+                                              "spec.scheduleTimeoutSeconds is unset)"));
+  CHECK(c.rec.status.at("PodGroup default/pair").reason == gang::GangReason::kRolledBack);
+}
+
 // One admission path (issue 18): a bind's answer means the same for a gang member as for a single
 // pod (scheduler_test.cc, "the bind's API answer decides the pod's fate"). AlreadyExists: the pod
 // runs, where the informer will say; the cycle's own assumption is forgotten and the pod is not

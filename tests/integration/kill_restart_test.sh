@@ -13,8 +13,7 @@ for i in $(seq -w 0 35); do it_pod p-$i --gpus 1; done     # 36 pods: 32 fit
 it_start_scheduler first --leader-elect=false --kube-api-qps 4 --kube-api-burst 1
 enough_bound() { (($(it_count_bound) >= 6)); }
 it_wait 60 "6 pods bound by the first run" enough_bound
-kill -KILL "$SCHED_PID_first"
-wait "$SCHED_PID_first" 2>/dev/null || true
+it_kill_scheduler first
 before=$(it_count_bound)
 say "killed the scheduler with SIGKILL after $before binds"
 ((before < 32)) || fail "the first run bound everything before the kill; nothing was tested"

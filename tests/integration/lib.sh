@@ -209,6 +209,13 @@ metric() {
   curl -fsS "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s { print $2 }'
 }
 
+# it_kill_scheduler NAME: SIGKILL (a crash) and wait.
+it_kill_scheduler() {
+  local var="SCHED_PID_$1"
+  kill -KILL "${!var}"
+  wait "${!var}" 2>/dev/null || true
+}
+
 # it_stop_scheduler NAME: SIGTERM and wait.
 it_stop_scheduler() {
   local var="SCHED_PID_$1"

@@ -98,15 +98,23 @@ TEST_CASE("a short gang gets one template and one request, and its members the a
   CHECK(f.controller.created() == 1);
 
   // The informer says it is Provisioned; then the gang is placed: request and template go.
-  f.controller.OnUpdate({{"metadata",
-                          {{"name", "tessel-podgroup-train-1"},
-                           {"namespace", "ns"},
-                           {"annotations", {{"tessel.io/gang", "podgroup:ns/train"}}}}},
-                         {"status", {{"conditions", {{{"type", "Provisioned"}, {"status", "True"}}}}}}});
+  auto request = [](std::string ns, std::string name) {
+    return json{{"metadata",
+                 {{"name", std::move(name)},
+                  {"namespace", std::move(ns)},
+                  {"labels", {{"app.kubernetes.io/managed-by", "tessel"}}},
+                  {"annotations", {{"tessel.io/gang", "podgroup:ns/train"}}}}},
+                {"status", {{"conditions", {{{"type", "Provisioned"}, {"status", "True"}}}}}}};
+  };
+  // Issue 37, defect 7: a request in another namespace that names this gang is not adopted.
+  f.controller.OnUpdate(request("mallory", "tessel-podgroup-train-99"));
+  CHECK_THAT(f.controller.GangShort(f.Shortage()).message, Catch::Contains("waiting for ProvisioningRequest ns/tessel-podgroup-train-1"));
+  f.controller.OnUpdate(request("ns", "tessel-podgroup-train-1"));
   CHECK_THAT(f.controller.GangShort(f.Shortage()).message, Catch::Contains("is Provisioned"));
   f.controller.GangPlaced("podgroup:ns/train");
   WaitUntil([&] { return f.api.Count("DELETE /api/v1/namespaces/ns/podtemplates/tessel-podgroup-train-1-0") == 1; });
   CHECK(f.api.Count(std::string("DELETE ") + std::string(kRequests) + "/tessel-podgroup-train-1") == 1);
+  CHECK(f.api.Count("DELETE /apis/autoscaling.x-k8s.io/v1/namespaces/mallory/provisioningrequests/tessel-podgroup-train-99") == 0);
 }
 
 TEST_CASE("without the CRD the ask fails with the API's answer", "[live][provisioning]") {

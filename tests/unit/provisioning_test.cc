@@ -57,7 +57,11 @@ json Request(std::string name, std::vector<std::pair<std::string, std::string>> 
   for (const auto& [type, status] : conditions) {
     c.push_back({{"type", type}, {"status", status}, {"reason", type + "Reason"}, {"message", type + " message"}});
   }
-  return {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"annotations", {{kGangAnnotation, gang}}}}},
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "team-a"},
+            {"labels", {{kManagedByLabel, kManagedByValue}}},
+            {"annotations", {{kGangAnnotation, gang}}}}},
           {"status", {{"conditions", c}}}};
 }
 
@@ -120,7 +124,7 @@ TEST_CASE("members of one shape are one pod set; the request names the templates
 
 TEST_CASE("a request's conditions decide its phase", "[provisioning]") {
   auto phase = [](std::vector<std::pair<std::string, std::string>> c) {
-    return DecodeRequest(Request("r-1", std::move(c)))->phase;
+    return DecodeRequest(Request("tessel-podgroup-train-1", std::move(c)))->phase;
   };
   CHECK(phase({}) == RequestPhase::kPending);
   CHECK(phase({{"Accepted", "True"}}) == RequestPhase::kPending);
@@ -130,15 +134,15 @@ TEST_CASE("a request's conditions decide its phase", "[provisioning]") {
   CHECK(phase({{"Provisioned", "True"}, {"BookingExpired", "True"}}) == RequestPhase::kBookingExpired);
   CHECK(phase({{"Provisioned", "True"}, {"CapacityRevoked", "True"}}) == RequestPhase::kCapacityRevoked);
 
-  absl::StatusOr<ObservedRequest> r = DecodeRequest(Request("r-1", {{"Failed", "True"}}));
+  absl::StatusOr<ObservedRequest> r = DecodeRequest(Request("tessel-podgroup-train-1", {{"Failed", "True"}}));
   REQUIRE(r.ok());
   CHECK(r->gang_key == "podgroup:team-a/train");
   CHECK(r->reason == "FailedReason");
   CHECK(r->message == "Failed message");
 
-  json bad = Request("r-1", {});
+  json bad = Request("tessel-podgroup-train-1", {});
   bad["status"]["conditions"] = "x";
-  CHECK(DecodeRequest(bad).status().message() == "ProvisioningRequest team-a/r-1: status.conditions is not a list");
+  CHECK(DecodeRequest(bad).status().message() == "ProvisioningRequest team-a/tessel-podgroup-train-1: status.conditions is not a list");
   CHECK(DecodeRequest(json::object()).status().message() == "ProvisioningRequest /: metadata.name is missing");
 }
 
@@ -314,12 +318,41 @@ TEST_CASE("after a restart the requests found are adopted: the latest is current
   RequestBook book;
   See(book, "tessel-podgroup-train-2", {{"Provisioned", "True"}});
   See(book, "tessel-podgroup-train-1", {{"Failed", "True"}});
-  See(book, "someone-else", {}, t0);  // not Tessel's gang annotation below
+  CHECK_FALSE(DecodeRequest(Request("someone-else", {})).ok());  // a name Tessel never gives the gang
   book.Observe(*DecodeRequest(Request("foreign", {}, "")), t0);
   Step s = book.Shortfall(TrainAsk(), kTrain, t0);
   CHECK(s.kind == Step::Kind::kWait);
   CHECK_THAT(s.message, Catch::Contains("tessel-podgroup-train-2"));
-  CHECK(s.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}, {"team-a", "someone-else"}});
+  CHECK(s.remove == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}});
+}
+
+TEST_CASE("a request in another namespace, or not Tessel's, never stands for a gang", "[provisioning]") {
+  // Issue 37, defect 7: mallory's request annotated with the victim's gang.
+  json hijack = Request("tessel-podgroup-train-99", {{"Provisioned", "True"}});
+  hijack["metadata"]["namespace"] = "mallory";
+  CHECK(DecodeRequest(hijack).status().message() ==
+        "ProvisioningRequest mallory/tessel-podgroup-train-99: metadata.annotations[tessel.io/gang] "
+        "\"podgroup:team-a/train\" names a gang of namespace \"team-a\"; Tessel adopts only requests in their "
+        "gang's own namespace");
+  json unlabelled = Request("tessel-podgroup-train-3", {});
+  unlabelled["metadata"].erase("labels");
+  CHECK_THAT(std::string(DecodeRequest(unlabelled).status().message()),
+             Catch::Contains("is not labelled app.kubernetes.io/managed-by=tessel"));
+  CHECK_THAT(std::string(DecodeRequest(Request("hijack-99", {})).status().message()),
+             Catch::Contains("Tessel names that gang's requests tessel-podgroup-train-1"));
+  CHECK(GangNamespace("podgroup:team-a/train") == "team-a");
+  CHECK(GangNamespace("pod:team-a/p") == "team-a");
+  CHECK(GangNamespace("workload:ns/w/workers/0") == "ns");
+  CHECK(GangNamespace("nonsense").empty());
+
+  // The book holds the same line for any caller: the gang keeps its own request.
+  RequestBook book;
+  REQUIRE(book.Shortfall(TrainAsk(), kTrain, t0).kind == Step::Kind::kCreate);
+  book.Observe(ObservedRequest{.namespace_ = "mallory", .name = "tessel-podgroup-train-99",
+                               .gang_key = "podgroup:team-a/train", .phase = RequestPhase::kProvisioned},
+               t0);
+  CHECK(book.Current("podgroup:team-a/train") == RequestRef{"team-a", "tessel-podgroup-train-1"});
+  CHECK(book.Release("podgroup:team-a/train") == std::vector<RequestRef>{{"team-a", "tessel-podgroup-train-1"}});
 }
 
 // --- The core's hooks. ---
