@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "plugins/reservation/reservation.h"
+#include "scheduler/cmd/version.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
@@ -212,7 +213,7 @@ std::vector<std::string> MetricsRegistry::SeriesNames() const {
   return out;
 }
 
-std::string_view BuildVersion() { return TESSEL_VERSION; }
+std::string_view BuildVersion() { return cmd::Version(); }
 
 bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes) {
   for (const NodeInfo& node : nodes) {
