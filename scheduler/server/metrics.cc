@@ -330,9 +330,16 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 
 }  // namespace
 
+void SchedulerMetrics::ClusterGauge(MetricsRegistry* registry, std::string name, std::string help,
+                                    std::function<std::vector<GaugeSample>()> fn) {
+  registry->Gauge(std::move(name), std::move(help), [this, fn = std::move(fn)] {
+    return Leading() ? fn() : std::vector<GaugeSample>{};
+  });
+}
+
 SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
-                                   GpuFragmentationFn fragmentation)
-    : scheduler_(scheduler), fragmentation_(std::move(fragmentation)) {
+                                   GpuFragmentationFn fragmentation, LeadingFn leading)
+    : scheduler_(scheduler), fragmentation_(std::move(fragmentation)), leading_(std::move(leading)) {
   attempts_ = &registry->Counter("scheduler_schedule_attempts_total",
                                  "Number of attempts to schedule pods, by the result. "
                                  "'unschedulable' means a pod could not be scheduled, while "
@@ -350,7 +357,7 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       {"reason"}, {1, 2, 4, 8, 16, 32, 64});
   preemption_attempts_ = &registry->Counter("scheduler_preemption_attempts_total",
                                             "Preemptions that evicted pods", {});
-  registry->Gauge("scheduler_pending_pods",
+  ClusterGauge(registry, "scheduler_pending_pods",
                   "Number of pending pods, by the queue type. 'active' means number of pods in "
                   "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
                   "number of pods in unschedulablePods.",
@@ -361,65 +368,72 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                         {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
                         {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
                   });
-  // The GPU and queue gauges share one cluster report per scrape, taken by the first of them.
-  auto report = std::make_shared<ClusterReport>();
-  registry->Gauge("tessel_gpu_allocatable",
-                  "Allocatable GPUs in the cluster, in physical-GPU equivalents", [this, report] {
+  // The GPU and queue gauges share one cluster report per scrape, taken by the first of them
+  // (none while not leading: the others then have no samples either, even if this replica
+  // became the leader in the middle of the scrape).
+  auto report = std::make_shared<std::optional<ClusterReport>>();
+  registry->Gauge("tessel_gpu_allocatable", "Allocatable GPUs in the cluster, in physical-GPU equivalents",
+                  [this, report] {
+                    report->reset();
+                    if (!Leading()) return std::vector<GaugeSample>{};
                     *report = ReportCluster(*scheduler_);
-                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.capacity_milli)}};
+                    return std::vector<GaugeSample>{{{}, InGpus((*report)->gpus.capacity_milli)}};
                   });
-  registry->Gauge("tessel_gpu_allocated",
-                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents", [report] {
-                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.allocated_milli)}};
-                  });
-  registry->Gauge("tessel_gpu_fragmentation",
+  // A gauge read from this scrape's report.
+  auto from_report = [report](auto fn) {
+    return [report, fn] { return report->has_value() ? fn(**report) : std::vector<GaugeSample>{}; };
+  };
+  ClusterGauge(registry, "tessel_gpu_allocated",
+                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents", from_report([](const ClusterReport& r) {
+                    return std::vector<GaugeSample>{{{}, InGpus(r.gpus.allocated_milli)}};
+                  }));
+  ClusterGauge(registry, "tessel_gpu_fragmentation",
                   "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
                   "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
-                  [this, report] {
+                  from_report([this](const ClusterReport& r) {
                     std::optional<double> f;
                     if (fragmentation_) f = fragmentation_(scheduler_->cache());
-                    return std::vector<GaugeSample>{
-                        {{}, f.value_or(InGpus(report->gpus.fragmented_milli))}};
-                  });
+                    return std::vector<GaugeSample>{{{}, f.value_or(InGpus(r.gpus.fragmented_milli))}};
+                  }));
   // Team queues (docs/quota.md).
-  registry->Gauge("tessel_queue_nominal_quota",
+  ClusterGauge(registry, "tessel_queue_nominal_quota",
                   "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
-                  [report] { return PerResource(report->queues, &QueueReport::nominal); });
-  registry->Gauge("tessel_queue_usage",
+                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::nominal); }));
+  ClusterGauge(registry, "tessel_queue_usage",
                   "What the pods of each Queue placed on nodes request, by resource (GPUs in "
                   "physical-GPU equivalents)",
-                  [report] { return PerResource(report->queues, &QueueReport::usage); });
-  registry->Gauge("tessel_queue_borrowed",
+                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::usage); }));
+  ClusterGauge(registry, "tessel_queue_borrowed",
                   "How far each Queue's usage is above its nominal quota (borrowed from its "
                   "cohort), by resource",
-                  [report] { return PerResource(report->queues, &QueueReport::borrowed); });
-  registry->Gauge("tessel_queue_lent",
+                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::borrowed); }));
+  ClusterGauge(registry, "tessel_queue_lent",
                   "What the cohort borrows of each Queue's unused nominal quota, by resource",
-                  [report] { return PerResource(report->queues, &QueueReport::lent); });
+                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::lent); }));
   // Per flavor of a flavored queue (docs/flavors.md); the gauges above hold the sums.
-  registry->Gauge("tessel_queue_flavor_nominal_quota",
+  ClusterGauge(registry, "tessel_queue_flavor_nominal_quota",
                   "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
                   "equivalents)",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::nominal); });
-  registry->Gauge("tessel_queue_flavor_usage",
+                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::nominal); }));
+  ClusterGauge(registry, "tessel_queue_flavor_usage",
                   "What the pods of a flavored Queue on each flavor's nodes request, by resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::usage); });
-  registry->Gauge("tessel_queue_flavor_borrowed",
+                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::usage); }));
+  ClusterGauge(registry, "tessel_queue_flavor_borrowed",
                   "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
                   "resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::borrowed); });
-  registry->Gauge("tessel_queue_flavor_lent",
+                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::borrowed); }));
+  ClusterGauge(registry, "tessel_queue_flavor_lent",
                   "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
                   "resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::lent); });
-  registry->Gauge("tessel_queue_pending_pods",
+                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::lent); }));
+  ClusterGauge(registry, "tessel_queue_pending_pods",
                   "Pods of each Queue waiting to be scheduled (gang members included)",
-                  [report] { return PerQueue(report->queues, &QueueReport::pending_pods); });
-  registry->Gauge("tessel_queue_admitted_pods",
+                  from_report([](const ClusterReport& r) { return PerQueue(r.queues, &QueueReport::pending_pods); }));
+  ClusterGauge(registry, "tessel_queue_admitted_pods",
                   "Pods of each Queue on nodes (bound or being bound)",
-                  [report] { return PerQueue(report->queues, &QueueReport::admitted_pods); });
-  registry->Gauge(
-      "tessel_pending_pods",
+                  from_report([](const ClusterReport& r) { return PerQueue(r.queues, &QueueReport::admitted_pods); }));
+  ClusterGauge(
+      registry, "tessel_pending_pods",
       "Pods waiting to be scheduled, by Queue ('' for none) and whether some node's allocatable "
       "could hold them ('after_change': they wait for room; 'never': no node of this cluster "
       "is big enough)",
@@ -444,7 +458,7 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
         }
         return out;
       });
-  registry->Gauge("scheduler_unschedulable_pods",
+  ClusterGauge(registry, "scheduler_unschedulable_pods",
                   "The number of unschedulable pods broken down by plugin name. A pod will "
                   "increment the gauge for all plugins that caused it to not schedule and so "
                   "this metric have meaning only when broken down by plugin.",
@@ -480,7 +494,7 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       "(a gang rolled back)",
       {"queue", "cohort", "reason"});
   // Reservations against starvation (docs/defrag.md), per profile.
-  registry->Gauge("tessel_reservations", "Nodes reserved for pods that waited too long, by profile", [this] {
+  ClusterGauge(registry, "tessel_reservations", "Nodes reserved for pods that waited too long, by profile", [this] {
     std::vector<GaugeSample> out;
     for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
       out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});

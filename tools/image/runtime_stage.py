@@ -5,6 +5,10 @@ one list of runtime packages; nothing else repeats it).
 
     runtime_stage.py packages          the Debian packages its `apt-get install` names, one a line
     runtime_stage.py json              everything below, as JSON
+    runtime_stage.py install-files ROOT --bin-dir DIR
+                                       does the stage's COPYs into ROOT (a copy of the runtime
+                                       root, tools/image/rootfs.sh): the build stage's binaries
+                                       from DIR (the build's bin/), the build context's files
     runtime_stage.py check-libs BINARY...   every library BINARY links (ldd) comes from a package
                                        that the runtime root holds: the base image's (Essential and
                                        Priority required, as debian:12-slim) or the stage's
@@ -245,12 +249,44 @@ def check_libs(stage, binaries, without=()):
     return problems
 
 
+# ---- install-files ------------------------------------------------------------------------------
+
+def install_files(stage, root, bin_dir):
+    """The runtime stage's COPYs, into `root`: what it copies from the build stage's /out/ is the
+    binaries that stage installs there (taken from bin_dir), the rest comes from the checkout."""
+    def put(src, dest, mode):
+        target = os.path.join(root, dest.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.lexists(target):
+            os.unlink(target)  # never write through a hard link into the cached root
+        with open(src, "rb") as fin, open(target, "wb") as fout:
+            fout.write(fin.read())
+        os.chmod(target, mode)
+
+    for c in stage["copies"]:
+        if c["from"] is not None:
+            if c["src"].rstrip("/") != "/out" or c["dest"] != "/":
+                raise DockerfileError("COPY --from=%s %s %s: only /out/ to / is understood" %
+                                      (c["from"], c["src"], c["dest"]))
+            for b in stage["binaries"]:
+                src = os.path.join(bin_dir, b["name"])
+                if not os.path.isfile(src):
+                    raise DockerfileError("%s is not built (%s)" % (b["name"], src))
+                put(src, b["path"], 0o755)
+        else:
+            src = os.path.join(ROOT, c["src"])
+            if not os.path.isfile(src) or c["dest"].endswith("/"):
+                raise DockerfileError("COPY %s %s: only a file to a file is understood" % (c["src"], c["dest"]))
+            put(src, c["dest"], 0o644)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dockerfile", default=DEFAULT_DOCKERFILE)
     ap.add_argument("--without", action="append", default=[], help="check-libs: drop this package")
-    ap.add_argument("command", choices=["packages", "json", "check-libs"])
-    ap.add_argument("binaries", nargs="*")
+    ap.add_argument("--bin-dir", help="install-files: the build's bin/")
+    ap.add_argument("command", choices=["packages", "json", "check-libs", "install-files"])
+    ap.add_argument("binaries", nargs="*", help="check-libs: the binaries; install-files: the root")
     a = ap.parse_args()
     try:
         stage = runtime_stage(a.dockerfile)
@@ -262,6 +298,15 @@ def main():
     elif a.command == "json":
         json.dump(stage, sys.stdout, indent=1)
         print()
+    elif a.command == "install-files":
+        if len(a.binaries) != 1 or not a.bin_dir:
+            print("runtime_stage.py: install-files ROOT --bin-dir DIR", file=sys.stderr)
+            return 2
+        try:
+            install_files(stage, a.binaries[0], a.bin_dir)
+        except (DockerfileError, OSError) as e:
+            print("runtime_stage.py: %s" % e, file=sys.stderr)
+            return 1
     else:
         if not a.binaries:
             print("runtime_stage.py: check-libs needs the binaries to check", file=sys.stderr)
