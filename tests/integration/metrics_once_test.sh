@@ -18,20 +18,8 @@ QA="$NS-a" QB="$NS-b" COHORT="$NS-cohort"
 cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
 trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
-kubectl apply --validate=strict -f - >/dev/null <<YAML
-apiVersion: tessel.io/v1alpha1
-kind: Queue
-metadata: {name: $QA}
-spec: {cohort: $COHORT, namespaces: [$NS], nominalQuota: {nvidia.com/gpu: "2"}}
----
-apiVersion: tessel.io/v1alpha1
-kind: Queue
-metadata: {name: $QB}
-spec:
-  cohort: $COHORT
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $NS}}
-  nominalQuota: {nvidia.com/gpu: "4"}
-YAML
+it_queue "$QA" "$COHORT" 2 names
+it_queue "$QB" "$COHORT" 4 selects
 
 kubectl delete lease -n kube-system tessel-scheduler >/dev/null 2>&1 || true
 it_nodes monce-0:4 monce-1:4
