@@ -358,16 +358,16 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
   preemption_attempts_ = &registry->Counter("scheduler_preemption_attempts_total",
                                             "Preemptions that evicted pods", {});
   ClusterGauge(registry, "scheduler_pending_pods",
-                  "Number of pending pods, by the queue type. 'active' means number of pods in "
-                  "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
-                  "number of pods in unschedulablePods.",
-                  [this] {
-                    QueueStats s = scheduler_->queue().Stats();
-                    return std::vector<GaugeSample>{
-                        {{{"queue", "active"}}, static_cast<double>(s.active)},
-                        {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
-                        {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
-                  });
+               "Number of pending pods, by the queue type. 'active' means number of pods in "
+               "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+               "number of pods in unschedulablePods.",
+               [this] {
+                 QueueStats s = scheduler_->queue().Stats();
+                 return std::vector<GaugeSample>{
+                     {{{"queue", "active"}}, static_cast<double>(s.active)},
+                     {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
+                     {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
+               });
   // The GPU and queue gauges share one cluster report per scrape, taken by the first of them
   // (none while not leading: the others then have no samples either, even if this replica
   // became the leader in the middle of the scrape).
@@ -379,59 +379,63 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                     *report = ReportCluster(*scheduler_);
                     return std::vector<GaugeSample>{{{}, InGpus((*report)->gpus.capacity_milli)}};
                   });
-  // A gauge read from this scrape's report.
+  // A gauge read from this scrape's report, and one per Queue (Per*(queues, field)).
   auto from_report = [report](auto fn) {
     return [report, fn] { return report->has_value() ? fn(**report) : std::vector<GaugeSample>{}; };
   };
+  auto per_queue = [from_report](auto per, auto field) {
+    return from_report([per, field](const ClusterReport& r) { return per(r.queues, field); });
+  };
   ClusterGauge(registry, "tessel_gpu_allocated",
-                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents", from_report([](const ClusterReport& r) {
-                    return std::vector<GaugeSample>{{{}, InGpus(r.gpus.allocated_milli)}};
-                  }));
+               "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
+               from_report([](const ClusterReport& r) {
+                 return std::vector<GaugeSample>{{{}, InGpus(r.gpus.allocated_milli)}};
+               }));
   ClusterGauge(registry, "tessel_gpu_fragmentation",
-                  "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
-                  "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
-                  from_report([this](const ClusterReport& r) {
-                    std::optional<double> f;
-                    if (fragmentation_) f = fragmentation_(scheduler_->cache());
-                    return std::vector<GaugeSample>{{{}, f.value_or(InGpus(r.gpus.fragmented_milli))}};
-                  }));
+               "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
+               "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
+               from_report([this](const ClusterReport& r) {
+                 std::optional<double> f;
+                 if (fragmentation_) f = fragmentation_(scheduler_->cache());
+                 return std::vector<GaugeSample>{{{}, f.value_or(InGpus(r.gpus.fragmented_milli))}};
+               }));
   // Team queues (docs/quota.md).
   ClusterGauge(registry, "tessel_queue_nominal_quota",
-                  "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
-                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::nominal); }));
+               "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
+               per_queue(PerResource, &QueueReport::nominal));
   ClusterGauge(registry, "tessel_queue_usage",
-                  "What the pods of each Queue placed on nodes request, by resource (GPUs in "
-                  "physical-GPU equivalents)",
-                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::usage); }));
+               "What the pods of each Queue placed on nodes request, by resource (GPUs in "
+               "physical-GPU equivalents)",
+               per_queue(PerResource, &QueueReport::usage));
   ClusterGauge(registry, "tessel_queue_borrowed",
-                  "How far each Queue's usage is above its nominal quota (borrowed from its "
-                  "cohort), by resource",
-                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::borrowed); }));
+               "How far each Queue's usage is above its nominal quota (borrowed from its "
+               "cohort), by resource",
+               per_queue(PerResource, &QueueReport::borrowed));
   ClusterGauge(registry, "tessel_queue_lent",
-                  "What the cohort borrows of each Queue's unused nominal quota, by resource",
-                  from_report([](const ClusterReport& r) { return PerResource(r.queues, &QueueReport::lent); }));
+               "What the cohort borrows of each Queue's unused nominal quota, by resource",
+               per_queue(PerResource, &QueueReport::lent));
   // Per flavor of a flavored queue (docs/flavors.md); the gauges above hold the sums.
   ClusterGauge(registry, "tessel_queue_flavor_nominal_quota",
-                  "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
-                  "equivalents)",
-                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::nominal); }));
+               "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
+               "equivalents)",
+               per_queue(PerFlavorResource, &FlavorReport::nominal));
   ClusterGauge(registry, "tessel_queue_flavor_usage",
-                  "What the pods of a flavored Queue on each flavor's nodes request, by resource",
-                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::usage); }));
+               "What the pods of a flavored Queue on each flavor's nodes request, by resource",
+               per_queue(PerFlavorResource, &FlavorReport::usage));
   ClusterGauge(registry, "tessel_queue_flavor_borrowed",
-                  "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
-                  "resource",
-                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::borrowed); }));
+               "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
+               "resource",
+               per_queue(PerFlavorResource, &FlavorReport::borrowed));
   ClusterGauge(registry, "tessel_queue_flavor_lent",
-                  "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
-                  "resource",
-                  from_report([](const ClusterReport& r) { return PerFlavorResource(r.queues, &FlavorReport::lent); }));
+               "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
+               "resource",
+               per_queue(PerFlavorResource, &FlavorReport::lent));
   ClusterGauge(registry, "tessel_queue_pending_pods",
-                  "Pods of each Queue waiting to be scheduled (gang members included)",
-                  from_report([](const ClusterReport& r) { return PerQueue(r.queues, &QueueReport::pending_pods); }));
+               "Pods of each Queue waiting to be scheduled (gang members included)",
+               per_queue(PerQueue, &QueueReport::pending_pods));
   ClusterGauge(registry, "tessel_queue_admitted_pods",
-                  "Pods of each Queue on nodes (bound or being bound)",
-                  from_report([](const ClusterReport& r) { return PerQueue(r.queues, &QueueReport::admitted_pods); }));
+               "Pods of each Queue on nodes (bound or being bound)",
+               per_queue(PerQueue, &QueueReport::admitted_pods));
   ClusterGauge(
       registry, "tessel_pending_pods",
       "Pods waiting to be scheduled, by Queue ('' for none) and whether some node's allocatable "
@@ -459,25 +463,25 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
         return out;
       });
   ClusterGauge(registry, "scheduler_unschedulable_pods",
-                  "The number of unschedulable pods broken down by plugin name. A pod will "
-                  "increment the gauge for all plugins that caused it to not schedule and so "
-                  "this metric have meaning only when broken down by plugin.",
-                  [this] {
-                    const std::vector<std::string> parked = scheduler_->queue().UnschedulableKeys();
-                    StringSet keys(parked.begin(), parked.end());
-                    std::map<std::pair<std::string, std::string>, int64_t> counts;
-                    absl::MutexLock lock(&mu_);
-                    std::erase_if(rejected_by_, [&](const auto& kv) { return !keys.contains(kv.first); });
-                    for (const auto& [key, plugins] : rejected_by_) {
-                      // plugins[0] is the profile (see PodRejected).
-                      for (size_t i = 1; i < plugins.size(); ++i) ++counts[{plugins[i], plugins[0]}];
-                    }
-                    std::vector<GaugeSample> out;
-                    for (const auto& [k, n] : counts) {
-                      out.push_back({{{"plugin", k.first}, {"profile", k.second}}, static_cast<double>(n)});
-                    }
-                    return out;
-                  });
+               "The number of unschedulable pods broken down by plugin name. A pod will "
+               "increment the gauge for all plugins that caused it to not schedule and so "
+               "this metric have meaning only when broken down by plugin.",
+               [this] {
+                 const std::vector<std::string> parked = scheduler_->queue().UnschedulableKeys();
+                 StringSet keys(parked.begin(), parked.end());
+                 std::map<std::pair<std::string, std::string>, int64_t> counts;
+                 absl::MutexLock lock(&mu_);
+                 std::erase_if(rejected_by_, [&](const auto& kv) { return !keys.contains(kv.first); });
+                 for (const auto& [key, plugins] : rejected_by_) {
+                   // plugins[0] is the profile (see PodRejected).
+                   for (size_t i = 1; i < plugins.size(); ++i) ++counts[{plugins[i], plugins[0]}];
+                 }
+                 std::vector<GaugeSample> out;
+                 for (const auto& [k, n] : counts) {
+                   out.push_back({{{"plugin", k.first}, {"profile", k.second}}, static_cast<double>(n)});
+                 }
+                 return out;
+               });
   sli_duration_ = &registry->Histogram(
       "scheduler_pod_scheduling_sli_duration_seconds",
       "E2e latency for a pod being scheduled, from the start of its first scheduling attempt "
@@ -494,13 +498,14 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       "(a gang rolled back)",
       {"queue", "cohort", "reason"});
   // Reservations against starvation (docs/defrag.md), per profile.
-  ClusterGauge(registry, "tessel_reservations", "Nodes reserved for pods that waited too long, by profile", [this] {
-    std::vector<GaugeSample> out;
-    for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
-      out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});
-    }
-    return out;
-  });
+  ClusterGauge(registry, "tessel_reservations", "Nodes reserved for pods that waited too long, by profile",
+               [this] {
+                 std::vector<GaugeSample> out;
+                 for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
+                   out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});
+                 }
+                 return out;
+               });
   registry->CounterSamplesFunc("tessel_reservations_made_total", "Reservations made, by profile", [this] {
                                  std::vector<GaugeSample> out;
                                  for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
