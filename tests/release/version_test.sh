@@ -16,7 +16,7 @@ version=$(head -n1 VERSION)
 echo "VERSION: $version"
 
 for bin in tessel-scheduler tessel-bench tesselctl; do
-  out=$("$TESSEL_BIN_DIR/$bin" --version 2>&1) || fail "$bin --version exited $?: $out"
+  out=$("$TESSEL_BIN_DIR/$bin" --version 2>&1) || { fail "$bin --version exited $?: $(head -n1 <<<"$out")"; continue; }
   [[ $out == "$bin $version" ]] || fail "$bin --version prints \"$out\", want \"$bin $version\""
 done
 
