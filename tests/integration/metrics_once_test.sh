@@ -47,11 +47,13 @@ it_wait 30 "replica b ready (synced, leader known)" scheduler_ready "$SCHED_PORT
 [[ $(metric "$SCHED_PORT_b" tessel_leader) == 0 ]] || fail "replica b leads too"
 leads "$SCHED_PORT_a" || fail "replica a lost the lease"
 
-# The true figures, from the API server.
-kubectl get nodes -o json >"$IT_WORK/nodes.json"
-kubectl get pods -A -o json >"$IT_WORK/pods.json"
-kubectl get queues.tessel.io "$QA" "$QB" -o json >"$IT_WORK/queues.json"
-python3 - "$IT_WORK" "$NS" "$QA" "$QB" >"$IT_WORK/truth.json" <<'PY'
+# The true figures, from the API server (read again at every try: pods that other tests left
+# being deleted count in the cluster's GPUs until they are gone).
+true_figures() {
+  kubectl get nodes -o json >"$IT_WORK/nodes.json"
+  kubectl get pods -A -o json >"$IT_WORK/pods.json"
+  kubectl get queues.tessel.io "$QA" "$QB" -o json >"$IT_WORK/queues.json"
+  python3 - "$IT_WORK" "$NS" "$QA" "$QB" >"$IT_WORK/truth.json" <<'PY'
 import json, os, re, sys
 work, ns, qa, qb = sys.argv[1:]
 load = lambda f: json.load(open(os.path.join(work, f)))["items"]
@@ -108,12 +110,13 @@ truth.update({
 })
 json.dump(truth, sys.stdout, indent=1, sort_keys=True)
 PY
-say "true figures: $(tr -d '\n ' <"$IT_WORK/truth.json")"
+}
 
 # Both replicas scraped, the dashboard's expressions over both; the Queue variable set to this
 # test's two Queues (other tests' Queues may share the cluster), the cohort to All.
 dashboard_right() {
-  curl -fsS "http://127.0.0.1:$SCHED_PORT_a/metrics" >"$IT_WORK/scrape-a.txt" &&
+  true_figures &&
+    curl -fsS "http://127.0.0.1:$SCHED_PORT_a/metrics" >"$IT_WORK/scrape-a.txt" &&
     curl -fsS "http://127.0.0.1:$SCHED_PORT_b/metrics" >"$IT_WORK/scrape-b.txt" &&
     python3 "$(dirname "$0")/dashboard_eval.py" --dashboard "$TESSEL_ROOT/manifests/monitoring/dashboard.json" \
       --var "queue=($QA|$QB)" --scrape "a=$IT_WORK/scrape-a.txt" --scrape "b=$IT_WORK/scrape-b.txt" \
@@ -121,7 +124,7 @@ dashboard_right() {
 }
 deadline=$((SECONDS + 30))
 until dashboard_right; do
-  ((SECONDS < deadline)) || fail "the dashboard's figures are not the true ones:"$'\n'"$(cat "$IT_WORK/eval.out")"
+  ((SECONDS < deadline)) || fail "the dashboard's figures are not the true ones ($(tr -d '\n ' <"$IT_WORK/truth.json")):"$'\n'"$(cat "$IT_WORK/eval.out")"
   sleep 0.5
 done
 cat "$IT_WORK/eval.out" >&2
