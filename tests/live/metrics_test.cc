@@ -215,7 +215,10 @@ TEST_CASE("the gauges of the cluster's state have samples only while this replic
     }
     return out;
   };
-  const char* cluster[] = {"tessel_queue_", "tessel_pending_pods", "tessel_gpu_", "scheduler_pending_pods",
+  // (tessel_queue_evictions_total is a counter: not among them.)
+  const char* cluster[] = {"tessel_queue_pending_pods", "tessel_queue_admitted_pods", "tessel_queue_usage",
+                           "tessel_queue_nominal_quota", "tessel_queue_borrowed", "tessel_queue_lent",
+                           "tessel_queue_flavor_", "tessel_pending_pods", "tessel_gpu_", "scheduler_pending_pods",
                            "scheduler_unschedulable_pods", "tessel_reservations{"};
   for (const char* prefix : cluster) {
     INFO(prefix);
