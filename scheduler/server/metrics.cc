@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 
 #include "plugins/reservation/reservation.h"
 #include "scheduler/cmd/version.h"
@@ -399,42 +400,49 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                  if (fragmentation_) f = fragmentation_(scheduler_->cache());
                  return std::vector<GaugeSample>{{{}, f.value_or(InGpus(r.gpus.fragmented_milli))}};
                }));
-  // Team queues (docs/quota.md).
-  ClusterGauge(registry, "tessel_queue_nominal_quota",
-               "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
-               per_queue(PerResource, &QueueReport::nominal));
-  ClusterGauge(registry, "tessel_queue_usage",
-               "What the pods of each Queue placed on nodes request, by resource (GPUs in "
-               "physical-GPU equivalents)",
-               per_queue(PerResource, &QueueReport::usage));
-  ClusterGauge(registry, "tessel_queue_borrowed",
-               "How far each Queue's usage is above its nominal quota (borrowed from its "
-               "cohort), by resource",
-               per_queue(PerResource, &QueueReport::borrowed));
-  ClusterGauge(registry, "tessel_queue_lent",
-               "What the cohort borrows of each Queue's unused nominal quota, by resource",
-               per_queue(PerResource, &QueueReport::lent));
-  // Per flavor of a flavored queue (docs/flavors.md); the gauges above hold the sums.
-  ClusterGauge(registry, "tessel_queue_flavor_nominal_quota",
-               "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
-               "equivalents)",
-               per_queue(PerFlavorResource, &FlavorReport::nominal));
-  ClusterGauge(registry, "tessel_queue_flavor_usage",
-               "What the pods of a flavored Queue on each flavor's nodes request, by resource",
-               per_queue(PerFlavorResource, &FlavorReport::usage));
-  ClusterGauge(registry, "tessel_queue_flavor_borrowed",
-               "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
-               "resource",
-               per_queue(PerFlavorResource, &FlavorReport::borrowed));
-  ClusterGauge(registry, "tessel_queue_flavor_lent",
-               "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
-               "resource",
-               per_queue(PerFlavorResource, &FlavorReport::lent));
+  // Team queues (docs/quota.md), then per flavor of a flavored queue (docs/flavors.md; the
+  // queue's own gauges hold the sums over its flavors), then its pods.
+  struct QueueGauge {
+    const char* name;
+    const char* help;
+    Resources QueueReport::*field;
+  };
+  for (const QueueGauge& g : std::initializer_list<QueueGauge>{
+           {"tessel_queue_nominal_quota",
+            "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)", &QueueReport::nominal},
+           {"tessel_queue_usage",
+            "What the pods of each Queue placed on nodes request, by resource (GPUs in physical-GPU equivalents)",
+            &QueueReport::usage},
+           {"tessel_queue_borrowed",
+            "How far each Queue's usage is above its nominal quota (borrowed from its cohort), by resource",
+            &QueueReport::borrowed},
+           {"tessel_queue_lent", "What the cohort borrows of each Queue's unused nominal quota, by resource",
+            &QueueReport::lent}}) {
+    ClusterGauge(registry, g.name, g.help, per_queue(PerResource, g.field));
+  }
+  struct FlavorGauge {
+    const char* name;
+    const char* help;
+    Resources FlavorReport::*field;
+  };
+  for (const FlavorGauge& g : std::initializer_list<FlavorGauge>{
+           {"tessel_queue_flavor_nominal_quota",
+            "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU equivalents)",
+            &FlavorReport::nominal},
+           {"tessel_queue_flavor_usage",
+            "What the pods of a flavored Queue on each flavor's nodes request, by resource", &FlavorReport::usage},
+           {"tessel_queue_flavor_borrowed",
+            "How far a flavored Queue's usage of each flavor is above its nominal quota there, by resource",
+            &FlavorReport::borrowed},
+           {"tessel_queue_flavor_lent",
+            "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by resource",
+            &FlavorReport::lent}}) {
+    ClusterGauge(registry, g.name, g.help, per_queue(PerFlavorResource, g.field));
+  }
   ClusterGauge(registry, "tessel_queue_pending_pods",
                "Pods of each Queue waiting to be scheduled (gang members included)",
                per_queue(PerQueue, &QueueReport::pending_pods));
-  ClusterGauge(registry, "tessel_queue_admitted_pods",
-               "Pods of each Queue on nodes (bound or being bound)",
+  ClusterGauge(registry, "tessel_queue_admitted_pods", "Pods of each Queue on nodes (bound or being bound)",
                per_queue(PerQueue, &QueueReport::admitted_pods));
   ClusterGauge(
       registry, "tessel_pending_pods",
