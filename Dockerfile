@@ -1,5 +1,5 @@
 # tessel-scheduler container image (Debian 12, multi-stage).
-#   docker build -t tessel-scheduler:0.1.0 .
+#   docker build -t tessel-scheduler:$(cat VERSION) .
 # The build stage installs the build dependencies and builds exactly as a developer does
 # (tools/dev setup + tools/dev build, i.e. CMake + Ninja with Debian's -dev packages); the
 # runtime stage carries the binary, its shared libraries from Debian 12, CA certificates, and
@@ -19,14 +19,19 @@ RUN apt-get update -q \
 
 FROM debian:12-slim AS runtime
 ENV DEBIAN_FRONTEND=noninteractive
-# The shared libraries tessel-scheduler links against (ldd), from Debian 12.
+# The shared libraries tessel-scheduler links against (ldd), from Debian 12. This list is the one
+# list of runtime packages: tools/image/runtime_stage.py reads it for the tests, which check that
+# it brings every library the binary links (tests/image) and build the runtime root from exactly
+# these packages to run the binary in (tests/integration/install_test.sh).
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       ca-certificates libcurl4 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
       libabsl20220623 libcpp-httplib0.11 libbrotli1 libssl3 \
+      libgrpc++1.51 libgrpc29 libprotobuf32 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 COPY manifests/config.yaml /etc/tessel/config.yaml
 USER 65532:65532
-EXPOSE 10259
+# 10259: HTTPS endpoints (probes, /metrics); 10260: the gRPC admin API (tesselctl).
+EXPOSE 10259 10260
 ENTRYPOINT ["/usr/local/bin/tessel-scheduler"]
 CMD ["--config=/etc/tessel/config.yaml"]

@@ -188,10 +188,12 @@ int Run(server::SchedulerOptions& flags) {
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 
   // Metrics, each registered by its component (the exposition lists them in this order).
+  // Only the leader exports the gauges that describe the cluster (docs/metrics.md).
+  auto leading = [&] { return !flags.leader_elect || (elector && elector->IsLeader()); };
   server::MetricsRegistry metrics_registry;
-  server::SchedulerMetrics metrics(&metrics_registry, &sched);
+  server::SchedulerMetrics metrics(&metrics_registry, &sched, nullptr, leading);
   observers.Add(&metrics);
-  kube::RegisterLeaderMetric(metrics_registry, [&] { return !flags.leader_elect || (elector && elector->IsLeader()); });
+  kube::RegisterLeaderMetric(metrics_registry, leading);
   kube::RegisterMetrics(metrics_registry, cluster);
   kube::RegisterMetrics(metrics_registry, clients);
   kube::RegisterMetrics(metrics_registry, events);

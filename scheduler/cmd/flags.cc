@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "scheduler/cmd/version.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::cmd {
@@ -316,6 +317,10 @@ int RunCommand(std::string_view program, std::string_view head, const std::vecto
   const std::string_view name = argv[0];
   if (IsHelp(name) || name == "help") {
     std::cout << usage();
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::cout << program << " " << Version() << "\n";
     return 0;
   }
   for (const Command& c : commands) {

@@ -152,7 +152,8 @@ struct Command {
   std::function<int(int argc, char** argv)> run;
 };
 // Runs the command argv[0] names with the arguments after it; with no command, an unknown one
-// or help, prints the usage made of `head` and the commands' summaries (exit 2, 2 or 0).
+// or help, prints the usage made of `head` and the commands' summaries (exit 2, 2 or 0);
+// --version (or version) prints `program` and cmd::Version() (exit 0).
 int RunCommand(std::string_view program, std::string_view head, const std::vector<Command>& commands,
                int argc, char** argv);
 

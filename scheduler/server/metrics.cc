@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 
 #include "plugins/reservation/reservation.h"
+#include "scheduler/cmd/version.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/util/strings.h"
 
@@ -212,7 +214,7 @@ std::vector<std::string> MetricsRegistry::SeriesNames() const {
   return out;
 }
 
-std::string_view BuildVersion() { return TESSEL_VERSION; }
+std::string_view BuildVersion() { return cmd::Version(); }
 
 bool FitsSomeNode(const Pod& pod, const std::vector<NodeInfo>& nodes) {
   for (const NodeInfo& node : nodes) {
@@ -329,9 +331,16 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 
 }  // namespace
 
+void SchedulerMetrics::ClusterGauge(MetricsRegistry* registry, std::string name, std::string help,
+                                    std::function<std::vector<GaugeSample>()> fn) {
+  registry->Gauge(std::move(name), std::move(help), [this, fn = std::move(fn)] {
+    return Leading() ? fn() : std::vector<GaugeSample>{};
+  });
+}
+
 SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
-                                   GpuFragmentationFn fragmentation)
-    : scheduler_(scheduler), fragmentation_(std::move(fragmentation)) {
+                                   GpuFragmentationFn fragmentation, LeadingFn leading)
+    : scheduler_(scheduler), fragmentation_(std::move(fragmentation)), leading_(std::move(leading)) {
   attempts_ = &registry->Counter("scheduler_schedule_attempts_total",
                                  "Number of attempts to schedule pods, by the result. "
                                  "'unschedulable' means a pod could not be scheduled, while "
@@ -349,76 +358,94 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       {"reason"}, {1, 2, 4, 8, 16, 32, 64});
   preemption_attempts_ = &registry->Counter("scheduler_preemption_attempts_total",
                                             "Preemptions that evicted pods", {});
-  registry->Gauge("scheduler_pending_pods",
-                  "Number of pending pods, by the queue type. 'active' means number of pods in "
-                  "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
-                  "number of pods in unschedulablePods.",
-                  [this] {
-                    QueueStats s = scheduler_->queue().Stats();
-                    return std::vector<GaugeSample>{
-                        {{{"queue", "active"}}, static_cast<double>(s.active)},
-                        {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
-                        {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
-                  });
-  // The GPU and queue gauges share one cluster report per scrape, taken by the first of them.
-  auto report = std::make_shared<ClusterReport>();
-  registry->Gauge("tessel_gpu_allocatable",
-                  "Allocatable GPUs in the cluster, in physical-GPU equivalents", [this, report] {
-                    *report = ReportCluster(*scheduler_);
-                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.capacity_milli)}};
-                  });
-  registry->Gauge("tessel_gpu_allocated",
-                  "GPUs requested by pods placed on nodes, in physical-GPU equivalents", [report] {
-                    return std::vector<GaugeSample>{{{}, InGpus(report->gpus.allocated_milli)}};
-                  });
-  registry->Gauge("tessel_gpu_fragmentation",
-                  "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
-                  "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
+  ClusterGauge(registry, "scheduler_pending_pods",
+               "Number of pending pods, by the queue type. 'active' means number of pods in "
+               "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+               "number of pods in unschedulablePods.",
+               [this] {
+                 QueueStats s = scheduler_->queue().Stats();
+                 return std::vector<GaugeSample>{
+                     {{{"queue", "active"}}, static_cast<double>(s.active)},
+                     {{{"queue", "backoff"}}, static_cast<double>(s.backoff)},
+                     {{{"queue", "unschedulable"}}, static_cast<double>(s.unschedulable)}};
+               });
+  // The GPU and queue gauges share one cluster report per scrape, taken by the first of them
+  // (none while not leading: the others then have no samples either, even if this replica
+  // became the leader in the middle of the scrape).
+  auto report = std::make_shared<std::optional<ClusterReport>>();
+  registry->Gauge("tessel_gpu_allocatable", "Allocatable GPUs in the cluster, in physical-GPU equivalents",
                   [this, report] {
-                    std::optional<double> f;
-                    if (fragmentation_) f = fragmentation_(scheduler_->cache());
-                    return std::vector<GaugeSample>{
-                        {{}, f.value_or(InGpus(report->gpus.fragmented_milli))}};
+                    report->reset();
+                    if (!Leading()) return std::vector<GaugeSample>{};
+                    *report = ReportCluster(*scheduler_);
+                    return std::vector<GaugeSample>{{{}, InGpus((*report)->gpus.capacity_milli)}};
                   });
-  // Team queues (docs/quota.md).
-  registry->Gauge("tessel_queue_nominal_quota",
-                  "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)",
-                  [report] { return PerResource(report->queues, &QueueReport::nominal); });
-  registry->Gauge("tessel_queue_usage",
-                  "What the pods of each Queue placed on nodes request, by resource (GPUs in "
-                  "physical-GPU equivalents)",
-                  [report] { return PerResource(report->queues, &QueueReport::usage); });
-  registry->Gauge("tessel_queue_borrowed",
-                  "How far each Queue's usage is above its nominal quota (borrowed from its "
-                  "cohort), by resource",
-                  [report] { return PerResource(report->queues, &QueueReport::borrowed); });
-  registry->Gauge("tessel_queue_lent",
-                  "What the cohort borrows of each Queue's unused nominal quota, by resource",
-                  [report] { return PerResource(report->queues, &QueueReport::lent); });
-  // Per flavor of a flavored queue (docs/flavors.md); the gauges above hold the sums.
-  registry->Gauge("tessel_queue_flavor_nominal_quota",
-                  "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU "
-                  "equivalents)",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::nominal); });
-  registry->Gauge("tessel_queue_flavor_usage",
-                  "What the pods of a flavored Queue on each flavor's nodes request, by resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::usage); });
-  registry->Gauge("tessel_queue_flavor_borrowed",
-                  "How far a flavored Queue's usage of each flavor is above its nominal quota there, by "
-                  "resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::borrowed); });
-  registry->Gauge("tessel_queue_flavor_lent",
-                  "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by "
-                  "resource",
-                  [report] { return PerFlavorResource(report->queues, &FlavorReport::lent); });
-  registry->Gauge("tessel_queue_pending_pods",
-                  "Pods of each Queue waiting to be scheduled (gang members included)",
-                  [report] { return PerQueue(report->queues, &QueueReport::pending_pods); });
-  registry->Gauge("tessel_queue_admitted_pods",
-                  "Pods of each Queue on nodes (bound or being bound)",
-                  [report] { return PerQueue(report->queues, &QueueReport::admitted_pods); });
-  registry->Gauge(
-      "tessel_pending_pods",
+  // A gauge read from this scrape's report, and one per Queue (Per*(queues, field)).
+  auto from_report = [report](auto fn) {
+    return [report, fn] { return report->has_value() ? fn(**report) : std::vector<GaugeSample>{}; };
+  };
+  auto per_queue = [from_report](auto per, auto field) {
+    return from_report([per, field](const ClusterReport& r) { return per(r.queues, field); });
+  };
+  ClusterGauge(registry, "tessel_gpu_allocated",
+               "GPUs requested by pods placed on nodes, in physical-GPU equivalents",
+               from_report([](const ClusterReport& r) {
+                 return std::vector<GaugeSample>{{{}, InGpus(r.gpus.allocated_milli)}};
+               }));
+  ClusterGauge(registry, "tessel_gpu_fragmentation",
+               "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
+               "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
+               from_report([this](const ClusterReport& r) {
+                 std::optional<double> f;
+                 if (fragmentation_) f = fragmentation_(scheduler_->cache());
+                 return std::vector<GaugeSample>{{{}, f.value_or(InGpus(r.gpus.fragmented_milli))}};
+               }));
+  // Team queues (docs/quota.md), then per flavor of a flavored queue (docs/flavors.md; the
+  // queue's own gauges hold the sums over its flavors), then its pods.
+  struct QueueGauge {
+    const char* name;
+    const char* help;
+    Resources QueueReport::*field;
+  };
+  for (const QueueGauge& g : std::initializer_list<QueueGauge>{
+           {"tessel_queue_nominal_quota",
+            "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)", &QueueReport::nominal},
+           {"tessel_queue_usage",
+            "What the pods of each Queue placed on nodes request, by resource (GPUs in physical-GPU equivalents)",
+            &QueueReport::usage},
+           {"tessel_queue_borrowed",
+            "How far each Queue's usage is above its nominal quota (borrowed from its cohort), by resource",
+            &QueueReport::borrowed},
+           {"tessel_queue_lent", "What the cohort borrows of each Queue's unused nominal quota, by resource",
+            &QueueReport::lent}}) {
+    ClusterGauge(registry, g.name, g.help, per_queue(PerResource, g.field));
+  }
+  struct FlavorGauge {
+    const char* name;
+    const char* help;
+    Resources FlavorReport::*field;
+  };
+  for (const FlavorGauge& g : std::initializer_list<FlavorGauge>{
+           {"tessel_queue_flavor_nominal_quota",
+            "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU equivalents)",
+            &FlavorReport::nominal},
+           {"tessel_queue_flavor_usage",
+            "What the pods of a flavored Queue on each flavor's nodes request, by resource", &FlavorReport::usage},
+           {"tessel_queue_flavor_borrowed",
+            "How far a flavored Queue's usage of each flavor is above its nominal quota there, by resource",
+            &FlavorReport::borrowed},
+           {"tessel_queue_flavor_lent",
+            "What the cohort borrows of a flavored Queue's unused nominal quota of each flavor, by resource",
+            &FlavorReport::lent}}) {
+    ClusterGauge(registry, g.name, g.help, per_queue(PerFlavorResource, g.field));
+  }
+  ClusterGauge(registry, "tessel_queue_pending_pods",
+               "Pods of each Queue waiting to be scheduled (gang members included)",
+               per_queue(PerQueue, &QueueReport::pending_pods));
+  ClusterGauge(registry, "tessel_queue_admitted_pods", "Pods of each Queue on nodes (bound or being bound)",
+               per_queue(PerQueue, &QueueReport::admitted_pods));
+  ClusterGauge(
+      registry, "tessel_pending_pods",
       "Pods waiting to be scheduled, by Queue ('' for none) and whether some node's allocatable "
       "could hold them ('after_change': they wait for room; 'never': no node of this cluster "
       "is big enough)",
@@ -443,26 +470,26 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
         }
         return out;
       });
-  registry->Gauge("scheduler_unschedulable_pods",
-                  "The number of unschedulable pods broken down by plugin name. A pod will "
-                  "increment the gauge for all plugins that caused it to not schedule and so "
-                  "this metric have meaning only when broken down by plugin.",
-                  [this] {
-                    const std::vector<std::string> parked = scheduler_->queue().UnschedulableKeys();
-                    StringSet keys(parked.begin(), parked.end());
-                    std::map<std::pair<std::string, std::string>, int64_t> counts;
-                    absl::MutexLock lock(&mu_);
-                    std::erase_if(rejected_by_, [&](const auto& kv) { return !keys.contains(kv.first); });
-                    for (const auto& [key, plugins] : rejected_by_) {
-                      // plugins[0] is the profile (see PodRejected).
-                      for (size_t i = 1; i < plugins.size(); ++i) ++counts[{plugins[i], plugins[0]}];
-                    }
-                    std::vector<GaugeSample> out;
-                    for (const auto& [k, n] : counts) {
-                      out.push_back({{{"plugin", k.first}, {"profile", k.second}}, static_cast<double>(n)});
-                    }
-                    return out;
-                  });
+  ClusterGauge(registry, "scheduler_unschedulable_pods",
+               "The number of unschedulable pods broken down by plugin name. A pod will "
+               "increment the gauge for all plugins that caused it to not schedule and so "
+               "this metric have meaning only when broken down by plugin.",
+               [this] {
+                 const std::vector<std::string> parked = scheduler_->queue().UnschedulableKeys();
+                 StringSet keys(parked.begin(), parked.end());
+                 std::map<std::pair<std::string, std::string>, int64_t> counts;
+                 absl::MutexLock lock(&mu_);
+                 std::erase_if(rejected_by_, [&](const auto& kv) { return !keys.contains(kv.first); });
+                 for (const auto& [key, plugins] : rejected_by_) {
+                   // plugins[0] is the profile (see PodRejected).
+                   for (size_t i = 1; i < plugins.size(); ++i) ++counts[{plugins[i], plugins[0]}];
+                 }
+                 std::vector<GaugeSample> out;
+                 for (const auto& [k, n] : counts) {
+                   out.push_back({{{"plugin", k.first}, {"profile", k.second}}, static_cast<double>(n)});
+                 }
+                 return out;
+               });
   sli_duration_ = &registry->Histogram(
       "scheduler_pod_scheduling_sli_duration_seconds",
       "E2e latency for a pod being scheduled, from the start of its first scheduling attempt "
@@ -479,13 +506,14 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
       "(a gang rolled back)",
       {"queue", "cohort", "reason"});
   // Reservations against starvation (docs/defrag.md), per profile.
-  registry->Gauge("tessel_reservations", "Nodes reserved for pods that waited too long, by profile", [this] {
-    std::vector<GaugeSample> out;
-    for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
-      out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});
-    }
-    return out;
-  });
+  ClusterGauge(registry, "tessel_reservations", "Nodes reserved for pods that waited too long, by profile",
+               [this] {
+                 std::vector<GaugeSample> out;
+                 for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {
+                   out.push_back({{{"profile", profile}}, static_cast<double>(f.active)});
+                 }
+                 return out;
+               });
   registry->CounterSamplesFunc("tessel_reservations_made_total", "Reservations made, by profile", [this] {
                                  std::vector<GaugeSample> out;
                                  for (const auto& [profile, f] : ReservationFiguresByProfile(*scheduler_)) {

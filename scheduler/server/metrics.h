@@ -133,13 +133,24 @@ std::string_view BuildVersion();
 // nullopt falls back to the cluster report's measure.
 using GpuFragmentationFn = std::function<std::optional<double>(const Cache&)>;
 
+// Whether this replica speaks for the cluster: true while it holds the leader lease (always,
+// without leader election).
+using LeadingFn = std::function<bool()>;
+
 // An attempt that chose a node is counted, and its duration observed, when its binding cycle
 // ends (as kube-scheduler's attempt duration covers binding): "scheduled" once the bind
 // succeeded, "error" if it failed. Other attempts are counted when they finish.
+//
+// The gauges that describe the cluster rather than this process (pending pods, the Queues'
+// quota and usage, the GPUs, unschedulable pods, reservations) have samples only while
+// `leading` says so: a standby is fed the same pods and would export the same figures, and a
+// dashboard that sums over replicas would count them twice (docs/metrics.md, "Leader-only
+// gauges"). Their HELP and TYPE are always there. Counters and histograms count what this
+// process did, so they sum over replicas as they are.
 class SchedulerMetrics final : public SchedulingObserver {
  public:
   SchedulerMetrics(MetricsRegistry* registry, Scheduler* scheduler,
-                   GpuFragmentationFn fragmentation = nullptr);
+                   GpuFragmentationFn fragmentation = nullptr, LeadingFn leading = nullptr);
 
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
@@ -156,8 +167,14 @@ class SchedulerMetrics final : public SchedulingObserver {
   // Ends an attempt whose binding cycle was running: counts and observes it.
   void BindingEnded(const Pod& pod, AttemptResult result);
 
+  // Registers a gauge of the cluster's state: no samples unless Leading().
+  void ClusterGauge(MetricsRegistry* registry, std::string name, std::string help,
+                    std::function<std::vector<GaugeSample>()> fn);
+  bool Leading() const { return !leading_ || leading_(); }
+
   Scheduler* scheduler_;
   GpuFragmentationFn fragmentation_;
+  LeadingFn leading_;
   absl::Mutex mu_;
   // Pods in their binding cycle -> when their attempt started (a bind whose pod vanished
   // without an outcome is pruned after an hour).

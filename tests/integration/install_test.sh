@@ -4,10 +4,14 @@
 #   1. `kubectl apply -k manifests/` for real (not a dry run): every object is accepted, with no
 #      warning, and each one named by `kubectl kustomize` is then in the cluster.
 #   2. The Deployment as the API server stored it is run the way a kubelet would
-#      (pod_sandbox.py, bubblewrap): its own args, as its non-root user, with a read-only root
-#      and only the volumes it mounts writable, in-cluster configuration from a ServiceAccount
-#      token (TokenRequest) and CA at the standard paths. Only the serving address and port are
-#      changed (loopback and a free port, because tests share the machine).
+#      (pod_sandbox.py, bubblewrap) in the image's own root filesystem, not the host's: Debian 12
+#      packages exactly as the Dockerfile's runtime stage lists them (tools/image/rootfs.sh,
+#      cached), with the built binary and the configuration where the Dockerfile puts them
+#      (runtime_stage.py install-files). Its own args after the image's ENTRYPOINT, as its
+#      non-root user, with a read-only root and only the volumes it mounts writable, in-cluster
+#      configuration from a ServiceAccount token (TokenRequest) and CA at the standard paths.
+#      Only the serving address and ports are changed (loopback and free ports, because tests
+#      share the machine).
 #   3. It passes its liveness and readiness probes with the probes' own paths and timeouts,
 #      schedules a pod (leader election on, as deployed), and stops cleanly on SIGTERM within
 #      the pod's termination grace period, releasing its lease.
@@ -15,7 +19,17 @@
 source "$(dirname "$0")/lib.sh"
 it_begin install
 
-command -v bwrap >/dev/null || fail "bubblewrap (bwrap) is not installed (tools/dev setup installs it)"
+command -v bwrap >/dev/null || fail "bubblewrap (bwrap) is not installed (tools/dev test installs it)"
+# The image's root: the cached package root, hard-linked (a second of work, no space), and the
+# files the runtime stage copies.
+cached_root=$("$TESSEL_ROOT/tools/image/rootfs.sh") || fail "could not build the runtime root (tools/image/rootfs.sh)"
+image_root="$IT_WORK/image-root"
+cp -al "$cached_root" "$image_root" 2>/dev/null || cp -a "$cached_root" "$image_root"
+python3 "$TESSEL_ROOT/tools/image/runtime_stage.py" install-files "$image_root" \
+  --bin-dir "$(dirname "$TESSEL_SCHEDULER_BIN")" || fail "could not lay the image's files into its root"
+mapfile -t entrypoint < <(python3 "$TESSEL_ROOT/tools/image/runtime_stage.py" json |
+  python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)["entrypoint"]))')
+((${#entrypoint[@]})) || fail "the runtime stage has no ENTRYPOINT"
 kustomize_out="$IT_WORK/rendered.yaml"
 kubectl kustomize "$TESSEL_ROOT/manifests" >"$kustomize_out"
 
@@ -62,12 +76,15 @@ chmod 0644 "$token_dir"/*
 load_cluster_env() { source "$TESSEL_CLUSTER_DIR/cluster.env"; }
 load_cluster_env
 port=$(free_port) probe_port=$(free_port)
+admin_port=$(free_port)
 mapfile -t cmd < <(python3 "$(dirname "$0")/pod_sandbox.py" --deployment "$IT_WORK/deployment.json" \
   --configmaps "$IT_WORK/configmaps.json" --token-dir "$token_dir" \
   --apiserver "127.0.0.1:$APISERVER_PORT" --work "$IT_WORK" \
+  --root "$image_root" \
   --override-arg=--bind-address=127.0.0.1 "--override-arg=--secure-port=$port" \
   "--override-arg=--probe-port=$probe_port" \
-  -- "$TESSEL_SCHEDULER_BIN" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)))')
+  "--override-arg=--admin-port=$admin_port" \
+  -- "${entrypoint[@]}" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)))')
 ((${#cmd[@]})) || fail "pod_sandbox.py produced no command"
 say "running: ${cmd[*]}"
 log="$IT_WORK/scheduler-install.log"

@@ -160,6 +160,23 @@ it_pod() {
 }
 
 node_of() { kubectl get pod -n "$NS" "$1" -o 'jsonpath={.spec.nodeName}'; }
+# it_queue NAME COHORT GPUS names|selects: a Queue (tessel.io/v1alpha1) of COHORT with a nominal
+# quota of GPUS, that lists $NS in spec.namespaces ("names") or selects it by its name label
+# ("selects": its pods then join it with the label tessel.io/queue=NAME).
+it_queue() {
+  local how
+  case $4 in
+    names) how="namespaces: [$NS]" ;;
+    selects) how="namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $NS}}" ;;
+    *) fail "it_queue: $4 is not names or selects" ;;
+  esac
+  kubectl apply --validate=strict -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $1}
+spec: {cohort: $2, $how, nominalQuota: {nvidia.com/gpu: "$3"}}
+YAML
+}
 # it_podgroup NAME MIN [CLASS]: a PodGroup in $NS that needs MIN members; with CLASS, marked for
 # provisioning (annotation tessel.io/provisioning-class, docs/provisioning.md).
 it_podgroup() {

@@ -3,7 +3,9 @@
 # release Tessel supports (KUBE_OLDEST_VERSION of tools/cluster/k8s-versions), on a control
 # plane of its own (etcd,
 # kube-apiserver and the simulated kubelet; no controller manager: the install test needs none).
-# The cluster is always torn down.
+# As on the newest release, the scheduler runs in the image's root filesystem, built from the
+# Dockerfile's runtime packages (tools/image/rootfs.sh; the cached root is shared with
+# install_test.sh). The cluster is always torn down.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${TESSEL_ROOT:?}" "${TESSEL_SCHEDULER_BIN:?}"

@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """pod_sandbox.py: runs a container of an applied Deployment the way a kubelet would, without a
-container runtime, using bubblewrap (Debian's bwrap).
+container runtime, using bubblewrap (Debian's bwrap), in the image's own root filesystem.
 
 It reads the Deployment as the API server stored it (kubectl get -o json) and turns its pod spec
 into a bwrap command line, so that the install test checks the manifests themselves, not a copy:
-  - the container's args, after the binary given on the command line (the image's ENTRYPOINT);
+  - the root: --root, the image's filesystem (tools/image/rootfs.sh builds it from the runtime
+    stage's packages, runtime_stage.py install-files lays in the binary and the configuration);
+    the host's own /usr, /lib and /etc are not seen;
+  - the command: the container's `command` if it sets one, else the image's ENTRYPOINT (given on
+    the command line), followed by the container's args (which replace the image's CMD);
   - runAsUser / runAsGroup (container securityContext first, then the pod's);
-  - readOnlyRootFilesystem: the new root is remounted read-only; the only writable places are
+  - readOnlyRootFilesystem: the root is remounted read-only; the only writable places are
     the emptyDir volumes the container mounts;
   - volumeMounts: configMap volumes are written out from the ConfigMap the API server holds and
     bound read-only at their mountPath; emptyDir volumes become a tmpfs (sizeLimit honoured);
   - the ServiceAccount token, CA and namespace at /var/run/secrets/kubernetes.io/serviceaccount,
-    and KUBERNETES_SERVICE_HOST/PORT, as the kubelet projects them (in-cluster configuration).
-The host's /usr (and /lib, /bin, ... as the host has them) is bound read-only as the image's
-filesystem; the process shares the host's network (the API server is on 127.0.0.1).
+    and KUBERNETES_SERVICE_HOST/PORT, as the kubelet projects them (in-cluster configuration);
+  - /etc/hosts and /etc/resolv.conf from the node, as a kubelet manages them.
+The process shares the host's network (the API server is on 127.0.0.1).
+
+--root must be a copy of the test's own (the mount points are made in it, and a root that is
+not read-only could be written): install_test.sh hard-links one from the cache.
 
 Arguments that the tests must change because they run next to other tests on one machine are
 given with --override-arg NAME=VALUE (e.g. --secure-port=<free port>), and only those.
 
     pod_sandbox.py --deployment deploy.json --configmaps cms.json --token-dir DIR
-        --apiserver 127.0.0.1:6443 --work DIR [--override-arg --secure-port=1234] -- BINARY
+        --apiserver 127.0.0.1:6443 --work DIR --root ROOT [--override-arg --secure-port=1234]
+        -- ENTRYPOINT...
 
 Prints the bwrap command line as JSON on stdout (the caller runs it), one argument per element.
 """
@@ -47,18 +55,33 @@ def quantity_bytes(q):
     return int(q)
 
 
-def host_root_binds():
-    """The image's filesystem: the host's /usr and its top-level links into it, read-only."""
-    args = ["--ro-bind", "/usr", "/usr"]
-    for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = "/" + d
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    # What a Debian image has in /etc that a process may read (CA bundle, name service).
-    for f in ("/etc/ssl", "/etc/ca-certificates", "/etc/nsswitch.conf", "/etc/hosts",
-              "/etc/passwd", "/etc/group", "/etc/localtime"):
+def resolve_in(root, path):
+    """`path` as seen inside `root`, its symlinks followed there (Debian's /var/run -> /run): bwrap
+    makes mount points before it enters the root, so it must be given the resolved path."""
+    parts, out, hops = [p for p in path.split("/") if p], [], 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            out = out[:-1]
+            continue
+        candidate = os.path.join(root, *out, part)
+        if os.path.islink(candidate):
+            hops += 1
+            if hops > 40:
+                fail("too many symlinks resolving %s in the image's root" % path)
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                out = []
+            parts = [p for p in target.split("/") if p and p != "."] + parts
+        else:
+            out.append(part)
+    return "/" + "/".join(out)
+
+
+def node_files():
+    """What a kubelet writes into every container from the node: name resolution."""
+    args = []
+    for f in ("/etc/hosts", "/etc/resolv.conf"):
         if os.path.exists(f):
             args += ["--ro-bind", f, f]
     return args
@@ -73,7 +96,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--container", default=None)
     ap.add_argument("--override-arg", action="append", default=[])
-    ap.add_argument("binary", nargs=1)
+    ap.add_argument("--root", required=True, help="the image's root filesystem (a copy of the test's own)")
+    ap.add_argument("entrypoint", nargs="+", help="the image's ENTRYPOINT")
     a = ap.parse_args()
 
     deploy = json.load(open(a.deployment))
@@ -89,20 +113,20 @@ def main():
     cms = {cm["metadata"]["name"]: cm for cm in json.load(open(a.configmaps))["items"]}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
 
+    root = os.path.abspath(a.root)
+    if not os.path.isfile(os.path.join(root, "etc", "debian_version")):
+        fail("--root %s is not a Debian root filesystem" % root)
+    # The root is bound writable while the mount points are made, then remounted read-only
+    # (readOnlyRootFilesystem) once everything is mounted.
     args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-user", "--uid", str(uid), "--gid", str(gid if gid is not None else uid),
-            "--proc", "/proc", "--dev", "/dev", "--clearenv"]
-    args += host_root_binds()
-    # The binary is the image's ENTRYPOINT, where the Dockerfile installs it (a read-only
-    # /usr/local of its own, hiding the host's).
-    binary = os.path.abspath(a.binary[0])
-    args += ["--tmpfs", "/usr/local", "--ro-bind", binary, "/usr/local/bin/tessel-scheduler",
-             "--remount-ro", "/usr/local"]
+            "--bind", root, "/", "--proc", "/proc", "--dev", "/dev", "--clearenv"]
+    args += node_files()
     for m in c.get("volumeMounts", []):
         v = volumes.get(m["name"])
         if v is None:
             fail("volumeMount %s names no volume" % m["name"])
-        target = m["mountPath"]
+        target = resolve_in(root, m["mountPath"])
         if "configMap" in v:
             name = v["configMap"]["name"]
             if name not in cms:
@@ -122,10 +146,10 @@ def main():
         else:
             fail("volume %s: only configMap and emptyDir are supported here" % m["name"])
     if pod.get("automountServiceAccountToken", True):
-        args += ["--ro-bind", a.token_dir, SA_DIR]
+        args += ["--ro-bind", a.token_dir, resolve_in(root, SA_DIR)]
     host, port = a.apiserver.rsplit(":", 1)
     args += ["--setenv", "KUBERNETES_SERVICE_HOST", host, "--setenv", "KUBERNETES_SERVICE_PORT", port,
-             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin"]
+             "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
     if csc.get("readOnlyRootFilesystem"):
         args += ["--remount-ro", "/"]
 
@@ -142,7 +166,11 @@ def main():
             cargs.append(arg)
     if overrides:
         fail("--override-arg for flags the Deployment does not set: %s" % ", ".join(overrides))
-    args += ["/usr/local/bin/tessel-scheduler"] + cargs
+    command = c.get("command") or a.entrypoint
+    binary = os.path.join(root, command[0].lstrip("/"))
+    if not os.access(binary, os.X_OK):
+        fail("%s is not an executable in the image's root" % command[0])
+    args += command + cargs
     json.dump(args, sys.stdout)
 
 

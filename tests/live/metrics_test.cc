@@ -4,6 +4,9 @@
 // cluster report (tests/unit/cluster_report_test.cc checks its figures).
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <sstream>
+
 #include "nlohmann/json.hpp"
 #include "plugins/registry.h"
 #include "scheduler/kinds/object_kinds.h"
@@ -178,6 +181,69 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   w.s->OnPodAdd(pod("too-big", "", 16000));  // more GPUs than any node has
   CHECK(w.Series(R"(tessel_pending_pods{queue="team-a",cohort="c",fit="never"})") == "1");
   CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-a",cohort="c"})") == "2");
+}
+
+TEST_CASE("the gauges of the cluster's state have samples only while this replica leads; counters always") {
+  Registry registry = InTreeRegistry();
+  SchedulerConfig config;
+  ManualClock clock;
+  Cache cache(&clock);
+  std::unique_ptr<Scheduler> s = MetricsWorld::Make(registry, config, cache, clock);
+  std::atomic<bool> leading{false};
+  MetricsRegistry r;
+  SchedulerMetrics m(&r, s.get(), nullptr, [&leading] { return leading.load(); });
+  REQUIRE(DeliverObject(*s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                           {"metadata", {{"name", "team-a"}}},
+                                           {"spec", {{"namespaces", {"team-a"}},
+                                                     {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+              .status()
+              .ok());
+  Node n;
+  n.meta.name = "n1";
+  n.allocatable.Set("nvidia.com/gpu", 8000);
+  n.allocatable.Set("pods", 110);
+  s->OnNodeAdd(n);
+  s->OnPodAdd(TeamAPod("running", "n1", 1000));
+  s->OnPodAdd(TeamAPod("waiting", "", 1000));
+  m.GangMemberEvicted(TeamAPod("gone", "", 1000));
+  // Every series line (not # HELP / # TYPE) whose name starts with `prefix`.
+  auto samples = [&r](std::string_view prefix) {
+    std::vector<std::string> out;
+    std::istringstream text(r.Render());
+    for (std::string line; std::getline(text, line);) {
+      if (line.starts_with(prefix)) out.push_back(line);
+    }
+    return out;
+  };
+  // (tessel_queue_evictions_total is a counter: not among them.)
+  const char* cluster[] = {"tessel_queue_pending_pods", "tessel_queue_admitted_pods", "tessel_queue_usage",
+                           "tessel_queue_nominal_quota", "tessel_queue_borrowed", "tessel_queue_lent",
+                           "tessel_queue_flavor_", "tessel_pending_pods", "tessel_gpu_", "scheduler_pending_pods",
+                           "scheduler_unschedulable_pods", "tessel_reservations{"};
+  for (const char* prefix : cluster) {
+    INFO(prefix);
+    CHECK(samples(prefix).empty() == true);
+  }
+  const std::string standby = r.Render();
+  // The families are still described, so a dashboard's queries name known metrics.
+  CHECK(standby.find("# TYPE tessel_queue_pending_pods gauge") != std::string::npos);
+  // What this process did is counted on every replica.
+  CHECK(standby.find(R"(tessel_queue_evictions_total{queue="team-a",cohort="",reason="gang"} 1)") != std::string::npos);
+  CHECK(standby.find("tessel_build_info{") != std::string::npos);
+
+  leading = true;
+  CHECK(samples(R"(tessel_queue_pending_pods{queue="team-a")") ==
+        std::vector<std::string>{R"(tessel_queue_pending_pods{queue="team-a",cohort=""} 1)"});
+  CHECK(samples(R"(tessel_queue_admitted_pods{queue="team-a")") ==
+        std::vector<std::string>{R"(tessel_queue_admitted_pods{queue="team-a",cohort=""} 1)"});
+  CHECK(samples("tessel_gpu_allocatable ") == std::vector<std::string>{"tessel_gpu_allocatable 8"});
+  CHECK(samples("scheduler_pending_pods{").size() == 3);
+
+  leading = false;  // the lease lost: the figures go with it
+  for (const char* prefix : cluster) {
+    INFO(prefix);
+    CHECK(samples(prefix).empty() == true);
+  }
 }
 
 TEST_CASE("per-flavor queue gauges: a flavored queue's nominal quota, usage, borrowed and lent per "

@@ -24,6 +24,7 @@
 #include "absl/strings/ascii.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/cmd/flags.h"
+#include "scheduler/cmd/version.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/kubeconfig.h"
 #include "scheduler/server/metrics.h"
@@ -56,7 +57,7 @@ Flags:)";
 struct Flags {
   std::string kubeconfig, context, server, ca;
   std::string lease_namespace = "kube-system", lease_name = "tessel-scheduler";
-  bool insecure_skip_verify = false, plaintext = false, anonymize = false;
+  bool insecure_skip_verify = false, plaintext = false, anonymize = false, version = false;
   std::string output = "table";  // snapshot: the file (-o FILE)
   std::string queue, namespace_;
   std::vector<std::string> args;  // command and positional arguments
@@ -79,8 +80,13 @@ Flags ParseFlags(int argc, char** argv) {
       .String("--queue", "Q", &f.queue, "pending: only this Queue's pods")
       .String({"-n", "--namespace"}, "NS", &f.namespace_, "pending: only this namespace; explain: the pod's")
       .Bool("--anonymize", &f.anonymize, "snapshot: rename namespaces, pods and nodes (ns-1, pod-1, node-1)")
+      .Bool("--version", &f.version, "print tesselctl's version and exit (as the version command)")
       .Positional(&f.args);
   cmd::ParseOrExit(flags, argc, argv);
+  if (f.version) {
+    std::cout << "tesselctl " << cmd::Version() << "\n";
+    std::exit(0);
+  }
   auto fail = [&flags](std::string_view message) {
     std::cerr << "tesselctl: " << message << "\n\n" << flags.Usage();
     std::exit(2);
@@ -353,7 +359,7 @@ absl::Status Snapshot(kube::KubeClient& client, const Flags& f) {
 absl::Status Run(const Flags& f) {
   const std::string& command = f.args[0];
   if (command == "version") {
-    std::cout << "tesselctl " << server::BuildVersion() << "\n";
+    std::cout << "tesselctl " << cmd::Version() << "\n";
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(kube::ClientConfig config, KubeConfig(f));
