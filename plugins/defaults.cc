@@ -14,8 +14,10 @@ profiles:
   plugins:
     queueSort:
       enabled: [{name: PrioritySort}]
+    # DynamicResources holds pods with DRA claims, which Tessel does not allocate yet.
     preFilter:
       enabled:
+      - {name: DynamicResources}
       - {name: QueueQuota}
       - {name: NodePorts}
       - {name: PodTopologySpread}

@@ -9,6 +9,7 @@
 #include "plugins/consolidation/consolidation.h"
 #include "plugins/default_preemption/default_preemption.h"
 #include "plugins/dot_prod/dot_prod.h"
+#include "plugins/dynamic_resources/dynamic_resources.h"
 #include "plugins/fgd/fgd.h"
 #include "plugins/gpu_binpack/gpu_binpack.h"
 #include "plugins/gpu_clustering/gpu_clustering.h"
@@ -61,6 +62,8 @@ Registry InTreeRegistry() {
   add(volume_zone::VolumeZone::kName, FactoryOf<volume_zone::VolumeZone>());
   add(volume_restrictions::VolumeRestrictions::kName, FactoryOf<volume_restrictions::VolumeRestrictions>());
   add(node_volume_limits::NodeVolumeLimits::kName, FactoryOf<node_volume_limits::NodeVolumeLimits>());
+  // DRA claims: held until Tessel allocates them (docs/kube-scheduler-parity.md).
+  add(dynamic_resources::DynamicResources::kName, FactoryOf<dynamic_resources::DynamicResources>());
   // Team queues: quota with cohort borrowing and reclaim (docs/quota.md).
   add(queue_quota::QueueQuota::kName, FactoryOf<queue_quota::QueueQuota>());
   // Room for big jobs: reservation against starvation (docs/defrag.md).

@@ -19,6 +19,7 @@
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/delegated_auth.h"
 #include "scheduler/kube/event_recorder.h"
+#include "scheduler/kube/gang_apis.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/kube/live_cluster.h"
 #include "scheduler/kube/live_metrics.h"
@@ -75,6 +76,7 @@ struct Connection {
   SchedulerConfig config;
   kube::SchedulerClients clients;
   std::string eviction_api;
+  kube::GangApis gang_apis;
 };
 
 absl::StatusOr<Connection> Connect(server::SchedulerOptions& flags) {
@@ -90,6 +92,14 @@ absl::StatusOr<Connection> Connect(server::SchedulerOptions& flags) {
   if (!eviction_api) return absl::CancelledError("stopped during discovery");
   c.eviction_api = *std::move(eviction_api);
   spdlog::info("evictions use {}", c.eviction_api);
+  if (absl::StatusOr<kube::GangApis> gang_apis = kube::DiscoverGangApis(*c.clients.binding); gang_apis.ok()) {
+    c.gang_apis = *std::move(gang_apis);
+    spdlog::log(c.gang_apis.pod_group.empty() ? spdlog::level::warn : spdlog::level::info, "gangs: {}",
+                kube::Describe(c.gang_apis));
+  } else {
+    spdlog::warn("discovery of the scheduling.k8s.io gang APIs failed ({}); only scheduler-plugins PodGroups "
+                 "and Job gangs are read", gang_apis.status().message());
+  }
   return c;
 }
 
@@ -142,7 +152,8 @@ int Run(server::SchedulerOptions& flags) {
                                return held && SameUid(held->uid, pod.meta.uid);
                              }});
   kube::StatusReporter reporter(clients.status.get(), &events, {.write_budget = write_budget});
-  kube::PodGroupStatusWriter podgroup_status(clients.status.get(), {.write_budget = write_budget});
+  kube::PodGroupStatusWriter podgroup_status(
+      clients.status.get(), {.write_budget = write_budget, .scheduling_pod_group_api = connection->gang_apis.pod_group});
   // ProvisioningRequests for marked gangs that fit nowhere; a request's change wakes them.
   std::atomic<Scheduler*> woken{nullptr};
   kube::ProvisioningController provisioner(
@@ -175,7 +186,8 @@ int Run(server::SchedulerOptions& flags) {
   kube::SchedulerFeed feed(clients.informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
-                            .pdb_api = eviction_api});
+                            .pdb_api = eviction_api,
+                            .gang_apis = connection->gang_apis});
   kube::QueueStatusWriter queue_status(
       clients.status.get(),
       [&] {

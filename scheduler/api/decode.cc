@@ -705,6 +705,22 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
     if (pod.workload_ref->name.empty()) d.Fail("spec.workloadRef.name", "missing");
     if (pod.workload_ref->pod_group.empty()) d.Fail("spec.workloadRef.podGroup", "missing");
   }
+  if (const json* claims = d.Array(*spec, "resourceClaims", "spec.resourceClaims")) {
+    for (size_t i = 0; i < claims->size(); ++i) {
+      const std::string p = Index("spec.resourceClaims", i);
+      const json& c = (*claims)[i];
+      PodResourceClaim claim{
+          .name = d.String(c, "name", Path(p, "name")),
+          .resource_claim_name = d.String(c, "resourceClaimName", Path(p, "resourceClaimName")),
+          .resource_claim_template_name =
+              d.String(c, "resourceClaimTemplateName", Path(p, "resourceClaimTemplateName"))};
+      if (claim.name.empty()) d.Fail(Path(p, "name"), "missing");
+      if (claim.resource_claim_name.empty() == claim.resource_claim_template_name.empty()) {
+        d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
+      }
+      pod.resource_claims.push_back(std::move(claim));
+    }
+  }
   if (const json* group = d.Object(*spec, "schedulingGroup", "spec.schedulingGroup")) {
     pod.scheduling_group =
         d.String(*group, "podGroupName", "spec.schedulingGroup.podGroupName");

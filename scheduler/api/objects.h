@@ -101,6 +101,15 @@ struct WorkloadReference {
   std::string pod_group_replica_key;
 };
 
+// A spec.resourceClaims entry (Dynamic Resource Allocation): the claim the pod names, directly
+// or through a template the control plane instantiates per pod. Tessel does not allocate DRA
+// claims; the DynamicResources plugin holds such pods (plugins/dynamic_resources).
+struct PodResourceClaim {
+  std::string name;                      // how the pod's containers refer to it
+  std::string resource_claim_name;       // a ResourceClaim in the pod's namespace, or
+  std::string resource_claim_template_name;  // a ResourceClaimTemplate
+};
+
 struct Container {
   std::string name;
   Resources requests;
@@ -135,6 +144,7 @@ struct Pod {
   std::vector<Container> init_containers;
   Resources overhead;
   std::vector<PodVolume> volumes;  // the claims it mounts (scheduler/api/storage.h)
+  std::vector<PodResourceClaim> resource_claims;  // spec.resourceClaims (DRA)
   PodPhase phase = PodPhase::kPending;
   // status.startTime (when the kubelet accepted it); preemption prefers younger victims.
   std::optional<absl::Time> start_time;
@@ -148,8 +158,8 @@ struct Pod {
   // Problems in optional fields that did not stop decoding, each naming the field.
   std::vector<std::string> decode_warnings;
   // Gang membership through the upstream APIs (the scheduler-plugins PodGroup is a label):
-  // spec.workloadRef (v1alpha1 Workload) and spec.schedulingGroup.podGroupName (its successor,
-  // the scheduling.k8s.io/v1alpha2 PodGroup).
+  // spec.workloadRef (v1alpha1 Workload, Kubernetes 1.35) and spec.schedulingGroup.podGroupName
+  // (the scheduling.k8s.io PodGroup: v1alpha2 on 1.36, v1beta1 on 1.37).
   std::optional<WorkloadReference> workload_ref;
   std::string scheduling_group;
 

@@ -116,7 +116,8 @@ void Scheduler::RunGangCycle(InFlightPod head) {
                            .members = a.known(),
                            .min_member = a.spec.min_member,
                            .reason = gang::GangReason::kWaitingForMembers,
-                           .message = waiting});
+                           .message = waiting,
+                           .unsupported = a.spec.unsupported});
     a.head.Unschedulable(kUnassignedPodAdd | kCustomObjectChange);
     return ReportAttempt(*head_pod, AttemptResult::kUnschedulable, a.start);
   }
@@ -198,7 +199,7 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
     if (state_ptrs.size() == a.members.size()) {
       auto others = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), a.members)});
       std::string preempted;
-      if (a.members.front()->MayPreempt()) {
+      if (a.members.front()->MayPreempt() && a.spec.preemption_policy != PreemptionPolicy::kNever) {
         preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
       }
       bool evicting = !preempted.empty();
@@ -235,7 +236,8 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
                          .members = a.known(),
                          .min_member = a.spec.min_member,
                          .reason = timed_out ? gang::GangReason::kScheduleTimeout : reason,
-                         .message = plan.message});
+                         .message = plan.message,
+                         .unsupported = a.spec.unsupported});
   const PodRef head = a.head.ref();
   if (error) {
     a.head.Backoff();
@@ -294,7 +296,8 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
                          .condition = true,
                          .reason = gang::GangReason::kScheduled,
                          .message = std::move(message),
-                         .domain = plan.domain});
+                         .domain = plan.domain,
+                         .unsupported = a.spec.unsupported});
   ReportAttempt(*head, AttemptResult::kScheduled, a.start);
   if (provisioner_ != nullptr) provisioner_->GangPlaced(a.spec.id.Key());
   StartGangBinding(a.fw, a.spec.id, std::move(plan.placements), head_info);

@@ -37,7 +37,7 @@ std::string GangId::Describe() const {
                  : StrCat("Workload ", namespace_, "/", name, " pod group ", pod_group,
                           " (replica ", replica_key, ")");
     case GangKind::kSchedulingPodGroup:
-      return StrCat("PodGroup ", namespace_, "/", name, " (", kSchedulingPodGroupApiVersion, ")");
+      return StrCat("PodGroup ", namespace_, "/", name, " (scheduling.k8s.io)");
     case GangKind::kJob:
       return StrCat("Job ", namespace_, "/", name);
   }
@@ -194,10 +194,70 @@ absl::StatusOr<Workload> DecodeWorkload(const json& object) {
   return w;
 }
 
+bool IsSchedulingPodGroupApiVersion(std::string_view api_version) {
+  for (std::string_view v : kSchedulingPodGroupVersions) {
+    if (api_version == v) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// A union of empty objects ({single: {}} or {all: {}}); exactly one may be set.
+SchedulingPodGroup::DisruptionMode DecodeDisruptionMode(FieldDecoder& d, const json& spec) {
+  using Mode = SchedulingPodGroup::DisruptionMode;
+  const json* mode = d.Object(spec, "disruptionMode", "spec.disruptionMode");
+  if (mode == nullptr) return Mode::kUnset;
+  const bool single = d.Object(*mode, "single", "spec.disruptionMode.single") != nullptr;
+  const bool all = d.Object(*mode, "all", "spec.disruptionMode.all") != nullptr;
+  if (single == all) {
+    d.Fail("spec.disruptionMode", "exactly one of single and all must be set");
+    return Mode::kUnset;
+  }
+  return all ? Mode::kAll : Mode::kSingle;
+}
+
+// spec.schedulingConstraints.topology: at most one key (the API's own limit in 1.37).
+std::string DecodeTopologyKey(FieldDecoder& d, const json& spec) {
+  const json* constraints = d.Object(spec, "schedulingConstraints", "spec.schedulingConstraints");
+  if (constraints == nullptr) return "";
+  const json* topology = d.Array(*constraints, "topology", "spec.schedulingConstraints.topology");
+  if (topology == nullptr || topology->empty()) return "";
+  if (topology->size() > 1) {
+    d.Fail("spec.schedulingConstraints.topology",
+           StrCat("at most one topology constraint is supported, got ", topology->size()));
+    return "";
+  }
+  std::string key = d.String((*topology)[0], "key", "spec.schedulingConstraints.topology[0].key");
+  if (key.empty() && d.ok()) d.Fail("spec.schedulingConstraints.topology[0].key", "missing");
+  return key;
+}
+
+// PodGroupInitiallyScheduled in status.conditions is True.
+bool InitiallyScheduled(FieldDecoder& d, const json& object) {
+  const json* status = d.Object(object, "status", "status");
+  if (status == nullptr) return false;
+  const json* conditions = d.Array(*status, "conditions", "status.conditions");
+  if (conditions == nullptr) return false;
+  for (size_t i = 0; i < conditions->size(); ++i) {
+    const std::string p = StrCat("status.conditions[", i, "]");
+    if (d.String((*conditions)[i], "type", StrCat(p, ".type")) == kInitiallyScheduledCondition) {
+      return d.String((*conditions)[i], "status", StrCat(p, ".status")) == "True";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) {
   FieldDecoder d(DescribeObject(object));
-  CheckApiVersion(d, object, kSchedulingPodGroupApiVersion);
   SchedulingPodGroup pg;
+  pg.api_version = d.String(object, "apiVersion", "apiVersion");
+  if (!pg.api_version.empty() && !IsSchedulingPodGroupApiVersion(pg.api_version)) {
+    d.Fail("apiVersion", StrCat("expected one of ", StrJoin(kSchedulingPodGroupVersions, ", "), ", got ",
+                                pg.api_version));
+  }
   pg.meta = NamespacedMeta(d, object);
   const json* spec = &SpecOf(d, object);
   const json* policy = d.Object(*spec, "schedulingPolicy", "spec.schedulingPolicy");
@@ -206,8 +266,57 @@ absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) 
   } else {
     pg.gang_min_count = DecodePolicy(d, *policy, "spec.schedulingPolicy");
   }
+  pg.topology_key = DecodeTopologyKey(d, *spec);
+  pg.disruption_mode = DecodeDisruptionMode(d, *spec);
+  pg.priority_class_name = d.String(*spec, "priorityClassName", "spec.priorityClassName");
+  if (spec->contains("priority") && !(*spec)["priority"].is_null()) {
+    const int64_t p = d.Int(*spec, "priority", "spec.priority");
+    if (p < std::numeric_limits<int32_t>::min() || p > std::numeric_limits<int32_t>::max()) {
+      d.Fail("spec.priority", "out of the int32 range");
+    } else {
+      pg.priority = static_cast<int32_t>(p);
+    }
+  }
+  if (const std::string policy_name = d.String(*spec, "preemptionPolicy", "spec.preemptionPolicy");
+      policy_name == "Never") {
+    pg.preemption_policy = PreemptionPolicy::kNever;
+  } else if (policy_name == "PreemptLowerPriority") {
+    pg.preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
+  } else if (!policy_name.empty()) {
+    d.Fail("spec.preemptionPolicy",
+           StrCat("unknown preemption policy \"", policy_name, "\" (want PreemptLowerPriority or Never)"));
+  }
+  if (const json* claims = d.Array(*spec, "resourceClaims", "spec.resourceClaims")) {
+    for (size_t i = 0; i < claims->size(); ++i) {
+      const std::string p = StrCat("spec.resourceClaims[", i, "].name");
+      std::string name = d.String((*claims)[i], "name", p);
+      if (name.empty() && d.ok()) d.Fail(p, "missing");
+      pg.resource_claims.push_back(std::move(name));
+    }
+  }
+  pg.parent_composite_pod_group =
+      d.String(*spec, "parentCompositePodGroupName", "spec.parentCompositePodGroupName");
+  if (const json* ref = d.Object(*spec, "workloadRef", "spec.workloadRef")) {
+    pg.workload_name = d.String(*ref, "workloadName", "spec.workloadRef.workloadName");
+    pg.template_name = d.String(*ref, "templateName", "spec.workloadRef.templateName");
+  }
+  pg.initially_scheduled = InitiallyScheduled(d, object);
   if (!d.ok()) return d.status();
   return pg;
+}
+
+std::vector<std::string> Unsupported(const SchedulingPodGroup& pg) {
+  std::vector<std::string> out;
+  if (!pg.parent_composite_pod_group.empty()) {
+    out.push_back(StrCat("spec.parentCompositePodGroupName: Tessel does not read CompositePodGroups; the "
+                         "PodGroup is placed as a gang of its own, without CompositePodGroup ",
+                         pg.parent_composite_pod_group, "'s minGroupCount"));
+  }
+  if (!pg.resource_claims.empty()) {
+    out.push_back(StrCat("spec.resourceClaims (", StrJoin(pg.resource_claims, ", "),
+                         "): Tessel does not allocate DRA claims yet; members that use them are not bound"));
+  }
+  return out;
 }
 
 absl::StatusOr<JobInfo> DecodeJob(const json& object) {

@@ -6,8 +6,12 @@
 //   - KEP-4671's Workload (scheduling.k8s.io/v1alpha1, Kubernetes 1.35):
 //     spec.podGroups[].policy.gang.minCount; pods join with spec.workloadRef {name, podGroup,
 //     podGroupReplicaKey}, and every replica key is a gang of its own;
-//   - its successor, the scheduling.k8s.io/v1alpha2 PodGroup: spec.schedulingPolicy.gang.minCount;
-//     pods join with spec.schedulingGroup.podGroupName;
+//   - its successor, the scheduling.k8s.io PodGroup (v1alpha2 on Kubernetes 1.36; v1beta1, or
+//     v1alpha3, on 1.37): spec.schedulingPolicy.gang.minCount, spec.schedulingConstraints
+//     .topology[].key (compact placement), spec.preemptionPolicy; pods join with
+//     spec.schedulingGroup.podGroupName. What Tessel does not honour of it (a parent
+//     CompositePodGroup, PodGroup resource claims, a priority other than the members') is
+//     listed in GangSpec::unsupported and reported on the PodGroup's status;
 //   - implicit gangs: a pod owned by a Job whose annotation tessel.io/min-available: N is set
 //     (on the Job, or on the pod through the Job's pod template) belongs to the gang named after
 //     that Job. A JobSet's Jobs are Jobs, so this covers them too.
@@ -17,6 +21,7 @@
 //   absl::StatusOr<PodGroup> pg = DecodePodGroup(json);      // errors name object and field
 #pragma once
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <optional>
@@ -39,6 +44,18 @@ inline constexpr std::string_view kTopologyKeyAnnotation = "tessel.io/topology-k
 inline constexpr std::string_view kPodGroupApiVersion = "scheduling.x-k8s.io/v1alpha1";
 inline constexpr std::string_view kWorkloadApiVersion = "scheduling.k8s.io/v1alpha1";
 inline constexpr std::string_view kSchedulingPodGroupApiVersion = "scheduling.k8s.io/v1alpha2";
+inline constexpr std::string_view kSchedulingPodGroupV1alpha3 = "scheduling.k8s.io/v1alpha3";
+inline constexpr std::string_view kSchedulingPodGroupV1beta1 = "scheduling.k8s.io/v1beta1";
+// The versions of the scheduling.k8s.io PodGroup Tessel reads, newest first (one shape: the
+// fields v1alpha2 lacks are absent from its objects). A server serves one or several of them;
+// Tessel reads the newest it serves (scheduler/kube/discovery.h).
+inline constexpr std::array<std::string_view, 3> kSchedulingPodGroupVersions = {
+    kSchedulingPodGroupV1beta1, kSchedulingPodGroupV1alpha3, kSchedulingPodGroupApiVersion};
+bool IsSchedulingPodGroupApiVersion(std::string_view api_version);
+// The condition upstream's PodGroup status carries (True once the gang was first placed; it
+// never turns False again), and the one Tessel adds for what it does not honour.
+inline constexpr std::string_view kInitiallyScheduledCondition = "PodGroupInitiallyScheduled";
+inline constexpr std::string_view kUnsupportedCondition = "tessel.io/Unsupported";
 
 // Which API declares the gang.
 enum class GangKind { kPodGroup, kWorkload, kSchedulingPodGroup, kJob };
@@ -95,11 +112,29 @@ struct Workload {
   std::vector<WorkloadPodGroup> pod_groups;
 };
 
-// scheduling.k8s.io/v1alpha2 PodGroup; gang_min_count is unset for the basic policy.
+// The scheduling.k8s.io PodGroup (v1alpha2, v1alpha3, v1beta1); gang_min_count is unset for
+// the basic policy.
 struct SchedulingPodGroup {
   ObjectMeta meta;
+  std::string api_version;
   std::optional<int32_t> gang_min_count;
+  std::string topology_key;  // spec.schedulingConstraints.topology[0].key ("" for none)
+  // spec.disruptionMode: Tessel's preemption evicts a gang's members together in either mode.
+  enum class DisruptionMode { kUnset, kSingle, kAll };
+  DisruptionMode disruption_mode = DisruptionMode::kUnset;
+  std::string priority_class_name;
+  std::optional<int32_t> priority;
+  std::optional<PreemptionPolicy> preemption_policy;
+  std::vector<std::string> resource_claims;  // spec.resourceClaims[].name
+  std::string parent_composite_pod_group;    // spec.parentCompositePodGroupName
+  std::string workload_name;                 // spec.workloadRef.workloadName
+  std::string template_name;                 // spec.workloadRef.templateName
+  // status.conditions PodGroupInitiallyScheduled: once True it stays True (upstream's rule).
+  bool initially_scheduled = false;
 };
+
+// What Tessel does not honour of the PodGroup, each naming the field; empty when it honours all.
+std::vector<std::string> Unsupported(const SchedulingPodGroup& pg);
 
 // A Job, reduced to what implicit gangs need.
 struct JobInfo {
@@ -128,6 +163,12 @@ struct GangSpec {
   std::optional<absl::Duration> schedule_timeout;
   Resources min_resources;
   std::string topology_key;  // tessel.io/topology-key; "" = no compact placement
+  // The group's own preemption policy (scheduling.k8s.io PodGroup spec.preemptionPolicy); the
+  // gang preempts only if this and its members allow it.
+  std::optional<PreemptionPolicy> preemption_policy;
+  // What the declaring object asks that Tessel does not do, each naming the field (reported on
+  // the object's status).
+  std::vector<std::string> unsupported;
 };
 
 }  // namespace tessel::gang

@@ -113,7 +113,19 @@ GangBook::Resolution GangBook::Resolve(const Pod& pod) const {
         r.membership = Membership::kWaiting;
         return r;
       }
-      if (it->second.gang_min_count.has_value()) gang(*it->second.gang_min_count, it->second.meta);
+      const SchedulingPodGroup& pg = it->second;
+      if (!pg.gang_min_count.has_value()) return r;  // basic policy: an ordinary pod
+      gang(*pg.gang_min_count, pg.meta);
+      if (!pg.topology_key.empty()) r.spec.topology_key = pg.topology_key;
+      r.spec.preemption_policy = pg.preemption_policy;
+      r.spec.unsupported = Unsupported(pg);
+      // kube-scheduler requires the members' priority to be the group's; Tessel orders and
+      // preempts by the members' own, and says so when they differ.
+      if (pg.priority.has_value() && *pg.priority != pod.PriorityValue()) {
+        r.spec.unsupported.push_back(StrCat("spec.priority: ", *pg.priority, " differs from member ", pod.Key(),
+                                            "'s priority ", pod.PriorityValue(),
+                                            "; Tessel orders and preempts by the members' priority"));
+      }
       return r;
     }
     case GangKind::kJob: {

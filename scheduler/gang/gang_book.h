@@ -1,4 +1,4 @@
-// The gang definitions the scheduler knows (PodGroups, Workloads, v1alpha2 PodGroups, Jobs
+// The gang definitions the scheduler knows (PodGroups, Workloads, scheduling.k8s.io PodGroups, Jobs
 // with tessel.io/min-available), fed by informers or a snapshot loader, and the answer to
 // "which gang does this pod belong to, and what does that gang need?". Thread-safe.
 //

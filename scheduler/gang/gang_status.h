@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "scheduler/gang/gang_api.h"
@@ -47,6 +48,7 @@ struct GangStatusUpdate {
   GangReason reason = GangReason::kUnschedulable;
   std::string message;
   std::string domain;  // compact placement: the chosen domain
+  std::vector<std::string> unsupported;  // GangSpec::unsupported, on the cycle's reports
   absl::Time time;
 };
 

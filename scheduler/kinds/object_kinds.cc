@@ -69,6 +69,13 @@ void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlav
 constexpr std::array kReadKinds{
     ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup, gang::GangKind::kPodGroup>,
              RemoveGang<gang::GangKind::kPodGroup>},
+    // The scheduling.k8s.io PodGroup, each version Tessel reads (gang::kSchedulingPodGroupVersions).
+    ReadKind{"PodGroup", gang::kSchedulingPodGroupV1beta1,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             RemoveGang<gang::GangKind::kSchedulingPodGroup>},
+    ReadKind{"PodGroup", gang::kSchedulingPodGroupV1alpha3,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             RemoveGang<gang::GangKind::kSchedulingPodGroup>},
     ReadKind{"PodGroup", gang::kSchedulingPodGroupApiVersion,
              DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup, gang::GangKind::kSchedulingPodGroup>,
              RemoveGang<gang::GangKind::kSchedulingPodGroup>},

@@ -1,5 +1,5 @@
 // The kinds Tessel reads besides Pods, Nodes and the built-in objects the informers decode one
-// by one: the gang objects (scheduler-plugins PodGroup, Workload, the v1alpha2 PodGroup, Job)
+// by one: the gang objects (scheduler-plugins PodGroup, Workload, the scheduling.k8s.io PodGroup, Job)
 // and Queues, by apiVersion and kind. The one place that picks a decoder for them: the live
 // informers (kube/scheduler_feed.cc) and the simulator (bench/sim) both hand objects to the core
 // through it, and the core takes them typed.

@@ -3,6 +3,7 @@
 
 #include "absl/time/clock.h"
 #include "scheduler/api/decode.h"
+#include "scheduler/gang/gang_api.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "spdlog/spdlog.h"
 
@@ -136,7 +137,7 @@ class ClusterObjectHandler final : public InformerHandler {
 };
 
 // The kinds of the table in scheduler/kinds/object_kinds.h: gang objects (PodGroups, Workloads,
-// v1alpha2 PodGroups, Jobs) and team Queues. List items of built-in kinds carry no
+// scheduling.k8s.io PodGroups, Jobs) and team Queues. List items of built-in kinds carry no
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
 // logged naming it and the field, and only that object is left out.
 class ReadKindHandler final : public InformerHandler {
@@ -276,12 +277,18 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
        .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
        .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup"));
-  add({.name = "workloads", .path = "/apis/scheduling.k8s.io/v1alpha1/workloads", .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, "scheduling.k8s.io/v1alpha1", "Workload"));
-  add({.name = "podgroups.scheduling.k8s.io",
-       .path = "/apis/scheduling.k8s.io/v1alpha2/podgroups",
-       .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, "scheduling.k8s.io/v1alpha2", "PodGroup"));
+  // The upstream ones only in the versions the server serves (options.gang_apis, discovered):
+  // a PodGroup served in two versions is read once, in the newest.
+  if (options.gang_apis.workload_v1alpha1) {
+    add({.name = "workloads", .path = StrCat("/apis/", gang::kWorkloadApiVersion, "/workloads"), .optional = true},
+        std::make_unique<ReadKindHandler>(scheduler, std::string(gang::kWorkloadApiVersion), "Workload"));
+  }
+  if (!options.gang_apis.pod_group.empty()) {
+    add({.name = "podgroups.scheduling.k8s.io",
+         .path = StrCat("/apis/", options.gang_apis.pod_group, "/podgroups"),
+         .optional = true},
+        std::make_unique<ReadKindHandler>(scheduler, options.gang_apis.pod_group, "PodGroup"));
+  }
   add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
       std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job"));
   // Budgets that preemption must respect: which version the server serves was discovered.

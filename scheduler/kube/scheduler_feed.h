@@ -2,8 +2,8 @@
 // hand it to the Scheduler's thread-safe inputs:
 //   pods (all namespaces, every scheduler: pods bound by others hold capacity too; finished
 //   pods excluded by a field selector), nodes, priorityclasses, the gang objects (PodGroup
-//   scheduling.x-k8s.io/v1alpha1, and where served Workload scheduling.k8s.io/v1alpha1 and
-//   PodGroup scheduling.k8s.io/v1alpha2; Jobs for implicit gangs), and the optional CRD Queue
+//   scheduling.x-k8s.io/v1alpha1, and in the versions the server serves (gang_apis.h) Workload
+//   scheduling.k8s.io/v1alpha1 and the scheduling.k8s.io PodGroup; Jobs for implicit gangs), and the optional CRD Queue
 //   (tessel.io/v1alpha1) that the QueueQuota plugin enforces (a missing CRD is no queues);
 //   PodDisruptionBudgets (policy/v1, or v1beta1 on servers before 1.21) for preemption;
 //   PersistentVolumeClaims, PersistentVolumes, StorageClasses (volume plugins) and Namespaces
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "scheduler/core/scheduler.h"
+#include "scheduler/kube/gang_apis.h"
 #include "scheduler/kube/informer.h"
 
 namespace tessel::kube {
@@ -42,6 +43,8 @@ struct FeedOptions {
   std::vector<ResourceSpec> extra_custom;
   // The policy group version that serves PodDisruptionBudgets (as DiscoverEvictionApi finds it).
   std::string pdb_api = "policy/v1";
+  // The upstream gang API versions the server serves (DiscoverGangApis); none by default.
+  GangApis gang_apis;
   InformerOptions informer;
 };
 

@@ -12,8 +12,8 @@
 namespace tessel::provisioning {
 
 bool CapacityOnly(const std::vector<std::string>& rejecting_plugins) {
-  static constexpr std::array<std::string_view, 4> kNotCapacity = {kQuotaPlugin, "NodeName", "VolumeBinding",
-                                                                   "VolumeRestrictions"};
+  static constexpr std::array<std::string_view, 5> kNotCapacity = {kQuotaPlugin, "NodeName", "VolumeBinding",
+                                                                   "VolumeRestrictions", "DynamicResources"};
   return std::none_of(rejecting_plugins.begin(), rejecting_plugins.end(), [](const std::string& p) {
     return std::find(kNotCapacity.begin(), kNotCapacity.end(), p) != kNotCapacity.end();
   });

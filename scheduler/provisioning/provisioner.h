@@ -41,9 +41,10 @@ class Provisioner {
 
 // Whether more nodes could end a shortfall: no plugin that turned nodes away speaks of
 // something new nodes cannot change: the queue's quota (QueueQuota), a pod pinned to a node
-// (NodeName), or its volumes (VolumeBinding, VolumeRestrictions). Selectors, affinity and taints
-// count as capacity: a pool that is empty or full looks the same as one that does not exist,
-// and the provisioner (which knows its node groups) answers Failed for the latter.
+// (NodeName), its volumes (VolumeBinding, VolumeRestrictions) or its DRA claims (DynamicResources).
+// Selectors, affinity and taints count as capacity: a pool that is empty or full looks the same
+// as one that does not exist, and the provisioner (which knows its node groups) answers Failed
+// for the latter.
 bool CapacityOnly(const std::vector<std::string>& rejecting_plugins);
 inline constexpr std::string_view kQuotaPlugin = "QueueQuota";
 

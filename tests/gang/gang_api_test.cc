@@ -263,5 +263,127 @@ TEST_CASE("the GangBook resolves pods to gangs, waits for missing ones", "[gang]
   }
 }
 
+// Kubernetes 1.37's scheduling.k8s.io/v1beta1 PodGroup (k8s.io/api scheduling/v1beta1), as a
+// workload controller instantiates it from a Workload's podGroupTemplates.
+const char* kV1beta1PodGroup = R"({
+  "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+  "metadata": {"name": "train-0", "namespace": "team-a", "generation": 1},
+  "spec": {"workloadRef": {"workloadName": "train", "templateName": "workers"},
+           "schedulingPolicy": {"gang": {"minCount": 3}},
+           "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+           "disruptionMode": {"all": {}},
+           "priorityClassName": "high", "priority": 1000, "preemptionPolicy": "Never"},
+  "status": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True",
+                             "reason": "Scheduled", "message": "",
+                             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})";
+
+TEST_CASE("a v1beta1 PodGroup decodes gang, topology, disruption, priority and status", "[gang][decode]") {
+  SchedulingPodGroup pg = Decoded(DecodeSchedulingPodGroup(json::parse(kV1beta1PodGroup)));
+  CHECK(pg.api_version == "scheduling.k8s.io/v1beta1");
+  CHECK(pg.meta.namespace_ == "team-a");
+  CHECK(pg.gang_min_count == 3);
+  CHECK(pg.topology_key == "topology.kubernetes.io/rack");
+  CHECK(pg.disruption_mode == SchedulingPodGroup::DisruptionMode::kAll);
+  CHECK(pg.priority_class_name == "high");
+  CHECK(pg.priority == 1000);
+  CHECK(pg.preemption_policy == PreemptionPolicy::kNever);
+  CHECK(pg.workload_name == "train");
+  CHECK(pg.template_name == "workers");
+  CHECK(pg.initially_scheduled);
+  CHECK(Unsupported(pg).empty());
+
+  SECTION("the same shape in v1alpha3 and v1alpha2 (1.36); other versions are named") {
+    json object = json::parse(kV1beta1PodGroup);
+    object["apiVersion"] = "scheduling.k8s.io/v1alpha3";
+    CHECK(DecodeSchedulingPodGroup(object).ok());
+    object["apiVersion"] = "scheduling.k8s.io/v1alpha2";
+    CHECK(DecodeSchedulingPodGroup(object).ok());
+    object["apiVersion"] = "scheduling.k8s.io/v2";
+    auto r = DecodeSchedulingPodGroup(object);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() ==
+          "PodGroup team-a/train-0: apiVersion: expected one of scheduling.k8s.io/v1beta1, "
+          "scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1alpha2, got scheduling.k8s.io/v2");
+  }
+}
+
+TEST_CASE("bad v1beta1 PodGroups are rejected with the object and the field", "[gang][decode]") {
+  struct Case {
+    const char* name;
+    const char* patch;  // merged into the spec
+    const char* want;
+  };
+  const Case cases[] = {
+      {"no policy", R"({"schedulingPolicy": null})", "spec.schedulingPolicy: missing"},
+      {"both policies", R"({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}})",
+       "spec.schedulingPolicy: exactly one of basic and gang must be set"},
+      {"zero minCount", R"({"schedulingPolicy": {"gang": {"minCount": 0}}})",
+       "spec.schedulingPolicy.gang.minCount: must be an integer of at least 1, got 0"},
+      {"two topology keys",
+       R"({"schedulingConstraints": {"topology": [{"key": "a"}, {"key": "b"}]}})",
+       "spec.schedulingConstraints.topology: at most one topology constraint is supported, got 2"},
+      {"topology without key", R"({"schedulingConstraints": {"topology": [{}]}})",
+       "spec.schedulingConstraints.topology[0].key: missing"},
+      {"both disruption modes", R"({"disruptionMode": {"single": {}, "all": {}}})",
+       "spec.disruptionMode: exactly one of single and all must be set"},
+      {"unknown preemption policy", R"({"preemptionPolicy": "Sometimes"})",
+       "spec.preemptionPolicy: unknown preemption policy \"Sometimes\" (want PreemptLowerPriority or Never)"},
+      {"priority out of range", R"({"priority": 3000000000})", "spec.priority: out of the int32 range"},
+      {"claim without name", R"({"resourceClaims": [{"resourceClaimName": "c"}]})",
+       "spec.resourceClaims[0].name: missing"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      json object = json::parse(kV1beta1PodGroup);
+      object["spec"].merge_patch(json::parse(c.patch));
+      auto r = DecodeSchedulingPodGroup(object);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.status().message() == std::string("PodGroup team-a/train-0: ") + c.want);
+    }
+  }
+}
+
+TEST_CASE("a v1beta1 PodGroup maps onto the gang spec; what Tessel cannot honour is named", "[gang][book]") {
+  GangBook book;
+  Pod member = PodBuilder("train-0-a", "team-a").Priority(1000).Build();
+  member.scheduling_group = "train-0";
+  CHECK(book.Resolve(member).membership == GangBook::Membership::kWaiting);
+
+  json object = json::parse(kV1beta1PodGroup);
+  book.Put(Decoded(DecodeSchedulingPodGroup(object)));
+  GangBook::Resolution r = book.Resolve(member);
+  REQUIRE(r.membership == GangBook::Membership::kGang);
+  CHECK(r.spec.id.Describe() == "PodGroup team-a/train-0 (scheduling.k8s.io)");
+  CHECK(r.spec.min_member == 3);
+  CHECK(r.spec.topology_key == "topology.kubernetes.io/rack");
+  CHECK(r.spec.preemption_policy == PreemptionPolicy::kNever);
+  CHECK_FALSE(r.spec.schedule_timeout.has_value());  // v1beta1 has no timeout field
+  CHECK(r.spec.unsupported.empty());
+
+  SECTION("a parent CompositePodGroup, group resource claims, another priority") {
+    object["spec"]["parentCompositePodGroupName"] = "job";
+    object["spec"]["resourceClaims"] = json::parse(R"([{"name": "nic", "resourceClaimName": "rdma"}])");
+    object["spec"]["priority"] = 10;
+    book.Put(Decoded(DecodeSchedulingPodGroup(object)));
+    CHECK(book.Resolve(member).spec.unsupported ==
+          std::vector<std::string>{
+              "spec.parentCompositePodGroupName: Tessel does not read CompositePodGroups; the PodGroup is "
+              "placed as a gang of its own, without CompositePodGroup job's minGroupCount",
+              "spec.resourceClaims (nic): Tessel does not allocate DRA claims yet; members that use them "
+              "are not bound",
+              "spec.priority: 10 differs from member team-a/train-0-a's priority 1000; Tessel orders and "
+              "preempts by the members' priority"});
+  }
+  SECTION("the basic policy: ordinary pods") {
+    object["spec"]["schedulingPolicy"] = {{"basic", json::object()}};
+    book.Put(Decoded(DecodeSchedulingPodGroup(object)));
+    CHECK(book.Resolve(member).membership == GangBook::Membership::kNone);
+  }
+  SECTION("the kind table reads every version") {
+    for (std::string_view v : kSchedulingPodGroupVersions) CHECK(IsReadKind(v, "PodGroup"));
+    CHECK_FALSE(IsReadKind("scheduling.k8s.io/v1beta1", "CompositePodGroup"));
+  }
+}
+
 }  // namespace
 }  // namespace tessel::gang

@@ -871,6 +871,51 @@ TEST_CASE("a gang waits for its victims to terminate instead of evicting more",
   CHECK(c.api.evictions.empty());
 }
 
+// Kubernetes 1.37's own PodGroup (scheduling.k8s.io/v1beta1): its pods name it in
+// spec.schedulingGroup; its preemptionPolicy and topology constraint hold for the whole gang.
+TEST_CASE("a v1beta1 PodGroup: its preemptionPolicy, its topology key, what it cannot honour",
+          "[gang][core][preemption]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  for (int node = 0; node < 2; ++node) {
+    Pod low = PodBuilder(StrCat("low-", node)).Requests("cpu:1,nvidia.com/gpu:8").Priority(0)
+                  .Node(StrCat("gpu-", node)).Build();
+    low.phase = PodPhase::kRunning;
+    c.s->OnPodAdd(std::move(low));
+  }
+  auto group = [&](std::string_view policy) {
+    json pg = json::parse(R"({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "hp", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "schedulingConstraints": {"topology": [{"key": "kubernetes.io/hostname"}]},
+                 "resourceClaims": [{"name": "nic", "resourceClaimName": "rdma"}]}})");
+    pg["spec"]["preemptionPolicy"] = policy;
+    REQUIRE(c.harness.ApplyGangObject(pg).value());
+  };
+  group("Never");
+  for (int i = 0; i < 2; ++i) {
+    Pod m = PodBuilder(StrCat("hp-", i)).Requests("cpu:1,nvidia.com/gpu:4").Created(100 + i).Priority(100).Build();
+    m.scheduling_group = "hp";
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.Run();
+  // Never: the members (which may preempt on their own) evict nothing.
+  CHECK(c.api.evictions.empty());
+  CHECK(c.BoundOf("hp") == 0);
+  const GangStatusUpdate& waiting = c.rec.status.at("PodGroup default/hp (scheduling.k8s.io)");
+  CHECK_FALSE(waiting.condition);
+  CHECK_THAT(waiting.message, Catch::Contains("within one kubernetes.io/hostname domain"));
+  CHECK(waiting.unsupported == std::vector<std::string>{
+                                   "spec.resourceClaims (nic): Tessel does not allocate DRA claims yet; members "
+                                   "that use them are not bound"});
+
+  // PreemptLowerPriority: one node's pod goes, and both members land on that one node.
+  group("PreemptLowerPriority");
+  c.clock.Advance(absl::Seconds(30));
+  c.Run();
+  REQUIRE(c.api.evictions.size() == 1);
+}
+
 TEST_CASE("a refused rollback eviction is tried again until the member is gone",
           "[gang][core][rules]") {
   Core c;

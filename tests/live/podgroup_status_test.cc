@@ -176,5 +176,106 @@ TEST_CASE("PodGroup status: a failed count leaves the core's phase and is still 
   CHECK(status["phase"] == "Scheduled");
 }
 
+// The upstream PodGroup (scheduling.k8s.io v1beta1): kube-scheduler's condition.
+gang::GangStatusUpdate Short() {
+  return {.phase = gang::GangPhase::kPending, .members = 3, .min_member = 3, .condition = false,
+          .reason = gang::GangReason::kUnschedulable, .message = "0/2 nodes can host 3 members",
+          .time = absl::FromUnixSeconds(1800000000)};
+}
+
+TEST_CASE("upstream PodGroup status: PodGroupInitiallyScheduled, never back to False", "[podgroup]") {
+  const json fresh = json::parse(R"({"metadata": {"generation": 2}, "status": {}})");
+  std::optional<json> patch = UpstreamPodGroupStatusPatch(Short(), fresh);
+  REQUIRE(patch.has_value());
+  CHECK(*patch == json::parse(R"({"status": {"conditions": [{"type": "PodGroupInitiallyScheduled",
+      "status": "False", "reason": "Unschedulable", "message": "0/2 nodes can host 3 members",
+      "lastTransitionTime": "2027-01-15T08:00:00Z", "observedGeneration": 2}]}})"));
+
+  SECTION("the same condition again: no write") {
+    json current = fresh;
+    current["status"]["conditions"] = (*patch)["status"]["conditions"];
+    CHECK_FALSE(UpstreamPodGroupStatusPatch(Short(), current).has_value());
+    SECTION("another message keeps the transition time") {
+      gang::GangStatusUpdate later = Short();
+      later.message = "0/3 nodes can host 3 members";
+      later.time += absl::Minutes(1);
+      std::optional<json> again = UpstreamPodGroupStatusPatch(later, current);
+      REQUIRE(again.has_value());
+      CHECK((*again)["status"]["conditions"][0]["lastTransitionTime"] == "2027-01-15T08:00:00Z");
+    }
+  }
+  SECTION("placed: True, reason Scheduled; then never False again") {
+    gang::GangStatusUpdate placed = Short();
+    placed.condition = true;
+    placed.reason = gang::GangReason::kScheduled;
+    placed.message = "3 members placed on 3 nodes";
+    std::optional<json> p = UpstreamPodGroupStatusPatch(placed, fresh);
+    REQUIRE(p.has_value());
+    const json& c = (*p)["status"]["conditions"][0];
+    CHECK(c["status"] == "True");
+    CHECK(c["reason"] == "Scheduled");
+    json current = fresh;
+    current["status"]["conditions"] = (*p)["status"]["conditions"];
+    CHECK_FALSE(UpstreamPodGroupStatusPatch(Short(), current).has_value());
+  }
+  SECTION("a failed bind is upstream's SchedulerError") {
+    gang::GangStatusUpdate failed = Short();
+    failed.reason = gang::GangReason::kBindFailed;
+    CHECK((*UpstreamPodGroupStatusPatch(failed, fresh))["status"]["conditions"][0]["reason"] == "SchedulerError");
+  }
+  SECTION("what Tessel does not honour: tessel.io/Unsupported beside it") {
+    gang::GangStatusUpdate u = Short();
+    u.unsupported = {"spec.a: no", "spec.b: no"};
+    std::optional<json> p = UpstreamPodGroupStatusPatch(u, fresh);
+    REQUIRE(p.has_value());
+    REQUIRE((*p)["status"]["conditions"].size() == 2);
+    const json& c = (*p)["status"]["conditions"][1];
+    CHECK(c["type"] == "tessel.io/Unsupported");
+    CHECK(c["status"] == "True");
+    CHECK(c["reason"] == "NotHonoured");
+    CHECK(c["message"] == "spec.a: no; spec.b: no");
+  }
+}
+
+TEST_CASE("upstream PodGroup status: read, then a strategic merge patch of the v1beta1 status", "[podgroup]") {
+  absl::Mutex mu;
+  std::vector<json> patches;
+  const std::string path = "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/train/status";
+  FakeApiServer api([&](const FakeApiServer::Call& call, httplib::Response& res) {
+    if (call.line() == "GET " + path) {
+      res.set_content(R"({"metadata": {"generation": 1}, "status": {}})", "application/json");
+      return;
+    }
+    if (call.line() == "PATCH " + path) {
+      absl::MutexLock lock(&mu);
+      patches.push_back(json::parse(call.body));
+      res.set_content("{}", "application/json");
+      return;
+    }
+    res.status = 404;
+  });
+  auto client = api.Client();
+  const gang::GangId id{.kind = gang::GangKind::kSchedulingPodGroup, .namespace_ = "ns", .name = "train"};
+  SECTION("v1beta1: written") {
+    PodGroupStatusWriter writer(client.get(), {.scheduling_pod_group_api = "scheduling.k8s.io/v1beta1"});
+    writer.GangStatusChanged(id, Short());
+    REQUIRE(Eventually([&] {
+      absl::MutexLock lock(&mu);
+      return patches.size() == 1;
+    }));
+    CHECK(api.Count("GET " + path) == 1);
+    absl::MutexLock lock(&mu);
+    CHECK(patches[0]["status"]["conditions"][0]["type"] == "PodGroupInitiallyScheduled");
+  }
+  SECTION("a version without the conditions (v1alpha2), or none discovered: nothing") {
+    for (const char* api_version : {"scheduling.k8s.io/v1alpha2", ""}) {
+      PodGroupStatusWriter writer(client.get(), {.scheduling_pod_group_api = api_version});
+      writer.GangStatusChanged(id, Short());
+      absl::SleepFor(absl::Milliseconds(300));
+    }
+    CHECK(api.calls().empty());
+  }
+}
+
 }  // namespace
 }  // namespace tessel::kube
