@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""helm_objects.py: compares the objects of two renderings (the chart's `helm template` and
-`kubectl kustomize manifests/`), for tests/integration/helm_chart_test.sh.
+"""helm_objects.py: reads rendered objects (`helm template`, `kubectl kustomize`) for the chart's
+tests (tests/integration/helm_*_test.sh).
 
-    helm_objects.py CHART.yaml KUSTOMIZE.yaml [--unhash NAME]...
+    helm_objects.py diff CHART.yaml KUSTOMIZE.yaml [--unhash NAME]...
+    helm_objects.py list FILE                      one "Kind namespace/name" line per object
+    helm_objects.py get FILE KIND NAME PATH        the value at PATH (dots; list items by index,
+                                                   e.g. spec.template.spec.containers.0.args;
+                                                   keys may hold dots: data.config.yaml),
+                                                   strings as they are, anything else as JSON;
+                                                   exit 1 naming the object or field when absent
 
-Both files are multi-document YAML. Objects are matched by kind, namespace and name, and compared
+diff: both files are multi-document YAML. Objects are matched by kind, namespace and name, and compared
 after normalising what legitimately differs between the two tools:
   - the labels only Helm adds (helm.sh/chart, app.kubernetes.io/managed-by, .../instance,
     .../version), and the chart's pod-template annotation checksum/config (kustomize rolls the
@@ -117,12 +123,36 @@ def dump(obj):
     return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, width=100).splitlines(True)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("chart")
-    ap.add_argument("kustomize")
-    ap.add_argument("--unhash", action="append", default=[])
-    a = ap.parse_args()
+def cmd_list(a):
+    for d in load(a.file):
+        meta = d.get("metadata") or {}
+        ns = meta.get("namespace")
+        print(f"{d.get('kind')} {ns + '/' if ns else ''}{meta.get('name')}")
+    return 0
+
+
+def cmd_get(a):
+    found = [d for d in load(a.file)
+             if d.get("kind") == a.kind and (d.get("metadata") or {}).get("name") == a.name]
+    if not found:
+        sys.exit(f"helm_objects.py: no {a.kind} {a.name} in {a.file}")
+    value, parts, i = found[0], a.path.split("."), 0
+    while i < len(parts):
+        # A key may hold dots itself (data.config.yaml): the longest key that is there wins.
+        j = len(parts)
+        while isinstance(value, dict) and j > i and ".".join(parts[i:j]) not in value:
+            j -= 1
+        if isinstance(value, dict) and j > i:
+            value, i = value[".".join(parts[i:j])], j
+        elif isinstance(value, list) and parts[i].isdigit() and int(parts[i]) < len(value):
+            value, i = value[int(parts[i])], i + 1
+        else:
+            sys.exit(f"helm_objects.py: {a.kind} {a.name} has no {a.path} (at {parts[i]})")
+    print(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+    return 0
+
+
+def cmd_diff(a):
     chart = index(load(a.chart), set(a.unhash), "the chart")
     kust = index(load(a.kustomize), set(a.unhash), "kustomize")
     same = True
@@ -143,6 +173,25 @@ def main():
     if same:
         print(f"{len(chart)} objects, the same in both")
     return 0 if same else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("diff")
+    d.add_argument("chart")
+    d.add_argument("kustomize")
+    d.add_argument("--unhash", action="append", default=[])
+    d.set_defaults(run=cmd_diff)
+    l = sub.add_parser("list")
+    l.add_argument("file")
+    l.set_defaults(run=cmd_list)
+    g = sub.add_parser("get")
+    for arg in ("file", "kind", "name", "path"):
+        g.add_argument(arg)
+    g.set_defaults(run=cmd_get)
+    a = ap.parse_args()
+    return a.run(a)
 
 
 if __name__ == "__main__":
