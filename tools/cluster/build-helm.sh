@@ -9,8 +9,8 @@
 # charts and most clusters' tooling use). The binary goes to
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/tessel/helm-v<VERSION>/bin/helm
 # When it is there the script exits at once. Progress goes to stderr, the go tool's output to
-# build.log next to bin/. Cold (empty module and build caches, 2 cores shared with other work):
-# about 6 minutes; docs/deploy.md ("Helm") has the measured figure.
+# build.log next to bin/. Cold (empty Go module and build caches, 2 cores shared with other
+# builds): 4 min 9 s measured (docs/deploy.md, "Helm").
 #
 # How: `go install helm.sh/helm/v3/cmd/helm@vVERSION` builds Helm's own module with its own
 # go.mod (it has no replace directives), with the version stamps Helm's Makefile sets: the
