@@ -73,16 +73,7 @@ has default "Service kube-system/tessel-scheduler-admin" && fail "admin Service 
 has default "ServiceMonitor kube-system/tessel-scheduler" && fail "ServiceMonitor rendered by default"
 
 # A configuration change changes the file and the checksum, so the pods roll.
-cat >"$WORK/config-values.yaml" <<'YAML'
-schedulerConfig:
-  profiles:
-  - schedulerName: tessel
-  - schedulerName: tessel-spread
-    pluginConfig:
-    - name: NodeResourcesFit
-      args: {scoringStrategy: {type: LeastAllocated}}
-YAML
-render changed -f "$WORK/config-values.yaml"
+render changed -f "$HERE/testdata/helm-config-values.yaml"
 changed_config=$(get changed ConfigMap tessel-scheduler-config data.config.yaml)
 grep -q "schedulerName: tessel-spread" <<<"$changed_config" || fail "new profile not in config.yaml: $changed_config"
 grep -q "^kind: TesselSchedulerConfiguration" <<<"$changed_config" || fail "config.yaml has no kind: $changed_config"
@@ -138,14 +129,7 @@ render_fails "/logLevel" --set logLevel=high
 say "chart (default values) against kubectl kustomize manifests/:"
 python3 "$OBJECTS" diff "$WORK/default.yaml" "$WORK/kustomize.yaml" --unhash tessel-scheduler-config >&2 \
   || fail "the chart and manifests/ differ (diff above: '-' is kustomize, '+' the chart)"
-mkdir -p "$WORK/monitoring"
-cat >"$WORK/monitoring/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: kube-system
-resources: [$(realpath --relative-to="$WORK/monitoring" "$TESSEL_ROOT/manifests")]
-components: [$(realpath --relative-to="$WORK/monitoring" "$TESSEL_ROOT/manifests/monitoring")]
-YAML
+it_monitoring_kustomization "$WORK/monitoring"
 "$KUBECTL" kustomize "$WORK/monitoring" >"$WORK/kustomize-monitoring.yaml" || fail "kubectl kustomize with monitoring"
 render monitoring --set monitoring.enabled=true
 say "chart (monitoring.enabled) against manifests/ with its monitoring component:"

@@ -80,16 +80,7 @@ has_replicasets() { [[ $(replicasets | grep -c .) -ge $1 ]]; }
 it_wait 60 "the Deployment's first ReplicaSet" has_replicasets 1
 old_rs=$(replicasets)
 
-cat >"$IT_WORK/upgrade-values.yaml" <<'YAML'
-schedulerConfig:
-  profiles:
-  - schedulerName: tessel
-  - schedulerName: tessel-spread
-    pluginConfig:
-    - name: NodeResourcesFit
-      args: {scoringStrategy: {type: LeastAllocated}}
-YAML
-out=$("$HELM" upgrade tessel "$CHART" -n kube-system -f "$IT_WORK/upgrade-values.yaml" 2>&1) \
+out=$("$HELM" upgrade tessel "$CHART" -n kube-system -f "$(dirname "$0")/testdata/helm-config-values.yaml" 2>&1) \
   || fail "helm upgrade: $out"
 [[ $(status) == "deployed 2" ]] || fail "release status after upgrade: $(status)"
 kubectl -n kube-system get configmap tessel-scheduler-config -o 'jsonpath={.data.config\.yaml}' \
