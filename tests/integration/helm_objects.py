@@ -10,8 +10,8 @@ tests (tests/integration/helm_*_test.sh).
                                                    strings as they are, anything else as JSON;
                                                    exit 1 naming the object or field when absent
 
-diff: both files are multi-document YAML. Objects are matched by kind, namespace and name, and compared
-after normalising what legitimately differs between the two tools:
+diff: both files are multi-document YAML. Objects are matched by kind, namespace and name, and
+compared after normalising what legitimately differs between the two tools:
   - the labels only Helm adds (helm.sh/chart, app.kubernetes.io/managed-by, .../instance,
     .../version), and the chart's pod-template annotation checksum/config (kustomize rolls the
     pods through the ConfigMap's hashed name instead);
