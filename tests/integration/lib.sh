@@ -193,6 +193,19 @@ spec: {minMember: $2}
 YAML
 }
 
+# it_monitoring_kustomization DIR: a kustomization in DIR (outside manifests/, as kustomize wants
+# it and as docs/metrics.md shows) of manifests/ with its monitoring component, in kube-system.
+it_monitoring_kustomization() {
+  mkdir -p "$1"
+  cat >"$1/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: kube-system
+resources: [$(realpath --relative-to="$1" "$TESSEL_ROOT/manifests")]
+components: [$(realpath --relative-to="$1" "$TESSEL_ROOT/manifests/monitoring")]
+YAML
+}
+
 it_bound() { [[ -n $(node_of "$1") ]]; }
 it_count_bound() {
   kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true

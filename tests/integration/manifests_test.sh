@@ -19,14 +19,7 @@ grep -q -- "--admin-port=10260" <<<"$rendered" || fail "admin API port not set"
 # The monitoring component, from a kustomization outside manifests/ as docs/metrics.md shows:
 # a Service, a ServiceMonitor and the dashboard ConfigMap, all in kube-system; the Service
 # applies (the ServiceMonitor needs the Prometheus Operator's CRD, absent here).
-mkdir -p "$IT_WORK/monitoring"
-cat >"$IT_WORK/monitoring/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: kube-system
-resources: [$(realpath --relative-to="$IT_WORK/monitoring" "$TESSEL_ROOT/manifests")]
-components: [$(realpath --relative-to="$IT_WORK/monitoring" "$TESSEL_ROOT/manifests/monitoring")]
-YAML
+it_monitoring_kustomization "$IT_WORK/monitoring"
 monitoring=$(kubectl kustomize "$IT_WORK/monitoring") || fail "the monitoring component does not render"
 for want in "kind: ServiceMonitor" "name: tessel-scheduler-metrics" "name: tessel-grafana-dashboard" \
             "grafana_dashboard: \"1\"" "tessel-dashboard.json:"; do
