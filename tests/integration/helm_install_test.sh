@@ -14,7 +14,7 @@
 #   4. `helm uninstall`: every object of the release is gone, the CRDs stay (Helm never deletes
 #      crds/).
 # The fixture's ServiceAccount, RBAC and PriorityClasses (applied with kubectl, so not Helm's to
-# adopt) are removed for the test and applied again at the end.
+# adopt) are removed for the test and applied again at the end; the CRDs are removed at the end.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/sandbox_lib.sh"
 it_begin helm
@@ -33,6 +33,9 @@ helm_cleanup() {
   local rc=$?
   sandbox_kill
   "$HELM" uninstall tessel -n kube-system --ignore-not-found >/dev/null 2>&1 || true
+  # Helm leaves the CRDs (as it should); the test removes them, so that the next `kubectl apply`
+  # of them (install_test.sh) creates them afresh rather than adopting Helm's.
+  kubectl delete crd "${CRDS[@]}" --ignore-not-found --timeout=60s >/dev/null 2>&1 || true
   # The shared fixture's objects come back (other tests use them).
   kubectl apply "${FIXTURE[@]}" >/dev/null 2>&1 || true
   (exit $rc)
