@@ -15,9 +15,11 @@ namespace on an empty cluster:
                one should be placed whole, the other wait (both waiting is a deadlock).
   oversubscribed  1.5 times the cluster's GPUs asked by gangs: as many whole gangs as fit.
 
-For each it prints, per scheduler: gangs placed whole, gangs seen partly bound (0 < bound <
-minCount at any poll, or at the end), time from the first pod's creation to the last bind, and
-for contention whether no gang was placed (deadlock). Polls every 0.1 s through the API. The
+For each it prints, per scheduler: gangs placed whole, gangs left partly bound when the scenario
+settles (0 < bound < minCount: a partial placement), gangs seen partly bound at some poll (binds
+of one gang land one by one, so this counts gangs caught mid-bind as well), pods bound, time from
+the first pod's creation to the last bind, and for contention whether no gang was placed
+(deadlock). Polls every 0.1 s through the API. The
 cluster and the schedulers it starts are stopped on exit. Output: a Markdown table (stdout).
 """
 import argparse
@@ -109,7 +111,8 @@ def run_scenario(api, ns, gangs, scheduler, timeout, idle):
         if whole == len(gangs) or now - start > timeout or (total > 0 and now - last_change > idle):
             break
         time.sleep(0.1)
-    return {"whole": whole, "gangs": len(gangs), "partial": len(partial_seen),
+    partial_end = sum(1 for name, members, _ in gangs if 0 < bound.get(name, 0) < members)
+    return {"whole": whole, "gangs": len(gangs), "partial": partial_end, "mid_bind": len(partial_seen),
             "seconds": round(last_change - start, 2) if last_bound else None, "bound": last_bound}
 
 
@@ -191,12 +194,12 @@ def main():
         print(f"{args.nodes} nodes × {GPUS_PER_NODE} GPUs; fit: {fit_gangs} gangs × {args.members} pods × "
               f"{per_pod} GPUs; contention: 2 gangs × {args.nodes} pods × {GPUS_PER_NODE} GPUs; oversubscribed: "
               f"{len(scenarios['oversubscribed'])} gangs × {args.members} pods × {per_pod} GPUs\n")
-        print("| scenario | scheduler | gangs placed whole | gangs seen partly bound | pods bound | "
-              "first pod created to last bind (s) | deadlock |")
-        print("|---|---|---|---|---|---|---|")
+        print("| scenario | scheduler | gangs placed whole | gangs left partly bound | gangs seen mid-bind | "
+              "pods bound | first pod created to last bind (s) | deadlock |")
+        print("|---|---|---|---|---|---|---|---|")
         for scenario, which, r in rows:
             deadlock = "yes" if scenario == "contention" and r["whole"] == 0 else "no"
-            print(f"| {scenario} | {which} | {r['whole']}/{r['gangs']} | {r['partial']} | {r['bound']} | "
+            print(f"| {scenario} | {which} | {r['whole']}/{r['gangs']} | {r['partial']} | {r['mid_bind']} | {r['bound']} | "
                   f"{r['seconds'] if r['seconds'] is not None else '-'} | {deadlock} |")
         ok = True
     finally:

@@ -228,7 +228,9 @@ void PodGroupStatusWriter::Run() {
 }
 
 void PodGroupStatusWriter::WriteUpstream(const std::string& path, const gang::GangStatusUpdate& update) {
-  absl::StatusOr<Response> got = client_->Do(Request{.path = path});
+  // The object itself (RBAC grants get on podgroups; the status subresource only patch).
+  constexpr std::string_view kStatus = "/status";
+  absl::StatusOr<Response> got = client_->Do(Request{.path = path.substr(0, path.size() - kStatus.size())});
   if (got.ok() && got->code == 404) return;  // the group is gone
   if (!got.ok() || !got->ok()) {
     spdlog::warn("PodGroup status {}: {}", path,

@@ -240,9 +240,10 @@ TEST_CASE("upstream PodGroup status: PodGroupInitiallyScheduled, never back to F
 TEST_CASE("upstream PodGroup status: read, then a strategic merge patch of the v1beta1 status", "[podgroup]") {
   absl::Mutex mu;
   std::vector<json> patches;
-  const std::string path = "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/train/status";
+  const std::string object_path = "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/train";
+  const std::string path = object_path + "/status";
   FakeApiServer api([&](const FakeApiServer::Call& call, httplib::Response& res) {
-    if (call.line() == "GET " + path) {
+    if (call.line() == "GET " + object_path) {
       res.set_content(R"({"metadata": {"generation": 1}, "status": {}})", "application/json");
       return;
     }
@@ -263,7 +264,7 @@ TEST_CASE("upstream PodGroup status: read, then a strategic merge patch of the v
       absl::MutexLock lock(&mu);
       return patches.size() == 1;
     }));
-    CHECK(api.Count("GET " + path) == 1);
+    CHECK(api.Count("GET " + object_path) == 1);
     absl::MutexLock lock(&mu);
     CHECK(patches[0]["status"]["conditions"][0]["type"] == "PodGroupInitiallyScheduled");
   }

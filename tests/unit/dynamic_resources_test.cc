@@ -50,7 +50,7 @@ TEST_CASE("DynamicResources holds pods with DRA claims and names them", "[plugin
         CHECK(st.IsSkip());
       } else {
         CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
-        CHECK(st.Message() == c.want);
+        CHECK(st.reasons() == std::vector<std::string>{c.want});
       }
     }
   }
