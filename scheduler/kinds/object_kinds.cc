@@ -71,10 +71,10 @@ constexpr std::array kReadKinds{
              RemoveGang<gang::GangKind::kPodGroup>},
     // The scheduling.k8s.io PodGroup, each version Tessel reads (gang::kSchedulingPodGroupVersions).
     ReadKind{"PodGroup", gang::kSchedulingPodGroupV1beta1,
-             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup, gang::GangKind::kSchedulingPodGroup>,
              RemoveGang<gang::GangKind::kSchedulingPodGroup>},
     ReadKind{"PodGroup", gang::kSchedulingPodGroupV1alpha3,
-             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup>,
+             DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup, gang::GangKind::kSchedulingPodGroup>,
              RemoveGang<gang::GangKind::kSchedulingPodGroup>},
     ReadKind{"PodGroup", gang::kSchedulingPodGroupApiVersion,
              DeliverGang<gang::SchedulingPodGroup, gang::DecodeSchedulingPodGroup, gang::GangKind::kSchedulingPodGroup>,
