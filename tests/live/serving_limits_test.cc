@@ -49,6 +49,10 @@ int Connect(int port, const char* source = "127.0.0.1") {
   }
   timeval tv{.tv_sec = 30, .tv_usec = 0};  // generous: only a server that never closes misses it
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // A write the server no longer takes (it answered and went) fails instead of waiting for the
+  // kernel's zero-window probes to learn that the peer is gone.
+  timeval send{.tv_sec = 5, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send, sizeof send);
   return fd;
 }
 

@@ -129,6 +129,12 @@ TEST_CASE("Charges: the bind records the charge; a restarted scheduler charges t
           "[charge]") {
   SECTION("the Binding carries the record of what the pod is charged") {
     Cluster c("cpu:8,memory:32Gi,nvidia.com/gpu:2");
+    REQUIRE(c.harness
+                .ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"},
+                                       {"kind", "Queue"},
+                                       {"metadata", {{"name", "q"}}},
+                                       {"spec", {{"namespaces", {"default"}}}}})
+                .ok());
     Pod p = PodBuilder("p").Requests("cpu:1,nvidia.com/gpu:1").Annotation("tessel.io/gpu-milli", "900").Build();
     p.meta.labels["tessel.io/queue"] = "q";
     c.harness.AddPod(p);
