@@ -210,7 +210,11 @@ class H2Conn:
             n = min(16384, len(data) - offset, self.conn_window, self.windows[stream])
             if n <= 0:
                 return offset
-            self.sock.sendall(frame(0x0, 0, stream, data[offset:offset + n]))
+            try:
+                self.sock.sendall(frame(0x0, 0, stream, data[offset:offset + n]))
+            except (OSError, ssl.SSLError):  # the server went away (or ended this connection)
+                self.closed = True
+                return offset
             self.conn_window -= n
             self.windows[stream] -= n
             self.accepted += n
