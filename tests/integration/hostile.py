@@ -200,7 +200,12 @@ class H2Conn:
             block += hpack_literal(b"authorization", b"Bearer " + self.token.encode())
         with self.lock:
             self.windows[stream] = self.initial_window
-            self.sock.sendall(frame(0x1, 0x4, stream, block))
+            if self.closed:
+                return
+            try:
+                self.sock.sendall(frame(0x1, 0x4, stream, block))
+            except (OSError, ssl.SSLError):  # the server ended this connection (e.g. past its stream cap)
+                self.closed = True
 
     def send_some(self, stream, data, offset):
         """Sends what the windows allow of data[offset:]; returns the new offset."""
