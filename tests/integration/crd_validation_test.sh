@@ -74,7 +74,10 @@ for path in files:
         for doc in re.split(r"^---$", block, flags=re.M):
             if not re.search(r"^kind: (Queue|ResourceFlavor|PodGroup)$", doc, re.M) or "apiVersion:" not in doc:
                 continue
+            if not re.search(r"^apiVersion: (tessel\.io|scheduling\.x-k8s\.io)/", doc, re.M):
+                continue  # Kubernetes' own scheduling.k8s.io PodGroup: not a CRD of the install
             doc = re.sub(r"^  namespace: .*\n", "", doc, flags=re.M)
+            doc = re.sub(r"^(metadata: \{.*?),\s*namespace: [^,}]+", r"\1", doc, flags=re.M)  # flow style
             n += 1
             with open(os.path.join(out, "%02d-%s.yaml" % (n, os.path.basename(path))), "w") as f:
                 f.write(doc)
