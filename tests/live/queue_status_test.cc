@@ -173,7 +173,8 @@ TEST_CASE("Queue status: counts, quantities, wait and conditions, written when t
     f.view.directory = fixed;
     REQUIRE(f.writer.WriteOnce() == 1);
     CHECK(Condition(f.Last("team-a"), "FlavorsReady")["status"] == "True");
-    for (const json& c : f.Last("team-b")["conditions"]) CHECK(c["type"] != "FlavorsReady");  // flat
+    const json team_b = f.Last("team-b");  // (a range-for over a temporary's member would dangle)
+    for (const json& c : team_b["conditions"]) CHECK(c["type"] != "FlavorsReady");  // flat
   }
   SECTION("not leading: nothing is written") {
     f.leading = false;
