@@ -10,8 +10,9 @@
 #     the others are tried again each time and stay out, and the queue's usage stays 0.9.
 # The bind records the charge on the pod (annotation tessel.io/charge).
 # Each check waits for the scheduler to have seen the edit (a probe pod created after it is
-# bound: one watch stream, in order), then for a new attempt of the waiting pods (the probe's
-# deletion frees room), then looks.
+# bound: one watch stream, in order), then for a new attempt of each waiting pod (a label written
+# on a parked pod moves it back to the queue), then looks. (A freed room is no barrier: with the
+# charge held, the room the probe leaves cannot take a waiting pod, so none is tried again.)
 source "$(dirname "$0")/lib.sh"
 it_begin charge
 
@@ -34,15 +35,19 @@ attempts() {
   curl -fsS "http://127.0.0.1:$SCHED_PORT_main/metrics" \
     | awk '$1 ~ /^scheduler_schedule_attempts_total\{.*profile="tessel"/ { n += $2 } END { print n + 0 }'
 }
-# seen_and_retried POOL: the scheduler has seen every edit made so far, and the pods waiting in
-# POOL were tried again after that.
+# seen_and_retried POOL POD...: the scheduler has seen every edit made so far, and each waiting
+# POD was tried again after that.
+RETRY=0
 seen_and_retried() {
-  it_pod probe --select "pool=$1"
+  local pool=$1; shift
+  it_pod probe --select "pool=$pool"
   it_wait 60 "probe bound" it_bound probe
   local before
   before=$(attempts)
-  kubectl delete pod -n "$NS" probe --wait=false >/dev/null
-  it_wait 60 "a new attempt after the probe left" eval '(( $(attempts) > before ))'
+  RETRY=$((RETRY + 1))
+  kubectl label pod -n "$NS" "$@" "tessel-test/retry=$RETRY" --overwrite >/dev/null
+  it_wait 60 "a new attempt of $*" eval '(( $(attempts) >= before + $# ))'
+  kubectl delete pod -n "$NS" probe --wait=true >/dev/null
 }
 waits() {
   [[ $(kubectl get pod -n "$NS" "$1" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].status}') == False ]]
@@ -56,7 +61,7 @@ record=$(kubectl get pod -n "$NS" a -o 'jsonpath={.metadata.annotations.tessel\.
 it_pod b --gpus 1 --select pool=one --annotation tessel.io/gpu-milli=500
 it_wait 60 "b waits" waits b
 as_editor annotate pod a tessel.io/gpu-milli=100 --overwrite >/dev/null || fail "the editor may annotate its pod"
-seen_and_retried one
+seen_and_retried one b
 [[ -z $(node_of b) ]] || fail "b was bound beside a after a's owner lowered its annotation: 1.4 GPUs on one device"
 say "device: a keeps 900 milli after its owner wrote 100; b waits"
 kubectl delete pod -n "$NS" a b --wait=true >/dev/null
@@ -80,7 +85,9 @@ for round in 1 2; do
     [[ -n $(node_of "q-$i") ]] || continue
     as_editor annotate pod "q-$i" tessel.io/gpu-milli=1 --overwrite >/dev/null || fail "the editor may annotate q-$i"
   done
-  seen_and_retried eight
+  waiting=()
+  for i in 0 1 2 3; do [[ -n $(node_of "q-$i") ]] || waiting+=("q-$i"); done
+  seen_and_retried eight "${waiting[@]}"
   (( $(bound_count) == 1 )) || fail "round $round: $(bound_count) pods of a 1-GPU queue bound at 0.9 GPU each"
   awk -v u="$(usage)" 'BEGIN { exit !(u == 0.9) }' || fail "round $round: the queue's usage is '$(usage)', want 0.9"
 done
