@@ -290,8 +290,8 @@ std::vector<GangReport> GangTracker::ExpireWaits(absl::Time now) {
 
 std::optional<std::string> GangTracker::StrandedLocked(const GangState& g, absl::Time now, const BindingFn& binding,
                                                        bool at_shortfall) const {
+  if (!ShortOfMinMember(g)) return std::nullopt;
   const auto placed = static_cast<int32_t>(g.placed.size());
-  if (g.min_member <= 0 || placed == 0 || placed >= g.min_member) return std::nullopt;
   for (const std::string& key : g.placed) {
     if (binding && binding(key)) return std::nullopt;  // a plan of this process is in flight
   }
@@ -327,10 +327,20 @@ std::optional<GangTracker::Stranded> GangTracker::TakeStranded(const std::string
   return StrandLocked(it->second, *std::move(why));
 }
 
+bool GangTracker::ShortOfMinMember(const GangState& g) {
+  // Members that finished successfully did their part: a gang whose worker completed is not short.
+  const auto placed = static_cast<int32_t>(g.placed.size());
+  const auto done = static_cast<int32_t>(g.succeeded.size());
+  return g.min_member > 0 && placed > 0 && placed + done < g.min_member;
+}
+
 std::vector<GangTracker::Stranded> GangTracker::TakeTimedOutStranded(absl::Time now, const BindingFn& binding) {
   std::vector<Stranded> out;
   absl::MutexLock lock(&mu_);
   for (auto& [key, g] : gangs_) {
+    // Short of minMember with no member left to try (its pending mates were deleted, or never
+    // came back after a crash): no attempt will start the wait, so it starts now.
+    if (!g.waiting_since && g.pending.empty() && g.head.empty() && ShortOfMinMember(g)) g.waiting_since = now;
     if (std::optional<std::string> why = StrandedLocked(g, now, binding, /*at_shortfall=*/false)) {
       out.push_back(StrandLocked(g, *std::move(why)));
     }
@@ -371,8 +381,7 @@ std::optional<absl::Time> GangTracker::NextWakeup() const {
   for (const auto& [key, g] : gangs_) {  // scheduleTimeoutSeconds of gangs still waiting
     if (g.waiting_since && g.timeout && !g.timed_out) consider(*g.waiting_since + *g.timeout);
     // ... and of gangs holding members below minMember (Stranded).
-    const auto placed = static_cast<int32_t>(g.placed.size());
-    if (g.waiting_since && placed > 0 && placed < g.min_member) {
+    if (g.waiting_since && ShortOfMinMember(g)) {
       consider(*g.waiting_since + g.timeout.value_or(kDefaultStrandedTimeout));
     }
   }

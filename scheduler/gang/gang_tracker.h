@@ -107,8 +107,10 @@ class GangTracker {
   // A gang with some members placed but fewer than minMember, none of them still being bound by
   // this process (`binding` says which are), holds nodes it cannot use. It is rolled back when
   // a member was placed before this process started (a crash or a leader change mid-gang), or
-  // when its wait passed scheduleTimeoutSeconds (kDefaultStrandedTimeout when unset). Its
-  // placed members are then counted as evicting, and returned to evict.
+  // when its wait passed scheduleTimeoutSeconds (kDefaultStrandedTimeout when unset); a gang
+  // with no pending member left starts that wait at the first TakeTimedOutStranded that sees it.
+  // Members that succeeded count towards minMember. Its placed members are then counted as
+  // evicting, and returned to evict.
   struct Stranded {
     GangId id;
     std::vector<std::string> members;  // placed members to evict ("namespace/name")
@@ -163,6 +165,8 @@ class GangTracker {
   std::optional<std::string> StrandedLocked(const GangState& g, absl::Time now, const BindingFn& binding,
                                             bool at_shortfall) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Stranded StrandLocked(GangState& g, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Some members placed, but with those that succeeded fewer than minMember.
+  static bool ShortOfMinMember(const GangState& g);
   // Records a member's pod phase; true if the gang's counts changed.
   static bool NotePhase(GangState& g, const std::string& key, PodPhase phase);
 

@@ -476,6 +476,48 @@ TEST_CASE("a gang below minMember is rolled back once its timeout passes, the de
   CHECK(c.rec.status.at("PodGroup default/pair").reason == gang::GangReason::kRolledBack);
 }
 
+TEST_CASE("a gang whose missing members are gone for good is rolled back after its timeout; one whose member "
+          "succeeded is not",
+          "[gang][core][stranded]") {
+  Core c;
+  c.GpuNodes(2, 8);
+  c.PodGroup("pair", 2);
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
+  c.Run();
+  REQUIRE(c.BoundOf("pair") == 2);
+  auto bound_copy = [&](int i) {
+    Pod p = c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i);
+    p.node_name = c.api.bound.at(p.Key());
+    p.phase = PodPhase::kRunning;
+    return p;
+  };
+  for (int i = 0; i < 2; ++i) c.s->OnPodUpdate(bound_copy(i));
+
+  SECTION("deleted with no replacement: no attempt starts the wait, the timeout still passes") {
+    c.s->OnPodDelete("default/pair-1");
+    c.Run();
+    CHECK(c.api.evictions.empty());
+    const std::optional<absl::Time> wake = c.s->NextWakeup();
+    REQUIRE(wake.has_value());
+    CHECK(*wake <= c.clock.Now() + kDefaultStrandedTimeout);
+    c.clock.Advance(kDefaultStrandedTimeout);
+    c.Run();
+    CHECK(c.api.evictions == std::vector<std::string>{"default/pair-0"});
+    REQUIRE(c.api.events.size() == 1);
+    CHECK_THAT(c.api.events[0], Catch::Contains("GangRolledBack: PodGroup default/pair holds 1 of 2 members placed"));
+  }
+  SECTION("succeeded: the gang did its work, nothing is evicted") {
+    Pod done = bound_copy(1);
+    done.phase = PodPhase::kSucceeded;
+    c.s->OnPodUpdate(done);
+    c.Run();
+    c.clock.Advance(2 * kDefaultStrandedTimeout);
+    c.Run();
+    CHECK(c.api.evictions.empty());
+    CHECK(c.api.events.empty());
+  }
+}
+
 // One admission path (issue 18): a bind's answer means the same for a gang member as for a single
 // pod (scheduler_test.cc, "the bind's API answer decides the pod's fate"). AlreadyExists: the pod
 // runs, where the informer will say; the cycle's own assumption is forgotten and the pod is not
