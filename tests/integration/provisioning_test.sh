@@ -13,6 +13,10 @@
 #  4. A flavored Queue whose only flavor has no node, and whose ResourceFlavor carries
 #     spec.provisioning: an unmarked gang asks with the flavor's class, its template selects the
 #     flavor's node labels (the stand-in's nodes get them), and it binds on those nodes.
+#  5. Issue 37, defect 7: a user who may only create ProvisioningRequests in namespace mallory
+#     creates one labelled and annotated as Tessel's request for the victim's gang. Tessel
+#     refuses it (a log line naming the field), keeps the victim's own request, and never
+#     deletes mallory's.
 source "$(dirname "$0")/lib.sh"
 it_begin provisioning
 
@@ -125,6 +129,53 @@ done
 grep -qx "tessel-podgroup-flav-1 provision.test.tessel.io" "$answered" || fail "answered: $(cat "$answered")"
 it_wait 60 "flav's request deleted" none_left
 say "flav: bound on the $FLAVOR nodes its request asked for"
+
+# 5. Another namespace's request never stands for a gang. The victim's gang asks with a class
+# the stand-in leaves pending. (The flavored Queue goes first: its quota is spent by flav, and the
+# victim's pool is outside its flavor, so the victim would wait for quota and ask for nothing.)
+kubectl delete pod -n "$NS" flav-0 flav-1 --wait=false >/dev/null
+cleanup_flavored
+MALLORY="$NS-mallory"
+kubectl delete namespace "$MALLORY" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+it_wait 60 "old $MALLORY gone" eval '! kubectl get namespace "$MALLORY"'
+kubectl create namespace "$MALLORY" >/dev/null
+trap 'rc=$?; cleanup_flavored; kubectl delete namespace "$MALLORY" --wait=false >/dev/null 2>&1; set +e; (exit $rc); it_cleanup' EXIT
+kubectl create serviceaccount -n "$MALLORY" mallory >/dev/null
+kubectl create role -n "$MALLORY" prov-writer --verb=create,get,list \
+  --resource=provisioningrequests.autoscaling.x-k8s.io >/dev/null
+kubectl create rolebinding -n "$MALLORY" prov-writer --role=prov-writer \
+  --serviceaccount="$MALLORY:mallory" >/dev/null
+it_podgroup victim 2 pending.test.tessel.io
+for i in 0 1; do it_pod "victim-$i" --gpus 8 --select pool=victim --label scheduling.x-k8s.io/pod-group=victim; done
+victim_request() { kubectl get provisioningrequests -n "$NS" tessel-podgroup-victim-1 -o name; }
+it_wait 120 "the victim's request" victim_request
+kubectl --as="system:serviceaccount:$MALLORY:mallory" create -f - >/dev/null <<YAML
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata:
+  name: tessel-podgroup-victim-99
+  namespace: $MALLORY
+  labels: {app.kubernetes.io/managed-by: tessel}
+  annotations: {tessel.io/gang: "podgroup:$NS/victim"}
+spec:
+  provisioningClassName: pending.test.tessel.io
+  podSets: [{podTemplateRef: {name: whatever}, count: 1}]
+YAML
+refused() { grep -q "ProvisioningRequest $MALLORY/tessel-podgroup-victim-99: metadata.annotations\[tessel.io/gang\] \"podgroup:$NS/victim\" names a gang of namespace \"$NS\"" "$(scheduler_log main)"; }
+it_wait 60 "the hijack refused in the log" refused
+# The victim's gang tries again (a new member arrives) and still waits for its own request.
+it_pod victim-2 --gpus 8 --select pool=victim --label scheduling.x-k8s.io/pod-group=victim
+own_request_named() {
+  kubectl get podgroup -n "$NS" victim -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].message}' \
+    | grep -q "ProvisioningRequest $NS/tessel-podgroup-victim-1"
+}
+it_wait 60 "the victim's PodGroup names its own request" own_request_named
+victim_request >/dev/null || fail "the victim's own request was deleted"
+kubectl get provisioningrequests -n "$MALLORY" tessel-podgroup-victim-99 -o name >/dev/null \
+  || fail "Tessel deleted mallory's request"
+message=$(kubectl get podgroup -n "$NS" victim -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].message}')
+[[ $message != *"$MALLORY"* ]] || fail "the victim's PodGroup names mallory: $message"
+say "hijack: refused; the victim waits for its own request"
 
 it_stop_scheduler main
 exit 0
