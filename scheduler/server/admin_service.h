@@ -95,6 +95,8 @@ class SchedulerAdminBackend final : public AdminBackend {
   absl::StatusOr<Explanation> Explain(const std::string& pod_key, const CallControl& control) override;
   absl::StatusOr<std::string> Simulate(std::string_view snapshot, const CallControl& control) override;
   absl::Time Now() const override { return scheduler_->clock().Now(); }
+  // Explains queued for the scheduling loop now.
+  int ExplainsWaiting() const { return explains_waiting_.load(); }
 
  private:
   Scheduler* scheduler_;
