@@ -27,6 +27,14 @@ std::vector<std::pair<std::string, reservation::ReservationFigures>> Reservation
   return out;
 }
 
+// A gauge of one Resources field of a queue's (or a flavor's) report, by resource.
+template <typename Report>
+struct ResourceFieldGauge {
+  const char* name;
+  const char* help;
+  Resources Report::*field;
+};
+
 }  // namespace
 
 std::string FormatValue(double value) {
@@ -402,12 +410,7 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                }));
   // Team queues (docs/quota.md), then per flavor of a flavored queue (docs/flavors.md; the
   // queue's own gauges hold the sums over its flavors), then its pods.
-  struct QueueGauge {
-    const char* name;
-    const char* help;
-    Resources QueueReport::*field;
-  };
-  for (const QueueGauge& g : std::initializer_list<QueueGauge>{
+  for (const ResourceFieldGauge<QueueReport>& g : std::initializer_list<ResourceFieldGauge<QueueReport>>{
            {"tessel_queue_nominal_quota",
             "Nominal quota of each Queue, by resource (GPUs in physical-GPU equivalents)", &QueueReport::nominal},
            {"tessel_queue_usage",
@@ -420,12 +423,7 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
             &QueueReport::lent}}) {
     ClusterGauge(registry, g.name, g.help, per_queue(PerResource, g.field));
   }
-  struct FlavorGauge {
-    const char* name;
-    const char* help;
-    Resources FlavorReport::*field;
-  };
-  for (const FlavorGauge& g : std::initializer_list<FlavorGauge>{
+  for (const ResourceFieldGauge<FlavorReport>& g : std::initializer_list<ResourceFieldGauge<FlavorReport>>{
            {"tessel_queue_flavor_nominal_quota",
             "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU equivalents)",
             &FlavorReport::nominal},

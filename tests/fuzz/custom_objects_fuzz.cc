@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_checks.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_api.h"
@@ -20,12 +21,7 @@
 
 namespace {
 
-template <typename T>
-void CheckNamed(const absl::StatusOr<T>& decoded, const std::string& object) {
-  if (decoded.ok()) return;
-  if (decoded.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
-  if (std::string(decoded.status().message()).find(object) == std::string::npos) std::abort();
-}
+using tessel::fuzz::CheckNamed;
 
 void CheckQueue(const tessel::Queue& q) {
   for (const auto& [name, amount] : q.nominal.Entries()) {

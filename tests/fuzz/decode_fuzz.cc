@@ -14,23 +14,12 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_checks.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/decode.h"
 #include "scheduler/kube/list_head.h"
 
-namespace {
-
-// A decoder's error is InvalidArgument and names the object (its kind and name, as
-// DescribeObject says them).
-template <typename T>
-void CheckNamed(const absl::StatusOr<T>& decoded, const std::string& object) {
-  if (decoded.ok()) return;
-  if (decoded.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
-  // (Debian's Abseil has its own string_view: compare as std::string.)
-  if (std::string(decoded.status().message()).find(object) == std::string::npos) std::abort();
-}
-
-}  // namespace
+using tessel::fuzz::CheckNamed;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -10,13 +10,7 @@ it_nodes restart-0:8 restart-1:8 restart-2:8 restart-3:8   # 32 GPUs
 for i in $(seq -w 0 35); do it_pod p-$i --gpus 1; done     # 36 pods: 32 fit
 
 # Slow client QPS so that the kill lands mid-run.
-it_start_scheduler first --leader-elect=false --kube-api-qps 4 --kube-api-burst 1
-enough_bound() { (($(it_count_bound) >= 6)); }
-it_wait 60 "6 pods bound by the first run" enough_bound
-it_kill_scheduler first
-before=$(it_count_bound)
-say "killed the scheduler with SIGKILL after $before binds"
-((before < 32)) || fail "the first run bound everything before the kill; nothing was tested"
+it_kill_mid_run first 4 6 32
 
 it_start_scheduler second --leader-elect=false
 all_bound() { (($(it_count_bound) == 32)); }

@@ -246,6 +246,19 @@ it_kill_scheduler() {
   wait "${!var}" 2>/dev/null || true
 }
 
+# it_kill_mid_run NAME QPS MIN MAX: starts scheduler NAME writing at most QPS requests a second,
+# waits until MIN of the test's pods are bound, and kills it with SIGKILL. KILLED_AT is then how
+# many were bound; the test fails if all MAX were (the kill came too late to test anything).
+it_kill_mid_run() {
+  local name=$1 qps=$2 min=$3 max=$4
+  it_start_scheduler "$name" --leader-elect=false --kube-api-qps "$qps" --kube-api-burst 1
+  it_wait 60 "$min pods bound by $name" eval "(( \$(it_count_bound) >= $min ))"
+  it_kill_scheduler "$name"
+  KILLED_AT=$(it_count_bound)
+  say "killed the scheduler $name with SIGKILL with $KILLED_AT of $max pods bound"
+  ((KILLED_AT < max)) || fail "all $max pods were bound before the kill; nothing was tested"
+}
+
 # it_stop_scheduler NAME: SIGTERM and wait.
 it_stop_scheduler() {
   local var="SCHED_PID_$1"

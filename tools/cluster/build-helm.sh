@@ -25,6 +25,7 @@ HELM_VERSION=3.22.0
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tessel"
 log() { printf '[build-helm %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/go_build_lib.sh"
 
 VERSION=$HELM_VERSION
 case $# in
@@ -42,23 +43,14 @@ fi
 
 mkdir -p "$VDIR"
 # One build at a time per cache (parallel test runs may all ask for the binary).
-exec 9>"$VDIR/.lock"
-if ! flock -n 9; then
-  log "another build of helm $VERSION is running; waiting for it"
-  flock 9
-fi
+lock_build "$VDIR" "helm $VERSION"
 if [[ -x $HELM ]]; then
   echo "$HELM"
   exit 0
 fi
 
-GO=
-for g in /usr/local/go/bin/go "$(command -v go || true)"; do
-  [[ -n $g && -x $g ]] && { GO=$g; break; }
-done
-[[ -n $GO ]] || die "no Go toolchain (expected /usr/local/go/bin/go)"
-export GOTOOLCHAIN=local GOFLAGS=
-export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+find_go
+export GOFLAGS=
 
 START=$SECONDS
 LOG="$VDIR/build.log"

@@ -32,6 +32,7 @@ die() { log "ERROR: $*"; exit 1; }
 
 # shellcheck disable=SC1091
 source "$HERE/k8s-versions"
+source "$HERE/go_build_lib.sh"
 VERSION=$KUBE_VERSION
 OLDEST=0
 for arg in "$@"; do
@@ -66,28 +67,19 @@ fi
 
 mkdir -p "$VDIR"
 # One build at a time per cache (parallel test runs may all ask for the binaries).
-exec 9>"$VDIR/.lock"
-if ! flock -n 9; then
-  log "another build of $VERSION is running; waiting for it"
-  flock 9
-fi
+lock_build "$VDIR" "$VERSION"
 if [[ -z $(missing_commands) ]]; then
   echo "$BIN"
   exit 0
 fi
 
 # --- Go ---------------------------------------------------------------------------------------
-GO=
-for g in /usr/local/go/bin/go "$(command -v go || true)"; do
-  [[ -n $g && -x $g ]] && { GO=$g; break; }
-done
-[[ -n $GO ]] || die "no Go toolchain (expected /usr/local/go/bin/go)"
+find_go
 # The go tool's own module and build caches (~/go/pkg/mod, ~/.cache/go-build) are used, so a
 # second release, or kube-scheduler later, compiles only what differs.
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+export GOFLAGS=-mod=mod
 # Our module's go line is the toolchain's own version (its GODEBUG defaults are the newest).
 GO_LANG=$("$GO" env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')
-export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
 
 START=$SECONDS
 LOG="$VDIR/build.log"
