@@ -58,14 +58,48 @@ server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_toke
                 StrCat(verb, " ", path));
 }
 
+namespace {
+
+json ResourceAttributes(const server::ResourceAccess& access) {
+  json attributes = {{"verb", access.verb},
+                     {"group", access.group},
+                     {"resource", access.resource},
+                     {"subresource", access.subresource}};
+  if (!access.namespace_.empty()) attributes["namespace"] = access.namespace_;
+  return {{"resourceAttributes", attributes}};
+}
+
+}  // namespace
+
 server::AuthDecision DelegatedAuthorizer::AuthorizeResource(std::string_view bearer_token,
                                                             const server::ResourceAccess& access) {
-  return Decide(bearer_token,
-                {{"resourceAttributes", {{"verb", access.verb},
-                                         {"group", access.group},
-                                         {"resource", access.resource},
-                                         {"subresource", access.subresource}}}},
-                access.Describe());
+  return Decide(bearer_token, ResourceAttributes(access), access.Describe());
+}
+
+server::AuthDecision DelegatedAuthorizer::AuthorizeUser(const server::UserInfo& user,
+                                                        const server::ResourceAccess& access) {
+  if (user.name.empty()) return {401, "Unauthorized: no user"};
+  json subject = {{"user", user.name}, {"groups", user.groups}};
+  if (!user.uid.empty()) subject["uid"] = user.uid;
+  if (!user.extra.empty()) subject["extra"] = user.extra;
+  const json attributes = ResourceAttributes(access);
+  const std::string key = StrCat("user|", subject.dump(), "|", attributes.dump());
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end() && clock_->Now() < it->second.expires) return it->second.decision;
+  }
+  if (!reviews_.TryTake(clock_->Now())) {
+    return {429, "Too Many Requests: the access review budget is spent; retry later"};
+  }
+  server::AuthDecision decision = AccessReview(subject, attributes, access.Describe());
+  if (decision.http_status != 500) {
+    const absl::Duration ttl = decision.http_status == 200 ? options_.allowed_ttl : options_.denied_ttl;
+    absl::MutexLock lock(&mu_);
+    if (cache_.size() >= options_.max_entries) cache_.clear();
+    cache_[key] = Cached{decision, clock_->Now() + ttl};
+  }
+  return decision;
 }
 
 server::AuthDecision DelegatedAuthorizer::Decide(std::string_view bearer_token,
@@ -105,11 +139,17 @@ server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, const j
   }
   if (!who->value("authenticated", false)) return {401, "Unauthorized"};
   const json user = who->value("user", json::object());
+  json subject = {{"user", user.value("username", "")}};
+  for (const char* field : {"uid", "groups", "extra"}) {
+    if (user.contains(field)) subject[field] = user[field];
+  }
+  return AccessReview(subject, attributes, what);
+}
+
+server::AuthDecision DelegatedAuthorizer::AccessReview(const json& subject, const json& attributes,
+                                                       std::string_view what) {
   json spec = attributes;
-  spec["user"] = user.value("username", "");
-  if (user.contains("uid")) spec["uid"] = user["uid"];
-  if (user.contains("groups")) spec["groups"] = user["groups"];
-  if (user.contains("extra")) spec["extra"] = user["extra"];
+  spec.update(subject);
   {
     absl::MutexLock lock(&mu_);
     reviews_sent_ += 1;
@@ -122,7 +162,7 @@ server::AuthDecision DelegatedAuthorizer::Review(std::string_view token, const j
     return {500, "Internal Server Error: authorization unavailable"};
   }
   if (may->value("allowed", false)) return {200, ""};
-  return {403, StrCat("Forbidden: user \"", user.value("username", ""), "\" may not ", what,
+  return {403, StrCat("Forbidden: user \"", JsonString(subject, "user"), "\" may not ", what,
                       may->contains("reason") ? StrCat(": ", may->value("reason", "")) : "")};
 }
 

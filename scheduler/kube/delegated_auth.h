@@ -4,7 +4,9 @@
 // non-resource path (get /metrics) with a SubjectAccessReview (authorization.k8s.io/v1).
 // Answers are cached by the token's SHA-256, allowed and denied ones for their own TTL, so a
 // scraper every few seconds costs the API server two requests per TTL. The scheduler's
-// ServiceAccount needs the ClusterRole system:auth-delegator (manifests/rbac.yaml).
+// ServiceAccount needs the ClusterRole system:auth-delegator (manifests/rbac.yaml). The aggregated
+// API's callers come authenticated by the API server: AuthorizeUser asks only the
+// SubjectAccessReview.
 //
 //   DelegatedAuthorizer auth(clients->auth.get(), &clock);
 //   HttpServer https({.tls = cert, .metrics_authorizer = &auth}, ...);
@@ -18,6 +20,7 @@
 #include "absl/time/time.h"
 #include "scheduler/kube/backoff.h"
 #include "scheduler/kube/client.h"
+#include "scheduler/server/aggregated_api.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/util/clock.h"
 
@@ -35,7 +38,7 @@ struct DelegatedAuthOptions {
   int64_t review_burst = 10;
 };
 
-class DelegatedAuthorizer final : public server::RequestAuthorizer {
+class DelegatedAuthorizer final : public server::RequestAuthorizer, public server::UserAuthorizer {
  public:
   DelegatedAuthorizer(KubeClient* client, const Clock* clock, DelegatedAuthOptions options = {});
 
@@ -47,6 +50,11 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
   server::AuthDecision AuthorizeResource(std::string_view bearer_token,
                                          const server::ResourceAccess& access) override;
 
+  // The same for a user the API server has already authenticated (the aggregated API's
+  // forwarded user): only the SubjectAccessReview, cached alike.
+  server::AuthDecision AuthorizeUser(const server::UserInfo& user,
+                                     const server::ResourceAccess& access) override;
+
   int64_t reviews_sent() const;
 
  private:
@@ -56,6 +64,9 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
                               std::string_view what);
   server::AuthDecision Review(std::string_view token, const nlohmann::json& attributes,
                               std::string_view what);
+  // The SubjectAccessReview of `subject` (user, uid, groups, extra) for `attributes`.
+  server::AuthDecision AccessReview(const nlohmann::json& subject, const nlohmann::json& attributes,
+                                    std::string_view what);
 
   KubeClient* client_;
   const Clock* clock_;

@@ -96,6 +96,84 @@ absl::StatusOr<std::string> SchedulerAdminBackend::Simulate(std::string_view sna
   return replay_(snapshot);
 }
 
+ResourceAccess AdminCallAccess(std::string_view verb, std::string_view call, std::string_view namespace_) {
+  return {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
+          .subresource = std::string(call), .namespace_ = std::string(namespace_)};
+}
+
+void AnswerListQueues(AdminBackend& backend, tessel::v1::ListQueuesResponse* out) {
+  const absl::Time now = backend.Now();
+  for (const QueueReport& r : backend.Queues()) {
+    tessel::v1::QueueInfo* q = out->add_queues();
+    q->set_name(r.name);
+    q->set_cohort(r.cohort);
+    q->set_pending_pods(r.pending_pods);
+    q->set_admitted_pods(r.admitted_pods);
+    PutQuantities(r.nominal, q->mutable_nominal());
+    PutQuantities(r.usage, q->mutable_usage());
+    PutQuantities(r.borrowed, q->mutable_borrowed());
+    PutQuantities(r.lendable, q->mutable_lendable());
+    PutQuantities(r.lent, q->mutable_lent());
+    q->set_weighted_share_milli(r.weighted_share_milli);
+    q->set_oldest_pending_wait_seconds(
+        r.oldest_pending ? std::max<int64_t>(0, absl::ToInt64Seconds(now - *r.oldest_pending)) : -1);
+    for (const FlavorReport& f : r.flavors) {
+      tessel::v1::FlavorUsage* flavor = q->add_flavors();
+      flavor->set_name(f.name);
+      PutQuantities(f.nominal, flavor->mutable_nominal());
+      PutQuantities(f.usage, flavor->mutable_usage());
+      PutQuantities(f.borrowed, flavor->mutable_borrowed());
+      PutQuantities(f.lent, flavor->mutable_lent());
+    }
+  }
+}
+
+void AnswerListPending(AdminBackend& backend, const tessel::v1::ListPendingRequest& in,
+                       tessel::v1::ListPendingResponse* out) {
+  const absl::Time now = backend.Now();
+  std::map<std::string, int32_t> per_queue;
+  int32_t position = 0;
+  for (const PendingItem& p : backend.Pending()) {
+    ++position;
+    const int32_t in_queue = ++per_queue[p.queue];
+    if (!in.queue().empty() && p.queue != in.queue()) continue;
+    if (!in.namespace_().empty() && p.pod->meta.namespace_ != in.namespace_()) continue;
+    tessel::v1::PendingPod* o = out->add_pods();
+    o->set_position(position);
+    o->set_queue_position(in_queue);
+    o->set_pod(p.pod->Key());
+    o->set_queue(p.queue);
+    o->set_priority(p.pod->PriorityValue());
+    o->set_wait_seconds(std::max<int64_t>(0, absl::ToInt64Seconds(now - p.pod->meta.creation_timestamp)));
+    o->set_state(p.state);
+    o->set_gang(p.gang);
+  }
+}
+
+absl::Status AnswerExplain(AdminBackend& backend, const tessel::v1::ExplainRequest& in,
+                           tessel::v1::ExplainResponse* out) {
+  if (in.pod().find('/') == std::string::npos) {
+    return absl::InvalidArgumentError(StrCat("ExplainRequest.pod: \"", in.pod(), "\" is not namespace/name"));
+  }
+  absl::StatusOr<tessel::Explanation> e = backend.Explain(in.pod());
+  if (!e.ok()) return e.status();
+  out->set_pod(e->pod);
+  out->set_queue(e->queue);
+  out->set_state(e->state);
+  out->set_node(e->node);
+  out->set_message(e->message);
+  for (const NodeReasonGroup& g : e->reasons) {
+    tessel::v1::NodeReasons* r = out->add_reasons();
+    r->set_reason(g.reason);
+    r->set_count(static_cast<int32_t>(g.nodes.size()));
+    for (const std::string& n : g.nodes) r->add_nodes(n);
+  }
+  out->set_nearest_kind(e->nearest_kind);
+  out->set_nearest_miss(e->nearest_miss);
+  for (const std::string& d : e->details) out->add_details(d);
+  return absl::OkStatus();
+}
+
 class AdminServer::Service final : public tessel::v1::Admin::Service {
  public:
   Service(AdminBackend* backend, RequestAuthorizer* authorizer, size_t max_snapshot_bytes)
@@ -111,81 +189,21 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
   grpc::Status ListQueues(grpc::ServerContext* ctx, const tessel::v1::ListQueuesRequest*,
                           tessel::v1::ListQueuesResponse* out) override {
     if (grpc::Status st = Allow(ctx, "get", "queues"); !st.ok()) return st;
-    const absl::Time now = backend_->Now();
-    for (const QueueReport& r : backend_->Queues()) {
-      tessel::v1::QueueInfo* q = out->add_queues();
-      q->set_name(r.name);
-      q->set_cohort(r.cohort);
-      q->set_pending_pods(r.pending_pods);
-      q->set_admitted_pods(r.admitted_pods);
-      PutQuantities(r.nominal, q->mutable_nominal());
-      PutQuantities(r.usage, q->mutable_usage());
-      PutQuantities(r.borrowed, q->mutable_borrowed());
-      PutQuantities(r.lendable, q->mutable_lendable());
-      PutQuantities(r.lent, q->mutable_lent());
-      q->set_weighted_share_milli(r.weighted_share_milli);
-      q->set_oldest_pending_wait_seconds(
-          r.oldest_pending ? std::max<int64_t>(0, absl::ToInt64Seconds(now - *r.oldest_pending)) : -1);
-      for (const FlavorReport& f : r.flavors) {
-        tessel::v1::FlavorUsage* flavor = q->add_flavors();
-        flavor->set_name(f.name);
-        PutQuantities(f.nominal, flavor->mutable_nominal());
-        PutQuantities(f.usage, flavor->mutable_usage());
-        PutQuantities(f.borrowed, flavor->mutable_borrowed());
-        PutQuantities(f.lent, flavor->mutable_lent());
-      }
-    }
+    AnswerListQueues(*backend_, out);
     return grpc::Status::OK;
   }
 
   grpc::Status ListPending(grpc::ServerContext* ctx, const tessel::v1::ListPendingRequest* in,
                            tessel::v1::ListPendingResponse* out) override {
     if (grpc::Status st = Allow(ctx, "get", "pending"); !st.ok()) return st;
-    const absl::Time now = backend_->Now();
-    std::map<std::string, int32_t> per_queue;
-    int32_t position = 0;
-    for (const PendingItem& p : backend_->Pending()) {
-      ++position;
-      const int32_t in_queue = ++per_queue[p.queue];
-      if (!in->queue().empty() && p.queue != in->queue()) continue;
-      if (!in->namespace_().empty() && p.pod->meta.namespace_ != in->namespace_()) continue;
-      tessel::v1::PendingPod* o = out->add_pods();
-      o->set_position(position);
-      o->set_queue_position(in_queue);
-      o->set_pod(p.pod->Key());
-      o->set_queue(p.queue);
-      o->set_priority(p.pod->PriorityValue());
-      o->set_wait_seconds(std::max<int64_t>(0, absl::ToInt64Seconds(now - p.pod->meta.creation_timestamp)));
-      o->set_state(p.state);
-      o->set_gang(p.gang);
-    }
+    AnswerListPending(*backend_, *in, out);
     return grpc::Status::OK;
   }
 
   grpc::Status Explain(grpc::ServerContext* ctx, const tessel::v1::ExplainRequest* in,
                        tessel::v1::ExplainResponse* out) override {
     if (grpc::Status st = Allow(ctx, "get", "explain"); !st.ok()) return st;
-    if (in->pod().find('/') == std::string::npos) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          StrCat("ExplainRequest.pod: \"", in->pod(), "\" is not namespace/name"));
-    }
-    absl::StatusOr<tessel::Explanation> e = backend_->Explain(in->pod());
-    if (!e.ok()) return ToGrpc(e.status());
-    out->set_pod(e->pod);
-    out->set_queue(e->queue);
-    out->set_state(e->state);
-    out->set_node(e->node);
-    out->set_message(e->message);
-    for (const NodeReasonGroup& g : e->reasons) {
-      tessel::v1::NodeReasons* r = out->add_reasons();
-      r->set_reason(g.reason);
-      r->set_count(static_cast<int32_t>(g.nodes.size()));
-      for (const std::string& n : g.nodes) r->add_nodes(n);
-    }
-    out->set_nearest_kind(e->nearest_kind);
-    out->set_nearest_miss(e->nearest_miss);
-    for (const std::string& d : e->details) out->add_details(d);
-    return grpc::Status::OK;
+    return ToGrpc(AnswerExplain(*backend_, *in, out));
   }
 
   grpc::Status Simulate(grpc::ServerContext* ctx, const tessel::v1::SimulateRequest* in,
@@ -215,9 +233,7 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
       const std::string value(it->second.data(), it->second.size());
       if (value.rfind("Bearer ", 0) == 0) token = value.substr(7);
     }
-    const AuthDecision d = authorizer_->AuthorizeResource(
-        token, {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
-                .subresource = std::string(call)});
+    const AuthDecision d = authorizer_->AuthorizeResource(token, AdminCallAccess(verb, call));
     switch (d.http_status) {
       case 200: return grpc::Status::OK;
       case 401: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.reason);

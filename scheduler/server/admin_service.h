@@ -32,6 +32,13 @@
 namespace grpc {
 class Server;
 }
+namespace tessel::v1 {
+class ListQueuesResponse;
+class ListPendingRequest;
+class ListPendingResponse;
+class ExplainRequest;
+class ExplainResponse;
+}  // namespace tessel::v1
 
 namespace tessel::server {
 
@@ -77,6 +84,19 @@ class SchedulerAdminBackend final : public AdminBackend {
   ReplayFn replay_;
   absl::Duration explain_timeout_;
 };
+
+// The answers of the admin calls, shared by the gRPC service and the aggregated API
+// (aggregated_api.h), which serves the same messages as JSON.
+void AnswerListQueues(AdminBackend& backend, tessel::v1::ListQueuesResponse* out);
+void AnswerListPending(AdminBackend& backend, const tessel::v1::ListPendingRequest& in,
+                       tessel::v1::ListPendingResponse* out);
+absl::Status AnswerExplain(AdminBackend& backend, const tessel::v1::ExplainRequest& in,
+                           tessel::v1::ExplainResponse* out);
+
+// What a caller needs for an admin call, whichever way it comes: `verb` on the virtual
+// resource tessel.io scheduler/<call>, in `namespace_` when the call is about one namespace
+// ("" cluster-wide).
+ResourceAccess AdminCallAccess(std::string_view verb, std::string_view call, std::string_view namespace_ = "");
 
 struct AdminServerOptions {
   std::string bind_address = "0.0.0.0";

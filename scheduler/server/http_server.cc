@@ -12,13 +12,28 @@
 namespace tessel::server {
 
 std::string ResourceAccess::Describe() const {
-  return StrCat(verb, " ", group, "/", resource, subresource.empty() ? "" : "/", subresource);
+  return StrCat(verb, " ", group, "/", resource, subresource.empty() ? "" : "/", subresource,
+                namespace_.empty() ? "" : " in namespace ", namespace_);
 }
 
 AuthDecision RequestAuthorizer::AuthorizeResource(std::string_view, const ResourceAccess& access) {
   return {403, StrCat("Forbidden: ", access.Describe(), " is not authorized here")};
 }
 
+
+void ApplyServingLimits(httplib::Server& server, const ServingLimits& limits) {
+  const size_t workers = std::max<size_t>(limits.workers, 1);
+  server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  server.set_payload_max_length(limits.max_body_bytes);
+  auto set = [](absl::Duration d, auto&& setter) {
+    const int64_t usec = absl::ToInt64Microseconds(d);
+    setter(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
+  };
+  set(limits.read_timeout, [&](time_t s, time_t us) { server.set_read_timeout(s, us); });
+  set(limits.write_timeout, [&](time_t s, time_t us) { server.set_write_timeout(s, us); });
+  set(limits.keep_alive_timeout, [&](time_t s, time_t) { server.set_keep_alive_timeout(std::max<time_t>(s, 1)); });
+  server.set_keep_alive_max_count(limits.max_requests_per_connection);
+}
 
 HttpServer::HttpServer(HttpServerOptions options, const MetricsRegistry* registry,
                        std::function<ReadyState()> readiness)
@@ -57,18 +72,7 @@ absl::Status HttpServer::Start() {
       return absl::InternalError("cannot set the TLS minimum version to 1.2");
     }
   }
-  const ServingLimits& limits = options_.limits;
-  const size_t workers = std::max<size_t>(limits.workers, 1);
-  server_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  server_->set_payload_max_length(limits.max_body_bytes);
-  auto set = [](absl::Duration d, auto&& setter) {
-    const int64_t usec = absl::ToInt64Microseconds(d);
-    setter(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
-  };
-  set(limits.read_timeout, [&](time_t s, time_t us) { server_->set_read_timeout(s, us); });
-  set(limits.write_timeout, [&](time_t s, time_t us) { server_->set_write_timeout(s, us); });
-  set(limits.keep_alive_timeout, [&](time_t s, time_t) { server_->set_keep_alive_timeout(std::max<time_t>(s, 1)); });
-  server_->set_keep_alive_max_count(limits.max_requests_per_connection);
+  ApplyServingLimits(*server_, options_.limits);
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
   });

@@ -40,14 +40,15 @@ struct AuthDecision {
   int http_status = 200;  // 200 allowed, 401 not authenticated, 403 denied, 500 not decided
   std::string reason;
 };
-// A cluster-scoped resource a caller wants to use (a SubjectAccessReview's resourceAttributes),
+// A resource (cluster-wide, or in one namespace) a caller wants to use (a SubjectAccessReview's resourceAttributes),
 // e.g. the admin API's virtual resource: get tessel.io scheduler/explain.
 struct ResourceAccess {
   std::string verb;
   std::string group;
   std::string resource;
   std::string subresource;
-  std::string Describe() const;  // "get tessel.io/scheduler/explain"
+  std::string namespace_;  // "" cluster-wide
+  std::string Describe() const;  // "get tessel.io/scheduler/explain" (+ " in namespace NS")
 };
 class RequestAuthorizer {
  public:
@@ -73,6 +74,9 @@ struct ServingLimits {
   size_t max_requests_per_connection = 20;
   size_t workers = 32;
 };
+
+// Applies `limits` to a cpp-httplib server (this one, and the aggregated API's).
+void ApplyServingLimits(httplib::Server& server, const ServingLimits& limits);
 
 struct HttpServerOptions {
   std::string bind_address = "0.0.0.0";

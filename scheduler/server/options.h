@@ -57,6 +57,9 @@ class SchedulerOptions {
   absl::Duration provisioning_retry_delay = absl::Minutes(10);
   int admin_port = 10260;
   bool admin_insecure = false;
+  int admin_api_port = 10261;
+  std::string admin_api_service = "kube-system/tessel-admin-api";
+  std::string admin_api_advertise_address;  // empty: $POD_IP
   int verbosity = 2;
 
  private:
