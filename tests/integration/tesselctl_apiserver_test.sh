@@ -13,8 +13,10 @@
 #   - a client-certificate user (which the gRPC path refuses) is served;
 #   - the aggregated port itself believes no one but the front proxy: no client certificate, or
 #     one from another CA, gets 401 whatever X-Remote-User says.
-# The local control plane has no pod network: the scheduler runs on the host, so the slice names
-# it as an FQDN (localhost); endpoint IPs may not be loopback addresses.
+# The local control plane has neither a pod network nor kube-proxy, and endpoint addresses may not
+# be loopback ones: so here the Service is an ExternalName (localhost, on the scheduler's port),
+# which the API server routes to by itself, and the slice the leader writes holds an FQDN that
+# routes nowhere (its content and the right to write it are checked, not its routing).
 source "$(dirname "$0")/lib.sh"
 : "${TESSEL_CTL_BIN:?}"
 it_begin ctlapi
@@ -31,7 +33,19 @@ trap 'rc=$?; cleanup_ctlapi; set +e; (exit $rc); it_cleanup' EXIT
 
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null
+api_port=$(free_port)
 sed 's/^addressType: IPv4$/addressType: FQDN/' "$ADMIN_API" | kubectl apply -f - >/dev/null
+kubectl delete service -n kube-system tessel-admin-api >/dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: tessel-admin-api, namespace: kube-system}
+spec:
+  type: ExternalName
+  externalName: localhost
+  ports: [{name: https, port: $api_port, protocol: TCP}]
+YAML
+kubectl patch apiservice v1alpha1.admin.tessel.io --type=merge -p "{\"spec\":{\"service\":{\"port\":$api_port}}}" >/dev/null
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: tessel.io/v1alpha1
 kind: Queue
@@ -42,9 +56,8 @@ it_wait 30 "the scheduler may read the front proxy's CA" eval \
   "[[ \$(kubectl --kubeconfig $SCHED_KUBECONFIG auth can-i get configmaps/extension-apiserver-authentication -n kube-system) == yes ]]"
 
 it_nodes ctlapi-0:4
-api_port=$(free_port)
 it_start_scheduler main --leader-elect=true --lock-namespace kube-system --admin-port 0 \
-  --admin-api-port "$api_port" --admin-api-advertise-address localhost --cert-dir "$IT_WORK/certs"
+  --admin-api-port "$api_port" --admin-api-advertise-address tessel-it.localhost --cert-dir "$IT_WORK/certs"
 it_wait 60 "scheduler ready (leading)" scheduler_ready "$SCHED_PORT_main"
 available() {
   [[ $(kubectl get apiservice v1alpha1.admin.tessel.io \
@@ -55,7 +68,7 @@ it_wait 60 "APIService v1alpha1.admin.tessel.io Available" available
 [[ -z $(kubectl get apiservice v1alpha1.admin.tessel.io -o 'jsonpath={.spec.insecureSkipTLSVerify}') ]] \
   || fail "the APIService skips TLS verification"
 [[ $(kubectl get endpointslice -n kube-system tessel-admin-api -o 'jsonpath={.endpoints[0].addresses[0]}:{.ports[0].port}') \
-  == "localhost:$api_port" ]] || fail "EndpointSlice: $(kubectl get endpointslice -n kube-system tessel-admin-api -o yaml)"
+  == "tessel-it.localhost:$api_port" ]] || fail "EndpointSlice: $(kubectl get endpointslice -n kube-system tessel-admin-api -o yaml)"
 
 # Team A: one pod admitted (its 1 GPU quota), one waiting.
 it_pod a-0 --gpus 1

@@ -2,8 +2,8 @@
 # cluster.sh: a real local Kubernetes control plane for Tessel's tests and demo.
 #
 # It runs, on 127.0.0.1 only and with ports picked at run time: etcd, kube-apiserver (RBAC, token
-# authentication, self-signed TLS, the aggregation layer with its front-proxy certificate and
-# endpoint routing, as there is no kube-proxy), kube-controller-manager (job, garbagecollector, namespace,
+# authentication, self-signed TLS, the aggregation layer with its own front-proxy CA and client
+# certificate), kube-controller-manager (job, garbagecollector, namespace,
 # replicaset, deployment, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
 # every node (pods go Running, finish after tessel.io/sim-duration, deletions complete).
 # The binaries come from build-k8s.sh (Kubernetes and etcd from the Go module proxy, built once
@@ -346,7 +346,6 @@ start_apiserver() {
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="$STATE/pki/front-proxy-client.crt" \
     --proxy-client-key-file="$STATE/pki/front-proxy-client.key" \
-    --enable-aggregator-routing=true \
     "${extra[@]}"
   wait_for apiserver 120 apiserver_ready
 }
