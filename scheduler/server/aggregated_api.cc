@@ -365,7 +365,7 @@ class AggregatedApiServer::Handler {
     }
     absl::StatusOr<json> j = answer();
     if (!j.ok()) {
-      WriteStatus(res, HttpCode(j.status()), j.status().message());
+      WriteStatus(res, HttpCode(j.status()), std::string(j.status().message()));
       return;
     }
     res.set_content(j->dump(), "application/json");

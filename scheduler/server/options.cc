@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include "scheduler/server/metrics.h"
-#include "scheduler/util/strings.h"
 
 namespace tessel::server {
 
@@ -79,8 +78,10 @@ void SchedulerOptions::ParseOrExit(int argc, char** argv) {
   if (const size_t slash = admin_api_service.find('/');
       slash == std::string::npos || slash == 0 || slash + 1 == admin_api_service.size() ||
       admin_api_service.find('/', slash + 1) != std::string::npos) {
-    return absl::InvalidArgumentError(
-        StrCat("--admin-api-service: \"", admin_api_service, "\" is not NAMESPACE/NAME"));
+    std::cerr << "tessel-scheduler: --admin-api-service: \"" << admin_api_service
+              << "\" is not NAMESPACE/NAME\n\n"
+              << flags_.Usage();
+    std::exit(2);
   }
   if (renew_deadline >= lease_duration) {
     std::cerr << "tessel-scheduler: --leader-elect-renew-deadline must be shorter than the lease duration\n\n"
