@@ -32,6 +32,6 @@ COPY --from=build /out/ /
 COPY manifests/config.yaml /etc/tessel/config.yaml
 USER 65532:65532
 # 10259: HTTPS endpoints (probes, /metrics); 10260: the gRPC admin API (tesselctl).
-EXPOSE 10259 10260 10261
+EXPOSE 10259 10260 10261 10262
 ENTRYPOINT ["/usr/local/bin/tessel-scheduler"]
 CMD ["--config=/etc/tessel/config.yaml"]

@@ -16,6 +16,7 @@
 #include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/config.h"
+#include "scheduler/kube/aggregated_api_publisher.h"
 #include "scheduler/kube/client.h"
 #include "scheduler/kube/delegated_auth.h"
 #include "scheduler/kube/event_recorder.h"
@@ -228,6 +229,28 @@ int Run(server::SchedulerOptions& flags) {
     if (flags.leader_elect && (!elector || !elector->leader_known())) return {false, "leader not known"};
     return {true, ""};
   };
+  // The admin API through the API server (APIService v1alpha1.admin.tessel.io): the leader
+  // serves it and points the APIService's Service at itself (docs/admin.md).
+  std::unique_ptr<kube::AggregatedApiPublisher> admin_api;
+  if (flags.admin_api_port > 0) {
+    const std::string& service = flags.admin_api_service;
+    const char* pod_ip = std::getenv("POD_IP");
+    absl::StatusOr<std::unique_ptr<kube::AggregatedApiPublisher>> made = kube::AggregatedApiPublisher::New(
+        clients.status.get(), &admin_backend, &authorizer,
+        {.bind_address = flags.bind_address,
+         .port = flags.admin_api_port,
+         .cert_dir = flags.cert_dir,
+         .identity = identity,
+         .admin_limits = {.max_snapshot_bytes = static_cast<size_t>(flags.simulate_max_bytes)},
+         .service_namespace = service.substr(0, service.find('/')),
+         .service_name = service.substr(service.find('/') + 1),
+         .advertise_address = !flags.admin_api_advertise_address.empty() ? flags.admin_api_advertise_address
+                              : pod_ip != nullptr                           ? pod_ip
+                                                                            : "",
+         .write_budget = write_budget});
+    if (!made.ok()) return Fail(made.status(), "--admin-api-port");
+    admin_api = *std::move(made);
+  }
   server::Endpoints endpoints(flags, &metrics_registry, readiness, &authorizer, &admin_backend);
   if (absl::Status st = endpoints.Start(); !st.ok()) {
     provisioner.Stop();
@@ -241,6 +264,7 @@ int Run(server::SchedulerOptions& flags) {
                              .on_synced = [&] {
                                queue_status.Start();
                                endpoints.StartAdmin();
+                               if (admin_api) admin_api->Start();
                              }});
   if (flags.leader_elect) {
     elector = NewElector(flags, clients.election.get(), identity,
@@ -269,6 +293,7 @@ int Run(server::SchedulerOptions& flags) {
   provisioner.Stop();
   queue_status.Stop();
   endpoints.StopAdmin();
+  if (admin_api) admin_api->Stop();
   if (elector) elector->Stop(/*release=*/true);
   feed.Stop();
   endpoints.Stop();

@@ -99,6 +99,7 @@ KubeClient::KubeClient(ClientConfig config, ClientOptions options)
     : config_(std::move(config)),
       options_(std::move(options)),
       token_(config_.token, config_.token_file),
+      exec_(config_.exec ? std::make_unique<ExecCredentialSource>(*config_.exec) : nullptr),
       limiter_(options_.qps, options_.burst) {}
 
 KubeClient::~KubeClient() = default;
@@ -263,11 +264,18 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
                    CURL_BLOB_COPY};
     curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
   }
-  if (!config_.client_cert_pem.empty()) {
-    curl_blob cert{const_cast<char*>(config_.client_cert_pem.data()),
-                   config_.client_cert_pem.size(), CURL_BLOB_COPY};
-    curl_blob key{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(),
-                  CURL_BLOB_COPY};
+  // An exec plugin's credential, when the kubeconfig user has one, wins over static ones.
+  ExecCredential exec_cred;
+  if (exec_ != nullptr) {
+    absl::StatusOr<ExecCredential> got = exec_->Get();
+    if (!got.ok()) return got.status();  // Unauthenticated: not sent
+    exec_cred = *std::move(got);
+  }
+  const std::string& cert_pem = exec_cred.client_cert_pem.empty() ? config_.client_cert_pem : exec_cred.client_cert_pem;
+  const std::string& key_pem = exec_cred.client_key_pem.empty() ? config_.client_key_pem : exec_cred.client_key_pem;
+  if (!cert_pem.empty()) {
+    curl_blob cert{const_cast<char*>(cert_pem.data()), cert_pem.size(), CURL_BLOB_COPY};
+    curl_blob key{const_cast<char*>(key_pem.data()), key_pem.size(), CURL_BLOB_COPY};
     curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
     curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
     curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
@@ -276,7 +284,7 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
 
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
-  const std::string token = token_.Token();
+  const std::string token = exec_cred.token.empty() ? token_.Token() : exec_cred.token;
   const std::string auth = StrCat("Authorization: Bearer ", token);
   if (!token.empty()) headers = curl_slist_append(headers, auth.c_str());
   const std::string content_type = StrCat("Content-Type: ", request.content_type);
@@ -318,15 +326,24 @@ absl::StatusOr<Response> KubeClient::Do(const Request& request) {
   std::optional<Backoff> backoff;  // made on the first retry: most requests never need it
   const int attempts = request.retry ? options_.max_attempts : 1;
   absl::StatusOr<Response> result;
+  bool exec_refreshed = false;
   for (int attempt = 1;; ++attempt) {
     auto handle = Acquire();
     result = Once(*handle, request, nullptr, nullptr);
     const bool not_sent = !result.ok() && (absl::IsFailedPrecondition(result.status()) ||
-                                           absl::IsAborted(result.status()));
+                                           absl::IsAborted(result.status()) ||
+                                           absl::IsUnauthenticated(result.status()));
     if (result.ok() || not_sent) {
       Release(std::move(handle));
     }  // after a transport error the handle's connection is suspect: drop it
     if (not_sent) return result;
+    // A plugin's credential the server refuses (revoked, expired early): ask the plugin again,
+    // once, as client-go does.
+    if (result.ok() && result->code == 401 && exec_ != nullptr && !exec_refreshed) {
+      exec_refreshed = true;
+      exec_->Invalidate();
+      continue;
+    }
     const bool retryable = result.ok() ? IsRetryableCode(result->code) : true;
     if (!retryable || attempt >= attempts) return result;
     if (!backoff) backoff.emplace(options_.retry_backoff);

@@ -1,6 +1,7 @@
 // An HTTP client for the Kubernetes API, on libcurl. It verifies TLS (unless the kubeconfig
 // says insecure-skip-tls-verify), authenticates with a client certificate and/or a bearer token
-// (re-read from its file when it rotates), paces requests with a client-side QPS/burst limit,
+// (re-read from its file when it rotates) or with what the user's exec plugin gives (run again
+// when it expires or the server answers 401), paces requests with a client-side QPS/burst limit,
 // retries 429, 5xx and connection errors with backoff, and reuses connections: curl handles
 // are pooled, and a handle keeps its connections between requests.
 //
@@ -27,6 +28,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/backoff.h"
+#include "scheduler/kube/exec_credential.h"
 #include "scheduler/kube/kubeconfig.h"
 
 namespace tessel::kube {
@@ -125,6 +127,7 @@ class KubeClient {
   const ClientConfig config_;
   const ClientOptions options_;
   TokenSource token_;
+  const std::unique_ptr<ExecCredentialSource> exec_;  // the kubeconfig user's exec plugin
   TokenBucket limiter_;
   std::atomic<int64_t> requests_sent_{0};
   std::atomic<int64_t> by_method_[std::size(kMethods)] = {};

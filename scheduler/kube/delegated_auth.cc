@@ -73,15 +73,47 @@ server::AuthDecision DelegatedAuthorizer::Authorize(std::string_view bearer_toke
                 StrCat(verb, " ", path), source);
 }
 
-server::AuthDecision DelegatedAuthorizer::AuthorizeResource(std::string_view bearer_token,
-                                                            const server::ResourceAccess& access,
-                                                            std::string_view source) {
+namespace {
+
+json ResourceAttributes(const server::ResourceAccess& access) {
   json attributes = {{"verb", access.verb},
                      {"group", access.group},
                      {"resource", access.resource},
                      {"subresource", access.subresource}};
   if (!access.namespace_.empty()) attributes["namespace"] = access.namespace_;
-  return Decide(bearer_token, {{"resourceAttributes", attributes}}, access.Describe(), source);
+  return {{"resourceAttributes", attributes}};
+}
+
+}  // namespace
+
+server::AuthDecision DelegatedAuthorizer::AuthorizeResource(std::string_view bearer_token,
+                                                            const server::ResourceAccess& access,
+                                                            std::string_view source) {
+  return Decide(bearer_token, ResourceAttributes(access), access.Describe(), source);
+}
+
+server::AuthDecision DelegatedAuthorizer::AuthorizeUser(const server::UserInfo& forwarded,
+                                                        const server::ResourceAccess& access) {
+  if (forwarded.name.empty()) return {401, "Unauthorized: no user"};
+  json user = {{"username", forwarded.name}, {"groups", forwarded.groups}};
+  if (!forwarded.uid.empty()) user["uid"] = forwarded.uid;
+  if (!forwarded.extra.empty()) user["extra"] = forwarded.extra;
+  // The API server authenticated this user: it is known as a reviewed token is, keyed by who it
+  // is, and its reviews come out of its own budget.
+  const std::string id = StrCat("forwarded|", user.dump());
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    Trim(now);
+    Identity& known = identities_[id];
+    if (known.known_until <= now) {
+      known.budget = Bucket{.tokens = static_cast<double>(options_.known_review_burst), .last = now};
+    }
+    known.user = user;
+    known.expires = now + options_.allowed_ttl;
+    known.known_until = now + options_.known_ttl;
+  }
+  return CachedAccessReview(id, user, ResourceAttributes(access), access.Describe());
 }
 
 server::AuthDecision DelegatedAuthorizer::Authenticate(std::string_view bearer_token, std::string_view source) {
@@ -163,15 +195,25 @@ server::AuthDecision DelegatedAuthorizer::Decide(std::string_view bearer_token, 
                                                  std::string_view what, std::string_view source) {
   if (bearer_token.empty()) return {401, "Unauthorized: a bearer token is required"};
   const std::string sha = Sha256Hex(bearer_token);
-  const std::string key = StrCat(sha, "|", attributes.dump());
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = decisions_.find(StrCat(sha, "|", attributes.dump()));
+    if (it != decisions_.end() && clock_->Now() < it->second.expires) return it->second.decision;
+  }
+  json user;
+  if (server::AuthDecision who = Identify(bearer_token, sha, source, &user); who.http_status != 200) return who;
+  return CachedAccessReview(sha, user, attributes, what);
+}
+
+server::AuthDecision DelegatedAuthorizer::CachedAccessReview(const std::string& id, const json& user,
+                                                             const json& attributes, std::string_view what) {
+  const std::string key = StrCat(id, "|", attributes.dump());
   {
     absl::MutexLock lock(&mu_);
     auto it = decisions_.find(key);
     if (it != decisions_.end() && clock_->Now() < it->second.expires) return it->second.decision;
   }
-  json user;
-  if (server::AuthDecision who = Identify(bearer_token, sha, source, &user); who.http_status != 200) return who;
-  server::AuthDecision decision = AccessReview(sha, user, attributes, what);
+  server::AuthDecision decision = AccessReview(id, user, attributes, what);
   if (decision.http_status == 200 || decision.http_status == 403) {
     const absl::Duration ttl = decision.http_status == 200 ? options_.allowed_ttl : options_.denied_ttl;
     absl::MutexLock lock(&mu_);

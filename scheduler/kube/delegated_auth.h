@@ -14,6 +14,8 @@
 //   - a token that a TokenReview authenticated within known_ttl is *known*: its reviews come
 //     out of its own budget, so a flood of random tokens (from anywhere) never delays it;
 //   - the SubjectAccessReviews of an authenticated user come out of that user's token budget.
+// The aggregated API's callers come authenticated by the API server (its front proxy forwards
+// the user): AuthorizeUser asks only the SubjectAccessReview, out of a budget of that user's own.
 //
 //   DelegatedAuthorizer auth(clients->auth.get(), &clock);
 //   HttpServer https({.tls = cert, .metrics_authorizer = &auth}, ...);
@@ -26,6 +28,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/client.h"
+#include "scheduler/server/aggregated_api.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/util/clock.h"
 
@@ -46,7 +49,7 @@ struct DelegatedAuthOptions {
   int64_t known_review_burst = 60;
 };
 
-class DelegatedAuthorizer final : public server::RequestAuthorizer {
+class DelegatedAuthorizer final : public server::RequestAuthorizer, public server::UserAuthorizer {
  public:
   DelegatedAuthorizer(KubeClient* client, const Clock* clock, DelegatedAuthOptions options = {});
 
@@ -59,6 +62,11 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
                                          std::string_view source = "") override;
   // The TokenReview alone: 200 when the token is authenticated.
   server::AuthDecision Authenticate(std::string_view bearer_token, std::string_view source = "") override;
+
+  // The same for a user the API server has already authenticated (the aggregated API's
+  // forwarded user): only the SubjectAccessReview, cached alike.
+  server::AuthDecision AuthorizeUser(const server::UserInfo& user,
+                                     const server::ResourceAccess& access) override;
 
   int64_t reviews_sent() const;
 
@@ -88,15 +96,21 @@ class DelegatedAuthorizer final : public server::RequestAuthorizer {
   // The token's user (200 and `user`), from the cache or a TokenReview.
   server::AuthDecision Identify(std::string_view token, const std::string& sha, std::string_view source,
                                 nlohmann::json* user);
-  server::AuthDecision AccessReview(const std::string& sha, const nlohmann::json& user,
+  // The SubjectAccessReview of `user` (a TokenReview's status.user) for `attributes`, out of the
+  // budget of identities_[id] (a token's sha256, or a forwarded user); CachedAccessReview keeps
+  // its answer (decisions_).
+  server::AuthDecision AccessReview(const std::string& id, const nlohmann::json& user,
                                     const nlohmann::json& attributes, std::string_view what);
+  server::AuthDecision CachedAccessReview(const std::string& id, const nlohmann::json& user,
+                                          const nlohmann::json& attributes, std::string_view what);
   void Trim(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   KubeClient* client_;
   const Clock* clock_;
   DelegatedAuthOptions options_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Identity> identities_ ABSL_GUARDED_BY(mu_);  // by sha256
+  // By the token's sha256, or "forwarded|" and the user (AuthorizeUser).
+  absl::flat_hash_map<std::string, Identity> identities_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, absl::Time> rejected_ ABSL_GUARDED_BY(mu_);  // sha256: until
   absl::flat_hash_map<std::string, Cached> decisions_ ABSL_GUARDED_BY(mu_);     // sha256|attributes
   absl::flat_hash_map<std::string, Bucket> sources_ ABSL_GUARDED_BY(mu_);

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/util/file.h"
+#include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 #include "yaml-cpp/yaml.h"
 
@@ -60,6 +62,61 @@ absl::StatusOr<std::string> PemField(const YAML::Node& map, const std::string& k
   const std::string file = Str(map, key.c_str());
   if (file.empty()) return std::string();
   return ReadFileToString(Resolve(base_dir, file));
+}
+
+constexpr std::string_view kExecV1 = "client.authentication.k8s.io/v1";
+constexpr std::string_view kExecV1beta1 = "client.authentication.k8s.io/v1beta1";
+
+// users[].user.exec, with the errors kubectl gives, each naming the user and the field.
+absl::StatusOr<ExecConfig> ParseExec(const YAML::Node& exec, const std::string& user_name,
+                                     const ClientConfig& cluster, std::string_view base_dir) {
+  auto bad = [&](std::string_view field, std::string_view why) {
+    return absl::InvalidArgumentError(
+        StrCat("kubeconfig: user \"", user_name, "\": exec.", field, ": ", why));
+  };
+  if (!exec.IsMap()) return bad("", "not a map");
+  ExecConfig e;
+  e.user = user_name;
+  e.api_version = Str(exec, "apiVersion");
+  if (e.api_version.empty()) return bad("apiVersion", "missing (client.authentication.k8s.io/v1)");
+  if (e.api_version != kExecV1 && e.api_version != kExecV1beta1) {
+    return bad("apiVersion", StrCat("\"", e.api_version, "\" is not supported (", kExecV1, " or ",
+                                    kExecV1beta1, ")"));
+  }
+  e.command = Str(exec, "command");
+  if (e.command.empty()) return bad("command", "missing");
+  // As client-go: a relative path with a folder in it is relative to the kubeconfig's folder;
+  // a bare name is looked up in PATH.
+  if (e.command.find('/') != std::string::npos) e.command = Resolve(base_dir, e.command);
+  if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
+    if (!args.IsSequence()) return bad("args", "not a list");
+    for (const YAML::Node& a : args) e.args.push_back(a.as<std::string>());
+  }
+  if (const YAML::Node env = exec["env"]; env && !env.IsNull()) {
+    if (!env.IsSequence()) return bad("env", "not a list");
+    for (size_t i = 0; i < env.size(); ++i) {
+      const std::string name = Str(env[i], "name");
+      if (name.empty()) return bad(StrCat("env[", i, "].name"), "missing");
+      e.env.emplace_back(name, Str(env[i], "value"));
+    }
+  }
+  e.install_hint = Str(exec, "installHint");
+  const std::string mode = Str(exec, "interactiveMode");
+  if (mode.empty()) {
+    // v1 requires it (client-go refuses the user without it); v1beta1 defaults it.
+    if (e.api_version == kExecV1) return bad("interactiveMode", "missing (Never, IfAvailable or Always)");
+  } else if (mode != "Never" && mode != "IfAvailable" && mode != "Always") {
+    return bad("interactiveMode", StrCat("\"", mode, "\" is not Never, IfAvailable or Always"));
+  } else {
+    e.interactive_mode = mode;
+  }
+  if (exec["provideClusterInfo"] && exec["provideClusterInfo"].as<bool>()) {
+    nlohmann::json c = {{"server", cluster.server}};
+    if (!cluster.ca_pem.empty()) c["certificate-authority-data"] = absl::Base64Escape(cluster.ca_pem);
+    if (cluster.insecure_skip_tls_verify) c["insecure-skip-tls-verify"] = true;
+    e.cluster_json = c.dump();
+  }
+  return e;
 }
 
 }  // namespace
@@ -116,9 +173,14 @@ absl::StatusOr<ClientConfig> ParseKubeconfig(std::string_view text, std::string_
         config.token = Str(user, "token");
         const std::string token_file = Str(user, "tokenFile");
         if (!token_file.empty()) config.token_file = Resolve(base_dir, token_file);
-        if (user["exec"] || user["auth-provider"]) {
-          return absl::UnimplementedError(
-              StrCat("kubeconfig: user \"", user_name, "\" uses exec/auth-provider, which Tessel does not support"));
+        if (const YAML::Node provider = user["auth-provider"]; provider && !provider.IsNull()) {
+          return absl::UnimplementedError(StrCat(
+              "kubeconfig: user \"", user_name, "\": auth-provider \"", Str(provider, "name"),
+              "\" was removed from Kubernetes clients; use its exec credential plugin instead "
+              "(gke-gcloud-auth-plugin, kubelogin, or `aws eks get-token`), as kubectl does"));
+        }
+        if (const YAML::Node exec = user["exec"]; exec && !exec.IsNull()) {
+          ASSIGN_OR_RETURN(config.exec, ParseExec(exec, user_name, config, base_dir));
         }
       }
     }

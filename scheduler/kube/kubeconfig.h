@@ -6,18 +6,37 @@
 //
 // Certificates and keys are kept as PEM text (files are read at load time), so the transport
 // never touches the file system except for a token file, which TokenSource re-reads when it
-// changes (bound service account tokens rotate).
+// changes (bound service account tokens rotate). A user whose credentials come from an `exec`
+// plugin (EKS, GKE, AKS, OIDC) gets `exec` set; ExecCredentialSource (exec_credential.h) runs
+// it when a request needs credentials. The deprecated `auth-provider` is refused with a pointer
+// to the exec plugin that replaces it.
 #pragma once
 
 #include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace tessel::kube {
+
+// A kubeconfig user's `exec` credential plugin (client.authentication.k8s.io v1 or v1beta1).
+struct ExecConfig {
+  std::string user;         // the kubeconfig user's name, for errors
+  std::string api_version;  // the ExecCredential version the plugin speaks
+  std::string command;      // a path relative to the kubeconfig's folder is resolved against it
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // added to this process's environment
+  std::string interactive_mode = "IfAvailable";           // Never, IfAvailable, Always
+  std::string install_hint;
+  // provideClusterInfo: the cluster, as ExecCredential spec.cluster JSON; empty otherwise.
+  std::string cluster_json;
+};
 
 struct ClientConfig {
   std::string server;  // https://host:port, no trailing slash
@@ -28,6 +47,7 @@ struct ClientConfig {
   std::string token_file;  // re-read when it changes; wins over `token`
   // Only when the kubeconfig says so explicitly; never a default.
   bool insecure_skip_tls_verify = false;
+  std::optional<ExecConfig> exec;  // set: the plugin gives the token or client certificate
 };
 
 // Parses kubeconfig text. Relative file paths resolve against `base_dir` (the file's folder, as

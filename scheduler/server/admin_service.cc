@@ -32,21 +32,14 @@ grpc::Status ToGrpc(const absl::Status& st) {
     case absl::StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
     case absl::StatusCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
     case absl::StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
+    case absl::StatusCode::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
     case absl::StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
     default: break;
   }
   return grpc::Status(code, std::string(st.message()));
 }
 
-grpc::Status FromDecision(const AuthDecision& d) {
-  switch (d.http_status) {
-    case 200: return grpc::Status::OK;
-    case 401: return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.reason);
-    case 403: return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.reason);
-    case 429: return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.reason);
-    default: return grpc::Status(grpc::StatusCode::UNAVAILABLE, d.reason);
-  }
-}
+grpc::Status FromDecision(const AuthDecision& d) { return ToGrpc(DecisionStatus(d)); }
 
 std::string TokenOf(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
   auto it = md.find("authorization");
@@ -161,6 +154,200 @@ absl::StatusOr<std::string> SchedulerAdminBackend::Simulate(std::string_view sna
   return replay_(snapshot, control);
 }
 
+ResourceAccess AdminCallAccess(std::string_view verb, std::string_view call, std::string_view namespace_) {
+  return {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
+          .subresource = std::string(call), .namespace_ = std::string(namespace_)};
+}
+
+absl::Status DecisionStatus(const AuthDecision& d) {
+  switch (d.http_status) {
+    case 200: return absl::OkStatus();
+    case 401: return absl::UnauthenticatedError(d.reason);
+    case 403: return absl::PermissionDeniedError(d.reason);
+    case 429: return absl::ResourceExhaustedError(d.reason);
+    default: return absl::UnavailableError(d.reason);
+  }
+}
+
+namespace {
+
+// The namespaces a caller may read: all of them (a cluster-wide grant) or those listed.
+struct Scope {
+  bool all = false;
+  StringSet namespaces;
+  bool Allows(std::string_view ns) const { return all || namespaces.contains(ns); }
+};
+
+StringSet NamespacesOf(const std::vector<PendingItem>& pending) {
+  StringSet out;
+  for (const PendingItem& p : pending) out.insert(p.pod->meta.namespace_);
+  return out;
+}
+
+// Which of `wanted` the caller may get scheduler/<call> in, as the API server would decide a
+// list: a cluster-wide grant covers every namespace, else each namespace is reviewed alone.
+// `named` is the namespace the caller asked for ("" for all), for the denial's message.
+absl::StatusOr<Scope> ScopeOf(const AccessCheck& may, std::string_view call, const StringSet& wanted,
+                              std::string_view named, const AdminLimits& limits) {
+  Scope scope;
+  const AuthDecision cluster = may(AdminCallAccess("get", call, named));
+  if (cluster.http_status == 200) {
+    if (named.empty()) {
+      scope.all = true;
+    } else {
+      scope.namespaces.insert(std::string(named));
+    }
+    return scope;
+  }
+  if (cluster.http_status != 403 || !named.empty()) return DecisionStatus(cluster);
+  if (wanted.size() > limits.max_namespace_reviews) {
+    return absl::PermissionDeniedError(StrCat(cluster.reason, "; a namespace-scoped grant is reviewed for at most ",
+                                              limits.max_namespace_reviews, " namespaces per call (", wanted.size(),
+                                              " have pending pods): name one (tesselctl -n NAMESPACE)"));
+  }
+  std::vector<std::string> sorted(wanted.begin(), wanted.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::string& ns : sorted) {
+    const AuthDecision d = may(AdminCallAccess("get", call, ns));
+    if (d.http_status == 200) {
+      scope.namespaces.insert(ns);
+    } else if (d.http_status != 403) {
+      return DecisionStatus(d);
+    }
+  }
+  if (scope.namespaces.empty()) {
+    return absl::PermissionDeniedError(StrCat(cluster.reason, ", nor in any namespace that has pending pods"));
+  }
+  return scope;
+}
+
+}  // namespace
+
+absl::Status AnswerListQueues(AdminBackend& backend, const AccessCheck& may, tessel::v1::ListQueuesResponse* out) {
+  if (absl::Status st = DecisionStatus(may(AdminCallAccess("get", "queues"))); !st.ok()) return st;
+  const absl::Time now = backend.Now();
+  for (const QueueReport& r : backend.Queues()) {
+    tessel::v1::QueueInfo* q = out->add_queues();
+    q->set_name(r.name);
+    q->set_cohort(r.cohort);
+    q->set_pending_pods(r.pending_pods);
+    q->set_admitted_pods(r.admitted_pods);
+    PutQuantities(r.nominal, q->mutable_nominal());
+    PutQuantities(r.usage, q->mutable_usage());
+    PutQuantities(r.borrowed, q->mutable_borrowed());
+    PutQuantities(r.lendable, q->mutable_lendable());
+    PutQuantities(r.lent, q->mutable_lent());
+    q->set_weighted_share_milli(r.weighted_share_milli);
+    q->set_oldest_pending_wait_seconds(
+        r.oldest_pending ? std::max<int64_t>(0, absl::ToInt64Seconds(now - *r.oldest_pending)) : -1);
+    for (const FlavorReport& f : r.flavors) {
+      tessel::v1::FlavorUsage* flavor = q->add_flavors();
+      flavor->set_name(f.name);
+      PutQuantities(f.nominal, flavor->mutable_nominal());
+      PutQuantities(f.usage, flavor->mutable_usage());
+      PutQuantities(f.borrowed, flavor->mutable_borrowed());
+      PutQuantities(f.lent, flavor->mutable_lent());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AnswerGetPending(AdminBackend& backend, const AccessCheck& may, const AdminLimits& limits,
+                              tessel::v1::GetPendingResponse* out) {
+  const std::vector<PendingItem> pending = backend.Pending();
+  absl::StatusOr<Scope> scope = ScopeOf(may, "pending", NamespacesOf(pending), "", limits);
+  if (!scope.ok()) return scope.status();
+  for (const PendingItem& p : pending) {
+    if (scope->Allows(p.pod->meta.namespace_)) out->add_pending()->set_pod(p.pod->Key());
+  }
+  return absl::OkStatus();
+}
+
+// Positions count every pending pod, so a team sees where its pods stand.
+absl::Status AnswerListPending(AdminBackend& backend, const tessel::v1::ListPendingRequest& in, const AccessCheck& may,
+                               const AdminLimits& limits, tessel::v1::ListPendingResponse* out) {
+  const std::vector<PendingItem> pending = backend.Pending();
+  StringSet wanted;
+  if (!in.namespace_().empty()) {
+    wanted.insert(in.namespace_());
+  } else {
+    wanted = NamespacesOf(pending);
+  }
+  absl::StatusOr<Scope> scope = ScopeOf(may, "pending", wanted, in.namespace_(), limits);
+  if (!scope.ok()) return scope.status();
+  const absl::Time now = backend.Now();
+  std::map<std::string, int32_t> per_queue;
+  int32_t position = 0;
+  for (const PendingItem& p : pending) {
+    ++position;
+    const int32_t in_queue = ++per_queue[p.queue];
+    if (!in.queue().empty() && p.queue != in.queue()) continue;
+    if (!in.namespace_().empty() && p.pod->meta.namespace_ != in.namespace_()) continue;
+    if (!scope->Allows(p.pod->meta.namespace_)) continue;
+    tessel::v1::PendingPod* o = out->add_pods();
+    o->set_position(position);
+    o->set_queue_position(in_queue);
+    o->set_pod(p.pod->Key());
+    o->set_queue(p.queue);
+    o->set_priority(p.pod->PriorityValue());
+    o->set_wait_seconds(std::max<int64_t>(0, absl::ToInt64Seconds(now - p.pod->meta.creation_timestamp)));
+    o->set_state(p.state);
+    o->set_gang(p.gang);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AnswerExplain(AdminBackend& backend, const tessel::v1::ExplainRequest& in, const AccessCheck& may,
+                           const CallControl& control, tessel::v1::ExplainResponse* out) {
+  if (in.pod().find('/') == std::string::npos) {
+    return absl::InvalidArgumentError(StrCat("ExplainRequest.pod: \"", in.pod(), "\" is not namespace/name"));
+  }
+  const std::string_view ns = NamespaceOf(in.pod());
+  if (absl::Status st = DecisionStatus(may(AdminCallAccess("get", "explain", ns))); !st.ok()) return st;
+  // A caller allowed in this namespace only sees no other namespace's pods in the answer.
+  const bool everywhere = may(AdminCallAccess("get", "explain")).http_status == 200;
+  absl::StatusOr<tessel::Explanation> e = backend.Explain(in.pod(), control);
+  if (!e.ok()) return e.status();
+  if (!everywhere) {
+    e->nearest_miss = RedactOtherNamespaces(e->nearest_miss, ns);
+    for (std::string& d : e->details) d = RedactOtherNamespaces(d, ns);
+  }
+  out->set_pod(e->pod);
+  out->set_queue(e->queue);
+  out->set_state(e->state);
+  out->set_node(e->node);
+  out->set_message(e->message);
+  for (const NodeReasonGroup& g : e->reasons) {
+    tessel::v1::NodeReasons* r = out->add_reasons();
+    r->set_reason(g.reason);
+    r->set_count(static_cast<int32_t>(g.nodes.size()));
+    for (const std::string& n : g.nodes) r->add_nodes(n);
+  }
+  out->set_nearest_kind(e->nearest_kind);
+  out->set_nearest_miss(e->nearest_miss);
+  for (const std::string& d : e->details) out->add_details(d);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> AnswerSimulate(AdminBackend& backend, std::string_view snapshot, const AccessCheck& may,
+                                           const AdminLimits& limits, const CallControl& control) {
+  if (absl::Status st = DecisionStatus(may(AdminCallAccess("create", "simulate"))); !st.ok()) return st;
+  if (snapshot.size() > limits.max_snapshot_bytes) {
+    return absl::InvalidArgumentError(StrCat("SimulateRequest.snapshot: ", snapshot.size(), " bytes, more than the ",
+                                             limits.max_snapshot_bytes, " allowed"));
+  }
+  static std::atomic<bool> simulating{false};  // one per process, whichever way the callers come
+  if (simulating.exchange(true)) {
+    return absl::ResourceExhaustedError("simulate: another simulation is running; one runs at a time, retry when it ends");
+  }
+  absl::StatusOr<std::string> result = backend.Simulate(snapshot, control);
+  simulating.store(false);
+  if (absl::IsInvalidArgument(result.status())) {
+    return absl::InvalidArgumentError(StrCat("SimulateRequest.snapshot: ", result.status().message()));
+  }
+  return result;
+}
+
 // Checks the caller's token before gRPC reads its message (TLS only: gRPC calls it when a call
 // starts, with its metadata; an error ends the call there). Simulate, the one big message, is
 // authorized here too when the call's path is among the metadata.
@@ -176,9 +363,7 @@ class AdminServer::TokenCheck final : public grpc::AuthMetadataProcessor {
     }
     if (grpc::Status st = FromDecision(authorizer_->Authenticate(token, source)); !st.ok()) return st;
     if (auto path = md.find(":path"); path != md.end() && path->second == "/tessel.v1.Admin/Simulate") {
-      return FromDecision(authorizer_->AuthorizeResource(
-          token, {.verb = "create", .group = "tessel.io", .resource = "scheduler", .subresource = "simulate"},
-          source));
+      return FromDecision(authorizer_->AuthorizeResource(token, AdminCallAccess("create", "simulate"), source));
     }
     return grpc::Status::OK;
   }
@@ -196,155 +381,33 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
   // get scheduler/pending in.
   grpc::Status GetPending(grpc::ServerContext* ctx, const tessel::v1::GetPendingRequest*,
                           tessel::v1::GetPendingResponse* out) override {
-    const std::vector<PendingItem> pending = backend_->Pending();
-    Scope scope;
-    if (grpc::Status st = ScopeOf(ctx, "pending", NamespacesOf(pending), "", &scope); !st.ok()) return st;
-    for (const PendingItem& p : pending) {
-      if (scope.Allows(p.pod->meta.namespace_)) out->add_pending()->set_pod(p.pod->Key());
-    }
-    return grpc::Status::OK;
+    return ToGrpc(AnswerGetPending(*backend_, CheckFor(ctx), limits_, out));
   }
 
   grpc::Status ListQueues(grpc::ServerContext* ctx, const tessel::v1::ListQueuesRequest*,
                           tessel::v1::ListQueuesResponse* out) override {
-    if (grpc::Status st = Allow(ctx, "get", "queues"); !st.ok()) return st;
-    const absl::Time now = backend_->Now();
-    for (const QueueReport& r : backend_->Queues()) {
-      tessel::v1::QueueInfo* q = out->add_queues();
-      q->set_name(r.name);
-      q->set_cohort(r.cohort);
-      q->set_pending_pods(r.pending_pods);
-      q->set_admitted_pods(r.admitted_pods);
-      PutQuantities(r.nominal, q->mutable_nominal());
-      PutQuantities(r.usage, q->mutable_usage());
-      PutQuantities(r.borrowed, q->mutable_borrowed());
-      PutQuantities(r.lendable, q->mutable_lendable());
-      PutQuantities(r.lent, q->mutable_lent());
-      q->set_weighted_share_milli(r.weighted_share_milli);
-      q->set_oldest_pending_wait_seconds(
-          r.oldest_pending ? std::max<int64_t>(0, absl::ToInt64Seconds(now - *r.oldest_pending)) : -1);
-      for (const FlavorReport& f : r.flavors) {
-        tessel::v1::FlavorUsage* flavor = q->add_flavors();
-        flavor->set_name(f.name);
-        PutQuantities(f.nominal, flavor->mutable_nominal());
-        PutQuantities(f.usage, flavor->mutable_usage());
-        PutQuantities(f.borrowed, flavor->mutable_borrowed());
-        PutQuantities(f.lent, flavor->mutable_lent());
-      }
-    }
-    return grpc::Status::OK;
+    return ToGrpc(AnswerListQueues(*backend_, CheckFor(ctx), out));
   }
 
-  // The pending pods of the namespaces the caller may get scheduler/pending in; positions count
-  // every pending pod, so a team sees where its pods stand.
   grpc::Status ListPending(grpc::ServerContext* ctx, const tessel::v1::ListPendingRequest* in,
                            tessel::v1::ListPendingResponse* out) override {
-    const std::vector<PendingItem> pending = backend_->Pending();
-    StringSet wanted;
-    if (!in->namespace_().empty()) {
-      wanted.insert(in->namespace_());
-    } else {
-      wanted = NamespacesOf(pending);
-    }
-    Scope scope;
-    if (grpc::Status st = ScopeOf(ctx, "pending", wanted, in->namespace_(), &scope); !st.ok()) return st;
-    const absl::Time now = backend_->Now();
-    std::map<std::string, int32_t> per_queue;
-    int32_t position = 0;
-    for (const PendingItem& p : pending) {
-      ++position;
-      const int32_t in_queue = ++per_queue[p.queue];
-      if (!in->queue().empty() && p.queue != in->queue()) continue;
-      if (!in->namespace_().empty() && p.pod->meta.namespace_ != in->namespace_()) continue;
-      if (!scope.Allows(p.pod->meta.namespace_)) continue;
-      tessel::v1::PendingPod* o = out->add_pods();
-      o->set_position(position);
-      o->set_queue_position(in_queue);
-      o->set_pod(p.pod->Key());
-      o->set_queue(p.queue);
-      o->set_priority(p.pod->PriorityValue());
-      o->set_wait_seconds(std::max<int64_t>(0, absl::ToInt64Seconds(now - p.pod->meta.creation_timestamp)));
-      o->set_state(p.state);
-      o->set_gang(p.gang);
-    }
-    return grpc::Status::OK;
+    return ToGrpc(AnswerListPending(*backend_, *in, CheckFor(ctx), limits_, out));
   }
 
-  // Authorized in the pod's namespace; pods of other namespaces named in the answer are hidden
-  // from a caller not allowed cluster-wide.
   grpc::Status Explain(grpc::ServerContext* ctx, const tessel::v1::ExplainRequest* in,
                        tessel::v1::ExplainResponse* out) override {
-    if (in->pod().find('/') == std::string::npos) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          StrCat("ExplainRequest.pod: \"", in->pod(), "\" is not namespace/name"));
-    }
-    const std::string_view ns = NamespaceOf(in->pod());
-    if (grpc::Status st = Allow(ctx, "get", "explain", ns); !st.ok()) return st;
-    // A caller allowed in this namespace only sees no other namespace's pods in the answer.
-    const bool everywhere = authorizer_ == nullptr || Decide(ctx, "get", "explain", "").http_status == 200;
-    absl::StatusOr<tessel::Explanation> e = backend_->Explain(in->pod(), ControlOf(ctx));
-    if (!e.ok()) return ToGrpc(e.status());
-    if (!everywhere) {
-      e->nearest_miss = RedactOtherNamespaces(e->nearest_miss, ns);
-      for (std::string& d : e->details) d = RedactOtherNamespaces(d, ns);
-    }
-    out->set_pod(e->pod);
-    out->set_queue(e->queue);
-    out->set_state(e->state);
-    out->set_node(e->node);
-    out->set_message(e->message);
-    for (const NodeReasonGroup& g : e->reasons) {
-      tessel::v1::NodeReasons* r = out->add_reasons();
-      r->set_reason(g.reason);
-      r->set_count(static_cast<int32_t>(g.nodes.size()));
-      for (const std::string& n : g.nodes) r->add_nodes(n);
-    }
-    out->set_nearest_kind(e->nearest_kind);
-    out->set_nearest_miss(e->nearest_miss);
-    for (const std::string& d : e->details) out->add_details(d);
-    return grpc::Status::OK;
+    return ToGrpc(AnswerExplain(*backend_, *in, CheckFor(ctx), ControlOf(ctx), out));
   }
 
-  // One at a time: another caller gets RESOURCE_EXHAUSTED while one runs.
   grpc::Status Simulate(grpc::ServerContext* ctx, const tessel::v1::SimulateRequest* in,
                         tessel::v1::SimulateResponse* out) override {
-    if (grpc::Status st = Allow(ctx, "create", "simulate"); !st.ok()) return st;
-    if (in->snapshot().size() > limits_.max_snapshot_bytes) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          StrCat("SimulateRequest.snapshot: ", in->snapshot().size(),
-                                 " bytes, more than the ", limits_.max_snapshot_bytes, " allowed"));
-    }
-    if (simulating_.exchange(true)) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "simulate: another simulation is running; one runs at a time, retry when it ends");
-    }
-    absl::StatusOr<std::string> result = backend_->Simulate(in->snapshot(), ControlOf(ctx));
-    simulating_.store(false);
-    if (!result.ok()) {
-      if (absl::IsInvalidArgument(result.status())) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            StrCat("SimulateRequest.snapshot: ", result.status().message()));
-      }
-      return ToGrpc(result.status());
-    }
+    absl::StatusOr<std::string> result = AnswerSimulate(*backend_, in->snapshot(), CheckFor(ctx), limits_, ControlOf(ctx));
+    if (!result.ok()) return ToGrpc(result.status());
     out->set_result_json(*std::move(result));
     return grpc::Status::OK;
   }
 
  private:
-  // The namespaces a caller may read: all of them (a cluster-wide grant) or those listed.
-  struct Scope {
-    bool all = false;
-    StringSet namespaces;
-    bool Allows(std::string_view ns) const { return all || namespaces.contains(ns); }
-  };
-
-  static StringSet NamespacesOf(const std::vector<PendingItem>& pending) {
-    StringSet out;
-    for (const PendingItem& p : pending) out.insert(p.pod->meta.namespace_);
-    return out;
-  }
-
   static CallControl ControlOf(grpc::ServerContext* ctx) {
     CallControl c{.cancelled = [ctx] { return ctx->IsCancelled(); }};
     const auto deadline = ctx->deadline();
@@ -352,66 +415,23 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     return c;
   }
 
-  AuthDecision Decide(grpc::ServerContext* ctx, std::string_view verb, std::string_view call, std::string_view ns) {
-    return authorizer_->AuthorizeResource(TokenOf(ctx->client_metadata()),
-                                          {.verb = std::string(verb), .group = "tessel.io", .resource = "scheduler",
-                                           .subresource = std::string(call), .namespace_ = std::string(ns)},
-                                          SourceOf(ctx->peer()));
+  // The caller's rights: its bearer token's, reviewed from its source address (all, when the
+  // server runs without an authorizer).
+  AccessCheck CheckFor(grpc::ServerContext* ctx) const {
+    if (authorizer_ == nullptr) return [](const ResourceAccess&) { return AuthDecision{200, ""}; };
+    return [this, token = TokenOf(ctx->client_metadata()), source = SourceOf(ctx->peer())](const ResourceAccess& a) {
+      return authorizer_->AuthorizeResource(token, a, source);
+    };
   }
 
-  // The caller's right to `verb` on tessel.io/scheduler/<call>, cluster-wide or in `ns`.
-  grpc::Status Allow(grpc::ServerContext* ctx, std::string_view verb, std::string_view call,
-                     std::string_view ns = "") {
-    if (authorizer_ == nullptr) return grpc::Status::OK;
-    return FromDecision(Decide(ctx, verb, call, ns));
-  }
-
-  // Which of `wanted` the caller may get scheduler/<call> in, as the API server would decide a
-  // list: a cluster-wide grant covers every namespace, else each namespace is reviewed alone.
-  // `named` is the namespace the caller asked for ("" for all), for the denial's message.
-  grpc::Status ScopeOf(grpc::ServerContext* ctx, std::string_view call, const StringSet& wanted,
-                       std::string_view named, Scope* scope) {
-    if (authorizer_ == nullptr) {
-      scope->all = true;
-      return grpc::Status::OK;
-    }
-    const AuthDecision cluster = Decide(ctx, "get", call, named);
-    if (cluster.http_status == 200) {
-      if (named.empty()) {
-        scope->all = true;
-      } else {
-        scope->namespaces.insert(std::string(named));
-      }
-      return grpc::Status::OK;
-    }
-    if (cluster.http_status != 403 || !named.empty()) return FromDecision(cluster);
-    if (wanted.size() > limits_.max_namespace_reviews) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          StrCat(cluster.reason, "; a namespace-scoped grant is reviewed for at most ",
-                                 limits_.max_namespace_reviews, " namespaces per call (", wanted.size(),
-                                 " have pending pods): name one (tesselctl -n NAMESPACE)"));
-    }
-    std::vector<std::string> sorted(wanted.begin(), wanted.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (const std::string& ns : sorted) {
-      const AuthDecision d = Decide(ctx, "get", call, ns);
-      if (d.http_status == 200) {
-        scope->namespaces.insert(ns);
-      } else if (d.http_status != 403) {
-        return FromDecision(d);
-      }
-    }
-    if (scope->namespaces.empty()) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          StrCat(cluster.reason, ", nor in any namespace that has pending pods"));
-    }
-    return grpc::Status::OK;
+  // The caller's right to `verb` on tessel.io/scheduler/<call>, cluster-wide.
+  grpc::Status Allow(grpc::ServerContext* ctx, std::string_view verb, std::string_view call) {
+    return FromDecision(CheckFor(ctx)(AdminCallAccess(verb, call)));
   }
 
   AdminBackend* backend_;
   RequestAuthorizer* authorizer_;
   AdminLimits limits_;
-  std::atomic<bool> simulating_{false};
 };
 
 AdminServer::AdminServer(AdminServerOptions options, AdminBackend* backend,

@@ -43,6 +43,14 @@
 namespace grpc {
 class Server;
 }
+namespace tessel::v1 {
+class ListQueuesResponse;
+class ListPendingRequest;
+class ListPendingResponse;
+class ExplainRequest;
+class ExplainResponse;
+class GetPendingResponse;
+}  // namespace tessel::v1
 
 namespace tessel::server {
 
@@ -113,6 +121,37 @@ struct AdminLimits {
   size_t memory_bytes = 256 << 20;       // the gRPC server's ResourceQuota
   size_t max_namespace_reviews = 64;     // namespaces a namespace-scoped caller may be reviewed for per call
 };
+
+// What a caller needs for an admin call, whichever way it comes: `verb` on the virtual
+// resource tessel.io scheduler/<call>, in `namespace_` when the call is about one namespace
+// ("" cluster-wide).
+ResourceAccess AdminCallAccess(std::string_view verb, std::string_view call, std::string_view namespace_ = "");
+
+// The caller's right to an access, as the transport decides it (the gRPC service: the bearer
+// token's TokenReview and SubjectAccessReview; the aggregated API: the forwarded user's
+// SubjectAccessReview).
+using AccessCheck = std::function<AuthDecision(const ResourceAccess& access)>;
+// 200 OK; 401 UNAUTHENTICATED; 403 PERMISSION_DENIED; 429 RESOURCE_EXHAUSTED; else UNAVAILABLE.
+absl::Status DecisionStatus(const AuthDecision& decision);
+
+// The answers of the admin calls, shared by the gRPC service and the aggregated API
+// (aggregated_api.h), which serves the same messages as JSON. Each authorizes its caller
+// through `may`, per namespace as the API server would: ListPending and GetPending show the
+// namespaces the caller may get scheduler/pending in (a cluster-wide grant: all; else each
+// namespace with pending pods is reviewed alone, at most limits.max_namespace_reviews of them);
+// Explain needs get scheduler/explain in the pod's namespace, and hides the pods of other
+// namespaces that it would name from a caller not allowed cluster-wide.
+absl::Status AnswerListQueues(AdminBackend& backend, const AccessCheck& may, tessel::v1::ListQueuesResponse* out);
+absl::Status AnswerGetPending(AdminBackend& backend, const AccessCheck& may, const AdminLimits& limits,
+                              tessel::v1::GetPendingResponse* out);
+absl::Status AnswerListPending(AdminBackend& backend, const tessel::v1::ListPendingRequest& in, const AccessCheck& may,
+                               const AdminLimits& limits, tessel::v1::ListPendingResponse* out);
+absl::Status AnswerExplain(AdminBackend& backend, const tessel::v1::ExplainRequest& in, const AccessCheck& may,
+                           const CallControl& control, tessel::v1::ExplainResponse* out);
+// Simulate: create scheduler/simulate; the snapshot at most limits.max_snapshot_bytes; one
+// simulation at a time in the process (another gets RESOURCE_EXHAUSTED). The replay's JSON.
+absl::StatusOr<std::string> AnswerSimulate(AdminBackend& backend, std::string_view snapshot, const AccessCheck& may,
+                                           const AdminLimits& limits, const CallControl& control);
 
 struct AdminServerOptions {
   std::string bind_address = "0.0.0.0";

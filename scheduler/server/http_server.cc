@@ -27,6 +27,45 @@ AuthDecision RequestAuthorizer::Authenticate(std::string_view bearer_token, std:
 }
 
 
+std::unique_ptr<ConnectionGuard> ApplyServingLimits(httplib::Server& server, const ServingLimits& limits,
+                                                    SSL_CTX* tls) {
+  std::unique_ptr<ConnectionGuard> guard;
+  if (tls != nullptr) {
+    guard = ConnectionGuard::Attach(tls, {.header_timeout = limits.header_timeout,
+                                          .request_timeout = limits.request_timeout,
+                                          .max_request_bytes = limits.max_request_bytes,
+                                          .max_per_source = limits.max_connections_per_source});
+  }
+  const size_t workers = std::max<size_t>(limits.workers, 1);
+  server.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  server.set_payload_max_length(limits.max_body_bytes);
+  auto set = [](absl::Duration d, auto&& setter) {
+    const int64_t usec = absl::ToInt64Microseconds(d);
+    setter(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
+  };
+  set(limits.read_timeout, [&](time_t s, time_t us) { server.set_read_timeout(s, us); });
+  set(limits.write_timeout, [&](time_t s, time_t us) { server.set_write_timeout(s, us); });
+  // One request per connection: whatever a caller sends after it (a body included) is never read.
+  server.set_keep_alive_max_count(1);
+  // Before any handler, whatever the method: a body is refused before it is read.
+  const size_t max_body = limits.max_body_bytes;
+  ConnectionGuard* watch = guard.get();
+  server.set_pre_routing_handler([watch, max_body](const httplib::Request& req, httplib::Response& res) {
+    if (watch != nullptr) watch->HeadersRead(req.remote_addr, req.remote_port);
+    const bool chunked = req.has_header("Transfer-Encoding");
+    const std::string length = req.get_header_value("Content-Length");
+    const bool numeric = std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!chunked && numeric && length.size() < 19 && req.get_header_value<uint64_t>("Content-Length") <= max_body) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 413;
+    res.set_header("Connection", "close");
+    res.set_content(StrCat("request body too large: at most ", max_body, " bytes, and not chunked\n"), "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  return guard;
+}
+
 HttpServer::HttpServer(HttpServerOptions options, const MetricsRegistry* registry,
                        std::function<ReadyState()> readiness)
     : options_(std::move(options)), registry_(registry), readiness_(std::move(readiness)) {}
@@ -57,45 +96,15 @@ absl::Status HttpServer::Start() {
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
-  const ServingLimits& limits = options_.limits;
+  SSL_CTX* tls = nullptr;
   if (options_.tls.has_value()) {
     // No SSLv3, TLS 1.0 or 1.1, whatever OpenSSL's build defaults are.
-    auto* https = static_cast<httplib::SSLServer*>(server_.get());
-    if (SSL_CTX_set_min_proto_version(https->ssl_context(), TLS1_2_VERSION) != 1) {
+    tls = static_cast<httplib::SSLServer*>(server_.get())->ssl_context();
+    if (SSL_CTX_set_min_proto_version(tls, TLS1_2_VERSION) != 1) {
       return absl::InternalError("cannot set the TLS minimum version to 1.2");
     }
-    guard_ = ConnectionGuard::Attach(https->ssl_context(),
-                                     {.header_timeout = limits.header_timeout,
-                                      .request_timeout = limits.request_timeout,
-                                      .max_request_bytes = limits.max_request_bytes,
-                                      .max_per_source = limits.max_connections_per_source});
   }
-  const size_t workers = std::max<size_t>(limits.workers, 1);
-  server_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  server_->set_payload_max_length(limits.max_body_bytes);
-  auto set = [](absl::Duration d, auto&& setter) {
-    const int64_t usec = absl::ToInt64Microseconds(d);
-    setter(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
-  };
-  set(limits.read_timeout, [&](time_t s, time_t us) { server_->set_read_timeout(s, us); });
-  set(limits.write_timeout, [&](time_t s, time_t us) { server_->set_write_timeout(s, us); });
-  // One request per connection: whatever a caller sends after it (a body included) is never read.
-  server_->set_keep_alive_max_count(1);
-  // Before any handler, whatever the method: a body is refused before it is read.
-  const size_t max_body = limits.max_body_bytes;
-  server_->set_pre_routing_handler([this, max_body](const httplib::Request& req, httplib::Response& res) {
-    if (guard_) guard_->HeadersRead(req.remote_addr, req.remote_port);
-    const bool chunked = req.has_header("Transfer-Encoding");
-    const std::string length = req.get_header_value("Content-Length");
-    const bool numeric = std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!chunked && numeric && length.size() < 19 && req.get_header_value<uint64_t>("Content-Length") <= max_body) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    res.status = 413;
-    res.set_header("Connection", "close");
-    res.set_content(StrCat("request body too large: at most ", max_body, " bytes, and not chunked\n"), "text/plain");
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  guard_ = ApplyServingLimits(*server_, options_.limits, tls);
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
   });

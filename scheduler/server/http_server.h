@@ -25,6 +25,8 @@
 #include <string_view>
 #include <thread>
 
+#include <openssl/types.h>  // SSL_CTX (ApplyServingLimits)
+
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "scheduler/server/metrics.h"
@@ -88,6 +90,12 @@ struct ServingLimits {
   size_t max_connections_per_source = 8;  // TLS
   size_t workers = 32;
 };
+
+// Applies `limits` to a cpp-httplib server (this one, and the aggregated API's): workers,
+// timeouts, one request per connection, a body refused before it is read; with `tls` (the
+// server's SSL_CTX), also the ConnectionGuard, returned to be kept as long as the server runs.
+std::unique_ptr<ConnectionGuard> ApplyServingLimits(httplib::Server& server, const ServingLimits& limits,
+                                                    SSL_CTX* tls);
 
 struct HttpServerOptions {
   std::string bind_address = "0.0.0.0";

@@ -68,6 +68,14 @@ SchedulerOptions::SchedulerOptions() : flags_("tessel-scheduler", "usage: tessel
            "address space of the child process a Simulate runs in (default 768)")
       .Duration("--simulate-timeout", "D", &simulate_timeout,
                 "wall-clock and CPU budget of one Simulate (default 60s)")
+      .Int("--admin-api-port", "N", &admin_api_port, {0, 65535},
+           "the admin API as the aggregated API admin.tessel.io/v1alpha1, served by the leader\n"
+           "to the API server's front proxy (tesselctl's way in); 0 = off (default 10262)")
+      .String("--admin-api-service", "NS/NAME", &admin_api_service,
+              "the Service (and its EndpointSlice) of APIService v1alpha1.admin.tessel.io, which\n"
+              "the leader points at itself (default kube-system/tessel-admin-api)")
+      .String("--admin-api-advertise-address", "ADDR", &admin_api_advertise_address,
+              "where the API server reaches this replica: an IP, or a DNS name (default $POD_IP)")
       .Int({"-v", "--v"}, "N", &verbosity, {}, "log verbosity: 0-3 info, 4-5 debug, 6+ trace (default 2)");
 }
 
@@ -76,6 +84,14 @@ void SchedulerOptions::ParseOrExit(int argc, char** argv) {
   if (version) {
     std::cout << "tessel-scheduler " << BuildVersion() << "\n";
     std::exit(0);
+  }
+  if (const size_t slash = admin_api_service.find('/');
+      slash == std::string::npos || slash == 0 || slash + 1 == admin_api_service.size() ||
+      admin_api_service.find('/', slash + 1) != std::string::npos) {
+    std::cerr << "tessel-scheduler: --admin-api-service: \"" << admin_api_service
+              << "\" is not NAMESPACE/NAME\n\n"
+              << flags_.Usage();
+    std::exit(2);
   }
   if (renew_deadline >= lease_duration) {
     std::cerr << "tessel-scheduler: --leader-elect-renew-deadline must be shorter than the lease duration\n\n"

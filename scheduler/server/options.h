@@ -61,6 +61,9 @@ class SchedulerOptions {
   int64_t simulate_max_bytes = 16 << 20;
   int64_t simulate_memory_mib = 768;
   absl::Duration simulate_timeout = absl::Seconds(60);
+  int admin_api_port = 10262;
+  std::string admin_api_service = "kube-system/tessel-admin-api";
+  std::string admin_api_advertise_address;  // empty: $POD_IP
   int verbosity = 2;
 
  private:

@@ -82,7 +82,7 @@ spec:
 YAML
 kubectl patch pod -n kube-system "$holder_pod" --subresource=status --type=merge \
   -p '{"status":{"podIP":"127.0.0.1","podIPs":[{"ip":"127.0.0.1"}]}}' >/dev/null
-ctl() { "$TESSEL_CTL_BIN" --ca "$ca" "$@"; }
+ctl() { "$TESSEL_CTL_BIN" --grpc --ca "$ca" "$@"; }
 
 # queues, found through the Lease.
 queues_row() { ctl queues | awk -v q="$QA" '$1 == q'; }

@@ -150,6 +150,17 @@ def main():
     host, port = a.apiserver.rsplit(":", 1)
     args += ["--setenv", "KUBERNETES_SERVICE_HOST", host, "--setenv", "KUBERNETES_SERVICE_PORT", port,
              "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    # The container's env: values as written; from the downward API, what this sandbox is (the
+    # pod's IP is loopback here: the test's servers listen on 127.0.0.1).
+    downward = {"status.podIP": "127.0.0.1", "metadata.namespace": deploy["metadata"].get("namespace", "default"),
+                "metadata.name": deploy["metadata"]["name"] + "-sandbox"}
+    for e in c.get("env", []):
+        if "value" in e:
+            args += ["--setenv", e["name"], e["value"]]
+        elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") in downward:
+            args += ["--setenv", e["name"], downward[e["valueFrom"]["fieldRef"]["fieldPath"]]]
+        else:
+            fail("env %s: only values and the downward API's %s are supported here" % (e["name"], sorted(downward)))
     if csc.get("readOnlyRootFilesystem"):
         args += ["--remount-ro", "/"]
 

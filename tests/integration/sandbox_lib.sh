@@ -65,6 +65,7 @@ sandbox_start() {
     --root "$SANDBOX_ROOT" \
     --override-arg=--bind-address=127.0.0.1 "--override-arg=--secure-port=$SANDBOX_PORT" \
     "--override-arg=--probe-port=$SANDBOX_PROBE_PORT" "--override-arg=--admin-port=$(free_port)" \
+    "--override-arg=--admin-api-port=$(free_port)" \
     -- "${SANDBOX_ENTRYPOINT[@]}" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)))')
   ((${#cmd[@]})) || fail "pod_sandbox.py produced no command"
   say "running: ${cmd[*]}"

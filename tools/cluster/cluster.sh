@@ -2,7 +2,8 @@
 # cluster.sh: a real local Kubernetes control plane for Tessel's tests and demo.
 #
 # It runs, on 127.0.0.1 only and with ports picked at run time: etcd, kube-apiserver (RBAC, token
-# authentication, self-signed TLS), kube-controller-manager (job, garbagecollector, namespace,
+# authentication, self-signed TLS, the aggregation layer with its own front-proxy CA and client
+# certificate), kube-controller-manager (job, garbagecollector, namespace,
 # replicaset, deployment, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
 # every node (pods go Running, finish after tessel.io/sim-duration, deletions complete).
 # The binaries come from build-k8s.sh (Kubernetes and etcd from the Go module proxy, built once
@@ -297,8 +298,30 @@ apiserver_ready() {
     "$APISERVER_URL/readyz"
 }
 
+# The aggregation layer's own CA and the client certificate kube-apiserver presents to
+# aggregated API servers (the front proxy), made once per cluster state (also for a state made
+# before this existed).
+front_proxy_pki() {
+  local pki=$STATE/pki
+  [[ -f $pki/front-proxy-client.crt ]] && return 0
+  (
+    cd "$pki"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=tessel-local-front-proxy-ca" \
+      -keyout front-proxy-ca.key -out front-proxy-ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+      -keyout front-proxy-client.key -out front-proxy-client.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=clientAuth" >front-proxy-client.ext
+    openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key \
+      -CAcreateserial -days 3650 -extfile front-proxy-client.ext -out front-proxy-client.crt 2>/dev/null
+    rm -f front-proxy-client.csr front-proxy-client.ext front-proxy-ca.srl
+    chmod 600 front-proxy-*.key
+  )
+}
+
 start_apiserver() {
   log "starting kube-apiserver on $APISERVER_URL"
+  front_proxy_pki
   local extra=()
   read -r -a extra <<<"${TESSEL_APISERVER_ARGS:-}"
   start_bg apiserver "$BIN_DIR/kube-apiserver" \
@@ -316,6 +339,13 @@ start_apiserver() {
     --service-cluster-ip-range=10.0.0.0/24 \
     --endpoint-reconciler-type=none \
     --disable-admission-plugins=ServiceAccount \
+    --requestheader-client-ca-file="$STATE/pki/front-proxy-ca.crt" \
+    --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User \
+    --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$STATE/pki/front-proxy-client.crt" \
+    --proxy-client-key-file="$STATE/pki/front-proxy-client.key" \
     "${extra[@]}"
   wait_for apiserver 120 apiserver_ready
 }

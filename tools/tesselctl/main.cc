@@ -1,7 +1,10 @@
 // tesselctl: a command-line client of a running tessel-scheduler for users of kubectl. It reads
-// the kubeconfig (the user's own credentials), finds the leading scheduler through its Lease,
-// and calls the admin API (proto/tessel/v1/admin.proto) with the user's bearer token, which
-// the scheduler authorizes with the API server. Output is a table, or -o json|yaml.
+// the kubeconfig (the user's own credentials: token, client certificate or exec plugin) and
+// calls the admin API through the API server, as the aggregated API admin.tessel.io/v1alpha1
+// (the API server authenticates the user and forwards the call to the leading scheduler,
+// which authorizes it per call). With --server HOST:PORT or --grpc it calls the leader's gRPC
+// admin API (proto/tessel/v1/admin.proto) directly instead, with the user's bearer token.
+// Output is a table, or -o json|yaml.
 //
 //   tesselctl queues
 //   tesselctl pending [--queue Q] [-n NS]
@@ -26,7 +29,9 @@
 #include "scheduler/cmd/flags.h"
 #include "scheduler/cmd/version.h"
 #include "scheduler/kube/client.h"
+#include "scheduler/kube/informer.h"
 #include "scheduler/kube/kubeconfig.h"
+#include "scheduler/server/aggregated_api.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/util/file.h"
 #include "scheduler/util/status_macros.h"
@@ -57,7 +62,7 @@ Flags:)";
 struct Flags {
   std::string kubeconfig, context, server, ca;
   std::string lease_namespace = "kube-system", lease_name = "tessel-scheduler";
-  bool insecure_skip_verify = false, plaintext = false, anonymize = false, version = false;
+  bool insecure_skip_verify = false, plaintext = false, anonymize = false, version = false, grpc = false;
   std::string output = "table";  // snapshot: the file (-o FILE)
   std::string queue, namespace_;
   std::vector<std::string> args;  // command and positional arguments
@@ -70,12 +75,14 @@ Flags ParseFlags(int argc, char** argv) {
   cmd::FlagSet flags("tesselctl", std::string(kCommands));
   flags.String("--kubeconfig", "FILE", &f.kubeconfig, "(default: $KUBECONFIG, else ~/.kube/config)")
       .String("--context", "NAME", &f.context, "kubeconfig context (default: its current-context)")
-      .String("--server", "HOST:PORT", &f.server, "the admin API (default: the leader's, found through its Lease)")
-      .String("--lease-namespace", "NS", &f.lease_namespace, "namespace of the scheduler's Lease (default kube-system)")
-      .String("--lease-name", "NAME", &f.lease_name, "name of the Lease (default tessel-scheduler)")
-      .String("--ca", "FILE", &f.ca, "CA that signed the scheduler's serving certificate")
-      .Bool("--insecure-skip-tls-verify", &f.insecure_skip_verify, "do not verify the scheduler's certificate")
-      .Bool("--plaintext", &f.plaintext, "no TLS (a scheduler run with --admin-insecure; local use only)")
+      .String("--server", "HOST:PORT", &f.server,
+              "call the gRPC admin API at HOST:PORT (default: through the API server)")
+      .Bool("--grpc", &f.grpc, "call the leader's gRPC admin API, found through its Lease, not the API server")
+      .String("--lease-namespace", "NS", &f.lease_namespace, "--grpc: namespace of the scheduler's Lease (default kube-system)")
+      .String("--lease-name", "NAME", &f.lease_name, "--grpc: name of the Lease (default tessel-scheduler)")
+      .String("--ca", "FILE", &f.ca, "--grpc/--server: CA that signed the scheduler's serving certificate")
+      .Bool("--insecure-skip-tls-verify", &f.insecure_skip_verify, "--grpc/--server: do not verify the scheduler's certificate")
+      .Bool("--plaintext", &f.plaintext, "--grpc/--server: no TLS (a scheduler run with --admin-insecure; local use only)")
       .String({"-o", "--output"}, "table|json|yaml", &f.output, "output format (default table); snapshot: the file")
       .String("--queue", "Q", &f.queue, "pending: only this Queue's pods")
       .String({"-n", "--namespace"}, "NS", &f.namespace_, "pending: only this namespace; explain: the pod's")
@@ -136,15 +143,19 @@ absl::StatusOr<std::unique_ptr<tessel::v1::Admin::Stub>> Connect(const Flags& f,
     ASSIGN_OR_RETURN(endpoint, FindLeaderEndpoint(client, f.lease_namespace, f.lease_name));
   }
   std::string token = config.token;
-  if (!config.token_file.empty()) {
+  if (config.exec.has_value()) {
+    ASSIGN_OR_RETURN(kube::ExecCredential cred, kube::ExecCredentialSource(*config.exec).Get());
+    token = cred.token;
+  } else if (!config.token_file.empty()) {
     absl::StatusOr<std::string> t = ReadFileToString(config.token_file);
     if (!t.ok()) return t.status();
     token = std::string(absl::StripAsciiWhitespace(*t));
   }
   if (token.empty()) {
     return absl::InvalidArgumentError(
-        "the kubeconfig's user has no bearer token: the admin API authenticates callers with "
-        "their token (a client certificate alone is not forwarded)");
+        "the kubeconfig's user has no bearer token: the gRPC admin API authenticates callers with "
+        "their token (a client certificate alone is not forwarded); without --grpc/--server, "
+        "tesselctl goes through the API server, which takes any kubeconfig credential");
   }
   std::shared_ptr<grpc::ChannelCredentials> channel;
   if (f.plaintext) {
@@ -192,6 +203,91 @@ absl::Status FromGrpc(const grpc::Status& st, std::string_view call) {
   return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
                       StrCat(call, ": ", st.error_message()));
 }
+
+// The admin calls, whichever way they travel.
+class AdminCalls {
+ public:
+  virtual ~AdminCalls() = default;
+  virtual absl::Status ListQueues(tessel::v1::ListQueuesResponse* out) = 0;
+  virtual absl::Status ListPending(const tessel::v1::ListPendingRequest& in, tessel::v1::ListPendingResponse* out) = 0;
+  virtual absl::Status Explain(const tessel::v1::ExplainRequest& in, tessel::v1::ExplainResponse* out) = 0;
+  virtual absl::Status Simulate(const tessel::v1::SimulateRequest& in, tessel::v1::SimulateResponse* out) = 0;
+};
+
+// Over gRPC, straight to the leader.
+class GrpcCalls final : public AdminCalls {
+ public:
+  explicit GrpcCalls(std::unique_ptr<tessel::v1::Admin::Stub> stub) : stub_(std::move(stub)) {}
+  absl::Status ListQueues(tessel::v1::ListQueuesResponse* out) override {
+    return FromGrpc(stub_->ListQueues(Context().get(), {}, out), "queues");
+  }
+  absl::Status ListPending(const tessel::v1::ListPendingRequest& in, tessel::v1::ListPendingResponse* out) override {
+    return FromGrpc(stub_->ListPending(Context().get(), in, out), "pending");
+  }
+  absl::Status Explain(const tessel::v1::ExplainRequest& in, tessel::v1::ExplainResponse* out) override {
+    return FromGrpc(stub_->Explain(Context().get(), in, out), "explain");
+  }
+  absl::Status Simulate(const tessel::v1::SimulateRequest& in, tessel::v1::SimulateResponse* out) override {
+    auto ctx = Context();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+    return FromGrpc(stub_->Simulate(ctx.get(), in, out), "simulate");
+  }
+
+ private:
+  std::unique_ptr<tessel::v1::Admin::Stub> stub_;
+};
+
+// Through the API server: the aggregated API admin.tessel.io/v1alpha1, with the kubeconfig's
+// own credentials and CA. Its answers are the same messages, as JSON.
+class ApiServerCalls final : public AdminCalls {
+ public:
+  explicit ApiServerCalls(kube::KubeClient& client) : client_(client) {}
+  absl::Status ListQueues(tessel::v1::ListQueuesResponse* out) override {
+    return Call("queues", {.path = "/queues"}, out);
+  }
+  absl::Status ListPending(const tessel::v1::ListPendingRequest& in, tessel::v1::ListPendingResponse* out) override {
+    std::string path = in.namespace_().empty() ? "/pending" : StrCat("/namespaces/", in.namespace_(), "/pending");
+    if (!in.queue().empty()) path += StrCat("?queue=", kube::UrlEncode(in.queue()));
+    return Call("pending", {.path = path}, out);
+  }
+  absl::Status Explain(const tessel::v1::ExplainRequest& in, tessel::v1::ExplainResponse* out) override {
+    const size_t slash = in.pod().find('/');
+    return Call("explain",
+                {.path = StrCat("/namespaces/", in.pod().substr(0, slash), "/explanations/", in.pod().substr(slash + 1))},
+                out);
+  }
+  absl::Status Simulate(const tessel::v1::SimulateRequest& in, tessel::v1::SimulateResponse* out) override {
+    ASSIGN_OR_RETURN(std::string body, Send("simulate", {.method = "POST", .path = "/simulations", .body = in.snapshot(),
+                                                         .timeout = absl::Minutes(10), .retry = false}));
+    out->set_result_json(std::move(body));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<std::string> Send(std::string_view call, kube::Request request) {
+    request.path = StrCat("/apis/admin.tessel.io/v1alpha1", request.path);
+    ASSIGN_OR_RETURN(kube::Response r, client_.Do(request));
+    if (r.code == 404 || r.code == 503) {
+      return absl::UnavailableError(StrCat(
+          call, ": ", r.ErrorMessage(), " (HTTP ", r.code, "): the API server has no working admin.tessel.io: ",
+          "see `kubectl get apiservice ", server::kAdminApiServiceName,
+          "` (manifests/admin-api.yaml installs it; a leading scheduler serves it)"));
+    }
+    if (!r.ok()) return r.ToStatus(call);
+    return std::move(r.body);
+  }
+  absl::Status Call(std::string_view call, kube::Request request, google::protobuf::Message* out) {
+    ASSIGN_OR_RETURN(std::string body, Send(call, std::move(request)));
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;  // apiVersion and kind
+    if (!google::protobuf::util::JsonStringToMessage(body, out, options).ok()) {
+      return absl::DataLossError(StrCat(call, ": the answer is not a ", out->GetTypeName()));
+    }
+    return absl::OkStatus();
+  }
+
+  kube::KubeClient& client_;
+};
 
 YAML::Node ToYaml(const json& j) {
   YAML::Node n;
@@ -261,9 +357,9 @@ std::string Gpu(const google::protobuf::Map<std::string, std::string>& m) {
   return it == m.end() ? "0" : it->second;
 }
 
-absl::Status Queues(tessel::v1::Admin::Stub& stub, const Flags& f) {
+absl::Status Queues(AdminCalls& calls, const Flags& f) {
   tessel::v1::ListQueuesResponse r;
-  RETURN_IF_ERROR(FromGrpc(stub.ListQueues(Context().get(), {}, &r), "queues"));
+  RETURN_IF_ERROR(calls.ListQueues(&r));
   if (PrintStructured(r, f.output)) return absl::OkStatus();
   std::vector<std::vector<std::string>> rows = {{"QUEUE", "COHORT", "PENDING", "ADMITTED", "GPU NOMINAL",
                                                  "GPU USAGE", "BORROWED", "LENT", "SHARE", "OLDEST WAIT"}};
@@ -278,12 +374,12 @@ absl::Status Queues(tessel::v1::Admin::Stub& stub, const Flags& f) {
   return absl::OkStatus();
 }
 
-absl::Status Pending(tessel::v1::Admin::Stub& stub, const Flags& f) {
+absl::Status Pending(AdminCalls& calls, const Flags& f) {
   tessel::v1::ListPendingRequest req;
   req.set_queue(f.queue);
   req.set_namespace_(f.namespace_);
   tessel::v1::ListPendingResponse r;
-  RETURN_IF_ERROR(FromGrpc(stub.ListPending(Context().get(), req, &r), "pending"));
+  RETURN_IF_ERROR(calls.ListPending(req, &r));
   if (PrintStructured(r, f.output)) return absl::OkStatus();
   std::vector<std::vector<std::string>> rows = {
       {"POSITION", "IN QUEUE", "POD", "QUEUE", "PRIORITY", "WAIT", "STATE", "GANG"}};
@@ -296,14 +392,14 @@ absl::Status Pending(tessel::v1::Admin::Stub& stub, const Flags& f) {
   return absl::OkStatus();
 }
 
-absl::Status Explain(tessel::v1::Admin::Stub& stub, const Flags& f) {
+absl::Status Explain(AdminCalls& calls, const Flags& f) {
   if (f.args.size() != 2) return absl::InvalidArgumentError("explain takes one pod: NS/NAME (or NAME with -n NS)");
   tessel::v1::ExplainRequest req;
   std::string pod = f.args[1];
   if (pod.find('/') == std::string::npos) pod = StrCat(f.namespace_.empty() ? "default" : f.namespace_, "/", pod);
   req.set_pod(pod);
   tessel::v1::ExplainResponse r;
-  RETURN_IF_ERROR(FromGrpc(stub.Explain(Context().get(), req, &r), "explain"));
+  RETURN_IF_ERROR(calls.Explain(req, &r));
   if (PrintStructured(r, f.output)) return absl::OkStatus();
   std::cout << "Pod:     " << r.pod() << " (" << r.state() << (r.node().empty() ? "" : " on " + r.node())
             << (r.queue().empty() ? "" : ", queue " + r.queue()) << ")\n";
@@ -324,14 +420,12 @@ absl::Status Explain(tessel::v1::Admin::Stub& stub, const Flags& f) {
   return absl::OkStatus();
 }
 
-absl::Status Simulate(tessel::v1::Admin::Stub& stub, const Flags& f) {
+absl::Status Simulate(AdminCalls& calls, const Flags& f) {
   if (f.args.size() != 2) return absl::InvalidArgumentError("simulate takes one snapshot file");
   tessel::v1::SimulateRequest req;
   ASSIGN_OR_RETURN(*req.mutable_snapshot(), ReadFileToString(f.args[1]));
   tessel::v1::SimulateResponse r;
-  auto ctx = Context();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
-  RETURN_IF_ERROR(FromGrpc(stub.Simulate(ctx.get(), req, &r), "simulate"));
+  RETURN_IF_ERROR(calls.Simulate(req, &r));
   const json result = json::parse(r.result_json(), nullptr, false);
   if (f.output == "yaml") {
     YAML::Emitter out;
@@ -369,11 +463,17 @@ absl::Status Run(const Flags& f) {
   if (command != "queues" && command != "pending" && command != "explain" && command != "simulate") {
     return absl::InvalidArgumentError(StrCat("unknown command \"", command, "\""));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<tessel::v1::Admin::Stub> stub, Connect(f, config, *client));
-  if (command == "queues") return Queues(*stub, f);
-  if (command == "pending") return Pending(*stub, f);
-  if (command == "explain") return Explain(*stub, f);
-  return Simulate(*stub, f);
+  std::unique_ptr<AdminCalls> calls;
+  if (f.grpc || !f.server.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<tessel::v1::Admin::Stub> stub, Connect(f, config, *client));
+    calls = std::make_unique<GrpcCalls>(std::move(stub));
+  } else {
+    calls = std::make_unique<ApiServerCalls>(*client);
+  }
+  if (command == "queues") return Queues(*calls, f);
+  if (command == "pending") return Pending(*calls, f);
+  if (command == "explain") return Explain(*calls, f);
+  return Simulate(*calls, f);
 }
 
 }  // namespace

@@ -1,0 +1,440 @@
+// The admin API behind the API server's aggregation layer (see aggregated_api.h).
+#include "scheduler/server/aggregated_api.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "scheduler/server/connection_guard.h"
+#include "scheduler/util/strings.h"
+#include "spdlog/spdlog.h"
+#include "tessel/v1/admin.pb.h"
+
+namespace tessel::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kConfigMap = "ConfigMap kube-system/extension-apiserver-authentication";
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && Lower(s.substr(0, prefix.size())) == Lower(prefix);
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// A ConfigMap value that holds a JSON list of strings ("" or absent: empty).
+absl::StatusOr<std::vector<std::string>> StringList(const json& data, const char* key) {
+  if (!data.contains(key)) return std::vector<std::string>{};
+  if (!data[key].is_string()) return absl::InvalidArgumentError(StrCat(kConfigMap, ": data.", key, ": not a string"));
+  const std::string text = data[key].get<std::string>();
+  if (text.empty()) return std::vector<std::string>{};
+  const json list = json::parse(text, nullptr, false);
+  std::vector<std::string> out;
+  if (!list.is_array()) {
+    return absl::InvalidArgumentError(StrCat(kConfigMap, ": data.", key, ": \"", text, "\" is not a JSON list"));
+  }
+  for (const json& v : list) {
+    if (!v.is_string()) return absl::InvalidArgumentError(StrCat(kConfigMap, ": data.", key, ": not a list of strings"));
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+const char* Reason(int code) {
+  switch (code) {
+    case 400: return "BadRequest";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "NotFound";
+    case 413: return "RequestEntityTooLarge";
+    case 429: return "TooManyRequests";
+    case 503: return "ServiceUnavailable";
+    default: return "InternalError";
+  }
+}
+
+void WriteStatus(httplib::Response& res, int code, std::string_view message) {
+  res.status = code;
+  res.set_content(json{{"apiVersion", "v1"},
+                       {"kind", "Status"},
+                       {"status", "Failure"},
+                       {"message", message},
+                       {"reason", Reason(code)},
+                       {"code", code}}
+                      .dump(),
+                  "application/json");
+}
+
+int HttpCode(const absl::Status& st) {
+  switch (st.code()) {
+    case absl::StatusCode::kInvalidArgument: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
+    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kResourceExhausted: return 429;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded: return 503;
+    default: return 500;
+  }
+}
+
+// A protobuf message as the JSON tesselctl -o json prints, with its Kubernetes kind.
+json ToJson(const google::protobuf::Message& m, std::string_view kind) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &text, options);
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) j = json::object();
+  j["apiVersion"] = StrCat(kAdminApiGroup, "/", kAdminApiVersion);
+  j["kind"] = kind;
+  return j;
+}
+
+struct X509StoreFree {
+  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
+};
+using StorePtr = std::unique_ptr<X509_STORE, X509StoreFree>;
+
+absl::StatusOr<StorePtr> StoreFromPem(const std::string& pem) {
+  StorePtr store(X509_STORE_new());
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  int added = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store.get(), cert) == 1) ++added;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  if (added == 0) {
+    return absl::InvalidArgumentError(StrCat(kConfigMap, ": data.requestheader-client-ca-file: no PEM certificate"));
+  }
+  return store;
+}
+
+}  // namespace
+
+absl::StatusOr<RequestHeaderConfig> ParseRequestHeaderConfig(const json& configmap) {
+  const json data = configmap.is_object() && configmap.contains("data") && configmap["data"].is_object()
+                        ? configmap["data"]
+                        : json::object();
+  RequestHeaderConfig c;
+  if (data.contains("requestheader-client-ca-file") && data["requestheader-client-ca-file"].is_string()) {
+    c.client_ca_pem = data["requestheader-client-ca-file"].get<std::string>();
+  }
+  if (c.client_ca_pem.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat(kConfigMap, ": data.requestheader-client-ca-file: missing: kube-apiserver runs without "
+                           "--requestheader-client-ca-file, so it cannot forward users to aggregated APIs"));
+  }
+  auto set = [&](const char* key, std::vector<std::string>* into) -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> list = StringList(data, key);
+    if (!list.ok()) return list.status();
+    *into = *std::move(list);
+    return absl::OkStatus();
+  };
+  for (auto [key, into] : {std::pair{"requestheader-allowed-names", &c.allowed_names},
+                           std::pair{"requestheader-username-headers", &c.username_headers},
+                           std::pair{"requestheader-uid-headers", &c.uid_headers},
+                           std::pair{"requestheader-group-headers", &c.group_headers},
+                           std::pair{"requestheader-extra-headers-prefix", &c.extra_headers_prefix}}) {
+    if (absl::Status st = set(key, into); !st.ok()) return st;
+  }
+  if (c.username_headers.empty()) {
+    return absl::FailedPreconditionError(StrCat(kConfigMap, ": data.requestheader-username-headers: empty"));
+  }
+  return c;
+}
+
+UserInfo UserFromHeaders(const RequestHeaderConfig& config,
+                         const std::vector<std::pair<std::string, std::string>>& all_headers) {
+  UserInfo user;
+  auto values = [&](std::string_view name) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : all_headers) {
+      if (Lower(k) == Lower(name)) out.push_back(v);
+    }
+    return out;
+  };
+  for (const std::string& h : config.username_headers) {
+    for (const std::string& v : values(h)) {
+      if (user.name.empty()) user.name = v;
+    }
+  }
+  for (const std::string& h : config.uid_headers) {
+    for (const std::string& v : values(h)) {
+      if (user.uid.empty()) user.uid = v;
+    }
+  }
+  for (const std::string& h : config.group_headers) {
+    for (std::string& v : values(h)) user.groups.push_back(std::move(v));
+  }
+  for (const std::string& prefix : config.extra_headers_prefix) {
+    for (const auto& [k, v] : all_headers) {
+      if (k.size() > prefix.size() && StartsWithNoCase(k, prefix)) {
+        user.extra[Lower(PercentDecode(k.substr(prefix.size())))].push_back(v);
+      }
+    }
+  }
+  return user;
+}
+
+// The routes, the front proxy's check and the trust it checks against.
+class AggregatedApiServer::Handler {
+ public:
+  Handler(const AggregatedApiOptions& options, AdminBackend* backend, UserAuthorizer* authorizer)
+      : options_(options), backend_(backend), authorizer_(authorizer) {}
+
+  absl::Status SetTrust(const RequestHeaderConfig& config) {
+    absl::StatusOr<StorePtr> store = StoreFromPem(config.client_ca_pem);
+    if (!store.ok()) return store.status();
+    auto trust = std::make_shared<Trust>(Trust{config, *std::move(store)});
+    absl::MutexLock lock(&mu_);
+    trust_ = std::move(trust);
+    return absl::OkStatus();
+  }
+
+  void Route(httplib::Server& server) {
+    const std::string base = StrCat("/apis/", kAdminApiGroup, "/", kAdminApiVersion);
+    std::string escaped;  // the base as a regular expression
+    for (char c : base) {
+      if (c == '.') escaped += '\\';
+      escaped += c;
+    }
+    server.Get(StrCat("/apis/", kAdminApiGroup).c_str(), [this](const httplib::Request& req, httplib::Response& res) {
+      Serve(req, res, [](const AccessCheck&) { return absl::StatusOr<json>(Group()); });
+    });
+    server.Get(escaped + "/?", [this](const httplib::Request& req, httplib::Response& res) {
+      Serve(req, res, [](const AccessCheck&) { return absl::StatusOr<json>(Resources()); });
+    });
+    server.Get(escaped + "/queues", [this](const httplib::Request& req, httplib::Response& res) {
+      Serve(req, res, [this](const AccessCheck& may) -> absl::StatusOr<json> {
+        tessel::v1::ListQueuesResponse out;
+        if (absl::Status st = AnswerListQueues(*backend_, may, &out); !st.ok()) return st;
+        return ToJson(out, "QueueList");
+      });
+    });
+    auto pending = [this](const httplib::Request& req, httplib::Response& res, std::string ns) {
+      Serve(req, res, [this, &req, ns](const AccessCheck& may) -> absl::StatusOr<json> {
+        tessel::v1::ListPendingRequest in;
+        in.set_queue(req.get_param_value("queue"));
+        in.set_namespace_(ns);
+        tessel::v1::ListPendingResponse out;
+        if (absl::Status st = AnswerListPending(*backend_, in, may, options_.admin_limits, &out); !st.ok()) return st;
+        return ToJson(out, "PendingPodList");
+      });
+    };
+    server.Get(escaped + "/pending", [pending](const httplib::Request& req, httplib::Response& res) {
+      pending(req, res, "");
+    });
+    server.Get(escaped + "/namespaces/([^/]+)/pending", [pending](const httplib::Request& req, httplib::Response& res) {
+      pending(req, res, req.matches[1]);
+    });
+    server.Get(escaped + "/namespaces/([^/]+)/explanations/([^/]+)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 const std::string ns = req.matches[1], name = req.matches[2];
+                 Serve(req, res, [this, &req, ns, name](const AccessCheck& may) -> absl::StatusOr<json> {
+                   tessel::v1::ExplainRequest in;
+                   in.set_pod(StrCat(ns, "/", name));
+                   tessel::v1::ExplainResponse out;
+                   if (absl::Status st = AnswerExplain(*backend_, in, may, CallControl{}, &out); !st.ok()) return st;
+                   return ToJson(out, "Explanation");
+                 });
+               });
+    server.Post(escaped + "/simulations", [this](const httplib::Request& req, httplib::Response& res) {
+      Serve(req, res, [this, &req](const AccessCheck& may) -> absl::StatusOr<json> {
+        absl::StatusOr<std::string> result =
+            AnswerSimulate(*backend_, req.body, may, options_.admin_limits, CallControl{});
+        if (!result.ok()) return result.status();
+        return json::parse(*result, nullptr, false);
+      });
+    });
+    server.Get(escaped + "/leader", [this](const httplib::Request& req, httplib::Response& res) {
+      // Only the pod's name, which the Lease shows too: the API server's check is enough.
+      Serve(req, res, [this](const AccessCheck&) -> absl::StatusOr<json> {
+        return json{{"apiVersion", StrCat(kAdminApiGroup, "/", kAdminApiVersion)},
+                    {"kind", "Leader"},
+                    {"identity", options_.identity}};
+      });
+    });
+  }
+
+ private:
+  struct Trust {
+    RequestHeaderConfig config;
+    StorePtr store;
+  };
+
+  static json Group() {
+    const std::string gv = StrCat(kAdminApiGroup, "/", kAdminApiVersion);
+    const json version = {{"groupVersion", gv}, {"version", kAdminApiVersion}};
+    return {{"apiVersion", "v1"}, {"kind", "APIGroup"}, {"name", kAdminApiGroup},
+            {"versions", json::array({version})}, {"preferredVersion", version}};
+  }
+
+  static json Resources() {
+    auto resource = [](const char* name, bool namespaced, std::vector<std::string> verbs, const char* kind) {
+      return json{{"name", name}, {"singularName", ""}, {"namespaced", namespaced}, {"kind", kind}, {"verbs", verbs}};
+    };
+    return {{"apiVersion", "v1"},
+            {"kind", "APIResourceList"},
+            {"groupVersion", StrCat(kAdminApiGroup, "/", kAdminApiVersion)},
+            {"resources", json::array({resource("queues", false, {"list"}, "QueueList"),
+                                       resource("pending", true, {"list"}, "PendingPodList"),
+                                       resource("explanations", true, {"get"}, "Explanation"),
+                                       resource("simulations", false, {"create"}, "Simulation"),
+                                       resource("leader", false, {"list"}, "Leader")})}};
+  }
+
+  // The user the front proxy forwards, if the request comes from the front proxy.
+  absl::StatusOr<UserInfo> Authenticate(const httplib::Request& req) {
+    std::shared_ptr<const Trust> trust;
+    {
+      absl::MutexLock lock(&mu_);
+      trust = trust_;
+    }
+    if (trust == nullptr) return absl::UnauthenticatedError("the front proxy's CA is not known yet");
+    if (req.ssl == nullptr) return absl::UnauthenticatedError("not a TLS connection");
+    X509* leaf = SSL_get1_peer_certificate(req.ssl);
+    if (leaf == nullptr) {
+      return absl::UnauthenticatedError(
+          "no client certificate: this API is served to the API server's front proxy only; call it "
+          "through the API server (/apis/admin.tessel.io/v1alpha1/...)");
+    }
+    std::unique_ptr<X509, decltype(&X509_free)> leaf_owner(leaf, X509_free);
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx_owner(ctx, X509_STORE_CTX_free);
+    if (X509_STORE_CTX_init(ctx, trust->store.get(), leaf, SSL_get_peer_cert_chain(req.ssl)) != 1) {
+      return absl::InternalError("cannot verify the client certificate");
+    }
+    X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
+    if (X509_verify_cert(ctx) != 1) {
+      return absl::UnauthenticatedError(StrCat(
+          "the client certificate is not signed by the requestheader CA: ",
+          X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx))));
+    }
+    char cn[256] = {};
+    X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, cn, sizeof(cn));
+    const auto& allowed = trust->config.allowed_names;
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), std::string(cn)) == allowed.end()) {
+      return absl::UnauthenticatedError(
+          StrCat("the client certificate's common name \"", cn, "\" is not in requestheader-allowed-names"));
+    }
+    std::vector<std::pair<std::string, std::string>> headers(req.headers.begin(), req.headers.end());
+    UserInfo user = UserFromHeaders(trust->config, headers);
+    if (user.name.empty()) return absl::UnauthenticatedError("the front proxy named no user");
+    return user;
+  }
+
+  // Authenticates the forwarded user, then answers with that user's rights (each answer asks
+  // for the access it needs, namespaced where the call is).
+  void Serve(const httplib::Request& req, httplib::Response& res,
+             const std::function<absl::StatusOr<json>(const AccessCheck& may)>& answer) {
+    absl::StatusOr<UserInfo> user = Authenticate(req);
+    if (!user.ok()) {
+      WriteStatus(res, 401, StrCat("Unauthorized: ", user.status().message()));
+      return;
+    }
+    const AccessCheck may = [this, &user](const ResourceAccess& access) {
+      return authorizer_ != nullptr ? authorizer_->AuthorizeUser(*user, access) : AuthDecision{200, ""};
+    };
+    absl::StatusOr<json> j = answer(may);
+    if (!j.ok()) {
+      WriteStatus(res, HttpCode(j.status()), std::string(j.status().message()));
+      return;
+    }
+    res.set_content(j->dump(), "application/json");
+  }
+
+  const AggregatedApiOptions& options_;
+  AdminBackend* backend_;
+  UserAuthorizer* authorizer_;
+  absl::Mutex mu_;
+  std::shared_ptr<const Trust> trust_ ABSL_GUARDED_BY(mu_);
+};
+
+AggregatedApiServer::AggregatedApiServer(AggregatedApiOptions options, AdminBackend* backend,
+                                         UserAuthorizer* authorizer)
+    : options_(std::move(options)), handler_(std::make_unique<Handler>(options_, backend, authorizer)) {}
+
+AggregatedApiServer::~AggregatedApiServer() { Stop(); }
+
+absl::Status AggregatedApiServer::SetRequestHeaderConfig(const RequestHeaderConfig& config) {
+  return handler_->SetTrust(config);
+}
+
+absl::Status AggregatedApiServer::Start() {
+  if (server_ != nullptr) return absl::OkStatus();
+  const ServingCert cert = options_.tls;
+  auto https = std::make_unique<httplib::SSLServer>([cert](SSL_CTX& ctx) {
+    // The client certificate is asked for and taken whatever it is: each request verifies it
+    // against the requestheader CA of the moment (it rotates), and a caller without one gets a
+    // 401 that says where to go instead of a failed handshake.
+    SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, [](int, X509_STORE_CTX*) { return 1; });
+    return SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION) == 1 &&
+           SSL_CTX_use_certificate_chain_file(&ctx, cert.cert_file.c_str()) == 1 &&
+           SSL_CTX_use_PrivateKey_file(&ctx, cert.key_file.c_str(), SSL_FILETYPE_PEM) == 1 &&
+           SSL_CTX_check_private_key(&ctx) == 1;
+  });
+  if (!https->is_valid()) {
+    return absl::InvalidArgumentError(
+        StrCat("aggregated admin API: cannot serve HTTPS with ", cert.cert_file, " and ", cert.key_file));
+  }
+  ServingLimits limits = options_.limits;
+  limits.max_body_bytes = options_.admin_limits.max_snapshot_bytes;  // Simulate's snapshot
+  limits.max_request_bytes = options_.admin_limits.max_snapshot_bytes + limits.max_request_bytes;
+  guard_ = ApplyServingLimits(*https, limits, https->ssl_context());
+  handler_->Route(*https);
+  if (options_.port == 0) {
+    port_ = https->bind_to_any_port(options_.bind_address);
+    if (port_ <= 0) return absl::UnavailableError(StrCat("aggregated admin API: cannot bind ", options_.bind_address));
+  } else {
+    if (!https->bind_to_port(options_.bind_address, options_.port)) {
+      return absl::UnavailableError(
+          StrCat("aggregated admin API: cannot bind ", options_.bind_address, ":", options_.port));
+    }
+    port_ = options_.port;
+  }
+  server_ = std::move(https);
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  for (int i = 0; i < 1000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  spdlog::info("aggregated admin API ({}/{}) on https://{}:{}", kAdminApiGroup, kAdminApiVersion,
+               options_.bind_address, port_);
+  return absl::OkStatus();
+}
+
+void AggregatedApiServer::Stop() {
+  if (server_ != nullptr) server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+  guard_.reset();
+}
+
+}  // namespace tessel::server

@@ -1,0 +1,122 @@
+// The admin API as a Kubernetes aggregated API (APIService v1alpha1.admin.tessel.io), so that
+// tesselctl reaches it through the API server with the user's own kubeconfig, whatever the
+// kubeconfig authenticates with. kube-apiserver authenticates and authorizes the user, then
+// forwards the request over TLS with its front-proxy client certificate and the user in
+// X-Remote-User / X-Remote-Group / X-Remote-Extra-* headers. This server believes those headers
+// only from a client certificate that chains to the requestheader CA and whose common name is
+// allowed (both from ConfigMap kube-system/extension-apiserver-authentication), then authorizes
+// the user again, per call, with a SubjectAccessReview of the same virtual resource the gRPC
+// admin API checks (AdminCallAccess), per namespace where the call names one.
+//
+// It answers with the admin API's own messages (AnswerListQueues, ...) in their JSON form:
+//   GET  /apis/admin.tessel.io/v1alpha1                                    discovery
+//   GET  /apis/admin.tessel.io/v1alpha1/queues                             ListQueuesResponse
+//   GET  /apis/admin.tessel.io/v1alpha1/pending[?queue=Q]                  ListPendingResponse
+//   GET  /apis/admin.tessel.io/v1alpha1/namespaces/NS/pending[?queue=Q]    ... of one namespace
+//   GET  /apis/admin.tessel.io/v1alpha1/namespaces/NS/explanations/POD     ExplainResponse
+//   POST /apis/admin.tessel.io/v1alpha1/simulations  (body: a snapshot)    the replay JSON
+//   GET  /apis/admin.tessel.io/v1alpha1/leader                             the answering replica
+// Errors are Kubernetes Status objects. Only the leader serves it (kube/aggregated_api_publisher.h
+// points the Service at the leader).
+//
+//   AggregatedApiServer api({.port = 10262, .tls = cert}, &backend, &authorizer);
+//   api.SetRequestHeaderConfig(config);  // before Start, and whenever the CA rotates
+//   RETURN_IF_ERROR(api.Start());
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/server/admin_service.h"
+#include "scheduler/server/http_server.h"
+#include "scheduler/server/serving_cert.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessel::server {
+
+inline constexpr std::string_view kAdminApiGroup = "admin.tessel.io";
+inline constexpr std::string_view kAdminApiVersion = "v1alpha1";
+inline constexpr std::string_view kAdminApiServiceName = "v1alpha1.admin.tessel.io";  // the APIService
+
+// A user the API server has authenticated, as the front proxy forwards it.
+struct UserInfo {
+  std::string name;
+  std::string uid;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
+};
+
+class UserAuthorizer {
+ public:
+  virtual ~UserAuthorizer() = default;
+  // 200 allowed, 403 denied, 429 over budget, 500 not decided. Called on server threads.
+  virtual AuthDecision AuthorizeUser(const UserInfo& user, const ResourceAccess& access) = 0;
+};
+
+// The aggregation layer's settings that kube-apiserver publishes in ConfigMap
+// kube-system/extension-apiserver-authentication.
+struct RequestHeaderConfig {
+  std::string client_ca_pem;               // requestheader-client-ca-file
+  std::vector<std::string> allowed_names;  // empty: any name the CA signed
+  std::vector<std::string> username_headers;
+  std::vector<std::string> uid_headers;
+  std::vector<std::string> group_headers;
+  std::vector<std::string> extra_headers_prefix;
+};
+
+// From the ConfigMap (its JSON as the API server returns it). Errors name the ConfigMap key.
+absl::StatusOr<RequestHeaderConfig> ParseRequestHeaderConfig(const nlohmann::json& configmap);
+
+// The forwarded user from the request's headers (`headers` gives all values of a header,
+// case-insensitive; `all` every header's name and value), as kube-apiserver writes them:
+// the first username header set, all group headers, and the extra headers (names after the
+// prefix lowercased and percent-decoded).
+UserInfo UserFromHeaders(const RequestHeaderConfig& config,
+                         const std::vector<std::pair<std::string, std::string>>& all_headers);
+
+struct AggregatedApiOptions {
+  std::string bind_address = "0.0.0.0";
+  int port = 10262;  // 0 picks a free port (see port())
+  ServingCert tls;
+  std::string identity;  // the replica, for GET .../leader
+  AdminLimits admin_limits;  // Simulate's snapshot size, namespaces reviewed per call (admin_service.h)
+  // Every caller is the API server's front proxy: one source address, many connections.
+  ServingLimits limits = {
+      .read_timeout = absl::Seconds(10), .write_timeout = absl::Seconds(60), .max_connections_per_source = 64};
+};
+
+class AggregatedApiServer {
+ public:
+  AggregatedApiServer(AggregatedApiOptions options, AdminBackend* backend, UserAuthorizer* authorizer);
+  ~AggregatedApiServer();
+
+  // Which front proxy to believe. Until it is set every request is refused (401).
+  absl::Status SetRequestHeaderConfig(const RequestHeaderConfig& config);
+  absl::Status Start();
+  void Stop();
+  bool running() const { return server_ != nullptr; }
+  int port() const { return port_; }
+
+  class Handler;
+
+ private:
+  AggregatedApiOptions options_;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<ConnectionGuard> guard_;  // reset after server_ (it watches server_'s connections)
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace tessel::server
