@@ -37,6 +37,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/server/admin_service.h"
 #include "scheduler/server/http_server.h"
+#include "scheduler/server/request_header.h"
 #include "scheduler/server/serving_cert.h"
 
 namespace httplib {
@@ -49,41 +50,12 @@ inline constexpr std::string_view kAdminApiGroup = "admin.tessel.io";
 inline constexpr std::string_view kAdminApiVersion = "v1alpha1";
 inline constexpr std::string_view kAdminApiServiceName = "v1alpha1.admin.tessel.io";  // the APIService
 
-// A user the API server has authenticated, as the front proxy forwards it.
-struct UserInfo {
-  std::string name;
-  std::string uid;
-  std::vector<std::string> groups;
-  std::map<std::string, std::vector<std::string>> extra;
-};
-
 class UserAuthorizer {
  public:
   virtual ~UserAuthorizer() = default;
   // 200 allowed, 403 denied, 429 over budget, 500 not decided. Called on server threads.
   virtual AuthDecision AuthorizeUser(const UserInfo& user, const ResourceAccess& access) = 0;
 };
-
-// The aggregation layer's settings that kube-apiserver publishes in ConfigMap
-// kube-system/extension-apiserver-authentication.
-struct RequestHeaderConfig {
-  std::string client_ca_pem;               // requestheader-client-ca-file
-  std::vector<std::string> allowed_names;  // empty: any name the CA signed
-  std::vector<std::string> username_headers;
-  std::vector<std::string> uid_headers;
-  std::vector<std::string> group_headers;
-  std::vector<std::string> extra_headers_prefix;
-};
-
-// From the ConfigMap (its JSON as the API server returns it). Errors name the ConfigMap key.
-absl::StatusOr<RequestHeaderConfig> ParseRequestHeaderConfig(const nlohmann::json& configmap);
-
-// The forwarded user from the request's headers (`headers` gives all values of a header,
-// case-insensitive; `all` every header's name and value), as kube-apiserver writes them:
-// the first username header set, all group headers, and the extra headers (names after the
-// prefix lowercased and percent-decoded).
-UserInfo UserFromHeaders(const RequestHeaderConfig& config,
-                         const std::vector<std::pair<std::string, std::string>>& all_headers);
 
 struct AggregatedApiOptions {
   std::string bind_address = "0.0.0.0";
