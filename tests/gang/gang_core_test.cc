@@ -120,6 +120,14 @@ struct Core {
     p.meta.labels["scheduling.x-k8s.io/pod-group"] = group;
     return p;
   }
+  // The member as the informer reports it once bound (to the node its bind named), in `phase`.
+  Pod BoundMember(std::string group, int i, std::string_view requests, int64_t created,
+                  PodPhase phase = PodPhase::kPending) {
+    Pod p = Member(std::move(group), i, requests, created);
+    p.node_name = api.bound.at(p.Key());
+    p.phase = phase;
+    return p;
+  }
   // Runs cycles until the queue has nothing ready; returns how many ran (at most 1000).
   int Run() { return harness.ScheduleAll(1000); }
   int BoundOf(std::string_view group) {
@@ -290,10 +298,7 @@ TEST_CASE("the PodGroup follows its members' pod phases: Running, Finished, Fail
   CHECK(st.phase == gang::GangPhase::kScheduled);
   // The informer reports the members as the kubelet moves them along.
   auto observe = [&](int i, PodPhase phase) {
-    Pod p = c.Member("job", i, "cpu:1,nvidia.com/gpu:2", 100 + i);
-    p.node_name = c.api.bound.at(p.Key());
-    p.phase = phase;
-    c.s->OnPodUpdate(std::move(p));
+    c.s->OnPodUpdate(c.BoundMember("job", i, "cpu:1,nvidia.com/gpu:2", 100 + i, phase));
   };
   observe(0, PodPhase::kRunning);
   observe(1, PodPhase::kRunning);
@@ -449,9 +454,7 @@ TEST_CASE("a gang below minMember is rolled back once its timeout passes, the de
   c.Run();
   REQUIRE(c.BoundOf("pair") == 2);
   for (int i = 0; i < 2; ++i) {  // the informer confirms both binds
-    Pod p = c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i);
-    p.node_name = c.api.bound.at(p.Key());
-    c.s->OnPodUpdate(p);
+    c.s->OnPodUpdate(c.BoundMember("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
   }
   // pair-1 is lost with its node's room taken by another pod; its replacement cannot fit.
   const std::string lost_node = c.api.bound.at("default/pair-1");
@@ -485,13 +488,10 @@ TEST_CASE("a gang whose missing members are gone for good is rolled back after i
   for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i));
   c.Run();
   REQUIRE(c.BoundOf("pair") == 2);
-  auto bound_copy = [&](int i) {
-    Pod p = c.Member("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i);
-    p.node_name = c.api.bound.at(p.Key());
-    p.phase = PodPhase::kRunning;
-    return p;
+  auto observed = [&](int i, PodPhase phase) {
+    return c.BoundMember("pair", i, "cpu:1,nvidia.com/gpu:8", 100 + i, phase);
   };
-  for (int i = 0; i < 2; ++i) c.s->OnPodUpdate(bound_copy(i));
+  for (int i = 0; i < 2; ++i) c.s->OnPodUpdate(observed(i, PodPhase::kRunning));
 
   SECTION("deleted with no replacement: no attempt starts the wait, the timeout still passes") {
     c.s->OnPodDelete("default/pair-1");
@@ -507,9 +507,7 @@ TEST_CASE("a gang whose missing members are gone for good is rolled back after i
     CHECK_THAT(c.api.events[0], Catch::Contains("GangRolledBack: PodGroup default/pair holds 1 of 2 members placed"));
   }
   SECTION("succeeded: the gang did its work, nothing is evicted") {
-    Pod done = bound_copy(1);
-    done.phase = PodPhase::kSucceeded;
-    c.s->OnPodUpdate(done);
+    c.s->OnPodUpdate(observed(1, PodPhase::kSucceeded));
     c.Run();
     c.clock.Advance(2 * kDefaultStrandedTimeout);
     c.Run();
