@@ -98,8 +98,8 @@ server::AuthDecision DelegatedAuthorizer::AuthorizeUser(const server::UserInfo& 
   json user = {{"username", forwarded.name}, {"groups", forwarded.groups}};
   if (!forwarded.uid.empty()) user["uid"] = forwarded.uid;
   if (!forwarded.extra.empty()) user["extra"] = forwarded.extra;
-  // The API server authenticated this user: it is known as a reviewed token is, keyed by who it
-  // is, and its reviews come out of its own budget.
+  // The API server authenticated this user: its reviews come out of a budget of its own, kept
+  // (keyed by who it is) as a known token's is. No TokenReview: its user and expiry stay unset.
   const std::string id = StrCat("forwarded|", user.dump());
   {
     absl::MutexLock lock(&mu_);
@@ -109,8 +109,6 @@ server::AuthDecision DelegatedAuthorizer::AuthorizeUser(const server::UserInfo& 
     if (known.known_until <= now) {
       known.budget = Bucket{.tokens = static_cast<double>(options_.known_review_burst), .last = now};
     }
-    known.user = user;
-    known.expires = now + options_.allowed_ttl;
     known.known_until = now + options_.known_ttl;
   }
   return CachedAccessReview(id, user, ResourceAttributes(access), access.Describe());
