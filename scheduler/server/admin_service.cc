@@ -424,11 +424,6 @@ class AdminServer::Service final : public tessel::v1::Admin::Service {
     };
   }
 
-  // The caller's right to `verb` on tessel.io/scheduler/<call>, cluster-wide.
-  grpc::Status Allow(grpc::ServerContext* ctx, std::string_view verb, std::string_view call) {
-    return FromDecision(CheckFor(ctx)(AdminCallAccess(verb, call)));
-  }
-
   AdminBackend* backend_;
   RequestAuthorizer* authorizer_;
   AdminLimits limits_;
