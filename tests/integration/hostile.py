@@ -135,9 +135,11 @@ def hpack_literal(name, value):
 
 
 class H2Conn:
+    """One HTTP/2 connection, driven from one thread: an SSL socket must not be read and written
+    at once (two threads doing so corrupt its records, which the server rightly refuses)."""
+
     def __init__(self, port, token):
         self.sock = connect(port, True, alpn=["h2"])
-        self.lock = threading.Lock()
         self.conn_window = 65535
         self.initial_window = 65535
         self.windows = {}
@@ -145,50 +147,66 @@ class H2Conn:
         self.accepted = 0
         self.closed = False
         self.token = token
-        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(0x4, 0, 0))
-        threading.Thread(target=self.read_loop, daemon=True).start()
+        self.inbox = b""
+        self.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(0x4, 0, 0))
 
-    def read_exact(self, n):
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise EOFError
-            out += chunk
-        return out
-
-    def read_loop(self):
+    def write(self, data):
+        if self.closed:
+            return False
         try:
-            while True:
-                head = self.read_exact(9)
-                length = int.from_bytes(head[:3], "big")
-                kind, flags = head[3], head[4]
-                stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
-                payload = self.read_exact(length)
-                with self.lock:
-                    if kind == 0x4 and not flags & 0x1:  # SETTINGS: take the window size, ack
-                        for i in range(0, len(payload), 6):
-                            ident, value = struct.unpack(">HI", payload[i:i + 6])
-                            if ident == 0x4:
-                                delta = value - self.initial_window
-                                self.initial_window = value
-                                for k in self.windows:
-                                    self.windows[k] += delta
-                        self.sock.sendall(frame(0x4, 0x1, 0))
-                    elif kind == 0x8:  # WINDOW_UPDATE
-                        inc = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
-                        if stream == 0:
-                            self.conn_window += inc
-                        elif stream in self.windows:
-                            self.windows[stream] += inc
-                    elif kind == 0x6 and not flags & 0x1:  # PING: answer
-                        self.sock.sendall(frame(0x6, 0x1, 0, payload))
-                    elif kind in (0x1, 0x3) and stream:  # HEADERS (an answer: the call ended) or RST_STREAM
-                        if kind == 0x3 or flags & 0x1:
-                            self.done.add(stream)
-                    elif kind == 0x7:  # GOAWAY
-                        self.closed = True
-        except (EOFError, OSError, ssl.SSLError):
+            self.sock.settimeout(5)
+            self.sock.sendall(data)
+            return True
+        except (OSError, ssl.SSLError):  # the server ended this connection (or stopped reading it)
+            self.closed = True
+            return False
+
+    def pump(self):
+        """Reads what the server has sent so far and answers it: settings, pings, window updates,
+        ended streams."""
+        while not self.closed:
+            try:
+                self.sock.settimeout(0.01)
+                chunk = self.sock.recv(65536)
+            except (socket.timeout, ssl.SSLWantReadError):
+                break
+            except (OSError, ssl.SSLError):
+                self.closed = True
+                break
+            if not chunk:
+                self.closed = True
+                break
+            self.inbox += chunk
+            while len(self.inbox) >= 9:
+                length = int.from_bytes(self.inbox[:3], "big")
+                if len(self.inbox) < 9 + length:
+                    break
+                head, payload = self.inbox[:9], self.inbox[9:9 + length]
+                self.inbox = self.inbox[9 + length:]
+                self.take(head[3], head[4], int.from_bytes(head[5:9], "big") & 0x7FFFFFFF, payload)
+
+    def take(self, kind, flags, stream, payload):
+        if kind == 0x4 and not flags & 0x1:  # SETTINGS: take the window size, ack
+            for i in range(0, len(payload), 6):
+                ident, value = struct.unpack(">HI", payload[i:i + 6])
+                if ident == 0x4:
+                    delta = value - self.initial_window
+                    self.initial_window = value
+                    for k in self.windows:
+                        self.windows[k] += delta
+            self.write(frame(0x4, 0x1, 0))
+        elif kind == 0x8:  # WINDOW_UPDATE
+            inc = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
+            if stream == 0:
+                self.conn_window += inc
+            elif stream in self.windows:
+                self.windows[stream] += inc
+        elif kind == 0x6 and not flags & 0x1:  # PING: answer
+            self.write(frame(0x6, 0x1, 0, payload))
+        elif kind in (0x1, 0x3) and stream:  # HEADERS (an answer: the call ended) or RST_STREAM
+            if kind == 0x3 or flags & 0x1:
+                self.done.add(stream)
+        elif kind == 0x7:  # GOAWAY
             self.closed = True
 
     def open_stream(self, stream):
@@ -198,43 +216,37 @@ class H2Conn:
                  hpack_literal(b"content-type", b"application/grpc") + hpack_literal(b"te", b"trailers"))
         if self.token:
             block += hpack_literal(b"authorization", b"Bearer " + self.token.encode())
-        with self.lock:
-            self.windows[stream] = self.initial_window
-            if self.closed:
-                return
-            try:
-                self.sock.sendall(frame(0x1, 0x4, stream, block))
-            except (OSError, ssl.SSLError):  # the server ended this connection (e.g. past its stream cap)
-                self.closed = True
+        self.windows[stream] = self.initial_window
+        self.write(frame(0x1, 0x4, stream, block))
 
     def send_some(self, stream, data, offset):
         """Sends what the windows allow of data[offset:]; returns the new offset."""
-        with self.lock:
-            if stream in self.done or self.closed:
-                return offset
-            n = min(16384, len(data) - offset, self.conn_window, self.windows[stream])
-            if n <= 0:
-                return offset
-            try:
-                self.sock.sendall(frame(0x0, 0, stream, data[offset:offset + n]))
-            except (OSError, ssl.SSLError):  # the server went away (or ended this connection)
-                self.closed = True
-                return offset
-            self.conn_window -= n
-            self.windows[stream] -= n
-            self.accepted += n
-            return offset + n
+        if stream in self.done or self.closed:
+            return offset
+        n = min(16384, len(data) - offset, self.conn_window, self.windows[stream])
+        if n <= 0 or not self.write(frame(0x0, 0, stream, data[offset:offset + n])):
+            return offset
+        self.conn_window -= n
+        self.windows[stream] -= n
+        self.accepted += n
+        return offset + n
 
 
 def h2streams(a):
     size = a.mib << 20
     message = b"\x00" + struct.pack(">I", size) + b"x" * (size - 1)  # the last byte never comes
     conns = []
+    refused = 0
     for _ in range(a.connections):
-        c = H2Conn(a.port, a.token)
+        try:
+            c = H2Conn(a.port, a.token)
+        except (OSError, ssl.SSLError):  # the server turned the connection away
+            refused += 1
+            continue
         streams = {}
         for i in range(a.streams):
             sid = 1 + 2 * i
+            c.pump()
             c.open_stream(sid)
             streams[sid] = 0
         conns.append((c, streams))
@@ -242,15 +254,19 @@ def h2streams(a):
     while time.time() < end:
         progressed = False
         for c, streams in conns:
+            c.pump()
             for sid, off in streams.items():
                 new = c.send_some(sid, message, off)
                 progressed |= new != off
                 streams[sid] = new
         if not progressed:
             time.sleep(0.05)
+    for c, _ in conns:
+        c.pump()
     total = sum(c.accepted for c, _ in conns)
     ended = sum(len(c.done) for c, _ in conns)
-    print(f"accepted {total >> 20} MiB; streams ended by the server: {ended}")
+    print(f"accepted {total >> 20} MiB; streams ended by the server: {ended}"
+          + (f"; connections refused: {refused}" if refused else ""))
     for c, _ in conns:
         c.sock.close()
 
