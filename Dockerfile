@@ -31,7 +31,9 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
 COPY --from=build /out/ /
 COPY manifests/config.yaml /etc/tessel/config.yaml
 USER 65532:65532
-# 10259: HTTPS endpoints (probes, /metrics); 10260: the gRPC admin API (tesselctl).
+# 10259: HTTPS endpoints (/healthz, /readyz, /metrics); 10260: the gRPC admin API (tesselctl --grpc);
+# 10261: the probes alone (plain HTTP, --probe-port); 10262: the aggregated admin API admin.tessel.io,
+# for the API server's front proxy (--admin-api-port).
 EXPOSE 10259 10260 10261 10262
 ENTRYPOINT ["/usr/local/bin/tessel-scheduler"]
 CMD ["--config=/etc/tessel/config.yaml"]

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "absl/time/clock.h"
 #include "scheduler/server/connection_guard.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
@@ -153,14 +154,14 @@ class AggregatedApiServer::Handler {
                    tessel::v1::ExplainRequest in;
                    in.set_pod(StrCat(ns, "/", name));
                    tessel::v1::ExplainResponse out;
-                   if (absl::Status st = AnswerExplain(*backend_, in, may, CallControl{}, &out); !st.ok()) return st;
+                   if (absl::Status st = AnswerExplain(*backend_, in, may, Control(), &out); !st.ok()) return st;
                    return ToJson(out, "Explanation");
                  });
                });
     server.Post(escaped + "/simulations", [this](const httplib::Request& req, httplib::Response& res) {
       Serve(req, res, [this, &req](const AccessCheck& may) -> absl::StatusOr<json> {
         absl::StatusOr<std::string> result =
-            AnswerSimulate(*backend_, req.body, may, options_.admin_limits, CallControl{});
+            AnswerSimulate(*backend_, req.body, may, options_.admin_limits, Control());
         if (!result.ok()) return result.status();
         return json::parse(*result, nullptr, false);
       });
@@ -261,6 +262,10 @@ class AggregatedApiServer::Handler {
     }
     res.set_content(j->dump(), "application/json");
   }
+
+  // A call runs at most until its connection's deadline: the guard closes the connection then,
+  // and nobody would read the answer.
+  CallControl Control() const { return {.deadline = absl::Now() + options_.limits.request_timeout}; }
 
   const AggregatedApiOptions& options_;
   AdminBackend* backend_;

@@ -63,9 +63,14 @@ struct AggregatedApiOptions {
   ServingCert tls;
   std::string identity;  // the replica, for GET .../leader
   AdminLimits admin_limits;  // Simulate's snapshot size, namespaces reviewed per call (admin_service.h)
-  // Every caller is the API server's front proxy: one source address, many connections.
-  ServingLimits limits = {
-      .read_timeout = absl::Seconds(10), .write_timeout = absl::Seconds(60), .max_connections_per_source = 64};
+  // Every caller is the API server's front proxy: one source address, many connections. A call
+  // may wait for a dry run or a simulation (--simulate-timeout, 60 s): a connection may last
+  // longer than the API server's own 60 s request timeout, and each call's deadline is its
+  // connection's (explains and simulations are dropped when it passes).
+  ServingLimits limits = {.request_timeout = absl::Seconds(90),
+                          .read_timeout = absl::Seconds(10),
+                          .write_timeout = absl::Seconds(60),
+                          .max_connections_per_source = 64};
 };
 
 class AggregatedApiServer {

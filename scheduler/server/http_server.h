@@ -71,8 +71,9 @@ class RequestAuthorizer {
   virtual AuthDecision Authenticate(std::string_view bearer_token, std::string_view source = "");
 };
 
-// What a caller may cost. Only GET is served, so a body is never needed: a request announcing
-// one larger than max_body_bytes, whatever its method, is refused (413) before it is read, and
+// What a caller may cost. This server serves GETs only, so a body is never needed (the aggregated
+// admin API sets max_body_bytes to its snapshot cap): a request announcing one larger than
+// max_body_bytes, or a chunked one, whatever its method, is refused (413) before it is read, and
 // never buffered. Each connection serves one request and closes (no keep-alive: what a caller
 // sends after its request is never read). Over TLS each connection is also watched as a whole
 // (ConnectionGuard): it must deliver its request headers within header_timeout of its

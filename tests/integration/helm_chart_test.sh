@@ -6,8 +6,8 @@
 #   3. `helm template` renders what the values say (read back from the rendered objects): the
 #      image tag is the repository's VERSION, the release namespace reaches every subject and the
 #      leader-election Role, the pod template carries config.yaml's checksum (a config change
-#      changes it), each create/enabled switch adds or removes its objects; broken values fail
-#      with an error that names them.
+#      changes it), each create/enabled switch adds or removes its objects (adminAPI also its
+#      flags, port and env); broken values fail with an error that names them.
 #   4. With the default values the chart renders the same objects as `kubectl kustomize
 #      manifests/`, and with monitoring.enabled the same as manifests/ plus its monitoring
 #      component (helm_objects.py diff; a difference prints a diff per object).
@@ -60,7 +60,7 @@ expect "image" "$(get default Deployment tessel-scheduler spec.template.spec.con
 expect "replicas" "$(get default Deployment tessel-scheduler spec.replicas)" 2
 args=$(get default Deployment tessel-scheduler spec.template.spec.containers.0.args)
 for want in --leader-elect=true --lock-namespace=kube-system --lock-name=tessel-scheduler \
-  --admin-port=10260 --secure-port=10259; do
+  --admin-port=10260 --secure-port=10259 --probe-port=10261 --admin-api-port=10262; do
   grep -qF "\"$want\"" <<<"$args" || fail "default args lack $want: $args"
 done
 # The checksum is config.yaml's.
@@ -95,8 +95,24 @@ expect "Role namespace" "$(get ns Role tessel-scheduler-leader-election metadata
 expect "FlowSchema subject" \
   "$(get ns FlowSchema tessel-scheduler spec.rules.0.subjects.0.serviceAccount.namespace)" tessel-system
 grep -qF -- "--lock-namespace=tessel-system" "$WORK/ns.yaml" || fail "--lock-namespace is not the release's"
+grep -qF -- "--admin-api-service=tessel-system/tessel-admin-api" "$WORK/ns.yaml" \
+  || fail "--admin-api-service is not the release's"
+expect "APIService's Service namespace" \
+  "$(get ns APIService v1alpha1.admin.tessel.io spec.service.namespace)" tessel-system
 
 # Switches.
+has default "APIService v1alpha1.admin.tessel.io" || fail "no APIService rendered by default"
+render noapi --set adminAPI.enabled=false
+grep -qF -- "--admin-api-port=0" "$WORK/noapi.yaml" || fail "adminAPI.enabled=false: no --admin-api-port=0"
+for object in "APIService v1alpha1.admin.tessel.io" "Service kube-system/tessel-admin-api" \
+  "EndpointSlice kube-system/tessel-admin-api" "ClusterRole tessel-admin-api-reader"; do
+  has noapi "$object" && fail "adminAPI.enabled=false still renders $object"
+done
+grep -qE "name: (admin-api|POD_IP)" "$WORK/noapi.yaml" && fail "adminAPI.enabled=false still names its port or POD_IP"
+render apiport --set adminAPI.port=12345
+expect "EndpointSlice port" "$(get apiport EndpointSlice tessel-admin-api ports.0.port)" 12345
+expect "Service targetPort" "$(get apiport Service tessel-admin-api spec.ports.0.targetPort)" 12345
+grep -qF -- "--admin-api-port=12345" "$WORK/apiport.yaml" || fail "adminAPI.port: no --admin-api-port=12345"
 render single --set replicas=1 --set leaderElection.enabled=false
 grep -qF -- "--leader-elect=false" "$WORK/single.yaml" || fail "leaderElection.enabled=false: no --leader-elect=false"
 has single "Role kube-system/tessel-scheduler-leader-election" && fail "leader-election Role without leader election"

@@ -5,9 +5,31 @@
 # grants and for the ones it must not; then real attempts with the scheduler's own token: reading
 # secrets, deleting or creating pods, updating a pod, changing a node, reading a PodTemplate are
 # refused by RBAC. A pod patch and a PodTemplate delete pass RBAC: the admission policies narrow
-# them (admission_policy_test.sh).
+# them (admission_policy_test.sh). The scheduler's rights for the aggregated admin API
+# (manifests/admin-api.yaml: its EndpointSlice and APIService by name, read and patched only; the
+# front proxy's ConfigMap) are asked the same way, with that file's RBAC objects applied for it.
 source "$(dirname "$0")/lib.sh"
 it_begin rbac
+# admin-api.yaml's RBAC objects (not its APIService: one that no scheduler serves would leave the
+# API server's discovery failing for other tests), removed at the end unless they were there.
+ADMIN_API_RBAC="$IT_WORK/admin-api-rbac.yaml"
+python3 - "$TESSEL_ROOT/manifests/admin-api.yaml" >"$ADMIN_API_RBAC" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] in
+        ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")]
+print(yaml.safe_dump_all(docs))
+PY
+admin_api_rbac_created=0
+kubectl get -f "$ADMIN_API_RBAC" >/dev/null 2>&1 || admin_api_rbac_created=1
+cleanup_rbac() {
+  ((admin_api_rbac_created)) && kubectl delete -f "$ADMIN_API_RBAC" --ignore-not-found >/dev/null 2>&1
+  return 0
+}
+trap 'rc=$?; cleanup_rbac; (exit $rc); it_cleanup' EXIT
+kubectl apply -f "$ADMIN_API_RBAC" >/dev/null
+# RBAC takes effect through the API server's authorizer cache.
+it_wait 30 "admin-api.yaml's RBAC in effect" eval \
+  "[[ \$(kubectl auth can-i --as=system:serviceaccount:kube-system:tessel-scheduler patch apiservices.apiregistration.k8s.io/v1alpha1.admin.tessel.io 2>/dev/null) == yes ]]"
 
 SA=system:serviceaccount:kube-system:tessel-scheduler
 can() { kubectl auth can-i --as="$SA" "$@" 2>/dev/null || true; }
@@ -45,6 +67,22 @@ for args in "update pods -A" "delete pods -A" "create pods -A" "deletecollection
 done
 expect no update leases.coordination.k8s.io/someone-else -n kube-system
 expect no update leases.coordination.k8s.io/tessel-scheduler -n "$NS"
+# The aggregated admin API (admin-api.yaml): the leader reads and merge-patches its Service's
+# EndpointSlice and the APIService's caBundle, by name, and reads the front proxy's ConfigMap.
+expect yes get endpointslices.discovery.k8s.io/tessel-admin-api -n kube-system
+expect yes patch endpointslices.discovery.k8s.io/tessel-admin-api -n kube-system
+expect yes get apiservices.apiregistration.k8s.io/v1alpha1.admin.tessel.io
+expect yes patch apiservices.apiregistration.k8s.io/v1alpha1.admin.tessel.io
+expect yes get configmaps/extension-apiserver-authentication -n kube-system
+for args in "update endpointslices.discovery.k8s.io/tessel-admin-api -n kube-system" \
+    "delete endpointslices.discovery.k8s.io/tessel-admin-api -n kube-system" \
+    "create endpointslices.discovery.k8s.io -n kube-system" "patch endpointslices.discovery.k8s.io/kubernetes -n default" \
+    "list endpointslices.discovery.k8s.io -A" "update apiservices.apiregistration.k8s.io/v1alpha1.admin.tessel.io" \
+    "patch apiservices.apiregistration.k8s.io/v1.apps" "create apiservices.apiregistration.k8s.io" \
+    "get configmaps/kube-proxy -n kube-system" "update configmaps/extension-apiserver-authentication -n kube-system"; do
+  # shellcheck disable=SC2086
+  expect no $args
+done
 say "can-i: every granted verb yes, the rest no"
 
 # Real attempts with the scheduler's token.

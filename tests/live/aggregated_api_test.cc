@@ -1,7 +1,10 @@
 // The aggregated admin API's reading of the front proxy: ConfigMap
 // extension-apiserver-authentication, the forwarded user's headers, and the server itself over
-// TLS: only a client certificate of the requestheader CA with an allowed name is believed, and
-// the forwarded user is authorized per call (per namespace where the call names one).
+// TLS: only a client certificate of the requestheader CA with an allowed name is believed; the
+// forwarded user is authorized per call as the gRPC admin API authorizes its callers (per
+// namespace: a user allowed in one sees its pods only, other namespaces' pods hidden from its
+// explanations); and the port is bounded as the secure port is (body cap, header deadline), each
+// call's deadline its connection's.
 #include <catch2/catch.hpp>
 #include <httplib.h>
 
@@ -12,8 +15,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "raw_tls_client.h"
 #include "scheduler/server/aggregated_api.h"
 #include "scheduler/server/serving_cert.h"
+#include "scheduler/testing/builders.h"
 #include "scheduler/util/file.h"
 #include "scheduler/util/strings.h"
 
@@ -82,24 +87,46 @@ TEST_CASE("aggregated API: the forwarded user, as kube-apiserver writes the head
   CHECK(UserFromHeaders(config, {{"X-Remote-Group", "team-a"}}).name.empty());
 }
 
-class EmptyBackend final : public AdminBackend {
+// Pending pods in team-a and team-b; an explanation that names a pod of another namespace; the
+// deadline of the last simulation it ran.
+class ScriptedBackend final : public AdminBackend {
  public:
   std::vector<QueueReport> Queues() override { return {}; }
-  std::vector<PendingItem> Pending() override { return {}; }
-  absl::StatusOr<Explanation> Explain(const std::string& pod, const CallControl&) override {
-    return absl::NotFoundError(StrCat("pod ", pod, " is not known to the scheduler"));
+  std::vector<PendingItem> Pending() override {
+    std::vector<PendingItem> out;
+    for (const auto& [name, ns] : {std::pair{"a-0", "team-a"}, {"b-0", "team-b"}, {"a-1", "team-a"}}) {
+      out.push_back({.pod = std::make_shared<const Pod>(testing::PodBuilder(name, ns).Build()), .state = "active"});
+    }
+    return out;
   }
-  absl::StatusOr<std::string> Simulate(std::string_view, const CallControl&) override { return std::string("{}"); }
+  absl::StatusOr<Explanation> Explain(const std::string& pod, const CallControl&) override {
+    if (pod != "team-a/a-0") return absl::NotFoundError(StrCat("pod ", pod, " is not known to the scheduler"));
+    return Explanation{.pod = pod, .state = "pending", .nearest_kind = "preemption",
+                       .nearest_miss = "fits on gpu-1 if 1 GPU is freed (held by team-b/big-0, priority 0)"};
+  }
+  absl::StatusOr<std::string> Simulate(std::string_view, const CallControl& control) override {
+    absl::MutexLock lock(&mu_);
+    simulate_deadline_ = control.deadline;
+    return std::string("{}");
+  }
   absl::Time Now() const override { return absl::UnixEpoch(); }
+  absl::Time simulate_deadline() {
+    absl::MutexLock lock(&mu_);
+    return simulate_deadline_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Time simulate_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-// Allows user "jane" only; records what it was asked.
+// Allows user "jane" everything and "ana" what is in namespace team-a; records what it was asked.
 class RecordingAuthorizer final : public UserAuthorizer {
  public:
   AuthDecision AuthorizeUser(const UserInfo& user, const ResourceAccess& access) override {
     absl::MutexLock lock(&mu_);
     asked_.push_back({user, access});
-    if (user.name == "jane") return {200, ""};
+    if (user.name == "jane" || (user.name == "ana" && access.namespace_ == "team-a")) return {200, ""};
     return {403, StrCat("Forbidden: user \"", user.name, "\" may not ", access.Describe())};
   }
   std::vector<std::pair<UserInfo, ResourceAccess>> asked() {
@@ -136,10 +163,12 @@ TEST_CASE("aggregated API server: believes only the front proxy, authorizes the 
   auto cert = ServingCertFor({.cert_dir = (dir / "serving").string()});
   REQUIRE(cert.ok());
 
-  EmptyBackend backend;
+  ScriptedBackend backend;
   RecordingAuthorizer authorizer;
-  AggregatedApiServer api({.bind_address = "127.0.0.1", .port = 0, .tls = *cert, .identity = "tessel-0_abc"},
-                          &backend, &authorizer);
+  AggregatedApiOptions options{.bind_address = "127.0.0.1", .port = 0, .tls = *cert, .identity = "tessel-0_abc",
+                               .admin_limits = {.max_snapshot_bytes = 1024}};
+  options.limits.header_timeout = absl::Seconds(1);
+  AggregatedApiServer api(options, &backend, &authorizer);
   REQUIRE(api.SetRequestHeaderConfig({.client_ca_pem = *ca_pem,
                                       .allowed_names = {"front-proxy-client"},
                                       .username_headers = {"X-Remote-User"},
@@ -182,13 +211,13 @@ TEST_CASE("aggregated API server: believes only the front proxy, authorizes the 
     auto denied = proxy->Get((base + "/pending").c_str(), {{"X-Remote-User", "mallory"}});
     REQUIRE(denied);
     CHECK(denied->status == 403);
-    // Denied cluster-wide, and no namespace has pending pods to review it for.
+    // Denied cluster-wide, and in each namespace that has pending pods.
     CHECK(json::parse(denied->body)["message"] ==
           "Forbidden: user \"mallory\" may not get tessel.io/scheduler/pending, nor in any namespace that has "
           "pending pods");
 
     const auto asked = authorizer.asked();
-    REQUIRE(asked.size() == 5);
+    REQUIRE(asked.size() == 7);
     CHECK(asked[0].first.name == "jane");
     CHECK(asked[0].first.groups == std::vector<std::string>{"team-a"});
     CHECK(asked[0].second.Describe() == "get tessel.io/scheduler/queues");
@@ -198,6 +227,55 @@ TEST_CASE("aggregated API server: believes only the front proxy, authorizes the 
     CHECK(asked[3].second.Describe() == "get tessel.io/scheduler/explain");
     CHECK(asked[4].first.name == "mallory");
     CHECK(asked[4].second.Describe() == "get tessel.io/scheduler/pending");
+    CHECK(asked[5].second.Describe() == "get tessel.io/scheduler/pending in namespace team-a");
+    CHECK(asked[6].second.Describe() == "get tessel.io/scheduler/pending in namespace team-b");
+  }
+  SECTION("a user allowed in one namespace: its pods only, as over gRPC (the same AnswerListPending)") {
+    auto proxy = client("front-proxy-client");
+    const httplib::Headers as_ana = {{"X-Remote-User", "ana"}};
+    // Every namespace asked for: those it may read, with their positions among all.
+    auto all = proxy->Get((base + "/pending").c_str(), as_ana);
+    REQUIRE(all);
+    REQUIRE(all->status == 200);
+    const json list = json::parse(all->body);
+    std::vector<std::string> pods;
+    for (const json& p : list["pods"]) pods.push_back(StrCat(p["position"].get<int>(), " ", p["pod"].get<std::string>()));
+    CHECK(pods == std::vector<std::string>{"1 team-a/a-0", "3 team-a/a-1"});
+    auto other = proxy->Get((base + "/namespaces/team-b/pending").c_str(), as_ana);
+    REQUIRE(other);
+    CHECK(other->status == 403);
+    CHECK(json::parse(other->body)["message"] ==
+          "Forbidden: user \"ana\" may not get tessel.io/scheduler/pending in namespace team-b");
+    // Its pod's explanation, with the other namespace's pod hidden.
+    auto explain = proxy->Get((base + "/namespaces/team-a/explanations/a-0").c_str(), as_ana);
+    REQUIRE(explain);
+    REQUIRE(explain->status == 200);
+    CHECK(json::parse(explain->body)["nearestMiss"] ==
+          "fits on gpu-1 if 1 GPU is freed (held by (a pod of another namespace), priority 0)");
+    auto queues = proxy->Get((base + "/queues").c_str(), as_ana);
+    REQUIRE(queues);
+    CHECK(queues->status == 403);
+  }
+  SECTION("the secure port's bounds: a body over the snapshot cap refused unread, a trickle closed, a deadline") {
+    auto proxy = client("front-proxy-client");
+    const absl::Time before = absl::Now();
+    auto simulation = proxy->Post((base + "/simulations").c_str(), as_jane, "{}", "application/json");
+    REQUIRE(simulation);
+    CHECK(simulation->status == 200);
+    // The simulation may run until its connection's deadline, no longer.
+    CHECK(backend.simulate_deadline() >= before + options.limits.request_timeout);
+    CHECK(backend.simulate_deadline() <= absl::Now() + options.limits.request_timeout);
+    auto big = proxy->Post((base + "/simulations").c_str(), as_jane, std::string(4096, ' '), "application/json");
+    REQUIRE(big);
+    CHECK(big->status == 413);
+    const size_t asked = authorizer.asked().size();
+    kube::testing::TlsConnection slow(api.port());
+    REQUIRE(slow.handshaken());
+    REQUIRE(slow.Send("GET /apis/admin.tessel.io/v1alpha1/queues HTTP/1.1\r\nHost: x\r\n"));
+    bool timed_out = false;
+    CHECK(slow.Reply(&timed_out).empty());  // closed at the header deadline (1 s), unanswered
+    CHECK_FALSE(timed_out);
+    CHECK(authorizer.asked().size() == asked);
   }
   SECTION("anyone else: 401, whatever X-Remote-User says, and nobody is asked") {
     struct Case {

@@ -22,6 +22,7 @@
 #include "absl/synchronization/notification.h"
 #include "fake_api_server.h"
 #include "nlohmann/json.hpp"
+#include "raw_tls_client.h"
 #include "scheduler/kube/delegated_auth.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/server/probe_server.h"
@@ -31,30 +32,8 @@ namespace tessel::kube {
 namespace {
 
 using nlohmann::json;
-
-// A TCP connection to 127.0.0.1:port from `source` (-1 on failure).
-int Connect(int port, const char* source = "127.0.0.1") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  timeval tv{.tv_sec = 30, .tv_usec = 0};  // generous: only a server that never closes misses it
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  // A write the server no longer takes (it answered and went) fails instead of waiting for the
-  // kernel's zero-window probes to learn that the peer is gone.
-  timeval send{.tv_sec = 5, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send, sizeof send);
-  return fd;
-}
+using testing::Connect;
+using testing::TlsConnection;
 
 int64_t RssKib() {
   std::ifstream status("/proc/self/status");
@@ -64,42 +43,6 @@ int64_t RssKib() {
   }
   return -1;
 }
-
-// A TLS client on a raw socket, so that a test can trickle bytes through it.
-class TlsConnection {
- public:
-  explicit TlsConnection(int port, const char* source = "127.0.0.1") {
-    ctx_ = SSL_CTX_new(TLS_client_method());
-    fd_ = Connect(port, source);
-    ssl_ = SSL_new(ctx_);
-    SSL_set_fd(ssl_, fd_);
-    handshaken_ = fd_ >= 0 && SSL_connect(ssl_) == 1;
-  }
-  ~TlsConnection() {
-    SSL_free(ssl_);
-    SSL_CTX_free(ctx_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool handshaken() const { return handshaken_; }
-  bool Send(std::string_view bytes) {
-    return SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())) == static_cast<int>(bytes.size());
-  }
-  // What the server answers first ("" when it closed the connection instead; `timed_out` when
-  // it did neither within the socket's 30 s).
-  std::string Reply(bool* timed_out = nullptr) {
-    char buf[256] = {};
-    errno = 0;
-    const int n = SSL_read(ssl_, buf, sizeof buf - 1);
-    if (timed_out != nullptr) *timed_out = n <= 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    return n > 0 ? std::string(buf, n) : "";
-  }
-
- private:
-  SSL_CTX* ctx_;
-  SSL* ssl_;
-  int fd_;
-  bool handshaken_ = false;
-};
 
 struct Https {
   explicit Https(server::ServingLimits limits) {
