@@ -36,7 +36,7 @@ struct ConsolidationArgs {
   int64_t min_pod_gpus = 2;
 };
 
-class Consolidation final : public PostFilterPlugin, public GangPostFilterPlugin {
+class Consolidation final : public PostFilterPlugin, public NoFitPostFilterPlugin, public GangPostFilterPlugin {
  public:
   static constexpr std::string_view kName = "Consolidation";
   // The reason on its victims (scheduler_preemption_victims{reason="Consolidation"}).

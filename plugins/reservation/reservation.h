@@ -100,6 +100,7 @@ struct ReservationFigures {
 class Reservation final : public PreFilterPlugin,
                           public FilterPlugin,
                           public PostFilterPlugin,
+                          public NoFitPostFilterPlugin,
                           public GangPostFilterPlugin,
                           public ReservePlugin,
                           public NodeLocalPlugin {

@@ -111,7 +111,8 @@ Scheduler::CycleResult Scheduler::SchedulingCycle(const Framework& fw, CycleStat
     return result;
   }
   // With strict tiers that preempt first (a flavored queue's whenCanPreempt: Preempt), a pod
-  // frees room on a lower tier before it takes a higher tier's.
+  // frees room on a lower tier by preemption (no moves, no reservation: docs/defrag.md) before
+  // it takes a higher tier's.
   // It waits for the victims of such a preemption rather than take the higher tier meanwhile.
   if (const NodeTiers* tiers = NodeTiersOf(state); tiers != nullptr && tiers->PreemptFirst() && fw.HasPostFilter()) {
     const std::optional<int64_t> first = LowestTier(state, outcome.feasible);
@@ -168,9 +169,9 @@ FilterOutcome Scheduler::FindNodes(const Framework& fw, CycleState& state, const
 }
 
 void Scheduler::PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod,
-                           const NodeStatusMap& rejected, CycleResult& result) {
+                           const NodeStatusMap& rejected, CycleResult& result, PostFilterOptions options) {
   const PodRef preemptor = pod.ref();
-  PostFilterResult pf = fw.RunPostFilter(state, *preemptor, rejected);
+  PostFilterResult pf = fw.RunPostFilter(state, *preemptor, rejected, options);
   if (!pf.victims.empty() && observer_) {
     observer_->PodsPreempted(*preemptor, pf.status.ok() ? pf.nominated_node : std::string(), pf.victims);
   }
@@ -209,7 +210,7 @@ bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFligh
     return false;
   }
   for (const NodeStatusMap& tier : tiers) {
-    PostFilter(fw, state, pod, tier, result);
+    PostFilter(fw, state, pod, tier, result, {.preemption_only = below.has_value()});
     if (result.status.code() == Code::kError || result.diagnosis.wake_on_any_event) break;
   }
   return result.diagnosis.wake_on_any_event;

@@ -304,9 +304,11 @@ class Scheduler final : public Handle {
                           DecisionCache::Choice& cached);
   // No node fits: PostFilter (preemption) may nominate a node while victims leave.
   void PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod, const NodeStatusMap& rejected,
-                  CycleResult& result);
+                  CycleResult& result, PostFilterOptions options = {});
   // PostFilter for a pod with strict node tiers (framework/node_tiers.h): tier by tier, lowest
   // first, up to `below` (every tier when nullopt), until one frees room; without tiers, once.
+  // With `below` (a preempt-first pod that fits on tier `below`) only preemption runs: moves
+  // and reservations are for a pod that fits nowhere.
   // True when a node was nominated.
   bool PostFilterByTier(const Framework& fw, CycleState& state, InFlightPod& pod,
                         const NodeStatusMap& rejected, CycleResult& result,

@@ -421,13 +421,14 @@ bool Framework::AppendNodeLocalFilterKey(const CycleState& state, const Pod& pod
   return true;
 }
 
-PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod,
-                                          const NodeStatusMap& rejected) const {
+PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected,
+                                          PostFilterOptions options) const {
   // One result for the plugins that ran: the status of the last one (the first that helped or
   // failed with an error), every victim any of them evicted, and the last nomination change, so
   // that a plugin that does not help undoes nothing an earlier one did.
   PostFilterResult out{Status::Unschedulable("no postFilter plugin helped")};
   for (PostFilterPlugin* p : post_filter_) {
+    if (options.preemption_only && dynamic_cast<NoFitPostFilterPlugin*>(p) != nullptr) continue;
     PostFilterResult r = p->PostFilter(state, pod, rejected);
     r.status.WithPlugin(p->Name());
     out.victims.insert(out.victims.end(), std::make_move_iterator(r.victims.begin()),

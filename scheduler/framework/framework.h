@@ -29,6 +29,12 @@ struct FrameworkOptions {
   bool reference = false;
 };
 
+// Which PostFilter plugins run.
+struct PostFilterOptions {
+  // Priority preemption alone, not the NoFitPostFilterPlugins: the pod fits on a later tier.
+  bool preemption_only = false;
+};
+
 struct FilterOutcome {
   std::vector<const NodeInfo*> feasible;  // in snapshot order
   NodeStatusMap rejected;                 // node name -> why not
@@ -103,7 +109,8 @@ class Framework {
   // Reference evaluation (FrameworkOptions::reference): no caches or indexes anywhere.
   bool reference() const { return reference_; }
   bool HasPostFilter() const { return !post_filter_.empty(); }
-  PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected) const;
+  PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected,
+                                 PostFilterOptions options = {}) const;
   // The GangPostFilterPlugins among the postFilter plugins, in order, until one evicted for
   // the gang; an empty result when none did (or none is enabled).
   GangPostFilterResult RunGangPostFilter(const PendingGang& gang) const;

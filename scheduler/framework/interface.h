@@ -264,6 +264,12 @@ class PostFilterPlugin : public virtual Plugin {
                                       const NodeStatusMap& filtered) = 0;
 };
 
+// A PostFilter plugin that makes room other than by priority preemption (moves, reservations:
+// docs/defrag.md), for a pod that fits nowhere. A preempt-first pod that fits on a later tier
+// of its queue (node_tiers.h) runs only the other PostFilter plugins on its earlier tiers. A
+// marker: it adds no extension point.
+class NoFitPostFilterPlugin : public virtual Plugin {};
+
 // A gang that falls short of room in the gang cycle after gang preemption found none: what the
 // cycle asks of the profile's GangPostFilterPlugins, in postFilter order, until one makes room.
 struct PendingGang {

@@ -57,6 +57,7 @@ struct Lab {
     }
   }
   std::string pod_class;  // priorityClassName of the Jobs made next
+  StringMap pod_labels;   // labels of the Jobs made next
 
   // A Job of one pod; `movable` annotates its template; `pin` selects a node by hostname.
   void Job(const std::string& name, int gpus, bool movable, const std::string& ns = "team-a",
@@ -66,6 +67,7 @@ struct Lab {
     if (!pin.empty()) b.Selector("kubernetes.io/hostname", pin);
     Pod p = b.Build();
     p.priority_class_name = pod_class;
+    p.meta.labels = pod_labels;
     p.meta.owner_references.push_back({.api_version = "batch/v1", .kind = "Job", .name = name,
                                        .uid = StrCat("uid-", name), .controller = true});
     if (movable) p.meta.annotations[std::string(preemption::kMovableAnnotation)] = "true";
@@ -120,8 +122,9 @@ struct Lab {
     }
   }
   // ResourceFlavors named by the nodes' pool label, and a Queue for namespace `ns` with 16 GPUs
-  // of each, in this order.
-  void FlavoredQueue(const std::string& ns, const std::vector<std::string>& pools) {
+  // of each, in this order (and the fields of `more_spec`).
+  void FlavoredQueue(const std::string& ns, const std::vector<std::string>& pools,
+                     const nlohmann::json& more_spec = nlohmann::json::object()) {
     nlohmann::json flavors = nlohmann::json::array();
     for (const std::string& pool : pools) {
       REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
@@ -129,11 +132,11 @@ struct Lab {
                   .ok());
       flavors.push_back({{"name", pool}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", "16"}}}}});
     }
+    nlohmann::json spec{{"namespaces", {ns}},
+                        {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}}}};
+    spec.update(more_spec);
     REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
-                                              {"metadata", {{"name", ns}}},
-                                              {"spec", {{"namespaces", {ns}},
-                                                        {"resourceGroups", {{{"coveredResources", {"nvidia.com/gpu"}},
-                                                                             {"flavors", flavors}}}}}}})
+                                              {"metadata", {{"name", ns}}}, {"spec", spec}})
                 .ok());
   }
   // The pod ends (its Job completes).
@@ -390,6 +393,33 @@ TEST_CASE("consolidation: refused evictions (PodDisruptionBudgets) move nothing 
   CHECK(lab.h.api.evictions.empty());
   CHECK(!lab.h.api.eviction_attempts.empty());
   CHECK(lab.NodeOf("team-b/big").empty());
+}
+
+// A preempt-first pod (whenCanPreempt: Preempt) that fits on a later flavor now frees room on
+// the earlier ones by preemption only: moves are for a pod that fits nowhere.
+TEST_CASE("consolidation: a preempt-first pod that fits on a later flavor moves nobody",
+          "[consolidation][flavor]") {
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  // n1 and n2 reserved, n3 on-demand. n1 holds a movable 3-GPU job, n2 a fixed 4-GPU one:
+  // moving the job to n2 would free n1 for an 8-GPU pod, but on-demand's n3 is empty.
+  lab.Nodes(3, 8, {"reserved", "reserved", "on-demand"});
+  lab.Job("f", 4, /*movable=*/false, "team-a", "n2");
+  lab.Job("tmp2", 4, /*movable=*/false, "team-a", "n2");
+  lab.Job("tmp3", 8, /*movable=*/false, "team-a", "n3");
+  lab.Run();
+  lab.Job("s", 3, /*movable=*/true);
+  lab.Run();
+  REQUIRE(lab.NodeOf("team-a/s") == "n1");
+  lab.Delete("team-a/tmp2");
+  lab.Delete("team-a/tmp3");
+  lab.FlavoredQueue("team-b", {"reserved", "on-demand"}, {{"flavorFungibility", {{"whenCanPreempt", "Preempt"}}}});
+  lab.Job("big", 8, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(lab.Moves() == 0);
+  CHECK(lab.NodeOf("team-b/big") == "n3");
+  CHECK(lab.NodeOf("team-a/s") == "n1");
 }
 
 TEST_CASE("consolidation: no move when a moved pod would fit nowhere else", "[consolidation]") {
