@@ -117,10 +117,8 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
   }
   std::vector<PreemptionVictim> moved;
   for (const preemption::MovePlan& plan : plans) {
-    std::vector<PreemptionVictim> victims;
-    for (const preemption::Move& m : plan.moves) victims.push_back(m.pod);
     preemption::EvictionOutcome out = preemption::EvictInOrder(
-        handle_, ctx.pdbs, std::move(victims),
+        handle_, ctx.pdbs, plan.moves,
         [&](const PreemptionVictim&) { return StrCat("moved to make room for ", pod.Key(), " on node ", plan.node); },
         DisruptionKind::kMove);
     moved.insert(moved.end(), out.evicted.begin(), out.evicted.end());
@@ -176,10 +174,8 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
     last_in_vain_[gang_key] = now;
     return result;
   }
-  std::vector<PreemptionVictim> victims;
-  for (const preemption::Move& m : plan->moves) victims.push_back(m.pod);
   preemption::EvictionOutcome out = preemption::EvictInOrder(
-      handle_, ctx.pdbs, std::move(victims),
+      handle_, ctx.pdbs, plan->moves,
       [&](const PreemptionVictim& v) {
         // The member whose node the moved pod leaves.
         for (const preemption::GangMemberTarget& t : plan->targets) {

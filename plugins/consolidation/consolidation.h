@@ -3,10 +3,13 @@
 // scheduler/preemption/disruption.h) so that one node holds it. The plan comes from
 // scheduler/preemption/moves.h: on a node, the fewest movable pods whose removal lets the pod fit
 // (preemption's dry run and reprieve), accepted only if every one of them fits on another node
-// at once; the best plan moves the fewest pods, then the fewest GPUs. Its pods are evicted
-// through the Eviction API (PodDisruptionBudgets hold; a refusal tries the next plan) and told
-// why (event "Moved", condition DisruptionTarget reason ConsolidationByScheduler, naming the
-// pod they made room for); the pod is nominated to the node, so nothing else takes the room.
+// at once, and no PodDisruptionBudget would refuse one of its evictions (a plan is carried out
+// whole or not started); the best plan moves the fewest pods, then the fewest GPUs. Its pods are
+// evicted through the Eviction API (an eviction the API server still refuses tries the next
+// plan) and told why (event "Moved", condition DisruptionTarget reason
+// ConsolidationByScheduler, naming the pod they made room for); the pod is nominated to the
+// node, so nothing else takes the room. The moved pods' controllers recreate them and the
+// scheduler places them as any pod.
 //
 // No thrashing: a pod is moved only after it ran `minRunSeconds` (its PriorityClass or Queue may
 // set another minimum), and at most `maxMovesPerPod` times within `moveWindowSeconds`, counted

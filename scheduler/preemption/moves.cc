@@ -17,9 +17,7 @@ constexpr size_t kMaxNodesTried = 16;
 
 int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli(); }
 
-auto PlanCost(const MovePlan& p) {
-  return std::make_tuple(p.pdb_violations, p.moves.size(), p.moved_gpu_milli);
-}
+auto PlanCost(const MovePlan& p) { return std::make_tuple(p.moves.size(), p.moved_gpu_milli); }
 
 // The cluster's free GPU milli less what the pods nominated to nodes will take (`self`, when
 // nominated, holds no room against itself): moves add no room, so a plan needs this much.
@@ -63,14 +61,13 @@ struct Placed {
   const CycleState* state;  // after PreFilter
 };
 
-// Where the `victims` go once taken off their nodes with the `placed` pods on theirs: each,
-// largest first, on the fullest other node that takes it (`order`: MovableIndex::FullestFirst),
-// the nodes earlier moves went to first; then every placed pod is checked again beside all the moves (a
-// moved pod's new place may matter to its pod-to-pod rules). nullopt when one of the victims
-// fits nowhere, or a placed pod no longer fits.
-std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vector<Placed>& placed,
-                                            const std::vector<PreemptionVictim>& victims,
-                                            const std::vector<const NodeInfo*>& order) {
+// Whether the `victims`, taken off their nodes with the `placed` pods on theirs, all fit
+// elsewhere at once: each, largest first, on the fullest other node that takes it (`order`:
+// MovableIndex::FullestFirst), the nodes earlier moves went to first; then every placed pod is
+// checked again beside all the moves (a moved pod's new place may matter to its pod-to-pod
+// rules). False when one of the victims fits nowhere, or a placed pod no longer fits.
+bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std::vector<PreemptionVictim>& victims,
+                const std::vector<const NodeInfo*>& order) {
   const Framework& fw = *ctx.framework;
   NodeOverlay overlay(ctx.snapshot);
   const NodeLookup lookup = overlay.Lookup();
@@ -100,13 +97,12 @@ std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vecto
     return a->pod->Key() < b->pod->Key();
   });
 
-  std::vector<Move> moves;
   std::vector<PodRef> moved_refs;
   StringSet targets;  // nodes the moves so far went to
   for (const PreemptionVictim* v : largest_first) {
     const PodRef pending = Pending(*v->pod);
     CycleState s;
-    if (!fw.RunPreFilter(s, *pending).ok() || !log.Replay(fw, s, *pending, lookup)) return std::nullopt;
+    if (!fw.RunPreFilter(s, *pending).ok() || !log.Replay(fw, s, *pending, lookup)) return false;
     auto fits = [&](const NodeInfo& node) {
       return fw.MayFitAfterFreeing(s, *pending, node, Resources{}) &&
              fw.RunFiltersWithNominatedPods(s, *pending, node, ctx.nominated()).ok();
@@ -130,9 +126,8 @@ std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vecto
         break;
       }
     }
-    if (best == nullptr) return std::nullopt;
+    if (best == nullptr) return false;
     moved_refs.push_back(PlacedOn(*pending, best->name()));
-    moves.push_back({*v, best->name()});
     targets.insert(best->name());
     overlay.Mutable(best->name()).AddPod(moved_refs.back());
     log.changes.push_back({true, moved_refs.back()});
@@ -145,23 +140,21 @@ std::optional<std::vector<Move>> PlaceAgain(const Context& ctx, const std::vecto
     }
     for (const PodRef& m : moved_refs) others.changes.push_back({true, m});
     CycleState s = placed[i].state->Clone();
-    if (!others.Replay(fw, s, *placed[i].pod, lookup)) return std::nullopt;
+    if (!others.Replay(fw, s, *placed[i].pod, lookup)) return false;
     NodeInfo without_pod = *lookup(placed[i].node);
     without_pod.RemovePod(placed[i].pod->Key());
-    if (!fw.RunFiltersWithNominatedPods(s, *placed[i].pod, without_pod, ctx.nominated()).ok()) return std::nullopt;
+    if (!fw.RunFiltersWithNominatedPods(s, *placed[i].pod, without_pod, ctx.nominated()).ok()) return false;
   }
-  return moves;
+  return true;
 }
 
-// Where the pods of `candidate` (taken off candidate.node for `pod`) go once the pod runs there;
-// nullopt when one of them fits nowhere else, or the pod no longer fits beside the moves.
+// The plan that moves the pods of `candidate` (taken off candidate.node for `pod`); nullopt when
+// one of them fits nowhere else once the pod runs there, or the pod no longer fits beside them.
 std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
                                   const Candidate& candidate, const std::vector<const NodeInfo*>& fullest_first) {
-  std::optional<std::vector<Move>> moves =
-      PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, fullest_first);
-  if (!moves) return std::nullopt;
-  MovePlan plan{.node = candidate.node, .moves = *std::move(moves), .pdb_violations = candidate.pdb_violations};
-  for (const Move& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod.pod);
+  if (!PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, fullest_first)) return std::nullopt;
+  MovePlan plan{.node = candidate.node, .moves = candidate.victims};
+  for (const PreemptionVictim& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod);
   return plan;
 }
 
@@ -197,7 +190,8 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
     return n.free_gpu_milli + n.movable_gpu_milli >= holds;
   };
   GangPreemptionPlan gang = PlanGangPreemption(ctx, members, states, need, topology_key);
-  if (!gang.feasible || gang.victims.empty()) return std::nullopt;
+  // A budget that would refuse a move would stop the plan half done: not started.
+  if (!gang.feasible || gang.victims.empty() || gang.pdb_violations > 0) return std::nullopt;
   // Only pods on the members' nodes move: the plan's reprieve may leave a pod taken out for a
   // member that then went elsewhere (the check below proves the members fit without it).
   StringSet target_nodes;
@@ -210,9 +204,8 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
       if (members[i]->SameKey(*t.member)) placed.push_back({members[i].get(), t.node, states[i]});
     }
   }
-  std::optional<std::vector<Move>> moves = PlaceAgain(ctx, placed, gang.victims, index->FullestFirst(*ctx.snapshot));
-  if (!moves) return std::nullopt;
-  return GangMovePlan{.targets = std::move(gang.targets), .moves = *std::move(moves), .pdb_violations = gang.pdb_violations};
+  if (!PlaceAgain(ctx, placed, gang.victims, index->FullestFirst(*ctx.snapshot))) return std::nullopt;
+  return GangMovePlan{.targets = std::move(gang.targets), .moves = std::move(gang.victims)};
 }
 
 void MovableIndex::Read(const Context& ctx, uint32_t pos) {
@@ -296,12 +289,10 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   std::vector<Candidate> victims_of;
   for (const NodeInfo* node : nodes) {
     std::optional<Candidate> c = SelectVictimsOnNode(ctx, state, pod, *node);
-    if (!c || c->victims.empty()) continue;
-    MovePlan cost{.node = c->node, .pdb_violations = c->pdb_violations};
-    for (const PreemptionVictim& v : c->victims) {
-      cost.moves.push_back({v, ""});
-      cost.moved_gpu_milli += GpuMilli(*v.pod);
-    }
+    // A budget that would refuse one of the moves would stop the plan half done: not started.
+    if (!c || c->victims.empty() || c->pdb_violations > 0) continue;
+    MovePlan cost{.node = c->node, .moves = c->victims};
+    for (const PreemptionVictim& v : c->victims) cost.moved_gpu_milli += GpuMilli(*v.pod);
     candidates.push_back(std::move(cost));
     victims_of.push_back(*std::move(c));
   }

@@ -3,13 +3,15 @@
 // the movable pods whose removal lets the pod fit are chosen by preemption's dry run and reprieve
 // (SelectVictimsOnNode with Context::victim_rule), so no more are moved than needed; a set is a
 // plan only if every pod it moves fits on another node at once, with the pod placed and the
-// other moves made (each, largest first, on the fullest node that takes it, as packing would).
-// The consolidation plugin (plugins/consolidation) evicts the best plan's pods and nominates the
-// node; their controllers recreate them and the scheduler places them as any pod.
+// other moves made (each, largest first, on the fullest node that takes it, as packing would),
+// and only if no PodDisruptionBudget would refuse one of its evictions (a plan is carried out
+// whole or not started). The consolidation plugin (plugins/consolidation) evicts the best plan's
+// pods and nominates the node; their controllers recreate them and the scheduler places them as
+// any pod: where the plan found room for a moved pod proves that it has some, it is no promise.
 //
 //   Context ctx = ...; ctx.victim_rule = movable;        // who may move
 //   std::vector<MovePlan> best_first = FindMovePlans(ctx, state, pod, rejected, /*max_plans=*/3);
-//   best_first[0].node, best_first[0].moves[i].pod, best_first[0].moves[i].to
+//   best_first[0].node, best_first[0].moves[i].pod
 #pragma once
 
 #include <limits>
@@ -22,20 +24,14 @@
 
 namespace tessel::preemption {
 
-struct Move {
-  PreemptionVictim pod;  // as it runs now
-  std::string to;        // where the plan places it again
-};
-
 struct MovePlan {
-  std::string node;  // where the waiting pod goes
-  std::vector<Move> moves;
-  int64_t moved_gpu_milli = 0;  // GPU-equivalent milli the moves restart
-  int64_t pdb_violations = 0;
+  std::string node;                     // where the waiting pod goes
+  std::vector<PreemptionVictim> moves;  // the pods evicted to move, as they run now
+  int64_t moved_gpu_milli = 0;          // GPU-equivalent milli the moves restart
 };
 
-// kube-scheduler's first rule, then the cost of the moves: fewest PodDisruptionBudget violations,
-// fewest moves, fewest moved GPU milli, then node name. True when `a` is the better plan.
+// The cost of the moves: fewest moves, fewest moved GPU milli, then node name. True when `a`
+// is the better plan.
 bool BetterPlan(const MovePlan& a, const MovePlan& b);
 
 // What the screen before any dry run reads, kept in step with the snapshot's change log (as
@@ -87,20 +83,21 @@ class MovableIndex {
 // Moves for a gang that falls short: gang preemption's plan (PlanGangPreemption: member after
 // member, the best node and the fewest victims there) with the movable pods as the victims, on
 // the nodes that could hold a member now or once their movable pods are gone; it stands only if
-// every moved pod then fits on a node no member takes, all at once, and every member still fits
-// beside the moves. nullopt when the cluster's free GPUs (less the nominated pods') cannot cover
-// the members, or no such plan exists. `ctx.nominations` should leave out the gang's own.
+// every moved pod then fits on a node no member takes, all at once, every member still fits
+// beside the moves, and no PodDisruptionBudget would refuse a move. nullopt when the cluster's
+// free GPUs (less the nominated pods') cannot cover the members, or no such plan exists.
+// `ctx.nominations` should leave out the gang's own.
 struct GangMovePlan {
   std::vector<GangMemberTarget> targets;  // where each placed member goes
-  std::vector<Move> moves;
-  int64_t pdb_violations = 0;
+  std::vector<PreemptionVictim> moves;
 };
 std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>& members,
                                           const std::vector<const CycleState*>& states, int32_t need,
                                           const std::string& topology_key, MovableIndex* index = nullptr);
 
 // Up to `max_plans` plans for `pod`, best first (BetterPlan). None when the free GPUs of the
-// whole cluster, less the nominated pods', do not cover the pod (moves add no room). Nodes that
+// whole cluster, less the nominated pods', do not cover the pod (moves add no room). A node
+// whose fewest movable pods would violate a PodDisruptionBudget gives no plan. Nodes that
 // `rejected` marks UnschedulableAndUnresolvable, and nodes whose free GPU room plus their
 // movable pods' cannot hold the pod's GPUs, are not tried; of the others, the 16 closest to
 // fitting. `index`, Synced by the caller with the same rules, may be null (every node is read).

@@ -395,6 +395,54 @@ TEST_CASE("consolidation: refused evictions (PodDisruptionBudgets) move nothing 
   CHECK(lab.NodeOf("team-b/big").empty());
 }
 
+TEST_CASE("consolidation: a plan that a PodDisruptionBudget would refuse is not started",
+          "[consolidation]") {
+  // n1 holds two movable 3-GPU jobs under one budget (2 GPUs free), n2 a fixed 2-GPU job (6
+  // free): an 8-GPU pod fits only if both jobs move to n2. With a budget of 1 the plan would
+  // stop after its first eviction, a restart for nothing; with 2 it runs.
+  for (const int32_t allowed : {1, 2}) {
+    INFO("disruptionsAllowed " << allowed);
+    Lab lab(Config(0));
+    lab.StartPodsWhenBound();
+    lab.Nodes(2, 8);
+    lab.Job("f", 2, /*movable=*/false, "team-a", "n2");
+    lab.Job("tmp", 6, /*movable=*/false, "team-a", "n2");
+    lab.Run();
+    lab.pod_labels = {{"app", "m"}};
+    lab.Job("m1", 3, /*movable=*/true);
+    lab.Job("m2", 3, /*movable=*/true);
+    lab.pod_labels.clear();
+    lab.Run();
+    REQUIRE(lab.NodeOf("team-a/m1") == "n1");
+    REQUIRE(lab.NodeOf("team-a/m2") == "n1");
+    lab.Delete("team-a/tmp");
+    PodDisruptionBudget pdb;
+    pdb.meta.name = "m";
+    pdb.meta.namespace_ = "team-a";
+    pdb.selector = LabelSelector{.match_labels = {{"app", "m"}}};
+    pdb.disruptions_allowed = allowed;
+    lab.h.s->OnPodDisruptionBudget(pdb);
+    // The API server refuses an eviction past the budget (the disruption controller would
+    // lower disruptionsAllowed after each).
+    int budget = allowed;
+    lab.h.api.on_evict = [&](const Pod& pod, std::string_view) {
+      if (pdb.Covers(pod) && budget-- <= 0) return absl::ResourceExhaustedError("would violate the budget");
+      return absl::OkStatus();
+    };
+    lab.Job("big", 8, /*movable=*/false, "team-b");
+    lab.Run();
+    if (allowed == 1) {
+      CHECK(lab.h.api.eviction_attempts.empty());
+      CHECK(lab.NodeOf("team-a/m1") == "n1");
+      CHECK(lab.NodeOf("team-a/m2") == "n1");
+      CHECK(lab.NodeOf("team-b/big").empty());
+    } else {
+      CHECK(lab.Moves() == 2);
+      CHECK(lab.NodeOf("team-b/big") == "n1");
+    }
+  }
+}
+
 // A preempt-first pod (whenCanPreempt: Preempt) that fits on a later flavor now frees room on
 // the earlier ones by preemption only: moves are for a pod that fits nowhere.
 TEST_CASE("consolidation: a preempt-first pod that fits on a later flavor moves nobody",
