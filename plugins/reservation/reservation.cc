@@ -216,32 +216,40 @@ bool Reservation::AppendFilterKey(const CycleState& state, const Pod& pod, std::
   return true;
 }
 
-PostFilterResult Reservation::PostFilter(CycleState& /*state*/, const Pod& pod, const NodeStatusMap& filtered) {
+PostFilterResult Reservation::PostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& filtered) {
   PostFilterResult result{.status = Status::Unschedulable("no reservation")};
   if (wait_ == absl::ZeroDuration() || GpuMilli(pod) < min_gpu_milli_) return result;
   const absl::Time now = handle_.clock().Now();
   Refresh(now);
-  const int32_t priority = handle_.PriorityOf(pod);
+  const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
   const std::string key = pod.Key();
+  // Held back by its quota: room will not help, so the attempt renews nothing and the pod
+  // waits (and holds a level's head) no more.
+  if (fw != nullptr && !QuotaAdmitsSomewhere(*fw, state, pod)) {
+    Forget(key, kQuotaExceeded);
+    return result;
+  }
+  const int32_t priority = handle_.PriorityOf(pod);
   const Waiter& waiter = NoteFailure(key, pod.meta.uid, priority, now);
   if (auto it = held_.find(priority); it != held_.end()) {
     if (it->second.holder != key) return result;  // one reservation per level
+    // Asked again on every tier of a flavored pod (each run sees the other tiers' nodes as
+    // unresolvable): the node is kept unless the pod's own filters turn it away.
     const std::string& node = it->second.nodes.front().node;
-    auto on_node = filtered.find(node);
-    if (on_node == filtered.end() || on_node->second.code() != Code::kUnschedulableAndUnresolvable) {
+    const std::string_view lost = fw == nullptr ? std::string_view() : LostNode(*fw, state, pod, node);
+    if (lost.empty()) {
       result.status = Status::Unschedulable(StrCat("node ", node, " is reserved for the pod"));
       return result;
     }
-    Release(it, kNoFit);  // the node turned it away for good: look for another one below
+    Release(it, lost);  // look for another node below
   }
   if (!pod.nominated_node_name.empty() || !MayReserve(key, waiter, now)) return result;
-  const Framework* fw = handle_.FrameworkFor(pod.scheduler_name);
   MemberCandidates candidates{.pod = key, .need = NeedOf(fw, pod)};
   for (const auto& [name, status] : filtered) {
-    // Held back by its quota: room will not help.
-    if (fw != nullptr && fw->IsQuotaPlugin(status.plugin())) return result;
     const NodeInfo* node = handle_.snapshot().Get(name);
-    if (status.code() == Code::kUnschedulable && Reservable(node, candidates.need)) candidates.nodes.push_back(node);
+    if (status.code() != Code::kUnschedulable || !Reservable(node, candidates.need)) continue;
+    if (fw != nullptr && !QuotaFilter(*fw, state, pod, *node).ok()) continue;  // room would not do
+    candidates.nodes.push_back(node);
   }
   std::optional<Assignment> chosen = Assign({candidates});
   if (!chosen.has_value()) return result;
@@ -252,6 +260,30 @@ PostFilterResult Reservation::PostFilter(CycleState& /*state*/, const Pod& pod, 
             .since = waiter.since, .reserved = now});
   result.status = Status::Unschedulable(message);
   return result;
+}
+
+std::string_view Reservation::LostNode(const Framework& fw, const CycleState& state, const Pod& pod,
+                                       const std::string& name) const {
+  const NodeInfo* node = handle_.snapshot().Get(name);
+  if (node == nullptr) return kNoFit;
+  if (!QuotaFilter(fw, state, pod, *node).ok()) return kQuotaExceeded;
+  return fw.RunFilters(state, pod, *node).code() == Code::kUnschedulableAndUnresolvable ? kNoFit : std::string_view();
+}
+
+Status Reservation::QuotaFilter(const Framework& fw, const CycleState& state, const Pod& pod, const NodeInfo& node) {
+  for (const std::string& name : fw.PluginNames("filter")) {
+    const auto* quota = fw.IsQuotaPlugin(name) ? dynamic_cast<const FilterPlugin*>(fw.FindPlugin(name)) : nullptr;
+    if (quota == nullptr || state.skip_filter.contains(name)) continue;
+    if (Status st = quota->Filter(state, pod, node); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+bool Reservation::QuotaAdmitsSomewhere(const Framework& fw, const CycleState& state, const Pod& pod) const {
+  for (const NodeInfo* node : handle_.snapshot().nodes()) {
+    if (QuotaFilter(fw, state, pod, *node).ok()) return true;
+  }
+  return false;
 }
 
 GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
@@ -268,6 +300,12 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   if (gpu_milli < min_gpu_milli_) return result;
   const absl::Time now = handle_.clock().Now();
   Refresh(now);
+  for (size_t i = 0; i < gang.members.size(); ++i) {
+    if (!QuotaAdmitsSomewhere(*fw, *gang.states[i], *gang.members[i])) {
+      Forget(key, kQuotaExceeded);  // held back by its quota, as a pod (PostFilter)
+      return result;
+    }
+  }
   const int32_t priority = handle_.PriorityOf(head);
   const Waiter& waiter = NoteFailure(key, "", priority, now);
   if (auto it = held_.find(priority); it != held_.end()) {
@@ -365,13 +403,7 @@ bool Reservation::QuotaHolds(const Framework& fw, const PendingGang& gang,
     placed.node_name = node.name();
     if (!fw.RunPreFilterExtensionAddPod(state, *gang.members[last], placed, node).ok()) return false;
   }
-  for (const std::string& name : fw.PluginNames("filter")) {
-    const auto* quota = fw.IsQuotaPlugin(name) ? dynamic_cast<const FilterPlugin*>(fw.FindPlugin(name)) : nullptr;
-    if (quota != nullptr && !quota->Filter(state, *gang.members[last], *candidates[last].nodes.front()).ok()) {
-      return false;
-    }
-  }
-  return true;
+  return QuotaFilter(fw, state, *gang.members[last], *candidates[last].nodes.front()).ok();
 }
 
 Status Reservation::Reserve(CycleState& /*state*/, const Pod& pod, const std::string& /*node*/) {

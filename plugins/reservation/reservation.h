@@ -7,23 +7,29 @@
 //
 //   waiting   every pod whose attempt failed (this PostFilter runs after preemption and
 //             consolidation did not help) is a waiter of its priority level, since its first
-//             failure; the head of a level is its longest waiter (ties by namespace/name).
+//             failure; the head of a level is its longest waiter (ties by namespace/name). A
+//             pod its quota holds back (the quota plugins' filters pass it on no node) is no
+//             waiter: its attempt renews nothing, ends its wait and releases its reservation.
 //   reserve   at its own failed attempt, a head that waited `waitSeconds` and has no
 //             nomination gets the level's one reservation: among the nodes that rejected it
-//             as resolvable (not UnschedulableAndUnresolvable, not for quota), not reserved for
-//             another level, and whose allocatable could hold it, the one whose shortfall
-//             (the holder's need, as the profile's filters state it for the queue's room hints,
-//             less the node's room) is smallest: GPUs, then cpu, then memory, then the rest;
-//             ties by node name.
+//             as resolvable (not UnschedulableAndUnresolvable), that its quota plugins pass,
+//             not reserved for another level, and whose allocatable could hold it, the one
+//             whose shortfall (the holder's need, as the profile's filters state it for the
+//             queue's room hints, less the node's room) is smallest: GPUs, then cpu, then
+//             memory, then the rest;
+//             ties by node name. A flavored pod is offered its tiers in turn (node_tiers.h):
+//             it reserves in the first tier that has such a node, and keeps that node while
+//             later tiers are tried.
 //   filter    on a reserved node, a pod other than the holder whose priority is not higher is
 //             rejected when taking what it asks (a fraction counted as taking a whole free
 //             GPU) would leave less room than the holder needs in a resource the holder needs;
 //             not on the node it is nominated to (a preemption or moves promised it the room).
 //   release   the holder is placed (Reserve, on any node): "Placed"; the node is gone or can
-//             no longer hold it, or rejects it as unresolvable: "NoFit"; the holder has not
-//             failed an attempt for 10 minutes (the queue retries a waiting pod at least every
-//             5): "Expired", which is how a deleted holder, one nominated by a preemption or
-//             one now held back by its quota lets go.
+//             no longer hold it, or its own filters reject it there as unresolvable (whatever
+//             tier the attempt tries): "NoFit"; its quota holds it back, everywhere or on the
+//             node: "QuotaExceeded"; the holder has not failed an attempt for 10 minutes (the
+//             queue retries a waiting pod at least every 5): "Expired", which is how a deleted
+//             holder or one nominated by a preemption lets go.
 //
 // Gangs (PostFilterGang, asked by the gang cycle after gang preemption and moves found no room):
 // a gang waits like a pod, under its gang key, from the first attempt its plan fell short; at
@@ -34,7 +40,8 @@
 // gang's in one tier (its queue's flavor), the pair with the least total shortfall. Candidates
 // are the nodes a member's filters accept or reject as resolvable. The gang's members pass its
 // reserved nodes; others are filtered against what the members reserved there need together.
-// A member's Reserve step releases the gang's reservation ("Placed").
+// A member's Reserve step releases the gang's reservation ("Placed"); a member its quota holds
+// back ends the gang's wait and reservation ("QuotaExceeded").
 //
 // Only pods (and gangs, counting their pending members) that ask for at least `minPodGpus` GPUs
 // wait for a reservation: smaller pods are not starved by smaller ones, and a 1-GPU head would
@@ -66,6 +73,7 @@ struct ReservationArgs {
 inline constexpr std::string_view kPlaced = "Placed";
 inline constexpr std::string_view kNoFit = "NoFit";
 inline constexpr std::string_view kExpired = "Expired";
+inline constexpr std::string_view kQuotaExceeded = "QuotaExceeded";
 
 // A reserved node, the holder's pods that would go there, and what they need of its room together.
 struct ReservedNode {
@@ -157,6 +165,13 @@ class Reservation final : public PreFilterPlugin,
   bool MayReserve(const std::string& key, const Waiter& w, absl::Time now) const;
   // The member candidates of a gang (empty when a quota holds it back or a member has none).
   std::vector<MemberCandidates> GangCandidates(const Framework& fw, const PendingGang& gang) const;
+  // Why the holder's reserved node is lost to it (kNoFit, kQuotaExceeded), or "" when it is kept:
+  // its own filters on the node, whatever tier of its queue the attempt is trying.
+  std::string_view LostNode(const Framework& fw, const CycleState& state, const Pod& pod, const std::string& node) const;
+  // The quota plugins' filters alone on the node (Ok when the profile has none).
+  static Status QuotaFilter(const Framework& fw, const CycleState& state, const Pod& pod, const NodeInfo& node);
+  // Whether the quota plugins pass the pod on some node (its quota does not hold it back).
+  bool QuotaAdmitsSomewhere(const Framework& fw, const CycleState& state, const Pod& pod) const;
   // Whether the members of `candidates` together pass the quota plugins' filters (room aside).
   bool QuotaHolds(const Framework& fw, const PendingGang& gang, const std::vector<MemberCandidates>& candidates) const;
   // Whether node is free to reserve and could ever hold `need`.

@@ -58,16 +58,44 @@ void AddGang(testing::CoreHarness& h, const std::string& name, int members, int 
   }
 }
 
-Node GpuNode(std::string name, int gpus = 8) {
-  return NodeBuilder(std::move(name)).Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus)).Build();
+Node GpuNode(std::string name, int gpus = 8, std::string pool = "") {
+  NodeBuilder b(std::move(name));
+  b.Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus));
+  if (!pool.empty()) b.Label("pool", std::move(pool));
+  return b.Build();
+}
+
+// A Queue "team" for namespace team: flat (`flavors` empty) with `gpus` GPUs, or with one flavor
+// per node pool (ResourceFlavors by the label pool), in this order, `gpus` GPUs each.
+void TeamQueue(testing::CoreHarness& h, const std::string& gpus, const std::vector<std::string>& flavors = {}) {
+  nlohmann::json spec{{"namespaces", {"team"}}};
+  if (flavors.empty()) {
+    spec["nominalQuota"] = {{"nvidia.com/gpu", gpus}};
+  } else {
+    nlohmann::json list = nlohmann::json::array();
+    for (const std::string& f : flavors) {
+      REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                                                {"metadata", {{"name", f}}}, {"spec", {{"nodeLabels", {{"pool", f}}}}}})
+                  .ok());
+      list.push_back({{"name", f}, {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", gpus}}}}});
+    }
+    spec["resourceGroups"] = {{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", list}}};
+  }
+  REQUIRE(h.ApplyQueueObject(nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                            {"metadata", {{"name", "team"}}}, {"spec", spec}})
+              .ok());
 }
 
 // Two 8-GPU nodes full of 1-GPU pods; every minute the oldest small pod ends and a new one
 // comes. A big pod (8 GPUs) arrives after 30 s.
 struct Stream {
-  explicit Stream(int64_t wait_seconds, int nodes = 2, std::string_view args = "")
+  // Node i is labelled pool=pools[i-1] when `pools` is given.
+  explicit Stream(int64_t wait_seconds, int nodes = 2, std::string_view args = "",
+                  const std::vector<std::string>& pools = {})
       : h({.config_yaml = Config(wait_seconds, args), .start = absl::FromUnixSeconds(kStart)}) {
-    for (int n = 1; n <= nodes; ++n) h.AddNode(GpuNode(StrCat("n", n)));
+    for (int n = 1; n <= nodes; ++n) {
+      h.AddNode(GpuNode(StrCat("n", n), 8, pools.empty() ? "" : pools[static_cast<size_t>(n - 1)]));
+    }
     for (int i = 0; i < 8 * nodes; ++i) Small();
     h.RunUntilIdle();
     Track();
@@ -82,7 +110,9 @@ struct Stream {
   void Small(int32_t priority = 0, std::string_view requests = "cpu:1,nvidia.com/gpu:1") {
     h.AddPod(PodBuilder(StrCat("small-", next++)).Requests(requests).Priority(priority).Created(Now()).Build());
   }
-  void Big() { h.AddPod(PodBuilder("big").Requests("cpu:8,nvidia.com/gpu:8").Created(Now()).Build()); }
+  void Big(const std::string& ns = "default") {
+    h.AddPod(PodBuilder("big", ns).Requests("cpu:8,nvidia.com/gpu:8").Created(Now()).Build());
+  }
   void Gang(const std::string& name, int members, int gpus, const std::string& topology_key = "",
             const std::string& ns = "default") {
     AddGang(h, name, members, gpus, Now(), topology_key, ns);
@@ -172,10 +202,10 @@ TEST_CASE("reservation: a starving big pod gets its node, and small pods keep la
   }
 }
 
-// A stream whose big pod holds a reservation; returns the reserved node.
-std::string Reserve(Stream& w) {
+// A stream whose big pod (of namespace `ns`) holds a reservation; returns the reserved node.
+std::string Reserve(Stream& w, const std::string& ns = "default") {
   w.h.clock.Advance(absl::Seconds(30));
-  w.Big();
+  w.Big(ns);
   w.h.RunUntilIdle();
   for (int m = 0; m < 10 && w.plugin().held().empty(); ++m) w.Minute();
   REQUIRE(w.plugin().held().size() == 1);
@@ -418,6 +448,60 @@ TEST_CASE("reservation: minPodGpus keeps small pods from holding reservations") 
     REQUIRE(w.plugin().held().size() == 1);
     CHECK(w.plugin().held().begin()->second.holder == "default/big");
   }
+}
+
+TEST_CASE("reservation: a holder its quota then holds back lets go of the node (QuotaExceeded)") {
+  // The team's queue has 8 GPUs: the big pod's reservation is made while it is within them.
+  Stream w(120, 2, ", minPodGpus: 2");
+  TeamQueue(w.h, "8");
+  const std::string node = Reserve(w, "team");
+  REQUIRE(w.plugin().held().begin()->second.holder == "team/big");
+  // Another pod of the team (more important than the stream, so that it passes the reserved
+  // node too) takes a GPU of the queue: the big pod is over its quota now.
+  w.h.AddPod(PodBuilder("other", "team").Requests("cpu:1,nvidia.com/gpu:1").Priority(100).Created(w.Now()).Build());
+  w.h.RunUntilIdle();
+  for (int m = 0; m < 3 && !w.NodeOf("team/other").has_value(); ++m) w.Minute();
+  REQUIRE(w.NodeOf("team/other").has_value());
+  // Its next failed attempt (at the latest the queue's 5-minute retry: the GPU one pod frees
+  // does not wake it), rejected by the quota, releases the node instead of renewing it.
+  for (int m = 0; m < 6 && !w.plugin().held().empty(); ++m) w.Minute();
+  CHECK(w.plugin().held().empty());
+  const reservation::ReservationFigures f = w.plugin().figures();
+  CHECK(f.made == 1);
+  CHECK(f.released.contains(std::string(reservation::kQuotaExceeded)));
+  CHECK_FALSE(f.released.contains(std::string(reservation::kExpired)));
+  // The stream's pods land on the node again (those it held back, at their next retry), and
+  // nothing is reserved for the big pod while its quota holds it back.
+  const int64_t released_by = w.Now();
+  for (int m = 0; m < 10; ++m) w.Minute();
+  bool landed = false;
+  for (const auto& [pod, at] : w.bound_at) landed |= at.first > released_by && at.second == node;
+  CHECK(landed);
+  CHECK(w.plugin().figures().made == 1);
+  CHECK_FALSE(w.NodeOf("team/big").has_value());
+}
+
+TEST_CASE("reservation: a pod of a queue with two flavors holds one node, of its first flavor, "
+          "and runs there", "[flavor]") {
+  // n1 is the queue's first flavor (reserved), n2 its second (on-demand); both kept full.
+  Stream w(120, 2, ", minPodGpus: 2", {"reserved", "on-demand"});
+  TeamQueue(w.h, "16", {"reserved", "on-demand"});
+  w.h.clock.Advance(absl::Seconds(30));
+  w.Big("team");
+  w.h.RunUntilIdle();
+  for (int m = 0; m < 60 && !w.NodeOf("team/big").has_value(); ++m) {
+    w.Minute();
+    for (const auto& [level, held] : w.plugin().held()) CHECK(held.nodes.front().node == "n1");
+  }
+  REQUIRE(w.NodeOf("team/big").has_value());
+  CHECK(*w.NodeOf("team/big") == "n1");
+  const reservation::ReservationFigures f = w.plugin().figures();
+  CHECK(f.made == 1);
+  CHECK(f.released.at(std::string(reservation::kPlaced)) == 1);
+  CHECK_FALSE(f.released.contains(std::string(reservation::kNoFit)));
+  int reserved_events = 0;
+  for (const std::string& e : w.h.api.events) reserved_events += e.starts_with("team/big Normal Reserved: ");
+  CHECK(reserved_events == 1);
 }
 
 }  // namespace
