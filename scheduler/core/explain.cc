@@ -37,8 +37,10 @@ struct Trial {
 };
 
 // The fewest pods of `node` (lowest priority first, then the newest) whose going makes `pod`
-// pass every filter there; nullopt when even an emptied node rejects it.
-std::optional<Trial> TryFreeing(const Framework& fw, const Pod& pod, const NodeInfo& node) {
+// pass every filter there, beside the pods `nominated` there; nullopt when even an emptied node
+// rejects it.
+std::optional<Trial> TryFreeing(const Framework& fw, const Pod& pod, const NodeInfo& node,
+                                const NominatedPodMap* nominated) {
   CycleState state;
   if (!fw.RunPreFilter(state, pod).ok()) return std::nullopt;
   std::vector<PodRef> candidates = node.pods();
@@ -55,7 +57,7 @@ std::optional<Trial> TryFreeing(const Framework& fw, const Pod& pod, const NodeI
     copy.RemovePod(victim->Key());
     (void)fw.RunPreFilterExtensionRemovePod(state, pod, *victim, copy);
     trial.victims.push_back(victim);
-    if (fw.RunFilters(state, pod, copy).ok()) return trial;
+    if (fw.RunFiltersWithNominatedPods(state, pod, copy, nominated).ok()) return trial;
   }
   return std::nullopt;
 }
@@ -245,6 +247,10 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
   const auto& nodes = s.snapshot().nodes();
   CycleState state;
   const Status pre = fw->RunPreFilter(state, *pod);
+  // Room a preemption freed for a nominated pod is that pod's (unless this one is more
+  // important), as a scheduling cycle filters (Scheduler::FindNodes).
+  const std::shared_ptr<const Nominations> nominations = s.NominatedPods();
+  const NominatedPodMap* nominated = nominations->pods.empty() ? nullptr : &nominations->pods;
   NodeStatusMap rejected;
   if (!pre.ok() && !pre.IsSkip()) {
     e.message = FormatPreFilterError(nodes.size(), pre);
@@ -254,7 +260,7 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
     e.reasons.push_back(std::move(all));
   } else {
     for (const NodeInfo* n : nodes) {
-      Status st = fw->RunFilters(state, *pod, *n);
+      Status st = fw->RunFiltersWithNominatedPods(state, *pod, *n, nominated);
       if (!st.ok()) rejected[n->name()] = std::move(st);
     }
     if (rejected.size() < nodes.size()) {
@@ -295,7 +301,7 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
   }
   std::optional<Trial> best;
   for (const NodeInfo* n : nodes) {
-    std::optional<Trial> t = TryFreeing(*fw, *pod, *n);
+    std::optional<Trial> t = TryFreeing(*fw, *pod, *n, nominated);
     if (t && (!best || t->victims.size() < best->victims.size())) best = std::move(t);
   }
   if (!best) {

@@ -1,7 +1,7 @@
 // Why a pod waits and what would have to change: the admin API's explain (tesselctl explain).
 // Computed by dry runs on the scheduler's live snapshot, on the scheduling thread (give it to
-// Scheduler::RunOnLoop): PreFilter and Filter on every node, with nothing assumed, reserved,
-// bound or evicted.
+// Scheduler::RunOnLoop): PreFilter and Filter on every node, beside the pods nominated there
+// (as a scheduling cycle filters), with nothing assumed, reserved, bound or evicted.
 //   - the per-node reasons, grouped as kube-scheduler's "0/N nodes are available" message;
 //   - the nearest miss, in this order:
 //       gang        the pod's gang: how many members of its size could be placed now, and the

@@ -194,5 +194,30 @@ TEST_CASE("explain: fits now, never fits, and a pod it does not hold") {
   CHECK(e.nearest_kind == "none");
 }
 
+TEST_CASE("explain: room a nominated pod will take does not count as fitting now") {
+  // n1 has 2 of its 4 GPUs free, promised to a priority-100 pod nominated there (its
+  // preemption's victims gone already): a pod of lower priority does not fit now, one of
+  // higher priority does (kube-scheduler's nomination rule, as a scheduling cycle filters).
+  for (const int32_t priority : {0, 200}) {
+    INFO("priority " << priority);
+    World w;
+    w.Bound("run", "default", "2", 0, 100);
+    Pod ahead = PodBuilder("ahead").Requests("cpu:1,nvidia.com/gpu:2").Priority(100).Created(200).Build();
+    ahead.nominated_node_name = "n1";
+    w.Pending(std::move(ahead));
+    w.Pending(PodBuilder("p").Requests("cpu:1,nvidia.com/gpu:1").Priority(priority).Created(300).Build());
+    const Explanation e = Explain(*w.s, "default/p");
+    if (priority > 100) {
+      CHECK(e.nearest_kind == "fits");
+      CHECK(e.message.empty());
+      continue;
+    }
+    CHECK(e.nearest_kind != "fits");
+    CHECK(e.message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+    REQUIRE(e.reasons.size() == 1);
+    CHECK(e.reasons[0].nodes == std::vector<std::string>{"n1"});
+  }
+}
+
 }  // namespace
 }  // namespace tessel
