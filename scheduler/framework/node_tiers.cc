@@ -55,12 +55,14 @@ std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::
   return out;
 }
 
-std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes) {
+std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+                                    std::optional<int64_t> below) {
   const NodeTiers* tiers = NodeTiersOf(state);
-  if (tiers == nullptr) return {NodeScreen()};
+  if (tiers == nullptr) return below.has_value() ? std::vector<NodeScreen>() : std::vector<NodeScreen>{NodeScreen()};
   std::set<int64_t> seen;
   for (const NodeInfo* node : nodes) {
-    if (const std::optional<int64_t> t = tiers->TierOf(state, *node)) seen.insert(*t);
+    const std::optional<int64_t> t = tiers->TierOf(state, *node);
+    if (t.has_value() && (!below.has_value() || *t < *below)) seen.insert(*t);
   }
   std::vector<NodeScreen> out;
   for (const int64_t tier : seen) {

@@ -63,7 +63,9 @@ using NodeScreen = std::function<bool(const NodeInfo& node)>;
 // tier's nodes; a single null screen (every node) when the pod has no tiers. A gang's preemption
 // and moves plan within each in turn and take the first plan found, as the gang planner places
 // the gang whole in one tier: room freed across tiers is room the gang cannot take. `state`
-// must outlive the screens.
-std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes);
+// must outlive the screens. With `below`, only the tiers below it (preempt first, as
+// RejectionsByTier); none then when the pod has no tiers.
+std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+                                    std::optional<int64_t> below = std::nullopt);
 
 }  // namespace tessel
