@@ -135,6 +135,7 @@ void Scheduler::RunGangCycle(InFlightPod head) {
                                                        .min_resources = a.spec.min_resources,
                                                        .nominated = nominated.empty() ? nullptr : &nominated,
                                                        .running_nodes = std::move(running_nodes)});
+  if (plan.feasible && GangPreemptsFirst(a, plan)) return;
   if (plan.feasible && !HoldPlan(a, plan)) return;
   if (!plan.feasible) return GangShortfall(a, plan);
   PlaceGang(a, std::move(plan));
@@ -166,6 +167,42 @@ bool Scheduler::HoldPlan(GangAttempt& a, gang::GangPlan& plan) {
   a.head.Backoff();
   ReportAttempt(*head, AttemptResult::kError, a.start);
   return false;
+}
+
+bool Scheduler::GangPreemptsFirst(GangAttempt& a, const gang::GangPlan& plan) {
+  if (plan.tiers == nullptr || !a.fw.HasGangPostFilter()) return false;
+  std::vector<const NodeInfo*> nominated;
+  for (const PodRef& m : a.members) nominated.push_back(snapshot_.Get(m->nominated_node_name));
+  const TierChoice choice = ChooseTier(*plan.tiers, plan.tier, nominated);
+  std::string message;
+  switch (choice.kind) {
+    case TierChoice::Kind::kTake:
+      return false;
+    case TierChoice::Kind::kWaitForVictims:
+      message = StrCat(a.spec.id.Describe(), ": ", WaitingOnEarlierTier(*choice.waiting_on));
+      break;
+    case TierChoice::Kind::kPreemptBelow: {
+      const GangPostFilterResult r = MakeRoomForGang(a, {.preemption_only = true, .below_tier = choice.below});
+      if (r.victims.empty() && !r.refused) return false;  // no room there: the plan's tier it is
+      message = StrCat(a.spec.id.Describe(), ": nodes of its earlier tiers are full. ", r.message);
+      break;
+    }
+  }
+  const bool timed_out = tracker_->NoteShortfall(a.spec.id.Key(), message, clock_->Now());
+  for (const PodRef& m : a.members) {
+    if (observer_) observer_->PodUnschedulable(*m, FailureKind::kUnschedulable, message);
+  }
+  ReportGang(a.spec.id, {.phase = timed_out ? gang::GangPhase::kFailed : gang::GangPhase::kPending,
+                         .scheduled = a.placed,
+                         .members = a.known(),
+                         .min_member = a.spec.min_member,
+                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : gang::GangReason::kUnschedulable,
+                         .message = message,
+                         .unsupported = a.spec.unsupported});
+  const PodRef head = a.head.ref();
+  a.head.Unschedulable(kAllEvents);  // any pod deletion may be a victim leaving
+  ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
+  return true;
 }
 
 void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {

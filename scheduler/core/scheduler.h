@@ -366,6 +366,9 @@ class Scheduler final : public Handle {
   // status are told why.
   void TellUndecodableGang(const gang::GangId& id);
   void ReportGang(std::optional<gang::GangReport> report);
+  // A feasible plan on a later tier of a queue that preempts first (ChooseTier): true when the
+  // gang waits instead (room is being freed on an earlier tier), reported as such.
+  bool GangPreemptsFirst(GangAttempt& attempt, const gang::GangPlan& plan);
   // Asks the profile's GangPostFilterPlugins (framework/interface.h) to make room for the
   // attempt's gang: preemption (DefaultPreemption), then moves and reservations unless `scope`
   // says preemption_only (and below_tier). The rest of the PendingGang is filled in here: the

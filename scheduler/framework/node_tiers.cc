@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "scheduler/util/strings.h"
+
 namespace tessel {
 
 const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }
@@ -30,6 +32,26 @@ const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
     if (tiers.TierOf(state, *node) == lowest) out.push_back(node);
   }
   return out.size() == feasible.size() ? feasible : out;
+}
+
+TierChoice ChooseTier(const CycleState& state, std::optional<int64_t> fits_on,
+                      const std::vector<const NodeInfo*>& nominated) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr || !tiers->PreemptFirst() || !fits_on.has_value()) return {};
+  bool held = false;  // nominated somewhere: its earlier preemption decided
+  for (const NodeInfo* node : nominated) {
+    if (node == nullptr) continue;
+    held = true;
+    if (const std::optional<int64_t> t = tiers->TierOf(state, *node); t.has_value() && *t < *fits_on) {
+      return {.kind = TierChoice::Kind::kWaitForVictims, .waiting_on = node};
+    }
+  }
+  if (held) return {};
+  return {.kind = TierChoice::Kind::kPreemptBelow, .below = fits_on};
+}
+
+std::string WaitingOnEarlierTier(const NodeInfo& node) {
+  return StrCat("Waiting for the pods preempted on node ", node.name(), ", of an earlier tier, to leave.");
 }
 
 std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,

@@ -7,7 +7,7 @@
 // core then (1) scores only the feasible nodes of the lowest tier, and (2) when nothing is
 // feasible, runs preemption tier by tier, lowest first, stopping at the first tier where it
 // frees room; with preempt_first, also on the tiers below the first feasible one before taking
-// it. A gang (gang/planner.h) is planned, preempted for and made room for by moves within one
+// it (ChooseTier, for pods and gangs alike). A gang (gang/planner.h) is planned, preempted for and made room for by moves within one
 // tier at a time (TierScreens), lowest first. Pods without a NodeTiers are not affected.
 //
 //   if (const NodeTiers* tiers = NodeTiersOf(state)) ... tiers->TierOf(state, node) ...
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,23 @@ const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
 
 // The lowest tier among `feasible` (nullopt when the pod has no tiers or nothing is feasible).
 std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible);
+
+// What a pod, or a gang as one, does with `fits_on`, the lowest tier where it fits now: take
+// it; or, when its tiers preempt first (whenCanPreempt: Preempt), wait while it is nominated to
+// a node of a lower tier (its victims there are leaving), else try preemption on the tiers
+// below `fits_on` first and take `fits_on` only if that makes no room. One decision for the
+// single-pod cycle and the gang cycle alike. `nominated`: the unit's nominated nodes (null
+// entries: none). Without a nominated node at or above `fits_on`, preemption comes first.
+struct TierChoice {
+  enum class Kind { kTake, kWaitForVictims, kPreemptBelow };
+  Kind kind = Kind::kTake;
+  std::optional<int64_t> below;         // kPreemptBelow: the tiers below this one
+  const NodeInfo* waiting_on = nullptr;  // kWaitForVictims: the lower tier's nominated node
+};
+TierChoice ChooseTier(const CycleState& state, std::optional<int64_t> fits_on,
+                      const std::vector<const NodeInfo*>& nominated);
+// What a unit that waits (kWaitForVictims) is told.
+std::string WaitingOnEarlierTier(const NodeInfo& node);
 
 // For preemption tier by tier: one rejection map per tier below `below` (all tiers when
 // nullopt), lowest first, each holding `rejected` for that tier's nodes and an unresolvable
