@@ -8,6 +8,14 @@
 
 namespace tessel {
 
+void SetSchedulingUnit(CycleState& state, std::vector<PodRef> pods) {
+  state.WriteValue(kSchedulingUnitKey, std::move(pods));
+}
+
+const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state) {
+  return state.ReadValue<std::vector<PodRef>>(kSchedulingUnitKey);
+}
+
 const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }
 
 std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible) {

@@ -37,6 +37,16 @@ class NodeTiers : public StateData {
   virtual bool PreemptFirst() const = 0;
 };
 
+// The pods judged as one for tiers and quota: a gang's members (those it needs), written into
+// each member's state before PreFilter by the gang planner and the gang cycle. A plugin that
+// ranks tiers or checks a quota judges the unit's members not yet placed (AddPod) together, so
+// a gang gets the decision a single pod of the gang's total would get. Without one, the pod is
+// judged alone.
+inline constexpr std::string_view kSchedulingUnitKey = "SchedulingUnit";
+void SetSchedulingUnit(CycleState& state, std::vector<PodRef> pods);
+// The unit's pods, or null when the pod is judged alone.
+const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state);
+
 // The cycle's tiers, or null when the pod has none.
 const NodeTiers* NodeTiersOf(const CycleState& state);
 

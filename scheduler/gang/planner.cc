@@ -325,6 +325,9 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
   for (const Shape& shape : shapes) {
     const PodRef& rep = shape.representative;
     CycleState state;
+    // The members the gang needs are judged as one (node_tiers.h): its flavor and its quota.
+    const size_t needed = std::min(in.members.size(), static_cast<size_t>(in.min_to_place));
+    SetSchedulingUnit(state, std::vector<PodRef>(in.members.begin(), in.members.begin() + static_cast<std::ptrdiff_t>(needed)));
     Status pre = fw.RunPreFilter(state, *rep);
     const CycleState base = state.Clone();
     // The members placed so far (earlier shapes) are in the overlay's nodes; the shape's state
@@ -524,9 +527,11 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
     }
     plan.code = Code::kUnschedulable;
     plan.limit_reason = a.limit_reason;
-    plan.message = placed > 0 ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
-                                       " can host ", Plural(placed, "member", "members"))
-                              : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
+    const bool quota_only = !a.rejecting.empty() && in.framework->RejectedOnlyByQuota(a.rejecting);
+    plan.message = placed > 0   ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
+                                         " can host ", Plural(placed, "member", "members"))
+                   : quota_only ? StrCat(Needs(in, shapes), "; its quota does not admit it: ", a.fit_error)
+                                : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
     return plan;
   }
 

@@ -515,6 +515,36 @@ TEST_CASE("a gang preempts on its earlier flavor first under whenCanPreempt: Pre
   CHECK(c.PoolsOf("low") == Pools{{"reserved", 6}});
 }
 
+// whenCanBorrow: TryNextFlavor judges a gang's borrowing by its total (issue 38, defect 2): the
+// gang goes whole to the first flavor that takes it without borrowing; pods split as each fits.
+TEST_CASE("under whenCanBorrow: TryNextFlavor a gang takes the first flavor its whole total fits "
+          "without borrowing",
+          "[flavor][core][gang][quota]") {
+  FlavoredCluster c;
+  c.AddNode("r1", "reserved");
+  c.AddNode("s1", "spot");
+  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "pool"}, {"resourceGroups", GpuGroups({{"reserved", "6", ""}})}});
+  c.AddQueue("team", {{"namespaces", {"team"}},
+                      {"cohort", "pool"},
+                      {"resourceGroups", GpuGroups({{"reserved", "2", ""}, {"spot", "8", ""}})},
+                      {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
+  SECTION("four pods: two on reserved, within its nominal, two on spot") {
+    for (int i = 0; i < 4; ++i) c.AddPod("team", StrCat("p", i));
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"reserved", 2}, {"spot", 2}});
+  }
+  SECTION("a gang of four: whole on spot, borrowing nothing") {
+    c.AddGang("team", "train", 4, 1);
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"spot", 4}});
+  }
+  SECTION("a gang of two fits reserved's nominal: it stays there") {
+    c.AddGang("team", "pair", 2, 1);
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"reserved", 2}});
+  }
+}
+
 // A seeded property over generated clusters and queues, checked with its own arithmetic (no
 // tracker, no plugin): every pod of a flavored queue sits on a node of one of its queue's
 // flavors; per (queue, flavor) the GPUs its pods hold stay within the nominal quota (no
