@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/preemption.h"
@@ -84,6 +85,52 @@ PostFilterResult DefaultPreemption::PostFilter(CycleState& state, const Pod& pod
                      " candidate node(s)")),
           .nomination = Nomination::kOverride,
           .victims = std::move(evicted)};
+}
+
+GangPostFilterResult DefaultPreemption::PostFilterGang(const PendingGang& gang) {
+  GangPostFilterResult result;
+  if (gang.members.empty() || gang.states.size() != gang.members.size() || !gang.may_preempt) return result;
+  const Pod& head = *gang.members.front();
+  const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
+  if (fw == nullptr || !head.MayPreempt()) return result;
+  preemption::Context ctx = preemption::ContextFor(handle_, fw);
+  ctx.nominations = gang.nominations;
+  ctx.limits = limits_;
+  ctx.may_disrupt_now = preemption::MinRunGuard(handle_, absl::ZeroDuration());
+  for (const PodRef& m : gang.members) {
+    // A member's earlier victims are still terminating on its nominated node: wait for them
+    // rather than evict more (kube-scheduler's rule for one pod, per member).
+    std::string why;
+    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return result;
+  }
+  // Within one tier (flavor) at a time, the first that frees room for the whole gang.
+  preemption::GangPreemptionPlan plan;
+  for (NodeScreen& tier : TierScreens(*gang.states.front(), handle_.snapshot().nodes(), gang.below_tier)) {
+    ctx.gang_node_screen = std::move(tier);
+    plan = preemption::PlanGangPreemption(ctx, gang.members, gang.states, gang.need, gang.topology_key);
+    if (plan.feasible) break;
+  }
+  if (!plan.feasible || plan.victims.empty()) return result;
+  const int32_t priority = handle_.PriorityOf(head);
+  preemption::EvictionOutcome out =
+      preemption::EvictInOrder(handle_, ctx.pdbs, plan.victims, [&](const PreemptionVictim& v) {
+        // The member whose room the victim frees, else the gang's head (a victim's gang mates).
+        for (const preemption::GangMemberTarget& t : plan.targets) {
+          if (t.node == v.pod->node_name) return preemption::PreemptionMessage(*t.member, priority, t.node, v);
+        }
+        return preemption::PreemptionMessage(head, priority, "", v);
+      });
+  result.victims = std::move(out.evicted);
+  // A PodDisruptionBudget (or the API) refused: the gang tries again at its next attempt.
+  result.refused = out.refused || !out.error.ok();
+  if (result.refused) {
+    result.message = StrCat("Preemption for the gang stopped after ", result.victims.size(), " of ",
+                            plan.victims.size(), " evictions: an eviction was refused.");
+    return result;
+  }
+  result.targets = std::move(plan.targets);
+  result.message = StrCat("Preempting ", result.victims.size(), " pod(s) for the gang.");
+  return result;
 }
 
 }  // namespace tessel::default_preemption

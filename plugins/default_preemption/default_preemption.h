@@ -16,6 +16,12 @@
 // kept while the node and the pods nominated there stay the same (candidate_memo.h). In
 // reference mode (FrameworkOptions::reference) every node is tried, for the differential test.
 //
+// A gang (the gang cycle's PendingGang) is made room for as one: preemption::PlanGangPreemption
+// places every member needed on the nodes it frees, within one tier of the gang's flavors at a
+// time (framework/node_tiers.h), under the same candidate limits; its victims are evicted in
+// budget order and the members nominated by the cycle. Without this plugin in a profile's
+// postFilter, neither pods nor gangs preempt.
+//
 // Args (kube-scheduler's DefaultPreemptionArgs): minCandidateNodesPercentage (0..100, default
 // 10), minCandidateNodesAbsolute (>= 0, default 100); not both 0.
 #pragma once
@@ -30,7 +36,7 @@ struct DefaultPreemptionArgs {
   int32_t min_candidate_nodes_absolute = 100;
 };
 
-class DefaultPreemption final : public PostFilterPlugin {
+class DefaultPreemption final : public PostFilterPlugin, public GangPostFilterPlugin {
  public:
   static constexpr std::string_view kName = "DefaultPreemption";
   using Args = DefaultPreemptionArgs;
@@ -41,6 +47,7 @@ class DefaultPreemption final : public PostFilterPlugin {
   std::string_view Name() const override { return kName; }
   PostFilterResult PostFilter(CycleState& state, const Pod& pod,
                               const NodeStatusMap& filtered) override;
+  GangPostFilterResult PostFilterGang(const PendingGang& gang) override;
   // How often a dry run's answer was kept from an earlier attempt (zeros in reference mode).
   preemption::CandidateMemo::Stats memo_stats() const { return memo_.stats(); }
 

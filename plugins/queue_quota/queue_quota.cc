@@ -26,11 +26,18 @@ struct QuotaCycle {
   std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
-  // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict. A flat
-  // queue has one tier, 0.
+  // The pod's scheduling unit (node_tiers.h): its members' keys, and which of them AddPod
+  // charged since (placed in a plan or a dry run). Empty: the pod is judged alone.
+  std::vector<std::string> unit;
+  std::vector<bool> unit_added;
+  // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict; with a
+  // unit, each member's charge on that kind of node and the verdict on the members not yet
+  // added, together. A flat queue has one tier, 0.
   struct Verdict {
     Resources charge;
     QuotaVerdict verdict;
+    std::vector<Resources> unit_charges;
+    QuotaVerdict unit_verdict;
   };
   std::map<std::pair<int64_t, int64_t>, Verdict> verdicts;
 
@@ -50,12 +57,38 @@ struct QuotaCycle {
     return directory->Place(*queue, ChargeFor(GpuMilliOn(node)),
                             node.node() != nullptr ? node.node()->meta.labels : kNoLabels, &tolerations);
   }
+  // The pod's verdict on `node`, judged with its unit: it fits when the pod fits and the
+  // unit's members not yet placed fit together; it borrows when either borrows. One verdict
+  // for Filter and for the flavor tiers, so a gang's flavor and quota are its total's.
   QuotaVerdict VerdictOn(const NodeInfo& node, const FlavorPlacement& placement) const {
     auto it = verdicts.find({placement.tier, GpuMilliOn(node)});
-    return it != verdicts.end() ? it->second.verdict : tracker.Check(queue->name(), placement.charge);
+    if (it == verdicts.end()) return tracker.Check(queue->name(), placement.charge);
+    const Verdict& v = it->second;
+    if (!v.verdict.fits || unit.empty()) return v.verdict;
+    QuotaVerdict together = v.unit_verdict;
+    together.borrows |= v.verdict.borrows;
+    if (!together.fits) {
+      const auto rest = std::count(unit_added.begin(), unit_added.end(), false);
+      StrAppend(&together.reason, " (the ", rest, " members of its gang still to place, together)");
+    }
+    return together;
   }
   void Refresh() {
-    for (auto& [key, v] : verdicts) v.verdict = tracker.Check(queue->name(), v.charge);
+    for (auto& [key, v] : verdicts) {
+      v.verdict = tracker.Check(queue->name(), v.charge);
+      if (unit.empty()) continue;
+      Resources rest;
+      for (size_t i = 0; i < unit.size(); ++i) {
+        if (!unit_added[i]) (void)rest.Add(v.unit_charges[i]);
+      }
+      v.unit_verdict = tracker.Check(queue->name(), rest);
+    }
+  }
+  // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
+  void MarkUnit(const Pod& other, bool added) {
+    for (size_t i = 0; i < unit.size(); ++i) {
+      if (unit[i] == other.Key()) unit_added[i] = added;
+    }
   }
 };
 
@@ -174,15 +207,32 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   // The charges the pod may make: one per kind of node (its flavors, and the GPU amount: a
   // replica of a shared GPU holds 1000 / replicas), so Filter looks its verdict up instead of
   // checking per node.
+  // With a unit, each member's charge on each kind of node, under the flavor the node is in.
+  const std::vector<PodRef>* unit = SchedulingUnitOf(state);
+  if (unit != nullptr) {
+    for (const PodRef& m : *unit) cycle.unit.push_back(m->Key());
+    cycle.unit_added.assign(unit->size(), false);
+  }
+  auto unit_charges = [&](const NodeInfo* node) {
+    static const StringMap kNoLabels;
+    const StringMap& labels = node != nullptr && node->node() != nullptr ? node->node()->meta.labels : kNoLabels;
+    std::vector<Resources> out;
+    for (const PodRef& m : unit != nullptr ? *unit : std::vector<PodRef>()) {
+      const Resources charge = QuotaCharge(*m, node != nullptr ? node->gpus().inventory() : gpu::GpuInventory{});
+      out.push_back(directory->Place(*lookup.queue, charge, labels, &m->tolerations).charge);
+    }
+    return out;
+  };
   if (cycle.gpu.needs_devices() || lookup.queue->flavored()) {
     for (const NodeInfo* node : handle_->snapshot().nodes()) {
       const FlavorPlacement placement = cycle.PlaceOn(*node);
       if (!placement.in_flavor) continue;
-      cycle.verdicts.try_emplace({placement.tier, cycle.GpuMilliOn(*node)},
-                                 QuotaCycle::Verdict{.charge = placement.charge});
+      const auto key = std::make_pair(placement.tier, cycle.GpuMilliOn(*node));
+      if (cycle.verdicts.contains(key)) continue;
+      cycle.verdicts.emplace(key, QuotaCycle::Verdict{.charge = placement.charge, .unit_charges = unit_charges(node)});
     }
   } else {
-    cycle.verdicts.try_emplace({0, 0}, QuotaCycle::Verdict{.charge = cycle.ChargeFor(0)});
+    cycle.verdicts.try_emplace({0, 0}, QuotaCycle::Verdict{.charge = cycle.ChargeFor(0), .unit_charges = unit_charges(nullptr)});
   }
   cycle.Refresh();
   const bool flavored = lookup.queue->flavored();
@@ -268,6 +318,7 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.AddUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
+  cycle->MarkUnit(other, true);
   cycle->Refresh();
   return Status::Ok();
 }
@@ -281,6 +332,7 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.SubUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
+  cycle->MarkUnit(other, false);
   cycle->Refresh();
   return Status::Ok();
 }

@@ -10,8 +10,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/node_tiers.h"
-#include "scheduler/preemption/disruption.h"
-#include "scheduler/preemption/preemption.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -137,6 +135,7 @@ void Scheduler::RunGangCycle(InFlightPod head) {
                                                        .min_resources = a.spec.min_resources,
                                                        .nominated = nominated.empty() ? nullptr : &nominated,
                                                        .running_nodes = std::move(running_nodes)});
+  if (plan.feasible && GangPreemptsFirst(a, plan)) return;
   if (plan.feasible && !HoldPlan(a, plan)) return;
   if (!plan.feasible) return GangShortfall(a, plan);
   PlaceGang(a, std::move(plan));
@@ -170,6 +169,42 @@ bool Scheduler::HoldPlan(GangAttempt& a, gang::GangPlan& plan) {
   return false;
 }
 
+bool Scheduler::GangPreemptsFirst(GangAttempt& a, const gang::GangPlan& plan) {
+  if (plan.tiers == nullptr || !a.fw.HasGangPostFilter()) return false;
+  std::vector<const NodeInfo*> nominated;
+  for (const PodRef& m : a.members) nominated.push_back(snapshot_.Get(m->nominated_node_name));
+  const TierChoice choice = ChooseTier(*plan.tiers, plan.tier, nominated);
+  std::string message;
+  switch (choice.kind) {
+    case TierChoice::Kind::kTake:
+      return false;
+    case TierChoice::Kind::kWaitForVictims:
+      message = StrCat(a.spec.id.Describe(), ": ", WaitingOnEarlierTier(*choice.waiting_on));
+      break;
+    case TierChoice::Kind::kPreemptBelow: {
+      const GangPostFilterResult r = MakeRoomForGang(a, {.preemption_only = true, .below_tier = choice.below});
+      if (r.victims.empty() && !r.refused) return false;  // no room there: the plan's tier it is
+      message = StrCat(a.spec.id.Describe(), ": nodes of its earlier tiers are full. ", r.message);
+      break;
+    }
+  }
+  const bool timed_out = tracker_->NoteShortfall(a.spec.id.Key(), message, clock_->Now());
+  for (const PodRef& m : a.members) {
+    if (observer_) observer_->PodUnschedulable(*m, FailureKind::kUnschedulable, message);
+  }
+  ReportGang(a.spec.id, {.phase = timed_out ? gang::GangPhase::kFailed : gang::GangPhase::kPending,
+                         .scheduled = a.placed,
+                         .members = a.known(),
+                         .min_member = a.spec.min_member,
+                         .reason = timed_out ? gang::GangReason::kScheduleTimeout : gang::GangReason::kUnschedulable,
+                         .message = message,
+                         .unsupported = a.spec.unsupported});
+  const PodRef head = a.head.ref();
+  a.head.Unschedulable(kAllEvents);  // any pod deletion may be a victim leaving
+  ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
+  return true;
+}
+
 void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   const bool error = plan.code == Code::kError;
   // Members placed before this process started, or for longer than the gang's timeout, while
@@ -187,34 +222,16 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
     StrAppend(&plan.message, ": ", plan.limit_reason);  // the cluster has room; the quota not
   }
   // Room the gang could get by evicting lower-priority pods (whole gangs among them), then by
-  // the gang PostFilter plugins (moving movable pods, reserving nodes).
+  // the other gang PostFilter plugins (moving movable pods, reserving nodes). Moving pods or
+  // reserving nodes gives no quota: a gang its quota holds back (alone, or besides room) waits
+  // for reclaim (preemption) or for its queue's pods to end.
   uint32_t preempt_events = 0;
-  if (!error && a.fw.HasPostFilter() && !a.members.empty()) {
-    // The members' cycle states and the nominations without them, for each way to make room.
-    std::vector<CycleState> states(a.members.size());
-    std::vector<const CycleState*> state_ptrs;
-    for (size_t i = 0; i < a.members.size() && state_ptrs.size() == i; ++i) {
-      if (a.fw.RunPreFilter(states[i], *a.members[i]).ok()) state_ptrs.push_back(&states[i]);
-    }
-    if (state_ptrs.size() == a.members.size()) {
-      auto others = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), a.members)});
-      std::string preempted;
-      if (a.members.front()->MayPreempt() && a.spec.preemption_policy != PreemptionPolicy::kNever) {
-        preempted = PreemptForGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
-      }
-      bool evicting = !preempted.empty();
-      // Moving pods or reserving nodes gives no quota: a gang its quota holds back (alone, or
-      // besides room) waits for reclaim (gang preemption) or for its queue's pods to end.
-      const bool quota_short = std::any_of(plan.rejecting_plugins.begin(), plan.rejecting_plugins.end(),
-                                           [&](const std::string& p) { return a.fw.IsQuotaPlugin(p); });
-      if (!evicting && !quota_short) {
-        const GangPostFilterResult r = PostFilterGang(a.fw, a.members, state_ptrs, others, a.need, a.spec.topology_key);
-        preempted = r.message;
-        evicting = !r.victims.empty();
-      }
-      if (!preempted.empty()) StrAppend(&plan.message, " ", preempted);
-      if (evicting) preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
-    }
+  if (!error && a.fw.HasGangPostFilter() && !a.members.empty()) {
+    const bool quota_short = std::any_of(plan.rejecting_plugins.begin(), plan.rejecting_plugins.end(),
+                                         [&](const std::string& p) { return a.fw.IsQuotaPlugin(p); });
+    const GangPostFilterResult r = MakeRoomForGang(a, {.preemption_only = quota_short});
+    if (!r.message.empty()) StrAppend(&plan.message, " ", r.message);
+    if (!r.victims.empty() || r.refused) preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
   }
   gang::GangReason reason = gang::GangReason::kUnschedulable;
   FailureKind kind = error ? FailureKind::kError : quota_only ? FailureKind::kQuotaExceeded : FailureKind::kUnschedulable;
@@ -303,48 +320,6 @@ void Scheduler::PlaceGang(GangAttempt& a, gang::GangPlan plan) {
   StartGangBinding(a.fw, a.spec.id, std::move(plan.placements), head_info);
 }
 
-std::string Scheduler::PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
-                                      const std::vector<const CycleState*>& states,
-                                      std::shared_ptr<const Nominations> others, int32_t need,
-                                      const std::string& topology_key) {
-  preemption::Context ctx = preemption::ContextFor(*this, &fw);
-  ctx.nominations = std::move(others);
-  ctx.may_disrupt_now = preemption::MinRunGuard(*this, absl::ZeroDuration());
-  for (const PodRef& m : members) {
-    // A member's earlier victims are still terminating on its nominated node: wait for them
-    // rather than evict more (kube-scheduler's rule for one pod, per member).
-    std::string why;
-    if (!preemption::EligibleToPreempt(ctx, *m, {}, &why)) return {};
-  }
-  // Within one tier (flavor) at a time, the first that frees room for the whole gang.
-  preemption::GangPreemptionPlan plan;
-  for (NodeScreen& tier : TierScreens(*states.front(), snapshot_.nodes())) {
-    ctx.gang_node_screen = std::move(tier);
-    plan = preemption::PlanGangPreemption(ctx, members, states, need, topology_key);
-    if (plan.feasible) break;
-  }
-  if (!plan.feasible || plan.victims.empty()) return {};
-  const Pod& head = *members.front();
-  preemption::EvictionOutcome out =
-      preemption::EvictInOrder(*this, ctx.pdbs, plan.victims, [&](const PreemptionVictim& v) {
-        // The member whose room the victim frees, else the gang's head (a victim's gang mates).
-        for (const preemption::GangMemberTarget& t : plan.targets) {
-          if (t.node == v.pod->node_name) return preemption::PreemptionMessage(*t.member, PriorityOf(head), t.node, v);
-        }
-        return preemption::PreemptionMessage(head, PriorityOf(head), "", v);
-      });
-  const std::vector<PreemptionVictim>& evicted = out.evicted;
-  // A PodDisruptionBudget (or the API) refused: try again next attempt.
-  const bool refused = out.refused || !out.error.ok();
-  if (observer_ && !evicted.empty()) observer_->PodsPreempted(head, "", evicted);
-  if (refused) {
-    return StrCat("Preemption for the gang stopped after ", evicted.size(), " of ", plan.victims.size(),
-                  " evictions: an eviction was refused.");
-  }
-  NominateMembers(members, plan.targets);
-  return StrCat("Preempting ", evicted.size(), " pod(s) for the gang.");
-}
-
 void Scheduler::NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets) {
   // Each placed member waits for its node; the room is held for it meanwhile.
   for (const GangMemberTarget& t : targets) {
@@ -362,18 +337,25 @@ void Scheduler::NominateMembers(std::vector<PodRef>& members, const std::vector<
   for (const PodRef& m : members) tracker_->ReplacePending(m);
 }
 
-GangPostFilterResult Scheduler::PostFilterGang(const Framework& fw, std::vector<PodRef>& members,
-                                               const std::vector<const CycleState*>& states,
-                                               std::shared_ptr<const Nominations> others, int32_t need,
-                                               const std::string& topology_key) {
-  GangPostFilterResult r = fw.RunGangPostFilter(PendingGang{.members = members,
-                                                            .states = states,
-                                                            .need = need,
-                                                            .topology_key = topology_key,
-                                                            .nominations = std::move(others)});
+GangPostFilterResult Scheduler::MakeRoomForGang(GangAttempt& a, PendingGang scope) {
+  // The members' cycle states: all of them, or no room is sought.
+  std::vector<CycleState> states(a.members.size());
+  const size_t needed = std::clamp<size_t>(static_cast<size_t>(a.need), 1, a.members.size());
+  const std::vector<PodRef> unit(a.members.begin(), a.members.begin() + static_cast<std::ptrdiff_t>(needed));
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    SetSchedulingUnit(states[i], unit);  // judged as the planner judged them
+    if (!a.fw.RunPreFilter(states[i], *a.members[i]).ok()) return {};
+    scope.states.push_back(&states[i]);
+  }
+  scope.members = a.members;
+  scope.need = a.need;
+  scope.topology_key = a.spec.topology_key;
+  scope.nominations = std::make_shared<const Nominations>(Nominations{.pods = WithoutMembers(nominator_.Pods(), a.members)});
+  scope.may_preempt = a.spec.preemption_policy != PreemptionPolicy::kNever;
+  GangPostFilterResult r = a.fw.RunGangPostFilter(scope);
   if (r.victims.empty()) return r;
-  if (observer_) observer_->PodsPreempted(*members.front(), "", r.victims);
-  if (!r.refused) NominateMembers(members, r.targets);
+  if (observer_) observer_->PodsPreempted(*a.members.front(), "", r.victims);
+  if (!r.refused) NominateMembers(a.members, r.targets);
   return r;
 }
 

@@ -114,18 +114,14 @@ Scheduler::CycleResult Scheduler::SchedulingCycle(const Framework& fw, CycleStat
   // frees room on a lower tier by preemption (no moves, no reservation: docs/defrag.md) before
   // it takes a higher tier's.
   // It waits for the victims of such a preemption rather than take the higher tier meanwhile.
-  if (const NodeTiers* tiers = NodeTiersOf(state); tiers != nullptr && tiers->PreemptFirst() && fw.HasPostFilter()) {
-    const std::optional<int64_t> first = LowestTier(state, outcome.feasible);
-    if (const NodeInfo* nominated = snapshot_.Get(pod.nominated_node_name); nominated != nullptr) {
-      if (const std::optional<int64_t> t = tiers->TierOf(state, *nominated); t.has_value() && t < first) {
-        return failed(Status::Unschedulable(""),
-                      {.message = StrCat("Waiting for the pods preempted on node ", nominated->name(),
-                                         ", of an earlier tier, to leave."),
-                       .wake_on_any_event = true});
-      }
+  if (const TierChoice choice = ChooseTier(state, LowestTier(state, outcome.feasible), {snapshot_.Get(pod.nominated_node_name)});
+      choice.kind != TierChoice::Kind::kTake && fw.HasPostFilter()) {
+    if (choice.kind == TierChoice::Kind::kWaitForVictims) {
+      return failed(Status::Unschedulable(""),
+                    {.message = WaitingOnEarlierTier(*choice.waiting_on), .wake_on_any_event = true});
     } else {
       CycleResult preempting = failed(Status::Unschedulable(""), {.message = "Nodes of the pod's earlier tiers are full."});
-      if (PostFilterByTier(fw, state, in_flight, outcome.rejected, preempting, first)) {
+      if (PostFilterByTier(fw, state, in_flight, outcome.rejected, preempting, choice.below)) {
         preempting.status = Status::Unschedulable(preempting.diagnosis.message);
         return preempting;
       }

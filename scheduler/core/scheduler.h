@@ -368,23 +368,16 @@ class Scheduler final : public Handle {
   // status are told why.
   void TellUndecodableGang(const gang::GangId& id);
   void ReportGang(std::optional<gang::GangReport> report);
-  // A gang that does not fit: evicts lower-priority pods across nodes so that `need` of its
-  // pending `members` fit (scheduler/preemption), nominating each placed member (updated in
-  // `members`), within one domain of `topology_key` if set. Not while a member's earlier
-  // victims are still terminating. `states` are the members' after PreFilter, `others` the
-  // nominations without the members (which hold no room against their own gang). Returns what
-  // it did for the gang's message, "" when it evicted nothing.
-  std::string PreemptForGang(const Framework& fw, std::vector<PodRef>& members,
-                             const std::vector<const CycleState*>& states,
-                             std::shared_ptr<const Nominations> others, int32_t need,
-                             const std::string& topology_key);
-  // The profile's GangPostFilterPlugins when preemption made no room (same arguments):
-  // consolidation's moves (targets nominated unless an eviction was refused), reservation. Their
-  // result, whose message is for the gang's status.
-  GangPostFilterResult PostFilterGang(const Framework& fw, std::vector<PodRef>& members,
-                                      const std::vector<const CycleState*>& states,
-                                      std::shared_ptr<const Nominations> others, int32_t need,
-                                      const std::string& topology_key);
+  // A feasible plan on a later tier of a queue that preempts first (ChooseTier): true when the
+  // gang waits instead (room is being freed on an earlier tier), reported as such.
+  bool GangPreemptsFirst(GangAttempt& attempt, const gang::GangPlan& plan);
+  // Asks the profile's GangPostFilterPlugins (framework/interface.h) to make room for the
+  // attempt's gang: preemption (DefaultPreemption), then moves and reservations unless `scope`
+  // says preemption_only (and below_tier). The rest of the PendingGang is filled in here: the
+  // members' cycle states from PreFilter, the nominations without the members (no room against
+  // their own gang). The members are nominated to their targets unless an eviction was refused
+  // (updated in the attempt). Its result, whose message is for the gang's status.
+  GangPostFilterResult MakeRoomForGang(GangAttempt& attempt, PendingGang scope);
   // Nominates each target's member to its node, clears lower nominations there, and hands the
   // nominated copies to the gang tracker.
   void NominateMembers(std::vector<PodRef>& members, const std::vector<GangMemberTarget>& targets);

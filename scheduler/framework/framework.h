@@ -111,8 +111,10 @@ class Framework {
   bool HasPostFilter() const { return !post_filter_.empty(); }
   PostFilterResult RunPostFilter(CycleState& state, const Pod& pod, const NodeStatusMap& rejected,
                                  PostFilterOptions options = {}) const;
-  // The GangPostFilterPlugins among the postFilter plugins, in order, until one evicted for
-  // the gang; an empty result when none did (or none is enabled).
+  bool HasGangPostFilter() const { return !gang_post_filter_.empty(); }
+  // The GangPostFilterPlugins among the postFilter plugins (no NoFitPostFilterPlugin when the
+  // gang asks for preemption only), in order, until one evicted for the gang or had an eviction
+  // refused; an empty result when none did (or none is enabled).
   GangPostFilterResult RunGangPostFilter(const PendingGang& gang) const;
   Status RunPreScore(CycleState& state, const Pod& pod,
                      const std::vector<const NodeInfo*>& feasible) const;

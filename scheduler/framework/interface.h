@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -264,20 +265,27 @@ class PostFilterPlugin : public virtual Plugin {
                                       const NodeStatusMap& filtered) = 0;
 };
 
-// A PostFilter plugin that makes room other than by priority preemption (moves, reservations:
-// docs/defrag.md), for a pod that fits nowhere. A preempt-first pod that fits on a later tier
-// of its queue (node_tiers.h) runs only the other PostFilter plugins on its earlier tiers. A
-// marker: it adds no extension point.
+// A PostFilter plugin that makes room other than by priority preemption and reclaim (moves,
+// reservations: docs/defrag.md), for a pod or a gang that fits nowhere. Such room frees no
+// quota, and is never sought on a queue's earlier tiers first (node_tiers.h ChooseTier): there
+// only the other PostFilter plugins run. A marker: it adds no extension point.
 class NoFitPostFilterPlugin : public virtual Plugin {};
 
-// A gang that falls short of room in the gang cycle after gang preemption found none: what the
-// cycle asks of the profile's GangPostFilterPlugins, in postFilter order, until one makes room.
+// A gang that falls short of room in the gang cycle: what the cycle asks of the profile's
+// GangPostFilterPlugins, in postFilter order, until one makes room (the default profile:
+// DefaultPreemption, then Consolidation's moves, then Reservation).
 struct PendingGang {
   std::vector<PodRef> members;              // the pending members, the head first
   std::vector<const CycleState*> states;    // theirs, after PreFilter
   int32_t need = 0;                         // members still to place
   std::string topology_key;                 // a compact gang's node label ("" when none)
   std::shared_ptr<const Nominations> nominations;  // without the gang's own members
+  bool may_preempt = true;                  // false: the gang's preemptionPolicy is Never
+  // Only plugins that preempt (GangPostFilterPlugin::Preempts): the gang's quota holds it back
+  // (only evictions free quota), or its queue preempts on earlier tiers before it takes a
+  // later one; then `below_tier` (node_tiers.h) bounds the tiers tried.
+  bool preemption_only = false;
+  std::optional<int64_t> below_tier;
 };
 // Where a member of a gang goes once room is made (nominated: it waits there meanwhile).
 struct GangMemberTarget {
@@ -290,7 +298,8 @@ struct GangPostFilterResult {
   bool refused = false;                   // a PodDisruptionBudget or the API refused one
   std::string message;                    // for the gang's status: what was done, or why not
 };
-// A PostFilter plugin that can also make room for a whole gang (plugins/consolidation).
+// A PostFilter plugin that can also make room for a whole gang (plugins/default_preemption,
+// plugins/consolidation, plugins/reservation).
 class GangPostFilterPlugin : public virtual Plugin {
  public:
   virtual GangPostFilterResult PostFilterGang(const PendingGang& gang) = 0;

@@ -4,7 +4,17 @@
 #include <map>
 #include <set>
 
+#include "scheduler/util/strings.h"
+
 namespace tessel {
+
+void SetSchedulingUnit(CycleState& state, std::vector<PodRef> pods) {
+  state.WriteValue(kSchedulingUnitKey, std::move(pods));
+}
+
+const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state) {
+  return state.ReadValue<std::vector<PodRef>>(kSchedulingUnitKey);
+}
 
 const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }
 
@@ -32,6 +42,26 @@ const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
   return out.size() == feasible.size() ? feasible : out;
 }
 
+TierChoice ChooseTier(const CycleState& state, std::optional<int64_t> fits_on,
+                      const std::vector<const NodeInfo*>& nominated) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr || !tiers->PreemptFirst() || !fits_on.has_value()) return {};
+  bool held = false;  // nominated somewhere: its earlier preemption decided
+  for (const NodeInfo* node : nominated) {
+    if (node == nullptr) continue;
+    held = true;
+    if (const std::optional<int64_t> t = tiers->TierOf(state, *node); t.has_value() && *t < *fits_on) {
+      return {.kind = TierChoice::Kind::kWaitForVictims, .waiting_on = node};
+    }
+  }
+  if (held) return {};
+  return {.kind = TierChoice::Kind::kPreemptBelow, .below = fits_on};
+}
+
+std::string WaitingOnEarlierTier(const NodeInfo& node) {
+  return StrCat("Waiting for the pods preempted on node ", node.name(), ", of an earlier tier, to leave.");
+}
+
 std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
                                             const NodeStatusMap& rejected, std::optional<int64_t> below) {
   const NodeTiers* tiers = NodeTiersOf(state);
@@ -55,12 +85,14 @@ std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::
   return out;
 }
 
-std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes) {
+std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+                                    std::optional<int64_t> below) {
   const NodeTiers* tiers = NodeTiersOf(state);
-  if (tiers == nullptr) return {NodeScreen()};
+  if (tiers == nullptr) return below.has_value() ? std::vector<NodeScreen>() : std::vector<NodeScreen>{NodeScreen()};
   std::set<int64_t> seen;
   for (const NodeInfo* node : nodes) {
-    if (const std::optional<int64_t> t = tiers->TierOf(state, *node)) seen.insert(*t);
+    const std::optional<int64_t> t = tiers->TierOf(state, *node);
+    if (t.has_value() && (!below.has_value() || *t < *below)) seen.insert(*t);
   }
   std::vector<NodeScreen> out;
   for (const int64_t tier : seen) {

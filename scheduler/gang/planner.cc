@@ -325,6 +325,9 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
   for (const Shape& shape : shapes) {
     const PodRef& rep = shape.representative;
     CycleState state;
+    // The members the gang needs are judged as one (node_tiers.h): its flavor and its quota.
+    const size_t needed = std::min(in.members.size(), static_cast<size_t>(in.min_to_place));
+    SetSchedulingUnit(state, std::vector<PodRef>(in.members.begin(), in.members.begin() + static_cast<std::ptrdiff_t>(needed)));
     Status pre = fw.RunPreFilter(state, *rep);
     const CycleState base = state.Clone();
     // The members placed so far (earlier shapes) are in the overlay's nodes; the shape's state
@@ -457,6 +460,11 @@ GangPlan PlanGang(const PlanInput& input) {
   plan = PlanOn(in, shapes, interacting, in.snapshot->nodes(), &tier_state);
   const NodeTiers* tiers = tier_state == nullptr ? nullptr : NodeTiersOf(*tier_state);
   if (tiers == nullptr || plan.code == Code::kError) return plan;
+  auto in_tier = [&tier_state](GangPlan p, std::optional<int64_t> tier) {
+    p.tiers = tier_state;
+    if (p.feasible) p.tier = tier;
+    return p;
+  };
   // Strict tiers (a queue's flavors): the whole gang in the first tier that takes it, compact
   // placement within that tier.
   std::map<int64_t, std::vector<NodeInfo*>> by_tier;
@@ -473,19 +481,21 @@ GangPlan PlanGang(const PlanInput& input) {
     if (!within.feasible && within.code != Code::kError) {
       within.message = StrCat(within.message, " (in the tier of nodes its running members use)");
     }
-    return within;
+    return in_tier(std::move(within), t);
   }
-  if (by_tier.size() <= 1) return plan;  // one tier: the plan on every node is the plan on it
+  if (by_tier.size() <= 1) {  // one tier: the plan on every node is the plan on it
+    return in_tier(std::move(plan), by_tier.empty() ? std::nullopt : std::optional<int64_t>(by_tier.begin()->first));
+  }
   std::optional<GangPlan> first_refusal;
   for (const auto& [tier, nodes] : by_tier) {
     GangPlan within = PlanOn(in, shapes, interacting, nodes, nullptr);
-    if (within.feasible || within.code == Code::kError) return within;
+    if (within.feasible || within.code == Code::kError) return in_tier(std::move(within), tier);
     if (!first_refusal) first_refusal = std::move(within);
   }
-  if (!first_refusal) return plan;
+  if (!first_refusal) return in_tier(std::move(plan), std::nullopt);
   first_refusal->message = StrCat(first_refusal->message, " (in its first tier of nodes; no other tier takes it whole)");
   for (const std::string& p : plan.rejecting_plugins) AddRejecting(first_refusal->rejecting_plugins, p);
-  return *std::move(first_refusal);
+  return in_tier(*std::move(first_refusal), std::nullopt);
 }
 
 GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool interacting,
@@ -517,9 +527,11 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
     }
     plan.code = Code::kUnschedulable;
     plan.limit_reason = a.limit_reason;
-    plan.message = placed > 0 ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
-                                       " can host ", Plural(placed, "member", "members"))
-                              : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
+    const bool quota_only = !a.rejecting.empty() && in.framework->RejectedOnlyByQuota(a.rejecting);
+    plan.message = placed > 0   ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
+                                         " can host ", Plural(placed, "member", "members"))
+                   : quota_only ? StrCat(Needs(in, shapes), "; its quota does not admit it: ", a.fit_error)
+                                : StrCat(Needs(in, shapes), "; no node can host one: ", a.fit_error);
     return plan;
   }
 

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,10 @@ struct GangPlan {
   std::string domain;                  // compact placement: the chosen domain
   std::vector<DomainFit> too_small;    // compact placement: domains that could not host it
   int32_t nodes_used = 0;
+  // Strict tiers (framework/node_tiers.h): the state that ranks the nodes in tiers (null when
+  // the members have none) and the tier a feasible plan uses, for ChooseTier.
+  std::shared_ptr<const CycleState> tiers;
+  std::optional<int64_t> tier;
 };
 
 GangPlan PlanGang(const PlanInput& input);

@@ -592,10 +592,15 @@ GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& me
     CycleState s = states[i]->Clone();
     if (!log.Replay(fw, s, member, lookup)) continue;
     std::optional<Candidate> best;
+    // Each member's search stops after as many candidates as a single pod's (CandidateLimits).
+    const size_t wanted = std::max<size_t>(ctx.limits.For(nodes.size()), 1);
+    size_t found = 0;
     for (const NodeInfo* snap_node : nodes) {
       const NodeInfo& node = *lookup(snap_node->name());
       auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone, /*rejected_as_is=*/false);
-      if (c && (!best || BetterCandidate(ctx, *c, *best))) best = std::move(c);
+      if (!c) continue;
+      if (!best || BetterCandidate(ctx, *c, *best)) best = std::move(c);
+      if (++found >= wanted) break;
     }
     if (!best) continue;
     for (PreemptionVictim& v : best->victims) {

@@ -182,6 +182,7 @@ struct GangPreemptionPlan {
 // freed enough). With `topology_key` (a compact gang), the plan is made within each domain of
 // that node label, and the domain whose victims are the better candidate wins. `states` are
 // the members' cycle states after PreFilter.
+// Each member's search ends after ctx.limits' number of candidates, in node order.
 GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodRef>& members,
                                       const std::vector<const CycleState*>& states, int32_t need,
                                       const std::string& topology_key = "");

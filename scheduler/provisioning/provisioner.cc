@@ -41,9 +41,10 @@ bool MayBeMarked(const StringMap& pod_annotations, const StringMap& gang_annotat
 }
 
 // The flavors the members would use on new nodes (FlavorsWithQuota), with what every queue
-// uses on the snapshot's nodes now.
+// uses on the snapshot's nodes now; nullopt when their queue's quota (flat or flavored) cannot
+// take them all together: the quota is short, not the nodes.
 std::optional<std::vector<const ResourceFlavor*>> FlavorsFor(const ShortageInput& in) {
-  if (in.queue == nullptr || !in.queue->flavored() || in.queues == nullptr) {
+  if (in.queue == nullptr || in.queues == nullptr) {
     return std::vector<const ResourceFlavor*>{};
   }
   QueueUsage usage;

@@ -55,7 +55,9 @@ std::string PodKey(std::string_view pod_key);
 // The one way the core asks: when `rejecting_plugins` is a lack of capacity and the pod `head`
 // (a gang's first pending member, or the pod itself), its gang object's annotations, the flavor
 // the gang would use or its `queue` mark it, tells `provisioner` and returns how the ask stands;
-// nullopt otherwise. For a flavored queue, the flavors are those whose quota takes all of
+// nullopt otherwise. The queue's quota must take all of `members` together, flat queue or
+// flavored, or nothing is asked (the quota is short, not the nodes: docs/quota.md). For a
+// flavored queue, the flavors are those whose quota takes all of
 // `members` on top of what the queues use on `snapshot`'s nodes (FlavorsWithQuota); when none
 // does, the quota is short, not the nodes, and nothing is asked; when one does, QueueQuota's
 // rejections do not stop the ask (they are nodes outside the queue's flavors, or the quota of

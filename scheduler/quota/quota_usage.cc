@@ -64,6 +64,10 @@ std::optional<std::vector<const ResourceFlavor*>> FlavorsWithQuota(const QueueDi
                                                                   const Queue& queue, const QuotaTracker& usage,
                                                                   const Resources& charge) {
   std::vector<const ResourceFlavor*> chosen;
+  if (!queue.flavored()) {  // the queue's own quota, for the whole charge
+    if (!usage.Check(queue.name(), charge).fits) return std::nullopt;
+    return chosen;
+  }
   for (const ResourceGroup& group : queue.resource_groups) {
     const bool used = std::any_of(group.covered.begin(), group.covered.end(),
                                   [&](const std::string& r) { return charge.Get(r) > 0; });

@@ -48,8 +48,8 @@ class QuotaTracker;
 // first flavor in the queue's order whose quota takes all of it on top of `usage` (with
 // whenCanBorrow TryNextFlavor, the first without borrowing, else the first by borrowing), in
 // group order. Flavors that do not exist are skipped. nullopt when a group has no such flavor
-// (the quota is short, not the nodes); empty for a flat queue. What a ProvisioningRequest asks
-// for (docs/provisioning.md).
+// (the quota is short, not the nodes). For a flat queue: empty when its quota takes all of the
+// charge, nullopt when not. What a ProvisioningRequest asks for (docs/provisioning.md).
 std::optional<std::vector<const ResourceFlavor*>> FlavorsWithQuota(const QueueDirectory& directory,
                                                                   const Queue& queue, const QuotaTracker& usage,
                                                                   const Resources& charge);

@@ -66,9 +66,10 @@ struct Core {
   ManualClock& clock = harness.clock;
   Cache& cache = harness.cache;
   std::unique_ptr<Scheduler>& s = harness.s;
-  explicit Core(bool with_touch = false) : harness(Options(with_touch)) {}
-  testing::CoreHarnessOptions Options(bool with_touch) {
-    testing::CoreHarnessOptions o{.parallelism = 1,
+  explicit Core(bool with_touch = false, std::string config_yaml = "") : harness(Options(with_touch, std::move(config_yaml))) {}
+  testing::CoreHarnessOptions Options(bool with_touch, std::string config_yaml) {
+    testing::CoreHarnessOptions o{.config_yaml = std::move(config_yaml),
+                                  .parallelism = 1,
                                   .observer = &rec,
                                   .gang_status = &rec,
                                   .start = absl::FromUnixSeconds(1'700'000'000),
@@ -909,6 +910,38 @@ TEST_CASE("a gang waits for its victims to terminate instead of evicting more",
   CHECK(c.BoundOf("hp") == 2);
   CHECK(c.api.bound.at("default/hp-0") == "gpu-0");
   CHECK(c.api.evictions.empty());
+}
+
+// Gang preemption is DefaultPreemption's (its gang hook): a profile without it preempts for
+// neither pods nor gangs, whatever other PostFilter plugins it keeps (issue 38, defect 8).
+TEST_CASE("a profile without DefaultPreemption preempts for no gang", "[gang][core][preemption]") {
+  const bool disabled = GENERATE(false, true);
+  CAPTURE(disabled);
+  Core c(false, disabled ? "profiles:\n- schedulerName: tessel\n  plugins:\n"
+                           "    postFilter: {disabled: [{name: DefaultPreemption}]}\n"
+                         : "");
+  c.GpuNodes(2, 8);
+  for (int node = 0; node < 2; ++node) {
+    Pod low = PodBuilder(StrCat("low-", node)).Requests("cpu:1,nvidia.com/gpu:8").Priority(0).Node(StrCat("gpu-", node)).Build();
+    low.phase = PodPhase::kRunning;
+    c.s->OnPodAdd(std::move(low));
+  }
+  c.PodGroup("hp", 2);
+  for (int i = 0; i < 2; ++i) {
+    Pod m = c.Member("hp", i, "cpu:1,nvidia.com/gpu:8", 100 + i);
+    m.priority = 100;
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.Run();
+  CHECK(c.BoundOf("hp") == 0);
+  if (disabled) {
+    CHECK(c.api.evictions.empty());
+    CHECK(c.rec.kinds["default/hp-0"] == FailureKind::kUnschedulable);
+    CHECK(c.rec.nominated["default/hp-0"].empty());
+  } else {
+    CHECK(c.api.evictions.size() == 2);
+    CHECK_THAT(c.rec.status["PodGroup default/hp"].message, Catch::Contains("Preempting 2 pod(s) for the gang."));
+  }
 }
 
 // Kubernetes 1.37's own PodGroup (scheduling.k8s.io/v1beta1): its pods name it in

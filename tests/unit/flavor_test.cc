@@ -484,6 +484,67 @@ TEST_CASE("a gang preempts within one flavor: never for room split across flavor
   }
 }
 
+// A gang and a single pod of its shape get the same flavor decision (node_tiers.h ChooseTier,
+// issue 38 defect 1): with whenCanPreempt: Preempt a gang frees room on its earlier flavor
+// before it takes a later flavor's free room, and waits for its victims there.
+TEST_CASE("a gang preempts on its earlier flavor first under whenCanPreempt: Preempt, as pods do",
+          "[flavor][core][gang][preemption]") {
+  FlavoredCluster c;
+  c.AddNode("r1", "reserved");
+  c.AddNode("o1", "on-demand");
+  c.AddQueue("low", {{"namespaces", {"low"}}, {"resourceGroups", GpuGroups({{"reserved", "8", ""}})}});
+  for (int i = 0; i < 8; ++i) c.AddPod("low", StrCat("j", i), 0);
+  c.Run();
+  REQUIRE(c.PoolsOf("low") == Pools{{"reserved", 8}});
+  c.AddQueue("high", {{"namespaces", {"high"}},
+                      {"resourceGroups", GpuGroups({{"reserved", "4", ""}, {"on-demand", "8", ""}})},
+                      {"flavorFungibility", {{"whenCanPreempt", "Preempt"}}}});
+  const bool gang = GENERATE(false, true);
+  CAPTURE(gang);
+  if (gang) {
+    c.AddGang("high", "train", 2, 1, 1000);
+  } else {
+    for (int i = 0; i < 2; ++i) c.AddPod("high", StrCat("h", i), 1000);
+  }
+  c.harness.RunUntilIdle();
+  CHECK(c.evicted.size() == 2);
+  for (const Pod& v : c.evicted) CHECK(v.node_name == "r1");
+  CHECK(c.PoolsOf("high").empty());  // waiting for its victims, not on on-demand meanwhile
+  c.Run();
+  CHECK(c.PoolsOf("high") == Pools{{"reserved", 2}});
+  CHECK(c.PoolsOf("low") == Pools{{"reserved", 6}});
+}
+
+// whenCanBorrow: TryNextFlavor judges a gang's borrowing by its total (issue 38, defect 2): the
+// gang goes whole to the first flavor that takes it without borrowing; pods split as each fits.
+TEST_CASE("under whenCanBorrow: TryNextFlavor a gang takes the first flavor its whole total fits "
+          "without borrowing",
+          "[flavor][core][gang][quota]") {
+  FlavoredCluster c;
+  c.AddNode("r1", "reserved");
+  c.AddNode("s1", "spot");
+  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "pool"}, {"resourceGroups", GpuGroups({{"reserved", "6", ""}})}});
+  c.AddQueue("team", {{"namespaces", {"team"}},
+                      {"cohort", "pool"},
+                      {"resourceGroups", GpuGroups({{"reserved", "2", ""}, {"spot", "8", ""}})},
+                      {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
+  SECTION("four pods: two on reserved, within its nominal, two on spot") {
+    for (int i = 0; i < 4; ++i) c.AddPod("team", StrCat("p", i));
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"reserved", 2}, {"spot", 2}});
+  }
+  SECTION("a gang of four: whole on spot, borrowing nothing") {
+    c.AddGang("team", "train", 4, 1);
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"spot", 4}});
+  }
+  SECTION("a gang of two fits reserved's nominal: it stays there") {
+    c.AddGang("team", "pair", 2, 1);
+    c.Run();
+    CHECK(c.PoolsOf("team") == Pools{{"reserved", 2}});
+  }
+}
+
 // A seeded property over generated clusters and queues, checked with its own arithmetic (no
 // tracker, no plugin): every pod of a flavored queue sits on a node of one of its queue's
 // flavors; per (queue, flavor) the GPUs its pods hold stay within the nominal quota (no

@@ -488,6 +488,34 @@ TEST_CASE("core: unmarked gangs, and gangs short of quota, do not ask", "[provis
   CHECK(c.rec.kinds.at("team-a/over-0") == FailureKind::kQuotaExceeded);
 }
 
+// The whole gang's quota comes before capacity (issue 38, defect 5): a flat queue of nominal 6
+// never admits 4 x 2 GPUs together, however the nodes are cut, and no nodes are asked for it.
+TEST_CASE("core: a gang over its flat queue's quota is over quota on any nodes, and does not ask",
+          "[provisioning][core][quota]") {
+  Core c;
+  REQUIRE(c.h.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
+                                {"kind", "Queue"},
+                                {"metadata", {{"name", "team-a"}}},
+                                {"spec",
+                                 {{"namespaces", {"team-a"}},
+                                  {"nominalQuota", {{"nvidia.com/gpu", "6"}}},
+                                  {"provisioning", {{"className", "check-capacity.autoscaling.x-k8s.io"}}}}}})
+              .ok());
+  SECTION("two empty 4-GPU nodes (room for 4 members, quota for 3)") { c.Nodes(2, 4, "small-"); }
+  SECTION("two 2-GPU nodes: the nodes are short too") { c.Nodes(2, 2, "tiny-"); }
+  c.Group("over", 4);
+  c.Members("over", 4, 2);
+  c.h.ScheduleAll();
+  CHECK(c.prov.asks.empty());
+  CHECK(c.h.binds().empty());
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = StrCat("team-a/over-", i);
+    CHECK(c.rec.kinds.at(key) == FailureKind::kQuotaExceeded);
+    CHECK_THAT(c.rec.messages.at(key), Catch::Contains("queue team-a: nvidia.com/gpu 8 of nominal 6"));
+  }
+  CHECK_THAT(c.rec.status.at("podgroup:team-a/over").message, Catch::Contains("its quota does not admit it"));
+}
+
 TEST_CASE("core: a single marked pod asks too; bound, it lets go; deleted, too", "[provisioning][core]") {
   Core c;
   c.Nodes(1, 4, "small-");
