@@ -11,7 +11,12 @@
 // lacks and is no gang mate of a victim there), and that
 // every move was allowed (opt-in, minimum run time, move limit) and part of a plan that works
 // out: the waiting pod fits where the moved pods were, and they all fit elsewhere; with flavors,
-// that pods run on their queue's flavors, a gang on one, within each flavor's quota.
+// that pods run on their queue's flavors, a gang on one, within each flavor's quota. Issue 38's
+// rules of making room together: budgets (PodDisruptionBudgets the eviction API enforces) never
+// leave a move plan half carried out and no move is more than its plan needs; a pod and a gang
+// take their flavor by one rule (the first with room and quota, TryNextFlavor before borrowing);
+// no reservation stays with a holder its quota rejects; no capacity is asked for a workload its
+// quota rejects (a fifth of the queues have a provisioning class).
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -24,6 +29,8 @@
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/server/observer_fanout.h"
+#include "plugins/reservation/reservation.h"
 
 namespace tessel {
 namespace {
@@ -61,7 +68,7 @@ struct ApiServer {
     api.on_evict = [this, clock](const Pod& pod, std::string_view reason) -> absl::Status {
       auto it = bound.find(pod.Key());
       if (it == bound.end()) return absl::NotFoundError("gone");
-      if (!terminating.insert(pod.Key()).second) return absl::OkStatus();
+      if (terminating.contains(pod.Key())) return absl::OkStatus();
       // "preempted by NS/NAME (priority ...", "moved to make room for NS/NAME on node ...": the
       // preemptor.
       std::string preemptor;
@@ -72,6 +79,12 @@ struct ApiServer {
         preemptor = std::string(rest.substr(0, rest.find(' ')));
         move = lead.front() == 'm';
       }
+      // The eviction API's answer: a budget that allows no more disruption refuses.
+      if (const testing::CheckedBudget* b = BudgetOf(it->second); b != nullptr && DisruptionsAllowed(*b) <= 0) {
+        refusals.push_back({pod.Key(), preemptor, it->second.node_name, move, /*refused=*/true});
+        return absl::ResourceExhaustedError("Cannot evict pod as it would violate the pod's disruption budget.");
+      }
+      terminating.insert(pod.Key());
       evictions.push_back({pod.Key(), preemptor, it->second.node_name, move});
       it->second.meta.deletion_timestamp = clock->Now();
       (*s)->OnPodUpdate(it->second);
@@ -79,6 +92,38 @@ struct ApiServer {
     };
   }
   std::vector<Eviction> TakeEvictions() { return std::exchange(evictions, {}); }
+  std::vector<Eviction> TakeRefusals() { return std::exchange(refusals, {}); }
+
+  // PodDisruptionBudgets (maxUnavailable over one app of a namespace), kept by the test as the
+  // disruption controller keeps them: the scheduler is told how many disruptions each allows
+  // before every cycle.
+  const std::vector<testing::CheckedBudget>* budgets = nullptr;
+  const testing::CheckedBudget* BudgetOf(const Pod& pod) const {
+    for (const testing::CheckedBudget& b : *budgets) {
+      if (b.namespace_ == pod.meta.namespace_ && pod.meta.labels.contains("app") && pod.meta.labels.at("app") == b.app) {
+        return &b;
+      }
+    }
+    return nullptr;
+  }
+  int32_t DisruptionsAllowed(const testing::CheckedBudget& b) const {
+    int32_t down = 0;
+    for (const std::string& key : terminating) {
+      auto it = bound.find(key);
+      down += it != bound.end() && BudgetOf(it->second) == &b;
+    }
+    return b.max_unavailable - down;
+  }
+  void SyncBudgets() {
+    for (const testing::CheckedBudget& b : *budgets) {
+      PodDisruptionBudget pdb;
+      pdb.meta.namespace_ = b.namespace_;
+      pdb.meta.name = StrCat("budget-", b.app);
+      pdb.selector = LabelSelector{.match_labels = {{"app", b.app}}};
+      pdb.disruptions_allowed = std::max(0, DisruptionsAllowed(b));
+      (*s)->OnPodDisruptionBudget(std::move(pdb));
+    }
+  }
   // The pod is gone; when it was evicted, its Job (if it has one) makes a new pod.
   void Delete(const std::string& key) {
     bound.erase(key);
@@ -87,6 +132,35 @@ struct ApiServer {
     if (evicted && on_evicted_gone) on_evicted_gone(key);
   }
   std::function<void(const std::string& key)> on_evicted_gone;
+  std::vector<Eviction> refusals;  // since the last Take
+};
+
+// The cluster autoscaler's side of provisioning: it records what was asked (the pending members,
+// or the pod) and answers that the request waits.
+class AskRecorder final : public provisioning::Provisioner {
+ public:
+  provisioning::Outcome GangShort(const provisioning::GangShortage& shortage) override {
+    asks.push_back(shortage.member_keys);
+    return {.message = StrCat("waiting for ProvisioningRequest for ", shortage.ask.gang_key)};
+  }
+  void GangPlaced(const std::string&) override {}
+  void GangGone(const std::string&) override {}
+  std::vector<std::vector<std::string>> TakeAsks() { return std::exchange(asks, {}); }
+
+ private:
+  std::vector<std::vector<std::string>> asks;
+};
+
+// Which pods (a gang by its head) each cycle attempted, beside the simulated cluster's record.
+class AttemptRecorder final : public SchedulingObserver {
+ public:
+  void PodScheduled(const Pod&, const std::string&) override {}
+  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
+  void AttemptFinished(const Pod& pod, AttemptResult, absl::Duration) override { attempted.insert(pod.Key()); }
+  std::set<std::string> Take() { return std::exchange(attempted, {}); }
+
+ private:
+  std::set<std::string> attempted;
 };
 
 // Moves: for pods asking 2 GPUs or more (the plugin's default), of pods that ran 30 s, at most once
@@ -104,8 +178,13 @@ const testing::MoveRules kMoveRules{.min_pod_gpus = 2, .min_run = absl::Seconds(
 
 struct Run {
   std::mt19937_64 rng;
+  AskRecorder provisioner;
+  AttemptRecorder attempts;
+  server::ObserverFanout observers;
   testing::CoreHarness harness{{.config_yaml = kConfig,
                                 .parallelism = 1,
+                                .observer = &observers,
+                                .provisioner = &provisioner,
                                 .start = absl::FromUnixSeconds(1'700'000'000),
                                 .confirm_binds = false}};
   ManualClock& clock = harness.clock;
@@ -118,7 +197,10 @@ struct Run {
   std::vector<std::string> singles;
 
   explicit Run(uint64_t seed) : rng(seed) {
+    observers.Add(&harness.sim);
+    observers.Add(&attempts);
     api.Serve(harness);
+    api.budgets = &world.budgets;
     api.on_evicted_gone = [this](const std::string& key) { Recreate(key); };
   }
   int Pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
@@ -154,6 +236,10 @@ struct Run {
       harness.AddNode(node.Build());
       world.nodes.push_back(std::move(checked));
     }
+    // Budgets over the batch pods of a team (a third of all pods are movable, of either app).
+    for (std::string team : {"team-a", "team-b"}) {
+      if (Chance(30)) world.budgets.push_back({.namespace_ = team, .app = "batch", .max_unavailable = Pick(1, 2)});
+    }
     if (flavored) return FlavoredQueues(pools);
     if (Chance(50)) {
       const char* policies[] = {"Never", "LowerPriority", "Any"};
@@ -169,6 +255,7 @@ struct Run {
                     {"preemption",
                      {{"reclaimWithinCohort", policies[Pick(0, 2)]},
                       {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
+        MayProvision(q);
         REQUIRE(harness.ApplyQueueObject(q).ok());
         world.queues.push_back({.name = team, .namespace_ = team, .cohort = "lab", .nominal_gpus = nominal});
       }
@@ -193,6 +280,7 @@ struct Run {
         flavors.push_back({{"name", quota.flavor}, {"resources", json::array({gpu})}});
         checked.flavors.push_back(std::move(quota));
       }
+      checked.borrow_next_flavor = Chance(50);
       json q = {{"apiVersion", "tessel.io/v1alpha1"},
                 {"kind", "Queue"},
                 {"metadata", {{"name", team}}},
@@ -202,13 +290,19 @@ struct Run {
                   {"resourceGroups", json::array({{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}})},
                   {"flavorFungibility",
                    {{"whenCanPreempt", Chance(50) ? "Preempt" : "TryNextFlavor"},
-                    {"whenCanBorrow", Chance(50) ? "Borrow" : "TryNextFlavor"}}},
+                    {"whenCanBorrow", checked.borrow_next_flavor ? "TryNextFlavor" : "Borrow"}}},
                   {"preemption",
                    {{"reclaimWithinCohort", policies[Pick(0, 2)]},
                     {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
+      MayProvision(q);
       REQUIRE(harness.ApplyQueueObject(q).ok());
       world.queues.push_back(std::move(checked));
     }
+  }
+
+  // A fifth of the queues ask for capacity when their pods are short of nodes.
+  void MayProvision(json& queue) {
+    if (Chance(20)) queue["spec"]["provisioning"] = {{"className", "check-capacity.autoscaling.x-k8s.io"}};
   }
 
   Pod MakePod(const CheckedPod& spec, int64_t created) {
@@ -303,6 +397,12 @@ struct Run {
     for (const auto& [node, pods] : s->NominatedPods()->pods) {
       if (!node.empty()) v.nominated[node] = pods;
     }
+    const auto* reservations =
+        dynamic_cast<const reservation::Reservation*>(s->FrameworkFor("tessel")->FindPlugin(reservation::Reservation::kName));
+    REQUIRE(reservations != nullptr);
+    for (const auto& [level, held] : reservations->held()) {
+      for (const reservation::ReservedNode& r : held.nodes) v.reserved[held.holder].push_back(r.node);
+    }
     return v;
   }
 
@@ -331,6 +431,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   constexpr uint64_t kFlatSeeds = 200, kFlavoredSeeds = 60;
   int flavored_evictions = 0, flavored_pods_bound = 0, flavored_gang_pods_bound = 0, flavored_borrowing = 0;
   int reservations = 0, gang_reservations = 0;  // made (their Reserved events), all seeds
+  int refused_moves = 0, provisioning_asks = 0;
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -342,10 +443,16 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
     for (int step = 0; step < 25 && broken.empty(); ++step) {
       for (int w = r.Pick(1, 3); w > 0; --w) r.AddWorkload();
       for (int cycle = 0; cycle < 100 && broken.empty(); ++cycle) {
+        r.api.SyncBudgets();
         checker.BeforeCycle(r.View());
         if (!r.s->ScheduleOne()) break;
         ++cycles;
         const std::vector<Eviction> evicted = r.api.TakeEvictions();
+        std::vector<Eviction> asked = evicted;
+        for (Eviction& e : r.api.TakeRefusals()) asked.push_back(std::move(e));
+        refused_moves += static_cast<int>(std::count_if(asked.begin(), asked.end(), [](const Eviction& e) { return e.refused && e.move; }));
+        const std::vector<std::vector<std::string>> asks = r.provisioner.TakeAsks();
+        provisioning_asks += static_cast<int>(asks.size());
         (flavored ? flavored_evictions : evictions) += static_cast<int>(evicted.size());
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
@@ -355,8 +462,11 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         }));
         const ClusterView view = r.View();
         broken = checker.AfterCycle(view, evicted);
-        for (std::string& b : checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules)) {
-          broken.push_back(std::move(b));
+        for (std::vector<std::string> more : {checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules),
+                                              checker.CheckMovePlans(view, asked),
+                                              checker.CheckReservations(view, r.attempts.Take()),
+                                              checker.CheckProvisioningAsks(asks)}) {
+          for (std::string& b : more) broken.push_back(std::move(b));
         }
       }
       r.Churn();
@@ -408,6 +518,10 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // (Seen: 466, 197 of them for gangs.)
   CHECK(reservations > 100);
   CHECK(gang_reservations > 50);
+  // Budgets and provisioning classes are met: moves a budget refused (each plan stops before its
+  // first eviction, or is not made), and asks for capacity.
+  INFO("refused moves " << refused_moves << ", asks for capacity " << provisioning_asks);
+  CHECK(provisioning_asks > 50);
 }
 
 }  // namespace

@@ -60,6 +60,14 @@ struct CheckedQueue {
   std::string cohort;
   int64_t nominal_gpus = 0;  // physical GPUs (a flat queue)
   std::vector<CheckedFlavorQuota> flavors;  // a flavored queue: its GPU flavors in order
+  bool borrow_next_flavor = false;  // flavorFungibility.whenCanBorrow: TryNextFlavor
+};
+// A PodDisruptionBudget over the pods of one app in one namespace: at most max_unavailable of
+// them terminating at once.
+struct CheckedBudget {
+  std::string namespace_;
+  std::string app;
+  int32_t max_unavailable = 0;
 };
 struct CheckedWorld {
   std::vector<CheckedNode> nodes;
@@ -67,20 +75,23 @@ struct CheckedWorld {
   std::map<std::string, int32_t> gang_min;   // gang -> minMember
   std::vector<CheckedQueue> queues;
   std::map<std::string, std::map<std::string, std::string>> flavors;  // ResourceFlavor -> nodeLabels
+  std::vector<CheckedBudget> budgets;
 };
 
 // What the cluster shows at one moment.
 struct ClusterView {
   std::map<std::string, std::vector<PodRef>> on_node;     // bound or assumed, terminating too
   std::map<std::string, std::vector<PodRef>> nominated;   // node -> pending pods nominated there
+  std::map<std::string, std::vector<std::string>> reserved;  // holder (pod key or gang) -> its reserved nodes
 };
 
-// One eviction the API accepted: the victim and the preemptor its message names.
+// One eviction the API was asked for: the victim and the preemptor its message names.
 struct Eviction {
   std::string victim;
   std::string preemptor;
   std::string node;   // where the victim ran
   bool move = false;  // a move (consolidation) for the preemptor, not a preemption
+  bool refused = false;  // a budget refused it (not in AfterCycle's list: only accepted ones)
 };
 
 // The anti-thrash rules moves must keep (the Consolidation plugin's args in the test).
@@ -119,6 +130,7 @@ class PlacementChecker {
     if (evictions.empty()) CheckSpread(view, placed_now, out);
     CheckQuota(view, out);
     CheckFlavors(view, out);
+    CheckFlavorChoice(view, placed_now, out);
     CheckFlavorOfEvictions(evictions, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
@@ -379,6 +391,187 @@ class PlacementChecker {
       }
     }
   }
+  // The flavor a workload of a flavored queue takes (docs/flavors.md): the first of its flavors
+  // with quota and room; with whenCanBorrow: TryNextFlavor, a flavor where it does not borrow
+  // before every flavor where it would. A gang and a single pod are judged by this one rule (a
+  // gang by its minMember members together). Checked where the checker can tell for sure: a pod,
+  // or a gang none of whose members ran, without pod rules, not nominated before the cycle, placed
+  // this cycle on flavor F, while a flavor it should have preferred had, before the cycle, room
+  // for it on nodes that hold no nominated pod and no reservation, and quota for it that needs no
+  // reclaim (terminating pods still holding both).
+  void CheckFlavorChoice(const ClusterView& view, const std::map<std::string, std::string>& placed_now,
+                         std::vector<std::string>& out) const {
+    std::set<std::string> nominated_before;
+    for (const auto& [node, pods] : before_.nominated) {
+      for (const PodRef& p : pods) nominated_before.insert(Preemptor(p->Key()));
+    }
+    std::set<std::string> ran_before;
+    for (const auto& [key, node] : placed_before_) ran_before.insert(Preemptor(key));
+    std::map<std::string, std::vector<std::string>> workloads;  // pod key or "gang G" -> keys placed now
+    for (const auto& [key, node] : placed_now) {
+      if (SpecOf(key) != nullptr) workloads[Preemptor(key)].push_back(key);
+    }
+    for (const auto& [who, keys] : workloads) {
+      const CheckedPod& s = *SpecOf(keys.front());
+      const CheckedQueue* q = FlavoredQueueOf(s.namespace_);
+      if (q == nullptr || s.gpus == 0 || !s.anti_app.empty() || s.spread) continue;
+      if (nominated_before.contains(who) || ran_before.contains(who)) continue;
+      const std::string chosen = FlavorOf(*q, NodeOf(placed_now.at(keys.front())));
+      if (chosen.empty()) continue;  // CheckFlavors reports it
+      const int32_t count = s.gang.empty() ? 1 : world_->gang_min.at(s.gang);
+      const int64_t demand = FullCharge(s) * count;
+      const bool borrowed = HeldOf(view, *q, chosen, true).queue > NominalMilli(*q, chosen);
+      const auto chosen_at = std::find_if(q->flavors.begin(), q->flavors.end(),
+                                          [&](const CheckedFlavorQuota& f) { return f.flavor == chosen; });
+      for (auto f = q->flavors.begin(); f != q->flavors.end(); ++f) {
+        if (f == chosen_at) continue;
+        const bool earlier = f < chosen_at;
+        if (!earlier && !(q->borrow_next_flavor && borrowed)) continue;
+        // An earlier flavor wins if it takes the workload as the chosen one did (borrowing or
+        // not); under TryNextFlavor a later one wins only without borrowing.
+        const bool may_borrow = earlier && (!q->borrow_next_flavor || borrowed);
+        if (!Admits(*q, f->flavor, demand, HeldOf(before_, *q, f->flavor, true), may_borrow)) continue;
+        if (!HasRoom(*q, f->flavor, s, count)) continue;
+        out.push_back(StrCat(who, " of queue ", q->name, " (whenCanBorrow: ",
+                             q->borrow_next_flavor ? "TryNextFlavor" : "Borrow", ") was placed on flavor ", chosen,
+                             borrowed ? ", borrowing," : "", " though flavor ", f->flavor, " had room and quota for it",
+                             may_borrow ? "" : " without borrowing", earlier ? " and comes first" : ""));
+      }
+    }
+  }
+  // Required anti-affinity (hostname) keeps the two pods apart, in either direction.
+  static bool AntiAffine(const CheckedPod& a, const CheckedPod& b) {
+    return a.namespace_ == b.namespace_ &&
+           ((!a.anti_app.empty() && a.anti_app == b.app) || (!b.anti_app.empty() && b.anti_app == a.app));
+  }
+  bool ReservedBefore(const std::string& node) const {
+    return std::any_of(before_.reserved.begin(), before_.reserved.end(), [&](const auto& held) {
+      return std::find(held.second.begin(), held.second.end(), node) != held.second.end();
+    });
+  }
+  // Whether `count` pods like `s` fit at once, before the cycle, on the flavor's nodes that hold
+  // no nominated pod and no reservation.
+  bool HasRoom(const CheckedQueue& q, const std::string& flavor, const CheckedPod& s, int32_t count) const {
+    std::map<std::string, Room> rooms;
+    for (const CheckedNode& n : world_->nodes) {
+      if (FlavorOf(q, n) != flavor || ReservedBefore(n.name)) continue;
+      if (auto nominated = before_.nominated.find(n.name); nominated != before_.nominated.end() && !nominated->second.empty()) {
+        continue;
+      }
+      auto on = before_.on_node.find(n.name);
+      if (on == before_.on_node.end()) {
+        rooms[n.name] = RoomOf(n, {});
+        continue;
+      }
+      if (std::any_of(on->second.begin(), on->second.end(), [&](const PodRef& p) {
+            const CheckedPod* o = Spec(*p);
+            return o != nullptr && AntiAffine(s, *o);
+          })) {
+        continue;
+      }
+      rooms[n.name] = RoomOf(n, on->second, /*terminating_hold=*/true);
+    }
+    return PlaceAll(rooms, std::vector<const CheckedPod*>(static_cast<size_t>(count), &s), 0);
+  }
+
+  // --- Quota bounds. A flat queue is one flavor, "", with its nominal quota. In milli-GPUs.
+  static int64_t FullCharge(const CheckedPod& s) { return s.gpu_milli > 0 ? s.gpu_milli : s.gpus * 1000; }
+  // The least the pod charges on a node of the flavor (a replica of a time-sliced GPU is 1/R).
+  int64_t LeastCharge(const CheckedQueue& q, const std::string& flavor, const CheckedPod& s) const {
+    int64_t least = FullCharge(s);
+    for (const CheckedNode& n : world_->nodes) {
+      if (q.flavors.empty() || FlavorOf(q, n) == flavor) least = std::min(least, QuotaMilliOn(s, n));
+    }
+    return least;
+  }
+  int64_t NominalMilli(const CheckedQueue& q, const std::string& flavor) const {
+    if (q.flavors.empty()) return q.nominal_gpus * 1000;
+    for (const CheckedFlavorQuota& f : q.flavors) {
+      if (f.flavor == flavor) return f.nominal_gpus * 1000;
+    }
+    return 0;
+  }
+  std::optional<int64_t> BorrowingMilli(const CheckedQueue& q, const std::string& flavor) const {
+    for (const CheckedFlavorQuota& f : q.flavors) {
+      if (f.flavor == flavor && f.borrowing_gpus.has_value()) return *f.borrowing_gpus * 1000;
+    }
+    return std::nullopt;
+  }
+  // What the queue, and its cohort, hold of a flavor, and the cohort's nominal quota of it.
+  struct QuotaHeld {
+    int64_t queue = 0, cohort = 0, cohort_nominal = 0;
+  };
+  // With `at_most`, the most the scheduler may count: pods being deleted, and pods nominated to
+  // nodes (their room is being made); else the least: neither.
+  QuotaHeld HeldOf(const ClusterView& view, const CheckedQueue& q, const std::string& flavor, bool at_most) const {
+    QuotaHeld h;
+    for (const CheckedQueue& c : world_->queues) {
+      const bool same = c.name == q.name;
+      if (!same && (q.cohort.empty() || c.cohort != q.cohort)) continue;
+      h.cohort_nominal += NominalMilli(c, flavor);
+      auto count = [&](const std::map<std::string, std::vector<PodRef>>& pods_by_node) {
+        for (const auto& [node, pods] : pods_by_node) {
+          const CheckedNode& n = NodeOf(node);
+          if (!c.flavors.empty() && FlavorOf(c, n) != flavor) continue;
+          for (const PodRef& p : pods) {
+            const CheckedPod* s = Spec(*p);
+            if (s == nullptr || s->namespace_ != c.namespace_ || (!at_most && Terminating(*p))) continue;
+            const int64_t charge = QuotaMilliOn(*s, n);
+            h.cohort += charge;
+            if (same) h.queue += charge;
+          }
+        }
+      };
+      count(view.on_node);
+      if (at_most) count(view.nominated);
+    }
+    return h;
+  }
+  // The queue takes `demand` more of the flavor with no pod reclaimed: within its nominal quota
+  // and the cohort's, or (when it may borrow) within its borrowing limit and the cohort's.
+  bool Admits(const CheckedQueue& q, const std::string& flavor, int64_t demand, const QuotaHeld& h,
+              bool may_borrow) const {
+    const int64_t own = h.queue + demand, nominal = NominalMilli(q, flavor);
+    if (q.cohort.empty()) return own <= nominal;
+    if (h.cohort + demand > h.cohort_nominal) return false;
+    if (!may_borrow) return own <= nominal;
+    const std::optional<int64_t> borrowing = BorrowingMilli(q, flavor);
+    return !borrowing.has_value() || own <= nominal + *borrowing;
+  }
+  // The queue cannot take `demand` more of the flavor, whatever is reclaimed: above its nominal
+  // quota (alone) or its borrowing limit, or above its nominal quota while the cohort's is used up.
+  bool Rejects(const CheckedQueue& q, const std::string& flavor, int64_t demand, const QuotaHeld& h) const {
+    const int64_t own = h.queue + demand, nominal = NominalMilli(q, flavor);
+    if (q.cohort.empty()) return own > nominal;
+    const std::optional<int64_t> borrowing = BorrowingMilli(q, flavor);
+    if (borrowing.has_value() && own > nominal + *borrowing) return true;
+    return own > nominal && h.cohort + demand > h.cohort_nominal;
+  }
+  // Whether the queue of `s` rejects `count` pods like it on every one of its flavors, for certain
+  // (pods being deleted not counted, the least charge per pod).
+  bool QuotaRejects(const ClusterView& view, const CheckedPod& s, int32_t count) const {
+    const CheckedQueue* q = QueueOf(s.namespace_);
+    if (q == nullptr || s.gpus == 0 || count <= 0) return false;
+    std::vector<std::string> flavors;
+    for (const CheckedFlavorQuota& f : q->flavors) flavors.push_back(f.flavor);
+    if (flavors.empty()) flavors.push_back("");
+    return std::all_of(flavors.begin(), flavors.end(), [&](const std::string& f) {
+      return Rejects(*q, f, LeastCharge(*q, f, s) * count, HeldOf(view, *q, f, false));
+    });
+  }
+  // The members of `s`'s gang still to place for minMember (1 for a pod).
+  int32_t StillToPlace(const ClusterView& view, const CheckedPod& s) const {
+    if (s.gang.empty()) return 1;
+    int32_t running = 0;
+    for (const auto& [node, pods] : view.on_node) {
+      for (const PodRef& p : pods) {
+        const CheckedPod* o = Spec(*p);
+        running += o != nullptr && o->gang == s.gang && !Terminating(*p);
+      }
+    }
+    return std::max(0, world_->gang_min.at(s.gang) - running);
+  }
+
   // A preemptor of a flavored queue (a pod, or a gang) evicts or moves pods for room on one of
   // its flavors only: the pods it chose (not their gang mates, which go wherever they run) are
   // all on nodes of one flavor of its queue, since it is placed on one.
@@ -573,20 +766,26 @@ class PlacementChecker {
     int64_t cpu = 0;
     std::vector<int64_t> device_used;
   };
-  Room RoomOf(const CheckedNode& n, const std::vector<PodRef>& pods) const {
+  // With `terminating_hold`, pods being deleted still hold their room (as a scheduler's cache
+  // sees them until they are gone).
+  Room RoomOf(const CheckedNode& n, const std::vector<PodRef>& pods, bool terminating_hold = false) const {
     Room r{.cpu = n.milli_cpu, .device_used = std::vector<int64_t>(static_cast<size_t>(n.gpus), 0)};
     for (const PodRef& p : pods) {
-      const CheckedPod* s = Spec(*p);
-      if (s == nullptr || Terminating(*p)) continue;
-      r.cpu -= s->milli_cpu;
-      if (!p->gpu_devices) continue;
-      for (int32_t d : *p->gpu_devices) {
-        if (d >= 0 && d < n.gpus) {
-          r.device_used[static_cast<size_t>(d)] += n.replicas > 1 ? 1 : (s->gpu_milli > 0 ? s->gpu_milli : 1000);
-        }
-      }
+      if (terminating_hold || !Terminating(*p)) Hold(n, r, *p);
     }
     return r;
+  }
+  // The room `p` holds, taken from `r`.
+  void Hold(const CheckedNode& n, Room& r, const Pod& p) const {
+    const CheckedPod* s = Spec(p);
+    if (s == nullptr) return;
+    r.cpu -= s->milli_cpu;
+    if (!p.gpu_devices) return;
+    for (int32_t d : *p.gpu_devices) {
+      if (d >= 0 && d < n.gpus) {
+        r.device_used[static_cast<size_t>(d)] += n.replicas > 1 ? 1 : (s->gpu_milli > 0 ? s->gpu_milli : 1000);
+      }
+    }
   }
   // Takes the pod's room from `r` if it is there: whole GPUs on devices nobody uses, a fraction
   // within one device, replicas on free slots (a device may give a pod more than one).
@@ -637,6 +836,89 @@ class PlacementChecker {
  public:
   // After how many cycles a flavored queue held more than its nominal quota of a flavor.
   int cycles_borrowing() const { return cycles_borrowing_; }
+
+  // After a cycle, the reservations: none is held by a holder that was attempted in the cycle
+  // (`attempted`: pod keys) and that its quota rejects for certain: room cannot help it, and the
+  // nodes it holds are taken from other teams for nothing.
+  std::vector<std::string> CheckReservations(const ClusterView& view, const std::set<std::string>& attempted) const {
+    std::vector<std::string> out;
+    for (const auto& [holder, nodes] : view.reserved) {
+      const CheckedPod* s = SpecOf(holder);
+      std::string member = holder;
+      if (s == nullptr) {  // a gang: "podgroup:NAMESPACE/NAME"
+        for (const auto& [key, spec] : world_->pods) {
+          if (!spec.gang.empty() && holder == StrCat("podgroup:", spec.namespace_, "/", spec.gang) &&
+              (s == nullptr || attempted.contains(key))) {
+            s = &spec, member = key;
+          }
+        }
+      }
+      if (s == nullptr || !attempted.contains(member)) continue;
+      if (QuotaRejects(view, *s, StillToPlace(view, *s))) {
+        out.push_back(StrCat("reservation of ", absl::StrJoin(nodes, ", "), " is held for ", holder,
+                             ", which its queue's quota rejects"));
+      }
+    }
+    return out;
+  }
+
+  // After a cycle, its asks for capacity (each: the pending members, or the pod): none for a
+  // workload its quota rejects for certain, as the cluster stood when the cycle began.
+  std::vector<std::string> CheckProvisioningAsks(const std::vector<std::vector<std::string>>& asks) const {
+    std::vector<std::string> out;
+    for (const std::vector<std::string>& members : asks) {
+      const CheckedPod* s = members.empty() ? nullptr : SpecOf(members.front());
+      if (s == nullptr) continue;
+      const int32_t count = std::min(StillToPlace(before_, *s), static_cast<int32_t>(members.size()));
+      if (QuotaRejects(before_, *s, count)) {
+        out.push_back(StrCat("capacity was asked for ", Preemptor(members.front()), " (", count,
+                             " x ", FullCharge(*s), " milli-GPU), which its queue's quota rejects"));
+      }
+    }
+    return out;
+  }
+
+  // Move plans (consolidation), after a cycle, with every eviction asked for (`asked`: accepted
+  // and refused). The test keeps the scheduler's budgets as they are before every cycle, so a
+  // plan one of whose evictions a budget refused after another went through was half carried
+  // out, which the plan could have known. And no pod is moved that the plan does not need: on a
+  // node that had no terminating pod, keeping any one of the moved pods leaves the waiting pod
+  // (a single pod) without room.
+  std::vector<std::string> CheckMovePlans(const ClusterView& view, const std::vector<Eviction>& asked) const {
+    std::vector<std::string> out;
+    std::map<std::string, std::vector<const Eviction*>> accepted, refused;  // preemptor -> moves
+    for (const Eviction& e : asked) {
+      if (e.move) (e.refused ? refused : accepted)[e.preemptor].push_back(&e);
+    }
+    for (const auto& [who, moved] : accepted) {
+      if (auto r = refused.find(who); r != refused.end()) {
+        out.push_back(StrCat("the move plan for ", who, " was half carried out: ", moved.size(),
+                             " pod(s) moved, then a budget refused ", r->second.front()->victim));
+      }
+      const CheckedPod* waiting = SpecOf(who);
+      if (waiting == nullptr || !waiting->gang.empty() || waiting->spread) continue;
+      const std::string& node = moved.front()->node;
+      const CheckedNode& n = NodeOf(node);
+      auto before = before_.on_node.find(node);
+      if (before == before_.on_node.end() || before_.nominated.contains(node) || ReservedBefore(node) ||
+          std::any_of(before->second.begin(), before->second.end(), [](const PodRef& p) { return Terminating(*p); })) {
+        continue;
+      }
+      for (const Eviction* kept : moved) {
+        const CheckedPod* k = SpecOf(kept->victim);
+        if (k == nullptr || AntiAffine(*waiting, *k)) continue;  // it had to go for the rule
+        Room room = RoomOf(n, view.on_node.at(node));
+        for (const PodRef& p : view.on_node.at(node)) {
+          if (p->Key() == kept->victim) Hold(n, room, *p);
+        }
+        if (Take(n, room, *waiting)) {
+          out.push_back(StrCat(kept->victim, " was moved off ", node, " for ", who,
+                               ", which fits there without that move"));
+        }
+      }
+    }
+    return out;
+  }
 
   // Moves (consolidation), after a cycle: a pod is moved only if it opted in, is in no gang,
   // ran at least the minimum run time, and was not moved more than the limit within the
