@@ -143,7 +143,10 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
 
 GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   GangPostFilterResult result;
-  if (gang.members.empty() || gang.states.size() != gang.members.size() || args_.max_moves_per_pod == 0) return result;
+  if (gang.quota_short || gang.members.empty() || gang.states.size() != gang.members.size() ||
+      args_.max_moves_per_pod == 0) {
+    return result;  // moves free no quota
+  }
   const Pod& head = *gang.members.front();
   const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
   if (fw == nullptr || !head.MayPreempt()) return result;

@@ -446,7 +446,10 @@ PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod, con
 GangPostFilterResult Framework::RunGangPostFilter(const PendingGang& gang) const {
   GangPostFilterResult out;
   for (GangPostFilterPlugin* p : gang_post_filter_) {
-    if (gang.preemption_only && dynamic_cast<NoFitPostFilterPlugin*>(p) != nullptr) continue;
+    if (gang.preemption_only && dynamic_cast<NoFitPostFilterPlugin*>(p) != nullptr) {
+      if (gang.quota_short) (void)p->PostFilterGang(gang);  // told, makes no room
+      continue;
+    }
     out = p->PostFilterGang(gang);
     // A plan whose first eviction was refused made no room, but the gang tries it again.
     if (!out.victims.empty() || out.refused) break;

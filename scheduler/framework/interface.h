@@ -286,6 +286,9 @@ struct PendingGang {
   // later one; then `below_tier` (node_tiers.h) bounds the tiers tried.
   bool preemption_only = false;
   std::optional<int64_t> below_tier;
+  // Its quota holds it back: the NoFitPostFilterPlugins are still told (a reservation it holds
+  // ends, docs/defrag.md), but make no room for it.
+  bool quota_short = false;
 };
 // Where a member of a gang goes once room is made (nominated: it waits there meanwhile).
 struct GangMemberTarget {

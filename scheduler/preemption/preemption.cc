@@ -377,6 +377,12 @@ EvictionOutcome EvictInOrder(Handle& handle, const std::vector<PodDisruptionBudg
                              const std::function<std::string(const PreemptionVictim&)>& message_of,
                              DisruptionKind kind) {
   EvictionOutcome out;
+  // A plan its budgets refuse as they stand is not started: the eviction API would refuse one
+  // of its victims after the others were gone, evicted for nothing.
+  if (CountPdbViolations(pdbs, victims) > 0) {
+    out.refused = true;
+    return out;
+  }
   for (const PreemptionVictim& v : EvictionOrder(pdbs, std::move(victims))) {
     absl::Status st = EvictVictim(handle, v, message_of(v), kind);
     if (st.ok() || absl::IsNotFound(st)) {  // NotFound: already gone, as good as evicted

@@ -144,9 +144,11 @@ absl::Status EvictVictim(Handle& handle, const PreemptionVictim& victim, std::st
                          DisruptionKind kind = DisruptionKind::kPreemption);
 
 // Evicts `victims` one after another in EvictionOrder (EvictVictim, each told `message_of` it).
-// Stops at the first refusal: a PodDisruptionBudget's 429 (`refused`), or any other failure
-// (`error`; FailedPrecondition when this scheduler is no longer the leader). A victim already
-// gone (404) counts as evicted.
+// A plan that `pdbs` already refuse (CountPdbViolations > 0) is not started: `refused`, with
+// nothing evicted, so no plan is half carried out when its budgets could be known. Otherwise it
+// stops at the first refusal: a PodDisruptionBudget's 429 (`refused`: a budget that changed
+// since it was read), or any other failure (`error`; FailedPrecondition when this scheduler is
+// no longer the leader). A victim already gone (404) counts as evicted.
 struct EvictionOutcome {
   std::vector<PreemptionVictim> evicted;
   bool refused = false;

@@ -420,7 +420,11 @@ class PlacementChecker {
       if (chosen.empty()) continue;  // CheckFlavors reports it
       const int32_t count = s.gang.empty() ? 1 : world_->gang_min.at(s.gang);
       const int64_t demand = FullCharge(s) * count;
-      const bool borrowed = HeldOf(view, *q, chosen, true).queue > NominalMilli(*q, chosen);
+      // Borrowing for certain: above the nominal quota with neither terminating nor nominated
+      // pods counted. Members placed beyond minMember join the gang's flavor and may borrow there
+      // (docs/flavors.md): the gang's choice is judged without them.
+      const bool beyond_min = static_cast<int32_t>(keys.size()) > count;
+      const bool borrowed = !beyond_min && HeldOf(view, *q, chosen, false).queue > NominalMilli(*q, chosen);
       const auto chosen_at = std::find_if(q->flavors.begin(), q->flavors.end(),
                                           [&](const CheckedFlavorQuota& f) { return f.flavor == chosen; });
       for (auto f = q->flavors.begin(); f != q->flavors.end(); ++f) {
