@@ -2,6 +2,8 @@
 // nominated node first, then the decision cache, then every node), PostFilter when nothing
 // fits, Score, then PreAssume, Assume, Reserve and Permit on the chosen node. SchedulingCycle
 // returns a CycleResult; every failure, wherever it happened, goes to RecordFailure.
+#include <algorithm>
+
 #include "scheduler/api/uid.h"
 #include "scheduler/core/admission.h"
 #include "scheduler/core/scheduler.h"
@@ -34,6 +36,15 @@ DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& sta
     return fw.RunFiltersWithNominatedPods(state, pod, node, &nominations.pods);
   };
   return held;
+}
+
+// Whether waiting for quota can help: some node's rejection is a quota plugin's that more quota
+// would lift (Unschedulable). A quota plugin's unresolvable rejections (a node outside the
+// queue's flavors, a flavor's taint the pod does not tolerate) are not a quota shortfall.
+bool QuotaMayHelp(const Framework& fw, const NodeStatusMap& rejected) {
+  return std::any_of(rejected.begin(), rejected.end(), [&](const auto& entry) {
+    return entry.second.code() == Code::kUnschedulable && fw.IsQuotaPlugin(entry.second.plugin());
+  });
 }
 
 AttemptResult ResultOf(const Status& status) {
@@ -105,8 +116,11 @@ Scheduler::CycleResult Scheduler::SchedulingCycle(const Framework& fw, CycleStat
                                                             .rejecting_plugins = std::move(fit.rejecting_plugins)});
     if (fw.HasPostFilter()) PostFilterByTier(fw, state, in_flight, rejected, result);
     if (result.status.code() == Code::kError) return result;
-    // Only the queue's quota said no: not a capacity shortfall, so not reported as Unschedulable.
-    if (fw.RejectedOnlyByQuota(result.diagnosis.rejecting_plugins)) result.diagnosis.kind = FailureKind::kQuotaExceeded;
+    // Only the queue's quota said no, and more quota would help: not a capacity shortfall, so
+    // not reported as Unschedulable.
+    if (fw.RejectedOnlyByQuota(result.diagnosis.rejecting_plugins) && QuotaMayHelp(fw, rejected)) {
+      result.diagnosis.kind = FailureKind::kQuotaExceeded;
+    }
     result.status = Status::Unschedulable(result.diagnosis.message);
     return result;
   }

@@ -627,6 +627,51 @@ TEST_CASE("seeded: pods stay on their flavors, within each flavor's quota, in fl
   }
 }
 
+// What the core reports for each pod that failed: its kind and message.
+class FailureRecorder final : public SchedulingObserver {
+ public:
+  void PodScheduled(const Pod&, const std::string&) override {}
+  void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override {
+    failures[pod.Key()] = {kind, message};
+  }
+  std::map<std::string, std::pair<FailureKind, std::string>> failures;
+};
+
+TEST_CASE("a pod that tolerates none of its flavor's taints is told so, not to wait for quota",
+          "[flavor][core]") {
+  // Issue 38, defect 9: spot's quota is used up too, but waiting for it cannot help the pod.
+  FailureRecorder rec;
+  testing::CoreHarness h({.parallelism = 1, .observer = &rec});
+  REQUIRE(h.ApplyQueueObject(FlavorObject("spot", {{"pool", "spot"}},
+                                          {{"nodeTaints", {{{"key", "spot"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}))
+              .ok());
+  REQUIRE(h.ApplyQueueObject(QueueObject("q", {{"namespaces", {"q"}}, {"resourceGroups", GpuGroups({{"spot", "1", ""}})}})).ok());
+  h.AddNode(NodeBuilder("s1").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Label("pool", "spot").Build());
+  Pod tolerant = PodBuilder("tolerant", "q").Requests("cpu:1,nvidia.com/gpu:1").Build();
+  tolerant.tolerations.push_back(Toleration{.key = "spot", .value = "true",
+                                            .effect = TaintEffect::kNoSchedule});
+  h.AddPod(std::move(tolerant));
+  h.RunUntilIdle();
+  REQUIRE(h.api.bound.contains("q/tolerant"));  // spot's quota is used up now
+  SECTION("a pod without the toleration: Unschedulable, naming the taint") {
+    h.AddPod(PodBuilder("intolerant", "q").Requests("cpu:1,nvidia.com/gpu:1").Build());
+    h.RunUntilIdle();
+    REQUIRE(rec.failures.contains("q/intolerant"));
+    const auto& [kind, message] = rec.failures.at("q/intolerant");
+    CHECK(kind == FailureKind::kUnschedulable);
+    CHECK_THAT(message, Catch::Contains("does not tolerate the node taints of flavor"));
+  }
+  SECTION("a pod with it waits for quota, over quota") {
+    Pod second = PodBuilder("second", "q").Requests("cpu:1,nvidia.com/gpu:1").Build();
+    second.tolerations.push_back(Toleration{.key = "spot", .value = "true",
+                                            .effect = TaintEffect::kNoSchedule});
+    h.AddPod(std::move(second));
+    h.RunUntilIdle();
+    REQUIRE(rec.failures.contains("q/second"));
+    CHECK(rec.failures.at("q/second").first == FailureKind::kQuotaExceeded);
+  }
+}
+
 TEST_CASE("a node relabelled into another flavor takes its pods' usage with it", "[flavor]") {
   FlavoredCluster c;
   c.AddNode("r1", "reserved");
