@@ -406,6 +406,17 @@ struct Core {
       h.AddPod(std::move(p));
     }
   }
+  // Queue team-a: `nominal` GPUs, and capacity asked for with check-capacity.
+  void ProvisioningQueue(std::string nominal) {
+    REQUIRE(h.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
+                                {"kind", "Queue"},
+                                {"metadata", {{"name", "team-a"}}},
+                                {"spec",
+                                 {{"namespaces", {"team-a"}},
+                                  {"nominalQuota", {{"nvidia.com/gpu", nominal}}},
+                                  {"provisioning", {{"className", "check-capacity.autoscaling.x-k8s.io"}}}}}})
+                .ok());
+  }
   void Nodes(int n, int gpus, std::string prefix) {
     for (int i = 0; i < n; ++i) {
       h.AddNode(NodeBuilder(StrCat(prefix, i)).Allocatable(StrCat("cpu:64,memory:512Gi,nvidia.com/gpu:", gpus)).Build());
@@ -472,14 +483,7 @@ TEST_CASE("core: unmarked gangs, and gangs short of quota, do not ask", "[provis
   CHECK(c.rec.status.at("podgroup:team-a/plain").reason == gang::GangReason::kUnschedulable);
 
   // A queue that provisions, but whose quota is short: the quota's message, no request.
-  REQUIRE(c.h.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
-                                {"kind", "Queue"},
-                                {"metadata", {{"name", "team-a"}}},
-                                {"spec",
-                                 {{"namespaces", {"team-a"}},
-                                  {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
-                                  {"provisioning", {{"className", "check-capacity.autoscaling.x-k8s.io"}}}}}})
-              .ok());
+  c.ProvisioningQueue("4");
   c.Nodes(4, 8, "big-");
   c.Group("over", 2);
   c.Members("over", 2, 8);
@@ -493,14 +497,7 @@ TEST_CASE("core: unmarked gangs, and gangs short of quota, do not ask", "[provis
 TEST_CASE("core: a gang over its flat queue's quota is over quota on any nodes, and does not ask",
           "[provisioning][core][quota]") {
   Core c;
-  REQUIRE(c.h.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
-                                {"kind", "Queue"},
-                                {"metadata", {{"name", "team-a"}}},
-                                {"spec",
-                                 {{"namespaces", {"team-a"}},
-                                  {"nominalQuota", {{"nvidia.com/gpu", "6"}}},
-                                  {"provisioning", {{"className", "check-capacity.autoscaling.x-k8s.io"}}}}}})
-              .ok());
+  c.ProvisioningQueue("6");
   SECTION("two empty 4-GPU nodes (room for 4 members, quota for 3)") { c.Nodes(2, 4, "small-"); }
   SECTION("two 2-GPU nodes: the nodes are short too") { c.Nodes(2, 2, "tiny-"); }
   c.Group("over", 4);
