@@ -229,10 +229,14 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       if (!placement.in_flavor) continue;
       const auto key = std::make_pair(placement.tier, cycle.GpuMilliOn(*node));
       if (cycle.verdicts.contains(key)) continue;
-      cycle.verdicts.emplace(key, QuotaCycle::Verdict{.charge = placement.charge, .unit_charges = unit_charges(node)});
+      QuotaCycle::Verdict& v = cycle.verdicts[key];  // its verdicts come from Refresh below
+      v.charge = placement.charge;
+      v.unit_charges = unit_charges(node);
     }
   } else {
-    cycle.verdicts.try_emplace({0, 0}, QuotaCycle::Verdict{.charge = cycle.ChargeFor(0), .unit_charges = unit_charges(nullptr)});
+    QuotaCycle::Verdict& v = cycle.verdicts[{0, 0}];
+    v.charge = cycle.ChargeFor(0);
+    v.unit_charges = unit_charges(nullptr);
   }
   cycle.Refresh();
   const bool flavored = lookup.queue->flavored();
