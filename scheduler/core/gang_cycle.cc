@@ -229,7 +229,7 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
   if (!error && a.fw.HasGangPostFilter() && !a.members.empty()) {
     const bool quota_short = std::any_of(plan.rejecting_plugins.begin(), plan.rejecting_plugins.end(),
                                          [&](const std::string& p) { return a.fw.IsQuotaPlugin(p); });
-    const GangPostFilterResult r = MakeRoomForGang(a, {.preemption_only = quota_short, .quota_short = quota_short});
+    const GangPostFilterResult r = MakeRoomForGang(a, {.quota_short = quota_short});
     if (!r.message.empty()) StrAppend(&plan.message, " ", r.message);
     if (!r.victims.empty() || r.refused) preempt_events = kAllEvents;  // any pod deletion may be a victim leaving
   }

@@ -373,7 +373,7 @@ class Scheduler final : public Handle {
   bool GangPreemptsFirst(GangAttempt& attempt, const gang::GangPlan& plan);
   // Asks the profile's GangPostFilterPlugins (framework/interface.h) to make room for the
   // attempt's gang: preemption (DefaultPreemption), then moves and reservations unless `scope`
-  // says preemption_only (and below_tier). The rest of the PendingGang is filled in here: the
+  // says preemption_only (and below_tier) or quota_short. The rest of the PendingGang is filled in here: the
   // members' cycle states from PreFilter, the nominations without the members (no room against
   // their own gang). The members are nominated to their targets unless an eviction was refused
   // (updated in the attempt). Its result, whose message is for the gang's status.

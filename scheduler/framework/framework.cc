@@ -446,7 +446,7 @@ PostFilterResult Framework::RunPostFilter(CycleState& state, const Pod& pod, con
 GangPostFilterResult Framework::RunGangPostFilter(const PendingGang& gang) const {
   GangPostFilterResult out;
   for (GangPostFilterPlugin* p : gang_post_filter_) {
-    if (gang.preemption_only && dynamic_cast<NoFitPostFilterPlugin*>(p) != nullptr) {
+    if ((gang.preemption_only || gang.quota_short) && dynamic_cast<NoFitPostFilterPlugin*>(p) != nullptr) {
       if (gang.quota_short) (void)p->PostFilterGang(gang);  // told, makes no room
       continue;
     }

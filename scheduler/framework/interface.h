@@ -281,13 +281,13 @@ struct PendingGang {
   std::string topology_key;                 // a compact gang's node label ("" when none)
   std::shared_ptr<const Nominations> nominations;  // without the gang's own members
   bool may_preempt = true;                  // false: the gang's preemptionPolicy is Never
-  // Only plugins that preempt (GangPostFilterPlugin::Preempts): the gang's quota holds it back
-  // (only evictions free quota), or its queue preempts on earlier tiers before it takes a
-  // later one; then `below_tier` (node_tiers.h) bounds the tiers tried.
+  // Only plugins that preempt (no NoFitPostFilterPlugin): its queue preempts on earlier tiers
+  // before it takes a later one, and `below_tier` (node_tiers.h) bounds the tiers tried.
   bool preemption_only = false;
   std::optional<int64_t> below_tier;
-  // Its quota holds it back: the NoFitPostFilterPlugins are still told (a reservation it holds
-  // ends, docs/defrag.md), but make no room for it.
+  // Its quota holds it back: only evictions free quota, so it is preemption only too; the
+  // NoFitPostFilterPlugins are still told (a reservation it holds ends, docs/defrag.md), but
+  // make no room for it.
   bool quota_short = false;
 };
 // Where a member of a gang goes once room is made (nominated: it waits there meanwhile).
