@@ -258,12 +258,12 @@ ClusterReport ReportCluster(Scheduler& s) {
   return tessel::ReportCluster(snapshot, {.queues = directory.get(), .pending = Pointers(pending)});
 }
 
-std::vector<QueueReport> ComputeQueueReports(Scheduler& s) {
+std::vector<QueueReport> ComputeQueueReports(Scheduler& s, std::vector<CohortReport>* cohorts) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
   if (directory == nullptr || directory->queues().empty()) return {};
   Snapshot snapshot;
   s.cache().UpdateSnapshot(snapshot);
-  return ReportQueueUsage(snapshot, *directory, Pointers(s.PendingPods()));
+  return ReportQueueUsage(snapshot, *directory, Pointers(s.PendingPods()), cohorts);
 }
 
 namespace {
