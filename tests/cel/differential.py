@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 DOMAINS = ["gpu.example.com", "gpu.nvidia.com", "dra.example.com", "other.example.com"]
 NAMES = ["model", "type", "index", "driverVersion", "productName", "name", "services", "a", "b",
-         "memory", "cores", "count", "missing"]
+         "memory", "cores", "count", "missing"]  # "missing" is never published
 INTS = [0, 1, -1, 2, 7, 42, 100, -100, 2**31, 2**62, 2**63 - 1, -2**63, -2**63 + 1, 2**63 - 2,
         4611686018427387904, 3037000499, 3037000500]
 STRINGS = ["", "a", "A100", "nvidia-a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", "gpu", "mig",
@@ -47,8 +47,8 @@ def rand_device(r):
     dev = {"driver": r.choice(DOMAINS), "attributes": {}, "capacity": {},
            "allowMultipleAllocations": r.random() < 0.3}
     seen = set()
-    for _ in range(r.randint(0, 7)):
-        domain = r.choice(DOMAINS)
+    for _ in range(r.randint(0, 14)):
+        domain = r.choice(DOMAINS[:2] if r.random() < 0.7 else DOMAINS)
         name = r.choice(NAMES[:-1])
         key = name if domain == dev["driver"] and r.random() < 0.5 else f"{domain}/{name}"
         if (domain, name) in seen:
@@ -87,7 +87,8 @@ class Gen:
 
     def attr(self):
         r = self.r
-        d, n = r.choice(DOMAINS), r.choice(NAMES)
+        d = r.choice(DOMAINS[:2] if r.random() < 0.7 else DOMAINS)
+        n = r.choice(NAMES[:6] if r.random() < 0.6 else NAMES)
         return r.choice([f"device.attributes[{q(d)}].{n}", f"device.attributes[{q(d)}][{q(n)}]"])
 
     def cap(self):
@@ -118,6 +119,8 @@ class Gen:
             (1, False, lambda: f"int({r.choice([self.str_(d), self.uint(d), self.dbl(d)])})"),
             (1, False, lambda: f"({self.bool_(d)} ? {self.int_(d)} : {self.int_(d)})"),
             (1, False, lambda: f"{self.list_(d)}.size()"),
+            (1, False, lambda: f"{self.list_(d)}.{r.choice(['sum', 'min', 'max'])}()"),
+            (1, False, lambda: f"{self.list_(d)}.{r.choice(['indexOf', 'lastIndexOf'])}({self.int_(d)})"),
         ])
 
     def uint(self, depth):
@@ -217,6 +220,10 @@ class Gen:
             (1, False, lambda: f"device.attributes[{q(r.choice(DOMAINS))}].{r.choice(['all', 'exists', 'exists_one'])}(k, k.startsWith({q(r.choice(['m', 'n', 'a', '']))}))"),
             (1, False, lambda: f"cel.bind(v, {self.attr()}, v == {self.int_(d)} || v == {self.str_(d)})"),
             (1, False, lambda: f"{self.list_(d)} == {self.list_(d)}"),
+            (1, False, lambda: f"{self.list_(d)}.isSorted()"),
+            (1, False, lambda: f"{r.choice([self.attr(), self.list_(d)])}.includes({r.choice([self.int_(d), self.str_(d)])})"),
+            (1, False, lambda: f"[{self.dbl(d)}, {self.dbl(d)}].{r.choice(['sum', 'min', 'max'])}() {cmp()} {self.dbl(d)}"),
+            (1, False, lambda: f"[{self.str_(d)}, {self.str_(d)}].{r.choice(['min', 'max'])}() {cmp()} {self.str_(d)}"),
         ])
 
 

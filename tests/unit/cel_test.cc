@@ -109,6 +109,13 @@ TEST_CASE("CEL selectors evaluate as the reference does", "[cel]") {
       {"[0, 1].exists(x, 1 / x > 0)", "true"},
       {"device.attributes['gpu.nvidia.com'].exists(k, k == 'mig')", "true"},
       {"device.attributes['gpu.nvidia.com'].missing in []", "false"},
+      // Kubernetes' lists library.
+      {"[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3 && [1, 2, 3].sum() == 6 && [1, 2, 2].isSorted()", "true"},
+      {"[].sum() == 0 && [1.5, 2.5].sum() == 4.0 && ['b', 'a'].min() == 'a'", "true"},
+      {"[].max() == 0", "error"},
+      {"[9223372036854775807, 1].sum() > 0", "error"},
+      {"[1, 2, 1].lastIndexOf(1) == 2 && [1, 2].indexOf(3) == -1", "true"},
+      {"device.attributes['gpu.nvidia.com'].type.includes('gpu') && [1, 2].includes(2)", "true"},
       // Compile errors: the output type, overloads, unknown names, unsupported forms.
       {"1 + 1", "compile_error"},
       {"device.driver", "compile_error"},

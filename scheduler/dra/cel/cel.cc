@@ -64,6 +64,10 @@ Type Substitute(const Type& t, const Bindings& b) {
   return out;
 }
 
+bool HasFree(const Type& t) {
+  return t.is(K::kParam) || std::any_of(t.params.begin(), t.params.end(), HasFree);
+}
+
 bool BoolOrDyn(const Type& t) { return t.is(K::kBool) || t.is(K::kDyn) || t.is(K::kParam); }
 
 Type DeviceFieldType(std::string_view field) {
@@ -231,18 +235,25 @@ class Checker {
       return Fail(e, StrCat("undeclared reference to '", name, "'"));
     }
     std::optional<Type> result;
-    for (const Overload& o : FunctionOverloads(fn)) {
+    int matched = 0;
+    const std::vector<Overload>& overloads = FunctionOverloads(fn);
+    for (size_t k = 0; k < overloads.size(); ++k) {
+      const Overload& o = overloads[k];
       if (o.params.size() != args.size()) continue;
       Bindings b;
       bool fits = true;
       for (size_t i = 0; i < args.size() && fits; ++i) fits = Unify(o.params[i], args[i], b);
       if (!fits) continue;
       Type r = Substitute(o.result, b);
+      e.overload = ++matched == 1 ? static_cast<int>(k) : -1;
       if (!result) {
         result = r;
       } else if (!result->is(K::kDyn) && !(*result == r)) {
         result = Type::Of(K::kDyn);
       }
+      // An argument whose type is still free (`[]`) is bound by the first overload that fits,
+      // which then excludes the others (cel-go: [].sum() is an int).
+      if (std::any_of(args.begin(), args.end(), HasFree)) break;
     }
     if (!result) {
       std::string list;
@@ -393,9 +404,9 @@ class Evaluator {
           panic_ = StrCat("internal error: hash of unhashable type ", a[0].TypeName());
           return Error(*panic_);
         }
-        const re2::RE2* re = nullptr;
-        if (auto it = program_.regexes.find(&e); it != program_.regexes.end()) re = it->second.get();
-        return CallFunction(e.function, std::span<const Value>(a, n), re);
+        CallSite site{.regex = nullptr, .overload = e.overload};
+        if (auto it = program_.regexes.find(&e); it != program_.regexes.end()) site.regex = it->second.get();
+        return CallFunction(e.function, std::span<const Value>(a, n), site);
       }
       case Expr::Kind::kList: {
         auto list = std::make_shared<ValueList>();

@@ -70,7 +70,7 @@ Overload ParseOverload(std::string_view sig) {
   return o;
 }
 
-using Impl = std::function<Value(Args, const re2::RE2*)>;
+using Impl = std::function<Value(Args, const CallSite&)>;
 
 struct Function {
   std::string_view name;
@@ -129,6 +129,15 @@ bool IsNumber(const Value& v) {
 bool IsNaN(const Value& v) {
   const double* d = As<double>(v);
   return d && std::isnan(*d);
+}
+
+// traits.Comparer's Compare: -1, 0, 1, or 2 when the two cannot be ordered (an error upstream).
+int CompareValues(const Value& a, const Value& b) {
+  if (IsNaN(a) || IsNaN(b)) return 2;
+  if (std::optional<int> c = CompareNumbers(a, b)) return *c;
+  if (auto x = As<std::string>(a), y = As<std::string>(b); x && y) return x->compare(*y) < 0 ? -1 : *x == *y ? 0 : 1;
+  if (auto x = As<bool>(a), y = As<bool>(b); x && y) return *x == *y ? 0 : *x ? 1 : -1;
+  return 2;
 }
 
 Value Order(std::string_view op, Args a, std::function<bool(int)> want) {
@@ -382,7 +391,7 @@ std::vector<Function> BuildFunctions() {
     fns.push_back(std::move(f));
   };
   auto simple = [](std::function<Value(Args)> f) -> Impl {
-    return [f = std::move(f)](Args a, const re2::RE2*) { return f(a); };
+    return [f = std::move(f)](Args a, const CallSite&) { return f(a); };
   };
 
   def("!_", false, {"bool->bool"}, simple([](Args a) {
@@ -563,7 +572,8 @@ std::vector<Function> BuildFunctions() {
   auto str_arg = [](Args a, size_t i) { return As<std::string>(a[i]); };
   auto int_arg = [](Args a, size_t i) { return As<int64_t>(a[i]); };
 
-  auto matches = [](Args a, const re2::RE2* compiled) -> Value {
+  auto matches = [](Args a, const CallSite& site) -> Value {
+    const re2::RE2* compiled = site.regex;
     auto s = As<std::string>(a[0]), p = As<std::string>(a[1]);
     if (!s || !p) return NoSuchOverload("matches");
     if (compiled != nullptr) return Bool(re2::RE2::PartialMatch(*s, *compiled));
@@ -664,6 +674,68 @@ std::vector<Function> BuildFunctions() {
           out += *s;
         }
         return Str(std::move(out));
+      }));
+
+  // Kubernetes' lists library: isSorted, sum, min, max (indexOf, lastIndexOf above), includes.
+  auto comparer = [](const Value& v) { return IsNumber(v) || As<std::string>(v) || As<bool>(v); };
+  def("isSorted", true, {"list(int)->bool", "list(uint)->bool", "list(double)->bool", "list(bool)->bool",
+                         "list(string)->bool"},
+      simple([comparer](Args a) -> Value {
+        const ValueList* l = ListOf(a[0]);
+        if (!l) return NoSuchOverload("isSorted");
+        for (size_t i = 0; i < l->size(); ++i) {
+          if (!comparer((*l)[i])) return NoSuchOverload("isSorted");
+          if (i > 0 && CompareValues((*l)[i - 1], (*l)[i]) == 1) return Bool(false);
+        }
+        return Bool(true);
+      }));
+  auto extreme = [&](std::string_view name, int prefer) {
+    def(name, true, {"list(int)->int", "list(uint)->uint", "list(double)->double", "list(bool)->bool",
+                     "list(string)->string"},
+        simple([name, prefer, comparer](Args a) -> Value {
+          const ValueList* l = ListOf(a[0]);
+          if (!l) return NoSuchOverload(name);
+          const Value* best = nullptr;
+          for (const Value& v : *l) {
+            if (!comparer(v)) return NoSuchOverload(name);
+            // An ordering error (mixed types, NaN) keeps the current one, as upstream.
+            if (best == nullptr || CompareValues(*best, v) == prefer) best = &v;
+          }
+          if (best == nullptr) return Error(StrCat(name, " called on empty list"));
+          return *best;
+        }));
+  };
+  extreme("min", 1);
+  extreme("max", -1);
+  def("sum", true, {"list(int)->int", "list(uint)->uint", "list(double)->double"},
+      [](Args a, const CallSite& site) -> Value {
+        const ValueList* l = ListOf(a[0]);
+        if (!l) return NoSuchOverload("sum");
+        // The zero of the overload the checker chose; with several, the first (int).
+        static const Value kZeros[] = {Int(0), Value{uint64_t{0}}, Value{0.0}};
+        Value acc = kZeros[site.overload < 0 ? 0 : site.overload];
+        const int add = FindFunction("_+_", false);
+        for (const Value& v : *l) {
+          if (!IsNumber(v)) return NoSuchOverload("sum");
+          Value pair[] = {acc, v};
+          acc = CallFunction(add, pair);
+          if (acc.is_error()) return acc;
+        }
+        return acc;
+      });
+  def("includes", true, {"dyn,dyn->bool"}, simple([](Args a) -> Value {
+        auto equal = [](const Value& x, const Value& y) {
+          Value eq = Equal(x, y);
+          const bool* b = eq.get<bool>();
+          return b && *b;
+        };
+        if (const ValueList* l = ListOf(a[0])) {
+          for (const Value& v : *l) {
+            if (equal(v, a[1])) return Bool(true);
+          }
+          return Bool(false);
+        }
+        return Bool(equal(a[0], a[1]));
       }));
 
   // Kubernetes' quantity library.
@@ -801,8 +873,7 @@ const std::vector<Overload>& FunctionOverloads(int function) { return Functions(
 bool IsKnownUnsupported(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "format", "quote", "reverse", "find", "findAll", "url", "isURL", "getScheme", "getHost",
-      "ip", "isIP", "cidr", "isCIDR", "asApproximateFloat", "sum", "min", "max", "isSorted",
-      "includes", "distinct", "flatten", "range", "slice", "sort", "first", "last", "contains",
+      "ip", "isIP", "cidr", "isCIDR", "asApproximateFloat", "distinct", "flatten", "range", "slice", "sort", "first", "last", "contains",
       "containsAny", "intersects", "equivalent", "type", "duration", "timestamp", "bytes",
       "getField", "optional", "hasValue", "value", "orValue", "or", "escapeSeparator",
       "indexOf", "lastIndexOf", "size", "matches", "startsWith", "endsWith", "charAt", "join",
@@ -815,8 +886,8 @@ bool IsKnownUnsupported(std::string_view name) {
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
-Value CallFunction(int function, std::span<const Value> args, const re2::RE2* regex) {
-  return Functions()[function].impl(args, regex);
+Value CallFunction(int function, std::span<const Value> args, const CallSite& site) {
+  return Functions()[function].impl(args, site);
 }
 
 Value Equal(const Value& a, const Value& b) {

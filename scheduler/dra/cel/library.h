@@ -48,9 +48,16 @@ const std::vector<Overload>& FunctionOverloads(int function);
 // Names that upstream's environment declares and Tessel does not evaluate (for the message).
 bool IsKnownUnsupported(std::string_view name);
 
-// Calls a function with arguments that are not errors. `regex` is the pattern of a matches()
-// call compiled at compile time (null: compile it now).
-Value CallFunction(int function, std::span<const Value> args, const re2::RE2* regex = nullptr);
+// What the checker learnt about one call: the pattern of a matches() call compiled at compile
+// time (null: compile it now), and the one overload the static types chose (-1: several fit, and
+// at run time the first that the values fit is taken, as cel-go's dispatcher does).
+struct CallSite {
+  const re2::RE2* regex = nullptr;
+  int overload = -1;
+};
+
+// Calls a function with arguments that are not errors.
+Value CallFunction(int function, std::span<const Value> args, const CallSite& site = {});
 
 // types.Equal (heterogeneous equality; a bool, or an error for Quantity/Semver against others).
 Value Equal(const Value& a, const Value& b);

@@ -44,6 +44,7 @@ struct Expr {
   // function a call resolved to.
   int slot = -1;
   int function = -1;
+  int overload = -1;  // the one overload the static types chose, or -1
   // `x in [constants]`: cel-go's planner turns it into a hash-set lookup, which fails on a value
   // that Go cannot hash (a Semver, a list) instead of answering false.
   bool set_membership = false;
