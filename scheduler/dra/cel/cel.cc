@@ -261,7 +261,6 @@ class Checker {
       return Fail(e, StrCat("found no matching overload for '", name, "' applied to '(", list, ")'"));
     }
     e.function = fn;
-    if (absl::Status st = FoldConversion(e); !st.ok()) return st;
     if (name == "@in" && e.args[1]->kind == Expr::Kind::kList && IsConstant(*e.args[1])) {
       e.set_membership = true;
       for (const auto& elem : e.args[1]->args) {
@@ -286,16 +285,22 @@ class Checker {
         program_.regexes[&e] = std::move(re);
       }
     }
+    if (e.kind == Expr::Kind::kCall && !e.set_membership) {
+      if (absl::Status st = FoldConstantCall(e); !st.ok()) return st;
+      if (e.kind == Expr::Kind::kLiteral) program_.regexes.erase(&e);  // folded: the pattern is done
+    }
     return *result;
   }
 
   // cel-go's program planner (OptOptimize) evaluates a type conversion of a constant once, when
   // the program is built: a conversion that fails there is a compile error, not a run-time one.
-  static bool IsConstant(const Expr& e) {
-    if (e.kind == Expr::Kind::kLiteral) return true;
+  // Tessel folds every successful call on constants the same way (below).
+  // A constant as cel-go's planner sees one (`any`: also what Tessel folded on its own).
+  static bool IsConstant(const Expr& e, bool any = false) {
+    if (e.kind == Expr::Kind::kLiteral) return any || !e.folded;
     if (e.kind != Expr::Kind::kList) return false;
     for (const auto& a : e.args) {
-      if (!IsConstant(*a)) return false;
+      if (!IsConstant(*a, any)) return false;
     }
     return true;
   }
@@ -305,17 +310,25 @@ class Checker {
     for (const auto& a : e.args) list->push_back(ConstantValue(*a));
     return Value{std::shared_ptr<const ValueList>(std::move(list))};
   }
-  absl::Status FoldConversion(Expr& e) {
+  absl::Status FoldConstantCall(Expr& e) {
     static constexpr std::string_view kConversions[] = {"int", "uint", "double", "string", "bool", "dyn"};
-    if (e.member || e.args.size() != 1 || !IsConstant(*e.args[0]) ||
-        std::find(std::begin(kConversions), std::end(kConversions), e.name) == std::end(kConversions)) {
+    if (!std::all_of(e.args.begin(), e.args.end(), [](const auto& a) { return IsConstant(*a, true); })) {
       return absl::OkStatus();
     }
-    Value arg = ConstantValue(*e.args[0]);
-    Value v = CallFunction(e.function, std::span<const Value>(&arg, 1));
+    std::vector<Value> args;
+    for (const auto& a : e.args) args.push_back(ConstantValue(*a));
+    CallSite site{.regex = nullptr, .overload = e.overload};
+    if (auto it = program_.regexes.find(&e); it != program_.regexes.end()) site.regex = it->second.get();
+    Value v = CallFunction(e.function, args, site);
+    bool upstream = !e.member && e.args.size() == 1 && IsConstant(*e.args[0]) &&
+        std::find(std::begin(kConversions), std::end(kConversions), e.name) != std::end(kConversions);
     if (const ErrorValue* err = v.get<ErrorValue>()) {
+      if (!upstream) return absl::OkStatus();  // other calls fail at run time, as upstream
       return Fail(e, StrCat("program instantiation failed: ", err->message));
     }
+    e.folded = !upstream;
+    // Any other call on constants is computed once too (quantity('40Gi'), semver('1.2.3')): its
+    // result cannot change, and the evaluator then reads a literal per device.
     e.kind = Expr::Kind::kLiteral;
     e.literal = std::move(v);
     e.args.clear();

@@ -45,6 +45,9 @@ struct Expr {
   int slot = -1;
   int function = -1;
   int overload = -1;  // the one overload the static types chose, or -1
+  // A literal that Tessel computed from a call on constants where cel-go would not have: not a
+  // constant for the rules that copy cel-go's planner (failing conversions, set membership).
+  bool folded = false;
   // `x in [constants]`: cel-go's planner turns it into a hash-set lookup, which fails on a value
   // that Go cannot hash (a Semver, a list) instead of answering false.
   bool set_membership = false;

@@ -4,6 +4,7 @@
 #include "scheduler/dra/cel/values.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -190,22 +191,26 @@ bool IsAlphaNum(std::string_view s) {
 }
 bool HasLeadingZero(std::string_view s) { return s.size() > 1 && s[0] == '0'; }
 
-std::vector<std::string_view> SplitN(std::string_view s, char sep, size_t n) {
-  std::vector<std::string_view> parts;
-  while (parts.size() + 1 < n) {
-    size_t i = s.find(sep);
-    if (i == std::string_view::npos) break;
-    parts.push_back(s.substr(0, i));
+// Go's strings.SplitN(s, sep, max_parts), handing each part to `f` (which returns false to stop)
+// instead of building a vector: a device's versions are checked on every evaluation.
+template <typename F>
+void ForEachPart(std::string_view s, char sep, size_t max_parts, F&& f) {
+  for (size_t n = 1;; ++n) {
+    size_t i = n < max_parts ? s.find(sep) : std::string_view::npos;
+    if (!f(s.substr(0, i)) || i == std::string_view::npos) return;
     s.remove_prefix(i + 1);
   }
-  parts.push_back(s);
-  return parts;
 }
 
 std::optional<SemanticVersion> ParseStrict(std::string_view s) {
   if (s.empty()) return std::nullopt;
-  std::vector<std::string_view> parts = SplitN(s, '.', 3);
-  if (parts.size() != 3) return std::nullopt;
+  std::array<std::string_view, 3> parts;
+  size_t count = 0;
+  ForEachPart(s, '.', 3, [&](std::string_view p) {
+    parts[count++] = p;
+    return true;
+  });
+  if (count != 3) return std::nullopt;
   SemanticVersion v;
   for (int i = 0; i < 2; ++i) {
     if (!AllDigits(parts[i]) || HasLeadingZero(parts[i])) return std::nullopt;
@@ -230,25 +235,27 @@ std::optional<SemanticVersion> ParseStrict(std::string_view s) {
   std::optional<uint64_t> n = ParseGoUint64(patch);
   if (!n) return std::nullopt;
   v.patch = *n;
+  bool valid = true;
   if (has_pre) {
-    for (std::string_view part : SplitN(pre, '.', SIZE_MAX)) {
-      if (part.empty()) return std::nullopt;
+    ForEachPart(pre, '.', SIZE_MAX, [&](std::string_view part) {
       SemanticVersion::PreRelease pr{std::string(part), std::nullopt};
       if (AllDigits(part)) {
-        if (HasLeadingZero(part)) return std::nullopt;
         pr.number = ParseGoUint64(part);
-        if (!pr.number) return std::nullopt;
-      } else if (!IsAlphaNum(part)) {
-        return std::nullopt;
+        valid = !part.empty() && !HasLeadingZero(part) && pr.number.has_value();
+      } else {
+        valid = IsAlphaNum(part);
       }
       v.pre.push_back(std::move(pr));
-    }
+      return valid;
+    });
   }
-  if (has_build) {
-    for (std::string_view part : SplitN(build, '.', SIZE_MAX)) {
-      if (part.empty() || !IsAlphaNum(part)) return std::nullopt;
-    }
+  if (valid && has_build) {
+    ForEachPart(build, '.', SIZE_MAX, [&](std::string_view part) {
+      valid = !part.empty() && IsAlphaNum(part);
+      return valid;
+    });
   }
+  if (!valid) return std::nullopt;
   return v;
 }
 
@@ -396,7 +403,7 @@ std::optional<SemanticVersion> SemanticVersion::Parse(std::string_view text, boo
   if (!normalize) return ParseStrict(text);
   if (!text.empty() && text[0] == 'v') text.remove_prefix(1);
   std::vector<std::string> parts;
-  for (std::string_view p : SplitN(text, '.', 3)) {
+  ForEachPart(text, '.', 3, [&](std::string_view p) {
     std::string part(p);
     if (part.size() > 1) {
       size_t first = part.find_first_not_of('0');
@@ -404,7 +411,8 @@ std::optional<SemanticVersion> SemanticVersion::Parse(std::string_view text, boo
       if (part.empty() || !IsDigit(part[0])) part = StrCat("0", part);
     }
     parts.push_back(std::move(part));
-  }
+    return true;
+  });
   if (parts.size() < 3) {
     if (parts.back().find_first_of("+-") != std::string::npos) return std::nullopt;
     while (parts.size() < 3) parts.emplace_back("0");
