@@ -74,6 +74,46 @@ def rand_device(r):
     return dev
 
 
+# Devices as the public drivers publish them (attribute and capacity names of their
+# ResourceSlices), so that the corpus selectors also meet devices they select.
+def driver_devices():
+    def attrs(**kv):
+        return {k: ({"int": v} if isinstance(v, int) and not isinstance(v, bool) else
+                    {"bool": v} if isinstance(v, bool) else
+                    {"version": v[1:]} if isinstance(v, str) and v.startswith("=") else {"string": v})
+                for k, v in kv.items()}
+    nvidia = {"driver": "gpu.nvidia.com", "attributes": attrs(
+        type="gpu", productName="NVIDIA A100-SXM4-80GB", brand="Nvidia", architecture="Ampere",
+        uuid="GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c", index=0, minor=0, numaNode=0, memoryGiB=80,
+        driverVersion="=550.54.15", cudaComputeCapability="=8.0.0", cudaDriverVersion="=12.4.0"),
+        "capacity": {"memory": "80Gi"}}
+    mig = {"driver": "gpu.nvidia.com", "attributes": attrs(
+        type="mig", productName="NVIDIA A100-SXM4-40GB", profile="3g.40gb", migProfile="3g.40gb",
+        uuid="MIG-1f2a", parentIndex=0, index=1, driverVersion="=550.54.15"),
+        "capacity": {"memory": "40Gi", "multiprocessors": "98", "copyEngines": "3"}}
+    rtx = {"driver": "gpu.nvidia.com", "attributes": attrs(
+        type="gpu", productName="NVIDIA GeForce RTX 3090 Ti", architecture="Ampere", numaNode=1,
+        memoryGiB=24, driverVersion="=535.161.7"), "capacity": {"memory": "24Gi"}}
+    channel = {"driver": "compute-domain.nvidia.com", "attributes": attrs(type="channel", id=0)}
+    example = {"driver": "gpu.example.com", "attributes": attrs(
+        model="LATEST-GPU-MODEL", index=0, uuid="gpu-18db0e85", driverVersion="=1.0.0", memoryGiB=80),
+        "capacity": {"memory": "80Gi"}}
+    h100 = {"driver": "gpu.example.com", "attributes": attrs(model="H100", index=1),
+            "capacity": {"memory": "16Gi"}}
+    amd = {"driver": "gpu.amd.com", "attributes": attrs(
+        type="amdgpu", deviceID="0x74a1", targetGfxVersion="gfx942", numaNode=0, productName="MI300X",
+        **{"resource.kubernetes.io/pciBusID": "0000:03:00.0"}), "capacity": {"memory": "192Gi"}}
+    amd_partition = {"driver": "gpu.amd.com", "attributes": attrs(
+        type="amdgpu-partition", deviceID="0x74a1", targetGfxVersion="gfx942", numaNode=1,
+        **{"resource.kubernetes.io/pciBusID": "0000:03:00.0"}), "capacity": {"memory": "24Gi"}}
+    intel = {"driver": "gpu.intel.com", "attributes": attrs(pciId="0xe223", model="Arc B580", family="Arc"),
+             "capacity": {"memory": "12Gi", "millicores": "1000m"}}
+    dra = {"driver": "dra.example.com", "attributes": attrs(
+        name="fish", services="example-sym", a=True, b=True, c=False),
+        "capacity": {"name": "2Ki", "memory": "1Gi"}}
+    return [nvidia, mig, rtx, channel, example, h100, amd, amd_partition, intel, dra]
+
+
 def q(s):
     """A CEL string literal."""
     return json.dumps(s, ensure_ascii=False)
@@ -255,7 +295,7 @@ def main():
         [os.path.join(HERE, "reference", "build.sh")], capture_output=True, text=True, check=True).stdout.strip()
 
     r = random.Random(args.seed)
-    devices = [rand_device(r) for _ in range(40)]
+    devices = driver_devices() + [rand_device(r) for _ in range(30)]
     cases = [{"expr": e, "device": d} for e in corpus() for d in devices]
     gen = Gen(r)
     for _ in range(args.count):
