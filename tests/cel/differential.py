@@ -267,9 +267,15 @@ class Gen:
         ])
 
 
+def expressions(name):
+    """The expressions of a case file: one a line, # comments, {NL} is a newline."""
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return [line.rstrip("\n").replace("{NL}", "\n") for line in f
+                if line.strip() and not line.startswith("#")]
+
+
 def corpus():
-    with open(os.path.join(HERE, "corpus.txt"), encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
+    return expressions("corpus.txt") + expressions("edge_cases.txt")
 
 
 def run(binary, lines):
@@ -301,8 +307,15 @@ def main():
     for _ in range(args.count):
         expr = gen.bool_(r.randint(1, 4))
         cases += [{"expr": expr, "device": rand_device(r)} for _ in range(args.devices)]
+    unsupported = expressions("unsupported.txt")
     lines = [json.dumps(c, ensure_ascii=False) for c in cases]
+    lines_unsupported = [json.dumps({"expr": e, "device": devices[0]}, ensure_ascii=False) for e in unsupported]
     want, got = run(reference, lines), run(args.tessel, lines)
+    # Outside the subset: Tessel must refuse each, at compile time, saying "unsupported".
+    refused = run(args.tessel, lines_unsupported)
+    accepted_upstream = sum(1 for w in run(reference, lines_unsupported) if w[0] != "compile_error")
+    not_refused = [(e, g) for e, g in zip(unsupported, refused)
+                   if g[0] != "compile_error" or "unsupported" not in g[-1]]
 
     # Tessel keeps quantities in 38 significant digits; arithmetic beyond that is an error that
     # says so (docs/gpu.md), counted here but not a mismatch.
@@ -315,10 +328,19 @@ def main():
     print(f"{len(cases)} cases ({len(corpus())} corpus expressions, {args.count} generated); "
           f"reference outcomes: {dict(sorted(kinds.items()))}; beyond 38 digits: {len(beyond)}; "
           f"mismatches: {len(mismatches)}")
-    for c, w, g in mismatches[:25]:
-        print(f"\nexpr:      {c['expr']}\ndevice:    {json.dumps(c['device'], ensure_ascii=False)}\n"
+    by_expr = {}
+    for c, w, g in mismatches:
+        by_expr.setdefault(c["expr"], []).append((c, w, g))
+    for expr, cases_of in list(by_expr.items())[:25]:
+        c, w, g = cases_of[0]
+        print(f"\nexpr:      {expr}   ({len(cases_of)} devices)\n"
+              f"device:    {json.dumps(c['device'], ensure_ascii=False)}\n"
               f"reference: {' '.join(w)}\ntessel:    {' '.join(g)}")
-    return 1 if mismatches else 0
+    print(f"unsupported.txt: {len(unsupported)} expressions ({accepted_upstream} valid upstream), "
+          f"{len(unsupported) - len(not_refused)} refused as unsupported")
+    for e, g in not_refused:
+        print(f"\nnot refused as unsupported: {e}\ntessel:    {' '.join(g)}")
+    return 1 if mismatches or not_refused else 0
 
 
 if __name__ == "__main__":

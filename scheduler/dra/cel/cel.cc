@@ -221,6 +221,14 @@ class Checker {
   }
 
   absl::StatusOr<Type> CallType(Expr& e, const std::string& name, bool member) {
+    if (member && e.args[0]->kind == Expr::Kind::kIdent && !InScope(e.args[0]->name)) {
+      static constexpr std::string_view kNamespaces[] = {"strings", "sets", "math", "lists", "base64", "optional"};
+      const std::string& ns = e.args[0]->name;
+      if (std::find(std::begin(kNamespaces), std::end(kNamespaces), ns) != std::end(kNamespaces)) {
+        // strings.quote(), sets.contains(), math.greatest(), ...: namespaced functions upstream.
+        return Fail(e, StrCat("unsupported function '", ns, ".", name, "'"));
+      }
+    }
     std::vector<Type> args;
     for (auto& a : e.args) {
       absl::StatusOr<Type> t = Visit(*a);

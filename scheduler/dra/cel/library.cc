@@ -335,10 +335,36 @@ Value IndexOf(const std::string& str, const std::string& sub, int64_t offset, bo
   return Int(-1);
 }
 
-// Go's strconv.ParseFloat for string -> double.
-std::optional<double> ParseGoFloat(std::string s) {
-  std::string lower = AsciiCase(s, false);
-  std::string body = lower;
+// Go's underscoreOK: underscores only between digits, or after a base prefix.
+bool GoUnderscoresOk(std::string_view s) {
+  char saw = '^';  // '^' start, '0' digit or prefix, '_' underscore, '!' other
+  size_t i = 0;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  bool hex = s.size() >= 2 && s[0] == '0' && (s[1] | 0x20) == 'x';
+  if (hex) {
+    i = 2;
+    saw = '0';
+  }
+  for (; i < s.size(); ++i) {
+    char c = s[i];
+    if ((c >= '0' && c <= '9') || (hex && ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'))) {
+      saw = '0';
+    } else if (c == '_') {
+      if (saw != '0') return false;
+      saw = '_';
+    } else {
+      if (saw == '_') return false;
+      saw = '!';
+    }
+  }
+  return saw != '_';
+}
+
+// Go's strconv.ParseFloat(s, 64) for string -> double: decimal or hexadecimal ("0x1p-2", which
+// needs its p exponent) mantissas, underscores between digits, inf/infinity/nan, a range error
+// on overflow.
+std::optional<double> ParseGoFloat(const std::string& s) {
+  std::string body = AsciiCase(s, false);
   bool negative = false;
   if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
     negative = body[0] == '-';
@@ -346,13 +372,25 @@ std::optional<double> ParseGoFloat(std::string s) {
   }
   if (body == "inf" || body == "infinity") return negative ? -HUGE_VAL : HUGE_VAL;
   if (body == "nan") return std::nan("");
-  if (body.empty() || body.find_first_not_of("0123456789.e+-") != std::string::npos) return std::nullopt;
+  if (body.find('_') != std::string::npos) {
+    if (!GoUnderscoresOk(body)) return std::nullopt;
+    body.erase(std::remove(body.begin(), body.end(), '_'), body.end());
+  }
+  bool hex = body.size() > 2 && body[0] == '0' && body[1] == 'x';
+  if (hex) {
+    body.erase(0, 2);
+    if (body.find('p') == std::string::npos) return std::nullopt;
+  }
+  std::string_view allowed = hex ? "0123456789abcdef.p+-" : "0123456789.e+-";
+  if (body.empty() || body.find_first_not_of(allowed) != std::string::npos) return std::nullopt;
   double d = 0;
-  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), d);
+  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), d,
+                                   hex ? std::chars_format::hex : std::chars_format::general);
   if (end != body.data() + body.size()) return std::nullopt;
   if (ec == std::errc::result_out_of_range) {
-    // Go reports a range error for overflow (and rounds underflow to zero without one).
-    if (std::abs(std::strtod(body.c_str(), nullptr)) > 1) return std::nullopt;
+    // Go reports a range error for overflow and rounds underflow to zero without one.
+    double probe = std::strtod((hex ? "0x" + body : body).c_str(), nullptr);
+    if (std::abs(probe) > 1) return std::nullopt;
     d = 0;
   }
   return negative ? -d : d;
@@ -711,9 +749,16 @@ std::vector<Function> BuildFunctions() {
       [](Args a, const CallSite& site) -> Value {
         const ValueList* l = ListOf(a[0]);
         if (!l) return NoSuchOverload("sum");
-        // The zero of the overload the checker chose; with several, the first (int).
+        // The zero of the overload the checker chose. With several (a list of dyn), cel-go's
+        // dispatcher takes the first whose list type fits the first element (int for []).
         static const Value kZeros[] = {Int(0), Value{uint64_t{0}}, Value{0.0}};
-        Value acc = kZeros[site.overload < 0 ? 0 : site.overload];
+        int overload = site.overload;
+        if (overload < 0) {
+          overload = l->empty() || As<int64_t>(l->front()) ? 0 : As<uint64_t>(l->front()) ? 1
+                   : As<double>(l->front())                ? 2 : -1;
+          if (overload < 0) return NoSuchOverload("sum");
+        }
+        Value acc = kZeros[overload];
         const int add = FindFunction("_+_", false);
         for (const Value& v : *l) {
           if (!IsNumber(v)) return NoSuchOverload("sum");
