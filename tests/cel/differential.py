@@ -303,6 +303,7 @@ def main():
     r = random.Random(args.seed)
     devices = driver_devices() + [rand_device(r) for _ in range(30)]
     cases = [{"expr": e, "device": d} for e in corpus() for d in devices]
+    cases += [{"expr": e, "device": devices[0]} for e in expressions("cost_cases.txt")]
     gen = Gen(r)
     for _ in range(args.count):
         expr = gen.bool_(r.randint(1, 4))

@@ -149,6 +149,20 @@ TEST_CASE("CEL compile errors name the position and what is unsupported", "[cel]
   CHECK(std::string(s.status().message()).find("unsupported") != std::string::npos);
 }
 
+TEST_CASE("CEL: an evaluation beyond the DRA cost limit stops with an error", "[cel]") {
+  const std::string ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]";
+  std::string deep = "x1 + x2 + x3 + x4 + x5 + x6 > 0";
+  for (int i = 6; i >= 1; --i) deep = ten + ".all(x" + std::to_string(i) + ", " + deep + ")";
+  Gpu gpu;
+  CHECK(Outcome(deep, gpu.view()) == "error");  // 10^6 steps of 6 calls: over 1,000,000
+  std::string shallow = "x1 < 100";
+  for (int i = 5; i >= 1; --i) shallow = ten + ".all(x" + std::to_string(i) + ", " + shallow + ")";
+  CHECK(Outcome(shallow, gpu.view()) == "true");  // 10^5 steps: within the limit
+  // The limit stops the whole evaluation: an || cannot absorb it.
+  CHECK(Outcome("true || (" + deep + ")", gpu.view()) == "true");
+  CHECK(Outcome("(" + deep + ") || true", gpu.view()) == "error");
+}
+
 TEST_CASE("CEL: an unparsable version attribute fails the device, whatever the expression", "[cel]") {
   DomainMap<AttributeValue> attributes{{"d", {{"v", SemVer{"1.2"}}}}};
   DeviceView view{.driver = "d", .attributes = &attributes, .capacity = nullptr};

@@ -406,6 +406,7 @@ class Evaluator {
       }
       case Expr::Kind::kIndex:
       case Expr::Kind::kCall: {
+        if (!Charge()) return Error(*panic_);
         Value args[4];
         size_t n = e.args.size();
         std::vector<Value> many;
@@ -489,6 +490,7 @@ class Evaluator {
         Value acc{is_and};
         for (const Value& item : list) {
           if (const bool* b = acc.get<bool>(); b && *b != is_and) break;
+          if (!Charge()) return Error(*panic_);
           slots_[slot] = item;
           acc = Combine(is_and, acc, Eval(*e.args[1]));
         }
@@ -497,6 +499,7 @@ class Evaluator {
       case Expr::Macro::kExistsOne: {
         int64_t count = 0;
         for (const Value& item : list) {
+          if (!Charge()) return Error(*panic_);
           slots_[slot] = item;
           Value p = Eval(*e.args[1]);
           if (p.is_error()) return p;
@@ -511,6 +514,7 @@ class Evaluator {
       case Expr::Macro::kFilter: {
         auto out = std::make_shared<ValueList>();
         for (const Value& item : list) {
+          if (!Charge()) return Error(*panic_);
           slots_[slot] = item;
           if (e.macro != Expr::Macro::kMap) {
             Value p = Eval(*e.args[1]);
@@ -534,9 +538,21 @@ class Evaluator {
     return Error("unsupported comprehension");
   }
 
+  // The reference stops an evaluation whose runtime cost passes the DRA limit
+  // (CELSelectorExpressionMaxCost, 1,000,000). Tessel counts one per call and per comprehension
+  // step, a lower bound of cel-go's cost, so whatever stops here stops there too; it also bounds
+  // the work a tenant's selector can make the scheduling thread do.
+  static constexpr int64_t kCostLimit = 1'000'000;
+  bool Charge() {
+    if (++cost_ <= kCostLimit) return true;
+    if (!panic_) panic_ = "operation cancelled: actual cost limit exceeded";
+    return false;
+  }
+
   const Program& program_;
   const DeviceView& device_;
   std::vector<Value> slots_;
+  int64_t cost_ = 0;
 
  public:
   std::optional<std::string> panic_;
