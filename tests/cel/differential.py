@@ -264,7 +264,22 @@ class Gen:
             (1, False, lambda: f"{r.choice([self.attr(), self.list_(d)])}.includes({r.choice([self.int_(d), self.str_(d)])})"),
             (1, False, lambda: f"[{self.dbl(d)}, {self.dbl(d)}].{r.choice(['sum', 'min', 'max'])}() {cmp()} {self.dbl(d)}"),
             (1, False, lambda: f"[{self.str_(d)}, {self.str_(d)}].{r.choice(['min', 'max'])}() {cmp()} {self.str_(d)}"),
+            # Values hidden behind dyn(): the run-time dispatch across int, uint, double, string.
+            (2, False, lambda: f"dyn({self.any_(d)}) {cmp()} dyn({self.any_(d)})"),
+            (1, False, lambda: f"(dyn({self.any_(d)}) {r.choice(['+', '-', '*', '/', '%'])} dyn({self.any_(d)})) {cmp()} {self.any_(d)}"),
+            (1, False, lambda: f"dyn({self.any_(d)}) in [{self.any_(d)}, {self.any_(d)}].map(x, dyn(x))"),
+            (1, False, lambda: f"has(device.capacity[{q(r.choice(DOMAINS))}].{r.choice(['memory', 'cores', 'missing'])})"),
+            (1, False, lambda: f"device.capacity[{q(r.choice(DOMAINS))}].{r.choice(['all', 'exists', 'exists_one'])}(k, device.capacity[{q(r.choice(DOMAINS))}][k].sign() >= 0)"),
+            (1, False, lambda: f"[{self.qty(d)}, {self.qty(d)}].exists(x, x.isLessThan({self.qty(d)}))"),
+            (1, False, lambda: f"{self.list_(d)}.exists_one(x, {self.int_(d)} / x > 0)"),
+            (1, False, lambda: f"cel.bind(a, {self.int_(d)}, cel.bind(b, {self.str_(d)}, b.size() < a || a == {self.int_(d)}))"),
+            (1, False, lambda: f"{self.dbl(d)} / {self.dbl(d)} {cmp()} {self.dbl(d)}"),
         ])
+
+    def any_(self, depth):
+        """A value of any of the primitive types."""
+        r = self.r
+        return r.choice([self.int_, self.uint, self.dbl, self.str_, self.bool_])(max(depth - 1, 0))
 
 
 def expressions(name):
