@@ -592,6 +592,7 @@ absl::StatusOr<Selector> Selector::Compile(std::string_view expression) {
 }
 
 absl::StatusOr<bool> Selector::Matches(const DeviceView& device) const {
+  if (program_ == nullptr) return absl::FailedPreconditionError("CEL selector used before it was compiled");
   if (absl::Status st = CheckDeviceVersions(device); !st.ok()) return st;
   Evaluator evaluator(*program_, device);
   Value v = evaluator.Eval(*program_->root);
