@@ -188,6 +188,27 @@ TEST_CASE("Kubernetes quantities: exact parse, compare and the int64 representat
   CHECK(q("-")->Sign() == 0);  // upstream reads a lone sign as zero
 }
 
+TEST_CASE("Kubernetes quantities stay exact beyond 128 bits", "[cel]") {
+  auto q = [](const char* text) { return *KubeQuantity::Parse(text); };
+  const KubeQuantity long45 = q("123456789012345678901234567890123456789012345");
+  CHECK(long45.big != nullptr);
+  CHECK(KubeQuantity::Compare(long45, q("123456789012345678901234567890123456789012344")) == 1);
+  CHECK(KubeQuantity::Compare(q("-123456789012345678901234567890123456789012345"), long45) == -1);
+  // 10^30 + 10^-9 needs 40 digits: neither rounded nor an error.
+  std::optional<KubeQuantity> sum = KubeQuantity::Add(q("1e30"), q("1n"));
+  REQUIRE(sum);
+  CHECK(KubeQuantity::Compare(*sum, q("1000000000000000000000000000000.000000001")) == 0);
+  CHECK(KubeQuantity::Compare(*sum, q("1e30")) == 1);
+  std::optional<KubeQuantity> back = KubeQuantity::Sub(*sum, q("1e30"));
+  REQUIRE(back);
+  CHECK(back->big == nullptr);  // small again
+  CHECK(KubeQuantity::Compare(*back, q("1n")) == 0);
+  CHECK(KubeQuantity::Compare(q("0.00000000000000000000000000000000000000000001"), q("1n")) == 0);
+  CHECK(KubeQuantity::Compare(q("1.0000000000000000000000000000000000000001Gi"), q("1073741824.000000001")) == 0);
+  CHECK(KubeQuantity::Compare(q("123456789012345678901234567890123456789012345Ki"), q("9223372036854775807")) == 0);
+  CHECK_FALSE(long45.AsInt64());
+}
+
 TEST_CASE("Semantic versions order as blang/semver", "[cel]") {
   auto v = [](const char* text) { return *SemanticVersion::Parse(text); };
   CHECK(SemanticVersion::Compare(v("1.0.0-alpha"), v("1.0.0-alpha.1")) == -1);

@@ -415,7 +415,7 @@ std::optional<uint64_t> ParseGoUint(const std::string& s) {
 }
 
 Value QuantityResult(std::optional<KubeQuantity> q) {
-  if (!q) return Error("quantity arithmetic beyond 38 significant digits (not supported by Tessel)");
+  if (!q) return Error("quantity arithmetic over exponents more than 100000 apart (not supported by Tessel)");
   return Value{*q};
 }
 

@@ -15,7 +15,7 @@ namespace tessel::dra::cel {
 namespace {
 
 using Int128 = __int128;
-constexpr int kMaxDigits = 38;
+constexpr int kMaxDigits = 38;  // what __int128 holds for certain
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
@@ -44,6 +44,142 @@ std::optional<Int128> ScaleUp(Int128 v, int n) {
   if (v == 0) return Int128{0};
   if (n < 0 || DigitCount(v) + n > kMaxDigits) return std::nullopt;
   return v * Pow10(n);
+}
+
+// ---- Magnitudes beyond 128 bits (base 10^9 limbs, least significant first) ----------------
+
+constexpr uint32_t kLimb = 1'000'000'000;
+
+void Trim(BigMagnitude& m) {
+  while (!m.empty() && m.back() == 0) m.pop_back();
+}
+
+void MulSmall(BigMagnitude& m, uint32_t factor) {
+  uint64_t carry = 0;
+  for (uint32_t& limb : m) {
+    uint64_t v = uint64_t{limb} * factor + carry;
+    limb = static_cast<uint32_t>(v % kLimb);
+    carry = v / kLimb;
+  }
+  while (carry != 0) {
+    m.push_back(static_cast<uint32_t>(carry % kLimb));
+    carry /= kLimb;
+  }
+}
+
+void AddSmall(BigMagnitude& m, uint32_t v) {
+  for (size_t i = 0; v != 0; ++i) {
+    if (i == m.size()) m.push_back(0);
+    uint64_t sum = uint64_t{m[i]} + v;
+    m[i] = static_cast<uint32_t>(sum % kLimb);
+    v = static_cast<uint32_t>(sum / kLimb);
+  }
+}
+
+BigMagnitude BigFromDigits(std::string_view digits) {
+  BigMagnitude m;
+  for (size_t end = digits.size(); end > 0;) {
+    size_t begin = end >= 9 ? end - 9 : 0;
+    uint32_t limb = 0;
+    for (size_t i = begin; i < end; ++i) limb = limb * 10 + (digits[i] - '0');
+    m.push_back(limb);
+    end = begin;
+  }
+  Trim(m);
+  return m;
+}
+
+BigMagnitude BigFromInt128(Int128 v) {
+  BigMagnitude m;
+  if (v < 0) v = -v;
+  for (; v != 0; v /= kLimb) m.push_back(static_cast<uint32_t>(v % kLimb));
+  return m;
+}
+
+// m * 10^k.
+BigMagnitude ShiftDecimal(BigMagnitude m, int64_t k) {
+  if (m.empty()) return m;
+  m.insert(m.begin(), static_cast<size_t>(k / 9), 0);
+  for (int64_t i = 0; i < k % 9; ++i) MulSmall(m, 10);
+  return m;
+}
+
+// ceil(m / 10^k).
+BigMagnitude DivPow10Ceil(BigMagnitude m, int64_t k) {
+  bool remainder = false;
+  size_t limbs = static_cast<size_t>(std::min<int64_t>(k / 9, static_cast<int64_t>(m.size())));
+  for (size_t i = 0; i < limbs; ++i) remainder |= m[i] != 0;
+  m.erase(m.begin(), m.begin() + limbs);
+  if (k / 9 > static_cast<int64_t>(limbs)) m.clear();
+  uint32_t divisor = 1;
+  for (int64_t i = 0; i < k % 9; ++i) divisor *= 10;
+  uint64_t rest = 0;
+  for (size_t i = m.size(); i-- > 0;) {
+    uint64_t cur = rest * kLimb + m[i];
+    m[i] = static_cast<uint32_t>(cur / divisor);
+    rest = cur % divisor;
+  }
+  Trim(m);
+  if (remainder || rest != 0) AddSmall(m, 1);
+  return m;
+}
+
+int BigCompare(const BigMagnitude& a, const BigMagnitude& b) {
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  for (size_t i = a.size(); i-- > 0;) {
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+BigMagnitude BigAdd(const BigMagnitude& a, const BigMagnitude& b) {
+  BigMagnitude out(std::max(a.size(), b.size()) + 1, 0);
+  uint32_t carry = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t v = uint64_t{carry} + (i < a.size() ? a[i] : 0) + (i < b.size() ? b[i] : 0);
+    out[i] = static_cast<uint32_t>(v % kLimb);
+    carry = static_cast<uint32_t>(v / kLimb);
+  }
+  Trim(out);
+  return out;
+}
+
+// a - b for a >= b.
+BigMagnitude BigSub(const BigMagnitude& a, const BigMagnitude& b) {
+  BigMagnitude out = a;
+  int64_t borrow = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t v = int64_t{out[i]} - borrow - (i < b.size() ? b[i] : 0);
+    borrow = v < 0;
+    out[i] = static_cast<uint32_t>(v + (borrow ? kLimb : 0));
+  }
+  Trim(out);
+  return out;
+}
+
+int64_t BigDigitCount(const BigMagnitude& m) {
+  if (m.empty()) return 0;
+  int64_t n = 9 * static_cast<int64_t>(m.size() - 1);
+  for (uint32_t top = m.back(); top != 0; top /= 10) ++n;
+  return n;
+}
+
+BigMagnitude MagnitudeOf(const KubeQuantity& q) { return q.big ? *q.big : BigFromInt128(q.unscaled); }
+int64_t DigitsOf(const KubeQuantity& q) { return q.big ? BigDigitCount(*q.big) : DigitCount(q.unscaled); }
+
+// A decimal quantity from a sign and a magnitude: in `unscaled` when it fits 38 digits.
+std::optional<KubeQuantity> MakeDecimal(bool negative, BigMagnitude magnitude, int64_t exponent) {
+  if (magnitude.empty()) return KubeQuantity{0, 0, true};
+  if (exponent < INT32_MIN || exponent > INT32_MAX) return std::nullopt;
+  KubeQuantity q{negative ? -1 : 1, static_cast<int32_t>(exponent), true};
+  if (BigDigitCount(magnitude) <= kMaxDigits) {
+    Int128 v = 0;
+    for (size_t i = magnitude.size(); i-- > 0;) v = v * kLimb + magnitude[i];
+    q.unscaled = negative ? -v : v;
+  } else {
+    q.big = std::make_shared<const BigMagnitude>(std::move(magnitude));
+  }
+  return q;
 }
 
 // Go's strconv.ParseInt(s, 10, 64): an optional sign, then decimal digits.
@@ -154,11 +290,23 @@ std::optional<Aligned> Align(const KubeQuantity& x, const KubeQuantity& y) {
 }
 
 std::optional<KubeQuantity> DecimalSum(const KubeQuantity& x, const KubeQuantity& y) {
-  std::optional<Aligned> al = Align(x, y);
-  if (!al) return std::nullopt;
-  Int128 sum = al->a + al->b;
-  if (DigitCount(sum) > kMaxDigits) return std::nullopt;
-  return KubeQuantity{sum, al->exponent, true};
+  if (!x.big && !y.big) {
+    std::optional<Aligned> al = Align(x, y);
+    if (al && DigitCount(al->a + al->b) <= kMaxDigits) {
+      return KubeQuantity{al->a + al->b, al->exponent, true};
+    }
+  }
+  // Beyond 38 digits: the same sum on arbitrary-length magnitudes.
+  if (x.Sign() == 0) return KubeQuantity{y.unscaled, y.exponent, true, false, y.big};
+  if (y.Sign() == 0) return KubeQuantity{x.unscaled, x.exponent, true, false, x.big};
+  int64_t e = std::min(x.exponent, y.exponent);
+  if (std::max(x.exponent, y.exponent) - e > 100'000) return std::nullopt;
+  BigMagnitude a = ShiftDecimal(MagnitudeOf(x), x.exponent - e);
+  BigMagnitude b = ShiftDecimal(MagnitudeOf(y), y.exponent - e);
+  if (x.Sign() == y.Sign()) return MakeDecimal(x.Sign() < 0, BigAdd(a, b), e);
+  int c = BigCompare(a, b);
+  if (c == 0) return KubeQuantity{0, 0, true};
+  return c > 0 ? MakeDecimal(x.Sign() < 0, BigSub(a, b), e) : MakeDecimal(y.Sign() < 0, BigSub(b, a), e);
 }
 
 bool Int64Fits(Int128 v) { return v >= kInt64Min && v <= kInt64Max; }
@@ -314,38 +462,21 @@ std::optional<KubeQuantity> KubeQuantity::Parse(std::string_view str) {
     // At least 10^19 (2^k >= 10^floor(k log10 2)): beyond int64, so capped like upstream.
     return KubeQuantity{t->positive ? Int128{kInt64Max} : -Int128{kInt64Max}, 0, true};
   }
-  Int128 magnitude = 0;
-  if (exponent < -9) {
-    // Round up to 10^-9: keep the digits above it; any dropped digit is non-zero (the trailing
-    // zeros are gone), so the kept part grows by one.
-    int64_t drop = -9 - exponent;
-    int64_t keep = static_cast<int64_t>(digits.size()) - drop;
-    if (suffix->binary) {
-      if (static_cast<int64_t>(digits.size()) > kMaxDigits - 19) return std::nullopt;
-      for (char c : digits) magnitude = magnitude * 10 + (c - '0');
-      magnitude <<= suffix->exponent;
-      Int128 divisor = drop > kMaxDigits ? 0 : Pow10(static_cast<int>(drop));
-      magnitude = divisor == 0 ? 1 : (magnitude + divisor - 1) / divisor;
-    } else if (keep <= 0) {
-      magnitude = 1;
-    } else {
-      if (keep > kMaxDigits) return std::nullopt;
-      for (int64_t i = 0; i < keep; ++i) magnitude = magnitude * 10 + (digits[i] - '0');
-      magnitude += 1;
-    }
-    exponent = -9;
-  } else {
-    if (static_cast<int64_t>(digits.size()) > kMaxDigits) return std::nullopt;
-    for (char c : digits) magnitude = magnitude * 10 + (c - '0');
-    if (suffix->binary) {
-      if (DigitCount(magnitude) + 19 > kMaxDigits) return std::nullopt;
-      magnitude <<= suffix->exponent;
-    }
+  // The magnitude, times 2^k for a binary suffix, rounded up to 10^-9 when it is finer.
+  BigMagnitude magnitude = BigFromDigits(digits);
+  if (suffix->binary) {
+    for (int32_t k = suffix->exponent; k > 0; k -= std::min(k, 20)) MulSmall(magnitude, uint32_t{1} << std::min(k, 20));
   }
-  if (exponent > INT32_MAX) return std::nullopt;
-  KubeQuantity q{magnitude, static_cast<int32_t>(exponent), true};
-  if (suffix->binary && Compare(q, FromInt(kInt64Max)) > 0) q = KubeQuantity{kInt64Max, 0, true};
-  if (!t->positive) q.unscaled = -q.unscaled;
+  if (exponent < -9) {
+    magnitude = DivPow10Ceil(std::move(magnitude), -9 - exponent);
+    exponent = -9;
+  }
+  std::optional<KubeQuantity> made = MakeDecimal(!t->positive, std::move(magnitude), exponent);
+  if (!made) return std::nullopt;
+  KubeQuantity q = std::move(*made);
+  if (suffix->binary && Compare(q, FromInt(t->positive ? kInt64Max : -kInt64Max)) * (t->positive ? 1 : -1) > 0) {
+    q = KubeQuantity{t->positive ? Int128{kInt64Max} : -Int128{kInt64Max}, 0, true};
+  }
   return q;
 }
 
@@ -353,13 +484,17 @@ int KubeQuantity::Compare(const KubeQuantity& a, const KubeQuantity& b) {
   if (a.Sign() != b.Sign()) return a.Sign() < b.Sign() ? -1 : 1;
   if (a.Sign() == 0) return 0;
   // Same sign: compare magnitudes by order of magnitude first, then digits.
-  Int128 ma = a.unscaled < 0 ? -a.unscaled : a.unscaled;
-  Int128 mb = b.unscaled < 0 ? -b.unscaled : b.unscaled;
-  int64_t oa = DigitCount(ma) + int64_t{a.exponent}, ob = DigitCount(mb) + int64_t{b.exponent};
+  int64_t oa = DigitsOf(a) + int64_t{a.exponent}, ob = DigitsOf(b) + int64_t{b.exponent};
   int magnitude_order;
   if (oa != ob) {
     magnitude_order = oa < ob ? -1 : 1;
+  } else if (a.big || b.big) {
+    // Same order of magnitude: the exponents differ by less than the longer one's digits.
+    int64_t e = std::min(a.exponent, b.exponent);
+    magnitude_order = BigCompare(ShiftDecimal(MagnitudeOf(a), a.exponent - e), ShiftDecimal(MagnitudeOf(b), b.exponent - e));
   } else {
+    Int128 ma = a.unscaled < 0 ? -a.unscaled : a.unscaled;
+    Int128 mb = b.unscaled < 0 ? -b.unscaled : b.unscaled;
     std::optional<Aligned> al = Align(KubeQuantity{ma, a.exponent}, KubeQuantity{mb, b.exponent});
     // Same order of magnitude: alignment adds at most 38 digits minus the shorter's length, and
     // both fit; should it still overflow, the digit counts were equal, so this cannot happen.
@@ -385,7 +520,7 @@ std::optional<KubeQuantity> KubeQuantity::Sub(const KubeQuantity& a, const KubeQ
       return fast;
     }
   }
-  std::optional<KubeQuantity> diff = DecimalSum(a, KubeQuantity{-b.unscaled, b.exponent, b.decimal});
+  std::optional<KubeQuantity> diff = DecimalSum(a, KubeQuantity{-b.unscaled, b.exponent, b.decimal, false, b.big});
   if (diff) diff->boxed = true;
   return diff;
 }

@@ -20,9 +20,14 @@
 
 namespace tessel::dra::cel {
 
-// A Kubernetes resource.Quantity: unscaled * 10^exponent. `decimal` says the quantity left
-// apimachinery's int64 fast path (inf.Dec): such a quantity is never "an integer" to AsInt64, and
-// neither is an int64 one with a negative exponent ("1000m"), exactly as upstream.
+// The magnitude of a quantity too long for 128 bits: base-10^9 limbs, least significant first.
+using BigMagnitude = std::vector<uint32_t>;
+
+// A Kubernetes resource.Quantity: unscaled * 10^exponent, exact at any length. `decimal` says the
+// quantity left apimachinery's int64 fast path (inf.Dec): such a quantity is never "an integer"
+// to AsInt64, and neither is an int64 one with a negative exponent ("1000m"), as upstream.
+// Values of up to 38 digits live in `unscaled`; longer ones (only decimal ones can be) keep their
+// magnitude in `big`, and `unscaled` then holds only their sign (-1 or 1).
 struct KubeQuantity {
   __int128 unscaled = 0;
   int32_t exponent = 0;
@@ -30,16 +35,17 @@ struct KubeQuantity {
   // The result of add() or sub(): upstream returns it as a pointer, which Quantity's equality
   // does not accept as its right-hand side (quantity("1") == quantity("1").add(0) is an error).
   bool boxed = false;
+  std::shared_ptr<const BigMagnitude> big;
 
-  // resource.ParseQuantity: nullopt when the text is not a quantity (or its exact value needs
-  // more than 38 significant digits, which Tessel does not represent).
+  // resource.ParseQuantity: nullopt when the text is not a quantity.
   static std::optional<KubeQuantity> Parse(std::string_view text);
   static KubeQuantity FromInt(int64_t v) { return {v, 0, false}; }
 
   // -1, 0, 1 exactly.
   static int Compare(const KubeQuantity& a, const KubeQuantity& b);
   int Sign() const { return unscaled < 0 ? -1 : unscaled > 0 ? 1 : 0; }
-  // Quantity.Add / Sub; nullopt when the exact result needs more than 38 digits.
+  // Quantity.Add / Sub; nullopt only when the operands' exponents lie so far apart (more than
+  // 100,000 decimal places) that the exact result is not worth building.
   static std::optional<KubeQuantity> Add(const KubeQuantity& a, const KubeQuantity& b);
   static std::optional<KubeQuantity> Sub(const KubeQuantity& a, const KubeQuantity& b);
   // Quantity.AsInt64.
