@@ -583,7 +583,8 @@ absl::StatusOr<Selector> Selector::Compile(std::string_view expression) {
   absl::StatusOr<Type> type = Checker(expression, *program).Check(*program->root);
   if (!type.ok()) return type.status();
   if (!BoolOrDyn(*type)) {
-    return absl::InvalidArgumentError(StrCat("must evaluate to bool or the unknown type, not ", type->Name()));
+    return absl::InvalidArgumentError(StrCat(Position(expression, program->root->position),
+                                             ": must evaluate to bool or the unknown type, not ", type->Name()));
   }
   Selector s;
   s.expression_ = std::string(expression);
