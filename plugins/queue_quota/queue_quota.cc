@@ -410,8 +410,9 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   }
   // Within its nominal quota the preemptor reclaims what others borrow, from the nearest
   // subtree that borrows (ReclaimLevel). Above it, it borrows too, and takes borrowed capacity
-  // only from a sibling queue whose weighted dominant share stays at least its own after the
-  // move (DRF: hungry queues converge to shares by weight).
+  // only where the two subtrees meet, from the victim's side when that side's weighted dominant
+  // share stays at least the preemptor's side's after the move (DRF at every level of the
+  // tree, Kueue's LessThanOrEqualToFinalShare: hungry subtrees converge to shares by weight).
   const bool reclaim = cycle->tracker.WithinNominal(own->name(), want);
   const CohortTree& tree = cycle->directory->tree();
   const int own_node = tree.QueueNode(own->name());
@@ -419,15 +420,15 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   if (own_node == CohortTree::kNone || their_node == CohortTree::kNone) return VictimVerdict::kDeny;
   const int meet = tree.CommonAncestor(own_node, their_node);
   if (meet == CohortTree::kNone) return VictimVerdict::kDeny;  // another tree
-  if (reclaim ? meet != ReclaimLevel(cycle->base, tree, own_node, want)
-              : meet != tree.node(own_node).parent) {
-    return VictimVerdict::kDeny;
-  }
+  if (reclaim && meet != ReclaimLevel(cycle->base, tree, own_node, want)) return VictimVerdict::kDeny;
+  // The two subtrees whose shares are compared: the children of `meet` that hold each queue.
+  const int own_side = tree.ChildToward(meet, own_node);
+  const int their_side = tree.ChildToward(meet, their_node);
   int64_t own_share_after = 0;
   if (!reclaim) {
     QuotaTracker after = cycle->tracker;
     after.AddUsage(own->name(), want);
-    own_share_after = after.WeightedDominantShare(own->name());
+    own_share_after = after.ShareOfNode(own_side);
   }
 
   // The victim's queue gives back what it borrows: walk its pods on this node in eviction
@@ -456,7 +457,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     if (take && !reclaim) {
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && trial.WeightedDominantShare(theirs->name()) >= own_share_after;
+      take = keeps_nominal && trial.ShareOfNode(their_side) >= own_share_after;
     }
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;

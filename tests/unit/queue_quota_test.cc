@@ -344,6 +344,12 @@ struct Hooks {
   void SetQueues(std::vector<json> objects) {
     QueueStore store;
     for (const json& o : objects) {
+      if (o.value("kind", "") == "Cohort") {
+        absl::StatusOr<Cohort> cohort = DecodeCohort(o);
+        REQUIRE(cohort.ok());
+        store.PutCohort(*std::move(cohort));
+        continue;
+      }
       absl::StatusOr<Queue> queue = DecodeQueue(o);
       REQUIRE(queue.ok());
       REQUIRE(store.Put(*std::move(queue)).ok());
@@ -867,6 +873,44 @@ TEST_CASE("QueueQuota: in a tree of cohorts, reclaim takes back from the nearest
   CHECK(c.outcomes.scheduled.contains("a1/want"));
   REQUIRE(c.api.evictions.size() == 1);
   CHECK(c.api.evictions[0].starts_with(a2_pods == 2 ? "a2/" : "b1/"));
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+TEST_CASE("QueueQuota: fair sharing in a tree compares the two subtrees where the queues meet",
+          "[quota][queue_quota][cohort]") {
+  // org <- dept-a <- a1 (2), a2 (2); org <- dept-b <- b1 (2). b1 runs 5 of the node's 8 GPUs:
+  // dept-b borrows 3 of what org lends. a1 asks 4: above its own nominal quota (no reclaim),
+  // but dept-a stays within its subtree's 4, so at org dept-a's share (0) is below dept-b's.
+  Hooks h;
+  auto cohort = [](std::string name, std::string parent) {
+    json spec = json::object();
+    if (!parent.empty()) spec["parent"] = parent;
+    return json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+  };
+  auto queue = [](std::string name, std::string cohort_name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", cohort_name},
+                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}},
+                              {"preemption", {{"reclaimWithinCohort", "LowerPriority"}}}});
+  };
+  h.SetQueues({cohort("org", ""), cohort("dept-a", "org"), cohort("dept-b", "org"), queue("a1", "dept-a"),
+               queue("a2", "dept-a"), queue("b1", "dept-b")});
+  std::vector<Pod> b_pods;
+  for (int i = 0; i < 5; ++i) b_pods.push_back(h.Running("b1", StrCat("b-", i), 1, 0, i));
+  const Pod preemptor = GpuPod("a1", "p", 4, 5);
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+  std::string reason;
+  // Eviction order: newest first. Three may go (dept-b keeps its own 2, and its share stays at
+  // least dept-a's 0); the last two are dept-b's own quota.
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[4], &reason) == VictimVerdict::kAllow);
+  CHECK(reason == "fair-share");
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[2], &reason) == VictimVerdict::kAllow);
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[1], &reason) == VictimVerdict::kDeny);
 }
 
 }  // namespace
