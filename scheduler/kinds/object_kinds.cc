@@ -55,27 +55,21 @@ absl::Status DeliverQueue(Scheduler& s, const json& object) {
 
 void RemoveQueue(Scheduler& s, std::string_view key) { s.OnQueueDelete(std::string(key)); }
 
-absl::Status DeliverResourceFlavor(Scheduler& s, const json& object) {
-  absl::StatusOr<ResourceFlavor> flavor = DecodeResourceFlavor(object);
-  if (flavor.ok()) {
-    s.OnResourceFlavor(*std::move(flavor));
-    return absl::OkStatus();
-  }
-  return s.OnResourceFlavorUndecodable(ObjectName(object), flavor.status());
+// A cluster-scoped object of the quota model (ResourceFlavor, Cohort): the decoded object, or
+// the decoding error for the scheduler to fail closed on.
+template <typename T, absl::StatusOr<T> (*Decode)(const json&), void (Scheduler::*Put)(T),
+          absl::Status (Scheduler::*PutUndecodable)(const std::string&, const absl::Status&)>
+absl::Status DeliverQuotaObject(Scheduler& s, const json& object) {
+  absl::StatusOr<T> decoded = Decode(object);
+  if (!decoded.ok()) return (s.*PutUndecodable)(ObjectName(object), decoded.status());
+  (s.*Put)(*std::move(decoded));
+  return absl::OkStatus();
 }
 
-void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlavorDelete(std::string(key)); }
-
-absl::Status DeliverCohort(Scheduler& s, const json& object) {
-  absl::StatusOr<Cohort> cohort = DecodeCohort(object);
-  if (cohort.ok()) {
-    s.OnCohort(*std::move(cohort));
-    return absl::OkStatus();
-  }
-  return s.OnCohortUndecodable(ObjectName(object), cohort.status());
+template <void (Scheduler::*Delete)(const std::string&)>
+void RemoveQuotaObject(Scheduler& s, std::string_view key) {
+  (s.*Delete)(std::string(key));
 }
-
-void RemoveCohort(Scheduler& s, std::string_view key) { s.OnCohortDelete(std::string(key)); }
 
 constexpr std::array kReadKinds{
     ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup, gang::GangKind::kPodGroup>,
@@ -94,8 +88,13 @@ constexpr std::array kReadKinds{
              RemoveGang<gang::GangKind::kWorkload>},
     ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob, gang::GangKind::kJob>, RemoveGang<gang::GangKind::kJob>},
     ReadKind{std::string_view(kQueueKind), "tessel.io/", DeliverQueue, RemoveQueue},
-    ReadKind{std::string_view(kResourceFlavorKind), "tessel.io/", DeliverResourceFlavor, RemoveResourceFlavor},
-    ReadKind{std::string_view(kCohortKind), "tessel.io/", DeliverCohort, RemoveCohort},
+    ReadKind{std::string_view(kResourceFlavorKind), "tessel.io/",
+             DeliverQuotaObject<ResourceFlavor, DecodeResourceFlavor, &Scheduler::OnResourceFlavor,
+                                &Scheduler::OnResourceFlavorUndecodable>,
+             RemoveQuotaObject<&Scheduler::OnResourceFlavorDelete>},
+    ReadKind{std::string_view(kCohortKind), "tessel.io/",
+             DeliverQuotaObject<Cohort, DecodeCohort, &Scheduler::OnCohort, &Scheduler::OnCohortUndecodable>,
+             RemoveQuotaObject<&Scheduler::OnCohortDelete>},
 };
 
 const ReadKind* Find(std::string_view api_version, std::string_view kind) {
