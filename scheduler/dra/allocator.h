@@ -8,7 +8,8 @@
 // subrequest that can be satisfied wins); devices must satisfy the class's and the request's CEL
 // selectors, the claim's matchAttribute / distinctAttribute constraints, and the request's
 // tolerations of NoSchedule / NoExecute device taints. Admin access takes a device whoever holds
-// it and consumes nothing. Partitionable devices draw on their pool's shared counters; a device
+// it and consumes nothing (as upstream, a device one claim takes with admin access is in use for
+// the claims after it in this allocation). Partitionable devices draw on their pool's shared counters; a device
 // that allows multiple allocations is shared while its consumable capacity lasts (after the
 // capacity's request policy rounded each request). Claims that are already allocated are kept,
 // if the node can use their devices.

@@ -1,6 +1,7 @@
 // A seeded property test of the DRA allocator over small random nodes: random devices (with
-// attributes, taints, shared counters, shared capacity with or without a request policy), random
-// held devices, and random claims (counts, firstAvailable, selectors, tolerations, admin access,
+// attributes, taints, shared counters, shared capacity with or without a request policy, a second
+// pool for all nodes or for a rack), random
+// held devices, and random claims (ExactCount and All, firstAvailable, selectors, tolerations, admin access,
 // capacity requests, matchAttribute / distinctAttribute). Every allocation the allocator returns
 // (the first fit, every enumerated alternative, and KeepWholeDevices' choice) is checked by a
 // checker written here, independently of the allocator; and a brute-force search over all
@@ -10,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "scheduler/dra/capacity.h"
 #include "unit/dra_fixtures.h"
 
 namespace tessel::dra {
@@ -39,8 +41,17 @@ Instance Generate(uint32_t seed) {
   counters.shared_counters = {{.name = "s0", .counters = {{"units", Pick(rng, 4, 8) * 1000}}},
                               {.name = "s1", .counters = {{"units", Pick(rng, 4, 8) * 1000}}}};
   ResourceSlice local = SliceOn("node-1", "node-1", {}, 1, 2, "node-1-devices");
+  // The second pool is for all nodes, or for the nodes of a rack (this one's, or another).
+  w.node = NodeNamed("node-1", {{"rack", "r1"}});
   ResourceSlice everywhere = SliceOn("", "network", {});
-  everywhere.node_selection.all_nodes = true;
+  if (Chance(rng, 50)) {
+    everywhere.node_selection.all_nodes = true;
+  } else {
+    NodeSelectorTerm term;
+    term.match_expressions.push_back({.key = "rack", .op = NodeSelectorRequirement::Operator::kIn,
+                                      .values = {Chance(rng, 70) ? "r1" : "r2"}});
+    everywhere.node_selection.node_selector = std::vector<NodeSelectorTerm>{term};
+  }
   const int devices = Pick(rng, 2, 5);
   for (int d = 0; d < devices; ++d) {
     Device dev = Gpu(StrCat("dev-", d), {{"model", std::string(Chance(rng, 50) ? "A" : "B")},
@@ -80,6 +91,10 @@ Instance Generate(uint32_t seed) {
     if (Chance(rng, 30)) ask.tolerations.push_back({.key = "t", .op = DeviceToleration::Operator::kExists});
     ask.admin_access = Chance(rng, 10);
     if (Chance(rng, 30)) ask.capacity_requests["mem"] = Pick(rng, 1, 6) * 1000;
+    if (Chance(rng, 12)) {
+      ask.mode = AllocationMode::kAll;
+      ask.count = 0;
+    }
     return ask;
   };
   const int claims = Pick(rng, 1, 2);
@@ -150,7 +165,9 @@ struct KnownDevice {
 std::map<DeviceId, KnownDevice> DevicesOfNode(const DraWorld& w) {
   std::map<DeviceId, KnownDevice> out;
   for (const ResourceSlice& s : w.slices) {
-    const bool usable = s.node_selection.all_nodes || s.node_selection.node_name == w.node.name();
+    const auto& selector = s.node_selection.node_selector;
+    const bool usable = s.node_selection.all_nodes || s.node_selection.node_name == w.node.name() ||
+                        (selector && selector->at(0).match_expressions.at(0).values.at(0) == w.node.meta.labels.at("rack"));
     if (!usable) continue;
     for (const Device& d : s.devices) out[{s.driver, s.pool, d.name}] = {&s, &d};
   }
@@ -168,6 +185,36 @@ int64_t Expected(const DeviceCapacity& cap, const Amounts& requests, const std::
   }
   *refused = true;
   return 0;
+}
+
+bool Selected(DraWorld& w, const DeviceAsk& ask, const DeviceId& id, const Device& d) {
+  const DeviceView view = ViewOf(d, id.driver);
+  for (const std::string& sel : w.classes.at(ask.device_class_name).selectors) {
+    if (!*w.matcher.Matches(sel, view)) return false;
+  }
+  for (const std::string& sel : ask.selectors) {
+    if (!*w.matcher.Matches(sel, view)) return false;
+  }
+  return true;
+}
+
+// The devices "All" takes: every device on the node its selectors select, which has the capacity
+// asked (in use or tainted, they still count, and then the request cannot be met).
+std::set<DeviceId> AllOf(DraWorld& w, const DeviceAsk& ask) {
+  std::set<DeviceId> out;
+  for (const auto& [id, known] : DevicesOfNode(w)) {
+    const Device& d = *known.device;
+    if (!Selected(w, ask, id, d)) continue;
+    bool fits = true;
+    for (const auto& [name, amount] : ask.capacity_requests) fits = fits && d.capacity.contains(name);
+    for (const auto& [name, cap] : d.capacity) {
+      bool refused = false;
+      const int64_t amount = Expected(cap, ask.capacity_requests, name, &refused);
+      fits = fits && !refused && amount <= cap.value;
+    }
+    if (fits) out.insert(id);
+  }
+  return out;
 }
 
 const DeviceAsk* AskOf(const ResourceClaim& claim, const std::string& result_request, std::string* base) {
@@ -193,6 +240,7 @@ std::string Check(DraWorld& w, const std::vector<ResourceClaim>& claims, const s
   std::map<DeviceId, int> exclusive_users;
   std::map<DeviceId, Amounts> shared_use = w.held.shared;
   std::set<DeviceId> consuming;  // devices whose counters are consumed
+  std::set<DeviceId> admin_taken;
   for (const DeviceId& id : w.held.exclusive) {
     exclusive_users[id] = 1;
     consuming.insert(id);
@@ -214,13 +262,7 @@ std::string Check(DraWorld& w, const std::vector<ResourceClaim>& claims, const s
       auto known = devices.find(r.device);
       if (known == devices.end()) return StrCat("device not on the node: ", FormatDeviceId(r.device));
       const Device& d = *known->second.device;
-      const DeviceView view = ViewOf(d, r.device.driver);
-      for (const std::string& sel : w.classes.at(ask->device_class_name).selectors) {
-        if (!*w.matcher.Matches(sel, view)) return StrCat("class selector fails on ", d.name);
-      }
-      for (const std::string& sel : ask->selectors) {
-        if (!*w.matcher.Matches(sel, view)) return StrCat("request selector fails on ", d.name);
-      }
+      if (!Selected(w, *ask, r.device, d)) return StrCat("a selector fails on ", d.name);
       for (const DeviceTaint& t : d.taints) {
         const bool blocking = t.effect == "NoSchedule" || t.effect == "NoExecute";
         const bool tolerated = std::any_of(ask->tolerations.begin(), ask->tolerations.end(), [&](const DeviceToleration& tol) {
@@ -228,29 +270,31 @@ std::string Check(DraWorld& w, const std::vector<ResourceClaim>& claims, const s
         });
         if (blocking && !tolerated) return StrCat("untolerated taint on ", d.name);
       }
+      // Even with admin access, the device must have the capacity asked, as the policy rounds it.
       for (const auto& [name, amount] : ask->capacity_requests) {
         if (!d.capacity.contains(name)) return StrCat(d.name, " lacks capacity ", name);
       }
+      Amounts want;
+      for (const auto& [name, cap] : d.capacity) {
+        bool refused = false;
+        want[name] = Expected(cap, ask->capacity_requests, name, &refused);
+        if (refused || want[name] > cap.value) return StrCat("the request does not fit capacity ", name, " of ", d.name);
+      }
       if (r.admin_access != ask->admin_access) return "admin access flag differs from the request";
       if (!d.allow_multiple_allocations && ++in_claim[r.device] > 1) return StrCat(d.name, " twice in one claim");
+      // As kube-scheduler does it: a device that an earlier claim of the pod took with admin
+      // access is in use for the claims after it (the other way round it is not).
+      if (!d.allow_multiple_allocations) {
+        if (!ask->admin_access && admin_taken.contains(r.device)) return StrCat(d.name, " taken after admin access");
+        if (ask->admin_access) admin_taken.insert(r.device);
+      }
       if (ask->admin_access) continue;
       consuming.insert(r.device);
       if (d.allow_multiple_allocations) {
-        for (const auto& [name, cap] : d.capacity) {
-          bool refused = false;
-          const int64_t want = Expected(cap, ask->capacity_requests, name, &refused);
-          if (refused) return StrCat("policy refuses the request on ", d.name);
-          auto got = r.consumed_capacity.find(name);
-          if (got == r.consumed_capacity.end() || got->second != want) {
-            return StrCat("consumed ", name, " on ", d.name, " is not ", want);
-          }
-          shared_use[r.device][name] += want;
-        }
-      } else {
-        for (const auto& [name, amount] : ask->capacity_requests) {
-          if (amount > d.capacity.at(name).value) return StrCat("request above capacity on ", d.name);
-        }
-        if (++exclusive_users[r.device] > 1) return StrCat(d.name, " over-allocated");
+        if (r.consumed_capacity != want) return StrCat("consumed capacity on ", d.name, " is not as the policy says");
+        AddAmounts(shared_use[r.device], want);
+      } else if (++exclusive_users[r.device] > 1) {
+        return StrCat(d.name, " over-allocated");
       }
     }
     // Counts: each request has one variant, with its count.
@@ -258,7 +302,16 @@ std::string Check(DraWorld& w, const std::vector<ResourceClaim>& claims, const s
       if (variants_used[r.name].size() != 1) return StrCat("request ", r.name, " has ", variants_used[r.name].size(), " variants");
       std::string base;
       const std::string& used = *variants_used[r.name].begin();
-      if (per_result_name[used] != AskOf(claim, used, &base)->count) return StrCat("request ", used, " has the wrong count");
+      const DeviceAsk& ask = *AskOf(claim, used, &base);
+      if (ask.mode == AllocationMode::kAll) {
+        std::set<DeviceId> taken;
+        for (const DeviceResult& result : a.devices) {
+          if (result.request == used) taken.insert(result.device);
+        }
+        if (taken.empty() || taken != AllOf(w, ask)) return StrCat("request ", used, " did not take all devices");
+      } else if (per_result_name[used] != ask.count) {
+        return StrCat("request ", used, " has the wrong count");
+      }
     }
     // Constraints (over all requests in these instances).
     for (const DeviceConstraint& con : claim.spec.constraints) {
@@ -275,6 +328,7 @@ std::string Check(DraWorld& w, const std::vector<ResourceClaim>& claims, const s
     }
   }
   for (const auto& [id, used] : shared_use) {
+    if (!devices.contains(id)) continue;  // held elsewhere, not usable from this node
     for (const auto& [name, amount] : used) {
       if (amount > devices.at(id).device->capacity.at(name).value) return StrCat("shared capacity exceeded on ", id.device);
     }
@@ -331,10 +385,15 @@ bool BruteForce(DraWorld& w, const std::vector<ResourceClaim>& claims) {
     if (r.exactly) variants.emplace_back(r.name, &*r.exactly);
     for (const DeviceSubRequest& s : r.first_available) variants.emplace_back(StrCat(r.name, "/", s.name), &s.ask);
     for (const auto& [name, ask] : variants) {
-      const int count = static_cast<int>(ask->count);
       std::vector<bool> chosen(ids.size(), false);
-      std::fill(chosen.end() - std::min<int>(count, static_cast<int>(ids.size())), chosen.end(), true);
-      if (count > static_cast<int>(ids.size())) continue;
+      if (ask->mode == AllocationMode::kAll) {
+        const std::set<DeviceId> all = AllOf(w, *ask);
+        for (size_t i = 0; i < ids.size(); ++i) chosen[i] = all.contains(ids[i]);
+      } else {
+        const int count = static_cast<int>(ask->count);
+        if (count > static_cast<int>(ids.size())) continue;
+        std::fill(chosen.end() - count, chosen.end(), true);
+      }
       do {
         const size_t before = a.devices.size();
         bool refused = false;
@@ -352,7 +411,7 @@ bool BruteForce(DraWorld& w, const std::vector<ResourceClaim>& claims) {
         const bool ok = !refused && fill(slot + 1);
         a.devices.resize(before);
         if (ok) return true;
-      } while (std::next_permutation(chosen.begin(), chosen.end()));
+      } while (ask->mode != AllocationMode::kAll && std::next_permutation(chosen.begin(), chosen.end()));
     }
     return false;
   };
@@ -361,7 +420,7 @@ bool BruteForce(DraWorld& w, const std::vector<ResourceClaim>& claims) {
 
 TEST_CASE("property: every allocation is valid, and one is found whenever one exists", "[dra]") {
   int fitted = 0, refused = 0;
-  for (uint32_t seed = 1; seed <= 400; ++seed) {
+  for (uint32_t seed = 1; seed <= 600; ++seed) {
     Instance in = Generate(seed);
     DraWorld& w = in.world;
     std::vector<const ResourceClaim*> claims;
@@ -370,6 +429,7 @@ TEST_CASE("property: every allocation is valid, and one is found whenever one ex
     absl::StatusOr<AllocationOutcome> out = w.Run(claims);
     REQUIRE(out.ok());
     const bool exists = BruteForce(w, in.claims);
+    INFO("allocator: " << (out->fits() ? "fits" : out->reason));
     if (out->fits()) {
       ++fitted;
       INFO("first fit: " << Check(w, in.claims, out->allocations));
