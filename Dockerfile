@@ -26,7 +26,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       ca-certificates libcurl4 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
       libabsl20220623 libcpp-httplib0.11 libbrotli1 libssl3 \
-      libgrpc++1.51 libgrpc29 libprotobuf32 \
+      libgrpc++1.51 libgrpc29 libprotobuf32 libre2-9 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 COPY manifests/config.yaml /etc/tessel/config.yaml

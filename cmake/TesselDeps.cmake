@@ -23,6 +23,11 @@ tessel_require(benchmark libbenchmark-dev CONFIG)
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# RE2 for CEL's matches() in DRA device selectors (scheduler/dra/cel), as cel-go uses RE2 syntax.
+pkg_check_modules(RE2 IMPORTED_TARGET re2)
+if(NOT RE2_FOUND)
+  message(FATAL_ERROR "re2 not found: install the Debian package 'libre2-dev' (tools/dev setup does)")
+endif()
 
 if(NOT TARGET yaml-cpp::yaml-cpp)
   add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)

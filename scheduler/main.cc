@@ -192,11 +192,14 @@ int Run(server::SchedulerOptions& flags) {
   kube::QueueStatusWriter queue_status(
       clients.status.get(),
       [&] {
-        return kube::QueueStatusView{.reports = server::ComputeQueueReports(sched),
+        std::vector<CohortReport> cohorts;
+        std::vector<QueueReport> reports = server::ComputeQueueReports(sched, &cohorts);
+        return kube::QueueStatusView{.reports = std::move(reports),
                                      .conflicts = sched.queue_store().Conflicts(),
                                      .invalid = sched.queue_store().Undecodable(),
                                      .directory = sched.queue_store().directory(),
-                                     .invalid_flavors = sched.queue_store().UndecodableFlavors()};
+                                     .invalid_flavors = sched.queue_store().UndecodableFlavors(),
+                                     .cohorts = std::move(cohorts)};
       },
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 

@@ -1,6 +1,7 @@
 // Replay: decode the snapshot, feed it to a SimulatedCluster, run until idle, report.
 #include "bench/replay/replay.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -91,6 +92,19 @@ json Metrics(const ClusterReport& report, const SimulatedCluster& sim) {
       }
     }
     out["queues"] = std::move(queues);
+  }
+  // The cohort tree, when Cohort objects define one (flat cohorts are in each queue's entry).
+  if (std::any_of(report.cohorts.begin(), report.cohorts.end(), [](const CohortReport& c) { return c.defined; })) {
+    json cohorts = json::object();
+    for (const CohortReport& c : report.cohorts) {
+      cohorts[c.name] = json{{"parent", c.parent},
+                             {"subtree_quota", QuantityMap(c.subtree)},
+                             {"usage", QuantityMap(c.usage)},
+                             {"borrowed", QuantityMap(c.borrowed)},
+                             {"weighted_share_milli", c.weighted_share_milli}};
+      if (!c.problem.empty()) cohorts[c.name]["problem"] = c.problem;
+    }
+    out["cohorts"] = std::move(cohorts);
   }
   return out;
 }

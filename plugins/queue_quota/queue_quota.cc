@@ -341,6 +341,28 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   return Status::Ok();
 }
 
+namespace {
+
+// Where a queue within its nominal quota reclaims: the nearest cohort above it with a child
+// subtree (other than its own) that borrows a resource the preemptor wants beyond that
+// subtree's quota. Capacity goes back to the subtree that lent it, nearest first; kNone when
+// nobody borrows.
+int ReclaimLevel(const QuotaTracker& usage, const CohortTree& tree, int queue_node, const Resources& want) {
+  int below = queue_node;
+  for (int level = tree.node(queue_node).parent; level != CohortTree::kNone;
+       below = level, level = tree.node(level).parent) {
+    for (int child : tree.node(level).children) {
+      if (child == below) continue;
+      for (const auto& [r, amount] : usage.BorrowedOfNode(child).Entries()) {
+        if (want.Get(r) > 0) return level;
+      }
+    }
+  }
+  return CohortTree::kNone;
+}
+
+}  // namespace
+
 bool QueueQuota::MayAllowAtOrAbove(const CycleState& state, const Pod& preemptor, int32_t) const {
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return false;  // no queue: it defers on every victim
@@ -381,15 +403,26 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     if (reason != nullptr) *reason = "within-queue";
     return VictimVerdict::kAllow;
   }
-  if (own->cohort.empty() || theirs->cohort != own->cohort) return VictimVerdict::kDeny;
+  if (own->cohort.empty() || theirs->cohort.empty()) return VictimVerdict::kDeny;
   if (own->reclaim_within_cohort == ReclaimPolicy::kNever) return VictimVerdict::kDeny;
   if (own->reclaim_within_cohort == ReclaimPolicy::kLowerPriority && !lower) {
     return VictimVerdict::kDeny;
   }
-  // Within its nominal quota the preemptor reclaims what others borrow. Above it, it borrows
-  // too, and takes borrowed capacity only from a queue whose weighted dominant share stays at
-  // least its own after the move (DRF: hungry queues converge to shares by weight).
+  // Within its nominal quota the preemptor reclaims what others borrow, from the nearest
+  // subtree that borrows (ReclaimLevel). Above it, it borrows too, and takes borrowed capacity
+  // only from a sibling queue whose weighted dominant share stays at least its own after the
+  // move (DRF: hungry queues converge to shares by weight).
   const bool reclaim = cycle->tracker.WithinNominal(own->name(), want);
+  const CohortTree& tree = cycle->directory->tree();
+  const int own_node = tree.QueueNode(own->name());
+  const int their_node = tree.QueueNode(theirs->name());
+  if (own_node == CohortTree::kNone || their_node == CohortTree::kNone) return VictimVerdict::kDeny;
+  const int meet = tree.CommonAncestor(own_node, their_node);
+  if (meet == CohortTree::kNone) return VictimVerdict::kDeny;  // another tree
+  if (reclaim ? meet != ReclaimLevel(cycle->base, tree, own_node, want)
+              : meet != tree.node(own_node).parent) {
+    return VictimVerdict::kDeny;
+  }
   int64_t own_share_after = 0;
   if (!reclaim) {
     QuotaTracker after = cycle->tracker;

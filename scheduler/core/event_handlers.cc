@@ -192,6 +192,22 @@ void Scheduler::OnResourceFlavorDelete(const std::string& name) {
   OnCustomObjectChange();
 }
 
+void Scheduler::OnCohort(Cohort cohort) {
+  queue_store_.PutCohort(std::move(cohort));
+  OnCustomObjectChange();
+}
+
+absl::Status Scheduler::OnCohortUndecodable(const std::string& name, const absl::Status& problem) {
+  absl::Status st = queue_store_.PutUndecodableCohort(name, problem);
+  OnCustomObjectChange();
+  return st;
+}
+
+void Scheduler::OnCohortDelete(const std::string& name) {
+  queue_store_.DeleteCohort(name);
+  OnCustomObjectChange();
+}
+
 void Scheduler::ReportQueueConflicts() {
   for (const NamespaceConflict& c : queue_store_.TakeNewConflicts()) {
     if (api_ == nullptr) continue;

@@ -207,6 +207,10 @@ class Scheduler final : public Handle {
   void OnResourceFlavor(ResourceFlavor flavor);
   absl::Status OnResourceFlavorUndecodable(const std::string& name, const absl::Status& problem);
   void OnResourceFlavorDelete(const std::string& name);
+  // Cohorts: the quota tree (scheduler/quota/cohort.h).
+  void OnCohort(Cohort cohort);
+  absl::Status OnCohortUndecodable(const std::string& name, const absl::Status& problem);
+  void OnCohortDelete(const std::string& name);
   const QueueStore& queue_store() const { return queue_store_; }
 
   // --- The loop (one thread). ---

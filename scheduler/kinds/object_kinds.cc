@@ -66,6 +66,17 @@ absl::Status DeliverResourceFlavor(Scheduler& s, const json& object) {
 
 void RemoveResourceFlavor(Scheduler& s, std::string_view key) { s.OnResourceFlavorDelete(std::string(key)); }
 
+absl::Status DeliverCohort(Scheduler& s, const json& object) {
+  absl::StatusOr<Cohort> cohort = DecodeCohort(object);
+  if (cohort.ok()) {
+    s.OnCohort(*std::move(cohort));
+    return absl::OkStatus();
+  }
+  return s.OnCohortUndecodable(ObjectName(object), cohort.status());
+}
+
+void RemoveCohort(Scheduler& s, std::string_view key) { s.OnCohortDelete(std::string(key)); }
+
 constexpr std::array kReadKinds{
     ReadKind{"PodGroup", gang::kPodGroupApiVersion, DeliverGang<gang::PodGroup, gang::DecodePodGroup, gang::GangKind::kPodGroup>,
              RemoveGang<gang::GangKind::kPodGroup>},
@@ -84,6 +95,7 @@ constexpr std::array kReadKinds{
     ReadKind{"Job", "batch/", DeliverGang<gang::JobInfo, gang::DecodeJob, gang::GangKind::kJob>, RemoveGang<gang::GangKind::kJob>},
     ReadKind{std::string_view(kQueueKind), "tessel.io/", DeliverQueue, RemoveQueue},
     ReadKind{std::string_view(kResourceFlavorKind), "tessel.io/", DeliverResourceFlavor, RemoveResourceFlavor},
+    ReadKind{std::string_view(kCohortKind), "tessel.io/", DeliverCohort, RemoveCohort},
 };
 
 const ReadKind* Find(std::string_view api_version, std::string_view kind) {

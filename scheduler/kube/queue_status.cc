@@ -22,8 +22,15 @@ json QuantityMap(const Resources& nominal, const Resources& amounts) {
   return out;
 }
 
-std::string StatusPath(const std::string& name) {
-  return StrCat("/apis/tessel.io/v1alpha1/queues/", name, "/status");
+std::string StatusPath(std::string_view plural, const std::string& name) {
+  return StrCat("/apis/tessel.io/v1alpha1/", plural, "/", name, "/status");
+}
+
+const CohortReport* FindCohort(const QueueStatusView& view, std::string_view name) {
+  for (const CohortReport& c : view.cohorts) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
 }
 
 // FlavorsReady of a queue with spec.resourceGroups: False while a flavor it lists does not
@@ -89,7 +96,14 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
     status["oldestPendingSince"] = nullptr;
     status["oldestPendingWaitSeconds"] = nullptr;
   }
-  if (bad != view.invalid.end()) {  // its last valid version stays in force
+  const CohortReport* parent = nullptr;
+  if (view.directory != nullptr) {
+    if (const Queue* q = view.directory->Find(name); q != nullptr) parent = FindCohort(view, q->cohort);
+  }
+  if (parent != nullptr && !parent->problem.empty()) {
+    conditions->push_back({"Active", "False", "CohortInvalid",
+                           StrCat(parent->problem, "; the queue is below it, so its pods wait")});
+  } else if (bad != view.invalid.end()) {  // its last valid version stays in force
     conditions->push_back({"Active", "True", "InvalidSpec", bad->second});
   } else {
     conditions->push_back({"Active", "True", "Ready", "The queue is in force: its quota limits its pods"});
@@ -104,6 +118,27 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
     conditions->push_back({"Conflict", "True", "NamespaceConflict", clashes});
   }
   if (std::optional<QueueCondition> flavors = FlavorsCondition(view, name)) conditions->push_back(*flavors);
+  return status;
+}
+
+json CohortStatusFields(const QueueStatusView& view, const std::string& name,
+                        std::vector<QueueCondition>* conditions) {
+  conditions->clear();
+  const CohortReport* c = FindCohort(view, name);
+  if (c == nullptr) return nullptr;
+  json status{{"subtreeQuota", QuantityMap(c->subtree, {})},
+              {"usage", QuantityMap(c->subtree, c->usage)},
+              {"borrowed", QuantityMap(c->subtree, c->borrowed)},
+              {"lent", QuantityMap(c->subtree, c->lent)},
+              {"weightedShare", c->weighted_share_milli},
+              {"path", StrJoin(c->path, "/")}};
+  for (const auto& [r, amount] : c->subtree.Entries()) status["subtreeQuota"][r] = FormatResourceQuantity(r, amount);
+  if (!c->problem.empty()) {
+    conditions->push_back({"Active", "False", c->defined ? "InvalidTree" : "InvalidSpec",
+                           StrCat(c->problem, "; the queues below it hold their pods")});
+  } else {
+    conditions->push_back({"Active", "True", "Ready", "The cohort is in force: its quota flows to the queues below it"});
+  }
   return status;
 }
 
@@ -150,81 +185,101 @@ int QueueStatusWriter::WriteOnce() {
     // One whose last valid version is in force is among the reports already.
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  // Queues no longer in the view (deleted) are forgotten.
+  // Cohorts that exist as objects (or that break the tree: one that never decoded).
+  std::vector<std::string> cohorts;
+  for (const CohortReport& c : view.cohorts) {
+    if (c.defined || !c.problem.empty()) cohorts.push_back(c.name);
+  }
+  // Objects no longer in the view (deleted) are forgotten.
   std::erase_if(sent_, [&](const auto& kv) {
-    return std::find(names.begin(), names.end(), kv.first) == names.end();
+    const std::string& key = kv.first;
+    if (key.starts_with("cohorts/")) {
+      return std::find(cohorts.begin(), cohorts.end(), key.substr(8)) == cohorts.end();
+    }
+    return std::find(names.begin(), names.end(), key) == names.end();
   });
   int written = 0;
+  auto stopped = [this] {
+    absl::MutexLock lock(&mu_);
+    return stop_;
+  };
   for (const std::string& name : names) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (stop_) return written;
-    }
+    if (stopped()) return written;
     std::vector<QueueCondition> conditions;
     json status = QueueStatusFields(view, name, now, &conditions);
     if (status.is_null()) continue;
-    json key_json = status;
-    key_json.erase("oldestPendingWaitSeconds");
-    key_json["conditions"] = json::array();
-    for (const QueueCondition& c : conditions) {
-      key_json["conditions"].push_back({c.type, c.status, c.reason, c.message});
-    }
-    const std::string key = key_json.dump();
-    auto prev = sent_.find(name);
-    const bool waiting = status.contains("oldestPendingSince") && !status["oldestPendingSince"].is_null();
-    if (prev != sent_.end() && prev->second.key == key &&
-        (!waiting || now - prev->second.at < options_.refresh)) {
-      continue;
-    }
-    // Conditions keep their transition time while their status stays.
-    std::map<std::string, std::pair<QueueCondition, absl::Time>> transitions;
-    json list = json::array();
-    for (const QueueCondition& c : conditions) {
-      absl::Time since = now;
-      if (prev != sent_.end()) {
-        if (auto it = prev->second.conditions.find(c.type);
-            it != prev->second.conditions.end() && it->second.first.status == c.status) {
-          since = it->second.second;
-        }
-      }
-      transitions[c.type] = {c, since};
-      list.push_back({{"type", c.type},
-                      {"status", c.status},
-                      {"reason", c.reason},
-                      {"message", c.message},
-                      {"lastTransitionTime", Rfc3339(since)}});
-    }
-    json patch_status = status;
-    patch_status["conditions"] = list;
-    // A resource no longer reported is removed (a merge patch keeps keys it does not name).
-    if (prev != sent_.end()) {
-      for (const char* field : {"usage", "borrowed", "lent"}) {
-        const json& before = prev->second.status.contains(field) ? prev->second.status[field] : json();
-        if (!before.is_object() || !patch_status.contains(field)) continue;
-        for (const auto& [resource, v] : before.items()) {
-          if (!patch_status[field].contains(resource)) patch_status[field][resource] = nullptr;
-        }
-      }
-    }
-    absl::StatusOr<Response> r =
-        client_->Do(Request{.method = "PATCH",
-                            .path = StatusPath(name),
-                            .body = json{{"status", patch_status}}.dump(),
-                            .content_type = std::string(kMergePatch),
-                            .write_budget = options_.write_budget});
-    if (r.ok() && r->code == 404) {  // the Queue is gone
-      sent_.erase(name);
-      continue;
-    }
-    if (!r.ok() || !r->ok()) {
-      spdlog::warn("Queue {} status: {}", name,
-                   r.ok() ? std::string(r->ToStatus("patch").message()) : std::string(r.status().message()));
-      continue;
-    }
-    sent_[name] = Sent{.key = key, .at = now, .status = status, .conditions = std::move(transitions)};
-    ++written;
+    written += Write(name, StatusPath("queues", name), status, conditions, now) ? 1 : 0;
+  }
+  for (const std::string& name : cohorts) {
+    if (stopped()) return written;
+    std::vector<QueueCondition> conditions;
+    json status = CohortStatusFields(view, name, &conditions);
+    if (status.is_null()) continue;
+    written += Write(StrCat("cohorts/", name), StatusPath("cohorts", name), status, conditions, now) ? 1 : 0;
   }
   return written;
+}
+
+bool QueueStatusWriter::Write(const std::string& name, const std::string& path, const json& status,
+                              const std::vector<QueueCondition>& conditions, absl::Time now) {
+  json key_json = status;
+  key_json.erase("oldestPendingWaitSeconds");
+  key_json["conditions"] = json::array();
+  for (const QueueCondition& c : conditions) {
+    key_json["conditions"].push_back({c.type, c.status, c.reason, c.message});
+  }
+  const std::string key = key_json.dump();
+  auto prev = sent_.find(name);
+  const bool waiting = status.contains("oldestPendingSince") && !status["oldestPendingSince"].is_null();
+  if (prev != sent_.end() && prev->second.key == key && (!waiting || now - prev->second.at < options_.refresh)) {
+    return false;
+  }
+  // Conditions keep their transition time while their status stays.
+  std::map<std::string, std::pair<QueueCondition, absl::Time>> transitions;
+  json list = json::array();
+  for (const QueueCondition& c : conditions) {
+    absl::Time since = now;
+    if (prev != sent_.end()) {
+      if (auto it = prev->second.conditions.find(c.type);
+          it != prev->second.conditions.end() && it->second.first.status == c.status) {
+        since = it->second.second;
+      }
+    }
+    transitions[c.type] = {c, since};
+    list.push_back({{"type", c.type},
+                    {"status", c.status},
+                    {"reason", c.reason},
+                    {"message", c.message},
+                    {"lastTransitionTime", Rfc3339(since)}});
+  }
+  json patch_status = status;
+  patch_status["conditions"] = list;
+  // A resource no longer reported is removed (a merge patch keeps keys it does not name).
+  if (prev != sent_.end()) {
+    for (const char* field : {"usage", "borrowed", "lent", "subtreeQuota"}) {
+      const json& before = prev->second.status.contains(field) ? prev->second.status[field] : json();
+      if (!before.is_object() || !patch_status.contains(field)) continue;
+      for (const auto& [resource, v] : before.items()) {
+        if (!patch_status[field].contains(resource)) patch_status[field][resource] = nullptr;
+      }
+    }
+  }
+  absl::StatusOr<Response> r = client_->Do(Request{.method = "PATCH",
+                                                   .path = path,
+                                                   .body = json{{"status", patch_status}}.dump(),
+                                                   .content_type = std::string(kMergePatch),
+                                                   .write_budget = options_.write_budget});
+  if (r.ok() && r->code == 404) {  // the object is gone
+    sent_.erase(name);
+    return false;
+  }
+  if (!r.ok() || !r->ok()) {
+    spdlog::warn("{} status: {}", path,
+                 r.ok() ? std::string(r->ToStatus("patch").message()) : std::string(r.status().message()));
+    return false;
+  }
+  sent_[name] = Sent{.key = key, .at = now, .status = status, .conditions = std::move(transitions)};
+  return true;
 }
 
 }  // namespace tessel::kube

@@ -1,4 +1,4 @@
-// Writes each team Queue's status subresource (tessel.io/v1alpha1) from the leader, so that
+// Writes each team Queue's and Cohort's status subresource (tessel.io/v1alpha1) from the leader, so that
 // `kubectl get queues.tessel.io` reads like Kueue's `kubectl get clusterqueues`:
 //   pendingPods, admittedPods               pods waiting / on nodes (bound or being bound)
 //   usage, borrowed, lent                   per resource; nvidia.com/gpu in physical-GPU
@@ -8,7 +8,9 @@
 //   pods wait; True with reason InvalidSpec: it stopped decoding and its last valid version
 //   stays in force), Conflict (True: a namespace it lists stays with an older Queue, reason
 //   NamespaceConflict) and FlavorsReady (False: a ResourceFlavor it lists does not exist,
-//   reason FlavorNotFound, or does not decode, reason FlavorInvalid)
+//   reason FlavorNotFound, or does not decode, reason FlavorInvalid); a queue below a cohort
+//   that breaks the tree is Active=False with reason CohortInvalid
+// A Cohort's status: subtreeQuota, usage, borrowed, lent, weightedShare, path, condition Active.
 // docs/quota.md explains each field.
 //
 // Rate-limited: a worker thread takes one view of every queue per `interval` and sends a merge
@@ -48,6 +50,9 @@ struct QueueStatusView {
   // not decode (name -> the error).
   std::shared_ptr<const QueueDirectory> directory;
   std::map<std::string, std::string> invalid_flavors;
+  // The cohorts of the tree (ReportCohorts): those a Cohort object defines, or that break the
+  // tree, get a status too.
+  std::vector<CohortReport> cohorts;
 };
 
 // One condition of a Queue's status (lastTransitionTime is kept by the writer).
@@ -63,6 +68,13 @@ struct QueueCondition {
 // its conditions. Null when the view does not know the queue. Exposed for tests.
 nlohmann::json QueueStatusFields(const QueueStatusView& view, const std::string& name,
                                  absl::Time now, std::vector<QueueCondition>* conditions);
+
+// The status of the Cohort `name` (subtreeQuota, usage, borrowed, lent, weightedShare, parent
+// path) and its condition Active (False while the cohort breaks the tree: a cycle of
+// spec.parent, or it does not decode, and the queues below it hold their pods). Null when the
+// view does not report the cohort. Exposed for tests.
+nlohmann::json CohortStatusFields(const QueueStatusView& view, const std::string& name,
+                                  std::vector<QueueCondition>* conditions);
 
 struct QueueStatusOptions {
   std::function<std::optional<absl::Duration>()> write_budget;  // see Request::write_budget
@@ -93,6 +105,10 @@ class QueueStatusWriter {
     std::map<std::string, std::pair<QueueCondition, absl::Time>> conditions;  // by type
   };
   void Run();
+  // Sends `status` (with `conditions`) to `path` unless it is what was sent last under `key`.
+  bool Write(const std::string& key, const std::string& path, const nlohmann::json& status,
+             const std::vector<QueueCondition>& conditions, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
 
   KubeClient* client_;
   std::function<QueueStatusView()> source_;

@@ -299,6 +299,8 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind)));
   add({.name = "resourceflavors", .path = "/apis/tessel.io/v1alpha1/resourceflavors", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind)));
+  add({.name = "cohorts", .path = "/apis/tessel.io/v1alpha1/cohorts", .optional = true},
+      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kCohortKind)));
   // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
   // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},

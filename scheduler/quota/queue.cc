@@ -16,17 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-ResourceLimits LimitsField(FieldDecoder& d, const json& spec, std::string_view key,
-                           std::string_view path) {
-  ResourceLimits out;
-  Resources amounts = d.ResourceMap(spec, key, path);
-  const json* listed = d.Object(spec, key, path);
-  if (listed == nullptr) return out;
-  // Listed with 0 is a limit of 0; Resources drops zeros, so read the names from the JSON.
-  for (const auto& [name, v] : listed->items()) out[name] = amounts.Get(name);
-  return out;
-}
-
 template <typename Enum>
 Enum EnumField(FieldDecoder& d, const json& parent, std::string_view key, std::string_view path,
                std::initializer_list<std::pair<std::string_view, Enum>> values, Enum fallback) {
@@ -41,105 +30,8 @@ Enum EnumField(FieldDecoder& d, const json& parent, std::string_view key, std::s
   return fallback;
 }
 
-// spec.resourceGroups: the groups' flavors in order, each flavor's quotas put into the queue's
-// maps under flavored keys (flavor.h), with every rule of the flat maps checked per key.
-void DecodeResourceGroups(FieldDecoder& d, const json& spec, Queue& q) {
-  const json* groups = d.Array(spec, "resourceGroups", "spec.resourceGroups");
-  if (groups == nullptr) return;
-  if (groups->size() > kMaxResourceGroups) {
-    d.Fail("spec.resourceGroups", StrCat("at most ", kMaxResourceGroups, " groups"));
-    return;
-  }
-  std::set<std::string, std::less<>> covered_anywhere;
-  std::set<std::string, std::less<>> flavors_anywhere;
-  for (size_t g = 0; g < groups->size(); ++g) {
-    const std::string gp = StrCat("spec.resourceGroups[", g, "]");
-    ResourceGroup group;
-    if (const json* covered = d.Array((*groups)[g], "coveredResources", StrCat(gp, ".coveredResources"))) {
-      for (size_t i = 0; i < covered->size(); ++i) {
-        const std::string path = StrCat(gp, ".coveredResources[", i, "]");
-        if (!(*covered)[i].is_string() || (*covered)[i].get<std::string>().empty()) {
-          d.Fail(path, "expected a resource name");
-          continue;
-        }
-        const std::string r = (*covered)[i].get<std::string>();
-        if (!covered_anywhere.insert(r).second) d.Fail(path, StrCat(r, " is covered twice"));
-        group.covered.push_back(r);
-      }
-    }
-    if (group.covered.empty()) d.Fail(StrCat(gp, ".coveredResources"), "must list at least one resource");
-    const json* flavors = d.Array((*groups)[g], "flavors", StrCat(gp, ".flavors"));
-    if (flavors == nullptr || flavors->empty()) {
-      d.Fail(StrCat(gp, ".flavors"), "must list at least one flavor");
-      continue;
-    }
-    if (flavors->size() > kMaxFlavorsPerGroup) {
-      d.Fail(StrCat(gp, ".flavors"), StrCat("at most ", kMaxFlavorsPerGroup, " flavors"));
-      continue;
-    }
-    for (size_t f = 0; f < flavors->size(); ++f) {
-      const std::string fp = StrCat(gp, ".flavors[", f, "]");
-      const json& flavor = (*flavors)[f];
-      const std::string name = d.String(flavor, "name", StrCat(fp, ".name"));
-      if (name.empty()) {
-        d.Fail(StrCat(fp, ".name"), "missing");
-        continue;
-      }
-      if (!flavors_anywhere.insert(name).second) {
-        d.Fail(StrCat(fp, ".name"), StrCat("flavor ", name, " is listed twice"));
-      }
-      group.flavors.push_back(name);
-      std::set<std::string, std::less<>> seen;
-      const json* resources = d.Array(flavor, "resources", StrCat(fp, ".resources"));
-      for (size_t i = 0; resources != nullptr && i < resources->size(); ++i) {
-        const std::string rp = StrCat(fp, ".resources[", i, "]");
-        const json& item = (*resources)[i];
-        const std::string r = d.String(item, "name", StrCat(rp, ".name"));
-        if (std::find(group.covered.begin(), group.covered.end(), r) == group.covered.end()) {
-          d.Fail(StrCat(rp, ".name"), StrCat("\"", r, "\" is not one of the group's coveredResources"));
-          continue;
-        }
-        if (!seen.insert(r).second) d.Fail(StrCat(rp, ".name"), StrCat(r, " is listed twice"));
-        const std::string key = FlavoredResource(r, name);
-        auto amount = [&](std::string_view field) -> std::optional<int64_t> {
-          const std::string path = StrCat(rp, ".", field);
-          if (!item.contains(field) || item[field].is_null()) return std::nullopt;
-          const json& v = item[field];
-          std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : "";
-          absl::StatusOr<int64_t> parsed = ParseResourceQuantity(r, text);
-          if (text.empty() || !parsed.ok()) {
-            d.Fail(path, text.empty() ? "expected a quantity" : std::string(parsed.status().message()));
-            return std::nullopt;
-          }
-          if (*parsed < 0) {
-            d.Fail(path, "must not be negative");
-            return std::nullopt;
-          }
-          return *parsed;
-        };
-        const std::optional<int64_t> nominal = amount("nominalQuota");
-        if (!nominal.has_value() && !item.contains("nominalQuota")) d.Fail(StrCat(rp, ".nominalQuota"), "missing");
-        q.nominal.Set(key, nominal.value_or(0));
-        q.listed.push_back(key);
-        if (const std::optional<int64_t> b = amount("borrowingLimit")) {
-          if (q.cohort.empty()) d.Fail(StrCat(rp, ".borrowingLimit"), "is only meaningful with spec.cohort");
-          q.borrowing_limit[key] = *b;
-        }
-        if (const std::optional<int64_t> l = amount("lendingLimit")) {
-          if (*l > nominal.value_or(0)) {
-            d.Fail(StrCat(rp, ".lendingLimit"),
-                   StrCat("lends ", FormatResourceQuantity(r, *l), " but the nominal quota is ",
-                          FormatResourceQuantity(r, nominal.value_or(0))));
-          }
-          q.lending_limit[key] = *l;
-        }
-      }
-      for (const std::string& r : group.covered) {
-        if (!seen.contains(r)) d.Fail(StrCat(fp, ".resources"), StrCat("lacks ", r, " of the group's coveredResources"));
-      }
-    }
-    q.resource_groups.push_back(std::move(group));
-  }
+// spec.flavorFungibility: how a pod chooses among its queue's flavors.
+void DecodeFungibility(FieldDecoder& d, const json& spec, Queue& q) {
   if (const json* f = d.Object(spec, "flavorFungibility", "spec.flavorFungibility")) {
     q.when_can_preempt = EnumField<WhenCanPreempt>(
         d, *f, "whenCanPreempt", "spec.flavorFungibility.whenCanPreempt",
@@ -175,30 +67,8 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
   }
   q.namespace_selector = d.Selector(*spec, "namespaceSelector", "spec.namespaceSelector");
   q.cohort = d.String(*spec, "cohort", "spec.cohort");
-  q.nominal = d.ResourceMap(*spec, "nominalQuota", "spec.nominalQuota");
-  if (const json* listed = d.Object(*spec, "nominalQuota", "spec.nominalQuota")) {
-    for (const auto& [name, v] : listed->items()) q.listed.push_back(name);
-  }
-  q.borrowing_limit = LimitsField(d, *spec, "borrowingLimit", "spec.borrowingLimit");
-  q.lending_limit = LimitsField(d, *spec, "lendingLimit", "spec.lendingLimit");
-  for (const auto& [name, limit] : q.lending_limit) {
-    if (limit > q.nominal.Get(name)) {
-      d.Fail(StrCat("spec.lendingLimit.", name),
-             StrCat("lends ", FormatResourceQuantity(name, limit), " but the nominal quota is ",
-                    FormatResourceQuantity(name, q.nominal.Get(name))));
-    }
-  }
-  if (q.cohort.empty() && !q.borrowing_limit.empty()) {
-    d.Fail("spec.borrowingLimit", "is only meaningful with spec.cohort");
-  }
-  if (spec->contains("resourceGroups") && !(*spec)["resourceGroups"].is_null()) {
-    for (std::string_view flat : {"nominalQuota", "borrowingLimit", "lendingLimit"}) {
-      if (spec->contains(flat) && !(*spec)[flat].is_null()) {
-        d.Fail(StrCat("spec.", flat), "a Queue has either flat quotas or spec.resourceGroups, not both");
-      }
-    }
-    DecodeResourceGroups(d, *spec, q);
-  }
+  DecodeQuotaSpec(d, *spec, {.kind = "Queue", .parent_field = "spec.cohort", .has_parent = !q.cohort.empty()}, q);
+  DecodeFungibility(d, *spec, q);
   if (const json* p = d.Object(*spec, "preemption", "spec.preemption")) {
     q.reclaim_within_cohort = EnumField<ReclaimPolicy>(
         d, *p, "reclaimWithinCohort", "spec.preemption.reclaimWithinCohort",
@@ -210,19 +80,6 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
         d, *p, "withinQueue", "spec.preemption.withinQueue",
         {{"Never", WithinQueuePolicy::kNever}, {"LowerPriority", WithinQueuePolicy::kLowerPriority}},
         WithinQueuePolicy::kNever);
-  }
-  if (spec->contains("weight") && !(*spec)["weight"].is_null()) {
-    const json& w = (*spec)["weight"];
-    absl::StatusOr<int64_t> milli = absl::InvalidArgumentError("expected a number");
-    if (w.is_string()) milli = ParseMilli(w.get<std::string>());
-    if (w.is_number_integer()) milli = ParseMilli(std::to_string(w.get<int64_t>()));
-    if (!milli.ok()) {
-      d.Fail("spec.weight", std::string(milli.status().message()));
-    } else if (*milli <= 0) {
-      d.Fail("spec.weight", "must be positive");
-    } else {
-      q.weight_milli = *milli;
-    }
   }
   if (const json* disruption = d.Object(*spec, "disruption", "spec.disruption")) {
     if (disruption->contains("movable")) {
@@ -259,7 +116,8 @@ std::vector<std::string> ReadQueueNamespaces(const json& object) {
 
 std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
                                                      const NamespaceLabelMap& namespaces,
-                                                     FlavorMap flavors, HeldQueueMap held) {
+                                                     FlavorMap flavors, HeldQueueMap held,
+                                                     CohortObjects cohorts) {
   const auto by_name = [](const Queue& a, const Queue& b) { return a.name() < b.name(); };
   std::stable_sort(queues.begin(), queues.end(), by_name);
   queues.erase(std::unique(queues.begin(), queues.end(),
@@ -309,6 +167,10 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
     }
   }
   std::erase_if(held, [&](const auto& kv) { return names.contains(kv.first); });
+  std::sort(cohorts.cohorts.begin(), cohorts.cohorts.end(),
+            [](const Cohort& a, const Cohort& b) { return a.name() < b.name(); });
+  tree_ = CohortTree::Build(queues, cohorts.cohorts, cohorts.held);
+  cohorts_ = std::move(cohorts.cohorts);
   queues_ = std::move(queues);
   selected_ = std::move(selected);
   by_name_ = std::move(names);
@@ -320,24 +182,31 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
 }
 
 absl::Status QueueDirectory::Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces,
-                                 FlavorMap flavors, HeldQueueMap held) {
+                                 FlavorMap flavors, HeldQueueMap held, CohortObjects cohorts) {
   std::set<std::string, std::less<>> names;
   for (const Queue& q : queues) {
     if (!names.insert(q.name()).second) {
       return absl::InvalidArgumentError(StrCat("Queue ", q.name(), " is defined twice"));
     }
   }
+  names.clear();
+  for (const Cohort& c : cohorts.cohorts) {
+    if (!names.insert(c.name()).second) {
+      return absl::InvalidArgumentError(StrCat("Cohort ", c.name(), " is defined twice"));
+    }
+  }
   QueueDirectory built;
   std::vector<NamespaceConflict> conflicts =
-      built.Build(std::move(queues), namespaces, std::move(flavors), std::move(held));
+      built.Build(std::move(queues), namespaces, std::move(flavors), std::move(held), std::move(cohorts));
   if (!conflicts.empty()) return absl::InvalidArgumentError(conflicts.front().Message());
   *this = std::move(built);
   return absl::OkStatus();
 }
 
 std::vector<NamespaceConflict> QueueDirectory::SetResolvingConflicts(
-    std::vector<Queue> queues, const NamespaceLabelMap& namespaces, FlavorMap flavors, HeldQueueMap held) {
-  return Build(std::move(queues), namespaces, std::move(flavors), std::move(held));
+    std::vector<Queue> queues, const NamespaceLabelMap& namespaces, FlavorMap flavors, HeldQueueMap held,
+    CohortObjects cohorts) {
+  return Build(std::move(queues), namespaces, std::move(flavors), std::move(held), std::move(cohorts));
 }
 
 std::string QueueDirectory::HeldMessage(const std::string& name) const {
@@ -407,6 +276,17 @@ bool QueueDirectory::Admits(std::string_view queue, std::string_view namespace_)
 }
 
 QueueDirectory::Lookup QueueDirectory::QueueFor(const Pod& pod) const {
+  Lookup found = FindQueueFor(pod);
+  if (found.queue != nullptr && found.refused.empty() && found.missing.empty()) {
+    if (std::string problem = tree_.QueueProblem(found.queue->name()); !problem.empty()) {
+      found.refused = StrCat(problem, "; Queue ", found.queue->name(),
+                             " is below it, so its pods wait until the cohort tree is fixed");
+    }
+  }
+  return found;
+}
+
+QueueDirectory::Lookup QueueDirectory::FindQueueFor(const Pod& pod) const {
   const std::string& ns = pod.meta.namespace_;
   const auto own_it = by_namespace_.find(ns);
   const Queue* own = own_it == by_namespace_.end() ? nullptr : &queues_[own_it->second];

@@ -25,16 +25,15 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
 #include "scheduler/api/objects.h"
+#include "scheduler/quota/cohort.h"
 #include "scheduler/quota/flavor.h"
+#include "scheduler/quota/quota_spec.h"
 
 namespace tessel {
 
 inline constexpr std::string_view kQueueLabel = "tessel.io/queue";
 inline constexpr std::string_view kQueueApiVersion = "tessel.io/v1alpha1";
 inline constexpr std::string_view kQueueKind = "Queue";
-
-// Per-resource limits. A resource that is not listed has no limit.
-using ResourceLimits = std::map<std::string, int64_t, std::less<>>;
 
 // spec.preemption.reclaimWithinCohort: whom a queue below its nominal quota may evict from
 // cohort members that are borrowing.
@@ -49,35 +48,20 @@ enum class WhenCanPreempt { kTryNextFlavor, kPreempt };
 // borrowing or not; TryNextFlavor prefers a later flavor where the pod fits without borrowing.
 enum class WhenCanBorrow { kBorrow, kTryNextFlavor };
 
-// One entry of spec.resourceGroups: resources whose quota is divided into the same flavors.
-// The quota amounts themselves are in Queue::nominal (and the limits) under flavored keys.
-struct ResourceGroup {
-  std::vector<std::string> covered;  // coveredResources
-  std::vector<std::string> flavors;  // in the order pods try them
-};
-
-struct Queue {
+// A team's queue: its quota (QuotaSpec: nominal, limits, flavors, weight) and who may use it.
+struct Queue : QuotaSpec {
   ObjectMeta meta;  // creationTimestamp decides who keeps a namespace two queues list
   std::vector<std::string> namespaces;
   // spec.namespaceSelector over Namespace labels: further namespaces whose pods may choose the
   // queue with the label tessel.io/queue. nullopt: none beyond spec.namespaces; {}: every one.
   std::optional<LabelSelector> namespace_selector;
-  std::string cohort;  // "" = no cohort: never above nominal
-  // spec.nominalQuota; with spec.resourceGroups, every flavor's quotas under flavored keys
-  // ("nvidia.com/gpu@reserved", flavor.h), and likewise in the limits below.
-  Resources nominal;
-  // Every resource spec.nominalQuota lists, zeros included ("nvidia.com/gpu: 0" is a quota of
-  // none, not no quota; Resources drops zeros).
-  std::vector<std::string> listed;
-  // spec.resourceGroups: empty for a flat queue.
-  std::vector<ResourceGroup> resource_groups;
+  // spec.cohort: the Cohort it hangs from (cohort.h: an object, or a name only); "" = no cohort:
+  // never above nominal.
+  std::string cohort;
   WhenCanPreempt when_can_preempt = WhenCanPreempt::kTryNextFlavor;
   WhenCanBorrow when_can_borrow = WhenCanBorrow::kBorrow;
-  ResourceLimits borrowing_limit;  // how far above nominal it may borrow
-  ResourceLimits lending_limit;    // how much of its nominal it lends; unlisted: all of it
   ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
   WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
-  int64_t weight_milli = 1000;  // spec.weight, fair sharing of borrowed capacity
   // spec.disruption (scheduler/preemption/disruption.h): whether the queue's running pods may be
   // moved to make room (consolidation), and how long a pod runs before it may be disrupted.
   std::optional<bool> movable;
@@ -87,12 +71,7 @@ struct Queue {
   std::optional<ProvisioningClass> provisioning;
 
   const std::string& name() const { return meta.name; }
-  bool flavored() const { return !resource_groups.empty(); }
 };
-
-// At most this many resource groups, and flavors per group (Kueue's limits are 16 and 16).
-inline constexpr size_t kMaxResourceGroups = 4;
-inline constexpr size_t kMaxFlavorsPerGroup = 16;
 
 // Where a pod's charge goes on one node, for a flavored queue (QueueDirectory::Place).
 struct FlavorPlacement {
@@ -124,6 +103,12 @@ struct NamespaceConflict {
   bool operator==(const NamespaceConflict&) const = default;
 };
 
+// The Cohort objects in force, and those that do not decode and never did.
+struct CohortObjects {
+  std::vector<Cohort> cohorts;
+  HeldCohortMap held;
+};
+
 // Namespace labels by namespace name: what spec.namespaceSelector is matched against.
 using NamespaceLabelMap = std::map<std::string, StringMap, std::less<>>;
 
@@ -147,13 +132,14 @@ class QueueDirectory {
   // two queues list one namespace (naming both). `held`: Queues that do not decode, whose pods
   // wait (those labelled for one, and those of a namespace one lists that no queue in force has).
   absl::Status Set(std::vector<Queue> queues, const NamespaceLabelMap& namespaces = {},
-                   FlavorMap flavors = {}, HeldQueueMap held = {});
+                   FlavorMap flavors = {}, HeldQueueMap held = {}, CohortObjects cohorts = {});
   // Replaces every queue, giving a namespace that several queues list to the oldest; returns one
   // conflict per namespace a newer queue does not get. Names must be unique (QueueStore keys
   // queues by name); a repeated name is left out.
   std::vector<NamespaceConflict> SetResolvingConflicts(std::vector<Queue> queues,
                                                        const NamespaceLabelMap& namespaces = {},
-                                                       FlavorMap flavors = {}, HeldQueueMap held = {});
+                                                       FlavorMap flavors = {}, HeldQueueMap held = {},
+                                                       CohortObjects cohorts = {});
   // The pod's queue: the queue its label tessel.io/queue names, if that queue admits the pod's
   // namespace (Admits), else the queue that got its namespace. `queue` is null when neither
   // applies (such pods are not limited by quota), and also when the label names a queue that
@@ -162,7 +148,8 @@ class QueueDirectory {
   // and `queue` is the namespace's: the pod must wait, and pods already placed are charged to
   // their own namespace's queue, never to the one they named. A pod of a held Queue (one that
   // does not decode: labelled for it, or in a namespace it lists that no queue in force has)
-  // gets `refused` naming the Queue's problem.
+  // gets `refused` naming the Queue's problem, and so does a pod of a queue below a cohort that
+  // breaks the tree (CohortTree::QueueProblem).
   struct Lookup {
     const Queue* queue = nullptr;
     std::string missing;
@@ -174,6 +161,9 @@ class QueueDirectory {
   bool Admits(std::string_view queue, std::string_view namespace_) const;
   const Queue* Find(std::string_view name) const;
   const std::vector<Queue>& queues() const { return queues_; }
+  // The Cohort objects in force (by name), and the quota tree of cohorts and queues.
+  const std::vector<Cohort>& cohorts() const { return cohorts_; }
+  const CohortTree& tree() const { return tree_; }
 
   // The ResourceFlavors in force, by name. A flavor a queue lists that does not exist has no
   // nodes (its quota cannot be used).
@@ -195,11 +185,15 @@ class QueueDirectory {
   // Builds every index; conflicts are resolved (oldest wins) and returned.
   std::vector<NamespaceConflict> Build(std::vector<Queue> queues,
                                        const NamespaceLabelMap& namespaces, FlavorMap flavors,
-                                       HeldQueueMap held);
+                                       HeldQueueMap held, CohortObjects cohorts);
+  // QueueFor without the cohort tree's problems.
+  Lookup FindQueueFor(const Pod& pod) const;
   // Why a pod of the held queue `name` waits.
   std::string HeldMessage(const std::string& name) const;
 
   std::vector<Queue> queues_;                                  // sorted by name
+  std::vector<Cohort> cohorts_;                                // sorted by name
+  CohortTree tree_;
   std::vector<Selected> selected_;                             // parallel to queues_
   std::map<std::string, size_t, std::less<>> by_name_;
   std::map<std::string, size_t, std::less<>> by_namespace_;   // spec.namespaces, conflicts resolved

@@ -112,12 +112,53 @@ std::map<std::string, std::string> QueueStore::UndecodableFlavors() const {
   return {undecodable_flavors_.begin(), undecodable_flavors_.end()};
 }
 
+void QueueStore::PutCohort(Cohort cohort) {
+  absl::MutexLock lock(&mu_);
+  const std::string name = cohort.name();
+  undecodable_cohorts_.erase(name);
+  cohorts_[name] = std::move(cohort);
+  RebuildLocked();
+}
+
+absl::Status QueueStore::PutUndecodableCohort(const std::string& name, const absl::Status& problem) {
+  absl::MutexLock lock(&mu_);
+  const std::string reported =
+      StrCat(problem.message(), cohorts_.contains(name) ? "; its last valid version stays in force"
+                                                        : "; the queues below it hold their pods until it decodes");
+  if (!name.empty()) {
+    undecodable_cohorts_[name] = std::string(problem.message());
+    RebuildLocked();
+  }
+  return absl::InvalidArgumentError(reported);
+}
+
+void QueueStore::DeleteCohort(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  undecodable_cohorts_.erase(std::string(name));
+  cohorts_.erase(std::string(name));
+  RebuildLocked();
+}
+
+std::map<std::string, std::string> QueueStore::CohortProblems() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, std::string> out = directory_->tree().Problems();
+  for (const auto& [name, why] : undecodable_cohorts_) {
+    if (cohorts_.contains(name)) out.emplace(name, StrCat(why, "; its last valid version stays in force"));
+  }
+  return out;
+}
+
 void QueueStore::RebuildLocked() {
   std::vector<Queue> queues;
   queues.reserve(decoded_.size());
   for (const auto& [name, q] : decoded_) queues.push_back(q);
   auto dir = std::make_shared<QueueDirectory>();
-  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_, flavors_, held_);
+  CohortObjects cohorts;
+  for (const auto& [name, c] : cohorts_) cohorts.cohorts.push_back(c);
+  for (const auto& [name, why] : undecodable_cohorts_) {
+    if (!cohorts_.contains(name)) cohorts.held.emplace(name, why);
+  }
+  conflicts_ = dir->SetResolvingConflicts(std::move(queues), namespaces_, flavors_, held_, std::move(cohorts));
   // A conflict that ended is forgotten, so that it is handed out again if it comes back.
   std::erase_if(taken_, [&](const NamespaceConflict& c) {
     return std::find(conflicts_.begin(), conflicts_.end(), c) == conflicts_.end();

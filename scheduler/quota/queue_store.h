@@ -18,6 +18,7 @@
 //   store.PutUndecodable("team-a", DecodeQueue(json).status());  // "Queue team-a: spec.weight: ..."
 //   store.PutNamespace("team-b", {{"team", "b"}});
 //   store.PutFlavor(DecodeResourceFlavor(json).value());  // nodes by labels (flavor.h)
+//   store.PutCohort(DecodeCohort(json).value());          // the quota tree (cohort.h)
 //   std::shared_ptr<const QueueDirectory> dir = store.directory();  // never null
 #pragma once
 
@@ -56,6 +57,14 @@ class QueueStore {
   absl::Status PutUndecodableFlavor(const std::string& name, const absl::Status& problem);
   void DeleteFlavor(std::string_view name);
 
+  // Cohorts (cohort.h). A Cohort that does not decode keeps its last good version; with none,
+  // the queues below it hold their pods (fail closed). The error, naming the field, is returned.
+  void PutCohort(Cohort cohort);
+  absl::Status PutUndecodableCohort(const std::string& name, const absl::Status& problem);
+  void DeleteCohort(std::string_view name);
+  // Every Cohort that does not decode or breaks the tree (a cycle of spec.parent): name -> why.
+  std::map<std::string, std::string> CohortProblems() const;
+
   std::shared_ptr<const QueueDirectory> directory() const;
   // The current problem of every ignored Queue, and of every queue that does not get a
   // namespace it lists, by name.
@@ -84,6 +93,8 @@ class QueueStore {
   std::map<std::string, std::string, std::less<>> undecodable_flavors_ ABSL_GUARDED_BY(mu_);
   NamespaceLabelMap namespaces_ ABSL_GUARDED_BY(mu_);
   FlavorMap flavors_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Cohort, std::less<>> cohorts_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> undecodable_cohorts_ ABSL_GUARDED_BY(mu_);
   std::vector<NamespaceConflict> conflicts_ ABSL_GUARDED_BY(mu_);
   std::vector<NamespaceConflict> taken_ ABSL_GUARDED_BY(mu_);  // a subset of conflicts_
   std::shared_ptr<const QueueDirectory> directory_ ABSL_GUARDED_BY(mu_);

@@ -1,9 +1,8 @@
-// Quota accounting and reclaim (see quota_tracker.h for the rules).
+// Quota accounting over the tree of cohorts and queues (see quota_tracker.h and cohort.h).
 #include "scheduler/quota/quota_tracker.h"
 
 #include <algorithm>
 #include <limits>
-#include <set>
 
 #include "scheduler/util/strings.h"
 
@@ -11,20 +10,19 @@ namespace tessel {
 namespace {
 
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+constexpr int kNone = CohortTree::kNone;
 
-int64_t LimitOf(const ResourceLimits& limits, std::string_view r, int64_t fallback) {
-  auto it = limits.find(r);
-  return it == limits.end() ? fallback : it->second;
+// Saturating sums and differences: "nominal + unlimited borrowing" stays unlimited.
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? kUnlimited : std::numeric_limits<int64_t>::min();
+  return out;
 }
-
-int64_t LendableOf(const Queue& q, std::string_view r) {
-  return LimitOf(q.lending_limit, r, q.nominal.Get(r));
+int64_t SatSub(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_sub_overflow(a, b, &out)) return b < 0 ? kUnlimited : std::numeric_limits<int64_t>::min();
+  return out;
 }
-
-int64_t Guaranteed(const Queue& q, std::string_view r) { return q.nominal.Get(r) - LendableOf(q, r); }
-
-// Saturating a + b for the "nominal + unlimited borrowing" sums.
-int64_t SatAdd(int64_t a, int64_t b) { return b > kUnlimited - a ? kUnlimited : a + b; }
 
 }  // namespace
 
@@ -64,81 +62,110 @@ bool QuotaTracker::WithinNominal(std::string_view queue_name, const Resources& r
 }
 
 const Resources& QuotaTracker::UsageRef(std::string_view queue) const {
-  static const Resources kNone;
+  static const Resources kNothing;
   auto it = usage_.find(queue);
-  return it == usage_.end() ? kNone : it->second;
+  return it == usage_.end() ? kNothing : it->second;
 }
 
 Resources QuotaTracker::Usage(std::string_view queue) const { return UsageRef(queue); }
 
-std::vector<const Queue*> QuotaTracker::CohortOf(const Queue& queue) const {
-  if (queue.cohort.empty()) return {&queue};
-  std::vector<const Queue*> out;
-  for (const Queue& q : directory_->queues()) {
-    if (q.cohort == queue.cohort) out.push_back(&q);
-  }
-  return out;
+std::vector<std::string> QuotaTracker::Governed(const Queue& queue) const {
+  const CohortTree& tree = directory_->tree();
+  const int node = tree.QueueNode(queue.name());
+  if (node == kNone) return {};
+  return tree.Governed(node);
 }
 
-std::vector<std::string> QuotaTracker::Governed(const Queue& queue) const {
-  std::set<std::string> names;
-  for (const Queue* m : CohortOf(queue)) {
-    for (const auto& [name, amount] : m->nominal.Entries()) names.insert(name);
-    names.insert(m->listed.begin(), m->listed.end());
-    for (const auto& [name, amount] : m->borrowing_limit) names.insert(name);
+int64_t QuotaTracker::NodeUsage(int node, std::string_view r) const {
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  if (n.queue) return UsageRef(n.name).Get(r);
+  int64_t sum = 0;
+  for (int k : n.children) {
+    sum = SatAdd(sum, std::max<int64_t>(0, SatSub(NodeUsage(k, r), tree.node(k).guaranteed.Get(r))));
   }
-  return {names.begin(), names.end()};
+  return sum;
+}
+
+Resources QuotaTracker::SubtreeUsage(int node) const {
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  if (n.queue) return UsageRef(n.name);
+  Resources sum;
+  for (int k : n.children) (void)sum.Add(SubtreeUsage(k));
+  return sum;
+}
+
+QuotaTracker::Room QuotaTracker::RoomOf(int node, std::string_view r) const {
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  const int64_t used = NodeUsage(node, r);
+  const int64_t subtree = n.subtree.Get(r);
+  if (n.parent == kNone) return Room{.amount = SatSub(subtree, used), .limiter = node};
+  const int64_t guaranteed = n.guaranteed.Get(r);
+  Room up = RoomOf(n.parent, r);
+  if (n.quota.has_value()) {
+    if (auto it = n.quota->borrowing_limit.find(r); it != n.quota->borrowing_limit.end()) {
+      const int64_t stored = SatSub(subtree, guaranteed);
+      const int64_t used_above = std::max<int64_t>(0, SatSub(used, guaranteed));
+      const int64_t cap = SatAdd(SatSub(stored, used_above), it->second);
+      if (cap < up.amount) up = Room{.amount = cap, .limiter = node, .borrowing_limit = true};
+    }
+  }
+  up.amount = SatAdd(std::max<int64_t>(0, SatSub(guaranteed, used)), up.amount);
+  return up;
+}
+
+int64_t QuotaTracker::Available(int node, std::string_view r) const { return RoomOf(node, r).amount; }
+
+std::string QuotaTracker::WhyShort(int queue_node, std::string_view r, const Room& room) const {
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& limiter = tree.node(room.limiter);
+  if (room.limiter == queue_node) {
+    if (room.borrowing_limit) {
+      return StrCat("its borrowing limit is ", FormatQuotaAmount(r, limiter.quota->borrowing_limit.at(std::string(r))));
+    }
+    return "it is in no cohort, so it cannot borrow";
+  }
+  if (room.borrowing_limit) {
+    return StrCat("the cohort ", limiter.name, " may borrow at most ",
+                  FormatQuotaAmount(r, limiter.quota->borrowing_limit.at(std::string(r))),
+                  " beyond its own quota, and does");
+  }
+  // The root's pool: what the rest of the tree lends, against what the rest of it uses.
+  int child = queue_node;
+  while (tree.node(child).parent != room.limiter) child = tree.node(child).parent;
+  const CohortTree::Node& c = tree.node(child);
+  const int64_t child_lends = SatSub(c.subtree.Get(r), c.guaranteed.Get(r));
+  const int64_t child_uses = std::max<int64_t>(0, SatSub(NodeUsage(child, r), c.guaranteed.Get(r)));
+  const int64_t others_lend = SatSub(limiter.subtree.Get(r), child_lends);
+  const int64_t others_use = SatSub(NodeUsage(room.limiter, r), child_uses);
+  if (others_use > others_lend) {
+    return StrCat("other queues of the cohort ", limiter.name, " borrow ",
+                  FormatQuotaAmount(r, others_use - others_lend), " of its quota");
+  }
+  const int64_t over = std::max<int64_t>(0, SatSub(NodeUsage(child, r), c.subtree.Get(r)));
+  return StrCat("the cohort ", limiter.name, " has ",
+                FormatQuotaAmount(r, std::max<int64_t>(0, others_lend - others_use - over)), " to lend");
 }
 
 QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& request) const {
   const Queue* queue = directory_->Find(queue_name);
   if (queue == nullptr) return {};
+  const int node = directory_->tree().QueueNode(queue->name());
+  if (node == kNone) return {};
   QuotaVerdict verdict;
-  const std::vector<const Queue*> cohort = CohortOf(*queue);
   for (const std::string& r : Governed(*queue)) {
     const int64_t asked = request.Get(r);
     if (asked == 0) continue;
     const int64_t used = UsageRef(queue->name()).Get(r);
     const int64_t want = SatAdd(used, asked);
     const int64_t nominal = queue->nominal.Get(r);
-    auto fail = [&](std::string_view why) {
+    const Room room = RoomOf(node, r);
+    if (asked > room.amount) {
       verdict.fits = false;
       verdict.reason = StrCat("queue ", queue->name(), ": ", DescribeQuotaKey(r), " ", FormatQuotaAmount(r, want),
-                              " of nominal ", FormatQuotaAmount(r, nominal), "; ", why);
-    };
-    if (queue->cohort.empty()) {
-      if (want > nominal) {
-        fail("it is in no cohort, so it cannot borrow");
-        return verdict;
-      }
-      continue;
-    }
-    const int64_t limit = SatAdd(nominal, LimitOf(queue->borrowing_limit, r, kUnlimited));
-    if (want > limit) {
-      fail(StrCat("its borrowing limit is ",
-                  FormatQuotaAmount(r, LimitOf(queue->borrowing_limit, r, 0))));
-      return verdict;
-    }
-    // The cohort's pool: what every member lends, against what members use beyond what they
-    // keep back for themselves.
-    int64_t lent_by_others = 0;
-    int64_t used_by_others = 0;
-    for (const Queue* m : cohort) {
-      if (m == queue) continue;
-      lent_by_others += LendableOf(*m, r);
-      used_by_others += std::max<int64_t>(0, UsageRef(m->name()).Get(r) - Guaranteed(*m, r));
-    }
-    const int64_t pool_room = lent_by_others + LendableOf(*queue, r) - used_by_others;
-    if (std::max<int64_t>(0, want - Guaranteed(*queue, r)) > pool_room) {
-      if (used_by_others > lent_by_others) {
-        fail(StrCat("other queues of the cohort ", queue->cohort, " borrow ",
-                    FormatQuotaAmount(r, used_by_others - lent_by_others), " of its quota"));
-      } else {
-        const int64_t left = std::max<int64_t>(
-            0, lent_by_others - used_by_others - std::max<int64_t>(0, used - nominal));
-        fail(StrCat("the cohort ", queue->cohort, " has ", FormatQuotaAmount(r, left),
-                    " to lend"));
-      }
+                              " of nominal ", FormatQuotaAmount(r, nominal), "; ", WhyShort(node, r, room));
       return verdict;
     }
     verdict.borrows |= want > nominal;
@@ -146,43 +173,42 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
   return verdict;
 }
 
-Resources QuotaTracker::Borrowed(std::string_view queue_name) const {
+int64_t QuotaTracker::LendableOfNode(int node, std::string_view r) const {
+  const CohortTree::Node& n = directory_->tree().node(node);
+  return SatSub(n.subtree.Get(r), n.guaranteed.Get(r));
+}
+
+int64_t QuotaTracker::IdleOfNode(int node, std::string_view r) const {
+  const CohortTree::Node& n = directory_->tree().node(node);
+  return std::min(LendableOfNode(node, r), std::max<int64_t>(0, SatSub(n.subtree.Get(r), NodeUsage(node, r))));
+}
+
+Resources QuotaTracker::BorrowedOfNode(int node) const {
   Resources out;
-  const Queue* queue = directory_->Find(queue_name);
-  if (queue == nullptr) return out;
-  if (queue->cohort.empty()) return out;
-  for (const std::string& r : Governed(*queue)) {
-    const int64_t over = UsageRef(queue_name).Get(r) - queue->nominal.Get(r);
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  if (n.parent == kNone) return out;
+  for (const std::string& r : tree.Governed(node)) {
+    const int64_t over = SatSub(NodeUsage(node, r), n.subtree.Get(r));
     if (over > 0) out.Set(r, over);
   }
   return out;
 }
 
-Resources QuotaTracker::Lendable(std::string_view queue_name) const {
+Resources QuotaTracker::LentOfNode(int node) const {
   Resources out;
-  const Queue* queue = directory_->Find(queue_name);
-  if (queue == nullptr || queue->cohort.empty()) return out;
-  for (const std::string& r : Governed(*queue)) out.Set(r, LendableOf(*queue, r));
-  return out;
-}
-
-Resources QuotaTracker::Lent(std::string_view queue_name) const {
-  Resources out;
-  const Queue* queue = directory_->Find(queue_name);
-  if (queue == nullptr || queue->cohort.empty()) return out;
-  // What a member leaves unused of what it lends.
-  auto idle = [&](const Queue& m, std::string_view r) {
-    return std::min(LendableOf(m, r), std::max<int64_t>(0, m.nominal.Get(r) - UsageRef(m.name()).Get(r)));
-  };
-  const std::vector<const Queue*> cohort = CohortOf(*queue);
-  for (const std::string& r : Governed(*queue)) {
-    const int64_t mine = idle(*queue, r);
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  if (n.parent == kNone) return out;
+  const std::vector<int>& siblings = tree.node(n.parent).children;
+  for (const std::string& r : tree.Governed(node)) {
+    const int64_t mine = IdleOfNode(node, r);
     if (mine <= 0) continue;
     __int128 borrowed = 0;
     __int128 all_idle = 0;
-    for (const Queue* m : cohort) {
-      borrowed += std::max<int64_t>(0, UsageRef(m->name()).Get(r) - m->nominal.Get(r));
-      all_idle += idle(*m, r);
+    for (int m : siblings) {
+      borrowed += std::max<int64_t>(0, SatSub(NodeUsage(m, r), tree.node(m).subtree.Get(r)));
+      all_idle += IdleOfNode(m, r);
     }
     const __int128 share = borrowed * mine / all_idle;
     const int64_t lent = share > mine ? mine : static_cast<int64_t>(share);
@@ -191,17 +217,43 @@ Resources QuotaTracker::Lent(std::string_view queue_name) const {
   return out;
 }
 
-int64_t QuotaTracker::WeightedDominantShare(std::string_view queue_name) const {
-  const Queue* queue = directory_->Find(queue_name);
-  if (queue == nullptr) return 0;
+int64_t QuotaTracker::ShareOfNode(int node) const {
+  const CohortTree& tree = directory_->tree();
+  const CohortTree::Node& n = tree.node(node);
+  if (n.parent == kNone) return 0;
   int64_t dominant = 0;
-  for (const auto& [r, borrowed] : Borrowed(queue_name).Entries()) {
+  for (const auto& [r, borrowed] : BorrowedOfNode(node).Entries()) {
     int64_t pool = 0;
-    for (const Queue* m : CohortOf(*queue)) pool += LendableOf(*m, r);
+    for (int m : tree.node(n.parent).children) pool = SatAdd(pool, LendableOfNode(m, r));
     if (pool <= 0) continue;
-    dominant = std::max(dominant, borrowed * 1000 / pool);
+    dominant = std::max(dominant, static_cast<int64_t>(static_cast<__int128>(borrowed) * 1000 / pool));
   }
-  return dominant * 1000 / queue->weight_milli;
+  const int64_t weight = n.quota.has_value() ? n.quota->weight_milli : 1000;
+  return static_cast<int64_t>(static_cast<__int128>(dominant) * 1000 / weight);
+}
+
+Resources QuotaTracker::Borrowed(std::string_view queue) const {
+  const int node = directory_->tree().QueueNode(queue);
+  return node == kNone ? Resources{} : BorrowedOfNode(node);
+}
+
+Resources QuotaTracker::Lendable(std::string_view queue) const {
+  Resources out;
+  const CohortTree& tree = directory_->tree();
+  const int node = tree.QueueNode(queue);
+  if (node == kNone || tree.node(node).parent == kNone) return out;
+  for (const std::string& r : tree.Governed(node)) out.Set(r, LendableOfNode(node, r));
+  return out;
+}
+
+Resources QuotaTracker::Lent(std::string_view queue) const {
+  const int node = directory_->tree().QueueNode(queue);
+  return node == kNone ? Resources{} : LentOfNode(node);
+}
+
+int64_t QuotaTracker::WeightedDominantShare(std::string_view queue) const {
+  const int node = directory_->tree().QueueNode(queue);
+  return node == kNone ? 0 : ShareOfNode(node);
 }
 
 }  // namespace tessel

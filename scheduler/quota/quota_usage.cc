@@ -147,4 +147,40 @@ std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const Que
   return out;
 }
 
+std::vector<CohortReport> ReportCohorts(const QueueDirectory& directory, const QueueUsage& usage) {
+  QuotaTracker tracker(&directory);
+  for (const auto& [queue, amount] : usage) tracker.AddUsage(queue, amount);
+  const CohortTree& tree = directory.tree();
+  std::vector<CohortReport> out;
+  for (int i = 0; i < static_cast<int>(tree.nodes().size()); ++i) {
+    const CohortTree::Node& n = tree.node(i);
+    if (n.queue) continue;
+    CohortReport r{.name = n.name,
+                   .parent = n.parent == CohortTree::kNone ? "" : tree.node(n.parent).name,
+                   .defined = n.quota.has_value(),
+                   .nominal = n.quota.has_value() ? n.quota->nominal : Resources{},
+                   .subtree = n.subtree,
+                   .usage = tracker.SubtreeUsage(i),
+                   .borrowed = tracker.BorrowedOfNode(i),
+                   .lent = tracker.LentOfNode(i),
+                   .weighted_share_milli = tracker.ShareOfNode(i),
+                   .problem = n.problem};
+    std::vector<int> up = tree.Ancestors(i);
+    for (auto it = up.rbegin(); it != up.rend(); ++it) r.path.push_back(tree.node(*it).name);
+    r.path.push_back(n.name);
+    for (int k : n.children) (tree.node(k).queue ? r.queues : r.cohorts).push_back(tree.node(k).name);
+    if (r.problem.empty()) {
+      for (int a : up) {
+        if (!tree.node(a).problem.empty()) {
+          r.problem = tree.node(a).problem;
+          break;
+        }
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const CohortReport& a, const CohortReport& b) { return a.name < b.name; });
+  return out;
+}
+
 }  // namespace tessel

@@ -80,6 +80,25 @@ struct QueueReport {
   std::optional<absl::Time> oldest_pending;
   std::vector<FlavorReport> flavors;  // in the queue's order; empty for a flat queue
 };
+// One cohort of the tree (cohort.h), for the Cohort status, metrics and replay: resources by key
+// (flavored keys "<resource>@<flavor>" as the quota counts them).
+struct CohortReport {
+  std::string name;
+  std::string parent;              // "" for a root
+  std::vector<std::string> path;   // from its root down to itself: the metrics' cohort path
+  bool defined = false;            // a Cohort object defines it (else Queues only name it)
+  Resources nominal;               // its own quota
+  Resources subtree;               // its own quota with what its children lend it
+  Resources usage;                 // what every queue below it uses
+  Resources borrowed;              // beyond its subtree's quota, from its parent
+  Resources lent;                  // what its siblings borrow of it now
+  int64_t weighted_share_milli = 0;  // among its siblings (QuotaTracker::ShareOfNode)
+  std::vector<std::string> queues;   // its children that are Queues
+  std::vector<std::string> cohorts;  // its children that are cohorts
+  std::string problem;             // why the queues below it wait ("" when they need not)
+};
+std::vector<CohortReport> ReportCohorts(const QueueDirectory& directory, const QueueUsage& usage);
+
 // Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled;
 // `admitted` the pods on nodes per queue (AddNodeUsage), if counted.
 std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const QueueUsage& usage,

@@ -35,10 +35,12 @@ GpuReport ReportGpus(const Snapshot& snapshot, const gpu::FragModel* workload) {
 }
 
 std::vector<QueueReport> ReportQueueUsage(const Snapshot& snapshot, const QueueDirectory& queues,
-                                          const std::vector<const Pod*>& pending) {
+                                          const std::vector<const Pod*>& pending,
+                                          std::vector<CohortReport>* cohorts) {
   QueueUsage usage;
   QueueCounts admitted;
   for (const NodeInfo* info : snapshot.nodes()) AddNodeUsage(queues, *info, usage, &admitted);
+  if (cohorts != nullptr) *cohorts = ReportCohorts(queues, usage);
   return ReportQueues(queues, usage, pending, admitted);
 }
 
@@ -50,7 +52,9 @@ ClusterReport ReportCluster(const Snapshot& snapshot, const ClusterReportInputs&
     (void)out.requested.Add(info->requested());
   }
   out.gpus = ReportGpus(snapshot, inputs.workload);
-  if (inputs.queues != nullptr) out.queues = ReportQueueUsage(snapshot, *inputs.queues, inputs.pending);
+  if (inputs.queues != nullptr) {
+    out.queues = ReportQueueUsage(snapshot, *inputs.queues, inputs.pending, &out.cohorts);
+  }
   return out;
 }
 

@@ -44,6 +44,7 @@ struct ClusterReport {
   Resources requested;    // sum of what their pods request
   GpuReport gpus;
   std::vector<QueueReport> queues;  // every team Queue in name order; empty without queues
+  std::vector<CohortReport> cohorts;  // every cohort of the tree in name order
 };
 
 // What a report reads besides the snapshot.
@@ -60,8 +61,10 @@ ClusterReport ReportCluster(const Snapshot& snapshot, const ClusterReportInputs&
 
 // The parts, for callers that need only one.
 GpuReport ReportGpus(const Snapshot& snapshot, const gpu::FragModel* workload = nullptr);
-// Usage (pods on nodes), pods admitted and pending per queue; see ReportQueues.
+// Usage (pods on nodes), pods admitted and pending per queue; see ReportQueues. With
+// `cohorts`, the cohorts of the tree too (ReportCohorts).
 std::vector<QueueReport> ReportQueueUsage(const Snapshot& snapshot, const QueueDirectory& queues,
-                                          const std::vector<const Pod*>& pending);
+                                          const std::vector<const Pod*>& pending,
+                                          std::vector<CohortReport>* cohorts = nullptr);
 
 }  // namespace tessel

@@ -98,6 +98,12 @@ void SortPending(std::vector<PendingItem>& items) {
 
 std::vector<QueueReport> SchedulerAdminBackend::Queues() { return ComputeQueueReports(*scheduler_); }
 
+std::vector<CohortReport> SchedulerAdminBackend::Cohorts() {
+  std::vector<CohortReport> cohorts;
+  ComputeQueueReports(*scheduler_, &cohorts);
+  return cohorts;
+}
+
 std::vector<PendingItem> SchedulerAdminBackend::Pending() {
   std::shared_ptr<const QueueDirectory> directory = scheduler_->Queues();
   std::vector<PendingItem> out;
@@ -248,6 +254,18 @@ absl::Status AnswerListQueues(AdminBackend& backend, const AccessCheck& may, tes
       PutQuantities(f.borrowed, flavor->mutable_borrowed());
       PutQuantities(f.lent, flavor->mutable_lent());
     }
+  }
+  for (const CohortReport& c : backend.Cohorts()) {
+    tessel::v1::CohortInfo* info = out->add_cohorts();
+    info->set_name(c.name);
+    info->set_parent(c.parent);
+    info->set_defined(c.defined);
+    PutQuantities(c.subtree, info->mutable_subtree_quota());
+    PutQuantities(c.usage, info->mutable_usage());
+    PutQuantities(c.borrowed, info->mutable_borrowed());
+    PutQuantities(c.lent, info->mutable_lent());
+    info->set_weighted_share_milli(c.weighted_share_milli);
+    info->set_problem(c.problem);
   }
   return absl::OkStatus();
 }

@@ -73,6 +73,8 @@ class AdminBackend {
  public:
   virtual ~AdminBackend() = default;
   virtual std::vector<QueueReport> Queues() = 0;
+  // The cohort tree (none by default: a backend without cohorts).
+  virtual std::vector<CohortReport> Cohorts() { return {}; }
   virtual std::vector<PendingItem> Pending() = 0;
   // RESOURCE_EXHAUSTED when too many wait already; CANCELLED when the caller gave up first.
   virtual absl::StatusOr<Explanation> Explain(const std::string& pod_key, const CallControl& control) = 0;
@@ -97,6 +99,7 @@ class SchedulerAdminBackend final : public AdminBackend {
   SchedulerAdminBackend(Scheduler* scheduler, ReplayFn replay, ExplainLimits explain = {})
       : scheduler_(scheduler), replay_(std::move(replay)), explain_(explain) {}
   std::vector<QueueReport> Queues() override;
+  std::vector<CohortReport> Cohorts() override;
   std::vector<PendingItem> Pending() override;
   // Runs on the scheduling thread, unless its caller gave up before the loop took it; fails
   // (UNAVAILABLE) if the loop does not take it in time.

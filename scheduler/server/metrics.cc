@@ -258,12 +258,12 @@ ClusterReport ReportCluster(Scheduler& s) {
   return tessel::ReportCluster(snapshot, {.queues = directory.get(), .pending = Pointers(pending)});
 }
 
-std::vector<QueueReport> ComputeQueueReports(Scheduler& s) {
+std::vector<QueueReport> ComputeQueueReports(Scheduler& s, std::vector<CohortReport>* cohorts) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
   if (directory == nullptr || directory->queues().empty()) return {};
   Snapshot snapshot;
   s.cache().UpdateSnapshot(snapshot);
-  return ReportQueueUsage(snapshot, *directory, Pointers(s.PendingPods()));
+  return ReportQueueUsage(snapshot, *directory, Pointers(s.PendingPods()), cohorts);
 }
 
 namespace {
@@ -308,6 +308,17 @@ std::vector<GaugeSample> PerFlavorResource(const std::vector<QueueReport>& repor
     for (const FlavorReport& f : r.flavors) {
       AppendPerResource({{"queue", r.name}, {"cohort", r.cohort}, {"flavor", f.name}}, f.nominal, f.*field, out);
     }
+  }
+  return out;
+}
+
+// The cohorts of the tree (docs/quota.md), labelled with the cohort and its path from the root
+// ("org/research"), so a dashboard can sum or filter a subtree.
+std::vector<GaugeSample> PerCohortResource(const std::vector<CohortReport>& cohorts,
+                                           const Resources CohortReport::*field) {
+  std::vector<GaugeSample> out;
+  for (const CohortReport& c : cohorts) {
+    AppendPerResource({{"cohort", c.name}, {"path", StrJoin(c.path, "/")}}, c.subtree, c.*field, out);
   }
   return out;
 }
@@ -437,6 +448,26 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
             &FlavorReport::lent}}) {
     ClusterGauge(registry, g.name, g.help, per_queue(PerFlavorResource, g.field));
   }
+  for (const ResourceFieldGauge<CohortReport>& g : std::initializer_list<ResourceFieldGauge<CohortReport>>{
+           {"tessel_cohort_subtree_quota",
+            "Quota of each cohort's subtree: its own and what its children lend it, by resource", &CohortReport::subtree},
+           {"tessel_cohort_usage", "What the queues below each cohort use, by resource", &CohortReport::usage},
+           {"tessel_cohort_borrowed", "How far each cohort's subtree is above its quota (borrowed from its parent), by resource",
+            &CohortReport::borrowed}}) {
+    ClusterGauge(registry, g.name, g.help, from_report([field = g.field](const ClusterReport& r) {
+                   return PerCohortResource(r.cohorts, field);
+                 }));
+  }
+  ClusterGauge(registry, "tessel_cohort_weighted_share",
+               "Each cohort's weighted dominant share among its siblings (1 = it borrows all its parent lends)",
+               from_report([](const ClusterReport& r) {
+                 std::vector<GaugeSample> out;
+                 for (const CohortReport& c : r.cohorts) {
+                   out.push_back({{{"cohort", c.name}, {"path", StrJoin(c.path, "/")}},
+                                  static_cast<double>(c.weighted_share_milli) / 1000.0});
+                 }
+                 return out;
+               }));
   ClusterGauge(registry, "tessel_queue_pending_pods",
                "Pods of each Queue waiting to be scheduled (gang members included)",
                per_queue(PerQueue, &QueueReport::pending_pods));

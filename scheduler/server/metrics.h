@@ -117,8 +117,8 @@ class MetricsRegistry {
 // The live cluster's report (scheduler/report/cluster_report.h): the cache's nodes now, the
 // scheduler's team queues and its pending pods; fragmentation against the running pods' mix.
 ClusterReport ReportCluster(Scheduler& scheduler);
-// Only its queues (the admin API, Queue status).
-std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler);
+// Only its queues (the admin API, Queue status), and with `cohorts` its cohort tree.
+std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler, std::vector<CohortReport>* cohorts = nullptr);
 
 // Whether a pending pod could ever fit in this cluster: some node's allocatable covers every
 // resource it requests (a change, such as pods ending, may then make room); false means it

@@ -6,6 +6,7 @@
   kubeconfig/    the raw-string kubeconfigs of tests/live/kubeconfig_test.cc
   custom_objects/ the Queue, ResourceFlavor and PodGroup objects of those snapshots and of the
                  YAML samples of docs/ and README.md (converted to JSON)
+  cel/           the selector expressions of tests/cel/ (corpus.txt, edge_cases.txt, unsupported.txt)
   watch_stream/  watch streams (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR lines) of those objects,
                  each followed by the 8 bytes the target reads as its chunking seed
 
@@ -99,6 +100,11 @@ def main():
     for config in configs:
         if "clusters" in config or "contexts" in config:
             write("kubeconfig", config)
+
+    for name in ("corpus.txt", "edge_cases.txt", "unsupported.txt"):
+        for line in read(os.path.join("tests/cel", name)).splitlines():
+            if line.strip() and not line.startswith("#"):
+                write("cel", line.replace("{NL}", "\n"))
 
     by_kind = {}
     for item in objects:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # crd_validation_test.sh: Tessel's CRDs on the real apiserver (issue 36, item 6). The apiserver
-# refuses each invalid Queue, ResourceFlavor and PodGroup with a message naming the field (the
+# refuses each invalid Queue, ResourceFlavor, Cohort and PodGroup with a message naming the field (the
 # schema and CEL rules refuse what the scheduler's decoders refuse), accepts every sample of the
 # docs and README, and a Queue naming a ResourceFlavor that does not exist gets the condition
 # FlavorsReady=False (reason FlavorNotFound) until the flavor appears. The CEL rules use only
@@ -10,7 +10,7 @@ it_begin crds
 
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/" >/dev/null || fail "the apiserver refused the CRDs"
 kubectl wait --for condition=established --timeout=60s \
-  crd/queues.tessel.io crd/resourceflavors.tessel.io crd/podgroups.scheduling.x-k8s.io >/dev/null \
+  crd/queues.tessel.io crd/resourceflavors.tessel.io crd/cohorts.tessel.io crd/podgroups.scheduling.x-k8s.io >/dev/null \
   || fail "CRDs not established"
 
 # refused DESCRIPTION WANT YAML: the apiserver refuses the object, its message containing WANT.
@@ -56,6 +56,16 @@ refused "flavor lending above its nominal" 'spec.resourceGroups[0].flavors[1].re
   "$(queue '{cohort: c, resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: "2", lendingLimit: "2"}]}, {name: g, resources: [{name: cpu, nominalQuota: 1, lendingLimit: 2}]}]}]}')"
 refused "flavor borrowing without a cohort" 'spec.resourceGroups: Forbidden: borrowingLimit is only meaningful with spec.cohort' \
   "$(queue '{resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: "1", borrowingLimit: "2"}]}]}]}')"
+cohort() {  # cohort SPEC: a Cohort with that spec
+  printf 'apiVersion: tessel.io/v1alpha1\nkind: Cohort\nmetadata: {name: %s-c}\nspec: %s\n' "$NS" "$1"
+}
+refused "a cohort its own parent" 'spec.parent: Invalid value' "$(cohort "{parent: $NS-c}")"
+refused "cohort borrowing limit on a root" 'spec.borrowingLimit: Forbidden: is only meaningful with spec.parent' \
+  "$(cohort '{nominalQuota: {nvidia.com/gpu: "2"}, borrowingLimit: {nvidia.com/gpu: "1"}}')"
+refused "cohort lending limit on a root" 'spec.lendingLimit: Forbidden: is only meaningful with spec.parent' \
+  "$(cohort '{lendingLimit: {nvidia.com/gpu: "1"}}')"
+refused "cohort negative quota" 'spec.nominalQuota' "$(cohort '{parent: org, nominalQuota: {nvidia.com/gpu: "-1"}}')"
+refused "cohort zero weight" 'spec.weight: Invalid value' "$(cohort '{parent: org, weight: "0"}')"
 refused "flavor listed twice" 'spec.resourceGroups[0].flavors[1]: Duplicate value' \
   "$(queue '{resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: "1"}]}, {name: f, resources: [{name: cpu, nominalQuota: "1"}]}]}]}')"
 refused "selector In without values" 'spec.namespaceSelector.matchExpressions[0].values' \
@@ -73,7 +83,7 @@ refused "PodGroup minMember 0 (upstream's minimum is 1)" 'spec.minMember' \
 refused "PodGroup negative timeout" 'spec.scheduleTimeoutSeconds' \
   "$(printf 'apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pg, namespace: %s}\nspec: {minMember: 2, scheduleTimeoutSeconds: -1}\n' "$NS")"
 
-# Every Queue, ResourceFlavor and PodGroup sample of the docs and README is accepted (their
+# Every Queue, ResourceFlavor, Cohort and PodGroup sample of the docs and README is accepted (their
 # namespaces dropped: the objects are created nowhere, --dry-run=server).
 samples="$IT_WORK/samples"
 mkdir -p "$samples"
@@ -85,7 +95,7 @@ for path in files:
     text = open(path).read()
     for block in re.findall(r"```ya?ml\n(.*?)```", text, re.S):
         for doc in re.split(r"^---$", block, flags=re.M):
-            if not re.search(r"^kind: (Queue|ResourceFlavor|PodGroup)$", doc, re.M) or "apiVersion:" not in doc:
+            if not re.search(r"^kind: (Queue|ResourceFlavor|Cohort|PodGroup)$", doc, re.M) or "apiVersion:" not in doc:
                 continue
             if not re.search(r"^apiVersion: (tessel\.io|scheduling\.x-k8s\.io)/", doc, re.M):
                 continue  # Kubernetes' own scheduling.k8s.io PodGroup: not a CRD of the install

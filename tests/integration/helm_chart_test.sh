@@ -67,7 +67,7 @@ done
 config=$(get default ConfigMap tessel-scheduler-config data.config.yaml)
 checksum=$(get default Deployment tessel-scheduler 'spec.template.metadata.annotations.checksum/config')
 expect "checksum/config" "$checksum" "$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)"
-expect "CRDs" "$(count default CustomResourceDefinition)" 3
+expect "CRDs" "$(count default CustomResourceDefinition)" 4
 expect "PriorityClasses" "$(count default PriorityClass)" 3
 has default "Service kube-system/tessel-scheduler-admin" && fail "admin Service rendered by default"
 has default "ServiceMonitor kube-system/tessel-scheduler" && fail "ServiceMonitor rendered by default"

@@ -29,7 +29,7 @@ export HELM_CACHE_HOME="$IT_WORK/helm/cache" HELM_CONFIG_HOME="$IT_WORK/helm/con
 CHART="$TESSEL_ROOT/charts/tessel"
 FIXTURE=(-f "$TESSEL_ROOT/manifests/serviceaccount.yaml" -f "$TESSEL_ROOT/manifests/rbac.yaml"
   -f "$TESSEL_ROOT/manifests/priorityclasses.yaml")
-CRDS=(podgroups.scheduling.x-k8s.io queues.tessel.io resourceflavors.tessel.io)
+CRDS=(podgroups.scheduling.x-k8s.io queues.tessel.io resourceflavors.tessel.io cohorts.tessel.io)
 controllers=1
 [[ " ${TESSEL_CLUSTER_COMPONENTS:-controller-manager} " == *" controller-manager "* ]] || controllers=0
 

@@ -3,7 +3,8 @@
 // transition times kept while a condition stays, the wait rewritten only every `refresh`, an
 // Queue that never decoded reported Active=False, one that stopped decoding Active=True with
 // reason InvalidSpec, a flavor it lists that does not exist FlavorsReady=False, a resource that
-// left removed, nothing while not leading.
+// left removed, nothing while not leading; Cohorts' statuses, and a queue below a cohort that
+// breaks the tree reported Active=False with reason CohortInvalid.
 #include <catch2/catch.hpp>
 
 #include "absl/synchronization/mutex.h"
@@ -18,6 +19,7 @@ using nlohmann::json;
 using testing::FakeApiServer;
 
 constexpr std::string_view kPrefix = "PATCH /apis/tessel.io/v1alpha1/queues/";
+constexpr std::string_view kCohortPrefix = "PATCH /apis/tessel.io/v1alpha1/cohorts/";
 
 struct Fixture {
   absl::Mutex mu;
@@ -32,6 +34,13 @@ struct Fixture {
       }
       absl::MutexLock lock(&mu);
       patches[name].push_back(json::parse(call.body));
+      res.set_content("{}", "application/json");
+      return;
+    }
+    if (line.rfind(kCohortPrefix, 0) == 0 && line.ends_with("/status")) {
+      const std::string name = line.substr(kCohortPrefix.size(), line.size() - kCohortPrefix.size() - 7);
+      absl::MutexLock lock(&mu);
+      patches["cohorts/" + name].push_back(json::parse(call.body));
       res.set_content("{}", "application/json");
       return;
     }
@@ -188,6 +197,49 @@ TEST_CASE("Queue status: counts, quantities, wait and conditions, written when t
     f.view.reports.push_back(QueueReport{.name = "gone"});
     CHECK(f.writer.WriteOnce() == 0);
   }
+}
+
+TEST_CASE("Cohort status: the subtree's quota, usage, borrowing and share; a broken tree is reported on "
+          "the cohort and on the queues below it") {
+  Fixture f;
+  Cohort org, dept;
+  org.meta.name = "org";
+  dept.meta.name = "dept";
+  dept.parent = "org";
+  dept.nominal = Gpus(4000);
+  Queue team;
+  team.meta.name = "team";
+  team.cohort = "dept";
+  team.nominal = Gpus(2000);
+  auto directory = std::make_shared<QueueDirectory>();
+  REQUIRE(directory->Set({team}, {}, {}, {}, CohortObjects{.cohorts = {org, dept}}).ok());
+  f.view.directory = directory;
+  QueueUsage usage{{"team", Gpus(7000)}};
+  f.view.reports = ReportQueues(*directory, usage, {});
+  f.view.cohorts = ReportCohorts(*directory, usage);
+  REQUIRE(f.writer.WriteOnce() == 3);  // team, org, dept
+  json d = f.Last("cohorts/dept");
+  CHECK(d["subtreeQuota"] == json{{"nvidia.com/gpu", "6"}});
+  CHECK(d["usage"] == json{{"nvidia.com/gpu", "7"}});
+  CHECK(d["borrowed"] == json{{"nvidia.com/gpu", "1"}});
+  CHECK(d["path"] == "org/dept");
+  CHECK(Condition(d, "Active")["status"] == "True");
+  CHECK(Condition(f.Last("team"), "Active")["status"] == "True");
+
+  // org names dept as its parent: a cycle. Both cohorts and the queue say so.
+  org.parent = "dept";
+  REQUIRE(directory->Set({team}, {}, {}, {}, CohortObjects{.cohorts = {org, dept}}).ok());
+  f.view.reports = ReportQueues(*directory, usage, {});
+  f.view.cohorts = ReportCohorts(*directory, usage);
+  REQUIRE(f.writer.WriteOnce() == 3);
+  json broken = Condition(f.Last("cohorts/org"), "Active");
+  CHECK(broken["status"] == "False");
+  CHECK(broken["reason"] == "InvalidTree");
+  CHECK(broken["message"] == "Cohort org: spec.parent: the cohorts' parents form a cycle (org -> dept -> org); "
+                             "the queues below it hold their pods");
+  json held = Condition(f.Last("team"), "Active");
+  CHECK(held["status"] == "False");
+  CHECK(held["reason"] == "CohortInvalid");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "unit/dra_fixtures.h"
 #include "scheduler/dra/capacity.h"
+#include "scheduler/dra/cel_matcher.h"
 
 namespace tessel::dra {
 namespace {
@@ -538,6 +539,30 @@ TEST_CASE("the search gives up after its step budget with a reason", "[dra]") {
   auto out = w.Run({&claim}, options);
   REQUIRE(out.ok());
   CHECK(out->reason == "no allocation found for the pod's claims on node node-1 within 3 device trials");
+}
+
+TEST_CASE("the product's matcher evaluates CEL selectors through dra/cel", "[dra]") {
+  DraWorld w = FourGpus();
+  w.classes["h100"] = Class("h100", {"device.driver == \"gpu.example.com\" && "
+                                     "device.attributes[\"gpu.example.com\"].model == \"H100\""});
+  ResourceClaim claim = Claim("c", {Exactly("g", {.device_class_name = "h100",
+                                                  .selectors = {"device.attributes[\"gpu.example.com\"].index > 2"}})});
+  CelDeviceMatcher cel;
+  AllocatorOptions options = w.Options();
+  options.matcher = &cel;
+  auto out = w.Run({&claim}, options);
+  REQUIRE(out.ok());
+  REQUIRE(out->fits());
+  CHECK(Names(out->allocations[0]) == std::vector<std::string>{"node-1/gpu-3"});
+  // The same expression again is the cached program, with the same answers.
+  CHECK(*cel.Matches("device.driver == \"gpu.example.com\"", ViewOf(w.slices[0].devices[0], kDriver)));
+  CHECK_FALSE(*cel.Matches("device.driver == \"other\"", ViewOf(w.slices[0].devices[0], kDriver)));
+  // An expression that does not compile is an error naming the class and the selector.
+  w.classes["bad"] = Class("bad", {"device.driver =="});
+  ResourceClaim bad = Claim("b", {Exactly("g", {.device_class_name = "bad"})});
+  auto error = w.Run({&bad}, options);
+  REQUIRE_FALSE(error.ok());
+  CHECK_THAT(std::string(error.status().message()), Catch::Contains("DeviceClass bad: selector #0 (device.driver ==)"));
 }
 
 }  // namespace

@@ -829,3 +829,45 @@ TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whos
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+TEST_CASE("QueueQuota: in a tree of cohorts, reclaim takes back from the nearest subtree that borrows",
+          "[quota][queue_quota][preemption][cohort]") {
+  // org <- dept-a <- a1 (4, reclaims Any), a2 (2); org <- dept-b <- b1 (2). One node of 8 GPUs:
+  // all 8 are quota, and a1 lends its 4 while it is idle.
+  Cluster c(1);
+  for (const auto& [name, parent] : {std::pair{"org", ""}, {"dept-a", "org"}, {"dept-b", "org"}}) {
+    json spec = json::object();
+    if (*parent != '\0') spec["parent"] = parent;
+    REQUIRE(c.harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"},
+                                         {"metadata", {{"name", name}}}, {"spec", spec}}).ok());
+  }
+  c.AddQueue("a1", {{"namespaces", {"a1"}}, {"cohort", "dept-a"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                    {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  c.AddQueue("a2", {{"namespaces", {"a2"}}, {"cohort", "dept-a"}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  c.AddQueue("b1", {{"namespaces", {"b1"}}, {"cohort", "dept-b"}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+  int a2_pods = 0, b1_pods = 0;
+  SECTION("a sibling and a cousin both borrow: the sibling gives back") {
+    a2_pods = 2;  // borrows 2 inside dept-a
+    b1_pods = 2;  // borrows 2 through org
+  }
+  SECTION("only the cousin borrows: it gives back, through org") {
+    a2_pods = 1;
+    b1_pods = 3;  // borrows 4
+  }
+  for (int i = 0; i < a2_pods; ++i) c.s->OnPodAdd(GpuPod("a2", StrCat("a2-", i), 2));
+  for (int i = 0; i < b1_pods; ++i) c.s->OnPodAdd(GpuPod("b1", StrCat("b1-", i), 2));
+  c.Run();
+  REQUIRE(c.GpusOf("a2") + c.GpusOf("b1") == 8000);
+  c.s->OnPodAdd(GpuPod("a1", "want", 2, 5));
+  c.RunWithEvictions(3);
+  INFO(c.outcomes.failures["a1/want"]);
+  CHECK(c.outcomes.scheduled.contains("a1/want"));
+  REQUIRE(c.api.evictions.size() == 1);
+  CHECK(c.api.evictions[0].starts_with(a2_pods == 2 ? "a2/" : "b1/"));
+}
+
+}  // namespace
+}  // namespace tessel

@@ -20,6 +20,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -371,6 +372,27 @@ absl::Status Queues(AdminCalls& calls, const Flags& f) {
                     Wait(q.oldest_pending_wait_seconds())});
   }
   PrintTable(rows);
+  if (r.cohorts().empty()) return absl::OkStatus();
+  // The cohort tree: each cohort, then what hangs below it, indented by depth.
+  std::map<std::string, std::vector<const tessel::v1::CohortInfo*>> child_cohorts;
+  std::map<std::string, std::vector<const tessel::v1::QueueInfo*>> child_queues;
+  for (const auto& c : r.cohorts()) child_cohorts[c.parent()].push_back(&c);
+  for (const auto& q : r.queues()) child_queues[q.cohort()].push_back(&q);
+  std::vector<std::vector<std::string>> tree = {{"TREE", "GPU QUOTA", "GPU USAGE", "BORROWED", "SHARE", "PROBLEM"}};
+  auto share = [](int64_t milli) { return fmt::format("{}.{:03d}", milli / 1000, milli % 1000); };
+  std::function<void(const tessel::v1::CohortInfo&, int)> walk = [&](const tessel::v1::CohortInfo& c, int depth) {
+    tree.push_back({StrCat(std::string(2 * depth, ' '), c.name(), c.defined() ? "" : " (name only)"),
+                    Gpu(c.subtree_quota()), Gpu(c.usage()), Gpu(c.borrowed()), share(c.weighted_share_milli()),
+                    c.problem().empty() ? "-" : c.problem()});
+    for (const tessel::v1::CohortInfo* k : child_cohorts[c.name()]) walk(*k, depth + 1);
+    for (const tessel::v1::QueueInfo* q : child_queues[c.name()]) {
+      tree.push_back({StrCat(std::string(2 * depth + 2, ' '), "queue ", q->name()), Gpu(q->nominal()),
+                      Gpu(q->usage()), Gpu(q->borrowed()), share(q->weighted_share_milli()), "-"});
+    }
+  };
+  for (const tessel::v1::CohortInfo* root : child_cohorts[""]) walk(*root, 0);
+  std::cout << "\n";
+  PrintTable(tree);
   return absl::OkStatus();
 }
 

@@ -26,6 +26,7 @@ constexpr Kind kKinds[] = {
     {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", "scheduling.x-k8s.io/v1alpha1", "PodGroup"},
     {"/apis/tessel.io/v1alpha1/queues", "tessel.io/v1alpha1", "Queue"},
     {"/apis/tessel.io/v1alpha1/resourceflavors", "tessel.io/v1alpha1", "ResourceFlavor"},
+    {"/apis/tessel.io/v1alpha1/cohorts", "tessel.io/v1alpha1", "Cohort"},
     {"/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget"},
     {"/api/v1/persistentvolumeclaims", "v1", "PersistentVolumeClaim"},
     {"/api/v1/persistentvolumes", "v1", "PersistentVolume"},

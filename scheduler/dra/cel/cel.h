@@ -6,6 +6,9 @@
 //
 //   absl::StatusOr<Selector> s = Selector::Compile("device.driver == \"gpu.example.com\"");
 //   absl::StatusOr<bool> match = s->Matches(view);  // an error when the expression fails at run time
+//
+// A Selector is immutable once compiled: copies share the program, and Matches() may run on many
+// threads at once. docs/gpu.md ("DRA device selectors: the CEL subset") lists what is supported.
 #pragma once
 
 #include <memory>
