@@ -270,21 +270,6 @@ NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view 
   };
 }
 
-// A NodeSelector (its nodeSelectorTerms, ORed) under `key`; nullopt when absent.
-std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d, const json& parent,
-                                                                std::string_view key,
-                                                                std::string_view path) {
-  const json* selector = d.Object(parent, key, path);
-  if (selector == nullptr) return std::nullopt;
-  std::vector<NodeSelectorTerm> terms;
-  const std::string terms_path = Path(path, "nodeSelectorTerms");
-  if (const json* list = d.Array(*selector, "nodeSelectorTerms", terms_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
-    }
-  }
-  return terms;
-}
 
 NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   NodeAffinity out;
@@ -1187,6 +1172,21 @@ absl::StatusOr<ObjectList> DecodeList(std::string_view text) {
     }
   }
   return out;
+}
+
+std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d, const json& parent,
+                                                                std::string_view key,
+                                                                std::string_view path) {
+  const json* selector = d.Object(parent, key, path);
+  if (selector == nullptr) return std::nullopt;
+  std::vector<NodeSelectorTerm> terms;
+  const std::string terms_path = Path(path, "nodeSelectorTerms");
+  if (const json* list = d.Array(*selector, "nodeSelectorTerms", terms_path)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
+    }
+  }
+  return terms;
 }
 
 }  // namespace tessel

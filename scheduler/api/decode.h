@@ -138,5 +138,11 @@ std::vector<Taint> DecodeTaints(FieldDecoder& d, const nlohmann::json& parent, s
                                 std::string_view path);
 std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const nlohmann::json& parent,
                                           std::string_view key, std::string_view path);
+// A core/v1 NodeSelector (its nodeSelectorTerms, ORed) under `key`, as node affinity decodes it;
+// nullopt when absent. For later layers' objects that embed one (a ResourceSlice).
+std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d,
+                                                                const nlohmann::json& parent,
+                                                                std::string_view key,
+                                                                std::string_view path);
 
 }  // namespace tessel

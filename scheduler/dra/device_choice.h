@@ -1,0 +1,60 @@
+// Choosing among complete allocations. The allocator can enumerate several alternatives for a
+// pod's claims on a node (allocator.h, AllocatorOptions::max_alternatives); a DeviceChoice picks
+// one. Without a choice the allocator takes the first it finds, as kube-scheduler does.
+//
+// KeepWholeDevices is the first fragmentation-aware policy: it keeps whole counter sets (a GPU
+// whose partitions are all free) and then whole devices untouched, so that a later request for a
+// whole GPU, or for many, still finds them. FGD-style expected fragmentation comes next.
+//
+//   KeepWholeDevices choice;
+//   AllocatorOptions options{.matcher = &cel, .choice = &choice, .max_alternatives = 16};
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "scheduler/dra/objects.h"
+#include "scheduler/dra/pools.h"
+
+namespace tessel::dra {
+
+// One newly allocated device of an alternative.
+struct Pick {
+  int candidate = 0;  // index into NodeDevices::candidates
+  int claim = 0;      // index into the claims being allocated
+  bool admin_access = false;
+  bool shared = false;  // a share of a device that allows multiple allocations
+  Amounts consumed_capacity;
+};
+
+// A complete allocation of a pod's claims on one node.
+struct Alternative {
+  std::vector<Pick> picks;
+  std::vector<AllocationResult> allocations;  // one per claim, in the order given
+};
+
+class DeviceChoice {
+ public:
+  virtual ~DeviceChoice() = default;
+  // The index of the alternative to take. `alternatives` is non-empty and in search order.
+  virtual size_t Choose(const NodeDevices& devices, const AllocatedDevices& allocated,
+                        const std::vector<Alternative>& alternatives) const = 0;
+};
+
+// What an alternative leaves whole on the node.
+struct WholeLeft {
+  int counter_sets = 0;  // counter sets nothing consumes from
+  int devices = 0;       // usable devices nobody holds whose counter sets are all whole
+  auto operator<=>(const WholeLeft&) const = default;
+};
+WholeLeft MeasureWholeLeft(const NodeDevices& devices, const AllocatedDevices& allocated,
+                           const std::vector<Pick>& picks);
+
+// Most whole counter sets left, then most whole devices; the earliest alternative on a tie.
+class KeepWholeDevices : public DeviceChoice {
+ public:
+  size_t Choose(const NodeDevices& devices, const AllocatedDevices& allocated,
+                const std::vector<Alternative>& alternatives) const override;
+};
+
+}  // namespace tessel::dra
