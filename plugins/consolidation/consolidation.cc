@@ -19,12 +19,12 @@ constexpr absl::Duration kRetryAfter = absl::Seconds(30);
 // in one attempt (node_tiers.h), each with the other tiers' nodes unresolvable, and a search in
 // vain on one says nothing of the next. The tier is read off a node the pod may still use.
 std::string VainKey(const Handle& handle, const CycleState& state, const Pod& pod, const NodeStatusMap& filtered) {
-  const NodeTiers* tiers = NodeTiersOf(state);
-  if (tiers == nullptr) return pod.Key();
+  const TierWalk walk(state, {});
+  if (!walk.tiered()) return pod.Key();
   for (const auto& [name, status] : filtered) {
     if (status.code() != Code::kUnschedulable) continue;
     const NodeInfo* node = handle.snapshot().Get(name);
-    if (const std::optional<int64_t> tier = node == nullptr ? std::nullopt : tiers->TierOf(state, *node)) {
+    if (const std::optional<int64_t> tier = node == nullptr ? std::nullopt : walk.TierOf(*node)) {
       return StrCat(pod.Key(), "#", *tier);
     }
   }
@@ -168,8 +168,9 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   index_.Sync(ctx, rules.movable_version());
   // Within one tier (flavor) at a time, the first where moves make room for the whole gang.
   std::optional<preemption::GangMovePlan> plan;
-  for (NodeScreen& tier : TierScreens(*gang.states.front(), ctx.snapshot->nodes())) {
-    ctx.gang_node_screen = std::move(tier);
+  const TierWalk walk(*gang.states.front(), ctx.snapshot->nodes());
+  for (const TierWalk::Tier& tier : walk.tiers()) {
+    ctx.gang_node_screen = tier.screen;
     plan = preemption::PlanGangMoves(ctx, gang.members, gang.states, gang.need, gang.topology_key, &index_);
     if (plan) break;
   }

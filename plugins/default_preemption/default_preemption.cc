@@ -105,8 +105,9 @@ GangPostFilterResult DefaultPreemption::PostFilterGang(const PendingGang& gang) 
   }
   // Within one tier (flavor) at a time, the first that frees room for the whole gang.
   preemption::GangPreemptionPlan plan;
-  for (NodeScreen& tier : TierScreens(*gang.states.front(), handle_.snapshot().nodes(), gang.below_tier)) {
-    ctx.gang_node_screen = std::move(tier);
+  const TierWalk walk(*gang.states.front(), handle_.snapshot().nodes(), gang.below_tier);
+  for (const TierWalk::Tier& tier : walk.tiers()) {
+    ctx.gang_node_screen = tier.screen;
     plan = preemption::PlanGangPreemption(ctx, gang.members, gang.states, gang.need, gang.topology_key);
     if (plan.feasible) break;
   }

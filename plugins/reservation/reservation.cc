@@ -10,6 +10,7 @@
 
 #include "scheduler/framework/framework.h"
 #include "scheduler/framework/node_tiers.h"
+#include "scheduler/framework/what_if.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/status_macros.h"
@@ -331,36 +332,37 @@ GangPostFilterResult Reservation::PostFilterGang(const PendingGang& gang) {
   }
   if (!MayReserve(key, waiter, now)) return result;
   // The members' candidates, split by tier (a flavored queue's flavor) and topology domain: the
-  // gang is placed within one of each.
-  std::map<std::pair<int64_t, std::string>, std::vector<MemberCandidates>> groups;
+  // gang is placed within one of each. Tiers in the walk every way of making room takes, lowest
+  // first: the first tier with an assignment, as the planner places the gang; within it the
+  // domain with the least to wait for.
   const std::vector<MemberCandidates> all = GangCandidates(*fw, gang);
   if (all.empty() || !QuotaHolds(*fw, gang, all)) return result;  // room alone would not do
-  const NodeTiers* tiers = NodeTiersOf(*gang.states.front());
-  for (size_t i = 0; i < all.size(); ++i) {
-    for (const NodeInfo* node : all[i].nodes) {
-      std::pair<int64_t, std::string> group{0, ""};
-      if (tiers != nullptr) {
-        const std::optional<int64_t> tier = tiers->TierOf(*gang.states.front(), *node);
-        if (!tier.has_value()) continue;
-        group.first = *tier;
-      }
-      if (!gang.topology_key.empty()) {
-        const Node* n = node->node();
-        auto label = n->meta.labels.find(gang.topology_key);
-        if (label == n->meta.labels.end()) continue;
-        group.second = label->second;
-      }
-      std::vector<MemberCandidates>& members = groups[group];
-      if (members.empty()) {
-        for (const MemberCandidates& m : all) members.push_back({.pod = m.pod, .need = m.need});
-      }
-      members[i].nodes.push_back(node);
-    }
-  }
+  const TierWalk walk(*gang.states.front(), handle_.snapshot().nodes());
   std::optional<Assignment> chosen;
-  for (const auto& [group, members] : groups) {
-    std::optional<Assignment> a = Assign(members);
-    if (a.has_value() && (!chosen.has_value() || a->total < chosen->total)) chosen = std::move(a);
+  for (const TierWalk::Tier& tier : walk.tiers()) {
+    std::map<std::string, std::vector<MemberCandidates>> domains;
+    for (size_t i = 0; i < all.size(); ++i) {
+      for (const NodeInfo* node : all[i].nodes) {
+        if (tier.screen && !tier.screen(*node)) continue;
+        std::string domain;
+        if (!gang.topology_key.empty()) {
+          const Node* n = node->node();
+          auto label = n->meta.labels.find(gang.topology_key);
+          if (label == n->meta.labels.end()) continue;
+          domain = label->second;
+        }
+        std::vector<MemberCandidates>& members = domains[domain];
+        if (members.empty()) {
+          for (const MemberCandidates& m : all) members.push_back({.pod = m.pod, .need = m.need});
+        }
+        members[i].nodes.push_back(node);
+      }
+    }
+    for (const auto& [domain, members] : domains) {
+      std::optional<Assignment> a = Assign(members);
+      if (a.has_value() && (!chosen.has_value() || a->total < chosen->total)) chosen = std::move(a);
+    }
+    if (chosen.has_value()) break;
   }
   if (!chosen.has_value()) return result;
   result.message = StrCat(NodeList(chosen->nodes), " reserved for the gang after it waited ",
@@ -396,14 +398,11 @@ bool Reservation::QuotaHolds(const Framework& fw, const PendingGang& gang,
   // adds members placed before it.
   if (candidates.size() < 2) return true;
   const size_t last = candidates.size() - 1;
+  WhatIf plan(&handle_.snapshot());
+  for (size_t j = 0; j < last; ++j) plan.Place(*gang.members[j], candidates[j].nodes.front()->name());
   CycleState state = gang.states[last]->Clone();
-  for (size_t j = 0; j < last; ++j) {
-    const NodeInfo& node = *candidates[j].nodes.front();
-    Pod placed = *gang.members[j];
-    placed.node_name = node.name();
-    if (!fw.RunPreFilterExtensionAddPod(state, *gang.members[last], placed, node).ok()) return false;
-  }
-  return QuotaFilter(fw, state, *gang.members[last], *candidates[last].nodes.front()).ok();
+  if (!plan.Replay(fw, state, *gang.members[last]).ok()) return false;
+  return QuotaFilter(fw, state, *gang.members[last], *plan.Get(candidates[last].nodes.front()->name())).ok();
 }
 
 Status Reservation::Reserve(CycleState& /*state*/, const Pod& pod, const std::string& /*node*/) {

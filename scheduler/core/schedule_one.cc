@@ -205,22 +205,26 @@ void Scheduler::PostFilter(const Framework& fw, CycleState& state, InFlightPod& 
 bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFlightPod& pod,
                                  const NodeStatusMap& rejected, CycleResult& result,
                                  std::optional<int64_t> below) {
-  const std::vector<NodeStatusMap> tiers = RejectionsByTier(state, snapshot_.nodes(), rejected, below);
-  if (tiers.empty() && below.has_value()) return false;
-  if (tiers.empty()) {
+  // The tiers in the one order every way of making room walks (node_tiers.h TierWalk).
+  const TierWalk walk(state, snapshot_.nodes(), below);
+  if (walk.tiers().empty()) {  // tiers below none, or a queue whose flavors hold no node
+    if (below.has_value()) return false;
     PostFilter(fw, state, pod, rejected, result);
     return result.diagnosis.wake_on_any_event;
   }
-  // Each tier's run sees the other tiers' nodes as unresolvable, its nominated node among them:
-  // a pod whose earlier victims still leave that node waits for them, whatever its tier.
-  preemption::Context eligibility;
-  eligibility.snapshot = &snapshot_;
-  if (std::string why; !preemption::EligibleToPreempt(eligibility, *pod.ref(), rejected, &why)) {
-    StrAppend(&result.diagnosis.message, " preemption: ", why);
-    return false;
+  if (walk.tiered()) {
+    // Each tier's run sees the other tiers' nodes as unresolvable, its nominated node among
+    // them: a pod whose earlier victims still leave that node waits for them, whatever its tier.
+    preemption::Context eligibility;
+    eligibility.snapshot = &snapshot_;
+    if (std::string why; !preemption::EligibleToPreempt(eligibility, *pod.ref(), rejected, &why)) {
+      StrAppend(&result.diagnosis.message, " preemption: ", why);
+      return false;
+    }
   }
-  for (const NodeStatusMap& tier : tiers) {
-    PostFilter(fw, state, pod, tier, result, {.preemption_only = below.has_value()});
+  for (const TierWalk::Tier& tier : walk.tiers()) {
+    PostFilter(fw, state, pod, walk.RejectionsWithin(tier, snapshot_.nodes(), rejected), result,
+               {.preemption_only = below.has_value()});
     if (result.status.code() == Code::kError || result.diagnosis.wake_on_any_event) break;
   }
   return result.diagnosis.wake_on_any_event;

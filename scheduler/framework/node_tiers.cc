@@ -2,7 +2,6 @@
 #include "scheduler/framework/node_tiers.h"
 
 #include <map>
-#include <set>
 
 #include "scheduler/util/strings.h"
 
@@ -62,43 +61,48 @@ std::string WaitingOnEarlierTier(const NodeInfo& node) {
   return StrCat("Waiting for the pods preempted on node ", node.name(), ", of an earlier tier, to leave.");
 }
 
-std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
-                                            const NodeStatusMap& rejected, std::optional<int64_t> below) {
-  const NodeTiers* tiers = NodeTiersOf(state);
-  if (tiers == nullptr) return {};
-  std::map<int64_t, std::vector<const NodeInfo*>> by_tier;
-  for (const NodeInfo* node : nodes) {
-    const std::optional<int64_t> t = tiers->TierOf(state, *node);
-    if (t.has_value() && (!below.has_value() || *t < *below)) by_tier[*t].push_back(node);
+TierWalk::TierWalk(const CycleState& state, const std::vector<NodeInfo*>& nodes, std::optional<int64_t> below)
+    : state_(&state), tiers_(NodeTiersOf(state)) {
+  if (tiers_ == nullptr) {
+    if (!below.has_value()) walk_.push_back(Tier{.rank = std::nullopt, .nodes = nodes, .screen = nullptr});
+    return;
   }
-  std::vector<NodeStatusMap> out;
-  const Status elsewhere = Status::Unresolvable("preemption tries this node with its own tier");
-  for (const auto& [tier, members] : by_tier) {
-    NodeStatusMap part;
-    for (const NodeInfo* node : nodes) part.emplace(node->name(), elsewhere);
-    for (const NodeInfo* node : members) {
-      auto it = rejected.find(node->name());
-      part[node->name()] = it != rejected.end() ? it->second : Status::Unschedulable("");
-    }
-    out.push_back(std::move(part));
+  std::map<int64_t, std::vector<NodeInfo*>> by_rank;
+  for (NodeInfo* node : nodes) {
+    const std::optional<int64_t> t = tiers_->TierOf(state, *node);
+    if (t.has_value() && (!below.has_value() || *t < *below)) by_rank[*t].push_back(node);
   }
-  return out;
+  for (auto& [rank, members] : by_rank) {
+    walk_.push_back(Tier{.rank = rank,
+                         .nodes = std::move(members),
+                         .screen = [state = &state, tiers = tiers_, rank = rank](const NodeInfo& node) {
+                           return tiers->TierOf(*state, node) == rank;
+                         }});
+  }
 }
 
-std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes,
-                                    std::optional<int64_t> below) {
-  const NodeTiers* tiers = NodeTiersOf(state);
-  if (tiers == nullptr) return below.has_value() ? std::vector<NodeScreen>() : std::vector<NodeScreen>{NodeScreen()};
-  std::set<int64_t> seen;
-  for (const NodeInfo* node : nodes) {
-    const std::optional<int64_t> t = tiers->TierOf(state, *node);
-    if (t.has_value() && (!below.has_value() || *t < *below)) seen.insert(*t);
+std::optional<int64_t> TierWalk::TierOf(const NodeInfo& node) const {
+  return tiers_ == nullptr ? std::nullopt : tiers_->TierOf(*state_, node);
+}
+
+const TierWalk::Tier* TierWalk::Find(int64_t rank) const {
+  for (const Tier& t : walk_) {
+    if (t.rank == rank) return &t;
   }
-  std::vector<NodeScreen> out;
-  for (const int64_t tier : seen) {
-    out.push_back([&state, tiers, tier](const NodeInfo& node) { return tiers->TierOf(state, node) == tier; });
+  return nullptr;
+}
+
+NodeStatusMap TierWalk::RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
+                                         const NodeStatusMap& rejected) const {
+  if (!tier.rank.has_value()) return rejected;
+  NodeStatusMap part;
+  const Status elsewhere = Status::Unresolvable("preemption tries this node with its own tier");
+  for (const NodeInfo* node : all) part.emplace(node->name(), elsewhere);
+  for (const NodeInfo* node : tier.nodes) {
+    auto it = rejected.find(node->name());
+    part[node->name()] = it != rejected.end() ? it->second : Status::Unschedulable("");
   }
-  return out;
+  return part;
 }
 
 }  // namespace tessel

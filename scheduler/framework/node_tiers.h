@@ -7,8 +7,10 @@
 // core then (1) scores only the feasible nodes of the lowest tier, and (2) when nothing is
 // feasible, runs preemption tier by tier, lowest first, stopping at the first tier where it
 // frees room; with preempt_first, also on the tiers below the first feasible one before taking
-// it (ChooseTier, for pods and gangs alike). A gang (gang/planner.h) is planned, preempted for and made room for by moves within one
-// tier at a time (TierScreens), lowest first. Pods without a NodeTiers are not affected.
+// it (ChooseTier, for pods and gangs alike). Every way of making room walks the tiers in one
+// order (TierWalk, lowest first): a gang (gang/planner.h) is planned, preempted for, made room
+// for by moves and reserved for within one tier at a time, a pod's PostFilter chain runs tier
+// by tier. Only this file asks a NodeTiers; pods without one are not affected.
 //
 //   if (const NodeTiers* tiers = NodeTiersOf(state)) ... tiers->TierOf(state, node) ...
 #pragma once
@@ -76,24 +78,47 @@ TierChoice ChooseTier(const CycleState& state, std::optional<int64_t> fits_on,
 // What a unit that waits (kWaitForVictims) is told.
 std::string WaitingOnEarlierTier(const NodeInfo& node);
 
-// For preemption tier by tier: one rejection map per tier below `below` (all tiers when
-// nullopt), lowest first, each holding `rejected` for that tier's nodes and an unresolvable
-// rejection for every other node of `nodes`, so that preemption looks only at the tier. Empty
-// when the pod has no tiers.
-std::vector<NodeStatusMap> RejectionsByTier(const CycleState& state, const std::vector<NodeInfo*>& nodes,
-                                            const NodeStatusMap& rejected,
-                                            std::optional<int64_t> below = std::nullopt);
-
 // A screen of the nodes one plan may use (preemption::Context::gang_node_screen).
 using NodeScreen = std::function<bool(const NodeInfo& node)>;
 
-// One screen per tier of `nodes` for the pod of `state`, lowest first, each admitting only that
-// tier's nodes; a single null screen (every node) when the pod has no tiers. A gang's preemption
-// and moves plan within each in turn and take the first plan found, as the gang planner places
-// the gang whole in one tier: room freed across tiers is room the gang cannot take. `state`
-// must outlive the screens. With `below`, only the tiers below it (preempt first, as
-// RejectionsByTier); none then when the pod has no tiers.
-std::vector<NodeScreen> TierScreens(const CycleState& state, const std::vector<NodeInfo*>& nodes,
-                                    std::optional<int64_t> below = std::nullopt);
+// The one walk over a unit's tiers that every way of making room takes, for a single pod and a
+// gang alike: the gang planner places a gang whole within one tier; the core runs a pod's
+// PostFilter chain (preemption, moves, reservations) tier by tier; preemption and moves plan a
+// gang within one tier at a time; a reservation is made within one. Tiers come lowest first,
+// each with its nodes in the order given (snapshot order); room freed across tiers is room the
+// unit cannot take. A unit without tiers walks one tier of every node (`rank` nullopt, no
+// screen). With `below`, only the tiers below it (preempt first: ChooseTier's kPreemptBelow);
+// none then when the unit has no tiers. `state` (the unit's PreFilter state) must outlive the
+// walk.
+//
+//   for (const TierWalk::Tier& tier : TierWalk(state, snapshot.nodes()).tiers()) {
+//     ctx.gang_node_screen = tier.screen;  ... plan within tier.nodes ...
+//   }
+class TierWalk {
+ public:
+  struct Tier {
+    std::optional<int64_t> rank;   // nullopt: the unit has no tiers
+    std::vector<NodeInfo*> nodes;  // this tier's nodes
+    NodeScreen screen;             // admits this tier's nodes; null: every node
+  };
+  TierWalk(const CycleState& state, const std::vector<NodeInfo*>& nodes,
+           std::optional<int64_t> below = std::nullopt);
+  bool tiered() const { return tiers_ != nullptr; }
+  const std::vector<Tier>& tiers() const { return walk_; }
+  // The node's tier for the unit (nullopt: no tiers, or a node the unit may not use).
+  std::optional<int64_t> TierOf(const NodeInfo& node) const;
+  // The walk's tier of that rank, or null.
+  const Tier* Find(int64_t rank) const;
+  // `rejected` (the cycle's verdict on every node of `all`) as preemption sees it within
+  // `tier`: the other tiers' nodes unresolvable, so that it looks only at this one. `rejected`
+  // itself for a unit without tiers.
+  NodeStatusMap RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
+                                 const NodeStatusMap& rejected) const;
+
+ private:
+  const CycleState* state_;
+  const NodeTiers* tiers_;
+  std::vector<Tier> walk_;
+};
 
 }  // namespace tessel

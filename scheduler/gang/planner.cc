@@ -9,6 +9,7 @@
 #include "scheduler/api/storage.h"
 #include "scheduler/framework/fit_error.h"
 #include "scheduler/framework/node_tiers.h"
+#include "scheduler/framework/what_if.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/util/strings.h"
 
@@ -114,40 +115,6 @@ struct Shape {
   int64_t gpu_milli = 0;
 };
 
-// Copy-on-write view of the snapshot's nodes: placements change private copies.
-class Overlay {
- public:
-  explicit Overlay(std::vector<NodeInfo*> nodes) : nodes_(std::move(nodes)) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      index_[nodes_[i]] = i;
-      by_name_.emplace(nodes_[i]->name(), i);
-    }
-  }
-  const std::vector<NodeInfo*>& nodes() const { return nodes_; }
-  size_t IndexOf(const NodeInfo* node) const { return index_.at(node); }
-  // The overlay's copy of the node placements went to (placements are always on its nodes).
-  const NodeInfo* Get(const std::string& name) const {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : nodes_[it->second];
-  }
-  NodeInfo& Mutable(size_t i) {
-    auto& slot = owned_[i];
-    if (!slot) {
-      slot = std::make_unique<NodeInfo>(*nodes_[i]);
-      index_.erase(nodes_[i]);
-      nodes_[i] = slot.get();
-      index_[nodes_[i]] = i;
-    }
-    return *nodes_[i];
-  }
-
- private:
-  std::vector<NodeInfo*> nodes_;
-  std::unordered_map<const NodeInfo*, size_t> index_;
-  std::unordered_map<std::string, size_t> by_name_;
-  std::unordered_map<size_t, std::unique_ptr<NodeInfo>> owned_;
-};
-
 struct Attempt {
   std::vector<MemberPlacement> placements;
   std::vector<bool> used;
@@ -165,12 +132,6 @@ void AddRejecting(std::vector<std::string>& out, const std::string& plugin) {
   if (std::find(out.begin(), out.end(), plugin) == out.end()) out.push_back(plugin);
 }
 
-// The filters for one member on one node: the plugins' own, with the pods nominated there
-// that are at least as important counted as present (RunFiltersWithNominatedPods).
-Status Fits(const PlanInput& in, const CycleState& state, const Pod& pod, const NodeInfo& node) {
-  return in.framework->RunFiltersWithNominatedPods(state, pod, node, in.nominated);
-}
-
 // A Filter refused one more member on a node that took others: the plan was limited by it.
 void NoteLimit(Attempt& a, const Status& st) {
   if (st.ok()) return;
@@ -178,36 +139,39 @@ void NoteLimit(Attempt& a, const Status& st) {
   if (a.limit_reason.empty()) a.limit_reason = st.Message();
 }
 
-// How many more pods of this shape the node can host, at most `limit`: copies are added to the
-// node, and to the shape's cycle state (AddPod), until a Filter refuses (noted in `a`).
-int32_t Capacity(const PlanInput& in, const CycleState& state, const PodRef& rep,
-                 const NodeInfo& node, int32_t limit, Attempt& a) {
-  NodeInfo copy = node;
+// How many more pods of this shape the node can host, at most `limit`: copies are placed on the
+// node in the plan, and the shape's cycle state told (AddPod), until a Filter refuses (noted in
+// `a`); then the plan is rolled back.
+int32_t Capacity(const PlanInput& in, WhatIf& plan, const CycleState& state, const PodRef& rep,
+                 const std::string& node, int32_t limit, Attempt& a) {
+  const WhatIf::Mark mark = plan.Checkpoint();
   CycleState probe_state = state.Clone();
   auto probe = std::make_shared<Pod>(*rep);
-  probe->node_name = node.name();
-  PodRef probe_ref = probe;
+  probe->node_name = node;
+  const PodRef probe_ref = probe;
   int32_t n = 0;
   while (n < limit) {
-    if (Status st = Fits(in, probe_state, *rep, copy); !st.ok()) {
+    if (Status st = plan.Fits(*in.framework, probe_state, *rep, *plan.Get(node)); !st.ok()) {
       NoteLimit(a, st);
       break;
     }
-    copy.AddPod(probe_ref);
-    if (!in.framework->RunPreFilterExtensionAddPod(probe_state, *rep, *probe, copy).ok()) break;
+    const WhatIf::Mark before = plan.Now();
+    plan.Place(probe_ref);
+    if (!plan.Replay(*in.framework, probe_state, *rep, before).ok()) break;
     ++n;
   }
+  plan.Rollback(mark);
   return n;
 }
 
-// One shape's members onto the overlay, after the members placed before them. `state` is the
+// One shape's members into the plan, after the members placed before them. `state` is the
 // shape's PreFilter state; it learns of every member placed (AddPod), so each member is
 // filtered against all the members before it, its own shape's and the others'. Each member's
 // own state (for PreAssume, Reserve, Permit and binding) is a copy of `base`, the PreFilter
 // state before any member was added: Reserve plugins count the gang's other reservations
 // themselves.
 void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base, CycleState& state,
-                bool interacting, Overlay& overlay, Attempt& a) {
+                bool interacting, WhatIf& plan, Attempt& a) {
   const Framework& fw = *in.framework;
   const PodRef& rep = shape.representative;
   size_t next = 0;
@@ -216,7 +180,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
   // nodes found at first are used up, the rest is evaluated again (while it makes progress).
   while (next < shape.members.size()) {
     const size_t placed_before = next;
-    FilterOutcome outcome = fw.FindFeasibleNodes(state, *rep, overlay.nodes(), in.nominated);
+    FilterOutcome outcome = fw.FindFeasibleNodes(state, *rep, plan.nodes(), plan.nominated());
     for (const auto& [node, st] : outcome.rejected) {
       if (st.code() == Code::kError) {
         a.code = Code::kError;
@@ -227,7 +191,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
     }
     if (outcome.feasible.empty()) {
       if (first_round && a.fit_error.empty()) {
-        a.fit_error = FormatFitError(overlay.nodes().size(), outcome.rejected);
+        a.fit_error = FormatFitError(plan.nodes().size(), outcome.rejected);
       }
       return;
     }
@@ -252,36 +216,34 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
     }
     int32_t remaining = static_cast<int32_t>(shape.members.size() - next);
     std::vector<size_t> index(n);
-    std::vector<int32_t> cap(n);
+    std::vector<std::string> names(n);
+    std::vector<FillOption> option(n);
     for (size_t i = 0; i < n; ++i) {
-      index[i] = overlay.IndexOf(outcome.feasible[i]);
-      cap[i] = Capacity(in, state, rep, *outcome.feasible[i], remaining, a);
+      index[i] = plan.IndexOf(outcome.feasible[i]);
+      names[i] = outcome.feasible[i]->name();
+      // Capacity is the planner's measure of how full a node is for this shape; its ties keep
+      // score then snapshot order (no fullness), as the replay digests were recorded.
+      option[i] = FillOption{.capacity = Capacity(in, plan, state, rep, names[i], remaining, a),
+                             .score = score[i],
+                             .order = static_cast<int64_t>(index[i])};
     }
     std::vector<bool> done(n, false);
     while (remaining > 0) {
-      // Fill whole nodes: the tightest node that takes every remaining member, else the one
-      // that takes the most; ties by score, then by name (snapshot order).
+      // Fill whole nodes (BetterFill: the gang placement heuristic every plan shares).
       std::optional<size_t> best;
-      auto better = [&](size_t i, size_t j) {
-        const bool all_i = cap[i] >= remaining, all_j = cap[j] >= remaining;
-        if (all_i != all_j) return all_i;
-        if (cap[i] != cap[j]) return all_i ? cap[i] < cap[j] : cap[i] > cap[j];
-        if (score[i] != score[j]) return score[i] > score[j];
-        return index[i] < index[j];
-      };
       for (size_t i = 0; i < n; ++i) {
-        if (done[i] || cap[i] <= 0) continue;
-        if (!best || better(i, *best)) best = i;
+        if (done[i] || option[i].capacity <= 0) continue;
+        if (!best || BetterFill(option[i], option[*best], remaining)) best = i;
       }
       if (!best) break;
       done[*best] = true;
-      const int32_t take = std::min(cap[*best], remaining);
+      const int32_t take = std::min(option[*best].capacity, remaining);
       for (int32_t k = 0; k < take; ++k) {
         const PodRef& member = shape.members[next];
-        NodeInfo& node = overlay.Mutable(index[*best]);
+        const NodeInfo& node = *plan.Get(names[*best]);
         // Every member is filtered where it goes: the members placed since the capacities were
         // found (on other nodes too) may have changed what fits here.
-        if (Status st = Fits(in, state, *member, node); !st.ok()) {
+        if (Status st = plan.Fits(fw, state, *member, node); !st.ok()) {
           NoteLimit(a, st);
           break;
         }
@@ -297,9 +259,9 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
           }
           break;
         }
-        auto placed = std::make_shared<const Pod>(assumed);
-        node.AddPod(placed);
-        if (Status st = fw.RunPreFilterExtensionAddPod(state, *rep, *placed, node); !st.ok()) {
+        const WhatIf::Mark before = plan.Now();
+        plan.Place(std::make_shared<const Pod>(assumed));
+        if (Status st = plan.Replay(fw, state, *rep, before); !st.ok()) {
           a.code = Code::kError;
           a.error = st.Message();
           return;
@@ -307,7 +269,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
         a.used[index[*best]] = true;
         a.placements.push_back(MemberPlacement{.pod = member,
                                                .assumed = std::move(assumed),
-                                               .node = node.name(),
+                                               .node = names[*best],
                                                .state = std::move(member_state)});
         ++next;
         --remaining;
@@ -317,11 +279,11 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
   }
 }
 
-Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& overlay,
+Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, WhatIf& plan,
               bool interacting) {
   const Framework& fw = *in.framework;
   Attempt a;
-  a.used.assign(overlay.nodes().size(), false);
+  a.used.assign(plan.nodes().size(), false);
   for (const Shape& shape : shapes) {
     const PodRef& rep = shape.representative;
     CycleState state;
@@ -330,12 +292,9 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
     SetSchedulingUnit(state, std::vector<PodRef>(in.members.begin(), in.members.begin() + static_cast<std::ptrdiff_t>(needed)));
     Status pre = fw.RunPreFilter(state, *rep);
     const CycleState base = state.Clone();
-    // The members placed so far (earlier shapes) are in the overlay's nodes; the shape's state
-    // learns of them as if they were bound.
-    for (const MemberPlacement& m : a.placements) {
-      if (!pre.ok()) break;
-      pre = fw.RunPreFilterExtensionAddPod(state, *rep, m.assumed, *overlay.Get(m.node));
-    }
+    // The members placed so far (earlier shapes) are in the plan; the shape's state learns of
+    // them as if they were bound.
+    if (pre.ok()) pre = plan.Replay(fw, state, *rep);
     if (!pre.ok()) {
       if (pre.code() == Code::kError) {
         a.code = Code::kError;
@@ -343,11 +302,11 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, Overlay& ov
         return a;
       }
       AddRejecting(a.rejecting, pre.plugin());
-      if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(overlay.nodes().size(), pre);
+      if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(plan.nodes().size(), pre);
       continue;
     }
-    if (a.tiers == nullptr && NodeTiersOf(state) != nullptr) a.tiers = std::make_shared<const CycleState>(base.Clone());
-    PlaceShape(in, shape, base, state, interacting, overlay, a);
+    if (a.tiers == nullptr && TierWalk(state, {}).tiered()) a.tiers = std::make_shared<const CycleState>(base.Clone());
+    PlaceShape(in, shape, base, state, interacting, plan, a);
     if (a.code == Code::kError) return a;
   }
   return a;
@@ -458,38 +417,35 @@ GangPlan PlanGang(const PlanInput& input) {
   const std::vector<Shape> shapes = GroupShapes(in.members, labels_matter);
   std::shared_ptr<const CycleState> tier_state;
   plan = PlanOn(in, shapes, interacting, in.snapshot->nodes(), &tier_state);
-  const NodeTiers* tiers = tier_state == nullptr ? nullptr : NodeTiersOf(*tier_state);
-  if (tiers == nullptr || plan.code == Code::kError) return plan;
+  if (tier_state == nullptr || plan.code == Code::kError) return plan;
+  const TierWalk walk(*tier_state, in.snapshot->nodes());
+  if (!walk.tiered()) return plan;
   auto in_tier = [&tier_state](GangPlan p, std::optional<int64_t> tier) {
     p.tiers = tier_state;
     if (p.feasible) p.tier = tier;
     return p;
   };
   // Strict tiers (a queue's flavors): the whole gang in the first tier that takes it, compact
-  // placement within that tier.
-  std::map<int64_t, std::vector<NodeInfo*>> by_tier;
-  for (NodeInfo* node : in.snapshot->nodes()) {
-    if (const std::optional<int64_t> t = tiers->TierOf(*tier_state, *node)) by_tier[*t].push_back(node);
-  }
+  // placement within that tier (the walk every way of making room takes, node_tiers.h).
   // Members placed after the gang join the tier its running members use, whatever has room.
   for (const std::string& name : in.running_nodes) {
     const NodeInfo* node = in.snapshot->Get(name);
-    const std::optional<int64_t> t = node == nullptr ? std::nullopt : tiers->TierOf(*tier_state, *node);
+    const std::optional<int64_t> t = node == nullptr ? std::nullopt : walk.TierOf(*node);
     if (!t.has_value()) continue;
-    auto it = by_tier.find(*t);
-    GangPlan within = PlanOn(in, shapes, interacting, it == by_tier.end() ? std::vector<NodeInfo*>() : it->second, nullptr);
+    const TierWalk::Tier* tier = walk.Find(*t);
+    GangPlan within = PlanOn(in, shapes, interacting, tier == nullptr ? std::vector<NodeInfo*>() : tier->nodes, nullptr);
     if (!within.feasible && within.code != Code::kError) {
       within.message = StrCat(within.message, " (in the tier of nodes its running members use)");
     }
     return in_tier(std::move(within), t);
   }
-  if (by_tier.size() <= 1) {  // one tier: the plan on every node is the plan on it
-    return in_tier(std::move(plan), by_tier.empty() ? std::nullopt : std::optional<int64_t>(by_tier.begin()->first));
+  if (walk.tiers().size() <= 1) {  // one tier: the plan on every node is the plan on it
+    return in_tier(std::move(plan), walk.tiers().empty() ? std::nullopt : walk.tiers().front().rank);
   }
   std::optional<GangPlan> first_refusal;
-  for (const auto& [tier, nodes] : by_tier) {
-    GangPlan within = PlanOn(in, shapes, interacting, nodes, nullptr);
-    if (within.feasible || within.code == Code::kError) return in_tier(std::move(within), tier);
+  for (const TierWalk::Tier& tier : walk.tiers()) {
+    GangPlan within = PlanOn(in, shapes, interacting, tier.nodes, nullptr);
+    if (within.feasible || within.code == Code::kError) return in_tier(std::move(within), tier.rank);
     if (!first_refusal) first_refusal = std::move(within);
   }
   if (!first_refusal) return in_tier(std::move(plan), std::nullopt);
@@ -509,8 +465,8 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
                             in.min_resources.DebugString(), ") is more than the cluster has free");
       return plan;
     }
-    Overlay overlay(all);
-    Attempt a = Place(in, shapes, overlay, interacting);
+    WhatIf plan_on(in.snapshot, {.scope = &all, .nominated = in.nominated});
+    Attempt a = Place(in, shapes, plan_on, interacting);
     if (tiers != nullptr) *tiers = a.tiers;
     plan.rejecting_plugins = a.rejecting;
     if (a.code == Code::kError) {
@@ -558,8 +514,8 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
       plan.too_small.push_back(DomainFit{.domain = domain, .members = 0});
       continue;
     }
-    Overlay overlay(nodes);
-    Attempt a = Place(in, shapes, overlay, interacting);
+    WhatIf plan_on(in.snapshot, {.scope = &nodes, .nominated = in.nominated});
+    Attempt a = Place(in, shapes, plan_on, interacting);
     if (tiers != nullptr && *tiers == nullptr) *tiers = a.tiers;
     for (const std::string& p : a.rejecting) AddRejecting(plan.rejecting_plugins, p);
     if (a.code == Code::kError) {
@@ -573,7 +529,7 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
       plan.too_small.push_back(DomainFit{.domain = domain, .members = placed});
       continue;
     }
-    Candidate c{domain, std::move(a), FreeOf(overlay.nodes())};
+    Candidate c{domain, std::move(a), FreeOf(plan_on.nodes())};
     // More members placed first; then the domain left fullest (pack), then by name.
     auto better = [](const Candidate& x, const Candidate& y) {
       if (x.attempt.placements.size() != y.attempt.placements.size()) {

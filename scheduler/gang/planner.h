@@ -10,17 +10,18 @@
 // before (the PreFilter extensions' AddPod, as preemption's dry run does), Filter runs once
 // over every node, Score once over the nodes that pass (for tie-breaks). Pods nominated to a
 // node that are at least as important as the member count as present there (kube-scheduler's
-// rule for room a preemption freed). Then, on a private overlay of the snapshot, each feasible
-// node's capacity (how many more members of this shape it can host) is found by adding members
-// to a copy of the node and the state until Filter refuses, so every plugin's rules hold,
-// including per-device GPU accounting and the members' rules about each other (anti-affinity,
-// spread). Every member is filtered again on the node it takes. Nodes are then filled whole,
-// not spread:
+// rule for room a preemption freed). Then, on a what-if of the snapshot (framework/what_if.h,
+// the layer every way of making room plans on), each feasible node's capacity (how many more
+// members of this shape it can host) is found by placing members on the node and telling the
+// state, until Filter refuses, and rolling back, so every plugin's rules hold, including
+// per-device GPU accounting and the members' rules about each other (anti-affinity, spread).
+// Every member is filtered again on the node it takes. Nodes are then filled whole, not spread,
+// by the gang placement heuristic every plan shares (BetterFill):
 //   - if some node can host every member still to place, the smallest such node (best fit);
 //   - otherwise the node that hosts the most (fewest nodes for the gang);
-//   ties by score, then name. Members take the node one after another: PreAssume picks each
-//   one's GPU devices against the overlay, which already holds the members placed before it, so
-//   reservations are cumulative. Members with rules about each other (spread, affinity) are
+//   ties by score, then name. Members take the node one after another:
+//   PreAssume picks each one's GPU devices against the plan, which already holds the members
+//   placed before it, so reservations are cumulative. Members with rules about each other (spread, affinity) are
 //   evaluated again when the nodes found first are used up.
 // Compact placement (topology_key): the same plan runs within each domain of that node label;
 // of the domains that fit the gang, the one left fullest (least free GPU, then CPU) wins, and

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "scheduler/gpu/gpu_devices.h"
-#include "scheduler/preemption/overlay.h"
+#include "scheduler/framework/what_if.h"
 
 namespace tessel::preemption {
 namespace {
@@ -39,12 +39,6 @@ PodRef Pending(const Pod& running) {
   return std::make_shared<const Pod>(std::move(p));
 }
 
-PodRef PlacedOn(const Pod& pod, const std::string& node) {
-  Pod p = pod;
-  p.node_name = node;
-  return std::make_shared<const Pod>(std::move(p));
-}
-
 }  // namespace
 
 bool BetterPlan(const MovePlan& a, const MovePlan& b) {
@@ -62,27 +56,21 @@ struct Placed {
 };
 
 // Whether the `victims`, taken off their nodes with the `placed` pods on theirs, all fit
-// elsewhere at once: each, largest first, on the fullest other node that takes it (`order`:
-// MovableIndex::FullestFirst), the nodes earlier moves went to first; then every placed pod is
+// elsewhere at once: each, largest first, on the node the gang placement heuristic prefers among
+// those that take it (BetterFill: the fullest; `order` is MovableIndex::FullestFirst, so the walk
+// over the nodes no earlier move went to ends at the first that fits); then every placed pod is
 // checked again beside all the moves (a moved pod's new place may matter to its pod-to-pod
-// rules). False when one of the victims fits nowhere, or a placed pod no longer fits.
+// rules). False when one of the victims fits nowhere, or a placed pod no longer fits. All on one
+// what-if of the snapshot.
 bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std::vector<PreemptionVictim>& victims,
                 const std::vector<const NodeInfo*>& order) {
   const Framework& fw = *ctx.framework;
-  NodeOverlay overlay(ctx.snapshot);
-  const NodeLookup lookup = overlay.Lookup();
-  PlanLog removed;
-  for (const PreemptionVictim& v : victims) {
-    overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
-    removed.changes.push_back({false, v.pod});
-  }
-  PlanLog log = removed;  // what a moved pod's state sees: the victims gone, placed pods there
+  WhatIf plan(ctx.snapshot, {.nominated = ctx.nominated()});
+  for (const PreemptionVictim& v : victims) plan.Evict(v.pod);
   StringSet placed_nodes;
   std::vector<PodRef> placed_refs;
   for (const Placed& p : placed) {
-    placed_refs.push_back(PlacedOn(*p.pod, p.node));
-    overlay.Mutable(p.node).AddPod(placed_refs.back());
-    log.changes.push_back({true, placed_refs.back()});
+    placed_refs.push_back(plan.Place(*p.pod, p.node));
     placed_nodes.insert(p.node);
   }
 
@@ -102,17 +90,24 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
   for (const PreemptionVictim* v : largest_first) {
     const PodRef pending = Pending(*v->pod);
     CycleState s;
-    if (!fw.RunPreFilter(s, *pending).ok() || !log.Replay(fw, s, *pending, lookup)) return false;
+    if (!fw.RunPreFilter(s, *pending).ok() || !plan.Replay(fw, s, *pending).ok()) return false;
     auto fits = [&](const NodeInfo& node) {
-      return fw.MayFitAfterFreeing(s, *pending, node, Resources{}) &&
-             fw.RunFiltersWithNominatedPods(s, *pending, node, ctx.nominated()).ok();
+      return fw.MayFitAfterFreeing(s, *pending, node, Resources{}) && plan.Fits(fw, s, *pending, node).ok();
     };
-    // The nodes earlier moves went to first, as they are now; then the others fullest first,
-    // where the first that takes the pod ends the walk (no emptier node would be chosen).
+    auto option_of = [&](const NodeInfo& node) {
+      return FillOption{.fullness = Fullness(node), .order = ctx.snapshot->PositionOf(node.name())};
+    };
+    // The nodes earlier moves went to, as they are now; then the others fullest first, where
+    // the first that takes the pod ends the walk (no emptier node would be chosen).
     const NodeInfo* best = nullptr;
+    FillOption best_option;
     for (const std::string& name : targets) {
-      const NodeInfo& node = *lookup(name);
-      if ((best == nullptr || Fullness(node) < Fullness(*best)) && fits(node)) best = &node;
+      const NodeInfo& node = *plan.Get(name);
+      const FillOption option = option_of(node);
+      if ((best == nullptr || BetterFill(option, best_option, 1)) && fits(node)) {
+        best = &node;
+        best_option = option;
+      }
     }
     // A node with fewer free GPU milli than the pod would hold there cannot take it: an integer
     // test before any filter (in a full cluster, most of the order fails it).
@@ -120,30 +115,29 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
     for (const NodeInfo* node : order) {
       if (node->gpus().total_free_milli() < gpu::HeldGpuMilli(request, node->gpus().inventory())) continue;
       if (placed_nodes.contains(node->name()) || targets.contains(node->name())) continue;
-      if (best != nullptr && Fullness(*node) >= Fullness(*best)) break;
-      if (fits(*node)) {
+      const FillOption option = option_of(*node);
+      if (best != nullptr && !BetterFill(option, best_option, 1)) break;
+      if (fits(*plan.Get(node->name()))) {
         best = node;
+        best_option = option;
         break;
       }
     }
     if (best == nullptr) return false;
-    moved_refs.push_back(PlacedOn(*pending, best->name()));
-    targets.insert(best->name());
-    overlay.Mutable(best->name()).AddPod(moved_refs.back());
-    log.changes.push_back({true, moved_refs.back()});
+    const std::string to = best->name();
+    moved_refs.push_back(plan.Place(*pending, to));
+    targets.insert(to);
   }
-  // Every placed pod still fits where the plan puts it, beside the others and every move.
+  // Every placed pod still fits where the plan puts it, beside the others and every move: its
+  // state is told of the victims gone and of every pod placed but itself.
   for (size_t i = 0; i < placed.size(); ++i) {
-    PlanLog others = removed;
-    for (size_t j = 0; j < placed.size(); ++j) {
-      if (j != i) others.changes.push_back({true, placed_refs[j]});
-    }
-    for (const PodRef& m : moved_refs) others.changes.push_back({true, m});
+    const WhatIf::Mark before = plan.Checkpoint();
+    plan.Evict(placed_refs[i]);  // its node without it, where it is filtered
     CycleState s = placed[i].state->Clone();
-    if (!others.Replay(fw, s, *placed[i].pod, lookup)) return false;
-    NodeInfo without_pod = *lookup(placed[i].node);
-    without_pod.RemovePod(placed[i].pod->Key());
-    if (!fw.RunFiltersWithNominatedPods(s, *placed[i].pod, without_pod, ctx.nominated()).ok()) return false;
+    const bool fits = plan.Replay(fw, s, *placed[i].pod, 0, placed_refs[i].get()).ok() &&
+                      plan.Fits(fw, s, *placed[i].pod, *plan.Get(placed[i].node)).ok();
+    plan.Rollback(before);
+    if (!fits) return false;
   }
   return true;
 }

@@ -8,7 +8,7 @@
 
 #include "scheduler/framework/node_local.h"
 #include "scheduler/preemption/disruption.h"
-#include "scheduler/preemption/overlay.h"
+#include "scheduler/framework/what_if.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::preemption {
@@ -192,13 +192,16 @@ std::vector<bool> ViolatingUnits(const std::vector<PodDisruptionBudget>& pdbs,
   return out;
 }
 
-// `node_local` (out, when given): whether the answer read nothing but the node's pods.
+// The dry run for `pod` on the plan's node `node_name`: a transaction on `plan`, rolled back
+// whatever it finds. `node_local` (out, when given): whether the answer read nothing but the
+// node's pods.
 std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& state, const Pod& pod,
-                                       const NodeInfo& node, const GangIndex& gangs,
-                                       const NodeLookup& lookup, const StringSet& exclude,
+                                       const std::string& node_name, const GangIndex& gangs,
+                                       WhatIf& plan, const StringSet& exclude,
                                        const StringSet& gone, bool rejected_as_is,
                                        bool* node_local = nullptr) {
   const Framework& fw = *ctx.framework;
+  const NodeInfo& node = *plan.Get(node_name);
   bool local = true;
   std::vector<Unit> units = EligibleUnits(ctx, state, pod, node, gangs, exclude, gone, local);
   if (node_local != nullptr) *node_local = local;
@@ -214,38 +217,57 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
     for (const PreemptionVictim& v : u.here) summed = summed && freed.Add(v.pod->requests).ok();
   }
   if (summed && !fw.MayFitAfterFreeing(state, pod, node, freed)) return std::nullopt;
-  NodeInfo work = node;
+  const std::vector<PodRef> terminating = [&] {
+    std::vector<PodRef> out;
+    for (const PodRef& p : node.pods()) {
+      if (Terminating(*p)) out.push_back(p);
+    }
+    return out;
+  }();
+  // The reprieve's arithmetic asks about the node as the dry run found it: the plan changes its
+  // own copy of a node it changed before, so that one is kept aside.
+  std::optional<NodeInfo> kept_aside;
+  if (summed && plan.Changed(node_name)) kept_aside.emplace(node);
+  const NodeInfo& at_start = kept_aside.has_value() ? *kept_aside : node;
+  struct RollBack {
+    WhatIf& plan;
+    WhatIf::Mark mark;
+    ~RollBack() { plan.Rollback(mark); }
+  } roll_back{plan, plan.Checkpoint()};
   CycleState s = state.Clone();
   // The node as it will be once its terminating pods are gone: their room goes to the pods
   // nominated here (RunFiltersWithNominatedPods adds those at least as important) and then to
   // this pod, so a preemptor never evicts for room that is being freed already. A node where
   // that room is enough is a candidate without victims: the pod is nominated there and waits.
-  if (leaving && !fw.RemoveTerminatingPods(s, pod, work).ok()) return std::nullopt;
-  // Takes a unit's victims out of (or puts them back into) the dry run: the node's copy, and
-  // every PreFilter state, for the victims here and for gang members elsewhere.
+  if (leaving) {
+    const WhatIf::Mark before = plan.Now();
+    for (const PodRef& p : terminating) plan.Evict(p);
+    if (!plan.Replay(fw, s, pod, before).ok()) return std::nullopt;
+  }
+  // Takes a unit's victims out of (or puts them back into) the plan, and tells the pod's state
+  // of the victims here and of gang members elsewhere (whose nodes the dry run does not filter).
   auto apply = [&](const Unit& u, bool adding) -> bool {
-    auto extend = [&](const PreemptionVictim& v, const NodeInfo& on) {
-      return (adding ? fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, on)
-                     : fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, on))
-          .ok();
-    };
+    const WhatIf::Mark before = plan.Now();
     for (const PreemptionVictim& v : u.here) {
       if (adding) {
-        work.AddPod(v.pod);
+        plan.Place(v.pod);
       } else {
-        work.RemovePod(v.pod->Key());
+        plan.Evict(v.pod);
       }
-      if (!extend(v, work)) return false;
     }
+    if (!plan.Replay(fw, s, pod, before).ok()) return false;
     for (const PreemptionVictim& v : u.elsewhere) {
-      const NodeInfo* where = lookup(v.pod->node_name);
-      if (where != nullptr && !extend(v, *where)) return false;
+      const NodeInfo* where = plan.Get(v.pod->node_name);
+      if (where == nullptr) continue;
+      const Status st = adding ? fw.RunPreFilterExtensionAddPod(s, pod, *v.pod, *where)
+                               : fw.RunPreFilterExtensionRemovePod(s, pod, *v.pod, *where);
+      if (!st.ok()) return false;
     }
     return true;
   };
   auto remove = [&](const Unit& u) { return apply(u, /*adding=*/false); };
   auto add = [&](const Unit& u) { return apply(u, /*adding=*/true); };
-  auto fits = [&] { return fw.RunFiltersWithNominatedPods(s, pod, work, ctx.nominated()).ok(); };
+  auto fits = [&] { return plan.Fits(fw, s, pod, *plan.Get(node_name)).ok(); };
 
   for (const Unit& u : units) {
     if (!remove(u)) return std::nullopt;
@@ -262,7 +284,7 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
       // unit stays out without a filter run (the run would say no).
       Resources kept_out = freed;
       for (const PreemptionVictim& v : units[i].here) kept_out.Sub(v.pod->requests);
-      if (!summed || fw.MayFitAfterFreeing(state, pod, node, kept_out)) {
+      if (!summed || fw.MayFitAfterFreeing(state, pod, at_start, kept_out)) {
         if (!add(units[i])) return std::nullopt;
         if (fits()) {  // reprieved
           freed = kept_out;
@@ -273,7 +295,7 @@ std::optional<Candidate> SelectVictims(const Context& ctx, const CycleState& sta
       evicted.push_back(&units[i]);
     }
   }
-  Candidate c{.node = node.name()};
+  Candidate c{.node = node_name};
   for (const Unit* u : evicted) {
     c.victims.insert(c.victims.end(), u->here.begin(), u->here.end());
   }
@@ -427,8 +449,8 @@ bool EligibleToPreempt(const Context& ctx, const Pod& pod, const NodeStatusMap& 
 std::optional<Candidate> SelectVictimsOnNode(const Context& ctx, const CycleState& state,
                                              const Pod& pod, const NodeInfo& node) {
   const GangIndex gangs(ctx);
-  const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
-  return SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/false);
+  WhatIf plan(ctx.snapshot, {.nominated = ctx.nominated()});
+  return SelectVictims(ctx, state, pod, node.name(), gangs, plan, {}, {}, /*rejected_as_is=*/false);
 }
 
 bool BetterCandidate(const Context& ctx, const Candidate& a, const Candidate& b) {
@@ -508,7 +530,7 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
   const bool indexed = ctx.index != nullptr && ctx.index->InStepWith(*ctx.snapshot);
   if (indexed && !ctx.index->MayHaveVictims(query)) return {};
   const GangIndex gangs(ctx);
-  const NodeLookup lookup = [&ctx](std::string_view name) { return ctx.snapshot->Get(name); };
+  WhatIf plan(ctx.snapshot, {.nominated = ctx.nominated()});  // each dry run rolled back
   const size_t wanted = ctx.limits.For(nodes.size());
   const uint32_t offset = wanted >= nodes.size() ? 0 : CandidateOffset(ctx.seed, pod, nodes.size());
   CandidateMemo::Table* memo = MemoTableFor(ctx, state, pod, query.priority);
@@ -528,7 +550,7 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
       c = *kept;
     } else {
       bool node_local = false;
-      c = SelectVictims(ctx, state, pod, node, gangs, lookup, {}, {}, /*rejected_as_is=*/true, &node_local);
+      c = SelectVictims(ctx, state, pod, node.name(), gangs, plan, {}, {}, /*rejected_as_is=*/true, &node_local);
       if (table != nullptr && node_local) table->Keep(node, version, c);
     }
     if (table != nullptr) ctx.memo->Count(kept != nullptr);
@@ -581,29 +603,27 @@ std::vector<PreemptionVictim> EvictionOrder(const std::vector<PodDisruptionBudge
 
 namespace {
 
-// Member after member, the best candidate node among `nodes` (see preemption.h).
+// Member after member, the best candidate node among `nodes` (see preemption.h), on `plan`:
+// the victims chosen evicted, the members placed.
 GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& members,
                                const std::vector<const CycleState*>& states, int32_t need,
-                               const std::vector<NodeInfo*>& nodes) {
+                               const std::vector<NodeInfo*>& nodes, WhatIf& plan_on) {
   GangPreemptionPlan plan;
   const Framework& fw = *ctx.framework;
   const GangIndex gangs(ctx);
-  NodeOverlay overlay(ctx.snapshot);
-  const NodeLookup lookup = overlay.Lookup();
-  PlanLog log;
   StringSet placed_keys, gone;
   int32_t placed = 0;
   for (size_t i = 0; i < members.size() && placed < need; ++i) {
     const Pod& member = *members[i];
     CycleState s = states[i]->Clone();
-    if (!log.Replay(fw, s, member, lookup)) continue;
+    if (!plan_on.Replay(fw, s, member).ok()) continue;
     std::optional<Candidate> best;
     // Each member's search stops after as many candidates as a single pod's (CandidateLimits).
     const size_t wanted = std::max<size_t>(ctx.limits.For(nodes.size()), 1);
     size_t found = 0;
     for (const NodeInfo* snap_node : nodes) {
-      const NodeInfo& node = *lookup(snap_node->name());
-      auto c = SelectVictims(ctx, s, member, node, gangs, lookup, placed_keys, gone, /*rejected_as_is=*/false);
+      auto c = SelectVictims(ctx, s, member, snap_node->name(), gangs, plan_on, placed_keys, gone,
+                             /*rejected_as_is=*/false);
       if (!c) continue;
       if (!best || BetterCandidate(ctx, *c, *best)) best = std::move(c);
       if (++found >= wanted) break;
@@ -611,15 +631,10 @@ GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& me
     if (!best) continue;
     for (PreemptionVictim& v : best->victims) {
       if (!gone.insert(v.pod->Key()).second) continue;
-      overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
-      log.changes.push_back({false, v.pod});
+      plan_on.Evict(v.pod);
       plan.victims.push_back(std::move(v));
     }
-    Pod at = member;
-    at.node_name = best->node;
-    auto ref = std::make_shared<const Pod>(std::move(at));
-    overlay.Mutable(best->node).AddPod(ref);
-    log.changes.push_back({true, ref});
+    plan_on.Place(member, best->node);
     placed_keys.insert(member.Key());
     plan.targets.push_back({members[i], best->node});
     ++placed;
@@ -628,42 +643,36 @@ GangPreemptionPlan PlanOnNodes(const Context& ctx, const std::vector<PodRef>& me
   return plan;
 }
 
-// Where `need` members fit with only `victims` gone, on the nodes the plan touched (no further
-// eviction); nullopt when they do not. Each member takes the fullest node that fits it.
-std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx,
+// Where `need` members fit on `plan` (the victims evicted there), on the nodes the plan touched
+// (no further eviction); nullopt when they do not. Each member takes the node the gang placement
+// heuristic prefers (BetterFill: the fullest that fits). The members' placements are rolled
+// back: the plan is left as it was given.
+std::optional<std::vector<GangMemberTarget>> FitWith(const Context& ctx, WhatIf& plan,
                                                      const std::vector<PodRef>& members,
                                                      const std::vector<const CycleState*>& states,
-                                                     int32_t need,
-                                                     const std::vector<PreemptionVictim>& victims,
-                                                     const std::vector<std::string>& touched) {
+                                                     int32_t need, const std::vector<std::string>& touched) {
   const Framework& fw = *ctx.framework;
-  NodeOverlay overlay(ctx.snapshot);
-  const NodeLookup lookup = overlay.Lookup();
-  PlanLog log;
-  for (const PreemptionVictim& v : victims) {
-    overlay.Mutable(v.pod->node_name).RemovePod(v.pod->Key());
-    log.changes.push_back({false, v.pod});
-  }
+  const WhatIf::Mark start = plan.Checkpoint();
   std::vector<GangMemberTarget> targets;
   for (size_t i = 0; i < members.size() && static_cast<int32_t>(targets.size()) < need; ++i) {
     CycleState s = states[i]->Clone();
-    if (!log.Replay(fw, s, *members[i], lookup)) continue;
+    if (!plan.Replay(fw, s, *members[i]).ok()) continue;
     const NodeInfo* best = nullptr;
+    FillOption best_option;
     for (const std::string& name : touched) {
-      const NodeInfo* node = lookup(name);
-      if (node == nullptr || !fw.RunFiltersWithNominatedPods(s, *members[i], *node, ctx.nominated()).ok()) {
-        continue;
-      }
-      if (best == nullptr || Fullness(*node) < Fullness(*best)) best = node;
+      const NodeInfo* node = plan.Get(name);
+      if (node == nullptr) continue;
+      const FillOption option{.fullness = Fullness(*node), .order = ctx.snapshot->PositionOf(name)};
+      if (best != nullptr && !BetterFill(option, best_option, 1)) continue;
+      if (!plan.Fits(fw, s, *members[i], *node).ok()) continue;
+      best = node;
+      best_option = option;
     }
     if (best == nullptr) continue;
-    Pod at = *members[i];
-    at.node_name = best->name();
-    auto ref = std::make_shared<const Pod>(std::move(at));
-    overlay.Mutable(best->name()).AddPod(ref);
-    log.changes.push_back({true, ref});
+    plan.Place(*members[i], best->name());
     targets.push_back({members[i], best->name()});
   }
+  plan.Rollback(start);
   if (static_cast<int32_t>(targets.size()) < need) return std::nullopt;
   return targets;
 }
@@ -703,17 +712,23 @@ void Reprieve(const Context& ctx, const std::vector<PodRef>& members,
   std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) {
     return MoreImportantVictim(ctx, top(a), top(b));
   });
+  // Every victim evicted on a plan, then units put back one at a time: a unit stays back
+  // (reprieved) if the members still fit, else the plan rolls back to before it.
+  WhatIf plan_on(ctx.snapshot, {.nominated = ctx.nominated()});
+  for (const PreemptionVictim& v : plan.victims) plan_on.Evict(v.pod);
   std::vector<bool> kept(units.size(), false);
   for (size_t u = 0; u < units.size(); ++u) {
+    const WhatIf::Mark before = plan_on.Checkpoint();
+    for (const PreemptionVictim& v : units[u]) plan_on.Place(v.pod);
+    std::optional<std::vector<GangMemberTarget>> fit = FitWith(ctx, plan_on, members, states, need, touched);
+    if (!fit) {
+      plan_on.Rollback(before);
+      continue;
+    }
     kept[u] = true;
     std::vector<PreemptionVictim> rest;
     for (size_t k = 0; k < units.size(); ++k) {
       if (!kept[k]) rest.insert(rest.end(), units[k].begin(), units[k].end());
-    }
-    std::optional<std::vector<GangMemberTarget>> fit = FitWith(ctx, members, states, need, rest, touched);
-    if (!fit) {
-      kept[u] = false;
-      continue;
     }
     plan.victims = std::move(rest);
     plan.targets = *std::move(fit);
@@ -744,7 +759,8 @@ GangPreemptionPlan PlanGangPreemption(const Context& ctx, const std::vector<PodR
   std::optional<Candidate> best_cost;
   int32_t most = 0;
   for (const auto& [domain, nodes] : domains) {
-    GangPreemptionPlan plan = PlanOnNodes(ctx, members, states, need, nodes);
+    WhatIf plan_on(ctx.snapshot, {.nominated = ctx.nominated()});
+    GangPreemptionPlan plan = PlanOnNodes(ctx, members, states, need, nodes, plan_on);
     most = std::max(most, static_cast<int32_t>(plan.targets.size()));
     if (!plan.feasible) continue;
     if (!plan.victims.empty()) Reprieve(ctx, members, states, need, plan);

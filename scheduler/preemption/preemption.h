@@ -88,7 +88,7 @@ struct Context {
   std::function<bool(const Pod& victim, std::string* reason)> victim_rule;
   // Which nodes a gang plan (PlanGangPreemption) looks at, places members on and puts victims
   // back for; null: every node. The gang cycle and consolidation restrict a gang to one tier of
-  // its flavors at a time (framework/node_tiers.h TierScreens); moves screen out, besides, the
+  // its flavors at a time (framework/node_tiers.h TierWalk); moves screen out, besides, the
   // nodes that neither hold a member now nor could once their movable pods are gone.
   std::function<bool(const NodeInfo& node)> gang_node_screen;
 };
