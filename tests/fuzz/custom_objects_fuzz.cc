@@ -1,11 +1,12 @@
 // libFuzzer target: the decoders of Tessel's own objects and of the gang objects it reads, on
-// arbitrary JSON text: Queue (scheduler/quota/queue.h), ResourceFlavor (flavor.h), and the
-// scheduler-plugins PodGroup, the v1alpha2 PodGroup and the Workload (scheduler/gang/gang_api.h).
+// arbitrary JSON text: Queue (scheduler/quota/queue.h), Cohort (cohort.h), ResourceFlavor
+// (flavor.h), and the scheduler-plugins PodGroup, the v1alpha2 PodGroup and the Workload
+// (scheduler/gang/gang_api.h).
 // Each must answer with a value or an error naming the object, never throw; a Queue that does
 // not decode still yields its readable spec.namespaces (what holds its pods). What a decoded
 // object promises must hold: a Queue's amounts are not negative, it lends at most its nominal
 // quota, its weight is positive, and a QueueDirectory takes it; a PodGroup's counts are not
-// negative.
+// negative; a Cohort never names itself as its parent.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_api.h"
+#include "scheduler/quota/cohort.h"
 #include "scheduler/quota/flavor.h"
 #include "scheduler/quota/queue.h"
 
@@ -61,6 +63,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ns.empty()) std::abort();
   }
   (void)tessel::ObjectName(object);
+
+  const nlohmann::json cohort_object = As(object, "tessel.io/v1alpha1", "Cohort");
+  const absl::StatusOr<tessel::Cohort> cohort = tessel::DecodeCohort(cohort_object);
+  CheckNamed(cohort, tessel::DescribeObject(cohort_object));
+  if (cohort.ok() && !cohort->parent.empty() && cohort->parent == cohort->name()) std::abort();
 
   const nlohmann::json flavor_object = As(object, "tessel.io/v1alpha1", "ResourceFlavor");
   CheckNamed(tessel::DecodeResourceFlavor(flavor_object), tessel::DescribeObject(flavor_object));
