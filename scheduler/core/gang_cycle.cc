@@ -217,7 +217,7 @@ void Scheduler::GangShortfall(GangAttempt& a, gang::GangPlan& plan) {
       return ReportAttempt(*head, AttemptResult::kUnschedulable, a.start);
     }
   }
-  const bool quota_only = !error && a.fw.RejectedOnlyByQuota(plan.rejecting_plugins);
+  const bool quota_only = !error && plan.QuotaOnly(a.fw);
   if (quota_only && !plan.limit_reason.empty()) {
     StrAppend(&plan.message, ": ", plan.limit_reason);  // the cluster has room; the quota not
   }

@@ -38,13 +38,9 @@ DecisionCache::HeldNodes HeldNodesFor(const Framework& fw, const CycleState& sta
   return held;
 }
 
-// Whether waiting for quota can help: some node's rejection is a quota plugin's that more quota
-// would lift (Unschedulable). A quota plugin's unresolvable rejections (a node outside the
-// queue's flavors, a flavor's taint the pod does not tolerate) are not a quota shortfall.
+// Whether waiting for quota can help: more quota would lift some node's rejection.
 bool QuotaMayHelp(const Framework& fw, const NodeStatusMap& rejected) {
-  return std::any_of(rejected.begin(), rejected.end(), [&](const auto& entry) {
-    return entry.second.code() == Code::kUnschedulable && fw.IsQuotaPlugin(entry.second.plugin());
-  });
+  return std::any_of(rejected.begin(), rejected.end(), [&](const auto& entry) { return fw.QuotaMayLift(entry.second); });
 }
 
 AttemptResult ResultOf(const Status& status) {

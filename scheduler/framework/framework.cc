@@ -568,6 +568,10 @@ bool Framework::RejectedOnlyByQuota(const std::vector<std::string>& plugin_names
                                               [this](const std::string& p) { return IsQuotaPlugin(p); });
 }
 
+bool Framework::QuotaMayLift(const Status& rejection) const {
+  return rejection.code() == Code::kUnschedulable && IsQuotaPlugin(rejection.plugin());
+}
+
 uint32_t Framework::EventsFor(const std::vector<std::string>& plugin_names) const {
   uint32_t events = 0;
   for (const std::string& name : plugin_names) {

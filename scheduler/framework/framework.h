@@ -143,6 +143,10 @@ class Framework {
   bool IsQuotaPlugin(std::string_view name) const;
   // Whether the named plugins are some and all QuotaPlugins: only quota said no.
   bool RejectedOnlyByQuota(const std::vector<std::string>& plugin_names) const;
+  // Whether more quota would lift this rejection: a QuotaPlugin's Unschedulable. Its
+  // unresolvable rejections (a node outside the queue's flavors, a flavor's taint the pod does
+  // not tolerate) are not a quota shortfall, and waiting for quota cannot help them.
+  bool QuotaMayLift(const Status& rejection) const;
   // Union of EventsToRegister of the named PreFilter/Filter plugins (kAllEvents if unknown).
   uint32_t EventsFor(const std::vector<std::string>& plugin_names) const;
   // Of those, the events every named plugin that registered hints by the node's room

@@ -121,6 +121,7 @@ struct Attempt {
   Code code = Code::kSuccess;
   std::string error;
   std::vector<std::string> rejecting;
+  bool quota_may_help = false;  // some rejection more quota would lift (Framework::QuotaMayLift)
   std::string fit_error;  // why the first shape that fit nowhere was refused
   std::string limit_reason;  // the first rejection that stopped members on a feasible node
   // The first shape's PreFilter state when it ranks nodes in strict tiers (node_tiers.h).
@@ -132,10 +133,16 @@ void AddRejecting(std::vector<std::string>& out, const std::string& plugin) {
   if (std::find(out.begin(), out.end(), plugin) == out.end()) out.push_back(plugin);
 }
 
-// A Filter refused one more member on a node that took others: the plan was limited by it.
-void NoteLimit(Attempt& a, const Status& st) {
-  if (st.ok()) return;
+// A rejection that limited the attempt: its plugin, and whether more quota would lift it.
+void NoteRejection(const PlanInput& in, Attempt& a, const Status& st) {
   AddRejecting(a.rejecting, st.plugin());
+  a.quota_may_help = a.quota_may_help || in.framework->QuotaMayLift(st);
+}
+
+// A Filter refused one more member on a node that took others: the plan was limited by it.
+void NoteLimit(const PlanInput& in, Attempt& a, const Status& st) {
+  if (st.ok()) return;
+  NoteRejection(in, a, st);
   if (a.limit_reason.empty()) a.limit_reason = st.Message();
 }
 
@@ -152,7 +159,7 @@ int32_t Capacity(const PlanInput& in, WhatIf& plan, const CycleState& state, con
   int32_t n = 0;
   while (n < limit) {
     if (Status st = plan.Fits(*in.framework, probe_state, *rep, *plan.Get(node)); !st.ok()) {
-      NoteLimit(a, st);
+      NoteLimit(in, a, st);
       break;
     }
     const WhatIf::Mark before = plan.Now();
@@ -187,7 +194,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
         a.error = st.Message();
         return;
       }
-      if (first_round) AddRejecting(a.rejecting, st.plugin());
+      if (first_round) NoteRejection(in, a, st);
     }
     if (outcome.feasible.empty()) {
       if (first_round && a.fit_error.empty()) {
@@ -244,7 +251,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
         // Every member is filtered where it goes: the members placed since the capacities were
         // found (on other nodes too) may have changed what fits here.
         if (Status st = plan.Fits(fw, state, *member, node); !st.ok()) {
-          NoteLimit(a, st);
+          NoteLimit(in, a, st);
           break;
         }
         auto member_state = std::make_shared<CycleState>(base.Clone());
@@ -301,7 +308,9 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, WhatIf& pla
         a.error = pre.Message();
         return a;
       }
+      // As for a single pod: a quota plugin's PreFilter rejection is the queue's quota.
       AddRejecting(a.rejecting, pre.plugin());
+      a.quota_may_help = a.quota_may_help || fw.IsQuotaPlugin(pre.plugin());
       if (a.fit_error.empty()) a.fit_error = FormatPreFilterError(plan.nodes().size(), pre);
       continue;
     }
@@ -451,6 +460,7 @@ GangPlan PlanGang(const PlanInput& input) {
   if (!first_refusal) return in_tier(std::move(plan), std::nullopt);
   first_refusal->message = StrCat(first_refusal->message, " (in its first tier of nodes; no other tier takes it whole)");
   for (const std::string& p : plan.rejecting_plugins) AddRejecting(first_refusal->rejecting_plugins, p);
+  first_refusal->quota_may_help = first_refusal->quota_may_help || plan.quota_may_help;
   return in_tier(*std::move(first_refusal), std::nullopt);
 }
 
@@ -469,6 +479,7 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
     Attempt a = Place(in, shapes, plan_on, interacting);
     if (tiers != nullptr) *tiers = a.tiers;
     plan.rejecting_plugins = a.rejecting;
+    plan.quota_may_help = a.quota_may_help;
     if (a.code == Code::kError) {
       plan.code = Code::kError;
       plan.message = StrCat(in.gang, ": ", a.error);
@@ -483,7 +494,7 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
     }
     plan.code = Code::kUnschedulable;
     plan.limit_reason = a.limit_reason;
-    const bool quota_only = !a.rejecting.empty() && in.framework->RejectedOnlyByQuota(a.rejecting);
+    const bool quota_only = plan.QuotaOnly(*in.framework);
     plan.message = placed > 0   ? StrCat(Needs(in, shapes), "; ", Plural(plan.nodes_used, "node", "nodes"),
                                          " can host ", Plural(placed, "member", "members"))
                    : quota_only ? StrCat(Needs(in, shapes), "; its quota does not admit it: ", a.fit_error)
@@ -518,6 +529,7 @@ GangPlan PlanOn(const PlanInput& in, const std::vector<Shape>& shapes, bool inte
     Attempt a = Place(in, shapes, plan_on, interacting);
     if (tiers != nullptr && *tiers == nullptr) *tiers = a.tiers;
     for (const std::string& p : a.rejecting) AddRejecting(plan.rejecting_plugins, p);
+    plan.quota_may_help = plan.quota_may_help || a.quota_may_help;
     if (a.code == Code::kError) {
       plan.code = Code::kError;
       plan.message = StrCat(in.gang, ": ", a.error);

@@ -86,6 +86,10 @@ struct GangPlan {
   std::string message;
   // Plugins whose rejections limited the plan (for the queue's wake-up events).
   std::vector<std::string> rejecting_plugins;
+  // Some rejection more quota would lift (Framework::QuotaMayLift): with only quota plugins
+  // rejecting, the gang waits for quota (QuotaOnly), else for nodes.
+  bool quota_may_help = false;
+  bool QuotaOnly(const Framework& fw) const { return quota_may_help && fw.RejectedOnlyByQuota(rejecting_plugins); }
   // The first rejection that stopped a member on a node that took others ("" if none): with a
   // quota as the only limit, the message says so.
   std::string limit_reason;

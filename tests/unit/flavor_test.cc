@@ -661,6 +661,24 @@ TEST_CASE("a pod that tolerates none of its flavor's taints is told so, not to w
     CHECK(kind == FailureKind::kUnschedulable);
     CHECK_THAT(message, Catch::Contains("does not tolerate the node taints of flavor"));
   }
+  SECTION("a gang of such pods: Unschedulable too, as a pod") {
+    REQUIRE(h.ApplyGangObject(json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                   {"kind", "PodGroup"},
+                                   {"metadata", {{"name", "pair"}, {"namespace", "q"}}},
+                                   {"spec", {{"minMember", 2}}}})
+                .ok());
+    for (int i = 0; i < 2; ++i) {
+      Pod member = PodBuilder(StrCat("pair-", i), "q").Requests("cpu:1,nvidia.com/gpu:1").Build();
+      member.meta.labels["scheduling.x-k8s.io/pod-group"] = "pair";
+      h.AddPod(std::move(member));
+    }
+    h.RunUntilIdle();
+    REQUIRE(rec.failures.contains("q/pair-0"));
+    const auto& [kind, message] = rec.failures.at("q/pair-0");
+    CAPTURE(message);
+    CHECK(kind == FailureKind::kUnschedulable);
+    CHECK_THAT(message, Catch::Contains("does not tolerate the node taints of flavor"));
+  }
   SECTION("a pod with it waits for quota, over quota") {
     Pod second = PodBuilder("second", "q").Requests("cpu:1,nvidia.com/gpu:1").Build();
     second.tolerations.push_back(Toleration{.key = "spot", .value = "true",
