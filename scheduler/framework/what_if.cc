@@ -97,7 +97,7 @@ void WhatIf::Apply(const Change& c) {
 }
 
 WhatIf::Mark WhatIf::Checkpoint() {
-  if (checkpoints_.empty() || checkpoints_.back() != changes_.size()) checkpoints_.push_back(changes_.size());
+  checkpoints_.push_back(changes_.size());  // nested ones at the same mark are counted apart
   return changes_.size();
 }
 
@@ -145,7 +145,10 @@ void WhatIf::Rollback(Mark mark) {
     Restore(copies_.back().second);
     copies_.pop_back();
   }
-  while (!checkpoints_.empty() && checkpoints_.back() >= mark) checkpoints_.pop_back();
+  // The checkpoints after `mark` are gone, and the one rolled back to; one taken earlier at the
+  // same mark (nothing changed between) stays.
+  while (!checkpoints_.empty() && checkpoints_.back() > mark) checkpoints_.pop_back();
+  if (!checkpoints_.empty() && checkpoints_.back() == mark) checkpoints_.pop_back();
 }
 
 Status WhatIf::Replay(const Framework& fw, CycleState& state, const Pod& pod, Mark from,

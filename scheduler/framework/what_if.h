@@ -100,7 +100,9 @@ class WhatIf {
   void Place(PodRef placed);
   // A running pod taken off its node (false when the plan does not hold it there).
   bool Evict(const PodRef& pod);
-  // A running pod taken off its node and placed on `to`; the copy placed.
+  // A running pod on `to` instead: taken off its node (unless the plan took it off already, as
+  // a move plan evicts all its pods before it places them again) and placed there, not
+  // nominated anywhere. The copy placed.
   PodRef Move(const PodRef& pod, const std::string& to);
 
   struct Change {
@@ -118,8 +120,10 @@ class WhatIf {
   // no trace in the node's device ledger or pod order).
   Mark Checkpoint();
   // Back to `mark` (a Checkpoint): the changes after it dropped, the nodes as they were then
-  // (copies made since dropped, the others restored in place). A cycle state brought in step by
-  // Replay is not reached: keep its clone from the checkpoint.
+  // (copies made since dropped, the others restored in place). Like a transaction, a rollback
+  // ends its checkpoint and every later one (take a new one to try again); checkpoints nest,
+  // also at the same mark. A cycle state brought in step by Replay is not reached: keep its
+  // clone from the checkpoint.
   void Rollback(Mark mark);
 
   // The PreFilter extensions of `fw` for `pod`, told of every change since `from` as the nodes

@@ -85,7 +85,6 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
     return a->pod->Key() < b->pod->Key();
   });
 
-  std::vector<PodRef> moved_refs;
   StringSet targets;  // nodes the moves so far went to
   for (const PreemptionVictim* v : largest_first) {
     const PodRef pending = Pending(*v->pod);
@@ -125,7 +124,7 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
     }
     if (best == nullptr) return false;
     const std::string to = best->name();
-    moved_refs.push_back(plan.Place(*pending, to));
+    plan.Move(v->pod, to);
     targets.insert(to);
   }
   // Every placed pod still fits where the plan puts it, beside the others and every move: its
