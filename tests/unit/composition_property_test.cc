@@ -281,6 +281,7 @@ struct Run {
         checked.flavors.push_back(std::move(quota));
       }
       checked.borrow_next_flavor = Chance(50);
+      checked.preempt_first = Chance(50);
       json q = {{"apiVersion", "tessel.io/v1alpha1"},
                 {"kind", "Queue"},
                 {"metadata", {{"name", team}}},
@@ -289,7 +290,7 @@ struct Run {
                   {"cohort", "lab"},
                   {"resourceGroups", json::array({{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}})},
                   {"flavorFungibility",
-                   {{"whenCanPreempt", Chance(50) ? "Preempt" : "TryNextFlavor"},
+                   {{"whenCanPreempt", checked.preempt_first ? "Preempt" : "TryNextFlavor"},
                     {"whenCanBorrow", checked.borrow_next_flavor ? "TryNextFlavor" : "Borrow"}}},
                   {"preemption",
                    {{"reclaimWithinCohort", policies[Pick(0, 2)]},

@@ -61,6 +61,7 @@ struct CheckedQueue {
   int64_t nominal_gpus = 0;  // physical GPUs (a flat queue)
   std::vector<CheckedFlavorQuota> flavors;  // a flavored queue: its GPU flavors in order
   bool borrow_next_flavor = false;  // flavorFungibility.whenCanBorrow: TryNextFlavor
+  bool preempt_first = false;       // flavorFungibility.whenCanPreempt: Preempt
 };
 // A PodDisruptionBudget over the pods of one app in one namespace: at most max_unavailable of
 // them terminating at once.
@@ -132,6 +133,7 @@ class PlacementChecker {
     CheckFlavors(view, out);
     CheckFlavorChoice(view, placed_now, out);
     CheckFlavorOfEvictions(evictions, out);
+    CheckRoomMadeOnlyWhenNeeded(evictions, out);
     CheckGangs(view, out);
     CheckEvictions(evictions, out);
     CheckNoBystanders(view, evictions, out);
@@ -592,6 +594,47 @@ class PlacementChecker {
     for (const auto& [who, flavors] : flavors_of) {
       if (flavors.size() > 1 || flavors.contains("(none of its flavors)")) {
         out.push_back(StrCat(who, " evicted pods on flavors ", absl::StrJoin(flavors, ", "), " in one cycle"));
+      }
+    }
+  }
+  // Room is made (pods evicted or moved) for a workload of a flavored queue only when no flavor
+  // that comes first for it had room and quota (docs/flavors.md): with whenCanPreempt:
+  // TryNextFlavor, none of its flavors; with Preempt, none before the flavor it makes room on
+  // (it preempts there before it takes a later flavor's free room). Judged where the checker can
+  // tell for sure: a pod, or a gang none of whose members ran, without pod rules, not nominated
+  // before the cycle, and a flavor with room, before the cycle, on nodes that hold no nominated
+  // pod and no reservation, and quota within its nominal quota and the cohort's (terminating and
+  // nominated pods counted).
+  void CheckRoomMadeOnlyWhenNeeded(const std::vector<Eviction>& evictions, std::vector<std::string>& out) const {
+    std::set<std::string> nominated_before;
+    for (const auto& [node, pods] : before_.nominated) {
+      for (const PodRef& p : pods) nominated_before.insert(Preemptor(p->Key()));
+    }
+    std::set<std::string> ran_before;
+    for (const auto& [key, node] : placed_before_) ran_before.insert(Preemptor(key));
+    std::map<std::string, std::pair<const CheckedPod*, std::string>> made_for;  // who -> (spec, flavor of the room)
+    for (const Eviction& e : evictions) {
+      const CheckedPod* s = SpecOf(e.preemptor);
+      const CheckedQueue* q = s == nullptr ? nullptr : FlavoredQueueOf(s->namespace_);
+      if (q == nullptr || s->gpus == 0 || !s->anti_app.empty() || s->spread) continue;
+      const std::string who = Preemptor(e.preemptor);
+      if (nominated_before.contains(who) || ran_before.contains(who)) continue;
+      const std::string flavor = FlavorOf(*q, NodeOf(e.node));
+      if (!flavor.empty()) made_for.try_emplace(who, s, flavor);  // CheckFlavorOfEvictions: one flavor
+    }
+    for (const auto& [who, made] : made_for) {
+      const auto& [s, flavor] = made;
+      const CheckedQueue& q = *FlavoredQueueOf(s->namespace_);
+      const int32_t count = s->gang.empty() ? 1 : world_->gang_min.at(s->gang);
+      const int64_t demand = FullCharge(*s) * count;
+      for (const CheckedFlavorQuota& f : q.flavors) {
+        if (q.preempt_first && f.flavor == flavor) break;  // only the flavors before it
+        if (!Admits(q, f.flavor, demand, HeldOf(before_, q, f.flavor, true), /*may_borrow=*/false)) continue;
+        if (!HasRoom(q, f.flavor, *s, count)) continue;
+        out.push_back(StrCat("room was made for ", who, " of queue ", q.name, " (whenCanPreempt: ",
+                             q.preempt_first ? "Preempt" : "TryNextFlavor", ") on flavor ", flavor,
+                             " though flavor ", f.flavor, " had room and quota for it"));
+        break;
       }
     }
   }
