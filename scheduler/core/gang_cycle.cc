@@ -341,7 +341,8 @@ GangPostFilterResult Scheduler::MakeRoomForGang(GangAttempt& a, PendingGang scop
   // The members' cycle states: all of them, or no room is sought.
   std::vector<CycleState> states(a.members.size());
   const size_t needed = std::clamp<size_t>(static_cast<size_t>(a.need), 1, a.members.size());
-  const std::vector<PodRef> unit(a.members.begin(), a.members.begin() + static_cast<std::ptrdiff_t>(needed));
+  const SchedulingUnit unit = std::make_shared<const std::vector<PodRef>>(
+      a.members.begin(), a.members.begin() + static_cast<std::ptrdiff_t>(needed));
   for (size_t i = 0; i < a.members.size(); ++i) {
     SetSchedulingUnit(states[i], unit);  // judged as the planner judged them
     if (!a.fw.RunPreFilter(states[i], *a.members[i]).ok()) return {};

@@ -2,17 +2,19 @@
 #include "scheduler/framework/node_tiers.h"
 
 #include <map>
+#include <memory>
 
 #include "scheduler/util/strings.h"
 
 namespace tessel {
 
-void SetSchedulingUnit(CycleState& state, std::vector<PodRef> pods) {
+void SetSchedulingUnit(CycleState& state, SchedulingUnit pods) {
   state.WriteValue(kSchedulingUnitKey, std::move(pods));
 }
 
 const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state) {
-  return state.ReadValue<std::vector<PodRef>>(kSchedulingUnitKey);
+  const SchedulingUnit* unit = state.ReadValue<SchedulingUnit>(kSchedulingUnitKey);
+  return unit == nullptr ? nullptr : unit->get();
 }
 
 const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }

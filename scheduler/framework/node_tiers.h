@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,8 +45,11 @@ class NodeTiers : public StateData {
 // ranks tiers or checks a quota judges the unit's members not yet placed (AddPod) together, so
 // a gang gets the decision a single pod of the gang's total would get. Without one, the pod is
 // judged alone.
+// Shared and never changed: a state's clone (one per capacity probe and per member) copies a
+// pointer, not the gang's members.
 inline constexpr std::string_view kSchedulingUnitKey = "SchedulingUnit";
-void SetSchedulingUnit(CycleState& state, std::vector<PodRef> pods);
+using SchedulingUnit = std::shared_ptr<const std::vector<PodRef>>;
+void SetSchedulingUnit(CycleState& state, SchedulingUnit pods);
 // The unit's pods, or null when the pod is judged alone.
 const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state);
 

@@ -291,12 +291,14 @@ Attempt Place(const PlanInput& in, const std::vector<Shape>& shapes, WhatIf& pla
   const Framework& fw = *in.framework;
   Attempt a;
   a.used.assign(plan.nodes().size(), false);
+  // The members the gang needs are judged as one (node_tiers.h): its flavor and its quota.
+  const size_t needed = std::min(in.members.size(), static_cast<size_t>(in.min_to_place));
+  const SchedulingUnit unit = std::make_shared<const std::vector<PodRef>>(
+      in.members.begin(), in.members.begin() + static_cast<std::ptrdiff_t>(needed));
   for (const Shape& shape : shapes) {
     const PodRef& rep = shape.representative;
     CycleState state;
-    // The members the gang needs are judged as one (node_tiers.h): its flavor and its quota.
-    const size_t needed = std::min(in.members.size(), static_cast<size_t>(in.min_to_place));
-    SetSchedulingUnit(state, std::vector<PodRef>(in.members.begin(), in.members.begin() + static_cast<std::ptrdiff_t>(needed)));
+    SetSchedulingUnit(state, unit);
     Status pre = fw.RunPreFilter(state, *rep);
     const CycleState base = state.Clone();
     // The members placed so far (earlier shapes) are in the plan; the shape's state learns of
