@@ -9,6 +9,7 @@
 #include <random>
 
 #include "nlohmann/json.hpp"
+#include "quota_tree_model.h"
 #include "scheduler/quota/queue_store.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/testing/builders.h"
@@ -217,60 +218,8 @@ TEST_CASE("a bad tree fails closed: the queues below a cycle or an undecodable c
 
 // ---- The property: generated trees, verdicts against an independent checker -----------------
 
-// The checker's own reading of the objects: no CohortTree, no QuotaTracker.
-struct Model {
-  struct Node {
-    std::string name;
-    bool queue = false;
-    std::string parent;  // "" for a root
-    int64_t nominal = 0;
-    std::optional<int64_t> borrowing_limit, lending_limit;
-  };
-  std::vector<Node> nodes;
-  std::map<std::string, int64_t> usage;  // by queue
-
-  const Node* Find(const std::string& name, bool queue) const {
-    for (const Node& n : nodes) {
-      if (n.name == name && n.queue == queue) return &n;
-    }
-    return nullptr;
-  }
-  std::vector<const Node*> Children(const Node& n) const {
-    std::vector<const Node*> out;
-    if (n.queue) return out;
-    for (const Node& m : nodes) {
-      if (m.parent == n.name) out.push_back(&m);
-    }
-    return out;
-  }
-  // Quota of the subtree: its own plus what each child can pass up (all it holds beyond what it
-  // keeps back by a lending limit).
-  int64_t Subtree(const Node& n) const {
-    int64_t sum = n.nominal;
-    for (const Node* k : Children(n)) sum += Subtree(*k) - Kept(*k);
-    return sum;
-  }
-  int64_t Kept(const Node& n) const { return n.lending_limit ? std::max<int64_t>(0, Subtree(n) - *n.lending_limit) : 0; }
-  // What the subtree takes from its parent: its use beyond what it keeps back.
-  int64_t Use(const Node& n) const {
-    int64_t u = 0;
-    if (n.queue) {
-      auto it = usage.find(n.name);
-      u = it == usage.end() ? 0 : it->second;
-    } else {
-      for (const Node* k : Children(n)) u += std::max<int64_t>(0, Use(*k) - Kept(*k));
-    }
-    return u;
-  }
-  // Every limit on every path: roots hold what their subtree has; nobody borrows beyond a limit.
-  bool Holds() const {
-    for (const Node& n : nodes) {
-      if (n.parent.empty() && Use(n) > Subtree(n)) return false;
-      if (!n.parent.empty() && n.borrowing_limit && Use(n) > Subtree(n) + *n.borrowing_limit) return false;
-    }
-    return true;
-  }
-};
+// The checker's own reading of the objects (quota_tree_model.h): no CohortTree, no QuotaTracker.
+using Model = testing::QuotaTreeModel;
 
 TEST_CASE("property: over generated 2-3 level trees, a request fits exactly when no limit on any "
           "path breaks",

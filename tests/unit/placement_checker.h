@@ -2,7 +2,8 @@
 // cluster shows (the pods on each node, bound or assumed, the nominations, the gangs' and
 // queues' specs as the test wrote them) and re-derives each rule from its Kubernetes definition
 // with its own arithmetic; it never calls a plugin, the GPU ledger or the quota tracker. For a
-// Queue with resource flavors it checks the flavors of nodes, gangs and quota the same way.
+// Queue with resource flavors it checks the flavors of nodes, gangs and quota the same way; for
+// queues in a tree of Cohorts, every limit on every path (quota_tree_model.h).
 //
 //   PlacementChecker checker(world);          // the test's own record of nodes, pods, queues
 //   checker.BeforeCycle(view);                // what held before the cycle
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "quota_tree_model.h"
 #include "scheduler/api/objects.h"
 #include "scheduler/state/node_info.h"
 #include "scheduler/util/strings.h"
@@ -61,6 +63,8 @@ struct CheckedQueue {
   int64_t nominal_gpus = 0;  // physical GPUs (a flat queue)
   std::vector<CheckedFlavorQuota> flavors;  // a flavored queue: its GPU flavors in order
   bool borrow_next_flavor = false;  // flavorFungibility.whenCanBorrow: TryNextFlavor
+  // A flat queue in a tree of Cohorts (CheckedWorld::cohorts): its limits toward its cohort.
+  std::optional<int64_t> borrowing_limit_gpus, lending_limit_gpus;
   bool preempt_first = false;       // flavorFungibility.whenCanPreempt: Preempt
 };
 // A PodDisruptionBudget over the pods of one app in one namespace: at most max_unavailable of
@@ -70,7 +74,16 @@ struct CheckedBudget {
   std::string app;
   int32_t max_unavailable = 0;
 };
+// A Cohort object (spec.parent, its own GPUs and limits toward its parent): with any, the
+// queues' cohorts form a tree and quota is checked on every path.
+struct CheckedCohort {
+  std::string name;
+  std::string parent;  // "" for a root
+  int64_t nominal_gpus = 0;
+  std::optional<int64_t> borrowing_limit_gpus, lending_limit_gpus;
+};
 struct CheckedWorld {
+  std::vector<CheckedCohort> cohorts;
   std::vector<CheckedNode> nodes;
   std::map<std::string, CheckedPod> pods;    // by key
   std::map<std::string, int32_t> gang_min;   // gang -> minMember
@@ -305,9 +318,52 @@ class PlacementChecker {
     }
     return nullptr;
   }
+  // The tree of Cohorts and (flat) queues, in milli-GPUs, with `used` by namespace.
+  QuotaTreeModel TreeOf(const std::map<std::string, int64_t>& used) const {
+    QuotaTreeModel tree;
+    auto milli = [](std::optional<int64_t> gpus) { return gpus ? std::optional<int64_t>(*gpus * 1000) : std::nullopt; };
+    for (const CheckedCohort& c : world_->cohorts) {
+      tree.nodes.push_back({.name = c.name, .parent = c.parent, .nominal = c.nominal_gpus * 1000,
+                            .borrowing_limit = milli(c.borrowing_limit_gpus), .lending_limit = milli(c.lending_limit_gpus)});
+    }
+    for (const CheckedQueue& q : world_->queues) {
+      tree.nodes.push_back({.name = q.name, .queue = true, .parent = q.cohort, .nominal = q.nominal_gpus * 1000,
+                            .borrowing_limit = milli(q.borrowing_limit_gpus), .lending_limit = milli(q.lending_limit_gpus)});
+      if (auto it = used.find(q.namespace_); it != used.end()) tree.usage[q.name] = it->second;
+    }
+    return tree;
+  }
+  // In a tree: `q` cannot take `demand` more milli-GPUs on top of `used`, some limit on its path
+  // breaking.
+  bool TreeRejects(const CheckedQueue& q, int64_t demand, const std::map<std::string, int64_t>& used) const {
+    QuotaTreeModel tree = TreeOf(used);
+    tree.usage[q.name] += demand;
+    return !tree.Holds();
+  }
+  // In a tree: a victim of queue `victim` gives room back to queue `preemptor` by reclaim only
+  // from a subtree that borrows: the child of their lowest common cohort on the victim's side
+  // uses more than its subtree quota.
+  bool TreeLent(const CheckedQueue& victim, const CheckedQueue& preemptor, const std::map<std::string, int64_t>& used) const {
+    const QuotaTreeModel tree = TreeOf(used);
+    const std::vector<const QuotaTreeModel::Node*> vp = tree.Path(victim.name), pp = tree.Path(preemptor.name);
+    for (size_t i = 0; i + 1 < vp.size(); ++i) {
+      const QuotaTreeModel::Node* above = vp[i + 1];
+      const bool common = std::any_of(pp.begin(), pp.end(), [&](const QuotaTreeModel::Node* n) { return n == above; });
+      if (common) return tree.Use(*vp[i]) > tree.Subtree(*vp[i]);
+    }
+    return false;  // no common cohort: nothing lent between them
+  }
 
   void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
     std::map<std::string, int64_t> used = QuotaUsed(view);
+    if (!world_->cohorts.empty()) {
+      const QuotaTreeModel tree = TreeOf(used);
+      if (const QuotaTreeModel::Node* n = tree.Broken()) {
+        out.push_back(StrCat(n->queue ? "queue " : "cohort ", n->name, " uses ", tree.Use(*n), " milli-GPUs of subtree quota ",
+                             tree.Subtree(*n), n->borrowing_limit ? StrCat(" and borrowing limit ", *n->borrowing_limit) : ""));
+      }
+      return;
+    }
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
     for (const CheckedQueue& q : world_->queues) {
       if (!q.flavors.empty()) continue;  // CheckFlavors
@@ -558,6 +614,17 @@ class PlacementChecker {
   bool QuotaRejects(const ClusterView& view, const CheckedPod& s, int32_t count) const {
     const CheckedQueue* q = QueueOf(s.namespace_);
     if (q == nullptr || s.gpus == 0 || count <= 0) return false;
+    if (!world_->cohorts.empty() && q->flavors.empty()) {
+      // In a tree, reclaim may free room at any level above the queue; for certain only the
+      // queue's own borrowing limit (what it alone holds counts against it).
+      if (!q->borrowing_limit_gpus) return false;
+      int64_t least = FullCharge(s);
+      for (const CheckedNode& n : world_->nodes) least = std::min(least, QuotaMilliOn(s, n));
+      const std::map<std::string, int64_t> used = QuotaUsed(view);
+      const auto it = used.find(q->namespace_);
+      const int64_t own = it == used.end() ? 0 : it->second;
+      return own + least * count > (q->nominal_gpus + *q->borrowing_limit_gpus) * 1000;
+    }
     std::vector<std::string> flavors;
     for (const CheckedFlavorQuota& f : q->flavors) flavors.push_back(f.flavor);
     if (flavors.empty()) flavors.push_back("");
@@ -719,6 +786,7 @@ class PlacementChecker {
       }
     }
     auto quota_bound = [&](const CheckedQueue& q, int64_t need) {
+      if (!world_->cohorts.empty()) return TreeRejects(q, need, used_before);
       if (q.cohort.empty()) return used(q.namespace_) + need > q.nominal_gpus * 1000;
       int64_t cohort_used = 0, cohort_nominal = 0;
       for (const CheckedQueue& c : world_->queues) {
@@ -736,6 +804,7 @@ class PlacementChecker {
       const CheckedQueue* pq = QueueOf(preemptor->namespace_);
       if (vq == nullptr || pq == nullptr || !quota_bound(*pq, nominated_milli[Preemptor(e.preemptor)])) return false;
       if (vq == pq) return true;
+      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, used_before);
       return !vq->cohort.empty() && vq->cohort == pq->cohort && used(vq->namespace_) > vq->nominal_gpus * 1000;
     };
     auto frees_its_room = [&](const Eviction& e) {
