@@ -475,6 +475,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   int flavored_evictions = 0, flavored_pods_bound = 0, flavored_gang_pods_bound = 0, flavored_borrowing = 0;
   int reservations = 0, gang_reservations = 0;  // made (their Reserved events), all seeds
   int refused_moves = 0, provisioning_asks = 0;
+  int tree_worlds = 0, tree_cross_queue_evictions = 0, cohort_borrowing = 0;  // trees of Cohorts
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
@@ -497,6 +498,11 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         const std::vector<std::vector<std::string>> asks = r.provisioner.TakeAsks();
         provisioning_asks += static_cast<int>(asks.size());
         (flavored ? flavored_evictions : evictions) += static_cast<int>(evicted.size());
+        if (!r.world.cohorts.empty()) {
+          tree_cross_queue_evictions += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
+            return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
+          }));
+        }
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
         moves_for_gangs += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
@@ -515,6 +521,8 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
       r.Churn();
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
     }
+    tree_worlds += !r.world.cohorts.empty();
+    cohort_borrowing += checker.cycles_cohort_borrowing();
     for (const std::string& e : r.harness.api.events) {
       reservations += e.find(" Normal Reserved: ") != std::string::npos;
       gang_reservations += e.find(" reserved for the gang after ") != std::string::npos;
@@ -526,7 +534,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         flavored_pods_bound += spec.gpus > 0;
         flavored_gang_pods_bound += !spec.gang.empty();
       }
-      INFO("seed " << seed);
+      INFO("seed " << seed << (r.world.cohorts.empty() ? "" : " (queues in a tree of Cohorts)"));
       for (const std::string& b : broken) FAIL_CHECK(b);
       continue;
     }
@@ -538,7 +546,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         replica_pods_bound += n.name == pod.node_name && n.replicas > 1 && spec.gpus > 0;
       }
     }
-    INFO("seed " << seed);
+    INFO("seed " << seed << (r.world.cohorts.empty() ? "" : " (queues in a tree of Cohorts)"));
     for (const std::string& b : broken) FAIL_CHECK(b);
   }
   // The families reach what they are meant to: many cycles, preemptions, gangs placed.
@@ -565,6 +573,13 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // first eviction, or is not made), and asks for capacity.
   INFO("refused moves " << refused_moves << ", asks for capacity " << provisioning_asks);
   CHECK(provisioning_asks > 50);
+  // Trees of Cohorts: worlds with them, cycles after which a department borrowed from org, and
+  // reclaims across queues there. (Seen: 53 worlds, 6201 cycles, 148 evictions.)
+  INFO("tree worlds " << tree_worlds << ", cycles with a cohort borrowing " << cohort_borrowing
+                      << ", evictions across queues " << tree_cross_queue_evictions);
+  CHECK(tree_worlds > 30);
+  CHECK(cohort_borrowing > 1000);
+  CHECK(tree_cross_queue_evictions > 50);
 }
 
 }  // namespace

@@ -358,6 +358,10 @@ class PlacementChecker {
     std::map<std::string, int64_t> used = QuotaUsed(view);
     if (!world_->cohorts.empty()) {
       const QuotaTreeModel tree = TreeOf(used);
+      const bool borrows = std::any_of(tree.nodes.begin(), tree.nodes.end(), [&](const QuotaTreeModel::Node& n) {
+        return !n.queue && !n.parent.empty() && tree.Use(n) > tree.Subtree(n);
+      });
+      cycles_cohort_borrowing_ += borrows;
       if (const QuotaTreeModel::Node* n = tree.Broken()) {
         out.push_back(StrCat(n->queue ? "queue " : "cohort ", n->name, " uses ", tree.Use(*n), " milli-GPUs of subtree quota ",
                              tree.Subtree(*n), n->borrowing_limit ? StrCat(" and borrowing limit ", *n->borrowing_limit) : ""));
@@ -952,6 +956,9 @@ class PlacementChecker {
  public:
   // After how many cycles a flavored queue held more than its nominal quota of a flavor.
   int cycles_borrowing() const { return cycles_borrowing_; }
+  // Cycles after which a cohort of a tree used more than its subtree quota (borrowed from its
+  // parent).
+  int cycles_cohort_borrowing() const { return cycles_cohort_borrowing_; }
 
   // After a cycle, the reservations: none is held by a holder that was attempted in the cycle
   // (`attempted`: pod keys) and that its quota rejects for certain: room cannot help it, and the
@@ -1127,6 +1134,7 @@ class PlacementChecker {
   std::map<std::string, int> rounds_;  // preemptor -> eviction rounds since a more important pod came
   std::set<std::string> nominated_before_;
   int cycles_borrowing_ = 0;
+  int cycles_cohort_borrowing_ = 0;
 };
 
 }  // namespace tessel::testing
