@@ -54,6 +54,8 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
   double wall = 0;
   for (const TimelineResult& r : pr.runs) {
     for (const JobOutcome& j : r.jobs) {
+      // A steady state reports the jobs that arrive in its window, past the warm-up.
+      if (r.steady && (j.arrive < r.window_from || j.arrive >= r.window_to)) continue;
       ++jobs;
       if (j.start < 0) continue;
       ++started;
@@ -73,13 +75,14 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
     lost += r.lost_gpu_milli_seconds;
     lost_to_moves += r.lost_to_moves_gpu_milli_seconds;
     makespan = std::max(makespan, r.makespan);
-    const bool window = r.last_arrival > r.first_arrival;
+    const bool window = r.window_to > r.window_from;
     run_alloc_ms += r.allocated_milli_seconds;
     run_capacity_s += r.capacity_milli * (r.ended_at - r.first_arrival);
     alloc_ms += window ? r.window_allocated_milli_seconds : r.allocated_milli_seconds;
-    capacity_s += r.capacity_milli * ((window ? r.last_arrival : r.ended_at) - r.first_arrival);
+    capacity_s += r.capacity_milli * (window ? r.window_to - r.window_from : r.ended_at - r.first_arrival);
+    // Samples are evenly spaced, so their mean over the window is a time-weighted mean.
     for (const Sample& s : r.samples) {
-      if (window && s.at > r.last_arrival) continue;
+      if (window && (s.at < r.window_from || s.at > r.window_to)) continue;
       frag_sum += s.frag_milli, frag_cap += r.capacity_milli;
     }
     wall += r.wall_seconds;
