@@ -250,6 +250,8 @@ TEST_CASE("trace: a steady window leaves the warm-up out of the allocation and t
   CHECK(summary["alloc_pct"].get<double>() == Approx(100.0 * 660'000 / (8000 * 100)));
   // Only big and in arrived in the window: early (warm-up) and late are left out.
   CHECK(summary["jobs"].get<int64_t>() == 2);
+  REQUIRE(summary["alloc_pct_by_seed"].size() == 1);
+  CHECK(summary["alloc_pct_by_seed"][0].get<double>() == Approx(100.0 * 660'000 / (8000 * 100)));
   CHECK(summary["delay_s"]["p95"].get<int64_t>() == 30);
 }
 
