@@ -11,6 +11,7 @@
 #include "bench/e2e/backlog.h"
 #include "bench/e2e/e2e.h"
 #include "bench/gang/gang_bench.h"
+#include "bench/inflate/bound.h"
 #include "bench/inflate/inflate.h"
 #include "bench/replay/replay.h"
 #include "bench/throughput/throughput.h"
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
   using namespace tessel::bench;
   const std::vector<tessel::cmd::Command> commands = {
       {"replay", "schedule the pending pods of a cluster snapshot (kubectl get -o json)", ReplayMain},
-      {"inflate", "the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)", InflateMain},
+      {"inflate", "the FGD paper's workload-inflation experiment on a GPU trace (docs/gpu.md)", [](int argc, char** argv) { return InflateMainWithBound(argc, argv, LpMostPlacedGpuMilli); }},
       {"trace", "a cluster's jobs over time: queueing delays, allocation, evictions per policy (docs/bench.md)",
        TraceMain},
       {"throughput", "decisions/s, p50/p99 decision latency and peak RSS on a synthetic GPU cluster (docs/bench.md)",

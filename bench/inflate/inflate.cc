@@ -83,7 +83,9 @@ absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text) {
   return out;
 }
 
-int InflateMain(int argc, char** argv) {
+int InflateMain(int argc, char** argv) { return InflateMainWithBound(argc, argv, nullptr); }
+
+int InflateMainWithBound(int argc, char** argv, PlacedBoundFn bound) {
   InflateOptions o;
   o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
   std::vector<std::string> policies = {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "tessel"};
@@ -271,6 +273,44 @@ int InflateMain(int argc, char** argv) {
   std::ofstream(out / "curves.csv") << csv;
   std::ofstream(out / "report.html") << RenderReport(report);
 
+  // The offline reference: per seed, the pods arrived at 100 % (the inflated order's prefix whose
+  // GPU request fits the capacity), and the least unallocated % the bound allows.
+  std::string bound_line;
+  if (bound != nullptr) {
+    std::vector<double> floors;
+    std::string why;
+    for (uint64_t seed : o.seeds) {
+      std::vector<TracePod> arrived;
+      int64_t sum = 0;
+      for (const TracePod& p : InflatePods(*pods, capacity, o.tune_milli, seed)) {
+        if (sum + p.total_gpu_milli() > capacity) break;
+        sum += p.total_gpu_milli();
+        arrived.push_back(p);
+      }
+      absl::StatusOr<double> most = bound(*nodes, arrived);
+      if (!most.ok()) {
+        why = std::string(most.status().message());
+        break;
+      }
+      floors.push_back(100.0 * (static_cast<double>(capacity) - *most) / static_cast<double>(capacity));
+    }
+    if (floors.size() == o.seeds.size() && !floors.empty()) {
+      double mean = 0;
+      for (double f : floors) mean += f / static_cast<double>(floors.size());
+      const auto [lo, hi] = std::minmax_element(floors.begin(), floors.end());
+      summary["lp_bound"] = {{"unallocated_pct_at_100_mean", mean}, {"min", *lo}, {"max", *hi}, {"per_seed", floors}};
+      for (const std::string& policy : o.policies) {
+        summary[policy]["distance_to_lp_bound_pp"] = summary[policy]["unallocated_pct_at_100"].get<double>() - mean;
+      }
+      bound_line = fmt::format("{:<14} {:>18.2f} (seeds {:.2f}-{:.2f}): no packing of the pods arrived at 100 % leaves less "
+                               "(LP bound, bench/inflate/bound.h)\n", "lp-bound", mean, *lo, *hi);
+    } else {
+      summary["lp_bound"] = {{"unavailable", why}};
+      bound_line = fmt::format("lp-bound: unavailable: {}\n", why);
+    }
+    std::ofstream(out / "summary.json") << summary.dump(2) << "\n";
+  }
+
   // The table people read first.
   std::cout << fmt::format("workload {}: {} nodes, {} GPUs, {} pods (+{} clones per run), {} seed(s), tune {}\n",
                            workload, nodes->size(), capacity / gpu::kMilliPerGpu, pods->size(),
@@ -283,10 +323,14 @@ int InflateMain(int argc, char** argv) {
                           ? fmt::format("{:.2f}", e["published_unallocated_pct_at_100"].get<double>())
                           : "-";
     std::string delta = e.contains("delta_pp") ? fmt::format("{:+.2f}", e["delta_pp"].get<double>()) : "";
-    std::cout << fmt::format("{:<14} {:>18.2f} {:>11} {:>8} {:>16.2f}\n", policy,
+    std::string to_bound = e.contains("distance_to_lp_bound_pp")
+                               ? fmt::format("  {:+.2f} pp to the bound", e["distance_to_lp_bound_pp"].get<double>())
+                               : "";
+    std::cout << fmt::format("{:<14} {:>18.2f} {:>11} {:>8} {:>16.2f}{}\n", policy,
                              e["unallocated_pct_at_100"].get<double>(), pub, delta,
-                             e["frag_amount_pct_at_100"].get<double>());
+                             e["frag_amount_pct_at_100"].get<double>(), to_bound);
   }
+  std::cout << bound_line;
   std::cout << fmt::format("{} runs in {:.1f}s; report: {}\n", jobs.size(), elapsed,
                            (std::filesystem::absolute(out) / "report.html").string());
   return 0;

@@ -40,6 +40,12 @@ struct InflateOptions {
 
 int InflateMain(int argc, char** argv);
 
+// The same with an offline reference: `bound` gives, for the nodes and the pods arrived at 100 %,
+// an upper bound on the GPU milli any packing places (bound.h); the report prints the least
+// unallocated % it allows beside the policies. tessel-bench passes the LP bound; null: none.
+using PlacedBoundFn = absl::StatusOr<double> (*)(const std::vector<TraceNode>&, const std::vector<TracePod>&);
+int InflateMainWithBound(int argc, char** argv, PlacedBoundFn bound);
+
 // "42-51" or "1,5,9-10" (the bench's --seeds flag).
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text);
 

@@ -102,6 +102,72 @@ absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
   return out;
 }
 
+absl::StatusOr<SteadyTrace> SteadyTimeline(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
+                                           const SteadyOptions& o) {
+  if (!(o.load > 0)) return absl::InvalidArgumentError("steady state: the load must be positive");
+  if (o.horizon <= 0 || o.warmup < 0 || o.warmup >= o.horizon) {
+    return absl::InvalidArgumentError(fmt::format(
+        "steady state: want 0 <= warm-up < horizon, got warm-up {} s and horizon {} s", o.warmup, o.horizon));
+  }
+  if (o.duration_cap <= 0) return absl::InvalidArgumentError("steady state: the duration cap must be positive");
+  SteadyTrace out;
+  // The same seeded node order as OpenbTimeline.
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 node_rng(o.seed * 0x9E3779B97F4A7C15ull + 1);
+  std::shuffle(order.begin(), order.end(), node_rng);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out.input.nodes.push_back(MakeNode(nodes[i], fmt::format("{:04d}-{}", order[i], nodes[i].sn)));
+  }
+  int64_t trace_end = 0;
+  for (const TracePod& p : pods) {
+    trace_end = std::max({trace_end, p.creation_time.value_or(0), p.deletion_time.value_or(0)});
+  }
+  std::vector<const TracePod*> mix;
+  std::vector<int64_t> duration;
+  int64_t work = 0;  // sum of gpu_milli * capped duration over the mix (exact)
+  for (const TracePod& p : pods) {
+    if (!p.scheduled_time) continue;
+    const int64_t d = std::max<int64_t>(1, p.deletion_time.value_or(trace_end) - *p.scheduled_time);
+    out.capped += d > o.duration_cap;
+    mix.push_back(&p);
+    duration.push_back(std::min(d, o.duration_cap));
+    work += p.total_gpu_milli() * duration.back();
+  }
+  const int64_t capacity = CapacityMilli(nodes);
+  if (mix.empty() || work <= 0 || capacity <= 0) {
+    return absl::InvalidArgumentError("steady state: the trace has no GPU work to draw from, or the cluster no GPUs");
+  }
+  int64_t total_duration = 0;
+  for (int64_t d : duration) total_duration += d;
+  out.mean_duration_s = static_cast<double>(total_duration) / static_cast<double>(mix.size());
+  // rho = lambda * (work / |mix|) / capacity.
+  out.rate_per_s = o.load * static_cast<double>(capacity) * static_cast<double>(mix.size()) / static_cast<double>(work);
+  // A stream of its own (not the node order's), so the arrivals do not move when nodes change.
+  std::mt19937_64 rng(o.seed * 0xD1B54A32D192ED03ull + 7);
+  // Exponential gaps by inversion of a 53-bit uniform in (0, 1): the same on every platform with
+  // IEEE doubles, unlike std::exponential_distribution whose algorithm the library chooses.
+  auto uniform01 = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  const int64_t largest = LargestNodeGpus(out.input.nodes);
+  double t = 0;
+  for (int64_t k = 0;; ++k) {
+    t += -std::log(uniform01()) / out.rate_per_s;
+    const int64_t at = static_cast<int64_t>(std::floor(t));
+    if (at >= o.horizon) break;
+    const size_t pick = static_cast<size_t>(rng() % mix.size());
+    TraceJob j;
+    j.id = fmt::format("{}-s{}", mix[pick]->name, k);
+    j.arrive = at;
+    j.duration = duration[pick];
+    j.pods.push_back(MakePod(*mix[pick], j.id));
+    j.size_class = SizeClassOf(j, largest);
+    out.input.jobs.push_back(std::move(j));
+  }
+  out.input.window_from = o.warmup;
+  out.input.window_to = o.horizon;
+  return out;
+}
+
 namespace {
 
 absl::StatusOr<int64_t> Seconds(const nlohmann::json& e, const char* field, const std::string& where,

@@ -46,6 +46,30 @@ struct OpenbTrace {
 absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
                                          const std::vector<TracePod>& pods, const OpenbOptions& options);
 
+// A steady state drawn from a trace's mix (docs/bench.md, "A steady state"): jobs arrive as a
+// Poisson process of rate lambda over [0, horizon), each a uniform draw (with replacement) from
+// the pods that ran in the trace, keeping its size, GPU model, CPU and memory, and its duration
+// capped at duration_cap. Offered load rho = lambda * E[gpu_milli * duration] / capacity_milli:
+// the mean fraction of the cluster's GPUs that jobs would hold if every job started on arrival.
+// The report's window is [warmup, horizon): the start-up transient is left out.
+struct SteadyOptions {
+  double load = 0.9;
+  int64_t horizon = 6 * 3600;     // seconds of arrivals
+  int64_t warmup = 2 * 3600;      // seconds excluded from the window
+  int64_t duration_cap = 3600;    // seconds; longer trace durations are cut to this
+  uint64_t seed = 42;             // node order (as OpenbOptions) and the arrival stream
+};
+
+struct SteadyTrace {
+  TimelineInput input;
+  double rate_per_s = 0;          // lambda
+  double mean_duration_s = 0;     // over the mix, capped
+  int64_t capped = 0;             // trace pods whose duration was capped
+};
+
+absl::StatusOr<SteadyTrace> SteadyTimeline(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
+                                           const SteadyOptions& options);
+
 // The JSON event list above; errors name the event and the field.
 absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc);
 

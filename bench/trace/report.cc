@@ -52,8 +52,14 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
   // the whole run when every job arrives at once), and allocation over the whole run beside it.
   int64_t alloc_ms = 0, capacity_s = 0, run_alloc_ms = 0, run_capacity_s = 0, frag_sum = 0, frag_cap = 0;
   double wall = 0;
+  // The spread across seeds: each run's own time-weighted means.
+  std::vector<double> alloc_by_seed, frag_by_seed;
   for (const TimelineResult& r : pr.runs) {
+    const int64_t alloc_ms_before = alloc_ms, capacity_s_before = capacity_s, frag_sum_before = frag_sum,
+                  frag_cap_before = frag_cap;
     for (const JobOutcome& j : r.jobs) {
+      // A steady state reports the jobs that arrive in its window, past the warm-up.
+      if (r.steady && (j.arrive < r.window_from || j.arrive >= r.window_to)) continue;
       ++jobs;
       if (j.start < 0) continue;
       ++started;
@@ -73,16 +79,19 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
     lost += r.lost_gpu_milli_seconds;
     lost_to_moves += r.lost_to_moves_gpu_milli_seconds;
     makespan = std::max(makespan, r.makespan);
-    const bool window = r.last_arrival > r.first_arrival;
+    const bool window = r.window_to > r.window_from;
     run_alloc_ms += r.allocated_milli_seconds;
     run_capacity_s += r.capacity_milli * (r.ended_at - r.first_arrival);
     alloc_ms += window ? r.window_allocated_milli_seconds : r.allocated_milli_seconds;
-    capacity_s += r.capacity_milli * ((window ? r.last_arrival : r.ended_at) - r.first_arrival);
+    capacity_s += r.capacity_milli * (window ? r.window_to - r.window_from : r.ended_at - r.first_arrival);
+    // Samples are evenly spaced, so their mean over the window is a time-weighted mean.
     for (const Sample& s : r.samples) {
-      if (window && s.at > r.last_arrival) continue;
+      if (window && (s.at < r.window_from || s.at > r.window_to)) continue;
       frag_sum += s.frag_milli, frag_cap += r.capacity_milli;
     }
     wall += r.wall_seconds;
+    alloc_by_seed.push_back(Pct(alloc_ms - alloc_ms_before, capacity_s - capacity_s_before));
+    frag_by_seed.push_back(Pct(frag_sum - frag_sum_before, frag_cap - frag_cap_before));
   }
   auto group = [](const std::map<std::string, std::vector<int64_t>>& m) {
     nlohmann::json out = nlohmann::json::object();
@@ -104,6 +113,8 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
           {"alloc_pct", Pct(alloc_ms, capacity_s)},
           {"alloc_pct_run", Pct(run_alloc_ms, run_capacity_s)},
           {"frag_pct", Pct(frag_sum, frag_cap)},
+          {"alloc_pct_by_seed", alloc_by_seed},
+          {"frag_pct_by_seed", frag_by_seed},
           {"evictions", evictions},
           {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},

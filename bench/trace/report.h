@@ -23,8 +23,10 @@ int64_t Percentile(std::vector<int64_t> values, int p);
 
 // The summary of one policy: {"policy", "jobs", "started", "queued_at_end", "delay_s": {p50, p95,
 // p99}, "delay_by_class": {...}, "delay_by_queue", "delay_by_priority", "jct_s", "slowdown_milli",
-// "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered;
-// over the run when every job arrives at once), "alloc_pct_run" (over the run), "evictions",
+// "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered,
+// or over a steady state's window, whose jobs alone are then counted; over the run when every job
+// arrives at once), "alloc_pct_by_seed" and "frag_pct_by_seed" (each run's own, in seed order),
+// "alloc_pct_run" (over the run), "evictions",
 // "lost_gpu_hours", "makespan_s", "wall_s"}. With `with_moves` (a run that can move pods:
 // --movable or a P-defrag policy) also the evictions split into moves and preemptions (every
 // other eviction, gang rollbacks included): "moves", "preemptions", "moves_per_100_jobs",

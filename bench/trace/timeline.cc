@@ -89,6 +89,9 @@ class Simulation {
       states_[i].remaining = j.duration;
     }
     seq_ = seq;
+    result_.steady = in_.window_to > in_.window_from;
+    result_.window_from = result_.steady ? in_.window_from : result_.first_arrival;
+    result_.window_to = result_.steady ? in_.window_to : result_.last_arrival;
     // The curves cover the run, or twice the arrival window when the run is longer: a trace whose
     // few long jobs outlast the arrivals by months (openb) would otherwise plot months of drain.
     const int64_t window = result_.last_arrival - result_.first_arrival;
@@ -154,7 +157,8 @@ class Simulation {
       next_sample_ += sample_every_;
     }
     result_.allocated_milli_seconds += running_milli_ * (t - now_);
-    const int64_t from = std::min(now_, result_.last_arrival), to = std::min(t, result_.last_arrival);
+    const int64_t from = std::clamp(now_, result_.window_from, result_.window_to);
+    const int64_t to = std::clamp(t, result_.window_from, result_.window_to);
     result_.window_allocated_milli_seconds += running_milli_ * (to - from);
     now_ = t;
     w_.clock.Set(At(t));

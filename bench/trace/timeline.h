@@ -50,6 +50,10 @@ struct TimelineInput {
   std::vector<Node> nodes;  // there from the start
   std::vector<ClusterChange> changes;
   std::vector<TraceJob> jobs;
+  // A steady state's window (SteadyTimeline): when window_to > window_from, the window integrals
+  // and the report's waits cover [window_from, window_to) and the jobs arriving in it, instead of
+  // the arrival window.
+  int64_t window_from = 0, window_to = 0;
 };
 
 enum class OnEvict { kRestart, kResume };
@@ -106,6 +110,9 @@ struct TimelineResult {
   // The same integral over the arrival window [first_arrival, last_arrival], while load is
   // offered: the figure to compare policies by when a few long jobs outlast the arrivals.
   int64_t window_allocated_milli_seconds = 0;
+  // The window those integrals cover: [first_arrival, last_arrival], or the input's steady window.
+  int64_t window_from = 0, window_to = 0;
+  bool steady = false;  // the input set a steady window
   int64_t peak_allocated_milli = 0;
   int64_t evictions = 0;  // pods evicted: preemptions, moves and gang rollbacks
   int64_t moves = 0;      // of those, moves

@@ -51,6 +51,8 @@ struct Options {
   std::vector<std::string> policies;
   std::vector<uint64_t> seeds;
   OpenbOptions openb;
+  bool steady = false;
+  SteadyOptions steady_options;
   OnEvict on_evict = OnEvict::kRestart;
   std::vector<std::string> movable;  // size classes whose pods are annotated movable
   int threads = 2;
@@ -157,6 +159,8 @@ int TraceMain(int argc, char** argv) {
   cmd::FlagSet flags(
       "tessel-bench trace",
       "usage: tessel-bench trace (--nodes NODES.csv --pods PODS.csv [--time-scale S | --load L] [--repeat K] |\n"
+      "                          --nodes NODES.csv --pods PODS.csv --steady [--load L] [--horizon S] [--warmup S]\n"
+      "                              [--duration-cap S] |\n"
       "                          --events SCENARIO.json)\n"
       "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
       "         [--movable all|none|CLASS[,CLASS...]] [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
@@ -172,6 +176,14 @@ int TraceMain(int argc, char** argv) {
       .Double("--time-scale", "S", &o.openb.time_scale, cmd::Sign::kPositive, "divide the inter-arrival times by S")
       .Double("--load", "L", &o.openb.load, cmd::Sign::kPositive, "or find the S that offers load L")
       .Int("--repeat", "K", &o.openb.repeat, {.min = 1}, "replay the pod list K times back to back")
+      .Bool("--steady", &o.steady,
+            "a steady state instead: Poisson arrivals at --load (default 0.9) drawn from the pod list's mix")
+      .Int("--horizon", "SECONDS", &o.steady_options.horizon, {.min = 1},
+           "with --steady: seconds of arrivals (default 21600)")
+      .Int("--warmup", "SECONDS", &o.steady_options.warmup, {.min = 0},
+           "with --steady: seconds left out of the report (default 7200)")
+      .Int("--duration-cap", "SECONDS", &o.steady_options.duration_cap, {.min = 1},
+           "with --steady: longer trace durations are cut to this (default 3600)")
       .Choice("--on-evict", {"restart", "resume"}, &on_evict,
               "a preempted job starts its duration again, or keeps its progress (default restart)")
       .String("--movable", "CLASSES", &movable,
@@ -228,7 +240,33 @@ int TraceMain(int argc, char** argv) {
     trace_pods = *pods;
     double scale = 1, offered = 0;
     int64_t skipped = 0;
+    if (o.steady) {
+      if (o.openb.load > 0) o.steady_options.load = o.openb.load;
+      SteadyTrace last;
+      for (uint64_t seed : o.seeds) {
+        SteadyOptions so = o.steady_options;
+        so.seed = seed;
+        absl::StatusOr<SteadyTrace> t = SteadyTimeline(trace_nodes, trace_pods, so);
+        if (!t.ok()) {
+          std::cerr << "tessel-bench trace: " << t.status().message() << "\n";
+          return 1;
+        }
+        if (o.max_jobs > 0 && static_cast<int64_t>(t->input.jobs.size()) > o.max_jobs) t->input.jobs.resize(o.max_jobs);
+        inputs.push_back(std::move(t->input));
+        last = *std::move(t);
+      }
+      const SteadyOptions& so = o.steady_options;
+      title = std::filesystem::path(o.pods_path).stem().string() + "-steady";
+      note = fmt::format(
+          "Steady state: {} nodes, {} GPUs; Poisson arrivals at offered load {:.2f} ({:.3f} jobs/s) drawn from the "
+          "trace's mix, durations capped at {} s ({} pods capped; mean duration {:.0f} s); arrivals for {} s, the "
+          "first {} s left out as warm-up; about {} jobs per run; evicted jobs {}; seeds {}.",
+          trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, so.load, last.rate_per_s,
+          so.duration_cap, last.capped, last.mean_duration_s, so.horizon, so.warmup, inputs.front().jobs.size(),
+          o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
+    }
     for (uint64_t seed : o.seeds) {
+      if (o.steady) break;
       OpenbOptions oo = o.openb;
       oo.seed = seed;
       absl::StatusOr<OpenbTrace> t = OpenbTimeline(trace_nodes, trace_pods, oo);
@@ -242,12 +280,14 @@ int TraceMain(int argc, char** argv) {
       if (o.max_jobs > 0 && static_cast<int64_t>(t->input.jobs.size()) > o.max_jobs) t->input.jobs.resize(o.max_jobs);
       inputs.push_back(std::move(t->input));
     }
+    if (!o.steady) {
     title = std::filesystem::path(o.pods_path).stem().string();
     note = fmt::format("{} nodes, {} GPUs; {} jobs per run ({} pods that never ran in the trace left out); "
                        "{} pass(es) of the trace, inter-arrival times divided by {:.2f} (offered load {:.2f}); evicted jobs {}; seeds {}.",
                        trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, inputs.front().jobs.size(),
                        skipped, o.openb.repeat, scale, offered,
                        o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
+    }
   } else {
     absl::StatusOr<std::string> text = ReadFileToString(o.events_path);
     if (!text.ok()) {

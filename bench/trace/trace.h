@@ -3,6 +3,8 @@
 //
 //   tessel-bench trace --nodes NODES.csv --pods PODS.csv --load 0.9 --policy bestfit,fgd,tessel
 //       --seeds 1-10 [--on-evict restart|resume] [--movable all|none|CLASSES] --out DIR
+//   tessel-bench trace --nodes NODES.csv --pods PODS.csv --steady --load 0.9 --horizon 10800
+//       --warmup 3600 --duration-cap 3600 --out DIR      (Poisson arrivals from the trace's mix)
 //   tessel-bench trace --events SCENARIO.json --policy tessel --out DIR
 #pragma once
 

@@ -168,6 +168,93 @@ TEST_CASE("trace: --load picks the compression that offers it, and refuses a loa
                                                          Catch::Contains("--repeat"));
 }
 
+TEST_CASE("trace: --steady draws Poisson arrivals from the mix at the requested offered load", "[trace]") {
+  auto nodes = ParseTraceNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,4,V100\n");
+  // a: 1 GPU for 100 s; b: 2 GPUs for 300 s, capped at 200. E[gpu_milli x duration] =
+  // (1000 x 100 + 2000 x 200) / 2 = 250,000; at load 0.5 on 4,000 milli, lambda = 0.008/s.
+  auto pods = ParseTracePods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "a,1000,100,1,1000,,LS,Succeeded,0,100,0\n"
+      "b,1000,100,2,1000,,LS,Succeeded,0,300,0\n"
+      "never,1000,100,1,1000,,LS,Pending,0,,\n");
+  REQUIRE(nodes.ok());
+  REQUIRE(pods.ok());
+  const SteadyOptions base{.load = 0.5, .horizon = 1'000'000, .warmup = 100'000, .duration_cap = 200};
+  // Over 10^6 s about 8,000 arrivals (Poisson: sd about 89, 1.1 %); each seed within 3 % of the
+  // rate asked for, and about half the jobs are a (the pods that ran are drawn uniformly).
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    SteadyOptions o = base;
+    o.seed = seed;
+    absl::StatusOr<SteadyTrace> t = SteadyTimeline(*nodes, *pods, o);
+    REQUIRE(t.ok());
+    CHECK(t->rate_per_s == Approx(0.008));
+    CHECK(t->capped == 1);
+    CHECK(t->mean_duration_s == Approx(150));
+    const std::vector<TraceJob>& jobs = t->input.jobs;
+    CHECK(static_cast<double>(jobs.size()) == Approx(8000).epsilon(0.03));
+    int64_t a = 0, prev = 0;
+    for (const TraceJob& j : jobs) {
+      CHECK(j.arrive >= prev);
+      CHECK(j.arrive < o.horizon);
+      prev = j.arrive;
+      REQUIRE(j.pods.size() == 1);
+      const bool is_a = j.id.rfind("a-s", 0) == 0;
+      CHECK(j.id.rfind(is_a ? "a-s" : "b-s", 0) == 0);
+      CHECK(j.duration == (is_a ? 100 : 200));
+      a += is_a;
+    }
+    CHECK(static_cast<double>(a) == Approx(static_cast<double>(jobs.size()) / 2).epsilon(0.05));
+    CHECK(t->input.window_from == 100'000);
+    CHECK(t->input.window_to == 1'000'000);
+  }
+  // Deterministic with the seed; another seed, another stream.
+  absl::StatusOr<SteadyTrace> x = SteadyTimeline(*nodes, *pods, base), y = SteadyTimeline(*nodes, *pods, base);
+  SteadyOptions other = base;
+  other.seed = 43;
+  absl::StatusOr<SteadyTrace> z = SteadyTimeline(*nodes, *pods, other);
+  REQUIRE((x.ok() && y.ok() && z.ok()));
+  auto arrivals = [](const SteadyTrace& t) {
+    std::vector<int64_t> v;
+    for (const TraceJob& j : t.input.jobs) v.push_back(j.arrive);
+    return v;
+  };
+  CHECK(arrivals(*x) == arrivals(*y));
+  CHECK(arrivals(*x) != arrivals(*z));
+  SteadyOptions bad = base;
+  bad.warmup = bad.horizon;
+  CHECK_FALSE(SteadyTimeline(*nodes, *pods, bad).ok());
+}
+
+TEST_CASE("trace: a steady window leaves the warm-up out of the allocation and the waits", "[trace]") {
+  TimelineInput in;
+  in.nodes = {GpuNode("n1", 8)};
+  // Window [100, 200). early holds 4 GPUs over 0-150; big 4 more from 110 (to 310); in asks 2 at
+  // 120, waits for early to end at 150, runs to 200; late arrives after the window.
+  in.jobs = {Job("early", 0, 150, 4), Job("big", 110, 200, 4), Job("in", 120, 50, 2), Job("late", 250, 10, 1)};
+  in.window_from = 100;
+  in.window_to = 200;
+  const TimelineResult r = Simulate(in);
+  REQUIRE(r.steady);
+  CHECK(Outcome(r, "in").start == 150);
+  // By hand: early 4,000 x 50, big 4,000 x 90, in 2,000 x 50.
+  CHECK(r.window_allocated_milli_seconds == 200'000 + 360'000 + 100'000);
+  // Independently, from the jobs' own start and end clipped to the window.
+  int64_t integral = 0;
+  for (const JobOutcome& j : r.jobs) {
+    const int64_t from = std::max<int64_t>(j.start, 100), to = std::min<int64_t>(j.end, 200);
+    if (j.start >= 0 && to > from) integral += j.gpu_milli * (to - from);
+  }
+  CHECK(r.window_allocated_milli_seconds == integral);
+
+  const nlohmann::json summary = Summarize({.policy = "tessel", .seeds = {1}, .runs = {r}});
+  CHECK(summary["alloc_pct"].get<double>() == Approx(100.0 * 660'000 / (8000 * 100)));
+  // Only big and in arrived in the window: early (warm-up) and late are left out.
+  CHECK(summary["jobs"].get<int64_t>() == 2);
+  REQUIRE(summary["alloc_pct_by_seed"].size() == 1);
+  CHECK(summary["alloc_pct_by_seed"][0].get<double>() == Approx(100.0 * 660'000 / (8000 * 100)));
+  CHECK(summary["delay_s"]["p95"].get<int64_t>() == 30);
+}
+
 TEST_CASE("trace: a gang starts only when all its members fit, and ends together", "[trace]") {
   TimelineInput in;
   in.nodes = {GpuNode("n1", 4), GpuNode("n2", 4)};
