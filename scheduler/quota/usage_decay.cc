@@ -3,6 +3,9 @@
 
 #include <array>
 
+#include "nlohmann/json.hpp"
+#include "scheduler/util/strings.h"
+
 namespace tessel {
 namespace {
 
@@ -142,6 +145,49 @@ void UsageDecay::Advance(absl::Time now, const QueueUsage& usage) {
   computed_at_ = now;
   held_ = usage;
   Round();
+}
+
+nlohmann::json DecayedUsageStatus(const DecayedUsageRecord& record) {
+  nlohmann::json usage = nlohmann::json::object();
+  for (const auto& [r, amount] : record.decayed.Entries()) usage[r] = FormatResourceQuantity(r, amount);
+  return {{"decayedUsage", std::move(usage)},
+          {"decayedUsageComputedAt",
+           absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(absl::ToUnixSeconds(record.computed_at)),
+                            absl::UTCTimeZone())}};
+}
+
+absl::StatusOr<std::optional<DecayedUsageRecord>> ReadDecayedUsageStatus(const nlohmann::json& object) {
+  const nlohmann::json* status = object.is_object() && object.contains("status") ? &object["status"] : nullptr;
+  if (status == nullptr || !status->is_object() || !status->contains("fairSharing")) return std::nullopt;
+  std::string name;
+  if (object.contains("metadata") && object["metadata"].is_object()) {
+    name = object["metadata"].value("name", "");
+  }
+  const std::string kind = object.value("kind", std::string("Queue"));
+  auto error = [&](const std::string& field, const std::string& what) {
+    return absl::InvalidArgumentError(StrCat(kind, " ", name, ": status.fairSharing", field, ": ", what));
+  };
+  const nlohmann::json& fair = (*status)["fairSharing"];
+  if (fair.is_null()) return std::nullopt;
+  if (!fair.is_object()) return error("", "must be an object");
+  DecayedUsageRecord record;
+  const auto at = fair.find("decayedUsageComputedAt");
+  if (at == fair.end() || !at->is_string()) return error(".decayedUsageComputedAt", "must be an RFC 3339 time");
+  std::string parse_error;
+  if (!absl::ParseTime(absl::RFC3339_full, at->get<std::string>(), &record.computed_at, &parse_error)) {
+    return error(".decayedUsageComputedAt", StrCat("\"", at->get<std::string>(), "\" is not an RFC 3339 time"));
+  }
+  const auto usage = fair.find("decayedUsage");
+  if (usage == fair.end()) return record;
+  if (!usage->is_object()) return error(".decayedUsage", "must be a map of resource quantities");
+  for (const auto& [r, q] : usage->items()) {
+    if (!q.is_string()) return error(StrCat(".decayedUsage.", r), "must be a quantity string");
+    absl::StatusOr<int64_t> amount = ParseResourceQuantity(r, q.get<std::string>());
+    if (!amount.ok()) return error(StrCat(".decayedUsage.", r), std::string(amount.status().message()));
+    if (*amount < 0) return error(StrCat(".decayedUsage.", r), "must not be negative");
+    record.decayed.Set(r, *amount);
+  }
+  return record;
 }
 
 }  // namespace tessel

@@ -34,7 +34,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "nlohmann/json_fwd.hpp"
 #include "scheduler/quota/quota_usage.h"
 
 namespace tessel {
@@ -47,6 +49,22 @@ uint64_t DecayFactorQ32(int64_t steps);
 // old * f + current * (1 - f), f in Q32, rounded to nearest (halves up). `old` and the result
 // carry `fraction_bits` more bits than `current`.
 __int128 DecayToward(__int128 old, int64_t current, uint64_t factor_q32, int fraction_bits = 0);
+
+// What a Queue's status keeps of it, so that a restart keeps the history:
+//   status.fairSharing: {decayedUsage: {nvidia.com/gpu: "5625m", ...},   // quantities
+//                        decayedUsageComputedAt: "2026-11-28T20:00:00Z"}
+// The time is written to the second, rounded down: a restored value decays from up to a second
+// earlier than it was computed (the error is at most one second's decay).
+struct DecayedUsageRecord {
+  Resources decayed;
+  absl::Time computed_at;
+  bool operator==(const DecayedUsageRecord&) const = default;
+};
+nlohmann::json DecayedUsageStatus(const DecayedUsageRecord& record);
+// Reads status.fairSharing of a Queue object: nullopt when it has none, an error naming the
+// object and the field when it does not read ("Queue team-a: status.fairSharing.decayedUsage.cpu:
+// ...").
+absl::StatusOr<std::optional<DecayedUsageRecord>> ReadDecayedUsageStatus(const nlohmann::json& object);
 
 class UsageDecay {
  public:

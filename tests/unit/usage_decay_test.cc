@@ -3,6 +3,7 @@
 // expected value is exact (computed by hand from the stated rounding).
 #include <catch2/catch.hpp>
 
+#include "nlohmann/json.hpp"
 #include "scheduler/quota/usage_decay.h"
 
 namespace tessel {
@@ -98,6 +99,47 @@ TEST_CASE("usage decay: a restored value decays from the time it was written", "
   CHECK(decay.Decayed("team-b").Get(kNvidiaGpu) == 1000);
   CHECK_FALSE(decay.Restore("team-a", Gpus(0), t0));  // too late: it has history here
   CHECK(decay.Decayed("team-a").Get(kNvidiaGpu) == 7000);
+}
+
+TEST_CASE("decayed usage in a Queue's status: written, read back, restored", "[quota][decay]") {
+  UsageDecay before(absl::Seconds(60));
+  const absl::Time t0 = absl::FromUnixSeconds(600);
+  Resources used = Gpus(6000);
+  used.Set("cpu", 12500);
+  used.Set("memory", int64_t{64} << 30);
+  before.Advance(t0, {{"team-a", used}});
+  before.Advance(t0 + absl::Seconds(60), {{"team-a", used}});
+  const DecayedUsageRecord written{before.Decayed("team-a"), *before.computed_at()};
+  CHECK(written.decayed.Get(kNvidiaGpu) == 3000);
+  CHECK(written.decayed.Get("cpu") == 6250);
+  const nlohmann::json status = DecayedUsageStatus(written);
+  CHECK(status.dump() ==
+        R"({"decayedUsage":{"cpu":"6250m","memory":"32Gi","nvidia.com/gpu":"3"},)"
+        R"("decayedUsageComputedAt":"1970-01-01T00:11:00Z"})");
+  const nlohmann::json object = {{"kind", "Queue"}, {"metadata", {{"name", "team-a"}}},
+                                 {"status", {{"fairSharing", status}}}};
+  absl::StatusOr<std::optional<DecayedUsageRecord>> read = ReadDecayedUsageStatus(object);
+  REQUIRE(read.ok());
+  REQUIRE(read->has_value());
+  CHECK(**read == written);
+  // A scheduler that restarts restores it and goes on as the first one would have.
+  UsageDecay after(absl::Seconds(60));
+  REQUIRE(after.Restore("team-a", (*read)->decayed, (*read)->computed_at));
+  before.Advance(t0 + absl::Seconds(120), {{"team-a", used}});
+  after.Advance(t0 + absl::Seconds(120), {{"team-a", used}});
+  CHECK(after.Decayed("team-a") == before.Decayed("team-a"));
+  CHECK(after.Decayed("team-a").Get(kNvidiaGpu) == 4500);
+
+  // No status: nothing to restore. A bad one: an error naming the object and the field.
+  CHECK_FALSE(ReadDecayedUsageStatus({{"kind", "Queue"}, {"metadata", {{"name", "q"}}}})->has_value());
+  nlohmann::json bad = object;
+  bad["status"]["fairSharing"]["decayedUsage"]["cpu"] = "lots";
+  CHECK(std::string(ReadDecayedUsageStatus(bad).status().message())
+            .starts_with("Queue team-a: status.fairSharing.decayedUsage.cpu: "));
+  bad = object;
+  bad["status"]["fairSharing"]["decayedUsageComputedAt"] = "yesterday";
+  CHECK(ReadDecayedUsageStatus(bad).status().message() ==
+        "Queue team-a: status.fairSharing.decayedUsageComputedAt: \"yesterday\" is not an RFC 3339 time");
 }
 
 }  // namespace
