@@ -12,6 +12,7 @@
 #include <random>
 
 #include "absl/synchronization/mutex.h"
+#include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
 #include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
@@ -116,6 +117,17 @@ std::unique_ptr<kube::LeaderElector> NewElector(const server::SchedulerOptions& 
                                                std::move(callbacks));
 }
 
+// The decayed usage of every queue as the first decaying QueueQuota computed it (every profile's
+// plugin sees the same cluster on the same clock).
+std::map<std::string, DecayedUsageRecord> DecayedRecords(const std::vector<queue_quota::QueueQuota*>& decaying) {
+  std::map<std::string, DecayedUsageRecord> out;
+  if (decaying.empty()) return out;
+  const std::optional<absl::Time> at = decaying.front()->DecayedAt();
+  if (!at.has_value()) return out;
+  for (auto& [queue, usage] : decaying.front()->DecayedUsage()) out[queue] = DecayedUsageRecord{usage, *at};
+  return out;
+}
+
 int Run(server::SchedulerOptions& flags) {
   // Signals are taken by sigwait on the main thread; every thread started later inherits the mask.
   sigset_t signals;
@@ -184,9 +196,33 @@ int Run(server::SchedulerOptions& flags) {
   woken.store(&sched);
   spdlog::info("profiles: {}", StrJoin(sched.ProfileNames(), ", "));
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
+  // Fairness over time (QueueQuota args.usageHalfLifeSeconds): the plugins that decay usage, one
+  // per profile. Their decayed usage is written to the Queues' status and read back from it.
+  std::vector<queue_quota::QueueQuota*> decaying;
+  for (const std::string& profile : sched.ProfileNames()) {
+    const Framework* fw = sched.FrameworkFor(profile);
+    auto* plugin = fw != nullptr ? dynamic_cast<queue_quota::QueueQuota*>(fw->FindPlugin(queue_quota::QueueQuota::kName))
+                                 : nullptr;
+    if (plugin != nullptr && plugin->decays_usage()) decaying.push_back(plugin);
+  }
+  auto restore_decayed = [&decaying](const nlohmann::json& object) {
+    if (decaying.empty()) return;
+    absl::StatusOr<std::optional<DecayedUsageRecord>> record = ReadDecayedUsageStatus(object);
+    if (!record.ok()) {
+      spdlog::warn("{}; its decayed usage starts from 0", record.status().message());
+      return;
+    }
+    if (!record->has_value()) return;
+    const std::string name =
+        object.contains("metadata") && object["metadata"].is_object() ? object["metadata"].value("name", "") : "";
+    for (queue_quota::QueueQuota* plugin : decaying) {
+      (void)plugin->RestoreDecayedUsage(name, (*record)->decayed, (*record)->computed_at);
+    }
+  };
   kube::SchedulerFeed feed(clients.informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
+                            .on_queue_object = restore_decayed,
                             .pdb_api = eviction_api,
                             .gang_apis = connection->gang_apis});
   kube::QueueStatusWriter queue_status(
@@ -199,7 +235,8 @@ int Run(server::SchedulerOptions& flags) {
                                      .invalid = sched.queue_store().Undecodable(),
                                      .directory = sched.queue_store().directory(),
                                      .invalid_flavors = sched.queue_store().UndecodableFlavors(),
-                                     .cohorts = std::move(cohorts)};
+                                     .cohorts = std::move(cohorts),
+                                     .decayed = DecayedRecords(decaying)};
       },
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 
