@@ -995,5 +995,24 @@ TEST_CASE("QueueQuota: with usage decay, a queue that used much recently loses f
   CHECK(timed.plugin->MayEvict(s3, preemptor, b_timed[4], &reason) == VictimVerdict::kAllow);
 }
 
+TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the time it was "
+          "written", "[quota][queue_quota][decay]") {
+  Hooks off;
+  CHECK_FALSE(off.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"), off.handle.clock().Now()));
+
+  Hooks h({.usage_half_life_seconds = 60});
+  h.SetQueues({QueueObject("a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}}})});
+  h.Running("a", "now-0", 2, 0, 1);
+  // The status says 6 GPUs one half-life ago; a holds 2 now (its pods ran on meanwhile).
+  REQUIRE(h.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"),
+                                        h.handle.clock().Now() - absl::Seconds(60)));
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, GpuPod("a", "p", 1)).ok());
+  CHECK(h.plugin->DecayedUsage().at("a").Get(kNvidiaGpu) == 4000);
+  CHECK(h.plugin->DecayedAt() == h.handle.clock().Now());
+  // Too late once it has counted.
+  CHECK_FALSE(h.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"), h.handle.clock().Now()));
+}
+
 }  // namespace
 }  // namespace tessel
