@@ -12,7 +12,6 @@
 #include <random>
 
 #include "absl/synchronization/mutex.h"
-#include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
 #include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
@@ -117,17 +116,6 @@ std::unique_ptr<kube::LeaderElector> NewElector(const server::SchedulerOptions& 
                                                std::move(callbacks));
 }
 
-// The decayed usage of every queue as the first decaying QueueQuota computed it (every profile's
-// plugin sees the same cluster on the same clock).
-std::map<std::string, DecayedUsageRecord> DecayedRecords(const std::vector<queue_quota::QueueQuota*>& decaying) {
-  std::map<std::string, DecayedUsageRecord> out;
-  if (decaying.empty()) return out;
-  const std::optional<absl::Time> at = decaying.front()->DecayedAt();
-  if (!at.has_value()) return out;
-  for (auto& [queue, usage] : decaying.front()->DecayedUsage()) out[queue] = DecayedUsageRecord{usage, *at};
-  return out;
-}
-
 int Run(server::SchedulerOptions& flags) {
   // Signals are taken by sigwait on the main thread; every thread started later inherits the mask.
   sigset_t signals;
@@ -198,13 +186,7 @@ int Run(server::SchedulerOptions& flags) {
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
   // Fairness over time (QueueQuota args.usageHalfLifeSeconds): the plugins that decay usage, one
   // per profile. Their decayed usage is written to the Queues' status and read back from it.
-  std::vector<queue_quota::QueueQuota*> decaying;
-  for (const std::string& profile : sched.ProfileNames()) {
-    const Framework* fw = sched.FrameworkFor(profile);
-    auto* plugin = fw != nullptr ? dynamic_cast<queue_quota::QueueQuota*>(fw->FindPlugin(queue_quota::QueueQuota::kName))
-                                 : nullptr;
-    if (plugin != nullptr && plugin->decays_usage()) decaying.push_back(plugin);
-  }
+  const std::vector<queue_quota::QueueQuota*> decaying = server::DecayingQueueQuotas(sched);
   auto restore_decayed = [&decaying](const nlohmann::json& object) {
     if (decaying.empty()) return;
     absl::StatusOr<std::optional<DecayedUsageRecord>> record = ReadDecayedUsageStatus(object);
@@ -236,7 +218,7 @@ int Run(server::SchedulerOptions& flags) {
                                      .directory = sched.queue_store().directory(),
                                      .invalid_flavors = sched.queue_store().UndecodableFlavors(),
                                      .cohorts = std::move(cohorts),
-                                     .decayed = DecayedRecords(decaying)};
+                                     .decayed = server::DecayedUsageRecords(sched)};
       },
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 
