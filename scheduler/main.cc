@@ -184,9 +184,27 @@ int Run(server::SchedulerOptions& flags) {
   woken.store(&sched);
   spdlog::info("profiles: {}", StrJoin(sched.ProfileNames(), ", "));
   sched.OnJobsWatched();  // the feed watches Jobs: a Job's pods wait until their Job is known
+  // Fairness over time (QueueQuota args.usageHalfLifeSeconds): the plugins that decay usage, one
+  // per profile. Their decayed usage is written to the Queues' status and read back from it.
+  const std::vector<queue_quota::QueueQuota*> decaying = server::DecayingQueueQuotas(sched);
+  auto restore_decayed = [&decaying](const nlohmann::json& object) {
+    if (decaying.empty()) return;
+    absl::StatusOr<std::optional<DecayedUsageRecord>> record = ReadDecayedUsageStatus(object);
+    if (!record.ok()) {
+      spdlog::warn("{}; its decayed usage starts from 0", record.status().message());
+      return;
+    }
+    if (!record->has_value()) return;
+    const std::string name =
+        object.contains("metadata") && object["metadata"].is_object() ? object["metadata"].value("name", "") : "";
+    for (queue_quota::QueueQuota* plugin : decaying) {
+      (void)plugin->RestoreDecayedUsage(name, (*record)->decayed, (*record)->computed_at);
+    }
+  };
   kube::SchedulerFeed feed(clients.informers.get(), &sched,
                            {.on_pod_bound = [&](const std::string& key) { reporter.Bound(key); },
                             .on_pod_gone = [&](const std::string& key) { reporter.Forget(key); },
+                            .on_queue_object = restore_decayed,
                             .pdb_api = eviction_api,
                             .gang_apis = connection->gang_apis});
   kube::QueueStatusWriter queue_status(
@@ -199,7 +217,8 @@ int Run(server::SchedulerOptions& flags) {
                                      .invalid = sched.queue_store().Undecodable(),
                                      .directory = sched.queue_store().directory(),
                                      .invalid_flavors = sched.queue_store().UndecodableFlavors(),
-                                     .cohorts = std::move(cohorts)};
+                                     .cohorts = std::move(cohorts),
+                                     .decayed = server::DecayedUsageRecords(sched)};
       },
       {.write_budget = write_budget, .interval = flags.queue_status_interval});
 

@@ -21,6 +21,8 @@ struct QuotaCycle {
   const Queue* queue;
   QuotaTracker base;     // usage when the cycle began
   QuotaTracker tracker;  // usage the cycle sees now (preemption removes victims from it)
+  // Every queue's decayed usage when the cycle began (args.usageHalfLifeSeconds), else none.
+  std::optional<QuotaTracker> decayed;
   Resources request;     // the pod's charge without GPUs
   gpu::GpuRequest gpu;
   std::vector<Toleration> tolerations;  // for a flavor's node taints
@@ -132,16 +134,40 @@ bool EvictedBefore(const Pod* a, const Pod* b) {
 
 absl::StatusOr<QueueQuotaArgs> QueueQuota::ParseArgs(const YAML::Node& yaml) {
   ArgsReader reader = ArgsReader::Of(kName, yaml);
-  RETURN_IF_ERROR(reader.OnlyKeys({"podsWithoutQueue"}));
+  RETURN_IF_ERROR(reader.OnlyKeys({"podsWithoutQueue", "usageHalfLifeSeconds"}));
   ASSIGN_OR_RETURN(const std::string unqueued, reader.String("podsWithoutQueue", "Allow"));
   if (unqueued != "Allow" && unqueued != "Reject") {
     return reader.Error("podsWithoutQueue", StrCat("\"", unqueued, "\" is not one of Allow, Reject"));
   }
-  return Args{.reject_pods_without_queue = unqueued == "Reject"};
+  ASSIGN_OR_RETURN(const int64_t half_life,
+                   reader.Int("usageHalfLifeSeconds", 0, 0, kMaxUsageHalfLifeSeconds));
+  return Args{.reject_pods_without_queue = unqueued == "Reject", .usage_half_life_seconds = half_life};
 }
 
 absl::StatusOr<std::unique_ptr<QueueQuota>> QueueQuota::New(Args args, Handle& handle) {
-  return std::make_unique<QueueQuota>(&handle, args.reject_pods_without_queue);
+  return std::make_unique<QueueQuota>(&handle, args.reject_pods_without_queue,
+                                      args.usage_half_life_seconds);
+}
+
+QueueQuota::QueueQuota(Handle* handle, bool reject_unqueued, int64_t usage_half_life_seconds)
+    : handle_(handle), reject_unqueued_(reject_unqueued), decay_enabled_(usage_half_life_seconds > 0) {
+  if (decay_enabled_) decay_ = std::make_unique<UsageDecay>(absl::Seconds(usage_half_life_seconds));
+}
+
+QueueUsage QueueQuota::DecayedUsage() const {
+  absl::MutexLock lock(&mu_);
+  return decay_ != nullptr ? decay_->decayed() : QueueUsage{};
+}
+
+std::optional<absl::Time> QueueQuota::DecayedAt() const {
+  absl::MutexLock lock(&mu_);
+  return decay_ != nullptr ? decay_->computed_at() : std::nullopt;
+}
+
+bool QueueQuota::RestoreDecayedUsage(const std::string& queue, const Resources& decayed,
+                                     absl::Time computed_at) {
+  absl::MutexLock lock(&mu_);
+  return decay_ != nullptr && decay_->Restore(queue, decayed, computed_at);
 }
 
 QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory) {
@@ -190,6 +216,11 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   for (const auto& [queue, amount] : usage) cycle.base.AddUsage(queue, amount);
   {
     absl::MutexLock lock(&mu_);
+    if (decay_ != nullptr) {
+      decay_->Advance(handle_->clock().Now(), usage);
+      cycle.decayed.emplace(directory.get());
+      for (const auto& [queue, amount] : decay_->decayed()) cycle.decayed->AddUsage(queue, amount);
+    }
     cycle.reserved_sequence = reserved_sequence_;
     if (reserved_generation_ == handle_->snapshot().generation()) {
       if (auto it = reserved_.find(pod.Key()); it != reserved_.end()) {
@@ -424,11 +455,15 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // The two subtrees whose shares are compared: the children of `meet` that hold each queue.
   const int own_side = tree.ChildToward(meet, own_node);
   const int their_side = tree.ChildToward(meet, their_node);
+  // With usage decay on, each side's share is its share now plus the share its decayed usage
+  // gives (per mille each): the one that used more recently counts as holding more.
+  const int64_t own_past = cycle->decayed ? cycle->decayed->ShareOfNode(own_side) : 0;
+  const int64_t their_past = cycle->decayed ? cycle->decayed->ShareOfNode(their_side) : 0;
   int64_t own_share_after = 0;
   if (!reclaim) {
     QuotaTracker after = cycle->tracker;
     after.AddUsage(own->name(), want);
-    own_share_after = after.ShareOfNode(own_side);
+    own_share_after = after.ShareOfNode(own_side) + own_past;
   }
 
   // The victim's queue gives back what it borrows: walk its pods on this node in eviction
@@ -457,7 +492,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     if (take && !reclaim) {
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && trial.ShareOfNode(their_side) >= own_share_after;
+      take = keeps_nominal && trial.ShareOfNode(their_side) + their_past >= own_share_after;
     }
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;

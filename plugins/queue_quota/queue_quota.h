@@ -25,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,19 @@
 #include "scheduler/framework/registry.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/quota/quota_usage.h"
+#include "scheduler/quota/usage_decay.h"
 
 namespace tessel::queue_quota {
 
 struct QueueQuotaArgs {
   bool reject_pods_without_queue = false;  // podsWithoutQueue: Allow (false) or Reject (true)
+  // usageHalfLifeSeconds: fairness over time (usage_decay.h). 0 (the default): off, shares are
+  // computed on the instant. One value for the whole scheduler, as Kueue's
+  // admissionFairSharing.usageHalfLifeTime and KAI-Scheduler's usage half-life are.
+  int64_t usage_half_life_seconds = 0;
 };
+// The largest usageHalfLifeSeconds: a year.
+inline constexpr int64_t kMaxUsageHalfLifeSeconds = 365 * 24 * 3600;
 
 class QueueQuota final : public QuotaPlugin,
                          public PreFilterPlugin,
@@ -50,8 +58,7 @@ class QueueQuota final : public QuotaPlugin,
   using Args = QueueQuotaArgs;
   static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
   static absl::StatusOr<std::unique_ptr<QueueQuota>> New(Args args, Handle& handle);
-  QueueQuota(Handle* handle, bool reject_unqueued)
-      : handle_(handle), reject_unqueued_(reject_unqueued) {}
+  QueueQuota(Handle* handle, bool reject_unqueued, int64_t usage_half_life_seconds = 0);
 
   std::string_view Name() const override { return kName; }
   // Quota frees when a pod leaves a node, and changes with the Queue objects.
@@ -88,6 +95,18 @@ class QueueQuota final : public QuotaPlugin,
   // A preemptor in no queue: every victim is left to the priority rule.
   bool DefersEvery(const CycleState& state, const Pod& preemptor) const override;
 
+  // Fairness over time (args.usageHalfLifeSeconds > 0, else these do nothing): every queue's
+  // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed.
+  // In fair-share preemption a subtree's share is its share now plus the share its decayed
+  // usage gives (both per mille, QuotaTracker::ShareOfNode), so a team that used much recently
+  // yields to one that did not.
+  bool decays_usage() const { return decay_enabled_; }
+  QueueUsage DecayedUsage() const;
+  std::optional<absl::Time> DecayedAt() const;
+  // A queue's decayed usage read back from its status after a restart (UsageDecay::Restore):
+  // only before the first cycle; false when too late or decay is off.
+  bool RestoreDecayedUsage(const std::string& queue, const Resources& decayed, absl::Time computed_at);
+
  private:
   struct Reserved {
     std::string queue;
@@ -105,8 +124,9 @@ class QueueQuota final : public QuotaPlugin,
 
   Handle* handle_;
   const bool reject_unqueued_;
+  const bool decay_enabled_;
 
-  absl::Mutex mu_;  // Unreserve runs on binder threads
+  mutable absl::Mutex mu_;  // Unreserve runs on binder threads
   struct NodeUsage {
     int64_t generation = -1;
     QueueUsage usage;
@@ -117,6 +137,7 @@ class QueueQuota final : public QuotaPlugin,
   int64_t reserved_generation_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   StringKeyedMap<Reserved> reserved_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<UsageDecay> decay_ ABSL_GUARDED_BY(mu_);  // null: decay off
 };
 
 }  // namespace tessel::queue_quota

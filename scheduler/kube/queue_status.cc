@@ -88,6 +88,9 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
     }
     status["flavorsUsage"] = std::move(flavors);
   }
+  if (auto d = view.decayed.find(name); d != view.decayed.end()) {
+    status["fairSharing"] = DecayedUsageStatus(d->second);
+  }
   if (report->oldest_pending.has_value()) {
     status["oldestPendingSince"] = Rfc3339(*report->oldest_pending);
     status["oldestPendingWaitSeconds"] =
@@ -224,6 +227,9 @@ bool QueueStatusWriter::Write(const std::string& name, const std::string& path, 
                               const std::vector<QueueCondition>& conditions, absl::Time now) {
   json key_json = status;
   key_json.erase("oldestPendingWaitSeconds");
+  // The decayed usage is rewritten when it changes, not for its time alone: a queue whose
+  // decayed usage stays (a steady usage) restores to the same value from an older time.
+  if (key_json.contains("fairSharing")) key_json["fairSharing"].erase("decayedUsageComputedAt");
   key_json["conditions"] = json::array();
   for (const QueueCondition& c : conditions) {
     key_json["conditions"].push_back({c.type, c.status, c.reason, c.message});
@@ -261,6 +267,14 @@ bool QueueStatusWriter::Write(const std::string& name, const std::string& path, 
       if (!before.is_object() || !patch_status.contains(field)) continue;
       for (const auto& [resource, v] : before.items()) {
         if (!patch_status[field].contains(resource)) patch_status[field][resource] = nullptr;
+      }
+    }
+    const json& before = prev->second.status.contains("fairSharing") ? prev->second.status["fairSharing"] : json();
+    if (before.is_object() && before.contains("decayedUsage") && patch_status.contains("fairSharing")) {
+      for (const auto& [resource, v] : before["decayedUsage"].items()) {
+        if (!patch_status["fairSharing"]["decayedUsage"].contains(resource)) {
+          patch_status["fairSharing"]["decayedUsage"][resource] = nullptr;
+        }
       }
     }
   }

@@ -4,6 +4,7 @@
 //   usage, borrowed, lent                   per resource; nvidia.com/gpu in physical-GPU
 //                                           equivalents, as the quota counts it
 //   oldestPendingSince, oldestPendingWaitSeconds   the queue's longest-waiting pod
+//   fairSharing.decayedUsage, decayedUsageComputedAt   with usage decay on (usage_decay.h)
 //   conditions Active (False: the Queue does not decode and never did, reason InvalidSpec, its
 //   pods wait; True with reason InvalidSpec: it stopped decoding and its last valid version
 //   stays in force), Conflict (True: a namespace it lists stays with an older Queue, reason
@@ -37,6 +38,7 @@
 #include "scheduler/kube/client.h"
 #include "scheduler/quota/queue.h"
 #include "scheduler/quota/quota_usage.h"
+#include "scheduler/quota/usage_decay.h"
 #include "scheduler/util/clock.h"
 
 namespace tessel::kube {
@@ -53,6 +55,9 @@ struct QueueStatusView {
   // The cohorts of the tree (ReportCohorts): those a Cohort object defines, or that break the
   // tree, get a status too.
   std::vector<CohortReport> cohorts;
+  // Each queue's decayed usage (QueueQuota args.usageHalfLifeSeconds; empty when off), written
+  // as status.fairSharing (usage_decay.h) so that a restarted scheduler reads it back.
+  std::map<std::string, DecayedUsageRecord> decayed;
 };
 
 // One condition of a Queue's status (lastTransitionTime is kept by the writer).

@@ -142,10 +142,12 @@ class ClusterObjectHandler final : public InformerHandler {
 // logged naming it and the field, and only that object is left out.
 class ReadKindHandler final : public InformerHandler {
  public:
-  ReadKindHandler(Scheduler* s, std::string api_version, std::string kind)
-      : s_(s), api_version_(std::move(api_version)), kind_(std::move(kind)) {}
+  ReadKindHandler(Scheduler* s, std::string api_version, std::string kind,
+                  std::function<void(const json&)> on_object = nullptr)
+      : s_(s), api_version_(std::move(api_version)), kind_(std::move(kind)), on_object_(std::move(on_object)) {}
   void OnAdd(const json& object) override { OnUpdate(object); }
   void OnUpdate(const json& object) override {
+    if (on_object_) on_object_(object);
     json typed = object;
     typed["apiVersion"] = api_version_;
     typed["kind"] = kind_;
@@ -159,6 +161,7 @@ class ReadKindHandler final : public InformerHandler {
   Scheduler* s_;
   std::string api_version_;
   std::string kind_;
+  std::function<void(const json&)> on_object_;
 };
 
 // Other optional collections: any change may unpark pods.
@@ -296,7 +299,8 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
        .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind)));
+      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind),
+                                        options.on_queue_object));
   add({.name = "resourceflavors", .path = "/apis/tessel.io/v1alpha1/resourceflavors", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind)));
   add({.name = "cohorts", .path = "/apis/tessel.io/v1alpha1/cohorts", .optional = true},

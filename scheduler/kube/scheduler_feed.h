@@ -39,6 +39,9 @@ struct FeedOptions {
   // A pod was seen bound to a node / deleted: observers may drop what they remember about it.
   std::function<void(const std::string& key)> on_pod_bound;
   std::function<void(const std::string& key)> on_pod_gone;
+  // A Queue object was seen (before it is delivered): its status is read here (the decayed
+  // usage a restarted scheduler restores, usage_decay.h).
+  std::function<void(const nlohmann::json& object)> on_queue_object;
   // Extra optional (CRD) collections to watch, beyond PodGroup and Queue.
   std::vector<ResourceSpec> extra_custom;
   // The policy group version that serves PodDisruptionBudgets (as DiscoverEvictionApi finds it).

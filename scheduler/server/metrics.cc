@@ -258,6 +258,28 @@ ClusterReport ReportCluster(Scheduler& s) {
   return tessel::ReportCluster(snapshot, {.queues = directory.get(), .pending = Pointers(pending)});
 }
 
+std::vector<queue_quota::QueueQuota*> DecayingQueueQuotas(const Scheduler& scheduler) {
+  std::vector<queue_quota::QueueQuota*> out;
+  for (const std::string& profile : scheduler.ProfileNames()) {
+    const Framework* fw = scheduler.FrameworkFor(profile);
+    auto* plugin = fw != nullptr
+                       ? dynamic_cast<queue_quota::QueueQuota*>(fw->FindPlugin(queue_quota::QueueQuota::kName))
+                       : nullptr;
+    if (plugin != nullptr && plugin->decays_usage()) out.push_back(plugin);
+  }
+  return out;
+}
+
+std::map<std::string, DecayedUsageRecord> DecayedUsageRecords(const Scheduler& scheduler) {
+  std::map<std::string, DecayedUsageRecord> out;
+  const std::vector<queue_quota::QueueQuota*> decaying = DecayingQueueQuotas(scheduler);
+  if (decaying.empty()) return out;
+  const std::optional<absl::Time> at = decaying.front()->DecayedAt();
+  if (!at.has_value()) return out;
+  for (auto& [queue, usage] : decaying.front()->DecayedUsage()) out[queue] = DecayedUsageRecord{usage, *at};
+  return out;
+}
+
 std::vector<QueueReport> ComputeQueueReports(Scheduler& s, std::vector<CohortReport>* cohorts) {
   std::shared_ptr<const QueueDirectory> directory = s.Queues();
   if (directory == nullptr || directory->queues().empty()) return {};
@@ -434,6 +456,20 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
             &QueueReport::lent}}) {
     ClusterGauge(registry, g.name, g.help, per_queue(PerResource, g.field));
   }
+  ClusterGauge(registry, "tessel_queue_decayed_usage",
+               "Each Queue's usage decayed with the QueueQuota half-life usageHalfLifeSeconds, by resource "
+               "(GPUs in physical-GPU equivalents; no samples while decay is off)",
+               from_report([this](const ClusterReport& r) {
+                 std::vector<GaugeSample> out;
+                 const std::map<std::string, DecayedUsageRecord> decayed = DecayedUsageRecords(*scheduler_);
+                 if (decayed.empty()) return out;
+                 for (const QueueReport& q : r.queues) {
+                   auto it = decayed.find(q.name);
+                   AppendPerResource({{"queue", q.name}, {"cohort", q.cohort}}, q.nominal,
+                                     it != decayed.end() ? it->second.decayed : Resources{}, out);
+                 }
+                 return out;
+               }));
   for (const ResourceFieldGauge<FlavorReport>& g : std::initializer_list<ResourceFieldGauge<FlavorReport>>{
            {"tessel_queue_flavor_nominal_quota",
             "Nominal quota of each flavor of a flavored Queue, by resource (GPUs in physical-GPU equivalents)",

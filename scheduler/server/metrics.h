@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "plugins/queue_quota/queue_quota.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/quota/quota_usage.h"
 #include "scheduler/report/cluster_report.h"
@@ -119,6 +120,11 @@ class MetricsRegistry {
 ClusterReport ReportCluster(Scheduler& scheduler);
 // Only its queues (the admin API, Queue status), and with `cohorts` its cohort tree.
 std::vector<QueueReport> ComputeQueueReports(Scheduler& scheduler, std::vector<CohortReport>* cohorts = nullptr);
+// Fairness over time (QueueQuota args.usageHalfLifeSeconds): the QueueQuota plugins that decay
+// usage, one per profile that has it on, and every queue's decayed usage as the first of them
+// computed it (each sees the same cluster on the same clock). Empty when decay is off.
+std::vector<queue_quota::QueueQuota*> DecayingQueueQuotas(const Scheduler& scheduler);
+std::map<std::string, DecayedUsageRecord> DecayedUsageRecords(const Scheduler& scheduler);
 
 // Whether a pending pod could ever fit in this cluster: some node's allocatable covers every
 // resource it requests (a change, such as pods ending, may then make room); false means it

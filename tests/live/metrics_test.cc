@@ -30,7 +30,8 @@ Pod TeamAPod(std::string name, std::string node, int64_t gpus) {
 
 // A scheduler with the default profile on a manual clock, and its metrics.
 struct MetricsWorld {
-  explicit MetricsWorld(absl::Time start = absl::UnixEpoch()) : clock(start) {}
+  explicit MetricsWorld(absl::Time start = absl::UnixEpoch(), SchedulerConfig with = {})
+      : config(std::move(with)), clock(start) {}
   static std::unique_ptr<Scheduler> Make(const Registry& registry, const SchedulerConfig& config, Cache& cache,
                                          ManualClock& clock) {
     auto made = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
@@ -171,6 +172,8 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
   CHECK(w.Series(R"(tessel_queue_pending_pods{queue="team-b",cohort="c"})") == "0");
   CHECK(w.Series(R"(tessel_queue_admitted_pods{queue="team-a",cohort="c"})") == "1");
   CHECK(w.Series(R"(tessel_queue_lent{queue="team-b",cohort="c",resource="nvidia.com/gpu"})") == "1");
+  // Usage decay is off by default: no samples.
+  CHECK(w.Series(R"(tessel_queue_decayed_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "absent");
   // 8 whole GPUs (no GFD labels: allocatable nvidia.com/gpu), 3 held; the running mix (3 x 1000)
   // fits in the 5 free devices, so nothing is fragmented.
   CHECK(w.Series("tessel_gpu_allocatable") == "8");
@@ -366,6 +369,45 @@ TEST_CASE("a pod could ever fit when some node's allocatable covers every reques
   p.requests.Set("cpu", 2000);
   CHECK(FitsSomeNode(p, nodes));
   CHECK_FALSE(FitsSomeNode(p, {}));
+}
+
+}  // namespace
+}  // namespace tessel::server
+
+namespace tessel::server {
+namespace {
+
+TEST_CASE("tessel_queue_decayed_usage: each queue's usage decayed with usageHalfLifeSeconds") {
+  auto config = ParseSchedulerConfig(R"(
+apiVersion: tessel.io/v1alpha1
+kind: TesselSchedulerConfiguration
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - {name: QueueQuota, args: {usageHalfLifeSeconds: 60}}
+)");
+  REQUIRE(config.ok());
+  MetricsWorld w(absl::FromUnixSeconds(600), *config);
+  REQUIRE(DeliverObject(*w.s, nlohmann::json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                             {"metadata", {{"name", "team-a"}}},
+                                             {"spec", {{"namespaces", {"team-a"}}, {"cohort", "c"},
+                                                       {"nominalQuota", {{"nvidia.com/gpu", "2"}}}}}})
+              .status()
+              .ok());
+  Node n;
+  n.meta.name = "n1";
+  n.allocatable.Set("nvidia.com/gpu", 8000);
+  n.allocatable.Set("cpu", 8000);
+  n.allocatable.Set("pods", 110);
+  w.s->OnNodeAdd(n);
+  w.s->OnPodAdd(TeamAPod("running", "n1", 3000));
+  w.s->OnPodAdd(TeamAPod("waiting-0", "", 1000));
+  REQUIRE(w.s->ScheduleOne());  // QueueQuota's PreFilter starts counting: 3 GPUs held
+  CHECK(w.Series(R"(tessel_queue_decayed_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "absent");
+  w.clock.Advance(absl::Seconds(60));
+  w.s->OnPodAdd(TeamAPod("waiting-1", "", 1000));
+  REQUIRE(w.s->ScheduleOne());  // one half-life of 3 GPUs from 0: 1.5
+  CHECK(w.Series(R"(tessel_queue_decayed_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "1.5");
 }
 
 }  // namespace

@@ -244,3 +244,42 @@ TEST_CASE("Cohort status: the subtree's quota, usage, borrowing and share; a bro
 
 }  // namespace
 }  // namespace tessel::kube
+
+namespace tessel::kube {
+namespace {
+
+TEST_CASE("Queue status: the decayed usage is written when it changes and reads back as it was") {
+  Fixture f;
+  f.view.reports = {QueueReport{.name = "team-a", .cohort = "research", .nominal = Gpus(4000),
+                                .usage = Gpus(6000), .borrowed = Gpus(2000)}};
+  const absl::Time computed = f.clock.Now();
+  f.view.decayed = {{"team-a", DecayedUsageRecord{Gpus(5625), computed}}};
+  REQUIRE(f.writer.WriteOnce() == 1);
+  json a = f.Last("team-a");
+  CHECK(a["fairSharing"] == json{{"decayedUsage", {{"nvidia.com/gpu", "5625m"}}},
+                                 {"decayedUsageComputedAt", "2023-11-14T22:13:20Z"}});
+  // A restarted scheduler reads back what was written.
+  absl::StatusOr<std::optional<DecayedUsageRecord>> read = ReadDecayedUsageStatus(
+      json{{"kind", "Queue"}, {"metadata", {{"name", "team-a"}}}, {"status", a}});
+  REQUIRE(read.ok());
+  REQUIRE(read->has_value());
+  CHECK(**read == f.view.decayed["team-a"]);
+
+  // Only its time changed: not rewritten. The usage changed: rewritten, a resource that left
+  // removed.
+  f.clock.Advance(absl::Seconds(10));
+  f.view.decayed["team-a"].computed_at = f.clock.Now();
+  CHECK(f.writer.WriteOnce() == 0);
+  Resources more = Gpus(5700);
+  more.Set("cpu", 2000);
+  f.view.decayed["team-a"].decayed = more;
+  REQUIRE(f.writer.WriteOnce() == 1);
+  CHECK(f.Last("team-a")["fairSharing"]["decayedUsage"] == json{{"cpu", "2"}, {"nvidia.com/gpu", "5700m"}});
+  f.view.decayed["team-a"].decayed = Gpus(5700);
+  REQUIRE(f.writer.WriteOnce() == 1);
+  CHECK(f.Last("team-a")["fairSharing"]["decayedUsage"] == json{{"cpu", nullptr}, {"nvidia.com/gpu", "5700m"}});
+  CHECK(f.Last("team-a")["fairSharing"]["decayedUsageComputedAt"] == "2023-11-14T22:13:30Z");
+}
+
+}  // namespace
+}  // namespace tessel::kube

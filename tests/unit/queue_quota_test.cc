@@ -335,9 +335,9 @@ TEST_CASE("QueueQuota: a replica of a shared GPU counts as its fraction of a phy
 // --- The plugin's hooks, on a fake handle ---------------------------------------------------
 
 struct Hooks {
-  Hooks() {
+  explicit Hooks(QueueQuota::Args args = {}) {
     handle.AddNode(NodeBuilder("n1").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
-    auto made = QueueQuota::New({}, handle);
+    auto made = QueueQuota::New(args, handle);
     REQUIRE(made.ok());
     plugin = *std::move(made);
   }
@@ -911,6 +911,107 @@ TEST_CASE("QueueQuota: fair sharing in a tree compares the two subtrees where th
   CHECK(reason == "fair-share");
   CHECK(h.plugin->MayEvict(state, preemptor, b_pods[2], &reason) == VictimVerdict::kAllow);
   CHECK(h.plugin->MayEvict(state, preemptor, b_pods[1], &reason) == VictimVerdict::kDeny);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+TEST_CASE("QueueQuota: usageHalfLifeSeconds is an integer from 0 (off) to a year",
+          "[quota][queue_quota][decay]") {
+  auto args = QueueQuota::ParseArgs(YAML::Load("{usageHalfLifeSeconds: 3600}"));
+  REQUIRE(args.ok());
+  CHECK(args->usage_half_life_seconds == 3600);
+  CHECK(QueueQuota::ParseArgs(YAML::Load("{}"))->usage_half_life_seconds == 0);
+  auto negative = QueueQuota::ParseArgs(YAML::Load("{usageHalfLifeSeconds: -1}"));
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.status().message() ==
+        "QueueQuota: args.usageHalfLifeSeconds: want an integer in 0..31536000, got \"-1\"");
+  auto words = QueueQuota::ParseArgs(YAML::Load("{usageHalfLifeSeconds: 1h}"));
+  REQUIRE_FALSE(words.ok());
+  CHECK(words.status().message() ==
+        "QueueQuota: args.usageHalfLifeSeconds: want an integer in 0..31536000, got \"1h\"");
+}
+
+TEST_CASE("QueueQuota: with usage decay, a queue that used much recently loses fair-share "
+          "preemption to one that did not", "[quota][queue_quota][decay]") {
+  // Cohort c: a (nominal 2), b (nominal 2) and an idle lender l (4): the cohort lends 8.
+  // For four half-lives a runs 6 GPUs (borrows 4) and b nothing. Then a runs 2 (its nominal)
+  // and b 5 (borrows 3, share 375 per mille). A pod of a asking 1 GPU would borrow 1 (125):
+  // on the instant, b's newest pod may go (b keeps 250 >= 125). With decay, a's decayed usage
+  // is 6 * (1 - 2^-4) = 5.625 GPUs, 3.625 borrowed: 453 per mille more, so a counts 578 and
+  // may not take from b (250 + b's decayed share, 0).
+  auto setup = [](Hooks& h) {
+    auto queue = [](std::string name, std::string gpus) {
+      return QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
+                                {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
+                                {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+    };
+    h.SetQueues({queue("a", "2"), queue("b", "2"), queue("l", "4")});
+    std::vector<Pod> history;
+    for (int i = 0; i < 6; ++i) history.push_back(h.Running("a", StrCat("old-", i), 1, 0, i));
+    const Pod probe = GpuPod("a", "probe", 1, 0);
+    for (int i = 0; i <= 4; ++i) {  // PreFilter advances the decay on the handle's clock
+      if (i > 0) h.handle.manual_clock().Advance(absl::Seconds(60));
+      CycleState state;
+      REQUIRE(h.plugin->PreFilter(state, probe).ok());
+    }
+    for (const Pod& p : history) h.handle.RemovePod(p.Key());
+    h.Running("a", "now-0", 1, 0, 10);
+    h.Running("a", "now-1", 1, 0, 11);
+    std::vector<Pod> b;
+    for (int i = 0; i < 5; ++i) b.push_back(h.Running("b", StrCat("b-", i), 1, 0, 20 + i));
+    return b;
+  };
+  const Pod preemptor = GpuPod("a", "p", 1, 5);
+
+  Hooks instant;
+  const std::vector<Pod> b_instant = setup(instant);
+  CHECK_FALSE(instant.plugin->decays_usage());
+  CycleState s1;
+  REQUIRE(instant.plugin->PreFilter(s1, preemptor).ok());
+  std::string reason;
+  CHECK(instant.plugin->MayEvict(s1, preemptor, b_instant[4], &reason) == VictimVerdict::kAllow);
+  CHECK(reason == "fair-share");
+
+  Hooks timed({.usage_half_life_seconds = 60});
+  const std::vector<Pod> b_timed = setup(timed);
+  CHECK(timed.plugin->DecayedUsage().at("a").Get(kNvidiaGpu) == 5625);
+  CHECK_FALSE(timed.plugin->DecayedUsage().contains("b"));
+  CycleState s2;
+  REQUIRE(timed.plugin->PreFilter(s2, preemptor).ok());
+  reason.clear();
+  CHECK(timed.plugin->MayEvict(s2, preemptor, b_timed[4], &reason) == VictimVerdict::kDeny);
+  CHECK(reason.empty());
+
+  // Once a's past has decayed (40 half-lives at its nominal), it takes from b again.
+  timed.handle.manual_clock().Advance(absl::Seconds(60 * 40));
+  CycleState s3;
+  REQUIRE(timed.plugin->PreFilter(s3, preemptor).ok());
+  CHECK(timed.plugin->DecayedUsage().at("a").Get(kNvidiaGpu) == 2000);
+  CHECK(timed.plugin->DecayedUsage().at("b").Get(kNvidiaGpu) == 5000);
+  CHECK(timed.plugin->MayEvict(s3, preemptor, b_timed[4], &reason) == VictimVerdict::kAllow);
+}
+
+TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the time it was "
+          "written", "[quota][queue_quota][decay]") {
+  Hooks off;
+  CHECK_FALSE(off.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"), off.handle.clock().Now()));
+
+  Hooks h({.usage_half_life_seconds = 60});
+  h.SetQueues({QueueObject("a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}}})});
+  h.Running("a", "now-0", 2, 0, 1);
+  // The status says 6 GPUs one half-life ago; a holds 2 now (its pods ran on meanwhile).
+  REQUIRE(h.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"),
+                                        h.handle.clock().Now() - absl::Seconds(60)));
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, GpuPod("a", "p", 1)).ok());
+  CHECK(h.plugin->DecayedUsage().at("a").Get(kNvidiaGpu) == 4000);
+  CHECK(h.plugin->DecayedAt() == h.handle.clock().Now());
+  // Too late once it has counted.
+  CHECK_FALSE(h.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"), h.handle.clock().Now()));
 }
 
 }  // namespace
