@@ -14,7 +14,7 @@ profiles:
   plugins:
     queueSort:
       enabled: [{name: PrioritySort}]
-    # DynamicResources holds pods with DRA claims, which Tessel does not allocate yet.
+    # DynamicResources resolves the pod's DRA claims (plugins/dynamic_resources).
     preFilter:
       enabled:
       - {name: DynamicResources}
@@ -44,6 +44,7 @@ profiles:
       - {name: NodeVolumeLimits}
       - {name: VolumeBinding}
       - {name: VolumeZone}
+      - {name: DynamicResources}
       - {name: GpuShare}
       - {name: PodTopologySpread}
       - {name: InterPodAffinity}
@@ -74,11 +75,13 @@ profiles:
       - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
     reserve:
-      enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}, {name: Reservation}]
+      enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}, {name: DynamicResources},
+                {name: Reservation}]
     # VolumeBinding writes the claims' selected node and waits for them to bind (see
-    # plugins/volume_binding); GpuShare only adds an annotation to the bind.
+    # plugins/volume_binding); DynamicResources writes the DRA claims' allocation and reservedFor;
+    # GpuShare only adds an annotation to the bind.
     preBind:
-      enabled: [{name: VolumeBinding}, {name: GpuShare}]
+      enabled: [{name: VolumeBinding}, {name: DynamicResources}, {name: GpuShare}]
     bind:
       enabled: [{name: DefaultBinder}]
   pluginConfig:

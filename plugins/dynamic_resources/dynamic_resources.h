@@ -1,32 +1,97 @@
-// DynamicResources (PreFilter): the place of kube-scheduler's plugin of that name, which
-// allocates Dynamic Resource Allocation (DRA, resource.k8s.io) claims. Tessel does not allocate
-// DRA claims yet, so a pod that names one (spec.resourceClaims, which its containers' and the
-// pod's resources.claims refer to) is never bound: bound without an allocation, the kubelet
-// would never start it. It waits, unresolvable, with PodScheduled=False and a message that names
-// the claim; nothing in the cluster can change that, so no event requeues it.
+// DynamicResources (PreFilter, Filter, Reserve, PreBind): kube-scheduler's plugin of that name,
+// which allocates Dynamic Resource Allocation (DRA, resource.k8s.io/v1) claims. It reads the
+// ResourceSlices, DeviceClasses and ResourceClaims the informers keep as JSON in the cluster-object
+// store (Handle::Objects) and decodes them with scheduler/dra.
+//   - PreFilter resolves the pod's claims: spec.resourceClaims[].resourceClaimName, or for a
+//     template the claim status.resourceClaimStatuses names. A claim not made yet or not found
+//     makes the pod wait (Unresolvable, the claim named; a ResourceClaim change requeues it).
+//     Devices held by claims allocated by anyone, and by allocations this plugin made and has
+//     not seen come back from the informer, count as in use.
+//   - Filter runs the allocator (scheduler/dra/allocator.h) on the node: the claims' requests
+//     must all be satisfied there, else "cannot allocate all claims"; a claim allocated already
+//     to devices the node cannot use: "resourceclaim not available on the node".
+//   - Reserve allocates on the chosen node and records the allocation in memory, so the next
+//     pods see its devices taken; Unreserve forgets it (and undoes a status write PreBind made).
+//   - PreBind writes each claim's status (ClusterApi::WriteResourceClaimStatus): the new
+//     allocation, and reservedFor with the pod added. A claim already allocated keeps its devices
+//     and only gains the pod in reservedFor.
+// A DRA object that does not decode fails closed: a pod that needs it waits, told the object and
+// the field; an undecodable ResourceSlice or allocated ResourceClaim holds every pod with claims
+// (its devices cannot be counted). Rejections are UnschedulableAndUnresolvable: preemption does
+// not free DRA devices yet.
 //
-//   Status st = plugin.PreFilter(state, pod);  // Skip without claims, Unresolvable with them
+//   Status st = plugin.PreFilter(state, pod);  // Skip without claims
 #pragma once
 
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "scheduler/dra/allocator.h"
+#include "scheduler/dra/cel_matcher.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::dynamic_resources {
 
-inline constexpr std::string_view kNotAllocated =
-    "Tessel does not allocate Dynamic Resource Allocation (DRA) claims yet, so it does not bind "
-    "the pod";
+// Filter's rejections, in kube-scheduler's words.
+inline constexpr std::string_view kReasonCannotAllocate = "cannot allocate all claims";
+inline constexpr std::string_view kReasonNotAvailable = "resourceclaim not available on the node";
 
-// The rejection for a pod with claims: every claim by name and what it refers to, then
-// kNotAllocated.
-std::string Reason(const Pod& pod);
+// The pod's claims, resolved and decoded, and what the rest of the cluster holds: the cycle's
+// view, shared (read-only) between the cycle's Filter calls and its clones.
+struct PodClaims {
+  std::shared_ptr<const ClusterObjects> objects;  // keeps the JSON the decoded objects came from
+  std::vector<std::shared_ptr<const dra::ResourceSlice>> slices;
+  dra::DeviceClasses classes;
+  dra::AllocatedDevices allocated;  // devices held by every other allocation
+  // The pod's claims, each once, in spec order; an allocation recorded in memory is applied.
+  std::vector<dra::ResourceClaim> claims;
+};
 
-class DynamicResources final : public PreFilterPlugin {
+// What Reserve chose, for PreBind and Unreserve.
+struct Reservation {
+  std::vector<dra::ResourceClaim> claims;             // as PreFilter resolved them
+  std::vector<dra::AllocationResult> allocations;     // one per claim (kept or new)
+  std::vector<bool> newly_allocated;                  // per claim
+  std::vector<bool> written;                          // per claim: PreBind wrote its status
+};
+
+class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public ReservePlugin,
+                               public PreBindPlugin {
  public:
   static constexpr std::string_view kName = "DynamicResources";
   static absl::StatusOr<std::unique_ptr<DynamicResources>> New(Handle& handle);  // takes no args
+  explicit DynamicResources(Handle& handle) : handle_(handle), ids_(handle.seed()) {}
   std::string_view Name() const override { return kName; }
-  uint32_t EventsToRegister() const override { return 0; }
+  // Slices, classes and claims coming or changing; nodes coming or relabelled.
+  uint32_t EventsToRegister() const override { return kResourceChange | kNodeAdd | kNodeUpdate; }
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
+  void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
+  Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
+
+  // Claims (namespace/name) with an allocation recorded in memory and not yet seen allocated
+  // from the informer. For tests and metrics.
+  size_t InFlight() const;
+
+ private:
+  struct InFlightAllocation {
+    dra::AllocationResult allocation;
+    std::string pod_uid;
+  };
+  absl::StatusOr<dra::AllocationOutcome> AllocateOn(const PodClaims& claims, const Node& node,
+                                                     bool with_share_ids) const;
+  std::string NewShareId() const;
+
+  Handle& handle_;
+  dra::CelDeviceMatcher matcher_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, InFlightAllocation, std::less<>> in_flight_ ABSL_GUARDED_BY(mu_);
+  mutable std::mt19937_64 ids_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessel::dynamic_resources

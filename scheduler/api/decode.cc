@@ -726,6 +726,18 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
     }
     if (!known) d.Fail("status.phase", StrCat("unknown phase \"", phase, "\""));
     pod.nominated_node_name = d.String(*status, "nominatedNodeName", "status.nominatedNodeName");
+    if (const json* claims = d.Array(*status, "resourceClaimStatuses", "status.resourceClaimStatuses")) {
+      for (size_t i = 0; i < claims->size(); ++i) {
+        const std::string p = Index("status.resourceClaimStatuses", i);
+        const json& c = (*claims)[i];
+        const std::string name = d.String(c, "name", Path(p, "name"));
+        if (name.empty()) d.Fail(Path(p, "name"), "missing");
+        std::string generated = d.String(c, "resourceClaimName", Path(p, "resourceClaimName"));
+        for (PodResourceClaim& claim : pod.resource_claims) {
+          if (claim.name == name) claim.generated_claim_name = generated;
+        }
+      }
+    }
     if (status->contains("startTime") && !(*status)["startTime"].is_null()) {
       pod.start_time = d.Timestamp(*status, "startTime", "status.startTime");
     }

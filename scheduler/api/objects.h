@@ -102,12 +102,16 @@ struct WorkloadReference {
 };
 
 // A spec.resourceClaims entry (Dynamic Resource Allocation): the claim the pod names, directly
-// or through a template the control plane instantiates per pod. Tessel does not allocate DRA
-// claims; the DynamicResources plugin holds such pods (plugins/dynamic_resources).
+// or through a template the control plane instantiates per pod (the DynamicResources plugin,
+// plugins/dynamic_resources, allocates them).
 struct PodResourceClaim {
   std::string name;                      // how the pod's containers refer to it
   std::string resource_claim_name;       // a ResourceClaim in the pod's namespace, or
   std::string resource_claim_template_name;  // a ResourceClaimTemplate
+  // For a template: the claim the resourceclaim controller made for the pod, from
+  // status.resourceClaimStatuses; nullopt while it has not reported one, "" when it reported
+  // that the pod needs none.
+  std::optional<std::string> generated_claim_name;
 };
 
 struct Container {

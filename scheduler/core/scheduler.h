@@ -180,6 +180,18 @@ class Scheduler final : public Handle {
     }
     queue_->OnClusterEvent(kStorageChange);
   }
+  // A Dynamic Resource Allocation object (ResourceSlice, DeviceClass, ResourceClaim), kept as
+  // JSON for the DynamicResources plugin (kResourceChange). An error names the kind and field
+  // when the object has no name; the store is then unchanged.
+  absl::Status OnRawObject(RawKind kind, const nlohmann::json& object) {
+    absl::Status st = objects_.PutRaw(kind, object);
+    if (st.ok()) queue_->OnClusterEvent(kResourceChange);
+    return st;
+  }
+  void OnRawObjectDelete(RawKind kind, std::string_view key) {
+    objects_.DeleteRaw(kind, key);
+    queue_->OnClusterEvent(kResourceChange);
+  }
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added or changed (decoded at
   // the edge: scheduler/kinds/object_kinds.h).
   void OnGangObject(gang::GangObject object);

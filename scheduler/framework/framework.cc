@@ -638,6 +638,11 @@ absl::Status ClusterApi::AnnotateClaim(const PersistentVolumeClaim& claim, std::
                                          ": this cluster does not write claims"));
 }
 
+absl::Status ClusterApi::WriteResourceClaimStatus(const ObjectMeta& claim, const std::string&) {
+  return absl::UnimplementedError(StrCat("cannot write the status of ResourceClaim ", claim.namespace_, "/",
+                                         claim.name, ": this cluster does not write claims"));
+}
+
 absl::Status ClusterApi::SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim&) {
   return absl::UnimplementedError(StrCat("cannot bind PersistentVolume ", volume.name(),
                                          ": this cluster does not write volumes"));

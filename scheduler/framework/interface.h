@@ -48,6 +48,7 @@ enum ClusterEvent : uint32_t {
   kCustomObjectChange = 1u << 5, // PodGroups, Queues, PriorityClasses
   kStorageChange = 1u << 6,      // PersistentVolumeClaims, PersistentVolumes, StorageClasses
   kNamespaceChange = 1u << 7,    // Namespaces (their labels)
+  kResourceChange = 1u << 8,     // ResourceSlices, DeviceClasses, ResourceClaims (DRA)
   kAllEvents = 0xffffffffu,
 };
 
@@ -91,6 +92,11 @@ class ClusterApi {
   virtual absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
                                      std::string_view value);
   virtual absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim);
+  // DynamicResources PreBind: replaces the status of ResourceClaim namespace/name (its uid and
+  // resourceVersion as preconditions, when set) with `status_json` (a ResourceClaimStatus:
+  // allocation and reservedFor), answered like Bind's (a conflict is not retried here: the
+  // pod's cycle is undone and it is scheduled again). Unimplemented by default.
+  virtual absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json);
 };
 
 class Framework;

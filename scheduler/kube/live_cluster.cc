@@ -169,6 +169,23 @@ absl::Status LiveCluster::SetClaimRef(const PersistentVolume& volume, const Pers
                StrCat("bind PersistentVolume ", volume.meta.name, " to claim ", claim.Key()));
 }
 
+absl::Status LiveCluster::WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) {
+  json status = json::parse(status_json, nullptr, /*allow_exceptions=*/false);
+  if (status.is_discarded() || !status.is_object()) {
+    return absl::InvalidArgumentError(
+        StrCat("ResourceClaim ", claim.namespace_, "/", claim.name, ": status to write is not a JSON object"));
+  }
+  json meta = json::object();
+  if (!claim.uid.empty()) meta["uid"] = claim.uid;
+  if (!claim.resource_version.empty()) meta["resourceVersion"] = claim.resource_version;
+  // A merge patch replaces status.allocation and status.reservedFor whole; the resourceVersion
+  // makes it fail (Conflict) if the claim changed since the scheduler read it.
+  return Patch(StrCat("/apis/resource.k8s.io/v1/namespaces/", claim.namespace_, "/resourceclaims/",
+                      claim.name, "/status"),
+               json{{"metadata", meta}, {"status", status}},
+               StrCat("allocate ResourceClaim ", claim.namespace_, "/", claim.name));
+}
+
 absl::Status LiveCluster::ResolveConflict(const Pod& pod, const std::string& node,
                                           const Response& answer) {
   bind_conflicts_.fetch_add(1);

@@ -67,6 +67,7 @@ class LiveCluster final : public ClusterApi {
   absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
                              std::string_view value) override;
   absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
+  absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) override;
 
   // No bind or eviction is started after this (SIGTERM): they fail with FailedPrecondition.
   void StopWriting() { stopped_.store(true); }

@@ -136,6 +136,23 @@ class ClusterObjectHandler final : public InformerHandler {
   std::string kind_;
 };
 
+// ResourceSlices, DeviceClasses and ResourceClaims (resource.k8s.io/v1): kept as JSON in the
+// cluster-object store; the DynamicResources plugin decodes them (a malformed one fails the pods
+// that need it there, naming the object and field).
+class RawObjectHandler final : public InformerHandler {
+ public:
+  RawObjectHandler(Scheduler* s, RawKind kind) : s_(s), kind_(kind) {}
+  void OnAdd(const json& object) override { OnUpdate(object); }
+  void OnUpdate(const json& object) override {
+    if (absl::Status st = s_->OnRawObject(kind_, object); !st.ok()) WarnUndecodable(st);
+  }
+  void OnDelete(const std::string& key, const json*) override { s_->OnRawObjectDelete(kind_, key); }
+
+ private:
+  Scheduler* s_;
+  RawKind kind_;
+};
+
 // The kinds of the table in scheduler/kinds/object_kinds.h: gang objects (PodGroups, Workloads,
 // scheduling.k8s.io PodGroups, Jobs) and team Queues. List items of built-in kinds carry no
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
@@ -320,6 +337,15 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<ClusterObjectHandler<CSINode, DecodeCSINode>>(scheduler, "CSINode"));
   add({.name = "namespaces", .path = "/api/v1/namespaces"},
       std::make_unique<ClusterObjectHandler<Namespace, DecodeNamespace>>(scheduler, "Namespace"));
+  // Dynamic Resource Allocation (GA in 1.34): optional, so a server that does not serve
+  // resource.k8s.io/v1 is found out (and looked at again); pods with claims then wait, told
+  // that their claim is not found.
+  add({.name = "resourceslices", .path = "/apis/resource.k8s.io/v1/resourceslices", .optional = true},
+      std::make_unique<RawObjectHandler>(scheduler, RawKind::kResourceSlice));
+  add({.name = "deviceclasses", .path = "/apis/resource.k8s.io/v1/deviceclasses", .optional = true},
+      std::make_unique<RawObjectHandler>(scheduler, RawKind::kDeviceClass));
+  add({.name = "resourceclaims", .path = "/apis/resource.k8s.io/v1/resourceclaims", .optional = true},
+      std::make_unique<RawObjectHandler>(scheduler, RawKind::kResourceClaim));
   for (ResourceSpec& spec : options.extra_custom) {
     spec.optional = true;
     add(std::move(spec), std::make_unique<CustomObjectHandler>(scheduler));

@@ -4,6 +4,8 @@
 #include <atomic>
 
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/api/decode.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -73,6 +75,7 @@ ClusterObjectStore::ClusterObjectStore() {
   view->classes_ = std::make_shared<ObjectMap<StorageClass>>();
   view->namespaces_ = std::make_shared<ObjectMap<Namespace>>();
   view->csi_nodes_ = std::make_shared<ObjectMap<CSINode>>();
+  for (auto& raw : view->raw_) raw = std::make_shared<ObjectMap<RawObject>>();
   view_ = std::move(view);
 }
 
@@ -161,6 +164,57 @@ void ClusterObjectStore::Restore(PersistentVolume original) {
   const std::string key = original.meta.name;
   const std::string version = original.meta.resource_version;
   Update(&ClusterObjects::volumes_, key, std::optional(std::move(original)), &version);
+}
+
+const RawObject* ClusterObjects::RawOf(RawKind kind, std::string_view key) const {
+  return Find(raw_[static_cast<int>(kind)], key);
+}
+
+namespace {
+std::string_view RawKindName(RawKind kind) {
+  switch (kind) {
+    case RawKind::kResourceSlice: return "ResourceSlice";
+    case RawKind::kDeviceClass: return "DeviceClass";
+    case RawKind::kResourceClaim: return "ResourceClaim";
+  }
+  return "object";
+}
+}  // namespace
+
+absl::Status ClusterObjectStore::PutRaw(RawKind kind, const nlohmann::json& object) {
+  FieldDecoder d(std::string(RawKindName(kind)));
+  ObjectMeta meta = d.Meta(object);
+  if (!d.ok()) return d.status();  // names the kind and the field (metadata.name missing)
+  std::string key = meta.namespace_.empty() ? meta.name : StrCat(meta.namespace_, "/", meta.name);
+  // List items carry no kind; the decoders name the object by it ("ResourceSlice node-1-gpus").
+  auto stored = std::make_shared<nlohmann::json>(object);
+  if (!stored->contains("kind")) (*stored)["kind"] = RawKindName(kind);
+  UpdateRaw(kind, key, RawObject{.meta = std::move(meta), .json = std::move(stored)});
+  return absl::OkStatus();
+}
+
+void ClusterObjectStore::DeleteRaw(RawKind kind, std::string_view key) {
+  UpdateRaw(kind, key, std::nullopt);
+}
+
+void ClusterObjectStore::UpdateRaw(RawKind kind, std::string_view key, std::optional<RawObject> value) {
+  // Update() takes a member pointer; the raw maps are an array, so the same copy-on-write here.
+  absl::MutexLock lock(&mu_);
+  const int k = static_cast<int>(kind);
+  const ObjectMap<RawObject>& current = *view_->raw_[k];
+  auto it = current.find(key);
+  if (!value.has_value() && it == current.end()) return;
+  if (view_.use_count() > 1) view_ = std::make_shared<ClusterObjects>(*view_);
+  std::shared_ptr<const ObjectMap<RawObject>>& slot = view_->raw_[k];
+  if (slot.use_count() > 1) slot = std::make_shared<ObjectMap<RawObject>>(*slot);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  auto& map = const_cast<ObjectMap<RawObject>&>(*slot);  // created non-const by make_shared
+  if (value.has_value()) {
+    map.insert_or_assign(std::string(key), *std::move(value));
+  } else {
+    map.erase(map.find(key));
+  }
+  changed_.SignalAll();
 }
 
 std::shared_ptr<const ClusterObjects> ClusterObjectStore::view() const {

@@ -1,6 +1,8 @@
 // The cluster objects besides nodes and pods that plugins read: PersistentVolumeClaims,
-// PersistentVolumes, StorageClasses, CSINodes (volume scheduling) and Namespaces (pod affinity's
-// namespaceSelector). Informers (live) or a snapshot (replay) put them into a
+// PersistentVolumes, StorageClasses, CSINodes (volume scheduling), Namespaces (pod affinity's
+// namespaceSelector), and the Dynamic Resource Allocation objects (ResourceSlices, DeviceClasses,
+// ResourceClaims) as raw JSON: tessel_core does not decode them; the DynamicResources plugin,
+// which stands on tessel_dra, does. Informers (live) or a snapshot (replay) put them into a
 // ClusterObjectStore; a scheduling cycle reads an immutable ClusterObjects view of it, held by
 // shared pointer for the whole cycle, so an informer update never changes what a cycle sees.
 //
@@ -25,12 +27,25 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "nlohmann/json_fwd.hpp"
 #include "scheduler/api/storage.h"
 
 namespace tessel {
 
 template <typename T>
 using ObjectMap = std::map<std::string, T, std::less<>>;
+
+// The kinds kept as JSON, each under its key (namespace/name, or the name of a cluster-scoped
+// one).
+enum class RawKind { kResourceSlice, kDeviceClass, kResourceClaim };
+inline constexpr int kRawKinds = 3;
+
+// An object of a RawKind as the informer delivered it. `meta` holds what the store needs
+// (name, namespace, resourceVersion); `json` is never null.
+struct RawObject {
+  ObjectMeta meta;
+  std::shared_ptr<const nlohmann::json> json;
+};
 
 class ClusterObjects {
  public:
@@ -47,6 +62,9 @@ class ClusterObjects {
   absl::StatusOr<std::vector<const PersistentVolumeClaim*>> ClaimsOf(const Pod& pod) const;
   // Every PV, by name (static binding scans them).
   const ObjectMap<PersistentVolume>& volumes() const { return *volumes_; }
+  // Every object of a raw kind, by key; and one of them, or null.
+  const ObjectMap<RawObject>& Raw(RawKind kind) const { return *raw_[static_cast<int>(kind)]; }
+  const RawObject* RawOf(RawKind kind, std::string_view key) const;
 
  private:
   friend class ClusterObjectStore;
@@ -55,6 +73,7 @@ class ClusterObjects {
   std::shared_ptr<const ObjectMap<StorageClass>> classes_;
   std::shared_ptr<const ObjectMap<Namespace>> namespaces_;
   std::shared_ptr<const ObjectMap<CSINode>> csi_nodes_;
+  std::shared_ptr<const ObjectMap<RawObject>> raw_[kRawKinds];
 };
 
 class ClusterObjectStore {
@@ -71,6 +90,10 @@ class ClusterObjectStore {
   void DeleteClass(std::string_view name);
   void DeleteNamespace(std::string_view name);
   void DeleteCSINode(std::string_view name);
+  // A raw object (its key is metadata.namespace/name, or metadata.name without a namespace);
+  // an error naming the kind when the JSON has no metadata.name.
+  absl::Status PutRaw(RawKind kind, const nlohmann::json& object);
+  void DeleteRaw(RawKind kind, std::string_view key);
 
   // An API write about to be made, seen by the next cycles at once (same object, changed).
   void Assume(PersistentVolumeClaim claim) { Put(std::move(claim)); }
@@ -90,6 +113,7 @@ class ClusterObjectStore {
   template <typename T>
   void Update(std::shared_ptr<const ObjectMap<T>> ClusterObjects::*member, std::string_view key,
               std::optional<T> value, const std::string* only_if_version = nullptr);
+  void UpdateRaw(RawKind kind, std::string_view key, std::optional<RawObject> value);
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;

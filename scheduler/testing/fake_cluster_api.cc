@@ -69,4 +69,11 @@ absl::Status FakeClusterApi::SetClaimRef(const PersistentVolume& volume, const P
   return absl::OkStatus();
 }
 
+absl::Status FakeClusterApi::WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) {
+  claim_statuses.emplace_back(StrCat(claim.namespace_, "/", claim.name), status_json);
+  if (!claim_status_answer.ok()) return claim_status_answer;
+  if (on_claim_status) on_claim_status(claim, status_json);
+  return absl::OkStatus();
+}
+
 }  // namespace tessel::testing

@@ -42,6 +42,10 @@ class FakeClusterApi : public ClusterApi {
   // Volume writes answer OK; the hooks may play the provisioner.
   std::function<void(const PersistentVolumeClaim&, std::string_view node)> on_annotate;
   std::function<void(const PersistentVolume&, const PersistentVolumeClaim&)> on_claim_ref;
+  // A ResourceClaim status write's answer: `claim_status_answer` (OK by default); then, when OK,
+  // `on_claim_status` runs (e.g. delivers the written claim as an informer would).
+  absl::Status claim_status_answer = absl::OkStatus();
+  std::function<void(const ObjectMeta& claim, const std::string& status_json)> on_claim_status;
 
   // ---- What it was asked, in order.
   std::vector<std::pair<std::string, std::string>> binds;       // every Bind: (pod key, node)
@@ -55,6 +59,7 @@ class FakeClusterApi : public ClusterApi {
   std::vector<std::string> disruption_targets;  // "ns/name reason: message"
   std::vector<std::pair<std::string, std::string>> claim_annotations;  // (claim, "key=value")
   std::vector<std::pair<std::string, std::string>> claim_refs;         // (PV, claim)
+  std::vector<std::pair<std::string, std::string>> claim_statuses;  // (ns/claim, status JSON)
 
   // ClusterApi
   absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override;
@@ -67,6 +72,7 @@ class FakeClusterApi : public ClusterApi {
   absl::Status AnnotateClaim(const PersistentVolumeClaim& claim, std::string_view key,
                              std::string_view value) override;
   absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
+  absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) override;
 
  private:
   absl::Status BindAnswer(const std::string& key);

@@ -76,7 +76,8 @@ it_wait 30 "plain bound" it_bound plain
 it_wait 30 "claimed: PodScheduled=False" eval '[[ $(scheduled_status claimed) == False ]]'
 msg=$(scheduled_message claimed)
 say "claimed: $msg"
-[[ $msg == *'resource claim "gpu" (ResourceClaimTemplate single-gpu)'* && $msg == *"does not allocate Dynamic Resource Allocation (DRA) claims yet"* ]] \
+# No template single-gpu exists, so no claim is made for the pod: it waits for one, named.
+[[ $msg == *'resource claim "gpu" (ResourceClaimTemplate single-gpu)'* && $msg == *"waiting for the resourceclaim controller to create the claim"* ]] \
   || fail "claimed: condition message does not name the claim and say why: $msg"
 
 # Until now no member of the gang (nor the DRA pod) was bound.
