@@ -83,8 +83,15 @@ template <typename T>
 void ClusterObjectStore::Update(std::shared_ptr<const ObjectMap<T>> ClusterObjects::*member,
                                 std::string_view key, std::optional<T> value,
                                 const std::string* only_if_version) {
+  UpdateSlot<T>([member](ClusterObjects& v) -> std::shared_ptr<const ObjectMap<T>>& { return v.*member; }, key,
+                std::move(value), only_if_version);
+}
+
+template <typename T, typename SlotOf>
+void ClusterObjectStore::UpdateSlot(SlotOf slot_of, std::string_view key, std::optional<T> value,
+                                    const std::string* only_if_version) {
   absl::MutexLock lock(&mu_);
-  const ObjectMap<T>& current = *((*view_).*member);
+  const ObjectMap<T>& current = *slot_of(*view_);
   auto it = current.find(key);
   if (only_if_version != nullptr &&
       (it == current.end() || it->second.meta.resource_version != *only_if_version)) {
@@ -97,7 +104,7 @@ void ClusterObjectStore::Update(std::shared_ptr<const ObjectMap<T>> ClusterObjec
   // read under mu_, and other holders get a view only through view() (under mu_), so a count of
   // one cannot rise meanwhile; the fence orders the last holder's reads before our writes.
   if (view_.use_count() > 1) view_ = std::make_shared<ClusterObjects>(*view_);
-  std::shared_ptr<const ObjectMap<T>>& slot = (*view_).*member;
+  std::shared_ptr<const ObjectMap<T>>& slot = slot_of(*view_);
   if (slot.use_count() > 1) slot = std::make_shared<ObjectMap<T>>(*slot);
   std::atomic_thread_fence(std::memory_order_acquire);
   auto& map = const_cast<ObjectMap<T>&>(*slot);  // created non-const by make_shared
@@ -198,23 +205,9 @@ void ClusterObjectStore::DeleteRaw(RawKind kind, std::string_view key) {
 }
 
 void ClusterObjectStore::UpdateRaw(RawKind kind, std::string_view key, std::optional<RawObject> value) {
-  // Update() takes a member pointer; the raw maps are an array, so the same copy-on-write here.
-  absl::MutexLock lock(&mu_);
   const int k = static_cast<int>(kind);
-  const ObjectMap<RawObject>& current = *view_->raw_[k];
-  auto it = current.find(key);
-  if (!value.has_value() && it == current.end()) return;
-  if (view_.use_count() > 1) view_ = std::make_shared<ClusterObjects>(*view_);
-  std::shared_ptr<const ObjectMap<RawObject>>& slot = view_->raw_[k];
-  if (slot.use_count() > 1) slot = std::make_shared<ObjectMap<RawObject>>(*slot);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  auto& map = const_cast<ObjectMap<RawObject>&>(*slot);  // created non-const by make_shared
-  if (value.has_value()) {
-    map.insert_or_assign(std::string(key), *std::move(value));
-  } else {
-    map.erase(map.find(key));
-  }
-  changed_.SignalAll();
+  UpdateSlot<RawObject>([k](ClusterObjects& v) -> std::shared_ptr<const ObjectMap<RawObject>>& { return v.raw_[k]; },
+                        key, std::move(value), nullptr);
 }
 
 std::shared_ptr<const ClusterObjects> ClusterObjectStore::view() const {

@@ -114,6 +114,9 @@ class ClusterObjectStore {
   void Update(std::shared_ptr<const ObjectMap<T>> ClusterObjects::*member, std::string_view key,
               std::optional<T> value, const std::string* only_if_version = nullptr);
   void UpdateRaw(RawKind kind, std::string_view key, std::optional<RawObject> value);
+  // The one copy-on-write update: `slot_of(view)` is the map it changes.
+  template <typename T, typename SlotOf>
+  void UpdateSlot(SlotOf slot_of, std::string_view key, std::optional<T> value, const std::string* only_if_version);
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;
