@@ -13,6 +13,21 @@
 namespace tessel::bench {
 namespace {
 
+// The trace's nodes, named in an order the seed shuffles ("0042-<sn>"): snapshot order, which
+// breaks placement ties, differs by seed.
+std::vector<Node> SeededNodes(const std::vector<TraceNode>& nodes, uint64_t seed) {
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 1);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<Node> out;
+  out.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out.push_back(MakeNode(nodes[i], fmt::format("{:04d}-{}", order[i], nodes[i].sn)));
+  }
+  return out;
+}
+
 int64_t LargestNodeGpus(const std::vector<Node>& nodes) {
   int64_t most = 0;
   for (const Node& n : nodes) most = std::max<int64_t>(most, gpu::ReadGpuInventory(n).count);
@@ -24,13 +39,7 @@ int64_t LargestNodeGpus(const std::vector<Node>& nodes) {
 absl::StatusOr<OpenbTrace> OpenbTimeline(const std::vector<TraceNode>& nodes,
                                          const std::vector<TracePod>& pods, const OpenbOptions& o) {
   OpenbTrace out;
-  std::vector<size_t> order(nodes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + 1);
-  std::shuffle(order.begin(), order.end(), rng);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    out.input.nodes.push_back(MakeNode(nodes[i], fmt::format("{:04d}-{}", order[i], nodes[i].sn)));
-  }
+  out.input.nodes = SeededNodes(nodes, o.seed);
   int64_t first = INT64_MAX, last_arrival = 0, trace_end = 0;
   for (const TracePod& p : pods) {
     if (!p.creation_time) return absl::InvalidArgumentError(StrCat("pod ", p.name, ": no creation_time"));
@@ -111,14 +120,7 @@ absl::StatusOr<SteadyTrace> SteadyTimeline(const std::vector<TraceNode>& nodes, 
   }
   if (o.duration_cap <= 0) return absl::InvalidArgumentError("steady state: the duration cap must be positive");
   SteadyTrace out;
-  // The same seeded node order as OpenbTimeline.
-  std::vector<size_t> order(nodes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::mt19937_64 node_rng(o.seed * 0x9E3779B97F4A7C15ull + 1);
-  std::shuffle(order.begin(), order.end(), node_rng);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    out.input.nodes.push_back(MakeNode(nodes[i], fmt::format("{:04d}-{}", order[i], nodes[i].sn)));
-  }
+  out.input.nodes = SeededNodes(nodes, o.seed);
   int64_t trace_end = 0;
   for (const TracePod& p : pods) {
     trace_end = std::max({trace_end, p.creation_time.value_or(0), p.deletion_time.value_or(0)});

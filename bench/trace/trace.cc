@@ -238,8 +238,15 @@ int TraceMain(int argc, char** argv) {
     }
     trace_nodes = *nodes;
     trace_pods = *pods;
-    double scale = 1, offered = 0;
-    int64_t skipped = 0;
+    // Each seed's timeline, at most --max-jobs of its jobs.
+    auto keep = [&](TimelineInput input) {
+      if (o.max_jobs > 0 && static_cast<int64_t>(input.jobs.size()) > o.max_jobs) input.jobs.resize(o.max_jobs);
+      inputs.push_back(std::move(input));
+    };
+    auto failed = [](const absl::Status& st) {
+      std::cerr << "tessel-bench trace: " << st.message() << "\n";
+      return 1;
+    };
     if (o.steady) {
       if (o.openb.load > 0) o.steady_options.load = o.openb.load;
       SteadyTrace last;
@@ -247,12 +254,8 @@ int TraceMain(int argc, char** argv) {
         SteadyOptions so = o.steady_options;
         so.seed = seed;
         absl::StatusOr<SteadyTrace> t = SteadyTimeline(trace_nodes, trace_pods, so);
-        if (!t.ok()) {
-          std::cerr << "tessel-bench trace: " << t.status().message() << "\n";
-          return 1;
-        }
-        if (o.max_jobs > 0 && static_cast<int64_t>(t->input.jobs.size()) > o.max_jobs) t->input.jobs.resize(o.max_jobs);
-        inputs.push_back(std::move(t->input));
+        if (!t.ok()) return failed(t.status());
+        keep(std::move(t->input));
         last = *std::move(t);
       }
       const SteadyOptions& so = o.steady_options;
@@ -264,29 +267,25 @@ int TraceMain(int argc, char** argv) {
           trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, so.load, last.rate_per_s,
           so.duration_cap, last.capped, last.mean_duration_s, so.horizon, so.warmup, inputs.front().jobs.size(),
           o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
-    }
-    for (uint64_t seed : o.seeds) {
-      if (o.steady) break;
-      OpenbOptions oo = o.openb;
-      oo.seed = seed;
-      absl::StatusOr<OpenbTrace> t = OpenbTimeline(trace_nodes, trace_pods, oo);
-      if (!t.ok()) {
-        std::cerr << "tessel-bench trace: " << t.status().message() << "\n";
-        return 1;
+    } else {
+      double scale = 1, offered = 0;
+      int64_t skipped = 0;
+      for (uint64_t seed : o.seeds) {
+        OpenbOptions oo = o.openb;
+        oo.seed = seed;
+        absl::StatusOr<OpenbTrace> t = OpenbTimeline(trace_nodes, trace_pods, oo);
+        if (!t.ok()) return failed(t.status());
+        scale = t->time_scale;
+        offered = t->offered_load;
+        skipped = t->skipped;
+        keep(std::move(t->input));
       }
-      scale = t->time_scale;
-      offered = t->offered_load;
-      skipped = t->skipped;
-      if (o.max_jobs > 0 && static_cast<int64_t>(t->input.jobs.size()) > o.max_jobs) t->input.jobs.resize(o.max_jobs);
-      inputs.push_back(std::move(t->input));
-    }
-    if (!o.steady) {
-    title = std::filesystem::path(o.pods_path).stem().string();
-    note = fmt::format("{} nodes, {} GPUs; {} jobs per run ({} pods that never ran in the trace left out); "
-                       "{} pass(es) of the trace, inter-arrival times divided by {:.2f} (offered load {:.2f}); evicted jobs {}; seeds {}.",
-                       trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, inputs.front().jobs.size(),
-                       skipped, o.openb.repeat, scale, offered,
-                       o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
+      title = std::filesystem::path(o.pods_path).stem().string();
+      note = fmt::format("{} nodes, {} GPUs; {} jobs per run ({} pods that never ran in the trace left out); "
+                         "{} pass(es) of the trace, inter-arrival times divided by {:.2f} (offered load {:.2f}); evicted jobs {}; seeds {}.",
+                         trace_nodes.size(), CapacityMilli(trace_nodes) / gpu::kMilliPerGpu, inputs.front().jobs.size(),
+                         skipped, o.openb.repeat, scale, offered,
+                         o.on_evict == OnEvict::kRestart ? "restart" : "resume", StrJoin(o.seeds, ","));
     }
   } else {
     absl::StatusOr<std::string> text = ReadFileToString(o.events_path);
