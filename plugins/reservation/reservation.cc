@@ -249,7 +249,7 @@ PostFilterResult Reservation::PostFilter(CycleState& state, const Pod& pod, cons
   for (const auto& [name, status] : filtered) {
     const NodeInfo* node = handle_.snapshot().Get(name);
     if (status.code() != Code::kUnschedulable || !Reservable(node, candidates.need)) continue;
-    if (fw != nullptr && !QuotaFilter(*fw, state, pod, *node).ok()) continue;  // room would not do
+    if (fw != nullptr && !fw->RunQuotaFilters(state, pod, *node).ok()) continue;  // room would not do
     candidates.nodes.push_back(node);
   }
   std::optional<Assignment> chosen = Assign({candidates});
@@ -267,22 +267,13 @@ std::string_view Reservation::LostNode(const Framework& fw, const CycleState& st
                                        const std::string& name) const {
   const NodeInfo* node = handle_.snapshot().Get(name);
   if (node == nullptr) return kNoFit;
-  if (!QuotaFilter(fw, state, pod, *node).ok()) return kQuotaExceeded;
+  if (!fw.RunQuotaFilters(state, pod, *node).ok()) return kQuotaExceeded;
   return fw.RunFilters(state, pod, *node).code() == Code::kUnschedulableAndUnresolvable ? kNoFit : std::string_view();
-}
-
-Status Reservation::QuotaFilter(const Framework& fw, const CycleState& state, const Pod& pod, const NodeInfo& node) {
-  for (const std::string& name : fw.PluginNames("filter")) {
-    const auto* quota = fw.IsQuotaPlugin(name) ? dynamic_cast<const FilterPlugin*>(fw.FindPlugin(name)) : nullptr;
-    if (quota == nullptr || state.skip_filter.contains(name)) continue;
-    if (Status st = quota->Filter(state, pod, node); !st.ok()) return st;
-  }
-  return Status::Ok();
 }
 
 bool Reservation::QuotaAdmitsSomewhere(const Framework& fw, const CycleState& state, const Pod& pod) const {
   for (const NodeInfo* node : handle_.snapshot().nodes()) {
-    if (QuotaFilter(fw, state, pod, *node).ok()) return true;
+    if (fw.RunQuotaFilters(state, pod, *node).ok()) return true;
   }
   return false;
 }
@@ -402,7 +393,7 @@ bool Reservation::QuotaHolds(const Framework& fw, const PendingGang& gang,
   for (size_t j = 0; j < last; ++j) plan.Place(*gang.members[j], candidates[j].nodes.front()->name());
   CycleState state = gang.states[last]->Clone();
   if (!plan.Replay(fw, state, *gang.members[last]).ok()) return false;
-  return QuotaFilter(fw, state, *gang.members[last], *plan.Get(candidates[last].nodes.front()->name())).ok();
+  return fw.RunQuotaFilters(state, *gang.members[last], *plan.Get(candidates[last].nodes.front()->name())).ok();
 }
 
 Status Reservation::Reserve(CycleState& /*state*/, const Pod& pod, const std::string& /*node*/) {

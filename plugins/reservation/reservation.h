@@ -168,8 +168,6 @@ class Reservation final : public PreFilterPlugin,
   // Why the holder's reserved node is lost to it (kNoFit, kQuotaExceeded), or "" when it is kept:
   // its own filters on the node, whatever tier of its queue the attempt is trying.
   std::string_view LostNode(const Framework& fw, const CycleState& state, const Pod& pod, const std::string& node) const;
-  // The quota plugins' filters alone on the node (Ok when the profile has none).
-  static Status QuotaFilter(const Framework& fw, const CycleState& state, const Pod& pod, const NodeInfo& node);
   // Whether the quota plugins pass the pod on some node (its quota does not hold it back).
   bool QuotaAdmitsSomewhere(const Framework& fw, const CycleState& state, const Pod& pod) const;
   // Whether the members of `candidates` together pass the quota plugins' filters (room aside).

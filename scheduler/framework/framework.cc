@@ -185,6 +185,14 @@ Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {
   return Status::Ok();
 }
 
+Status Framework::RunQuotaFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  for (const FilterPlugin* p : filter_) {
+    if (state.skip_filter.contains(p->Name()) || dynamic_cast<const QuotaPlugin*>(p) == nullptr) continue;
+    if (Status st = p->Filter(state, pod, node); !st.ok()) return st.WithPlugin(p->Name());
+  }
+  return Status::Ok();
+}
+
 Status Framework::RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   for (const FilterPlugin* p : filter_) {
     if (state.skip_filter.contains(p->Name())) continue;

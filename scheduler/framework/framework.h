@@ -56,6 +56,9 @@ class Framework {
   Status RunPreFilter(CycleState& state, const Pod& pod) const;
   // Every Filter for one node, stopping at the first rejection.
   Status RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const;
+  // The QuotaPlugins' filters alone on the node (Ok when the profile has none): whether quota, room
+  // aside, admits the pod there. Room-making that frees no quota (moves, reservations) asks it.
+  Status RunQuotaFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const;
   // Every Filter's MayFitAfterFreeing: false when one knows the pod cannot fit on `node` even
   // with `freed` given back.
   bool MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,

@@ -275,6 +275,9 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
         it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) {
       continue;
     }
+    // Moves free no quota: a moved pod comes back and is charged again. Where the pod's quota
+    // rejects it, room alone would not do, and the move would be a reclaim under another name.
+    if (ctx.framework != nullptr && !ctx.framework->RunQuotaFilters(state, pod, *node).ok()) continue;
     nodes.push_back(node);
   }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "scheduler/testing/builders.h"
+#include "tests/harness/property_seeds.h"
 #include "plugins/best_fit/best_fit.h"
 #include "plugins/dot_prod/dot_prod.h"
 #include "plugins/fgd/fgd.h"
@@ -631,7 +632,7 @@ TEST_CASE("learned workload: the model moves only when the mix moved materially"
   // half way. At every look (each 32nd pod) the model's shares are within 1/50 of the counts'
   // (every class learned: coverage 100%); between looks the model does not change; a stationary
   // mix stops rebuilding (far fewer rebuilds than looks once converged); the shift is followed.
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= testing::PropertySeeds(200); ++seed) {
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
     fgd::TargetWorkload w = Learner("{coveragePercent: 100, learnHalfLife: 2000}");

@@ -470,6 +470,42 @@ TEST_CASE("consolidation: a preempt-first pod that fits on a later flavor moves 
   CHECK(lab.NodeOf("team-a/s") == "n1");
 }
 
+TEST_CASE("consolidation: a pod its queue's quota holds back moves nobody (moves free no quota)",
+          "[consolidation][quota]") {
+  // team-a borrows 2 of team-b's 4 GPUs; its movable 4-GPU job runs on whole GPUs (n1, full). A
+  // time-sliced node (n2: 4 GPUs x 2 replicas, a replica charged half a GPU) then joins, and
+  // team-b's 2-GPU pod has room there but no quota; team-b may not reclaim (reclaimWithinCohort:
+  // Never, the default). Moving the job to n2 would halve its charge and hand the quota over:
+  // a reclaim the queue forbids, under another name. Found by the composition property.
+  Lab lab(Config(0));
+  lab.StartPodsWhenBound();
+  for (const auto& team : {"team-a", "team-b"}) {
+    REQUIRE(lab.h.ApplyQueueObject(nlohmann::json{
+                                       {"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"},
+                                       {"metadata", {{"name", team}}},
+                                       {"spec", {{"namespaces", {team}}, {"cohort", "lab"},
+                                                 {"nominalQuota", {{"nvidia.com/gpu", "4"}}}}}})
+                .ok());
+  }
+  lab.Nodes(1, 8);
+  lab.Job("b1", 2, /*movable=*/false, "team-b");
+  lab.Job("a1", 2, /*movable=*/false, "team-a");
+  lab.Job("a2", 4, /*movable=*/true, "team-a");  // team-a borrows 2
+  lab.Run();
+  REQUIRE(lab.h.api.bound.size() == 3);
+  lab.h.AddNode(NodeBuilder("n2").Allocatable("cpu:64,memory:256Gi").TimeSliced(4, 2).Label("kubernetes.io/hostname", "n2").Build());
+  lab.Job("need", 2, /*movable=*/false, "team-b");
+  lab.Run();
+  CHECK(lab.Moves() == 0);
+  CHECK(lab.h.api.evictions.empty());
+  CHECK(lab.NodeOf("team-a/a2") == "n1");
+  CHECK(lab.NodeOf("team-b/need").empty());
+  // Once the borrower ends, the quota is team-b's again and the pod runs.
+  lab.Delete("team-a/a2");
+  lab.Run();
+  CHECK_FALSE(lab.NodeOf("team-b/need").empty());
+}
+
 TEST_CASE("consolidation: no move when a moved pod would fit nowhere else", "[consolidation]") {
   // Two 8-GPU nodes, each with a movable 4-GPU job and a fixed 2-GPU job: 2 free on each. A
   // 6-GPU pod could have either node if its 4-GPU job moved, but no node has 4 GPUs for it.

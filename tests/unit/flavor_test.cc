@@ -606,7 +606,8 @@ TEST_CASE("seeded: pods stay on their flavors, within each flavor's quota, in fl
       CAPTURE(key, node);
       const std::string queue = key.substr(0, key.find('/'));
       const std::vector<std::pair<std::string, int>>& flavors = order.at(queue);
-      auto mine = std::find_if(flavors.begin(), flavors.end(), [&](const auto& f) { return f.first == pool_of.at(node); });
+      const std::string& node_pool = pool_of.at(node);
+      auto mine = std::find_if(flavors.begin(), flavors.end(), [&](const auto& f) { return f.first == node_pool; });
       REQUIRE(mine != flavors.end());  // on a node of one of its flavors
       for (auto earlier = flavors.begin(); earlier != mine; ++earlier) {
         const bool quota_full = held[{queue, earlier->first}] + size_of.at(key) > earlier->second;
