@@ -10,14 +10,11 @@ if(TESSEL_FUZZ)
   # sanitizers; the fuzz executables add -fsanitize=fuzzer at link time (tests/fuzz/).
   set(TESSEL_SANITIZER_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
       -fno-sanitize-recover=undefined)
-  # clang warns about things gcc (the project's compiler, which keeps -Werror) does not; here
-  # they are shown but do not stop the fuzz build.
-  list(APPEND TESSEL_WARNINGS -Wno-error)
 endif()
 
 # GCC is the compiler that keeps -Werror (build/, and packagers); clang builds the sanitized tests
 # and the fuzz targets, and warns about things GCC does not: shown there, not fatal.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND NOT TESSEL_FUZZ)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   list(APPEND TESSEL_WARNINGS -Wno-error)
 endif()
 

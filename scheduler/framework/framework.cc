@@ -185,17 +185,15 @@ Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {
   return Status::Ok();
 }
 
-Status Framework::RunQuotaFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
-  for (const FilterPlugin* p : filter_) {
-    if (state.skip_filter.contains(p->Name()) || dynamic_cast<const QuotaPlugin*>(p) == nullptr) continue;
-    if (Status st = p->Filter(state, pod, node); !st.ok()) return st.WithPlugin(p->Name());
-  }
-  return Status::Ok();
-}
+namespace {
 
-Status Framework::RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
-  for (const FilterPlugin* p : filter_) {
+// The filters in order (those PreFilter skipped aside; with `quota_only`, only QuotaPlugins),
+// stopping at the first rejection, which names its plugin.
+Status RunFilterChain(const std::vector<FilterPlugin*>& filters, bool quota_only, const CycleState& state,
+                      const Pod& pod, const NodeInfo& node) {
+  for (const FilterPlugin* p : filters) {
     if (state.skip_filter.contains(p->Name())) continue;
+    if (quota_only && dynamic_cast<const QuotaPlugin*>(p) == nullptr) continue;
     Status st = p->Filter(state, pod, node);
     if (!st.ok()) {
       if (!st.IsRejected() && st.code() != Code::kError) {
@@ -205,6 +203,16 @@ Status Framework::RunFilters(const CycleState& state, const Pod& pod, const Node
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Framework::RunFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  return RunFilterChain(filter_, /*quota_only=*/false, state, pod, node);
+}
+
+Status Framework::RunQuotaFilters(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  return RunFilterChain(filter_, /*quota_only=*/true, state, pod, node);
 }
 
 bool Framework::MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,
