@@ -46,7 +46,7 @@ spec: {minMember: 3}
 YAML
 
 it_nodes admin-0:4 admin-1:4
-secure=$(free_port) admin=$(free_port)
+{ read -r secure; read -r admin; } < <(free_ports 2)
 it_start_scheduler main --leader-elect=true --lock-namespace kube-system \
   --secure-port "$secure" --cert-dir "$IT_WORK/certs" --admin-port "$admin"
 it_wait 60 "scheduler ready (leading)" scheduler_ready "$SCHED_PORT_main"

@@ -79,9 +79,34 @@ it_wait() {
   done
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# free_ports N: N loopback ports free now, one per line, none handed out before in this test (the
+# list is kept in $IT_WORK/ports-given). The sockets are held together while the kernel picks, so
+# two ports asked for at once or one after another never coincide.
+free_ports() {
+  python3 -c '
+import socket, sys
+want, given_file = int(sys.argv[1]), sys.argv[2]
+given = set()
+if given_file:
+    try:
+        given = set(open(given_file).read().split())
+    except OSError:
+        pass
+held, chosen = [], []
+while len(chosen) < want:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+    port = str(s.getsockname()[1])
+    if port not in given:
+        given.add(port)
+        chosen.append(port)
+if given_file:
+    with open(given_file, "a") as f:
+        f.write("".join(p + "\n" for p in chosen))
+print("\n".join(chosen))' "${1:-1}" "${IT_WORK:+$IT_WORK/ports-given}"
 }
+free_port() { free_ports 1; }
 
 # it_nodes NAME:GPUS[:k=v,k=v][:taint] ...: registers simulated nodes labelled tessel-it=<test>.
 it_nodes() {

@@ -56,16 +56,15 @@ sandbox_start() {
   local APISERVER_PORT
   APISERVER_PORT=$(source "$TESSEL_CLUSTER_DIR/cluster.env" && echo "$APISERVER_PORT")
   sandbox_image_root
-  SANDBOX_PORT=$(free_port)
-  SANDBOX_PROBE_PORT=$(free_port)
-  local cmd
+  local cmd admin_port admin_api_port
+  { read -r SANDBOX_PORT; read -r SANDBOX_PROBE_PORT; read -r admin_port; read -r admin_api_port; } < <(free_ports 4)
   mapfile -t cmd < <(python3 "$(dirname "${BASH_SOURCE[0]}")/pod_sandbox.py" \
     --deployment "$SANDBOX_DEPLOYMENT" --configmaps "$dir/configmaps.json" \
     --token-dir "$dir/serviceaccount" --apiserver "127.0.0.1:$APISERVER_PORT" --work "$dir" \
     --root "$SANDBOX_ROOT" \
     --override-arg=--bind-address=127.0.0.1 "--override-arg=--secure-port=$SANDBOX_PORT" \
-    "--override-arg=--probe-port=$SANDBOX_PROBE_PORT" "--override-arg=--admin-port=$(free_port)" \
-    "--override-arg=--admin-api-port=$(free_port)" \
+    "--override-arg=--probe-port=$SANDBOX_PROBE_PORT" "--override-arg=--admin-port=$admin_port" \
+    "--override-arg=--admin-api-port=$admin_api_port" \
     -- "${SANDBOX_ENTRYPOINT[@]}" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)))')
   ((${#cmd[@]})) || fail "pod_sandbox.py produced no command"
   say "running: ${cmd[*]}"

@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 it_begin security
 
 hostile() { python3 "$TESSEL_ROOT/tests/integration/hostile.py" "$@"; }
-secure=$(free_port) admin=$(free_port) probe=$(free_port)
+{ read -r secure; read -r admin; read -r probe; } < <(free_ports 3)
 it_start_scheduler main --leader-elect=false --secure-port "$secure" --cert-dir "$IT_WORK/certs" \
   --admin-port "$admin" --probe-port "$probe"
 it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
