@@ -32,6 +32,13 @@ struct QuotaCycle {
   // charged since (placed in a plan or a dry run). Empty: the pod is judged alone.
   std::vector<std::string> unit;
   std::vector<bool> unit_added;
+  std::optional<size_t> self;  // the pod's own place in `unit`, if it is a member
+  // By flavor tier: each member's least charge on a node of the tier (a replica of a
+  // time-sliced GPU charges less than a whole one). Where the members other than the pod will
+  // go is not known yet: they fit if they fit at their least charge (Reserve checks the gang as
+  // placed), and borrow unless they fit without borrowing at this node's charge too, so a gang
+  // whose members could land on kinds of node that borrow is not taken for one that does not.
+  std::map<int64_t, std::vector<Resources>> least_unit_charges;
   // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict; with a
   // unit, each member's charge on that kind of node and the verdict on the members not yet
   // added, together. A flat queue has one tier, 0.
@@ -79,11 +86,16 @@ struct QuotaCycle {
     for (auto& [key, v] : verdicts) {
       v.verdict = tracker.Check(queue->name(), v.charge);
       if (unit.empty()) continue;
-      Resources rest;
+      const std::vector<Resources>& least = least_unit_charges.at(key.first);
+      Resources at_least, here;
       for (size_t i = 0; i < unit.size(); ++i) {
-        if (!unit_added[i]) (void)rest.Add(v.unit_charges[i]);
+        if (unit_added[i]) continue;
+        (void)at_least.Add(i == self ? v.unit_charges[i] : least[i]);
+        (void)here.Add(v.unit_charges[i]);
       }
-      v.unit_verdict = tracker.Check(queue->name(), rest);
+      v.unit_verdict = tracker.Check(queue->name(), at_least);
+      const QuotaVerdict all_here = tracker.Check(queue->name(), here);
+      v.unit_verdict.borrows |= all_here.borrows || !all_here.fits;
     }
   }
   // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
@@ -241,7 +253,10 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   // With a unit, each member's charge on each kind of node, under the flavor the node is in.
   const std::vector<PodRef>* unit = SchedulingUnitOf(state);
   if (unit != nullptr) {
-    for (const PodRef& m : *unit) cycle.unit.push_back(m->Key());
+    for (const PodRef& m : *unit) {
+      if (m->Key() == pod.Key()) cycle.self = cycle.unit.size();
+      cycle.unit.push_back(m->Key());
+    }
     cycle.unit_added.assign(unit->size(), false);
   }
   auto unit_charges = [&](const NodeInfo* node) {
@@ -268,6 +283,19 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
     QuotaCycle::Verdict& v = cycle.verdicts[{0, 0}];
     v.charge = cycle.ChargeFor(0);
     v.unit_charges = unit_charges(nullptr);
+  }
+  // Charges on kinds of node differ in their GPUs only (under the flavor's name when flavored).
+  auto scalars = [](const Resources& r) {
+    int64_t total = 0;
+    for (const auto& [name, amount] : r.scalar) total += amount;
+    return total;
+  };
+  for (const auto& [key, v] : cycle.verdicts) {
+    auto [least, fresh] = cycle.least_unit_charges.try_emplace(key.first, v.unit_charges);
+    if (fresh) continue;
+    for (size_t i = 0; i < v.unit_charges.size(); ++i) {
+      if (scalars(v.unit_charges[i]) < scalars(least->second[i])) least->second[i] = v.unit_charges[i];
+    }
   }
   cycle.Refresh();
   const bool flavored = lookup.queue->flavored();

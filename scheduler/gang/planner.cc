@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "scheduler/api/quantity.h"
@@ -146,24 +147,24 @@ void NoteLimit(const PlanInput& in, Attempt& a, const Status& st) {
   if (a.limit_reason.empty()) a.limit_reason = st.Message();
 }
 
-// How many more pods of this shape the node can host, at most `limit`: copies are placed on the
-// node in the plan, and the shape's cycle state told (AddPod), until a Filter refuses (noted in
-// `a`); then the plan is rolled back.
+// How many of `members` (one shape's, still to place) the node can host: they are placed on
+// the node in the plan one after another, and the shape's cycle state told (AddPod), until a
+// Filter refuses (noted in `a`); then the plan is rolled back. Each is a member of its own, so
+// a plugin that judges the gang as a whole (QueueQuota) sees one member fewer still to place.
 int32_t Capacity(const PlanInput& in, WhatIf& plan, const CycleState& state, const PodRef& rep,
-                 const std::string& node, int32_t limit, Attempt& a) {
+                 std::span<const PodRef> members, const std::string& node, Attempt& a) {
   const WhatIf::Mark mark = plan.Checkpoint();
   CycleState probe_state = state.Clone();
-  auto probe = std::make_shared<Pod>(*rep);
-  probe->node_name = node;
-  const PodRef probe_ref = probe;
   int32_t n = 0;
-  while (n < limit) {
+  for (const PodRef& member : members) {
     if (Status st = plan.Fits(*in.framework, probe_state, *rep, *plan.Get(node)); !st.ok()) {
       NoteLimit(in, a, st);
       break;
     }
+    auto probe = std::make_shared<Pod>(*member);
+    probe->node_name = node;
     const WhatIf::Mark before = plan.Now();
-    plan.Place(probe_ref);
+    plan.Place(std::move(probe));
     if (!plan.Replay(*in.framework, probe_state, *rep, before).ok()) break;
     ++n;
   }
@@ -230,7 +231,7 @@ void PlaceShape(const PlanInput& in, const Shape& shape, const CycleState& base,
       names[i] = outcome.feasible[i]->name();
       // Capacity is the planner's measure of how full a node is for this shape; its ties keep
       // score then snapshot order (no fullness), as the replay digests were recorded.
-      option[i] = FillOption{.capacity = Capacity(in, plan, state, rep, names[i], remaining, a),
+      option[i] = FillOption{.capacity = Capacity(in, plan, state, rep, std::span(shape.members).subspan(next), names[i], a),
                              .score = score[i],
                              .order = static_cast<int64_t>(index[i])};
     }

@@ -583,6 +583,28 @@ TEST_CASE("a gang over its team's quota holds nothing, waits as QuotaExceeded, a
   CHECK(c.BoundOf("g") == 4);
 }
 
+TEST_CASE("a gang that fits its quota only with members on two kinds of node is placed (a "
+          "time-sliced GPU's replica charges less than a whole GPU)", "[gang][core][quota]") {
+  Core c;
+  // One GPU in 2 time-sliced replicas (500 milli-GPU of quota each), and a node of 2 whole GPUs.
+  c.s->OnNodeAdd(NodeBuilder("sliced")
+                     .Allocatable("cpu:64,memory:512Gi")
+                     .TimeSliced(1, 2)
+                     .Label("kubernetes.io/hostname", "sliced")
+                     .Build());
+  c.GpuNodes(1, 2, "whole-");
+  // 2 members of 2 GPUs: 1 GPU of quota on the time-sliced node, 2 on the whole one; 3 in all.
+  // Each kind of node alone would be 2 or 4 GPUs, and the time-sliced node hosts one member.
+  c.Quota(3);
+  c.PodGroup("g", 2);
+  for (int i = 0; i < 2; ++i) c.s->OnPodAdd(c.Member("g", i, "cpu:1,nvidia.com/gpu:2", 100 + i));
+  c.Run();
+  REQUIRE(c.BoundOf("g") == 2);
+  std::set<std::string> nodes;
+  for (const auto& [key, node] : c.api.bound) nodes.insert(node);
+  CHECK(nodes == std::set<std::string>{"sliced", "whole-0"});
+}
+
 TEST_CASE("members beyond minMember that the quota refuses wait; the gang is placed, nothing spins",
           "[gang][core][quota]") {
   Core c;

@@ -24,6 +24,7 @@
 // the two queues meet.
 #include <catch2/catch.hpp>
 
+#include <iostream>
 #include <random>
 
 #include "nlohmann/json.hpp"
@@ -34,6 +35,7 @@
 #include "plugins/registry.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/api/device_list.h"
+#include "scheduler/core/explain.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/server/observer_fanout.h"
 #include "plugins/reservation/reservation.h"
@@ -161,12 +163,16 @@ class AskRecorder final : public provisioning::Provisioner {
 class AttemptRecorder final : public SchedulingObserver {
  public:
   void PodScheduled(const Pod&, const std::string&) override {}
-  void PodUnschedulable(const Pod&, FailureKind, const std::string&) override {}
+  void PodUnschedulable(const Pod& pod, FailureKind, const std::string& message) override {
+    reasons.push_back(StrCat(pod.Key(), ": ", message));
+  }
   void AttemptFinished(const Pod& pod, AttemptResult, absl::Duration) override { attempted.insert(pod.Key()); }
   std::set<std::string> Take() { return std::exchange(attempted, {}); }
+  std::vector<std::string> TakeReasons() { return std::exchange(reasons, {}); }  // for a trace
 
  private:
   std::set<std::string> attempted;
+  std::vector<std::string> reasons;  // why pods were not placed, since the last TakeReasons
 };
 
 // Moves: for pods asking 2 GPUs or more (the plugin's default), of pods that ran 30 s, at most once
@@ -468,20 +474,102 @@ struct Run {
   }
 };
 
+// One cycle of a replayed seed, for a reader hunting a broken rule: the evictions asked for, the
+// pods bound and nominated since the last call, and the events recorded since then.
+void TraceCycle(Run& r, const ClusterView& view, const std::vector<Eviction>& asked) {
+  static std::map<std::string, std::string> bound_before, nominated_before;
+  static size_t events_seen = 0;
+  auto describe = [&](const std::string& key) {
+    auto it = r.world.pods.find(key);
+    if (it == r.world.pods.end()) return key;
+    const testing::CheckedPod& s = it->second;
+    return StrCat(key, " (prio ", s.priority, ", cpu ", s.milli_cpu, "m, ", s.gpu_milli > 0 ? StrCat(s.gpu_milli, "m") : StrCat(s.gpus), " GPU",
+                  s.gang.empty() ? "" : StrCat(", gang ", s.gang), s.app.empty() ? "" : StrCat(", app ", s.app),
+                  s.anti_app.empty() ? "" : StrCat(", away from app ", s.anti_app), s.spread ? ", spread" : "",
+                  s.sharing_never ? ", sharing never" : "", s.movable ? ", movable" : "", ")");
+  };
+  if (bound_before.empty()) {
+    for (const testing::CheckedQueue& q : r.world.queues) {
+      std::cerr << "queue " << q.name << " (" << q.namespace_ << "): cohort '" << q.cohort << "', nominal "
+                << q.nominal_gpus << " GPU" << (q.borrow_next_flavor ? ", TryNextFlavor" : "")
+                << (q.preempt_first ? ", Preempt first" : "");
+      for (const testing::CheckedFlavorQuota& f : q.flavors) {
+        std::cerr << "; flavor " << f.flavor << " nominal " << f.nominal_gpus
+                  << (f.borrowing_gpus ? StrCat(" borrowing ", *f.borrowing_gpus) : "");
+      }
+      std::cerr << "\n";
+    }
+    for (const testing::CheckedNode& n : r.world.nodes) {
+      std::cerr << "node " << n.name;
+      for (const auto& [k, v] : n.labels) std::cerr << " " << k << "=" << v;
+      std::cerr << "\n";
+    }
+  }
+  std::cerr << "-- cycle at " << absl::FormatTime(r.clock.Now()) << "\n";
+  for (const Eviction& e : asked) {
+    std::cerr << "   " << (e.refused ? "REFUSED " : "") << (e.move ? "move " : "evict ") << describe(e.victim)
+              << " on " << e.node << " for " << e.preemptor << "\n";
+  }
+  for (const auto& [key, pod] : r.api.bound) {
+    if (bound_before[key] != pod.node_name) std::cerr << "   bound " << describe(key) << " on " << pod.node_name << "\n";
+    bound_before[key] = pod.node_name;
+  }
+  std::map<std::string, std::string> nominated_now;
+  for (const auto& [node, pods] : view.nominated) {
+    for (const PodRef& p : pods) nominated_now[p->Key()] = node;
+  }
+  for (const auto& [key, node] : nominated_now) {
+    if (nominated_before[key] != node) std::cerr << "   nominated " << describe(key) << " to " << node << "\n";
+  }
+  nominated_before = std::move(nominated_now);
+  std::set<std::string> explained;  // a gang once
+  for (const std::string& reason : r.attempts.TakeReasons()) {
+    std::cerr << "   not placed " << reason << "\n";
+    const std::string key = reason.substr(0, reason.find(':'));
+    auto spec = r.world.pods.find(key);
+    if (spec == r.world.pods.end() || !explained.insert(spec->second.gang.empty() ? key : spec->second.gang).second) continue;
+    for (const NodeReasonGroup& g : Explain(*r.s, key).reasons) {
+      std::cerr << "     " << StrJoin(g.nodes, ",") << ": " << g.reason << "\n";
+    }
+  }
+  for (; events_seen < r.harness.api.events.size(); ++events_seen) {
+    std::cerr << "   event " << r.harness.api.events[events_seen] << "\n";
+  }
+  for (const testing::CheckedNode& n : r.world.nodes) {
+    std::cerr << "   " << n.name << " (" << n.gpus << " GPU x" << n.replicas << ", cpu " << n.milli_cpu << "m):";
+    auto it = view.on_node.find(n.name);
+    if (it == view.on_node.end()) continue;
+    for (const PodRef& p : it->second) {
+      std::cerr << " " << p->meta.name << (p->meta.deletion_timestamp ? "(leaving)" : "");
+    }
+    auto nominated = view.nominated.find(n.name);
+    if (nominated == view.nominated.end()) continue;
+    std::cerr << "; nominated:";
+    for (const PodRef& p : nominated->second) std::cerr << " " << p->meta.name;
+  }
+  std::cerr << "\n";
+}
+
 TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves compose; an "
           "independent checker finds no broken rule after any cycle", "[property][composition]") {
   int cycles = 0, evictions = 0, moves = 0, moves_for_gangs = 0, gang_pods_bound = 0, replica_pods_bound = 0, fractions_bound = 0;
   // Seeds past 200 have resource flavors (their own counts below).
-  // TESSEL_COMPOSITION_FLAT_SEEDS=N widens the flat family for a longer search (seeds past N are then
-  // the flavored ones).
-  const char* wider = std::getenv("TESSEL_COMPOSITION_FLAT_SEEDS");
-  const uint64_t kFlatSeeds = wider != nullptr ? std::stoull(wider) : testing::PropertySeeds(200),
-                 kFlavoredSeeds = testing::PropertySeeds(60);
+  // TESSEL_COMPOSITION_FLAT_SEEDS=N and TESSEL_COMPOSITION_FLAVORED_SEEDS=M widen the families for a
+  // longer search (seeds past N are then the flavored ones).
+  auto seeds = [](const char* env, uint64_t otherwise) {
+    const char* wider = std::getenv(env);
+    return wider != nullptr ? std::stoull(wider) : testing::PropertySeeds(otherwise);
+  };
+  const uint64_t kFlatSeeds = seeds("TESSEL_COMPOSITION_FLAT_SEEDS", 200),
+                 kFlavoredSeeds = seeds("TESSEL_COMPOSITION_FLAVORED_SEEDS", 60);
   int flavored_evictions = 0, flavored_pods_bound = 0, flavored_gang_pods_bound = 0, flavored_borrowing = 0;
   int reservations = 0, gang_reservations = 0;  // made (their Reserved events), all seeds
   int refused_moves = 0, provisioning_asks = 0;
   int tree_worlds = 0, tree_cross_queue_evictions = 0, cohort_borrowing = 0;  // trees of Cohorts
   const char* only = std::getenv("TESSEL_COMPOSITION_SEED");  // to replay one seed
+  // TESSEL_COMPOSITION_TRACE=1 with one seed: what each cycle did (evictions, pods bound or
+  // nominated since the cycle before, events), on standard error.
+  const bool trace = only != nullptr && std::getenv("TESSEL_COMPOSITION_TRACE") != nullptr;
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only != nullptr && std::to_string(seed) != only) continue;
     const bool flavored = seed > kFlatSeeds;
@@ -515,6 +603,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
           return e.move && it != r.world.pods.end() && !it->second.gang.empty();
         }));
         const ClusterView view = r.View();
+        if (trace) TraceCycle(r, view, asked);
         broken = checker.AfterCycle(view, evicted);
         for (std::vector<std::string> more : {checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules),
                                               checker.CheckMovePlans(view, asked),

@@ -420,6 +420,45 @@ TEST_CASE("a gang takes one flavor whole, and its topology key applies within th
   }
 }
 
+TEST_CASE("a gang whose total is its first flavor's whole nominal quota takes that flavor",
+          "[flavor][core][gang]") {
+  // The planner counts how many members a node hosts member by member: each one placed leaves
+  // one fewer of the gang still to place, so the last of 3 is not refused for a 4th.
+  FlavoredCluster c;
+  c.AddNode("s1", "spot", 4);
+  c.AddNode("o1", "on-demand", 8);
+  c.AddQueue("low", {{"namespaces", {"low"}}, {"resourceGroups", GpuGroups({{"spot", "3", ""}, {"on-demand", "8", ""}})}});
+  c.AddGang("low", "train", 3, 1);
+  c.Run();
+  CHECK(c.PoolsOf("low") == Pools{{"spot", 3}});
+}
+
+TEST_CASE("under TryNextFlavor a gang does not borrow on a flavor for the quota time-sliced nodes "
+          "would charge, when it may land on whole GPUs there", "[flavor][core][gang]") {
+  // Spot: a time-sliced node (a replica charges 250 milli-GPU) and a node of whole GPUs. 3 members
+  // of 1 GPU are 750 milli-GPU of quota on the first and 3 GPUs on the second, above spot's
+  // nominal 2: only the time-sliced node keeps the gang within its quota.
+  FlavoredCluster c;
+  c.harness.AddNode(NodeBuilder("s-sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Label("pool", "spot").Build());
+  c.AddNode("s-whole", "spot", 4);
+  c.AddNode("r1", "reserved", 8);
+  c.AddQueue("low", {{"namespaces", {"low"}},
+                     {"cohort", "lab"},
+                     {"resourceGroups", GpuGroups({{"spot", "2", ""}, {"reserved", "8", ""}})},
+                     {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
+  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "lab"}, {"resourceGroups", GpuGroups({{"spot", "4", ""}, {"reserved", "0", ""}})}});
+  c.AddGang("low", "train", 3, 1);
+  c.Run();
+  std::map<std::string, int> nodes;
+  for (const std::string& name : c.harness.cache.NodeNames()) {
+    const std::optional<NodeInfo> info = c.harness.cache.GetNodeInfo(name);
+    for (const PodRef& p : info->pods()) {
+      if (p->meta.namespace_ == "low") ++nodes[name];
+    }
+  }
+  CHECK(nodes == std::map<std::string, int>{{"s-sliced", 3}});
+}
+
 TEST_CASE("a gang's members placed after it (beyond minMember) join the flavor it runs on",
           "[flavor][core][gang]") {
   FlavoredCluster c;
