@@ -95,7 +95,7 @@ q = {x['name']: x for x in json.load(sys.stdin)['queues']}['$QA']
 assert q['pendingPods'] == '1' and q['admittedPods'] == '2', q
 assert q['usage']['nvidia.com/gpu'] == '2' and q['nominal']['nvidia.com/gpu'] == '2', q
 " || fail "queues -o json"
-ctl -o yaml queues | grep -q "name: $QA" || fail "queues -o yaml lacks $QA"
+ctl -o yaml queues | matches "name: $QA" || fail "queues -o yaml lacks $QA"
 
 # pending: every waiting pod once, positions 1..N in priority-then-age order.
 pending_json=$(ctl --server "127.0.0.1:$admin" -o json pending)

@@ -72,7 +72,7 @@ done
 [[ $(kubectl get node gpu-ts-0 -o 'jsonpath={.status.allocatable.nvidia\.com/gpu}') == 32 ]] \
   || fail "gpu-ts-0 should have 32 nvidia.com/gpu"
 # Registering again updates in place.
-"$CLUSTER" nodes "$ROOT/tools/cluster/sample-nodes.yaml" | grep -q "0 created, 5 updated" \
+"$CLUSTER" nodes "$ROOT/tools/cluster/sample-nodes.yaml" | grep "0 created, 5 updated" >/dev/null \
   || fail "registering the nodes again did not update them"
 
 say "a bound pod runs and succeeds"

@@ -133,7 +133,7 @@ pods_of() {
   kubectl get pods -n "$NS" -l "job-name=$1" \
     -o 'jsonpath={range .items[*]}{.metadata.name}|{.metadata.uid}|{.spec.nodeName}|{.metadata.deletionTimestamp}{"\n"}{end}'
 }
-job_bound_to() { [[ $(pods_of "$1" | wc -l) == 1 ]] && pods_of "$1" | grep -q "|$2|$"; }
+job_bound_to() { [[ $(pods_of "$1" | wc -l) == 1 ]] && pods_of "$1" | matches "|$2|$"; }
 gone() { ! kubectl get pod -n "$NS" "$1" >/dev/null 2>&1; }
 filler() {  # filler NAME NODE-POOL SLOT GPUS
   it_pod "$1" --gpus "$4" --select "pool=$2" --select "slot=$3"
@@ -211,7 +211,7 @@ moved_events() {
   kubectl get events -n "$NS" --field-selector reason=Moved \
     -o 'jsonpath={range .items[*]}{.involvedObject.name}|{.type}|{.message}{"\n"}{end}'
 }
-moved_event() { moved_events | grep -qxF "$mover_name|Normal|moved to make room for $NS/big-move on node move-y (its 1st move in 24h)"; }
+moved_event() { moved_events | matches -xF "$mover_name|Normal|moved to make room for $NS/big-move on node move-y (its 1st move in 24h)"; }
 it_wait 30 "a Moved event on $mover_name naming big-move" moved_event
 say "moved: $(moved_events)"
 nominated_y() { [[ $(nominated_node big-move) == move-y ]]; }
@@ -220,7 +220,7 @@ it_wait 30 "big-move nominated to move-y" nominated_y
   || fail "the 2-GPU pods were disturbed (one move is the smallest set): $(layout move-2a move-2b)"
 
 # The Job controller recreates the moved pod; its room on move-y is big-move's, so it goes to move-x.
-replacement() { pods_of move-4 | grep -v "^$mover_name|" | grep -q '|move-x|$'; }
+replacement() { pods_of move-4 | grep -v "^$mover_name|" | matches '|move-x|$'; }
 it_wait 120 "move-4's new pod bound to move-x" replacement
 say "move-4 now: $(pods_of move-4 | xargs)"
 [[ -z $(node_of big-move) ]] || fail "big-move was bound to $(node_of big-move) while the moved pod still holds its GPUs"
@@ -239,12 +239,12 @@ queue_mover_name=${queue_mover%%|*}
 queue_stayers=$(layout queue-2a queue-2b)
 it_pod big-queue --gpus 8 --select pool=queue
 queue_moved() {
-  moved_events | grep -qxF "$queue_mover_name|Normal|moved to make room for $NS/big-queue on node queue-y (its 1st move in 24h)"
+  moved_events | matches -xF "$queue_mover_name|Normal|moved to make room for $NS/big-queue on node queue-y (its 1st move in 24h)"
 }
 it_wait 60 "a Moved event on $queue_mover_name (movable through Queue $QMOVE) naming big-queue" queue_moved
 it_wait 60 "big-queue bound" it_bound big-queue
 [[ $(node_of big-queue) == queue-y ]] || fail "big-queue went to $(node_of big-queue), want queue-y"
-queue_replacement() { pods_of queue-4 | grep -v "^$queue_mover_name|" | grep -q '|queue-x|$'; }
+queue_replacement() { pods_of queue-4 | grep -v "^$queue_mover_name|" | matches '|queue-x|$'; }
 it_wait 120 "queue-4's new pod bound to queue-x" queue_replacement
 [[ $(layout queue-2a queue-2b) == "$queue_stayers" ]] \
   || fail "pool queue's 2-GPU pods were disturbed: $(layout queue-2a queue-2b)"

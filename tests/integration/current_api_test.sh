@@ -55,7 +55,7 @@ kubectl delete pod -n "$NS" gated marker --wait=true >/dev/null
 pod_json sidecar-big 20 Always 10 | kubectl apply -f - >/dev/null
 it_wait 30 "sidecar-big bound" it_bound sidecar-big
 pod_json sidecar-second 2 Always 1 | kubectl apply -f - >/dev/null
-has_insufficient_cpu() { failed_events sidecar-second | grep -q "Insufficient cpu"; }
+has_insufficient_cpu() { failed_events sidecar-second | matches "Insufficient cpu"; }
 it_wait 30 "sidecar-second: Insufficient cpu" has_insufficient_cpu
 [[ -z $(node_of sidecar-second) ]] || fail "sidecar-second bound although its sidecar does not fit"
 pod_json init-only 2 "" 2 | kubectl apply -f - >/dev/null

@@ -45,7 +45,7 @@ has_condition() { [[ $(condition) == *"needs 2 × 4 GPUs"* ]]; }
 it_wait 30 "wait condition" has_condition
 say "wait: $(condition)"
 failed_events() {
-  kubectl get events -n "$NS" --field-selector involvedObject.name=wait-0,reason=FailedScheduling -o name | grep -q .
+  kubectl get events -n "$NS" --field-selector involvedObject.name=wait-0,reason=FailedScheduling -o name | matches .
 }
 it_wait 30 "FailedScheduling for wait-0" failed_events
 [[ -z $(node_of wait-0) && -z $(node_of wait-1) ]] || fail "a member of the gang that does not fit was bound"

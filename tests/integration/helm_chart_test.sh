@@ -42,7 +42,7 @@ render_fails() {
 get() { python3 "$OBJECTS" get "$WORK/$1.yaml" "${@:2}"; }
 # expect WHAT GOT WANT
 expect() { [[ $2 == "$3" ]] || fail "$1: got '$2', want '$3'"; }
-has() { python3 "$OBJECTS" list "$WORK/$1.yaml" | grep -qxF "$2"; }
+has() { python3 "$OBJECTS" list "$WORK/$1.yaml" | matches -xF "$2"; }
 count() { python3 "$OBJECTS" list "$WORK/$1.yaml" | grep -c "^$2 " || true; }
 
 # ---- 1. the copies ----------------------------------------------------------------------------

@@ -93,7 +93,7 @@ out=$("$HELM" upgrade tessel "$CHART" -n kube-system -f "$(dirname "$0")/testdat
   || fail "helm upgrade: $out"
 [[ $(status) == "deployed 2" ]] || fail "release status after upgrade: $(status)"
 kubectl -n kube-system get configmap tessel-scheduler-config -o 'jsonpath={.data.config\.yaml}' \
-  | grep -q "schedulerName: tessel-spread" || fail "the ConfigMap does not hold the new configuration"
+  | matches "schedulerName: tessel-spread" || fail "the ConfigMap does not hold the new configuration"
 new_checksum=$(kubectl -n kube-system get deployment tessel-scheduler -o json | template_checksum)
 [[ $new_checksum != "$old_checksum" ]] || fail "the upgrade left the pod template's checksum/config as it was"
 rolled_pod() {

@@ -108,6 +108,11 @@ print("\n".join(chosen))' "${1:-1}" "${IT_WORK:+$IT_WORK/ports-given}"
 }
 free_port() { free_ports 1; }
 
+# matches PATTERN: `producer | matches [grep options] PATTERN` is `grep -q` that reads its input to
+# the end. (grep -q exits at the first match; under pipefail a producer still writing then dies
+# of SIGPIPE and the pipeline fails although the line was there.)
+matches() { grep "$@" >/dev/null; }
+
 # it_nodes NAME:GPUS[:k=v,k=v][:taint] ...: registers simulated nodes labelled tessel-it=<test>.
 it_nodes() {
   local spec file="$IT_WORK/nodes.yaml"

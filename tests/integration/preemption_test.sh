@@ -45,7 +45,7 @@ job_pods() {
   kubectl get pods -n "$NS" -l job-name=low-job \
     -o 'jsonpath={range .items[*]}{.metadata.name}|{.metadata.uid}|{.spec.nodeName}|{.metadata.deletionTimestamp}{"\n"}{end}'
 }
-first_bound() { job_pods | grep -q '|preempt-a|$'; }
+first_bound() { job_pods | matches '|preempt-a|$'; }
 it_wait 60 "the Job's pod bound to preempt-a" first_bound
 victim=$(job_pods | grep '|preempt-a|$' | head -n1)
 victim_name=${victim%%|*}
@@ -54,7 +54,7 @@ say "victim: $victim_name ($victim_uid)"
 
 it_pod urgent --gpus 8 --priority-class tessel-production --select pool=a
 
-victim_gone() { ! job_pods | grep -q "^$victim_name|$victim_uid|preempt-a|$"; }
+victim_gone() { ! job_pods | matches "^$victim_name|$victim_uid|preempt-a|$"; }
 it_wait 60 "the Job's pod evicted" victim_gone
 nominated() {
   [[ $(kubectl get pod -n "$NS" urgent -o 'jsonpath={.status.nominatedNodeName}') == preempt-a ]]
@@ -70,13 +70,13 @@ it_wait 60 "urgent bound" it_bound urgent
 
 preempted_event() {
   kubectl get events -n "$NS" --field-selector "involvedObject.name=$victim_name,reason=Preempted" \
-    -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -q "preempted by $NS/urgent (priority"
+    -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | matches "preempted by $NS/urgent (priority"
 }
 it_wait 30 "the victim's Preempted event names its preemptor" preempted_event
 
 # The Job controller replaces its evicted pod; the replacement waits: the node is taken by a
 # more important pod, and tessel-batch (preemptionPolicy: Never) does not preempt.
-replacement() { job_pods | grep -v "^$victim_name|" | grep -q .; }
+replacement() { job_pods | grep -v "^$victim_name|" | matches .; }
 it_wait 60 "the Job's replacement pod" replacement
 repl=$(job_pods | grep -v "^$victim_name|" | head -n1)
 repl_name=${repl%%|*}

@@ -167,7 +167,7 @@ it_wait 60 "the hijack refused in the log" refused
 it_pod victim-2 --gpus 8 --select pool=victim --label scheduling.x-k8s.io/pod-group=victim
 own_request_named() {
   kubectl get podgroup -n "$NS" victim -o 'jsonpath={.status.conditions[?(@.type=="Scheduled")].message}' \
-    | grep -q "ProvisioningRequest $NS/tessel-podgroup-victim-1"
+    | matches "ProvisioningRequest $NS/tessel-podgroup-victim-1"
 }
 it_wait 60 "the victim's PodGroup names its own request" own_request_named
 victim_request >/dev/null || fail "the victim's own request was deleted"

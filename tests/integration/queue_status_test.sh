@@ -80,7 +80,7 @@ pg_row() { kubectl get podgroup -n "$NS" big --no-headers | tr -s ' ' | cut -d' 
 is_pg_row() { [[ $(pg_row) == "big Pending 2 0 0 Unschedulable" ]]; }
 it_wait 30 "PodGroup big: Pending, minMember 2, 0 scheduled, reason Unschedulable" is_pg_row
 say "kubectl get podgroup -o wide:"$'\n'"$(kubectl get podgroup -n "$NS" big -o wide)"
-kubectl get podgroup -n "$NS" big -o wide | grep -q "needs 2 × 8 GPUs" || fail "the wide view lacks the message"
+kubectl get podgroup -n "$NS" big -o wide | matches "needs 2 × 8 GPUs" || fail "the wide view lacks the message"
 
 # A newer Queue that lists team A's namespace: Conflict=True naming both; a Queue that does not
 # decode: Active=False with its field.
@@ -100,7 +100,7 @@ conflict="Queue $QNEW: spec.namespaces: namespace \"$NS\" already belongs to the
 it_wait 30 "$QNEW Conflict=True" is_status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].status}' True
 is_status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].message}' "$conflict" \
   || fail "$QNEW conflict message: $(status "$QNEW" '{.status.conditions[?(@.type=="Conflict")].message}')"
-kubectl get queues.tessel.io "$QNEW" -o wide | grep -qF "$conflict" || fail "the wide view lacks the conflict"
+kubectl get queues.tessel.io "$QNEW" -o wide | matches -F "$conflict" || fail "the wide view lacks the conflict"
 bad='{.status.conditions[?(@.type=="Active")].status}|{.status.conditions[?(@.type=="Active")].reason}|{.status.conditions[?(@.type=="Active")].message}'
 it_wait 30 "$QBAD Active=False" is_status "$QBAD" "$bad" "False|InvalidSpec|Queue $QBAD: spec.borrowingLimit.cpu: quantity \"1e30\" is not valid: out of range for a 64-bit integer; its pods wait until it decodes"
 is_status "$QA" "$active" "True/False" || fail "$QA conditions after the conflict: $(status "$QA" "$active")"

@@ -24,7 +24,7 @@ kubectl cordon stranded-0 stranded-1 >/dev/null
 it_start_scheduler second --leader-elect=false
 rolled_back_event() {
   kubectl get events -n "$NS" --field-selector reason=GangRolledBack -o 'jsonpath={.items[*].message}' \
-    | grep -q "PodGroup $NS/train holds $held of 4 members placed since before the scheduler started"
+    | matches "PodGroup $NS/train holds $held of 4 members placed since before the scheduler started"
 }
 it_wait 60 "a GangRolledBack event" rolled_back_event
 it_wait 60 "no member bound" eval '(( $(it_count_bound) == 0 ))'

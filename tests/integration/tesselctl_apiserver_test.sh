@@ -154,12 +154,12 @@ for role in tessel-admin-api-reader tessel-admin-reader; do
   kubectl create rolebinding -n "$NS" "ns-user-$role" --clusterrole="$role" --user="system:serviceaccount:$NS:ns-user" >/dev/null
 done
 ns_ctl() { "$TESSEL_CTL_BIN" --kubeconfig "$IT_WORK/kube/ns-config" "$@"; }
-it_wait 30 "$NS's pending pods for ns-user" eval "ns_ctl pending -n $NS | grep -q $NS/a-1"
+it_wait 30 "$NS's pending pods for ns-user" eval "ns_ctl pending -n $NS | matches $NS/a-1"
 if out=$(ns_ctl pending 2>&1); then fail "ns-user listed every namespace: $out"; fi
 [[ $out == *"cannot list resource \"pending\" in API group \"admin.tessel.io\" at the cluster scope"* ]] || fail "ns-user cluster-wide: $out"
 
 # A client-certificate user (system:masters), which the gRPC path refuses: served.
-"$TESSEL_CTL_BIN" --kubeconfig "$TESSEL_CLUSTER_DIR/admin-cert.kubeconfig" queues | grep -q "^$QA " \
+"$TESSEL_CTL_BIN" --kubeconfig "$TESSEL_CLUSTER_DIR/admin-cert.kubeconfig" queues | matches "^$QA " \
   || fail "client certificate user: $("$TESSEL_CTL_BIN" --kubeconfig "$TESSEL_CLUSTER_DIR/admin-cert.kubeconfig" queues 2>&1)"
 
 # The port itself: only the front proxy is believed.

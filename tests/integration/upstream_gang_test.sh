@@ -15,7 +15,7 @@ it_begin upstreamgang
 
 side_apiserver_start --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true
 k() { kubectl --kubeconfig "$SIDE_ADMIN" "$@"; }
-k get --raw /apis/scheduling.k8s.io/v1beta1 | grep -q '"podgroups"' || fail "the side apiserver does not serve v1beta1 podgroups"
+k get --raw /apis/scheduling.k8s.io/v1beta1 | matches '"podgroups"' || fail "the side apiserver does not serve v1beta1 podgroups"
 
 it_nodes ug-a:4 ug-b:4
 it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false
@@ -41,7 +41,7 @@ PY
 scheduled_message() { k get pod -n "$NS" "$1" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'; }
 scheduled_status() { k get pod -n "$NS" "$1" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].status}'; }
 has_failed_event() {
-  k get events -n "$NS" --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o name | grep -q .
+  k get events -n "$NS" --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o name | matches .
 }
 group_condition() {
   k get podgroups.v1beta1.scheduling.k8s.io -n "$NS" train \

@@ -130,7 +130,7 @@ running_pid() {
   [[ -f $f ]] || return 1
   pid=$(cat "$f" 2>/dev/null) || return 1
   [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$STATE/" || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -F -- "$STATE/" >/dev/null || return 1
   echo "$pid"
 }
 
@@ -369,7 +369,7 @@ start_controller_manager() {
 }
 
 log_has_since() {  # FILE OFFSET TEXT: TEXT appears in FILE after byte OFFSET
-  tail -c "+$(($2 + 1))" "$1" 2>/dev/null | grep -qF -- "$3"
+  tail -c "+$(($2 + 1))" "$1" 2>/dev/null | grep -F -- "$3" >/dev/null  # (all read: no SIGPIPE for tail under pipefail)
 }
 
 start_kubelet() {
