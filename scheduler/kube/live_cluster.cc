@@ -10,6 +10,9 @@ using nlohmann::json;
 
 namespace {
 
+// The finalizer of an allocated ResourceClaim (resource.k8s.io/v1 Finalizer), kube-scheduler's.
+constexpr std::string_view kResourceClaimFinalizer = "resource.kubernetes.io/delete-protection";
+
 std::string PodPath(const Pod& pod, std::string_view sub = "") {
   std::string p = StrCat("/api/v1/namespaces/", pod.meta.namespace_, "/pods/", pod.meta.name);
   if (!sub.empty()) StrAppend(&p, "/", sub);
@@ -125,16 +128,22 @@ absl::Status LiveCluster::Bind(const Pod& pod, const std::string& node,
 }
 
 absl::Status LiveCluster::Patch(const std::string& path, const json& patch, std::string_view what) {
+  return PatchObject(path, patch, kMergePatch, what).status();
+}
+
+absl::StatusOr<json> LiveCluster::PatchObject(const std::string& path, const json& patch,
+                                              std::string_view content_type, std::string_view what) {
   if (!MayWrite()) return NotLeader();
   absl::StatusOr<Response> resp = client_->Do({.method = "PATCH",
                                                .path = path,
                                                .body = patch.dump(),
-                                               .content_type = std::string(kMergePatch),
+                                               .content_type = std::string(content_type),
                                                .write_budget = [this] { return WriteBudget(); }});
   if (!resp.ok()) return resp.status();
   if (resp->ok()) {
     spdlog::info("{}", what);
-    return absl::OkStatus();
+    json object = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+    return object.is_discarded() ? json::object() : object;
   }
   absl::Status st = resp->ToStatus(what);
   if (IsRetryableCode(resp->code)) return absl::UnavailableError(st.message());
@@ -178,10 +187,27 @@ absl::Status LiveCluster::WriteResourceClaimStatus(const ObjectMeta& claim, cons
   json meta = json::object();
   if (!claim.uid.empty()) meta["uid"] = claim.uid;
   if (!claim.resource_version.empty()) meta["resourceVersion"] = claim.resource_version;
+  const std::string path = StrCat("/apis/resource.k8s.io/v1/namespaces/", claim.namespace_, "/resourceclaims/", claim.name);
+  if (status.contains("allocation") && !status["allocation"].is_null()) {
+    // An allocation carries kube-scheduler's finalizer: the resourceclaim controller clears the
+    // allocation once no pod holds the claim (and only then lets the finalizer go), so the
+    // devices come free; a claim without it stays allocated after its pods are gone. A
+    // strategic merge patch adds it to the finalizers there are; the claim's new resourceVersion
+    // is the status write's precondition.
+    json with_finalizer = meta;
+    with_finalizer["finalizers"] = json::array({std::string(kResourceClaimFinalizer)});
+    absl::StatusOr<json> patched = PatchObject(path, json{{"metadata", with_finalizer}}, kStrategicMergePatch,
+                                               StrCat("protect ResourceClaim ", claim.namespace_, "/", claim.name,
+                                                      " with finalizer ", kResourceClaimFinalizer));
+    if (!patched.ok()) return patched.status();
+    if (const json* rv = patched->contains("metadata") ? &(*patched)["metadata"] : nullptr;
+        rv != nullptr && rv->contains("resourceVersion") && (*rv)["resourceVersion"].is_string()) {
+      meta["resourceVersion"] = (*rv)["resourceVersion"];
+    }
+  }
   // A merge patch replaces status.allocation and status.reservedFor whole; the resourceVersion
   // makes it fail (Conflict) if the claim changed since the scheduler read it.
-  return Patch(StrCat("/apis/resource.k8s.io/v1/namespaces/", claim.namespace_, "/resourceclaims/",
-                      claim.name, "/status"),
+  return Patch(StrCat(path, "/status"),
                json{{"metadata", meta}, {"status", status}},
                StrCat("allocate ResourceClaim ", claim.namespace_, "/", claim.name));
 }

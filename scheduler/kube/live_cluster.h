@@ -83,6 +83,9 @@ class LiveCluster final : public ClusterApi {
  private:
   // One merge patch only the leader may send; `what` names it in errors.
   absl::Status Patch(const std::string& path, const nlohmann::json& patch, std::string_view what);
+  // A patch of `content_type`; the object as the server answered it.
+  absl::StatusOr<nlohmann::json> PatchObject(const std::string& path, const nlohmann::json& patch,
+                                             std::string_view content_type, std::string_view what);
   // A 409: decides from the pod as it is now what the bind's outcome is.
   absl::Status ResolveConflict(const Pod& pod, const std::string& node, const Response& answer);
 

@@ -51,7 +51,8 @@ for args in "get pods -A" "list pods -A" "watch pods -A" "create pods --subresou
     "patch pods -A" "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io" \
     "list resourceslices.resource.k8s.io" "watch deviceclasses.resource.k8s.io" "list resourceclaims.resource.k8s.io -A" \
     "patch resourceclaims.resource.k8s.io --subresource=status -A" \
-    "update resourceclaims.resource.k8s.io --subresource=status -A"; do
+    "update resourceclaims.resource.k8s.io --subresource=status -A" \
+    "patch resourceclaims.resource.k8s.io --subresource=binding -A" "patch resourceclaims.resource.k8s.io -A"; do
   # shellcheck disable=SC2086
   expect yes $args
 done
@@ -65,7 +66,7 @@ for args in "update pods -A" "delete pods -A" "create pods -A" "deletecollection
     "update persistentvolumes" "create serviceaccounts --subresource=token -A" "impersonate users" \
     "escalate clusterroles.rbac.authorization.k8s.io" "bind clusterroles.rbac.authorization.k8s.io" \
     "create pods --subresource=exec -A" "delete namespaces" "update queues.tessel.io" "patch priorityclasses.scheduling.k8s.io" \
-    "update resourceclaims.resource.k8s.io -A" "patch resourceclaims.resource.k8s.io -A" \
+    "update resourceclaims.resource.k8s.io -A" \
     "create resourceclaims.resource.k8s.io -A" "delete resourceclaims.resource.k8s.io -A" \
     "create resourceslices.resource.k8s.io" "patch deviceclasses.resource.k8s.io"; do
   # shellcheck disable=SC2086

@@ -4,7 +4,7 @@
 # It runs, on 127.0.0.1 only and with ports picked at run time: etcd, kube-apiserver (RBAC, token
 # authentication, self-signed TLS, the aggregation layer with its own front-proxy CA and client
 # certificate), kube-controller-manager (job, garbagecollector, namespace,
-# replicaset, deployment, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
+# replicaset, deployment, resourceclaim where served, ... but no nodelifecycle) and sim_kubelet.py, which plays the kubelet of
 # every node (pods go Running, finish after tessel.io/sim-duration, deletions complete).
 # The binaries come from build-k8s.sh (Kubernetes and etcd from the Go module proxy, built once
 # and cached): the release KUBE_VERSION of tools/cluster/k8s-versions, or TESSEL_KUBE_VERSION
@@ -355,10 +355,17 @@ start_controller_manager() {
   local extra=()
   read -r -a extra <<<"${TESSEL_KCM_ARGS:-}"
   mkdir -p "$STATE/kcm-certs"
+  # The resourceclaim controller (claims made from ResourceClaimTemplates, released when their
+  # pods go) where the release has it on by default (DRA is GA since 1.34; 1.31 lists it not).
+  local controllers="${TESSEL_KCM_CONTROLLERS:-$DEFAULT_CONTROLLERS}"
+  if [[ -z ${TESSEL_KCM_CONTROLLERS:-} ]] &&
+    "$BIN_DIR/kube-controller-manager" --help 2>&1 | grep -F "resourceclaim-controller" >/dev/null; then
+    controllers+=",resourceclaim-controller"
+  fi
   start_bg controller-manager "$BIN_DIR/kube-controller-manager" \
     --kubeconfig="$STATE/admin.kubeconfig" \
     --use-service-account-credentials=false \
-    --controllers="${TESSEL_KCM_CONTROLLERS:-$DEFAULT_CONTROLLERS}" \
+    --controllers="$controllers" \
     --leader-elect=false \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$STATE/kcm-certs" \
     --root-ca-file="$STATE/pki/ca.crt" \

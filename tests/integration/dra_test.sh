@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# dra_test.sh: Dynamic Resource Allocation (resource.k8s.io/v1) on the real API server.
+#   - A DeviceClass selects a test driver's devices by CEL; a ResourceSlice publishes 2 of them on
+#     one of two nodes. A pod whose ResourceClaim asks one device is bound to that node, and its
+#     claim's status holds the allocation (driver, pool, device, a node selector for the node)
+#     and reservedFor the pod, written before the bind.
+#   - A second pod's claim gets the other device; a third pod's claim finds none left: it stays
+#     pending with kube-scheduler's FailedScheduling message ("cannot allocate all claims"), and
+#     its claim stays unallocated.
+#   - A claim that the CEL selector rejects for every device (a model no device has) is never
+#     allocated.
+#   - A pod that names a ResourceClaimTemplate: the controller-manager's resourceclaim controller
+#     makes its claim; Tessel resolves it through status.resourceClaimStatuses and allocates it
+#     once the third pod's device is free.
+source "$(dirname "$0")/lib.sh"
+it_begin dra
+
+# The server must serve resource.k8s.io/v1 (Kubernetes 1.34 and later).
+kubectl get --raw /apis/resource.k8s.io/v1 >/dev/null 2>&1 || fail "the API server does not serve resource.k8s.io/v1"
+
+DRIVER="gpu.$NS.example.com"
+CLASS="$NS-gpu"
+it_nodes dra-a:0 dra-b:0
+cleanup_cluster_scoped() {
+  kubectl delete deviceclass "$CLASS" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete resourceslice "$NS-dra-b" --ignore-not-found >/dev/null 2>&1 || true
+}
+cleanup_cluster_scoped
+trap 'rc=$?; cleanup_cluster_scoped; set +e; (exit $rc); it_cleanup' EXIT
+
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $CLASS}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "$DRIVER"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: $NS-dra-b}
+spec:
+  driver: $DRIVER
+  nodeName: dra-b
+  pool: {name: dra-b, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes:
+      model: {string: a100}
+    capacity:
+      memory: {value: 80Gi}
+  - name: gpu-1
+    attributes:
+      model: {string: a100}
+    capacity:
+      memory: {value: 80Gi}
+YAML
+
+claim() {  # NAME [CEL]: a claim of one device of the class (and the selector)
+  python3 - "$NS" "$CLASS" "$@" <<'EOF' | kubectl apply -f - >/dev/null
+import json, sys
+ns, cls, name = sys.argv[1:4]
+exactly = {"deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}
+if len(sys.argv) > 4:
+    exactly["selectors"] = [{"cel": {"expression": sys.argv[4]}}]
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                  "metadata": {"name": name, "namespace": ns},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}))
+EOF
+}
+pod() {  # NAME CLAIM|template:TEMPLATE
+  python3 - "$NS" "$IT_NAME" "$@" <<'EOF' | kubectl apply -f - >/dev/null
+import json, sys
+ns, test, name, source = sys.argv[1:5]
+ref = ({"resourceClaimTemplateName": source[len("template:"):]} if source.startswith("template:")
+       else {"resourceClaimName": source})
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+                  "spec": {"schedulerName": "tessel", "terminationGracePeriodSeconds": 0,
+                           "nodeSelector": {"tessel-it": test},
+                           "resourceClaims": [dict({"name": "gpu"}, **ref)],
+                           "containers": [{"name": "main", "image": "busybox",
+                                           "resources": {"claims": [{"name": "gpu"}]}}]}}))
+EOF
+}
+allocated_device() { kubectl get resourceclaim -n "$NS" "$1" -o 'jsonpath={.status.allocation.devices.results[0].device}'; }
+failed_events() {
+  kubectl get events -n "$NS" --field-selector "involvedObject.name=$1,reason=FailedScheduling" \
+    -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}'
+}
+
+it_start_scheduler main --leader-elect=false
+it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
+
+# ---- one claim, one device -----------------------------------------------------------------------
+claim first
+pod first first
+it_wait 60 "first bound" it_bound first
+[[ $(node_of first) == dra-b ]] || fail "first is on $(node_of first), not on dra-b (the node with the devices)"
+status=$(kubectl get resourceclaim -n "$NS" first -o json)
+python3 - "$status" "$DRIVER" "$(kubectl get pod -n "$NS" first -o 'jsonpath={.metadata.uid}')" <<'EOF' || fail "first's claim status: $status"
+import json, sys
+claim, driver, uid = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+st = claim.get("status", {})
+results = st["allocation"]["devices"]["results"]
+assert len(results) == 1, results
+r = results[0]
+assert r["request"] == "gpu" and r["driver"] == driver and r["pool"] == "dra-b", r
+assert r["device"] in ("gpu-0", "gpu-1"), r
+terms = st["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+assert any(f.get("values") == ["dra-b"] for t in terms for f in t.get("matchFields", []) + t.get("matchExpressions", [])), terms
+reserved = st.get("reservedFor", [])
+assert [x.get("uid") for x in reserved] == [uid], reserved
+assert reserved[0]["resource"] == "pods" and reserved[0]["name"] == "first", reserved
+EOF
+
+# ---- the second device, then none left ---------------------------------------------------------------
+claim second
+pod second second
+it_wait 60 "second bound" it_bound second
+[[ $(allocated_device second) != "$(allocated_device first)" ]] \
+  || fail "first and second were given the same device $(allocated_device first)"
+claim third
+pod third third
+it_wait 60 "third: FailedScheduling" eval '[[ -n $(failed_events third) ]]'
+failed_events third | matches "cannot allocate all claims" || fail "third's FailedScheduling is not kube-scheduler's: $(failed_events third)"
+[[ -z $(node_of third) ]] || fail "third was bound with no device left for its claim"
+[[ -z $(allocated_device third) ]] || fail "third's claim was allocated $(allocated_device third) with no device free"
+
+# ---- a selector no device matches --------------------------------------------------------------------
+claim h100 'device.attributes["'"$DRIVER"'"].model == "h100"'
+pod h100 h100
+it_wait 60 "h100: FailedScheduling" eval '[[ -n $(failed_events h100) ]]'
+[[ -z $(node_of h100) && -z $(allocated_device h100) ]] || fail "h100's claim was allocated to a device its selector rejects"
+
+# ---- a claim made from a template by the controller-manager ----------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: $NS}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: $CLASS, allocationMode: ExactCount, count: 1}
+YAML
+pod templated template:one-gpu
+templated_claim() { kubectl get pod -n "$NS" templated -o 'jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}'; }
+it_wait 60 "the controller-manager made templated's claim" eval '[[ -n $(templated_claim) ]]'
+[[ -z $(node_of templated) ]] || fail "templated was bound while both devices were taken"
+# Room: first leaves. Its claim is released (reservedFor emptied by the controller-manager), its
+# device free again; the templated pod and third compete for it: exactly one of them gets it.
+kubectl delete pod -n "$NS" first --wait=true >/dev/null
+one_more_bound() { [[ -n $(node_of templated) || -n $(node_of third) ]]; }
+it_wait 90 "templated or third bound once first's device is free" one_more_bound
+if [[ -n $(node_of templated) ]]; then
+  [[ -n $(allocated_device "$(templated_claim)") ]] || fail "templated was bound with its claim unallocated"
+fi
+[[ -z $(node_of templated) || -z $(node_of third) ]] || fail "templated and third were both bound on one free device"
+
+it_stop_scheduler main
+exit 0
