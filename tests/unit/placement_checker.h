@@ -776,10 +776,29 @@ class PlacementChecker {
   // Moves are checked by CheckMoves.
   void CheckNoBystanders(const ClusterView& view, const std::vector<Eviction>& evictions,
                          std::vector<std::string>& out) const {
+    // The most the scheduler may count as held: pods bound or terminating, and the pods other
+    // preemptors left nominated before the cycle (a nominated pod's claim on its queue's quota
+    // holds, as on its node); the preemptor's own nominations are what it asks for (below).
     const std::map<std::string, int64_t> used_before = QuotaUsed(before_, /*with_terminating=*/true);
+    std::map<std::string, std::map<std::string, int64_t>> nominated_before;  // preemptor -> namespace -> milli
+    for (const auto& [node, pods] : before_.nominated) {
+      for (const PodRef& p : pods) {
+        if (const CheckedPod* s = Spec(*p)) nominated_before[Preemptor(p->Key())][s->namespace_] += QuotaMilliOn(*s, NodeOf(node));
+      }
+    }
+    std::string asking;  // the preemptor whose eviction is judged
+    auto held = [&] {
+      std::map<std::string, int64_t> out = used_before;
+      for (const auto& [who, by_namespace] : nominated_before) {
+        if (who == asking) continue;
+        for (const auto& [namespace_, milli] : by_namespace) out[namespace_] += milli;
+      }
+      return out;
+    };
     auto used = [&](const std::string& namespace_) {
-      auto it = used_before.find(namespace_);
-      return it == used_before.end() ? int64_t{0} : it->second;
+      const std::map<std::string, int64_t> h = held();
+      auto it = h.find(namespace_);
+      return it == h.end() ? int64_t{0} : it->second;
     };
     std::map<std::string, std::set<std::string>> nominated_to;  // preemptor -> nodes
     std::map<std::string, int64_t> nominated_milli;  // preemptor -> what its nominations charge
@@ -790,7 +809,7 @@ class PlacementChecker {
       }
     }
     auto quota_bound = [&](const CheckedQueue& q, int64_t need) {
-      if (!world_->cohorts.empty()) return TreeRejects(q, need, used_before);
+      if (!world_->cohorts.empty()) return TreeRejects(q, need, held());
       if (q.cohort.empty()) return used(q.namespace_) + need > q.nominal_gpus * 1000;
       int64_t cohort_used = 0, cohort_nominal = 0;
       for (const CheckedQueue& c : world_->queues) {
@@ -801,6 +820,7 @@ class PlacementChecker {
       return cohort_used + need > cohort_nominal;
     };
     auto reclaimed = [&](const Eviction& e) {
+      asking = Preemptor(e.preemptor);
       const CheckedPod* victim = SpecOf(e.victim);
       const CheckedPod* preemptor = SpecOf(e.preemptor);
       if (victim == nullptr || preemptor == nullptr) return false;
@@ -808,7 +828,7 @@ class PlacementChecker {
       const CheckedQueue* pq = QueueOf(preemptor->namespace_);
       if (vq == nullptr || pq == nullptr || !quota_bound(*pq, nominated_milli[Preemptor(e.preemptor)])) return false;
       if (vq == pq) return true;
-      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, used_before);
+      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, held());
       return !vq->cohort.empty() && vq->cohort == pq->cohort && used(vq->namespace_) > vq->nominal_gpus * 1000;
     };
     auto frees_its_room = [&](const Eviction& e) {
