@@ -79,18 +79,6 @@ Resources UsageDecay::Decayed(std::string_view queue) const {
   return it == decayed_.end() ? Resources{} : it->second;
 }
 
-bool UsageDecay::Restore(const std::string& queue, const Resources& decayed, absl::Time computed_at) {
-  if (step_.has_value()) return false;
-  Precise& precise = precise_[queue];
-  precise.clear();
-  for (const auto& [r, amount] : decayed.Entries()) {
-    precise[r] = static_cast<__int128>(amount) << kFractionBits;
-  }
-  restored_[queue] = StepOf(computed_at);
-  Round();
-  return true;
-}
-
 namespace {
 
 // Moves `precise` over `steps` toward `held` (resources of either).
@@ -107,6 +95,26 @@ void DecayQueue(std::map<std::string, __int128, std::less<>>& precise, const Res
 }
 
 }  // namespace
+
+bool UsageDecay::Restore(const std::string& queue, const Resources& decayed, absl::Time computed_at) {
+  // After the first advance, only a queue with no history here (its Queue came late, e.g. its
+  // CRD was installed while the scheduler ran): what this process counted is kept otherwise.
+  if (step_.has_value() && (precise_.contains(queue) || held_.contains(queue))) return false;
+  Precise& precise = precise_[queue];
+  precise.clear();
+  for (const auto& [r, amount] : decayed.Entries()) {
+    precise[r] = static_cast<__int128>(amount) << kFractionBits;
+  }
+  if (step_.has_value()) {
+    // Brought to the last advance at once, toward nothing held (no pod counted for it here).
+    DecayQueue(precise, nullptr, *step_ - StepOf(computed_at));
+    if (precise.empty()) precise_.erase(queue);
+  } else {
+    restored_[queue] = StepOf(computed_at);
+  }
+  Round();
+  return true;
+}
 
 void UsageDecay::Round() {
   decayed_.clear();

@@ -78,8 +78,9 @@ class UsageDecay {
   void Advance(absl::Time now, const QueueUsage& usage);
   // Sets a queue's decayed usage as it was at `computed_at` (read back from its status after a
   // restart). At the first advance it moves from there over the steps to that advance toward
-  // the usage passed then (the pods kept running while no scheduler counted them). Only before
-  // the first advance: returns false, changing nothing, after it.
+  // the usage passed then (the pods kept running while no scheduler counted them). After the
+  // first advance only a queue with no history here (its Queue came late): it moves at once to
+  // the last advance, toward nothing held; for any other queue it returns false, changing nothing.
   bool Restore(const std::string& queue, const Resources& decayed, absl::Time computed_at);
 
   const QueueUsage& decayed() const { return decayed_; }

@@ -99,6 +99,13 @@ TEST_CASE("usage decay: a restored value decays from the time it was written", "
   CHECK(decay.Decayed("team-b").Get(kNvidiaGpu) == 1000);
   CHECK_FALSE(decay.Restore("team-a", Gpus(0), t0));  // too late: it has history here
   CHECK(decay.Decayed("team-a").Get(kNvidiaGpu) == 7000);
+  CHECK_FALSE(decay.Restore("team-b", Gpus(0), t0));  // restored before: history too
+  // A Queue seen only after the first advance (its CRD came late): its status is taken, brought
+  // to the last advance (one half-life after it was written: half of it).
+  CHECK(decay.Restore("team-late", Gpus(4000), t0));
+  CHECK(decay.Decayed("team-late").Get(kNvidiaGpu) == 2000);
+  decay.Advance(t0 + absl::Seconds(120), {{"team-a", Gpus(8000)}});
+  CHECK(decay.Decayed("team-late").Get(kNvidiaGpu) == 1000);
 }
 
 TEST_CASE("decayed usage in a Queue's status: written, read back, restored", "[quota][decay]") {
