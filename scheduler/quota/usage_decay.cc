@@ -99,7 +99,10 @@ void DecayQueue(std::map<std::string, __int128, std::less<>>& precise, const Res
 bool UsageDecay::Restore(const std::string& queue, const Resources& decayed, absl::Time computed_at) {
   // After the first advance, only a queue with no history here (its Queue came late, e.g. its
   // CRD was installed while the scheduler ran): what this process counted is kept otherwise.
-  if (step_.has_value() && (precise_.contains(queue) || held_.contains(queue))) return false;
+  if (step_.has_value()) {
+    auto held = held_.find(queue);
+    if (precise_.contains(queue) || (held != held_.end() && !held->second.IsZero())) return false;
+  }
   Precise& precise = precise_[queue];
   precise.clear();
   for (const auto& [r, amount] : decayed.Entries()) {

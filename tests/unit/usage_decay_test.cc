@@ -102,6 +102,7 @@ TEST_CASE("usage decay: a restored value decays from the time it was written", "
   CHECK_FALSE(decay.Restore("team-b", Gpus(0), t0));  // restored before: history too
   // A Queue seen only after the first advance (its CRD came late): its status is taken, brought
   // to the last advance (one half-life after it was written: half of it).
+  decay.Advance(t0 + absl::Seconds(60), {{"team-a", Gpus(8000)}, {"team-late", Gpus(0)}});  // known, nothing held
   CHECK(decay.Restore("team-late", Gpus(4000), t0));
   CHECK(decay.Decayed("team-late").Get(kNvidiaGpu) == 2000);
   decay.Advance(t0 + absl::Seconds(120), {{"team-a", Gpus(8000)}});
