@@ -11,7 +11,8 @@
 //   NamespaceConflict) and FlavorsReady (False: a ResourceFlavor it lists does not exist,
 //   reason FlavorNotFound, or does not decode, reason FlavorInvalid); a queue below a cohort
 //   that breaks the tree is Active=False with reason CohortInvalid
-// A Cohort's status: subtreeQuota, usage, borrowed, lent, weightedShare, path, condition Active.
+// A Cohort's status: subtreeQuota, usage, borrowed, lent, weightedShare, path, condition Active;
+//   fairSharing.decayedUsage, decayedUsageComputedAt   with usage decay on: its queues' sum
 // docs/quota.md explains each field.
 //
 // Rate-limited: a worker thread takes one view of every queue per `interval` and sends a merge

@@ -147,6 +147,13 @@ std::vector<QueueReport> ReportQueues(const QueueDirectory& directory, const Que
   return out;
 }
 
+bool QueueIsBelow(const std::vector<CohortReport>& cohorts, const QueueReport& queue, std::string_view cohort) {
+  for (const CohortReport& c : cohorts) {
+    if (c.name == queue.cohort) return std::find(c.path.begin(), c.path.end(), cohort) != c.path.end();
+  }
+  return false;
+}
+
 std::vector<CohortReport> ReportCohorts(const QueueDirectory& directory, const QueueUsage& usage) {
   QuotaTracker tracker(&directory);
   for (const auto& [queue, amount] : usage) tracker.AddUsage(queue, amount);

@@ -98,6 +98,8 @@ struct CohortReport {
   std::string problem;             // why the queues below it wait ("" when they need not)
 };
 std::vector<CohortReport> ReportCohorts(const QueueDirectory& directory, const QueueUsage& usage);
+// Whether `queue` is below the cohort named `cohort`, at any depth, in the tree `cohorts` reports.
+bool QueueIsBelow(const std::vector<CohortReport>& cohorts, const QueueReport& queue, std::string_view cohort);
 
 // Every queue of the directory, in name order. `pending` are the pods waiting to be scheduled;
 // `admitted` the pods on nodes per queue (AddNodeUsage), if counted.

@@ -494,6 +494,23 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                    return PerCohortResource(r.cohorts, field);
                  }));
   }
+  ClusterGauge(registry, "tessel_cohort_decayed_usage",
+               "The decayed usage of the queues below each cohort (tessel_queue_decayed_usage summed), by "
+               "resource (no samples while decay is off)",
+               from_report([this](const ClusterReport& r) {
+                 std::vector<GaugeSample> out;
+                 const std::map<std::string, DecayedUsageRecord> decayed = DecayedUsageRecords(*scheduler_);
+                 if (decayed.empty()) return out;
+                 for (const CohortReport& c : r.cohorts) {
+                   Resources sum;
+                   for (const QueueReport& q : r.queues) {
+                     auto it = decayed.find(q.name);
+                     if (it != decayed.end() && QueueIsBelow(r.cohorts, q, c.name)) (void)sum.Add(it->second.decayed);
+                   }
+                   AppendPerResource({{"cohort", c.name}, {"path", StrJoin(c.path, "/")}}, c.subtree, sum, out);
+                 }
+                 return out;
+               }));
   ClusterGauge(registry, "tessel_cohort_weighted_share",
                "Each cohort's weighted dominant share among its siblings (1 = it borrows all its parent lends)",
                from_report([](const ClusterReport& r) {

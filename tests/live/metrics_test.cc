@@ -408,6 +408,8 @@ profiles:
   w.s->OnPodAdd(TeamAPod("waiting-1", "", 1000));
   REQUIRE(w.s->ScheduleOne());  // one half-life of 3 GPUs from 0: 1.5
   CHECK(w.Series(R"(tessel_queue_decayed_usage{queue="team-a",cohort="c",resource="nvidia.com/gpu"})") == "1.5");
+  // Its cohort's: the sum of the queues' below it (team-a alone here).
+  CHECK(w.Series(R"(tessel_cohort_decayed_usage{cohort="c",path="c",resource="nvidia.com/gpu"})") == "1.5");
 }
 
 }  // namespace

@@ -242,6 +242,46 @@ TEST_CASE("Cohort status: the subtree's quota, usage, borrowing and share; a bro
   CHECK(held["reason"] == "CohortInvalid");
 }
 
+TEST_CASE("Cohort status: with usage decay on, a cohort's decayed usage is its queues' below it, at "
+          "every level") {
+  Fixture f;
+  Cohort org, dept_a, dept_b;
+  org.meta.name = "org";
+  dept_a.meta.name = "dept-a";
+  dept_a.parent = "org";
+  dept_b.meta.name = "dept-b";
+  dept_b.parent = "org";
+  auto queue = [](std::string name, std::string cohort) {
+    Queue q;
+    q.meta.name = std::move(name);
+    q.cohort = std::move(cohort);
+    q.nominal = Gpus(4000);
+    return q;
+  };
+  const std::vector<Queue> queues = {queue("a1", "dept-a"), queue("a2", "dept-a"), queue("b1", "dept-b")};
+  auto directory = std::make_shared<QueueDirectory>();
+  REQUIRE(directory->Set(queues, {}, {}, {}, CohortObjects{.cohorts = {org, dept_a, dept_b}}).ok());
+  f.view.directory = directory;
+  f.view.reports = ReportQueues(*directory, {}, {});
+  f.view.cohorts = ReportCohorts(*directory, {});
+  const absl::Time computed = absl::FromUnixSeconds(1'700'000'000);
+  f.view.decayed = {{"a1", DecayedUsageRecord{Gpus(1500), computed}},
+                    {"a2", DecayedUsageRecord{Gpus(250), computed}},
+                    {"b1", DecayedUsageRecord{Gpus(3000), computed}}};
+  REQUIRE(f.writer.WriteOnce() == 6);  // 3 queues, 3 cohorts
+  auto decayed = [&](const std::string& cohort) { return f.Last("cohorts/" + cohort)["fairSharing"]["decayedUsage"]; };
+  CHECK(decayed("dept-a") == json{{"nvidia.com/gpu", "1750m"}});
+  CHECK(decayed("dept-b") == json{{"nvidia.com/gpu", "3"}});
+  CHECK(decayed("org") == json{{"nvidia.com/gpu", "4750m"}});
+  CHECK(f.Last("cohorts/org")["fairSharing"]["decayedUsageComputedAt"] == "2023-11-14T22:13:20Z");
+  // Off: no fairSharing on a cohort.
+  Fixture off;
+  off.view = f.view;
+  off.view.decayed.clear();
+  REQUIRE(off.writer.WriteOnce() == 6);
+  CHECK_FALSE(off.Last("cohorts/org").contains("fairSharing"));
+}
+
 }  // namespace
 }  // namespace tessel::kube
 
