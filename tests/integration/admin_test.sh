@@ -28,7 +28,7 @@ cleanup_admin() {
   [[ -n $holder_pod ]] && kubectl delete pod -n kube-system "$holder_pod" --wait=false >/dev/null 2>&1 || true
 }
 cleanup_admin
-trap 'rc=$?; cleanup_admin; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_admin
 kubectl create namespace "$NS2" >/dev/null
 
 for crd in queues podgroups; do kubectl apply -f "$TESSEL_ROOT/manifests/crds/$crd.yaml" >/dev/null; done

@@ -15,7 +15,7 @@ it_begin admission
 
 POLICY="$TESSEL_ROOT/manifests/admission-policy.yaml"
 cleanup_policy() { kubectl delete -f "$POLICY" --ignore-not-found >/dev/null 2>&1 || true; }
-trap 'rc=$?; cleanup_policy; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_policy
 kubectl apply -f "$POLICY" >/dev/null || fail "the admission policies do not apply"
 
 kubectl create serviceaccount -n "$NS" editor >/dev/null

@@ -21,7 +21,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/de
 QUEUE="$NS"
 cleanup_queue() { kubectl delete queues.tessel.io "$QUEUE" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queue
-trap 'rc=$?; cleanup_queue; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queue
 
 kubectl create serviceaccount -n "$NS" editor >/dev/null
 kubectl create rolebinding -n "$NS" editor --clusterrole=edit --serviceaccount="$NS:editor" >/dev/null

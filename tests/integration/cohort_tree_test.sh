@@ -20,7 +20,7 @@ cleanup_objects() {
   kubectl delete cohorts.tessel.io "$ORG" "$DA" "$DB" "$LX" "$LY" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_objects
-trap 'rc=$?; cleanup_objects; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_objects
 
 # cohort NAME PARENT [SPEC-LINES]
 cohort() {

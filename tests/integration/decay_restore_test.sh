@@ -17,7 +17,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/de
 Q_RESTART="$NS-restart" Q_LATE="$NS-late" Q_BAD="$NS-bad"
 cleanup_queues() { kubectl delete queues.tessel.io "$Q_RESTART" "$Q_LATE" "$Q_BAD" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queues
 
 # queue_with_status NAME GPU-QUANTITY NAMESPACE: a Queue of $NS's cohort for NAMESPACE with
 # status.fairSharing as a scheduler wrote it a minute ago.

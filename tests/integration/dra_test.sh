@@ -26,7 +26,7 @@ cleanup_cluster_scoped() {
   kubectl delete resourceslice "$NS-dra-b" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_cluster_scoped
-trap 'rc=$?; cleanup_cluster_scoped; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_cluster_scoped
 
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: resource.k8s.io/v1

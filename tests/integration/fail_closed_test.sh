@@ -19,7 +19,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io crd/
 QREV="$NS-rev" QHELD="$NS-held"
 cleanup_queues() { kubectl delete queues.tessel.io "$QREV" "$QHELD" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queues
 
 it_nodes fc-node:8 fc-queue:8:fc-pool=queue
 it_start_scheduler main --leader-elect=false --queue-status-interval 1s

@@ -69,6 +69,13 @@ it_begin() {
   kubectl create namespace "$NS" >/dev/null
 }
 
+# it_on_exit FUNC: at exit FUNC runs first (it removes what the test made outside its namespace:
+# Queues, Cohorts, cluster-scoped DRA objects), then it_cleanup, which still sees the exit code.
+it_on_exit() {
+  IT_ON_EXIT=$1
+  trap 'rc=$?; "$IT_ON_EXIT"; set +e; (exit $rc); it_cleanup' EXIT
+}
+
 # it_wait SECONDS DESCRIPTION CMD...: polls CMD every 0.2 s.
 it_wait() {
   local timeout=$1 what=$2; shift 2

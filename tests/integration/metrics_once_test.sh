@@ -17,7 +17,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/de
 QA="$NS-a" QB="$NS-b" COHORT="$NS-cohort"
 cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queues
 it_queue "$QA" "$COHORT" 2 names
 it_queue "$QB" "$COHORT" 4 selects
 

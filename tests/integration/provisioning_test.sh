@@ -33,7 +33,7 @@ cleanup_flavored() {
   kubectl delete resourceflavors.tessel.io "$FLAVOR" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_flavored
-trap 'rc=$?; cleanup_flavored; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_flavored
 
 # One small node of another pool: the cluster is not empty, the gang's pool is.
 it_nodes prov-small:4:pool=small

@@ -19,7 +19,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io crd/
 QA="$NS-a" QB="$NS-b" QNEW="$NS-newer" QBAD="$NS-bad" COHORT="$NS-cohort"
 cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$QNEW" "$QBAD" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queues
 
 kubectl apply --validate=strict -f - >/dev/null <<YAML
 apiVersion: tessel.io/v1alpha1

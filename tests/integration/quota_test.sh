@@ -18,7 +18,7 @@ kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/de
 QA="$NS-a" QB="$NS-b" QNEW="$NS-0-newer"
 cleanup_queues() { kubectl delete queues.tessel.io "$QA" "$QB" "$QNEW" "$NS-bad" --ignore-not-found >/dev/null 2>&1 || true; }
 cleanup_queues
-trap 'rc=$?; cleanup_queues; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_queues
 
 # queue NAME GPUS [NAMESPACES] [NAMESPACE-THE-SELECTOR-ADMITS]
 queue() {

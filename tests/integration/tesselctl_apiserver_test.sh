@@ -29,7 +29,7 @@ cleanup_ctlapi() {
   kubectl delete clusterrolebinding "$NS-api" "$NS-reader" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_ctlapi
-trap 'rc=$?; cleanup_ctlapi; set +e; (exit $rc); it_cleanup' EXIT
+it_on_exit cleanup_ctlapi
 
 kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
 kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null
