@@ -214,6 +214,10 @@ bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFligh
     preemption::Context eligibility;
     eligibility.snapshot = &snapshot_;
     if (std::string why; !preemption::EligibleToPreempt(eligibility, *pod.ref(), rejected, &why)) {
+      // The plugins are still told once, over every node: none makes room while the victims
+      // leave (each checks this same eligibility), but Reservation lets go of a node the pod's
+      // quota no longer admits, as for an untiered pod.
+      PostFilter(fw, state, pod, rejected, result);
       StrAppend(&result.diagnosis.message, " preemption: ", why);
       return false;
     }
