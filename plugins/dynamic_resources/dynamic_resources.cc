@@ -174,13 +174,46 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     }
   }
   // Every slice (a pool's devices may be anywhere); one that does not decode holds the pod.
-  for (const auto& [key, raw] : objects->Raw(RawKind::kResourceSlice)) {
-    absl::StatusOr<dra::ResourceSlice> slice = dra::DecodeResourceSlice(*raw.json);
-    if (!slice.ok()) return Status::Unresolvable(std::string(slice.status().message()));
-    out.slices.push_back(std::make_shared<const dra::ResourceSlice>(*std::move(slice)));
-  }
+  absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> slices = Slices(*objects);
+  if (!slices.ok()) return Status::Unresolvable(std::string(slices.status().message()));
+  out.slices = *std::move(slices);
   state.WriteValue(kName, std::make_shared<const PodClaims>(std::move(out)));
   return Status::Ok();
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> DynamicResources::Slices(
+    const ClusterObjects& objects) {
+  absl::MutexLock lock(&slices_mu_);
+  std::map<std::string, DecodedSlice, std::less<>> current;
+  std::vector<std::shared_ptr<const dra::ResourceSlice>> out;
+  std::optional<absl::Status> first_error;
+  for (const auto& [key, raw] : objects.Raw(RawKind::kResourceSlice)) {
+    auto cached = decoded_slices_.find(key);
+    if (cached == decoded_slices_.end() || cached->second.source != raw.json) {
+      absl::StatusOr<dra::ResourceSlice> slice = dra::DecodeResourceSlice(*raw.json);
+      ++slices_decoded_;
+      DecodedSlice fresh{.source = raw.json,
+                         .slice = slice.ok() ? absl::StatusOr<std::shared_ptr<const dra::ResourceSlice>>(
+                                                   std::make_shared<const dra::ResourceSlice>(*std::move(slice)))
+                                             : slice.status()};
+      cached = current.emplace(key, std::move(fresh)).first;
+    } else {
+      cached = current.emplace(key, std::move(cached->second)).first;
+    }
+    if (!cached->second.slice.ok()) {
+      if (!first_error) first_error = cached->second.slice.status();
+      continue;
+    }
+    out.push_back(*cached->second.slice);
+  }
+  decoded_slices_ = std::move(current);
+  if (first_error) return *first_error;
+  return out;
+}
+
+int64_t DynamicResources::SlicesDecoded() const {
+  absl::MutexLock lock(&slices_mu_);
+  return slices_decoded_;
 }
 
 absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodClaims& claims, const Node& node,

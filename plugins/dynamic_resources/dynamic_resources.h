@@ -77,6 +77,8 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // Claims (namespace/name) with an allocation recorded in memory and not yet seen allocated
   // from the informer. For tests and metrics.
   size_t InFlight() const;
+  // ResourceSlices decoded since the plugin started (each version once). For tests.
+  int64_t SlicesDecoded() const;
 
  private:
   struct InFlightAllocation {
@@ -87,8 +89,21 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
                                                      bool with_share_ids) const;
   std::string NewShareId() const;
 
+  // The slices as decoded, by key: a slice is decoded again only when the store holds another
+  // JSON for it (an update replaces the shared JSON; holding it keeps its address from reuse).
+  struct DecodedSlice {
+    std::shared_ptr<const nlohmann::json> source;
+    absl::StatusOr<std::shared_ptr<const dra::ResourceSlice>> slice;
+  };
+  // Every current slice, decoded (from the cache where it is still current); the first that does
+  // not decode is the error. Entries of slices gone are dropped.
+  absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> Slices(const ClusterObjects& objects);
+
   Handle& handle_;
   dra::CelDeviceMatcher matcher_;
+  mutable absl::Mutex slices_mu_;
+  std::map<std::string, DecodedSlice, std::less<>> decoded_slices_ ABSL_GUARDED_BY(slices_mu_);
+  int64_t slices_decoded_ ABSL_GUARDED_BY(slices_mu_) = 0;
   mutable absl::Mutex mu_;
   std::map<std::string, InFlightAllocation, std::less<>> in_flight_ ABSL_GUARDED_BY(mu_);
   mutable std::mt19937_64 ids_ ABSL_GUARDED_BY(mu_);

@@ -159,6 +159,45 @@ TEST_CASE("DynamicResources filters nodes by what the allocator finds there", "[
   CHECK_FALSE(plugin.Filter(state3, three, n1).ok());  // two GPUs there, three asked
 }
 
+TEST_CASE("DynamicResources decodes a ResourceSlice once per version; an update is read at the next pod",
+          "[plugins][dra]") {
+  DraCluster c({"n1", "n2"}, 2);
+  c.Put(c.Claim("three", 3));
+  DynamicResources plugin(c.h);
+  const NodeInfo& n1 = *c.h.snapshot().Get("n1");
+  const Pod pod = ClaimPod("a", json::parse(R"([{"name": "gpu", "resourceClaimName": "three"}])"));
+  CycleState first;
+  REQUIRE(plugin.PreFilter(first, pod).ok());
+  CHECK(plugin.SlicesDecoded() == 2);
+  CHECK_FALSE(plugin.Filter(first, pod, n1).ok());  // two GPUs there, three asked
+  CycleState again;
+  REQUIRE(plugin.PreFilter(again, pod).ok());
+  CHECK(plugin.SlicesDecoded() == 2);  // nothing changed: nothing decoded
+  // n1's driver publishes a third GPU: that slice alone is decoded again, and the claim fits.
+  REQUIRE(c.h.objects().PutRaw(RawKind::kResourceSlice, {
+      {"metadata", {{"name", "n1-gpus"}, {"resourceVersion", "2"}}},
+      {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "n1"},
+                {"pool", {{"name", "n1"}, {"generation", 2}, {"resourceSliceCount", 1}}},
+                {"devices", json::array({{{"name", "gpu-0"}}, {{"name", "gpu-1"}}, {{"name", "gpu-2"}}})}}}}).ok());
+  CycleState updated;
+  REQUIRE(plugin.PreFilter(updated, pod).ok());
+  CHECK(plugin.SlicesDecoded() == 3);
+  CHECK(plugin.Filter(updated, pod, n1).ok());
+  // A slice that stops decoding holds the pod, naming it, and is not decoded again until it changes.
+  REQUIRE(c.h.objects().PutRaw(RawKind::kResourceSlice, {
+      {"metadata", {{"name", "n2-gpus"}, {"resourceVersion", "2"}}},
+      {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "n2"},
+                {"pool", {{"name", "n2"}, {"generation", "two"}, {"resourceSliceCount", 1}}},
+                {"devices", json::array()}}}}).ok());
+  CycleState broken;
+  Status st = plugin.PreFilter(broken, pod);
+  CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
+  CHECK_THAT(st.Message(), Catch::Contains("n2-gpus"));
+  CHECK_THAT(st.Message(), Catch::Contains("spec.pool.generation"));
+  CHECK(plugin.PreFilter(broken, pod).code() == Code::kUnschedulableAndUnresolvable);
+  CHECK(plugin.SlicesDecoded() == 4);
+}
+
 TEST_CASE("DynamicResources: Reserve takes devices from later pods, Unreserve gives them back, PreBind writes",
           "[plugins][dra]") {
   DraCluster c({"n1"}, 2);
