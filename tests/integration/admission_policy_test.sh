@@ -43,8 +43,10 @@ refused() {
   if out=$("$@" 2>&1); then fail "$what was allowed"; fi
   [[ $out == *"ValidatingAdmissionPolicy"* ]] || fail "$what failed, but not by the policy: $out"
 }
-# The policies take effect once the apiserver has loaded them.
-edit_refused() { ! as_editor annotate pod a tessel.io/gpu-milli=100 --overwrite; }
+# The policies take effect once the apiserver has loaded them. Asked as a server-side dry run,
+# which admission judges but which changes nothing: an edit let through before the policies were
+# loaded would have made every later attempt a no-op (the value already there), never refused.
+edit_refused() { ! as_editor annotate pod a tessel.io/gpu-milli=100 --overwrite --dry-run=server; }
 it_wait 30 "the policy refuses the editor" edit_refused
 
 # 1. The editor.

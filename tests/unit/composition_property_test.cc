@@ -573,7 +573,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // Worlds that wider searches found broken (a seed is flavored or not by the family sizes of the
   // search), each fixed by the change whose commit names it: replayed on every run.
   constexpr std::pair<uint64_t, bool> kRegressions[] = {
-      {1315, false}, {2081, false}, {2299, false}, {1555, true}, {724, true}, {5802, true}};
+      {1315, false}, {2081, false}, {2299, false}, {1555, true}, {724, true}, {989, true}, {5164, true}, {5802, true}};
   std::vector<std::pair<uint64_t, bool>> worlds;  // (seed, flavored)
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only == nullptr || std::to_string(seed) == only) worlds.emplace_back(seed, seed > kFlatSeeds);

@@ -550,6 +550,14 @@ class PlacementChecker {
     }
     return least;
   }
+  // The most the pod charges on a node of the flavor.
+  int64_t MostCharge(const CheckedQueue& q, const std::string& flavor, const CheckedPod& s) const {
+    int64_t most = 0;
+    for (const CheckedNode& n : world_->nodes) {
+      if (q.flavors.empty() || FlavorOf(q, n) == flavor) most = std::max(most, QuotaMilliOn(s, n));
+    }
+    return most > 0 ? most : FullCharge(s);
+  }
   int64_t NominalMilli(const CheckedQueue& q, const std::string& flavor) const {
     if (q.flavors.empty()) return q.nominal_gpus * 1000;
     for (const CheckedFlavorQuota& f : q.flavors) {
@@ -697,9 +705,10 @@ class PlacementChecker {
       const auto& [s, flavor] = made;
       const CheckedQueue& q = *FlavoredQueueOf(s->namespace_);
       const int32_t count = s->gang.empty() ? 1 : world_->gang_min.at(s->gang);
-      const int64_t demand = FullCharge(*s) * count;
       for (const CheckedFlavorQuota& f : q.flavors) {
         if (q.preempt_first && f.flavor == flavor) break;  // only the flavors before it
+        // The most it may charge there (a fraction holds a whole replica of a time-sliced GPU).
+        const int64_t demand = MostCharge(q, f.flavor, *s) * count;
         if (!Admits(q, f.flavor, demand, HeldOf(before_, q, f.flavor, true), /*may_borrow=*/false)) continue;
         if (!HasRoom(q, f.flavor, *s, count)) continue;
         out.push_back(StrCat("room was made for ", who, " of queue ", q.name, " (whenCanPreempt: ",
