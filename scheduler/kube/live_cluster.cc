@@ -200,9 +200,9 @@ absl::Status LiveCluster::WriteResourceClaimStatus(const ObjectMeta& claim, cons
                                                StrCat("protect ResourceClaim ", claim.namespace_, "/", claim.name,
                                                       " with finalizer ", kResourceClaimFinalizer));
     if (!patched.ok()) return patched.status();
-    if (const json* rv = patched->contains("metadata") ? &(*patched)["metadata"] : nullptr;
-        rv != nullptr && rv->contains("resourceVersion") && (*rv)["resourceVersion"].is_string()) {
-      meta["resourceVersion"] = (*rv)["resourceVersion"];
+    if (const json* answered = patched->contains("metadata") ? &(*patched)["metadata"] : nullptr;
+        answered != nullptr && answered->contains("resourceVersion") && (*answered)["resourceVersion"].is_string()) {
+      meta["resourceVersion"] = (*answered)["resourceVersion"];
     }
   }
   // A merge patch replaces status.allocation and status.reservedFor whole; the resourceVersion

@@ -33,20 +33,6 @@ const CohortReport* FindCohort(const QueueStatusView& view, std::string_view nam
   return nullptr;
 }
 
-// A cohort's decayed usage: the sum of the queues' below it (nullopt with usage decay off).
-std::optional<DecayedUsageRecord> CohortDecayedUsage(const QueueStatusView& view, const CohortReport& cohort) {
-  if (view.decayed.empty()) return std::nullopt;
-  DecayedUsageRecord sum{.computed_at = view.decayed.begin()->second.computed_at};
-  for (const QueueReport& q : view.reports) {
-    if (!QueueIsBelow(view.cohorts, q, cohort.name)) continue;
-    if (auto d = view.decayed.find(q.name); d != view.decayed.end()) {
-      (void)sum.decayed.Add(d->second.decayed);
-      sum.computed_at = d->second.computed_at;
-    }
-  }
-  return sum;
-}
-
 // FlavorsReady of a queue with spec.resourceGroups: False while a flavor it lists does not
 // exist (FlavorNotFound) or does not decode (FlavorInvalid), naming each.
 std::optional<QueueCondition> FlavorsCondition(const QueueStatusView& view, const std::string& name) {
@@ -150,8 +136,8 @@ json CohortStatusFields(const QueueStatusView& view, const std::string& name,
               {"weightedShare", c->weighted_share_milli},
               {"path", StrJoin(c->path, "/")}};
   for (const auto& [r, amount] : c->subtree.Entries()) status["subtreeQuota"][r] = FormatResourceQuantity(r, amount);
-  if (std::optional<DecayedUsageRecord> decayed = CohortDecayedUsage(view, *c)) {
-    status["fairSharing"] = DecayedUsageStatus(*decayed);
+  if (!view.decayed.empty()) {  // usage decay on
+    status["fairSharing"] = DecayedUsageStatus(DecayedUsageBelow(view.decayed, view.cohorts, view.reports, c->name));
   }
   if (!c->problem.empty()) {
     conditions->push_back({"Active", "False", c->defined ? "InvalidTree" : "InvalidSpec",

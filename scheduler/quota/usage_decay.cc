@@ -158,6 +158,20 @@ void UsageDecay::Advance(absl::Time now, const QueueUsage& usage) {
   Round();
 }
 
+DecayedUsageRecord DecayedUsageBelow(const std::map<std::string, DecayedUsageRecord>& decayed,
+                                     const std::vector<CohortReport>& cohorts,
+                                     const std::vector<QueueReport>& queues, std::string_view cohort) {
+  DecayedUsageRecord sum;
+  if (!decayed.empty()) sum.computed_at = decayed.begin()->second.computed_at;
+  for (const QueueReport& q : queues) {
+    auto it = decayed.find(q.name);
+    if (it == decayed.end() || !QueueIsBelow(cohorts, q, cohort)) continue;
+    (void)sum.decayed.Add(it->second.decayed);
+    sum.computed_at = it->second.computed_at;
+  }
+  return sum;
+}
+
 nlohmann::json DecayedUsageStatus(const DecayedUsageRecord& record) {
   nlohmann::json usage = nlohmann::json::object();
   for (const auto& [r, amount] : record.decayed.Entries()) usage[r] = FormatResourceQuantity(r, amount);

@@ -61,6 +61,11 @@ struct DecayedUsageRecord {
   bool operator==(const DecayedUsageRecord&) const = default;
 };
 nlohmann::json DecayedUsageStatus(const DecayedUsageRecord& record);
+// A cohort's decayed usage: the sum of `decayed` over the queues below the cohort named `cohort`
+// at any depth (QueueIsBelow), computed when theirs was. A cohort's value is derived, never kept.
+DecayedUsageRecord DecayedUsageBelow(const std::map<std::string, DecayedUsageRecord>& decayed,
+                                     const std::vector<CohortReport>& cohorts,
+                                     const std::vector<QueueReport>& queues, std::string_view cohort);
 // Reads status.fairSharing of a Queue object: nullopt when it has none, an error naming the
 // object and the field when it does not read ("Queue team-a: status.fairSharing.decayedUsage.cpu:
 // ...").

@@ -502,12 +502,8 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                  const std::map<std::string, DecayedUsageRecord> decayed = DecayedUsageRecords(*scheduler_);
                  if (decayed.empty()) return out;
                  for (const CohortReport& c : r.cohorts) {
-                   Resources sum;
-                   for (const QueueReport& q : r.queues) {
-                     auto it = decayed.find(q.name);
-                     if (it != decayed.end() && QueueIsBelow(r.cohorts, q, c.name)) (void)sum.Add(it->second.decayed);
-                   }
-                   AppendPerResource({{"cohort", c.name}, {"path", StrJoin(c.path, "/")}}, c.subtree, sum, out);
+                   AppendPerResource({{"cohort", c.name}, {"path", StrJoin(c.path, "/")}}, c.subtree,
+                                     DecayedUsageBelow(decayed, r.cohorts, r.queues, c.name).decayed, out);
                  }
                  return out;
                }));

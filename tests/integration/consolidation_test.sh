@@ -82,16 +82,7 @@ nodes=()
 for pool in "${POOLS[@]}"; do nodes+=("$pool-x:8:pool=$pool,slot=x" "$pool-y:8:pool=$pool,slot=y"); done
 it_nodes "${nodes[@]}"
 
-cat >"$IT_WORK/config.yaml" <<YAML
-apiVersion: tessel.io/v1alpha1
-kind: TesselSchedulerConfiguration
-profiles:
-- schedulerName: tessel
-  pluginConfig:
-  - name: Consolidation
-    args: {minRunSeconds: 0}
-YAML
-it_start_scheduler main --leader-elect=false --config "$IT_WORK/config.yaml"
+it_start_scheduler main --leader-elect=false --config "$(it_plugin_config Consolidation '{minRunSeconds: 0}')"
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
 # job NAME POOL GPUS: a Job of one pod in POOL, labelled pool=POOL, annotated movable in pools move

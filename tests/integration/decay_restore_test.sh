@@ -62,17 +62,8 @@ YAML
 kubectl patch queues.tessel.io "$Q_BAD" --subresource=status --type=merge \
   -p '{"status":{"fairSharing":{"decayedUsage":{"nvidia.com/gpu":"lots"},"decayedUsageComputedAt":"2026-01-01T00:00:00Z"}}}' >/dev/null
 
-cat >"$IT_WORK/config.yaml" <<YAML
-apiVersion: tessel.io/v1alpha1
-kind: TesselSchedulerConfiguration
-profiles:
-- schedulerName: tessel
-  pluginConfig:
-  - name: QueueQuota
-    args: {usageHalfLifeSeconds: 3600}
-YAML
 it_nodes decay-a:8
-it_start_scheduler main --leader-elect=false --config "$IT_WORK/config.yaml"
+it_start_scheduler main --leader-elect=false --config "$(it_plugin_config QueueQuota '{usageHalfLifeSeconds: 3600}')"
 it_wait 30 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 # A queued pod's cycle advances the decay of every queue (QueueQuota's PreFilter); the statuses
 # are written after.

@@ -69,6 +69,21 @@ it_begin() {
   kubectl create namespace "$NS" >/dev/null
 }
 
+# it_plugin_config PLUGIN ARGS: writes $IT_WORK/config.yaml, a TesselSchedulerConfiguration whose
+# profile tessel gives PLUGIN the args ARGS (a YAML flow mapping), and prints its path.
+it_plugin_config() {
+  cat >"$IT_WORK/config.yaml" <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: TesselSchedulerConfiguration
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - name: $1
+    args: $2
+YAML
+  echo "$IT_WORK/config.yaml"
+}
+
 # it_on_exit FUNC: at exit FUNC runs first (it removes what the test made outside its namespace:
 # Queues, Cohorts, cluster-scoped DRA objects), then it_cleanup, which still sees the exit code.
 it_on_exit() {

@@ -474,11 +474,18 @@ struct Run {
   }
 };
 
-// One cycle of a replayed seed, for a reader hunting a broken rule: the evictions asked for, the
-// pods bound and nominated since the last call, and the events recorded since then.
-void TraceCycle(Run& r, const ClusterView& view, const std::vector<Eviction>& asked) {
-  static std::map<std::string, std::string> bound_before, nominated_before;
-  static size_t events_seen = 0;
+// The cycles of one replayed world, for a reader hunting a broken rule: its queues and nodes
+// once, then per cycle the evictions asked for, the pods bound and nominated since the cycle
+// before, why pods waited (and per node, for each pod or gang once), the events recorded since,
+// and what each node holds.
+struct CycleTrace {
+  std::map<std::string, std::string> bound_before, nominated_before;
+  size_t events_seen = 0;
+  bool described = false;
+  void Cycle(Run& r, const ClusterView& view, const std::vector<Eviction>& asked);
+};
+
+void CycleTrace::Cycle(Run& r, const ClusterView& view, const std::vector<Eviction>& asked) {
   auto describe = [&](const std::string& key) {
     auto it = r.world.pods.find(key);
     if (it == r.world.pods.end()) return key;
@@ -488,7 +495,7 @@ void TraceCycle(Run& r, const ClusterView& view, const std::vector<Eviction>& as
                   s.anti_app.empty() ? "" : StrCat(", away from app ", s.anti_app), s.spread ? ", spread" : "",
                   s.sharing_never ? ", sharing never" : "", s.movable ? ", movable" : "", ")");
   };
-  if (bound_before.empty()) {
+  if (!std::exchange(described, true)) {
     for (const testing::CheckedQueue& q : r.world.queues) {
       std::cerr << "queue " << q.name << " (" << q.namespace_ << "): cohort '" << q.cohort << "', nominal "
                 << q.nominal_gpus << " GPU" << (q.borrow_next_flavor ? ", TryNextFlavor" : "")
@@ -588,6 +595,8 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
     Run r(seed);
     r.Cluster(flavored);
     testing::PlacementChecker checker(&r.world);
+    std::optional<CycleTrace> tracer;
+    if (trace) tracer.emplace();
     std::vector<std::string> broken;
     for (int step = 0; step < 25 && broken.empty(); ++step) {
       for (int w = r.Pick(1, 3); w > 0; --w) r.AddWorkload();
@@ -615,7 +624,7 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
           return e.move && it != r.world.pods.end() && !it->second.gang.empty();
         }));
         const ClusterView view = r.View();
-        if (trace) TraceCycle(r, view, asked);
+        if (tracer) tracer->Cycle(r, view, asked);
         broken = checker.AfterCycle(view, evicted);
         for (std::vector<std::string> more : {checker.CheckMoves(view, evicted, r.clock.Now(), kMoveRules),
                                               checker.CheckMovePlans(view, asked),

@@ -795,19 +795,18 @@ class PlacementChecker {
         if (const CheckedPod* s = Spec(*p)) nominated_before[Preemptor(p->Key())][s->namespace_] += QuotaMilliOn(*s, NodeOf(node));
       }
     }
-    std::string asking;  // the preemptor whose eviction is judged
-    auto held = [&] {
-      std::map<std::string, int64_t> out = used_before;
+    // What each namespace held as judged for `preemptor`'s evictions.
+    auto held_for = [&](const std::string& preemptor) {
+      std::map<std::string, int64_t> held = used_before;
       for (const auto& [who, by_namespace] : nominated_before) {
-        if (who == asking) continue;
-        for (const auto& [namespace_, milli] : by_namespace) out[namespace_] += milli;
+        if (who == preemptor) continue;
+        for (const auto& [namespace_, milli] : by_namespace) held[namespace_] += milli;
       }
-      return out;
+      return held;
     };
-    auto used = [&](const std::string& namespace_) {
-      const std::map<std::string, int64_t> h = held();
-      auto it = h.find(namespace_);
-      return it == h.end() ? int64_t{0} : it->second;
+    auto used = [](const std::map<std::string, int64_t>& held, const std::string& namespace_) {
+      auto it = held.find(namespace_);
+      return it == held.end() ? int64_t{0} : it->second;
     };
     std::map<std::string, std::set<std::string>> nominated_to;  // preemptor -> nodes
     std::map<std::string, int64_t> nominated_milli;  // preemptor -> what its nominations charge
@@ -817,28 +816,30 @@ class PlacementChecker {
         if (const CheckedPod* s = Spec(*p)) nominated_milli[Preemptor(p->Key())] += QuotaMilliOn(*s, NodeOf(node));
       }
     }
-    auto quota_bound = [&](const CheckedQueue& q, int64_t need) {
-      if (!world_->cohorts.empty()) return TreeRejects(q, need, held());
-      if (q.cohort.empty()) return used(q.namespace_) + need > q.nominal_gpus * 1000;
+    auto quota_bound = [&](const CheckedQueue& q, int64_t need, const std::map<std::string, int64_t>& held) {
+      if (!world_->cohorts.empty()) return TreeRejects(q, need, held);
+      if (q.cohort.empty()) return used(held, q.namespace_) + need > q.nominal_gpus * 1000;
       int64_t cohort_used = 0, cohort_nominal = 0;
       for (const CheckedQueue& c : world_->queues) {
         if (c.cohort != q.cohort) continue;
-        cohort_used += used(c.namespace_);
+        cohort_used += used(held, c.namespace_);
         cohort_nominal += c.nominal_gpus * 1000;
       }
       return cohort_used + need > cohort_nominal;
     };
     auto reclaimed = [&](const Eviction& e) {
-      asking = Preemptor(e.preemptor);
       const CheckedPod* victim = SpecOf(e.victim);
       const CheckedPod* preemptor = SpecOf(e.preemptor);
       if (victim == nullptr || preemptor == nullptr) return false;
       const CheckedQueue* vq = QueueOf(victim->namespace_);
       const CheckedQueue* pq = QueueOf(preemptor->namespace_);
-      if (vq == nullptr || pq == nullptr || !quota_bound(*pq, nominated_milli[Preemptor(e.preemptor)])) return false;
+      if (vq == nullptr || pq == nullptr) return false;
+      const std::string who = Preemptor(e.preemptor);
+      const std::map<std::string, int64_t> held = held_for(who);
+      if (!quota_bound(*pq, nominated_milli[who], held)) return false;
       if (vq == pq) return true;
-      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, held());
-      return !vq->cohort.empty() && vq->cohort == pq->cohort && used(vq->namespace_) > vq->nominal_gpus * 1000;
+      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, held);
+      return !vq->cohort.empty() && vq->cohort == pq->cohort && used(held, vq->namespace_) > vq->nominal_gpus * 1000;
     };
     auto frees_its_room = [&](const Eviction& e) {
       auto it = nominated_to.find(Preemptor(e.preemptor));
