@@ -6,6 +6,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/dra/decode.h"
+#include "scheduler/framework/dra_extended.h"
 #include "scheduler/state/cluster_objects.h"
 #include "scheduler/state/node_info.h"
 #include "scheduler/util/strings.h"
@@ -38,6 +39,42 @@ dra::ConsumerReference PodReference(const Pod& pod) {
   return {.api_group = "", .resource = "pods", .name = pod.meta.name, .uid = pod.meta.uid};
 }
 
+// The DeviceClass that serves extended resource `resource`, as kube-scheduler's cache resolves
+// it: deviceclass.resource.kubernetes.io/<class> names its class; else, of the classes whose
+// spec.extendedResourceName it is, the newest (the smaller name on a tie). "" when none does.
+std::string ClassServing(const ClusterObjects& objects, std::string_view resource) {
+  const ObjectMap<RawObject>& classes = objects.Raw(RawKind::kDeviceClass);
+  if (resource.starts_with(kDeviceClassResourcePrefix)) {
+    std::string_view name = resource.substr(kDeviceClassResourcePrefix.size());
+    return classes.contains(name) ? std::string(name) : std::string();
+  }
+  const RawObject* newest = nullptr;
+  for (const auto& [name, raw] : classes) {  // by name: a tie keeps the smaller
+    auto spec = raw.json->find("spec");
+    if (spec == raw.json->end() || !spec->is_object()) continue;
+    auto named = spec->find("extendedResourceName");
+    if (named == spec->end() || !named->is_string() || named->get_ref<const std::string&>() != resource) continue;
+    if (newest == nullptr || raw.meta.creation_timestamp > newest->meta.creation_timestamp) newest = &raw;
+  }
+  return newest == nullptr ? std::string() : newest->meta.name;
+}
+
+// The claim an earlier attempt made for the pod's extended resources, if the informer has one.
+std::optional<dra::ResourceClaim> LeftExtendedClaim(const ClusterObjects& objects, const Pod& pod) {
+  const ObjectMap<RawObject>& claims = objects.Raw(RawKind::kResourceClaim);
+  const std::string prefix = StrCat(pod.meta.namespace_, "/");
+  for (auto it = claims.lower_bound(prefix); it != claims.end() && it->first.starts_with(prefix); ++it) {
+    const json& meta = it->second.json->value("metadata", json::object());
+    const json& annotations = meta.value("annotations", json::object());
+    if (!annotations.is_object() || annotations.value(std::string(dra::kExtendedResourceClaimAnnotation), "") != "true") {
+      continue;
+    }
+    absl::StatusOr<dra::ResourceClaim> claim = dra::DecodeResourceClaim(*it->second.json);
+    if (claim.ok() && dra::IsExtendedResourceClaimOf(*claim, pod)) return *std::move(claim);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DynamicResources>> DynamicResources::New(Handle& handle) {
@@ -68,15 +105,38 @@ std::string DynamicResources::NewShareId() const {
   return buf;
 }
 
+std::string DynamicResources::PendingExtendedKey(const Pod& pod) {
+  // Not a valid claim name (a space), so it never meets a real claim's key.
+  return StrCat(pod.meta.namespace_, "/", pod.meta.name, "-extended-resources (to create, pod ", pod.meta.uid, ")");
+}
+
 Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
-  if (pod.resource_claims.empty()) return Status::Skip();
   std::shared_ptr<const ClusterObjects> objects = handle_.Objects();
+  PodClaims out;
+  out.objects = objects;
+  if (objects != nullptr && !objects->Raw(RawKind::kDeviceClass).empty()) {
+    for (const auto& [resource, amount] : pod.requests.scalar) {
+      if (amount <= 0 || !MayBeDraExtendedResource(resource)) continue;
+      if (std::string cls = ClassServing(*objects, resource); !cls.empty()) out.extended.emplace(resource, std::move(cls));
+    }
+  }
+  if (pod.resource_claims.empty() && out.extended.empty()) return Status::Skip();
   if (objects == nullptr) {
     return Status::Unresolvable(StrCat(Describe(pod.resource_claims.front()),
                                        ": the scheduler has no ResourceClaims to read"));
   }
-  PodClaims out;
-  out.objects = objects;
+  if (!out.extended.empty()) {
+    // A claim an earlier attempt created and did not bind with: its allocation may be stale, so
+    // it goes (its deletion requeues the pod), as kube-scheduler does.
+    if (std::optional<dra::ResourceClaim> left = LeftExtendedClaim(*objects, pod); left.has_value()) {
+      ClusterApi* api = handle_.api();
+      absl::Status deleted = api == nullptr ? absl::UnavailableError("no cluster to write to")
+                                            : api->DeleteResourceClaim(left->meta);
+      return Status::Unresolvable(StrCat("ResourceClaim ", dra::ClaimKey(*left),
+                                         " for the pod's extended resources is left from an earlier attempt: ",
+                                         deleted.ok() ? "deleting it" : StrCat("deleting it failed: ", deleted.message())));
+    }
+  }
 
   // The pod's claims, each once.
   std::set<std::string, std::less<>> seen;
@@ -113,7 +173,7 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     }
     out.claims.push_back(*std::move(claim));
   }
-  if (out.claims.empty()) return Status::Skip();
+  if (out.claims.empty() && out.extended.empty()) return Status::Skip();
 
   // Every allocation: the informer's, and ours not seen back yet.
   const std::set<std::string, std::less<>> own = [&] {
@@ -137,7 +197,8 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-      const bool gone = objects->RawOf(RawKind::kResourceClaim, it->first) == nullptr;
+      const bool gone =
+          !it->second.awaiting_creation && objects->RawOf(RawKind::kResourceClaim, it->first) == nullptr;
       if (allocated_seen.contains(it->first) || gone) {
         it = in_flight_.erase(it);  // the informer has it now (or the claim is gone)
         continue;
@@ -154,6 +215,12 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
   }
 
   // Classes the claims ask for; a class that does not decode fails the pods that need it.
+  for (const auto& [resource, name] : out.extended) {
+    if (out.classes.contains(name)) continue;
+    absl::StatusOr<dra::DeviceClass> cls = dra::DecodeDeviceClass(*objects->RawOf(RawKind::kDeviceClass, name)->json);
+    if (!cls.ok()) return Status::Unresolvable(StrCat(resource, ": ", cls.status().message()));
+    out.classes.emplace(name, *std::move(cls));
+  }
   for (const dra::ResourceClaim& claim : out.claims) {
     if (claim.allocation.has_value()) continue;
     for (const dra::DeviceRequest& r : claim.spec.requests) {
@@ -177,6 +244,7 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
   absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> slices = Slices(*objects);
   if (!slices.ok()) return Status::Unresolvable(std::string(slices.status().message()));
   out.slices = *std::move(slices);
+  if (!out.extended.empty()) state.WriteValue(kDraExtendedStateKey, DraExtendedResources{.class_of = out.extended});
   state.WriteValue(kName, std::make_shared<const PodClaims>(std::move(out)));
   return Status::Ok();
 }
@@ -216,14 +284,32 @@ int64_t DynamicResources::SlicesDecoded() const {
   return slices_decoded_;
 }
 
-absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodClaims& claims, const Node& node,
-                                                                    bool with_share_ids) const {
+std::optional<ExtendedClaim> DynamicResources::ExtendedClaimOn(const PodClaims& claims, const Pod& pod,
+                                                                const Node& node) const {
+  std::map<std::string, std::string, std::less<>> served;
+  for (const auto& [resource, cls] : claims.extended) {
+    if (node.allocatable.Get(resource) == 0) served.emplace(resource, cls);
+  }
+  if (served.empty()) return std::nullopt;
+  ExtendedClaim out;
+  out.requests = dra::ExtendedResourceRequests(pod, served);
+  if (out.requests.requests.empty()) return std::nullopt;
+  out.claim.meta.namespace_ = pod.meta.namespace_;
+  out.claim.meta.name = "<extended-resources>";  // kube-scheduler's name for it in memory
+  out.claim.spec.requests = out.requests.requests;
+  return out;
+}
+
+absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodClaims& claims,
+                                                                    const ExtendedClaim* extended,
+                                                                    const Node& node, bool with_share_ids) const {
   std::vector<const dra::ResourceSlice*> slices;
   slices.reserve(claims.slices.size());
   for (const auto& s : claims.slices) slices.push_back(s.get());
   const dra::NodeDevices devices = dra::GatherNodeDevices(node, slices);
   std::vector<const dra::ResourceClaim*> pointers;
   for (const dra::ResourceClaim& c : claims.claims) pointers.push_back(&c);
+  if (extended != nullptr) pointers.push_back(&extended->claim);
   dra::AllocatorOptions options{.matcher = &matcher_};
   // Filter only asks whether the claims fit; share IDs are made for the allocation kept.
   options.new_share_id = with_share_ids ? std::function<std::string()>([this] { return NewShareId(); })
@@ -236,7 +322,7 @@ absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodCla
                        options);
 }
 
-Status DynamicResources::Filter(const CycleState& state, const Pod&, const NodeInfo& info) const {
+Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const NodeInfo& info) const {
   const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (claims == nullptr || info.node() == nullptr) return Status::Ok();
   // kube-scheduler's reasons, the same on every node, so that "0/n nodes are available" sums
@@ -246,7 +332,10 @@ Status DynamicResources::Filter(const CycleState& state, const Pod&, const NodeI
       return Status::Unresolvable(std::string(kReasonNotAvailable));
     }
   }
-  absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(**claims, *info.node(), false);
+  const std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info.node());
+  if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();  // the device plugin serves it
+  absl::StatusOr<dra::AllocationOutcome> out =
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), false);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(std::string(kReasonCannotAllocate));
   return Status::Ok();
@@ -259,14 +348,26 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
   if (info == nullptr || info->node() == nullptr) {
     return Status::Error(StrCat("node \"", node_name, "\" is not in the snapshot"));
   }
-  absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(**claims, *info->node(), true);
+  std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info->node());
+  if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();
+  absl::StatusOr<dra::AllocationOutcome> out =
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info->node(), true);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(StrCat(kReasonCannotAllocate, ": ", out->reason));
   Reservation r;
   r.claims = (*claims)->claims;
   r.allocations = std::move(out->allocations);
+  if (extended.has_value()) {
+    r.extended_allocation = std::move(r.allocations.back());
+    r.allocations.pop_back();
+    r.extended = std::move(extended);
+  }
   {
     absl::MutexLock lock(&mu_);
+    if (r.extended.has_value()) {
+      in_flight_[PendingExtendedKey(pod)] =
+          InFlightAllocation{.allocation = *r.extended_allocation, .pod_uid = pod.meta.uid, .awaiting_creation = true};
+    }
     for (size_t i = 0; i < r.claims.size(); ++i) {
       const bool fresh = !r.claims[i].allocation.has_value();
       r.newly_allocated.push_back(fresh);
@@ -284,6 +385,20 @@ void DynamicResources::Unreserve(CycleState& state, const Pod& pod, const std::s
   Reservation* r = state.ReadMutableValue<Reservation>(std::string(kName) + "/reservation");
   if (r == nullptr) return;
   ClusterApi* api = handle_.api();
+  if (r->extended.has_value()) {
+    {
+      absl::MutexLock lock(&mu_);
+      for (const std::string& key : {PendingExtendedKey(pod), r->extended_created.has_value()
+                                                                  ? KeyOf(r->extended_created->namespace_, r->extended_created->name)
+                                                                  : std::string()}) {
+        auto it = in_flight_.find(key);
+        if (it != in_flight_.end() && it->second.pod_uid == pod.meta.uid) in_flight_.erase(it);
+      }
+    }
+    // The claim made for the pod goes (best effort; the next attempt deletes one left over).
+    if (r->extended_created.has_value() && api != nullptr) (void)api->DeleteResourceClaim(*r->extended_created);
+    r->extended_created.reset();
+  }
   for (size_t i = 0; i < r->claims.size(); ++i) {
     const dra::ResourceClaim& claim = r->claims[i];
     if (r->newly_allocated[i]) {
@@ -325,6 +440,34 @@ Status DynamicResources::PreBind(CycleState& state, const Pod& pod, const std::s
       return Status::Error(StrCat("writing the status of ResourceClaim ", dra::ClaimKey(claim), ": ", st.message()));
     }
     r->written[i] = true;
+  }
+  if (r->extended.has_value()) return CreateExtendedClaim(*r, pod, *api);
+  return Status::Ok();
+}
+
+Status DynamicResources::CreateExtendedClaim(Reservation& r, const Pod& pod, ClusterApi& api) {
+  absl::StatusOr<ObjectMeta> created = api.CreateResourceClaim(dra::EncodeExtendedResourceClaim(pod, r.extended->requests).dump());
+  if (!created.ok()) {
+    return Status::Error(StrCat("creating the ResourceClaim for the extended resources of pod ", pod.Key(), ": ",
+                                created.status().message()));
+  }
+  r.extended_created = *created;
+  const std::string key = KeyOf(created->namespace_, created->name);
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = in_flight_.find(PendingExtendedKey(pod)); it != in_flight_.end()) {
+      InFlightAllocation moved = std::move(it->second);
+      in_flight_.erase(it);
+      in_flight_[key] = std::move(moved);  // still awaiting: the informer has not seen it
+    }
+  }
+  const json status = dra::EncodeClaimStatus(*r.extended_allocation, {PodReference(pod)});
+  if (absl::Status st = api.WriteResourceClaimStatus(*created, status.dump()); !st.ok()) {
+    return Status::Error(StrCat("writing the status of ResourceClaim ", key, ": ", st.message()));
+  }
+  const json mapping = dra::EncodeExtendedResourceClaimStatus(r.extended->requests, created->name);
+  if (absl::Status st = api.WritePodExtendedResourceClaimStatus(pod, mapping.dump()); !st.ok()) {
+    return Status::Error(StrCat("setting status.extendedResourceClaimStatus of pod ", pod.Key(), ": ", st.message()));
   }
   return Status::Ok();
 }

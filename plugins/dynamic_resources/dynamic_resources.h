@@ -15,6 +15,14 @@
 //   - PreBind writes each claim's status (ClusterApi::WriteResourceClaimStatus): the new
 //     allocation, and reservedFor with the pod added. A claim already allocated keeps its devices
 //     and only gains the pod in reservedFor.
+// Extended resources backed by DRA (scheduler/framework/dra_extended.h): PreFilter finds the
+// DeviceClasses that serve the pod's extended resources (spec.extendedResourceName, or the
+// implicit deviceclass.resource.kubernetes.io/<class>; of two classes naming one resource the
+// newer wins, as in kube-scheduler) and tells NodeResourcesFit and GpuShare to leave them alone on
+// nodes whose allocatable has none. On such a node Filter allocates them too, as one more claim
+// (scheduler/dra/extended_resources.h); PreBind creates that claim (owned by the pod), writes its
+// allocation and sets the pod's status.extendedResourceClaimStatus; Unreserve deletes it. A claim
+// left from an earlier attempt (its pod was not bound) is deleted and the pod waits for that.
 // A DRA object that does not decode fails closed: a pod that needs it waits, told the object and
 // the field; an undecodable ResourceSlice or allocated ResourceClaim holds every pod with claims
 // (its devices cannot be counted). Rejections are UnschedulableAndUnresolvable: preemption does
@@ -32,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/dra/allocator.h"
 #include "scheduler/dra/cel_matcher.h"
+#include "scheduler/dra/extended_resources.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::dynamic_resources {
@@ -49,6 +58,14 @@ struct PodClaims {
   dra::AllocatedDevices allocated;  // devices held by every other allocation
   // The pod's claims, each once, in spec order; an allocation recorded in memory is applied.
   std::vector<dra::ResourceClaim> claims;
+  // The pod's extended resources DeviceClasses serve: resource -> class.
+  std::map<std::string, std::string, std::less<>> extended;
+};
+
+// The claim for the pod's extended resources on one node, before it exists.
+struct ExtendedClaim {
+  dra::ResourceClaim claim;  // named "<extended-resources>" until PreBind creates it
+  dra::ExtendedResourceClaim requests;
 };
 
 // What Reserve chose, for PreBind and Unreserve.
@@ -57,6 +74,10 @@ struct Reservation {
   std::vector<dra::AllocationResult> allocations;     // one per claim (kept or new)
   std::vector<bool> newly_allocated;                  // per claim
   std::vector<bool> written;                          // per claim: PreBind wrote its status
+  // The claim for extended resources, when the node serves some through DRA.
+  std::optional<ExtendedClaim> extended;
+  std::optional<dra::AllocationResult> extended_allocation;
+  std::optional<ObjectMeta> extended_created;  // PreBind created it
 };
 
 class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public ReservePlugin,
@@ -84,9 +105,20 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   struct InFlightAllocation {
     dra::AllocationResult allocation;
     std::string pod_uid;
+    // An extended-resource claim not created yet, or created but not yet seen by the informer:
+    // its absence from the store does not mean it is gone.
+    bool awaiting_creation = false;
   };
-  absl::StatusOr<dra::AllocationOutcome> AllocateOn(const PodClaims& claims, const Node& node,
-                                                     bool with_share_ids) const;
+  // The claim for the pod's extended resources that `node` serves through DRA; nullopt when the
+  // node serves none of them that way.
+  std::optional<ExtendedClaim> ExtendedClaimOn(const PodClaims& claims, const Pod& pod, const Node& node) const;
+  absl::StatusOr<dra::AllocationOutcome> AllocateOn(const PodClaims& claims, const ExtendedClaim* extended,
+                                                     const Node& node, bool with_share_ids) const;
+  // The key of the in-flight record of a pod's extended-resource claim before it is created.
+  static std::string PendingExtendedKey(const Pod& pod);
+  // PreBind of the extended-resource claim: create it, write its allocation and reservedFor, and
+  // the pod's status.extendedResourceClaimStatus.
+  Status CreateExtendedClaim(Reservation& r, const Pod& pod, ClusterApi& api);
   std::string NewShareId() const;
 
   // The slices as decoded, by key: a slice is decoded again only when the store holds another

@@ -2,6 +2,7 @@
 #include "plugins/gpu_share/gpu_share.h"
 
 #include "scheduler/framework/binding.h"
+#include "scheduler/framework/dra_extended.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
@@ -51,6 +52,17 @@ Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {
   return Status::Unschedulable(StrCat("Insufficient ", kNvidiaGpu));
 }
 
+bool GpusServedByDra(const CycleState& state, const Pod& pod, const NodeInfo& node) {
+  if (node.gpus().count() > 0) return false;
+  bool asked = false;
+  for (std::string_view resource : {kNvidiaGpu, kNvidiaGpuShared}) {
+    if (pod.requests.Get(resource) <= 0) continue;
+    if (!ServedByDra(state, resource, node)) return false;
+    asked = true;
+  }
+  return asked;
+}
+
 Status GpuShare::PreFilter(CycleState& state, const Pod& pod) {
   gpu::EnsurePodGpu(state, pod);
   const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
@@ -59,6 +71,7 @@ Status GpuShare::PreFilter(CycleState& state, const Pod& pod) {
 }
 
 Status GpuShare::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  if (GpusServedByDra(state, pod, node)) return Status::Ok();  // DynamicResources allocates a device
   gpu::PodGpu scratch;
   return CheckFit(gpu::PodGpuOf(state, pod, scratch), node);
 }
@@ -97,6 +110,7 @@ ScoreResult GpuShare::Score(const CycleState& state, const Pod& pod, const NodeI
 bool GpuShare::AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const {
   gpu::PodGpu scratch;
   gpu::AppendPodGpuKey(gpu::PodGpuOf(state, pod, scratch), key);
+  AppendDraExtendedKey(state, key);
   return true;
 }
 
@@ -111,6 +125,7 @@ NodeLocalPlugin::ScoreUse GpuShare::AppendScoreKey(const CycleState& state, cons
 
 Status GpuShare::PreAssume(CycleState& state, Pod& assumed, const NodeInfo& node) {
   if (gpu::ChosenDevices(state) != nullptr) return Status::Ok();  // a policy chose
+  if (GpusServedByDra(state, assumed, node)) return Status::Ok();  // a DRA device, no device-plugin GPU
   gpu::EnsurePodGpu(state, assumed);
   const gpu::PodGpu& p = *state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey);
   gpu::GpuDemand demand = gpu::DemandOn(p.request, node.gpus().inventory());

@@ -12,7 +12,9 @@
 //   - opt-out: a pod with tessel.io/gpu-sharing: never does not land on shared GPUs; the node
 //     is not eligible, and the reason says so;
 //   - memory hint: tessel.io/gpu-memory must fit the device's memory (nvidia.com/gpu.memory)
-//     minus what the other pods on that device declared.
+//     minus what the other pods on that device declared;
+//   - a node without device-plugin GPUs where a DRA DeviceClass serves nvidia.com/gpu
+//     (extendedResourceName) is left to DynamicResources, which allocates a device there.
 // Score keeps each kind of pod on its own room first. A pod that opted in (tessel.io/gpu-sharing:
 // allowed, or nvidia.com/gpu.shared) goes to shared room when it fits, so whole GPUs stay free:
 // 100 on a shared (time-sliced, MPS) node with slots in use, or for a fraction on an unshared
@@ -44,6 +46,9 @@ struct GpuShareArgs {
 
 // The Filter's verdict for one pod on one node (shared with tests and the fit-error message).
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node);
+// The node has no device-plugin GPUs and a DRA DeviceClass serves the pod's GPU request there
+// (scheduler/framework/dra_extended.h): DynamicResources fits and allocates it, not GpuShare.
+bool GpusServedByDra(const CycleState& state, const Pod& pod, const NodeInfo& node);
 
 inline constexpr int64_t kSharedInUseScore = 100;
 inline constexpr int64_t kSharedIdleScore = 80;

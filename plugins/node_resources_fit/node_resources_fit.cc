@@ -48,7 +48,8 @@ absl::StatusOr<std::unique_ptr<NodeResourcesFit>> NodeResourcesFit::New(Args arg
 }
 
 std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& node,
-                                               const std::vector<std::string>& ignored) {
+                                               const std::vector<std::string>& ignored,
+                                               const DraExtendedResources* served_by_dra) {
   std::vector<std::string> out;
   const Resources& alloc = node.allocatable();
   const Resources& used = node.requested();
@@ -56,6 +57,7 @@ std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& n
   for (const auto& [name, amount] : pod.requests.Entries()) {
     if (name == kPods || amount <= 0) continue;
     if (std::find(ignored.begin(), ignored.end(), name) != ignored.end()) continue;
+    if (ServedByDra(served_by_dra, name, alloc)) continue;
     if (used.Get(name) + amount > alloc.Get(name)) out.push_back(StrCat("Insufficient ", name));
   }
   return out;
@@ -63,7 +65,8 @@ std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& n
 
 namespace {
 // Allocation-free check for the common case (the node fits); reasons are built only on misses.
-bool FitsAll(const Pod& pod, const Resources& alloc, const Resources& used, const std::vector<std::string>& ignored) {
+bool FitsAll(const Pod& pod, const Resources& alloc, const Resources& used, const std::vector<std::string>& ignored,
+             const DraExtendedResources* served_by_dra) {
   if (used.pods + 1 > alloc.pods) return false;
   const Resources& req = pod.requests;
   if ((req.milli_cpu > 0 && used.milli_cpu + req.milli_cpu > alloc.milli_cpu) ||
@@ -73,7 +76,7 @@ bool FitsAll(const Pod& pod, const Resources& alloc, const Resources& used, cons
   }
   for (const auto& [name, amount] : req.scalar) {
     if (amount <= 0 || std::find(ignored.begin(), ignored.end(), name) != ignored.end()) continue;
-    if (used.Get(name) + amount > alloc.Get(name)) return false;
+    if (used.Get(name) + amount > alloc.Get(name) && !ServedByDra(served_by_dra, name, alloc)) return false;
   }
   return true;
 }
@@ -85,19 +88,21 @@ void NodeResourcesFit::AddRoomNeed(const Pod& pod, Resources& need) const {
   need.SetMax(checked);
 }
 
-Status NodeResourcesFit::Filter(const CycleState&, const Pod& pod, const NodeInfo& node) const {
-  if (FitsAll(pod, node.allocatable(), node.requested(), args_.ignored)) return Status::Ok();
-  std::vector<std::string> missing = InsufficientResources(pod, node, args_.ignored);
+Status NodeResourcesFit::Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  const DraExtendedResources* served_by_dra = DraExtendedOf(state);
+  if (FitsAll(pod, node.allocatable(), node.requested(), args_.ignored, served_by_dra)) return Status::Ok();
+  std::vector<std::string> missing = InsufficientResources(pod, node, args_.ignored, served_by_dra);
   if (missing.empty()) return Status::Ok();
   return Status(Code::kUnschedulable, std::move(missing));
 }
 
-bool NodeResourcesFit::MayFitAfterFreeing(const CycleState&, const Pod& pod, const NodeInfo& node,
+bool NodeResourcesFit::MayFitAfterFreeing(const CycleState& state, const Pod& pod, const NodeInfo& node,
                                           const Resources& freed) const {
-  if (freed.IsZero()) return FitsAll(pod, node.allocatable(), node.requested(), args_.ignored);
+  const DraExtendedResources* served_by_dra = DraExtendedOf(state);
+  if (freed.IsZero()) return FitsAll(pod, node.allocatable(), node.requested(), args_.ignored, served_by_dra);
   Resources used = node.requested();
   used.Sub(freed);
-  return FitsAll(pod, node.allocatable(), used, args_.ignored);
+  return FitsAll(pod, node.allocatable(), used, args_.ignored, served_by_dra);
 }
 
 int64_t AllocationScore(const NodeResourcesFitArgs& args, const Pod& pod, const NodeInfo& node) {

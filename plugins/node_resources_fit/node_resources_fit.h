@@ -1,7 +1,9 @@
 // NodeResourcesFit (Filter, Score): the pod's requests must fit in the node's free allocatable
 // resources (cpu, memory, ephemeral-storage, the pod count and every extended resource such as
 // nvidia.com/gpu), with kube-scheduler's reasons ("Insufficient nvidia.com/gpu", "Too many
-// pods"). Scoring follows kube's scoringStrategy:
+// pods"). An extended resource a DRA DeviceClass serves is not checked on a node that has none of
+// it: DynamicResources allocates a device for it there (scheduler/framework/dra_extended.h).
+// Scoring follows kube's scoringStrategy:
 //   LeastAllocated  sum_r w_r * (allocatable_r - requested_r) * 100 / allocatable_r / sum_r w_r
 //   MostAllocated   sum_r w_r * requested_r * 100 / allocatable_r / sum_r w_r
 // where requested_r includes this pod; resources the node has none of are left out. Integer
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/framework/dra_extended.h"
 #include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 
@@ -34,8 +37,10 @@ struct NodeResourcesFitArgs {
 };
 
 // The names of the resources the pod lacks on the node ("Too many pods" for the pod count).
+// Resources `served_by_dra` names are not checked where the node has none (dra_extended.h).
 std::vector<std::string> InsufficientResources(const Pod& pod, const NodeInfo& node,
-                                               const std::vector<std::string>& ignored = {});
+                                               const std::vector<std::string>& ignored = {},
+                                               const DraExtendedResources* served_by_dra = nullptr);
 
 // The strategy's 0..100 score for placing `pod` on `node`.
 int64_t AllocationScore(const NodeResourcesFitArgs& args, const Pod& pod, const NodeInfo& node);
@@ -59,8 +64,9 @@ class NodeResourcesFit final : public FilterPlugin, public ScorePlugin, public N
                           const Resources& freed) const override;
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // Filter and Score read the pod's requests and the node (the args are fixed).
-  bool AppendFilterKey(const CycleState&, const Pod& pod, std::string& key) const override {
+  bool AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const override {
     AppendResources(pod.requests, key);
+    AppendDraExtendedKey(state, key);
     return true;
   }
   ScoreUse AppendScoreKey(const CycleState&, const Pod& pod, std::string& key) const override {

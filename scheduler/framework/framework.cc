@@ -659,6 +659,20 @@ absl::Status ClusterApi::WriteResourceClaimStatus(const ObjectMeta& claim, const
                                          claim.name, ": this cluster does not write claims"));
 }
 
+absl::StatusOr<ObjectMeta> ClusterApi::CreateResourceClaim(const std::string&) {
+  return absl::UnimplementedError("cannot create a ResourceClaim: this cluster does not write claims");
+}
+
+absl::Status ClusterApi::DeleteResourceClaim(const ObjectMeta& claim) {
+  return absl::UnimplementedError(StrCat("cannot delete ResourceClaim ", claim.namespace_, "/", claim.name,
+                                         ": this cluster does not write claims"));
+}
+
+absl::Status ClusterApi::WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string&) {
+  return absl::UnimplementedError(StrCat("cannot write the status of pod ", pod.Key(),
+                                         ": this cluster does not write pod statuses"));
+}
+
 absl::Status ClusterApi::SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim&) {
   return absl::UnimplementedError(StrCat("cannot bind PersistentVolume ", volume.name(),
                                          ": this cluster does not write volumes"));

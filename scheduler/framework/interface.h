@@ -20,6 +20,7 @@
 
 #include "scheduler/util/strings.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/cycle_state.h"
@@ -97,6 +98,16 @@ class ClusterApi {
   // allocation and reservedFor), answered like Bind's (a conflict is not retried here: the
   // pod's cycle is undone and it is scheduled again). Unimplemented by default.
   virtual absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json);
+  // DynamicResources PreBind, for a pod's extended resources backed by DRA (dra_extended.h):
+  // creates the ResourceClaim `claim_json` (with metadata.generateName) in its namespace and
+  // answers the claim as created (name, uid, resourceVersion). Unimplemented by default.
+  virtual absl::StatusOr<ObjectMeta> CreateResourceClaim(const std::string& claim_json);
+  // Deletes a ResourceClaim the scheduler created (its uid as a precondition), after taking away
+  // the finalizer the status write gave it; a claim already gone counts as deleted.
+  virtual absl::Status DeleteResourceClaim(const ObjectMeta& claim);
+  // Sets the pod's status.extendedResourceClaimStatus (`status_json`), the pod's uid as a
+  // precondition, before the bind (the kubelet reads it to hand the devices to the containers).
+  virtual absl::Status WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json);
 };
 
 class Framework;

@@ -212,6 +212,77 @@ absl::Status LiveCluster::WriteResourceClaimStatus(const ObjectMeta& claim, cons
                StrCat("allocate ResourceClaim ", claim.namespace_, "/", claim.name));
 }
 
+absl::StatusOr<ObjectMeta> LiveCluster::CreateResourceClaim(const std::string& claim_json) {
+  if (!MayWrite()) return NotLeader();
+  json claim = json::parse(claim_json, nullptr, /*allow_exceptions=*/false);
+  if (claim.is_discarded() || !claim.is_object() || !claim.contains("metadata")) {
+    return absl::InvalidArgumentError("ResourceClaim to create is not a JSON object with metadata");
+  }
+  const std::string namespace_ = JsonString(claim["metadata"], "namespace");
+  const std::string what = StrCat("create ResourceClaim ", namespace_, "/",
+                                  JsonString(claim["metadata"], "generateName"), "...");
+  // Not retried: a create whose answer was lost would make a second claim.
+  absl::StatusOr<Response> resp =
+      client_->Do({.method = "POST",
+                   .path = StrCat("/apis/resource.k8s.io/v1/namespaces/", namespace_, "/resourceclaims"),
+                   .body = claim_json,
+                   .retry = false,
+                   .write_budget = [this] { return WriteBudget(); }});
+  if (!resp.ok()) return resp.status();
+  if (!resp->ok()) {
+    absl::Status st = resp->ToStatus(what);
+    if (IsRetryableCode(resp->code)) return absl::UnavailableError(st.message());
+    return st;
+  }
+  json created = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+  if (created.is_discarded() || !created.is_object() || !created.contains("metadata")) {
+    return absl::InternalError(StrCat(what, ": the answer is not a ResourceClaim"));
+  }
+  ObjectMeta meta;
+  meta.namespace_ = namespace_;
+  meta.name = JsonString(created["metadata"], "name");
+  meta.uid = JsonString(created["metadata"], "uid");
+  meta.resource_version = JsonString(created["metadata"], "resourceVersion");
+  spdlog::info("created ResourceClaim {}/{}", meta.namespace_, meta.name);
+  return meta;
+}
+
+absl::Status LiveCluster::DeleteResourceClaim(const ObjectMeta& claim) {
+  const std::string path =
+      StrCat("/apis/resource.k8s.io/v1/namespaces/", claim.namespace_, "/resourceclaims/", claim.name);
+  const std::string name = StrCat(claim.namespace_, "/", claim.name);
+  // The finalizer first (the resourceclaim controller would keep a claim with it until no pod
+  // holds it), then the claim, each only if it is still the one created (uid).
+  json meta = {{"$deleteFromPrimitiveList/finalizers", json::array({std::string(kResourceClaimFinalizer)})}};
+  if (!claim.uid.empty()) meta["uid"] = claim.uid;
+  absl::StatusOr<json> patched = PatchObject(path, json{{"metadata", meta}}, kStrategicMergePatch,
+                                             StrCat("release finalizer of ResourceClaim ", name));
+  if (!patched.ok() && !absl::IsNotFound(patched.status())) return patched.status();
+  if (!MayWrite()) return NotLeader();
+  json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!claim.uid.empty()) options["preconditions"] = {{"uid", claim.uid}};
+  absl::StatusOr<Response> resp = client_->Do({.method = "DELETE",
+                                               .path = path,
+                                               .body = options.dump(),
+                                               .write_budget = [this] { return WriteBudget(); }});
+  if (!resp.ok()) return resp.status();
+  if (resp->ok() || resp->code == 404) {
+    spdlog::info("deleted ResourceClaim {}", name);
+    return absl::OkStatus();
+  }
+  return resp->ToStatus(StrCat("delete ResourceClaim ", name));
+}
+
+absl::Status LiveCluster::WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) {
+  json status = json::parse(status_json, nullptr, /*allow_exceptions=*/false);
+  if (status.is_discarded() || !status.is_object()) {
+    return absl::InvalidArgumentError(StrCat("pod ", pod.Key(), ": extendedResourceClaimStatus is not a JSON object"));
+  }
+  json patch = {{"status", {{"extendedResourceClaimStatus", status}}}};
+  if (!pod.meta.uid.empty()) patch["metadata"] = {{"uid", pod.meta.uid}};
+  return Patch(PodPath(pod, "status"), patch, StrCat("set extendedResourceClaimStatus of pod ", pod.Key()));
+}
+
 absl::Status LiveCluster::ResolveConflict(const Pod& pod, const std::string& node,
                                           const Response& answer) {
   bind_conflicts_.fetch_add(1);

@@ -68,6 +68,11 @@ class LiveCluster final : public ClusterApi {
                              std::string_view value) override;
   absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
   absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) override;
+  // POST (not retried: a lost answer would leave a second claim); DELETE with a uid precondition
+  // after a strategic merge patch takes the finalizer away; a merge patch of pods/status.
+  absl::StatusOr<ObjectMeta> CreateResourceClaim(const std::string& claim_json) override;
+  absl::Status DeleteResourceClaim(const ObjectMeta& claim) override;
+  absl::Status WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) override;
 
   // No bind or eviction is started after this (SIGTERM): they fail with FailedPrecondition.
   void StopWriting() { stopped_.store(true); }

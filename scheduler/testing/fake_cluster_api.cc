@@ -1,6 +1,8 @@
 // The scripted, recording ClusterApi (see fake_cluster_api.h).
 #include "scheduler/testing/fake_cluster_api.h"
 
+#include "nlohmann/json.hpp"
+
 #include "scheduler/util/strings.h"
 
 namespace tessel::testing {
@@ -73,6 +75,31 @@ absl::Status FakeClusterApi::WriteResourceClaimStatus(const ObjectMeta& claim, c
   claim_statuses.emplace_back(StrCat(claim.namespace_, "/", claim.name), status_json);
   if (!claim_status_answer.ok()) return claim_status_answer;
   if (on_claim_status) on_claim_status(claim, status_json);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ObjectMeta> FakeClusterApi::CreateResourceClaim(const std::string& claim_json) {
+  claims_created.push_back(claim_json);
+  if (!claim_create_answer.ok()) return claim_create_answer;
+  const nlohmann::json claim = nlohmann::json::parse(claim_json);
+  const nlohmann::json& metadata = claim.at("metadata");
+  ObjectMeta meta;
+  meta.namespace_ = metadata.at("namespace").get<std::string>();
+  meta.name = metadata.at("generateName").get<std::string>();
+  meta.name.append(std::to_string(claims_created.size()));
+  meta.uid = "uid-";
+  meta.uid.append(meta.name);
+  meta.resource_version = std::to_string(claims_created.size());
+  return meta;
+}
+
+absl::Status FakeClusterApi::DeleteResourceClaim(const ObjectMeta& claim) {
+  claims_deleted.push_back(StrCat(claim.namespace_, "/", claim.name));
+  return absl::OkStatus();
+}
+
+absl::Status FakeClusterApi::WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) {
+  pod_claim_statuses.emplace_back(pod.Key(), status_json);
   return absl::OkStatus();
 }
 

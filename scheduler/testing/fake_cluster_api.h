@@ -46,6 +46,10 @@ class FakeClusterApi : public ClusterApi {
   // `on_claim_status` runs (e.g. delivers the written claim as an informer would).
   absl::Status claim_status_answer = absl::OkStatus();
   std::function<void(const ObjectMeta& claim, const std::string& status_json)> on_claim_status;
+  // A created ResourceClaim gets the name <generateName><n> (n counts from 1) and uid
+  // "uid-<name>", unless `claim_create_answer` is an error; deletes and pod status writes
+  // answer OK.
+  absl::Status claim_create_answer = absl::OkStatus();
 
   // ---- What it was asked, in order.
   std::vector<std::pair<std::string, std::string>> binds;       // every Bind: (pod key, node)
@@ -60,6 +64,9 @@ class FakeClusterApi : public ClusterApi {
   std::vector<std::pair<std::string, std::string>> claim_annotations;  // (claim, "key=value")
   std::vector<std::pair<std::string, std::string>> claim_refs;         // (PV, claim)
   std::vector<std::pair<std::string, std::string>> claim_statuses;  // (ns/claim, status JSON)
+  std::vector<std::string> claims_created;                          // the claim JSON, each create
+  std::vector<std::string> claims_deleted;                          // ns/claim
+  std::vector<std::pair<std::string, std::string>> pod_claim_statuses;  // (pod, extendedResourceClaimStatus)
 
   // ClusterApi
   absl::Status Bind(const Pod& pod, const std::string& node, const StringMap& annotations) override;
@@ -73,6 +80,9 @@ class FakeClusterApi : public ClusterApi {
                              std::string_view value) override;
   absl::Status SetClaimRef(const PersistentVolume& volume, const PersistentVolumeClaim& claim) override;
   absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) override;
+  absl::StatusOr<ObjectMeta> CreateResourceClaim(const std::string& claim_json) override;
+  absl::Status DeleteResourceClaim(const ObjectMeta& claim) override;
+  absl::Status WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) override;
 
  private:
   absl::Status BindAnswer(const std::string& key);

@@ -8,7 +8,11 @@
 #     tessel.io/charge onto the pod) and writes cluster-autoscaler's consume-provisioning-request.
 #  3. With the scheduler's token: no image replaced, no label or other annotation changed, no
 #     PodTemplate deleted that Tessel did not create.
-#  4. PriorityClass tessel-production only in namespaces an admin labelled.
+#  4. With the scheduler's token, where resource.k8s.io/v1 is served: a ResourceClaim is created or
+#     deleted only when it is one the scheduler makes for a pod's extended resources (annotated,
+#     the pod its controlling owner); of a team's claim only the finalizer
+#     resource.kubernetes.io/delete-protection may be added.
+#  5. PriorityClass tessel-production only in namespaces an admin labelled.
 # The policies are removed at the end (the other tests run without them).
 source "$(dirname "$0")/lib.sh"
 it_begin admission
@@ -88,7 +92,42 @@ refused "the scheduler deleting a team's PodTemplate" as_scheduler delete podtem
 as_scheduler delete podtemplate tessel-template >/dev/null || fail "the scheduler may not delete its own PodTemplate"
 say "scheduler token: its own writes pass; image, labels, other annotations and others' templates refused"
 
-# 4. The preempting PriorityClass.
+# 4. ResourceClaims with the scheduler's token (Kubernetes 1.34 and later serve resource.k8s.io/v1).
+if kubectl get --raw /apis/resource.k8s.io/v1 >/dev/null 2>&1; then
+  pending_uid=$(kubectl get pod -n "$NS" pending -o 'jsonpath={.metadata.uid}')
+  claim_json() {  # NAME ANNOTATED(yes|no)
+    python3 - "$NS" "$1" "$2" "$pending_uid" <<'EOF'
+import json, sys
+ns, name, annotated, uid = sys.argv[1:5]
+meta = {"name": name, "namespace": ns}
+if annotated == "yes":
+    meta["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "pending", "uid": uid, "controller": True}]
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "any"}}]}}}))
+EOF
+  }
+  claim_json team-claim no | kubectl apply -f - >/dev/null || fail "a team's ResourceClaim cannot be created"
+  stray_refused() { ! claim_json stray no | as_scheduler create --dry-run=server -f - >/dev/null 2>&1; }
+  it_wait 30 "the claim policy refuses the scheduler" stray_refused
+  refused "the scheduler creating a ResourceClaim of its own choosing" \
+    eval 'claim_json stray no | as_scheduler create -f -'
+  claim_json pending-extended-resources yes | as_scheduler create -f - >/dev/null \
+    || fail "the scheduler may not create the claim for a pod's extended resources"
+  refused "the scheduler deleting a team's ResourceClaim" as_scheduler delete resourceclaim team-claim
+  refused "the scheduler adding another finalizer to a team's ResourceClaim" \
+    as_scheduler patch resourceclaim team-claim --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'
+  refused "the scheduler labelling a team's ResourceClaim" as_scheduler label resourceclaim team-claim owned=yes
+  as_scheduler patch resourceclaim team-claim --type=merge \
+    -p '{"metadata":{"finalizers":["resource.kubernetes.io/delete-protection"]}}' >/dev/null \
+    || fail "the scheduler may not protect a claim with resource.kubernetes.io/delete-protection"
+  kubectl patch resourceclaim -n "$NS" team-claim --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+  as_scheduler delete resourceclaim pending-extended-resources >/dev/null \
+    || fail "the scheduler may not delete the claim it made for a pod's extended resources"
+  say "scheduler token: ResourceClaims made, deleted and changed only as extended resources and the finalizer need"
+fi
+
+# 5. The preempting PriorityClass.
 refused "tessel-production in an unlisted namespace" it_pod prod --priority-class tessel-production
 kubectl label namespace "$NS" tessel.io/allow-priority-tessel-production=true >/dev/null
 prod_allowed() { it_pod prod --priority-class tessel-production; }

@@ -12,6 +12,13 @@
 #   - A pod that names a ResourceClaimTemplate: the controller-manager's resourceclaim controller
 #     makes its claim; Tessel resolves it through status.resourceClaimStatuses and allocates it
 #     once the third pod's device is free.
+#   - Extended resources backed by DRA (DRAExtendedResource, GA in 1.37): a DeviceClass with
+#     extendedResourceName nvidia.com/gpu and 2 devices on dra-a, a node without the device
+#     plugin. An ordinary pod asking nvidia.com/gpu: 1 is bound to dra-a; the claim Tessel made
+#     for it is owned by the pod, annotated, allocated one device and reserved for the pod, and
+#     the pod's status.extendedResourceClaimStatus names it and maps the container to its request.
+#     A pod asking 2 waits ("cannot allocate all claims"); once the first pod is deleted its claim
+#     goes with it (garbage collector) and the second pod gets both devices.
 source "$(dirname "$0")/lib.sh"
 it_begin dra
 
@@ -24,6 +31,8 @@ it_nodes dra-a:0 dra-b:0
 cleanup_cluster_scoped() {
   kubectl delete deviceclass "$CLASS" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-b" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete deviceclass "$CLASS-ext" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete resourceslice "$NS-dra-a" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_cluster_scoped
 it_on_exit cleanup_cluster_scoped
@@ -157,6 +166,77 @@ if [[ -n $(node_of templated) ]]; then
   [[ -n $(allocated_device "$(templated_claim)") ]] || fail "templated was bound with its claim unallocated"
 fi
 [[ -z $(node_of templated) || -z $(node_of third) ]] || fail "templated and third were both bound on one free device"
+
+
+# ---- extended resources backed by DRA --------------------------------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $CLASS-ext}
+spec:
+  extendedResourceName: nvidia.com/gpu
+  selectors:
+  - cel: {expression: 'device.driver == "ext.$DRIVER"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: $NS-dra-a}
+spec:
+  driver: ext.$DRIVER
+  nodeName: dra-a
+  pool: {name: dra-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+  - name: gpu-1
+YAML
+gpu_pod() {  # NAME GPUS: an ordinary pod asking nvidia.com/gpu
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  schedulerName: tessel
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME}
+  containers:
+  - name: main
+    image: busybox
+    resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+gpu_pod plain-one 1
+it_wait 60 "plain-one bound" it_bound plain-one
+[[ $(node_of plain-one) == dra-a ]] || fail "plain-one is on $(node_of plain-one), not on dra-a (where the class's devices are)"
+ext_claim() { kubectl get pod -n "$NS" "$1" -o 'jsonpath={.status.extendedResourceClaimStatus.resourceClaimName}'; }
+[[ -n $(ext_claim plain-one) ]] || fail "plain-one's status names no extended resource claim: $(kubectl get pod -n "$NS" plain-one -o json)"
+python3 - "$(kubectl get resourceclaim -n "$NS" "$(ext_claim plain-one)" -o json)" \
+  "$(kubectl get pod -n "$NS" plain-one -o json)" "ext.$DRIVER" <<'EOF' || fail "plain-one's extended resource claim is not as kube-scheduler makes it"
+import json, sys
+claim, pod, driver = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+meta = claim["metadata"]
+assert meta["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true", meta
+owners = meta["ownerReferences"]
+assert [(o["kind"], o["name"], o["uid"], o.get("controller")) for o in owners] == \
+    [("Pod", "plain-one", pod["metadata"]["uid"], True)], owners
+assert "resource.kubernetes.io/delete-protection" in meta.get("finalizers", []), meta
+results = claim["status"]["allocation"]["devices"]["results"]
+assert len(results) == 1 and results[0]["driver"] == driver and results[0]["pool"] == "dra-a", results
+assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]], claim["status"]
+mapping = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+assert mapping == [{"containerName": "main", "resourceName": "nvidia.com/gpu", "requestName": results[0]["request"]}], mapping
+EOF
+gpu_pod plain-two 2
+it_wait 60 "plain-two: FailedScheduling" eval '[[ -n $(failed_events plain-two) ]]'
+failed_events plain-two | matches "cannot allocate all claims" || fail "plain-two's FailedScheduling: $(failed_events plain-two)"
+[[ -z $(node_of plain-two) ]] || fail "plain-two was bound with one device free for two"
+first_ext_claim=$(ext_claim plain-one)
+kubectl delete pod -n "$NS" plain-one --wait=true >/dev/null
+claim_gone() { ! kubectl get resourceclaim -n "$NS" "$first_ext_claim" >/dev/null 2>&1; }
+it_wait 60 "plain-one's extended resource claim deleted with the pod" claim_gone
+it_wait 90 "plain-two bound once both devices are free" it_bound plain-two
+[[ $(node_of plain-two) == dra-a ]] || fail "plain-two is on $(node_of plain-two)"
+devices=$(kubectl get resourceclaim -n "$NS" "$(ext_claim plain-two)" -o 'jsonpath={.status.allocation.devices.results[*].device}')
+[[ $devices == "gpu-0 gpu-1" || $devices == "gpu-1 gpu-0" ]] || fail "plain-two's claim holds '$devices', not both devices"
 
 it_stop_scheduler main
 exit 0

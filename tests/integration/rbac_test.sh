@@ -4,8 +4,8 @@
 # --as=system:serviceaccount:kube-system:tessel-scheduler` answers for every verb the ClusterRole
 # grants and for the ones it must not; then real attempts with the scheduler's own token: reading
 # secrets, deleting or creating pods, updating a pod, changing a node, reading a PodTemplate are
-# refused by RBAC. A pod patch and a PodTemplate delete pass RBAC: the admission policies narrow
-# them (admission_policy_test.sh). The scheduler's rights for the aggregated admin API
+# refused by RBAC. A pod patch, a PodTemplate delete and a ResourceClaim create or delete pass
+# RBAC: the admission policies narrow them (admission_policy_test.sh). The scheduler's rights for the aggregated admin API
 # (manifests/admin-api.yaml: its EndpointSlice and APIService by name, read and patched only; the
 # front proxy's ConfigMap) are asked the same way, with that file's RBAC objects applied for it.
 source "$(dirname "$0")/lib.sh"
@@ -52,7 +52,8 @@ for args in "get pods -A" "list pods -A" "watch pods -A" "create pods --subresou
     "list resourceslices.resource.k8s.io" "watch deviceclasses.resource.k8s.io" "list resourceclaims.resource.k8s.io -A" \
     "patch resourceclaims.resource.k8s.io --subresource=status -A" \
     "update resourceclaims.resource.k8s.io --subresource=status -A" \
-    "patch resourceclaims.resource.k8s.io --subresource=binding -A" "patch resourceclaims.resource.k8s.io -A"; do
+    "patch resourceclaims.resource.k8s.io --subresource=binding -A" "patch resourceclaims.resource.k8s.io -A" \
+    "create resourceclaims.resource.k8s.io -A" "delete resourceclaims.resource.k8s.io -A"; do
   # shellcheck disable=SC2086
   expect yes $args
 done
@@ -66,8 +67,7 @@ for args in "update pods -A" "delete pods -A" "create pods -A" "deletecollection
     "update persistentvolumes" "create serviceaccounts --subresource=token -A" "impersonate users" \
     "escalate clusterroles.rbac.authorization.k8s.io" "bind clusterroles.rbac.authorization.k8s.io" \
     "create pods --subresource=exec -A" "delete namespaces" "update queues.tessel.io" "patch priorityclasses.scheduling.k8s.io" \
-    "update resourceclaims.resource.k8s.io -A" \
-    "create resourceclaims.resource.k8s.io -A" "delete resourceclaims.resource.k8s.io -A" \
+    "update resourceclaims.resource.k8s.io -A" "deletecollection resourceclaims.resource.k8s.io -A" \
     "create resourceslices.resource.k8s.io" "patch deviceclasses.resource.k8s.io"; do
   # shellcheck disable=SC2086
   expect no $args

@@ -1,0 +1,303 @@
+// Extended resources backed by DRA (DRAExtendedResource): the claim's requests and mappings as
+// kube-scheduler 1.37 builds them (the expected values are worked out by hand from its rules:
+// pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go), and the whole
+// path through the default profile: an ordinary nvidia.com/gpu pod on a node without the device
+// plugin gets a device of the class that names the resource, its claim created, allocated and
+// mapped on the pod, and nothing else lets it through or gives a device twice.
+#include <catch2/catch.hpp>
+
+#include "harness/core_harness.h"
+#include "nlohmann/json.hpp"
+#include "plugins/dynamic_resources/dynamic_resources.h"
+#include "scheduler/dra/extended_resources.h"
+#include "scheduler/framework/dra_extended.h"
+#include "scheduler/testing/builders.h"
+#include "scheduler/util/strings.h"
+#include "fake_handle.h"
+
+namespace tessel {
+namespace {
+
+using nlohmann::json;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+using testing::Res;
+
+using Served = std::map<std::string, std::string, std::less<>>;
+const Served kGpuClass = {{"nvidia.com/gpu", "gpu.nvidia.com"}};
+
+Container Named(std::string name, std::string_view requests, bool sidecar = false) {
+  return Container{.name = std::move(name), .requests = Res(requests), .restart_always = sidecar};
+}
+
+// "name:count" per request, in order.
+std::vector<std::string> Requests(const dra::ExtendedResourceClaim& c) {
+  std::vector<std::string> out;
+  for (const dra::DeviceRequest& r : c.requests) {
+    out.push_back(StrCat(r.name, ":", r.exactly->count, ":", r.exactly->device_class_name));
+  }
+  return out;
+}
+std::vector<std::string> Mappings(const dra::ExtendedResourceClaim& c) {
+  std::vector<std::string> out;
+  for (const dra::ExtendedResourceMapping& m : c.mappings) {
+    out.push_back(StrCat(m.container_name, "/", m.resource_name, "->", m.request_name));
+  }
+  return out;
+}
+
+TEST_CASE("the extended-resource claim has kube-scheduler's requests and mappings", "[dra][extended]") {
+  Pod pod;
+  pod.meta = {.name = "train", .namespace_ = "team-a"};
+  SECTION("one container: its index and the resource's index among its sorted request names") {
+    pod.containers = {Named("main", "cpu:1,memory:1Gi,nvidia.com/gpu:2")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    CHECK(Requests(c) == std::vector<std::string>{"container-0-request-2:2:gpu.nvidia.com"});
+    CHECK(Mappings(c) == std::vector<std::string>{"main/nvidia.com/gpu->container-0-request-2"});
+  }
+  SECTION("an init container reuses a later container's devices when they cover it") {
+    pod.init_containers = {Named("fetch", "nvidia.com/gpu:1")};
+    pod.containers = {Named("main", "cpu:1,nvidia.com/gpu:2")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    CHECK(Requests(c) == std::vector<std::string>{"container-1-request-1:2:gpu.nvidia.com"});
+    CHECK(Mappings(c) == std::vector<std::string>{"main/nvidia.com/gpu->container-1-request-1",
+                                                  "fetch/nvidia.com/gpu->container-1-request-1"});
+  }
+  SECTION("an init container asks only for what the later containers do not cover") {
+    pod.init_containers = {Named("warm", "nvidia.com/gpu:3")};
+    pod.containers = {Named("main", "nvidia.com/gpu:1")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    CHECK(Requests(c) == std::vector<std::string>{"container-0-request-0:2:gpu.nvidia.com",
+                                                  "container-1-request-0:1:gpu.nvidia.com"});
+    CHECK(Mappings(c) == std::vector<std::string>{"main/nvidia.com/gpu->container-1-request-0",
+                                                  "warm/nvidia.com/gpu->container-1-request-0",
+                                                  "warm/nvidia.com/gpu->container-0-request-0"});
+  }
+  SECTION("of the plain init containers' own requests only the largest is made; all map to it") {
+    pod.init_containers = {Named("a", "nvidia.com/gpu:1"), Named("b", "nvidia.com/gpu:3")};
+    pod.containers = {Named("main", "cpu:1")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    CHECK(Requests(c) == std::vector<std::string>{"container-1-request-0:3:gpu.nvidia.com"});
+    CHECK(Mappings(c) == std::vector<std::string>{"a/nvidia.com/gpu->container-1-request-0",
+                                                  "b/nvidia.com/gpu->container-1-request-0"});
+  }
+  SECTION("a sidecar runs beside the containers: it has its own request") {
+    pod.init_containers = {Named("proxy", "nvidia.com/gpu:1", /*sidecar=*/true)};
+    pod.containers = {Named("main", "nvidia.com/gpu:1")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    CHECK(Requests(c) == std::vector<std::string>{"container-0-request-0:1:gpu.nvidia.com",
+                                                  "container-1-request-0:1:gpu.nvidia.com"});
+  }
+  SECTION("two resources, each with its class; resources not served and amounts not whole ask nothing") {
+    pod.containers = {Named("main", "example.com/fpga:1,nvidia.com/gpu:1,example.com/nic:1500m")};
+    const Served served = {{"example.com/fpga", "fpga"}, {"nvidia.com/gpu", "gpu.nvidia.com"}, {"example.com/nic", "nic"}};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, served);
+    CHECK(Requests(c) == std::vector<std::string>{"container-0-request-0:1:fpga", "container-0-request-2:1:gpu.nvidia.com"});
+  }
+  SECTION("the claim to create and the pod's status") {
+    pod.meta.uid = "pod-uid";
+    pod.containers = {Named("main", "nvidia.com/gpu:1")};
+    const dra::ExtendedResourceClaim c = dra::ExtendedResourceRequests(pod, kGpuClass);
+    const json claim = dra::EncodeExtendedResourceClaim(pod, c);
+    CHECK(claim["metadata"]["generateName"] == "train-extended-resources-");
+    CHECK(claim["metadata"]["annotations"] == json{{"resource.kubernetes.io/extended-resource-claim", "true"}});
+    CHECK(claim["metadata"]["ownerReferences"] == json::parse(R"([{"apiVersion": "v1", "kind": "Pod",
+        "name": "train", "uid": "pod-uid", "controller": true}])"));
+    CHECK(claim["spec"]["devices"]["requests"] == json::parse(R"([{"name": "container-0-request-0",
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}])"));
+    CHECK(dra::EncodeExtendedResourceClaimStatus(c, "train-extended-resources-x1") == json::parse(R"({
+        "requestMappings": [{"containerName": "main", "resourceName": "nvidia.com/gpu",
+                             "requestName": "container-0-request-0"}],
+        "resourceClaimName": "train-extended-resources-x1"})"));
+  }
+}
+
+TEST_CASE("which resource names may be served by DRA", "[dra][extended]") {
+  CHECK(MayBeDraExtendedResource("nvidia.com/gpu"));
+  CHECK(MayBeDraExtendedResource("deviceclass.resource.kubernetes.io/gpu"));
+  CHECK_FALSE(MayBeDraExtendedResource("cpu"));
+  CHECK_FALSE(MayBeDraExtendedResource("hugepages-2Mi"));
+  CHECK_FALSE(MayBeDraExtendedResource("example.kubernetes.io/thing"));
+  CHECK_FALSE(MayBeDraExtendedResource("deviceclass.resource.kubernetes.io/"));
+}
+
+json GpuSlice(const std::string& node, int gpus) {
+  json devices = json::array();
+  for (int i = 0; i < gpus; ++i) devices.push_back({{"name", StrCat("gpu-", i)}});
+  return {{"metadata", {{"name", StrCat(node, "-gpus")}, {"resourceVersion", "1"}}},
+          {"spec", {{"driver", "gpu.nvidia.com"}, {"nodeName", node},
+                    {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                    {"devices", devices}}}};
+}
+
+json GpuClass(const std::string& name, const std::string& resource, const std::string& created) {
+  json c = json::parse(R"({"spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.nvidia.com\""}}]}})");
+  c["metadata"] = {{"name", name}, {"creationTimestamp", created}};
+  if (!resource.empty()) c["spec"]["extendedResourceName"] = resource;
+  return c;
+}
+
+Pod GpuPod(const std::string& name, int gpus) {
+  Pod pod = PodBuilder(name, "team-a").Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Build();
+  pod.meta.uid = "uid-" + name;
+  return pod;
+}
+
+struct DraNodes {
+  testing::CoreHarness h;
+  DraNodes() {
+    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 2)).ok());
+  }
+  void Serve() {
+    REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+  }
+  std::string BoundNode(const std::string& pod) const {
+    for (const auto& [key, node] : h.binds()) {
+      if (key == "team-a/" + pod) return node;
+    }
+    return "";
+  }
+};
+
+TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names nvidia.com/gpu", "[dra][extended]") {
+  DraNodes c;
+  SECTION("no class serves the resource: the node has no GPUs for it") {
+    c.h.AddPod(GpuPod("a", 1));
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("a").empty());
+    CHECK(c.h.api.claims_created.empty());
+  }
+  SECTION("the class serves it: a claim is created, allocated, reserved for the pod and mapped on it") {
+    c.Serve();
+    c.h.AddPod(GpuPod("a", 1));
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("a") == "dra-1");
+    REQUIRE(c.h.api.claims_created.size() == 1);
+    const json created = json::parse(c.h.api.claims_created[0]);
+    CHECK(created["metadata"]["namespace"] == "team-a");
+    CHECK(created["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "gpu.nvidia.com");
+    REQUIRE(c.h.api.claim_statuses.size() == 1);
+    CHECK(c.h.api.claim_statuses[0].first == "team-a/a-extended-resources-1");
+    const json status = json::parse(c.h.api.claim_statuses[0].second);
+    CHECK(status["reservedFor"] == json::parse(R"([{"resource": "pods", "name": "a", "uid": "uid-a"}])"));
+    CHECK(status["allocation"]["devices"]["results"].size() == 1);
+    CHECK(status["allocation"]["devices"]["results"][0]["request"] == "container-0-request-1");
+    REQUIRE(c.h.api.pod_claim_statuses.size() == 1);
+    CHECK(json::parse(c.h.api.pod_claim_statuses[0].second)["resourceClaimName"] == "a-extended-resources-1");
+  }
+  SECTION("two pods get the node's two devices, one each; a third waits") {
+    c.Serve();
+    for (const char* name : {"a", "b", "d"}) c.h.AddPod(GpuPod(name, 1));
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("a") == "dra-1");
+    CHECK(c.BoundNode("b") == "dra-1");
+    CHECK(c.BoundNode("d").empty());
+    REQUIRE(c.h.api.claim_statuses.size() == 2);
+    const json first = json::parse(c.h.api.claim_statuses[0].second)["allocation"]["devices"]["results"][0];
+    const json second = json::parse(c.h.api.claim_statuses[1].second)["allocation"]["devices"]["results"][0];
+    CHECK(first["device"] != second["device"]);
+  }
+  SECTION("more GPUs than the node's devices: not placed") {
+    c.Serve();
+    c.h.AddPod(GpuPod("big", 3));
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("big").empty());
+    CHECK(c.h.api.claims_created.empty());
+  }
+  SECTION("the team's quota counts the GPUs a DRA device serves, as any GPU pod's") {
+    c.Serve();
+    REQUIRE(c.h.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"},
+                                      {"kind", "Queue"},
+                                      {"metadata", {{"name", "team"}}},
+                                      {"spec", {{"namespaces", {"team-a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}}}})
+                .ok());
+    c.h.AddPod(GpuPod("a", 1));
+    c.h.AddPod(GpuPod("b", 1));
+    c.h.RunUntilIdle();
+    CHECK(c.h.binds().size() == 1);  // the node has a second device, the queue no second GPU
+    CHECK(c.h.api.claims_created.size() == 1);
+  }
+  SECTION("a node with the device plugin serves the pod itself: no claim") {
+    c.Serve();
+    c.h.AddNode(NodeBuilder("dp-1").Allocatable("cpu:32,memory:128Gi,pods:110,nvidia.com/gpu:8").Build());
+    c.h.AddPod(GpuPod("a", 4));  // fits only dp-1
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("a") == "dp-1");
+    CHECK(c.h.api.claims_created.empty());
+  }
+}
+
+TEST_CASE("DynamicResources: the class for an extended resource, a claim left over, and undoing a claim made",
+          "[dra][extended]") {
+  testing::FakeHandle h;
+  h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+  REQUIRE(h.objects().PutRaw(RawKind::kResourceSlice, GpuSlice("dra-1", 2)).ok());
+  dynamic_resources::DynamicResources plugin(h);
+  const Pod pod = GpuPod("a", 1);
+  SECTION("of two classes naming the resource the newer serves it; the implicit name names its class") {
+    REQUIRE(h.objects().PutRaw(RawKind::kDeviceClass, GpuClass("older", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+    REQUIRE(h.objects().PutRaw(RawKind::kDeviceClass, GpuClass("newer", "nvidia.com/gpu", "2026-02-01T00:00:00Z")).ok());
+    CycleState state;
+    REQUIRE(plugin.PreFilter(state, pod).ok());
+    REQUIRE(DraExtendedOf(state) != nullptr);
+    CHECK(DraExtendedOf(state)->class_of == Served{{"nvidia.com/gpu", "newer"}});
+    Pod implicit = PodBuilder("b", "team-a").Requests("deviceclass.resource.kubernetes.io/older:1").Build();
+    CycleState other;
+    REQUIRE(plugin.PreFilter(other, implicit).ok());
+    CHECK(DraExtendedOf(other)->class_of == Served{{"deviceclass.resource.kubernetes.io/older", "older"}});
+    CHECK(ServedByDra(other, "deviceclass.resource.kubernetes.io/older", *h.snapshot().Get("dra-1")));
+  }
+  SECTION("no class: skipped, nothing left to DRA") {
+    CycleState state;
+    CHECK(plugin.PreFilter(state, pod).IsSkip());
+    CHECK(DraExtendedOf(state) == nullptr);
+  }
+  REQUIRE(h.objects().PutRaw(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+  testing::FakeClusterApi& api = h.recording_api();
+  SECTION("a claim an earlier attempt made for the pod is deleted, and the pod waits for that") {
+    json left = dra::EncodeExtendedResourceClaim(pod, dra::ExtendedResourceRequests(pod, kGpuClass));
+    left["metadata"]["name"] = "a-extended-resources-old";
+    left["metadata"]["uid"] = "claim-uid";
+    REQUIRE(h.objects().PutRaw(RawKind::kResourceClaim, left).ok());
+    CycleState state;
+    Status st = plugin.PreFilter(state, pod);
+    CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
+    CHECK_THAT(st.reasons().at(0), Catch::Contains("team-a/a-extended-resources-old") &&
+                                       Catch::Contains("left from an earlier attempt: deleting it"));
+    CHECK(api.claims_deleted == std::vector<std::string>{"team-a/a-extended-resources-old"});
+    // Another pod's claim of the same kind is not this pod's.
+    Pod other = GpuPod("b", 1);
+    CycleState fresh;
+    CHECK(plugin.PreFilter(fresh, other).ok());
+  }
+  SECTION("a failed status write fails PreBind; Unreserve deletes the claim made and frees the device") {
+    CycleState state;
+    REQUIRE(plugin.PreFilter(state, pod).ok());
+    REQUIRE(plugin.Filter(state, pod, *h.snapshot().Get("dra-1")).ok());
+    REQUIRE(plugin.Reserve(state, pod, "dra-1").ok());
+    CHECK(plugin.InFlight() == 1);
+    api.claim_status_answer = absl::UnavailableError("apiserver down");
+    Status st = plugin.PreBind(state, pod, "dra-1");
+    CHECK(st.code() == Code::kError);
+    CHECK_THAT(st.reasons().at(0), Catch::Contains("ResourceClaim team-a/a-extended-resources-1: apiserver down"));
+    plugin.Unreserve(state, pod, "dra-1");
+    CHECK(api.claims_deleted == std::vector<std::string>{"team-a/a-extended-resources-1"});
+    CHECK(plugin.InFlight() == 0);
+    CHECK(api.pod_claim_statuses.empty());
+  }
+  SECTION("a claim made but not seen by the informer yet still holds its device") {
+    CycleState first;
+    REQUIRE(plugin.PreFilter(first, pod).ok());
+    REQUIRE(plugin.Reserve(first, pod, "dra-1").ok());
+    REQUIRE(plugin.PreBind(first, pod, "dra-1").ok());
+    const Pod two = GpuPod("b", 2);
+    CycleState second;
+    REQUIRE(plugin.PreFilter(second, two).ok());
+    CHECK(plugin.InFlight() == 1);
+    CHECK_FALSE(plugin.Filter(second, two, *h.snapshot().Get("dra-1")).ok());
+  }
+}
+
+}  // namespace
+}  // namespace tessel
