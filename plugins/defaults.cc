@@ -59,11 +59,14 @@ profiles:
       - {name: InterPodAffinity}
       - {name: GpuShare}
       - {name: Tessel}
+      - {name: DynamicResources}
     # A pod's stated preferences (preferred affinity, PreferNoSchedule taints) weigh as much as
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
     # GpuShare sends pods that opted into sharing to shared room and other GPU pods to exclusive
     # GPUs first; its weight makes that preference win whatever the others say
-    # (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10)).
+    # (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10 + 4)). DynamicResources packs DRA devices for pods
+    # with claims; it outweighs NodeResourcesFit, and Tessel's GPU packing outweighs it, so a GPU
+    # pod that either a device-plugin node or a DRA node could serve prefers the former.
     score:
       enabled:
       - {name: TaintToleration, weight: 10}
@@ -74,6 +77,7 @@ profiles:
       - {name: InterPodAffinity, weight: 2}
       - {name: GpuShare, weight: 50}
       - {name: Tessel, weight: 10}
+      - {name: DynamicResources, weight: 4}
     reserve:
       enabled: [{name: QueueQuota}, {name: GpuShare}, {name: VolumeBinding}, {name: DynamicResources},
                 {name: Reservation}]

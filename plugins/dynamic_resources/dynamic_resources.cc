@@ -302,18 +302,26 @@ std::optional<ExtendedClaim> DynamicResources::ExtendedClaimOn(const PodClaims& 
 
 absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodClaims& claims,
                                                                     const ExtendedClaim* extended,
-                                                                    const Node& node, bool with_share_ids) const {
+                                                                    const Node& node, Purpose purpose,
+                                                                    dra::NodeDevices* gathered) const {
   std::vector<const dra::ResourceSlice*> slices;
   slices.reserve(claims.slices.size());
   for (const auto& s : claims.slices) slices.push_back(s.get());
-  const dra::NodeDevices devices = dra::GatherNodeDevices(node, slices);
+  dra::NodeDevices local;
+  dra::NodeDevices& devices = gathered != nullptr ? *gathered : local;
+  devices = dra::GatherNodeDevices(node, slices);
   std::vector<const dra::ResourceClaim*> pointers;
   for (const dra::ResourceClaim& c : claims.claims) pointers.push_back(&c);
   if (extended != nullptr) pointers.push_back(&extended->claim);
   dra::AllocatorOptions options{.matcher = &matcher_};
-  // Filter only asks whether the claims fit; share IDs are made for the allocation kept.
-  options.new_share_id = with_share_ids ? std::function<std::string()>([this] { return NewShareId(); })
-                                        : std::function<std::string()>([] { return std::string("00000000-0000-4000-8000-000000000000"); });
+  if (purpose != Purpose::kFit) {
+    options.choice = &keep_whole_;
+    options.max_alternatives = kAlternatives;
+  }
+  // Share IDs are made for the allocation kept.
+  options.new_share_id = purpose == Purpose::kReserve
+                             ? std::function<std::string()>([this] { return NewShareId(); })
+                             : std::function<std::string()>([] { return std::string("00000000-0000-4000-8000-000000000000"); });
   return dra::Allocate({.node = node,
                         .claims = std::move(pointers),
                         .devices = devices,
@@ -335,10 +343,26 @@ Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const N
   const std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info.node());
   if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();  // the device plugin serves it
   absl::StatusOr<dra::AllocationOutcome> out =
-      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), false);
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kFit);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(std::string(kReasonCannotAllocate));
   return Status::Ok();
+}
+
+Status DynamicResources::PreScore(CycleState& state, const Pod&, const std::vector<const NodeInfo*>&) {
+  return state.ReadValue<std::shared_ptr<const PodClaims>>(kName) == nullptr ? Status::Skip() : Status::Ok();
+}
+
+ScoreResult DynamicResources::Score(const CycleState& state, const Pod& pod, const NodeInfo& info) const {
+  const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
+  if (claims == nullptr || info.node() == nullptr) return {0, Status::Ok()};
+  const std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info.node());
+  if ((*claims)->claims.empty() && !extended.has_value()) return {0, Status::Ok()};
+  dra::NodeDevices devices;
+  absl::StatusOr<dra::AllocationOutcome> out =
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kChoose, &devices);
+  if (!out.ok() || !out->fits()) return {0, Status::Ok()};  // Filter let it through: a node changed meanwhile
+  return {dra::PackingScore(devices, (*claims)->allocated, out->picks), Status::Ok()};
 }
 
 Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::string& node_name) {
@@ -351,7 +375,7 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
   std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info->node());
   if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();
   absl::StatusOr<dra::AllocationOutcome> out =
-      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info->node(), true);
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(StrCat(kReasonCannotAllocate, ": ", out->reason));
   Reservation r;

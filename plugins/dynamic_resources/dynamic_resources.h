@@ -10,6 +10,9 @@
 //   - Filter runs the allocator (scheduler/dra/allocator.h) on the node: the claims' requests
 //     must all be satisfied there, else "cannot allocate all claims"; a claim allocated already
 //     to devices the node cannot use: "resourceclaim not available on the node".
+//   - Score (PreScore skips pods without claims) packs: dra::PackingScore of the allocation the
+//     node would get, chosen among several by dra::KeepWholeDevices (whole partitionable GPUs
+//     and whole devices kept), as Reserve chooses it.
 //   - Reserve allocates on the chosen node and records the allocation in memory, so the next
 //     pods see its devices taken; Unreserve forgets it (and undoes a status write PreBind made).
 //   - PreBind writes each claim's status (ClusterApi::WriteResourceClaimStatus): the new
@@ -80,8 +83,8 @@ struct Reservation {
   std::optional<ObjectMeta> extended_created;  // PreBind created it
 };
 
-class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public ReservePlugin,
-                               public PreBindPlugin {
+class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public PreScorePlugin,
+                               public ScorePlugin, public ReservePlugin, public PreBindPlugin {
  public:
   static constexpr std::string_view kName = "DynamicResources";
   static absl::StatusOr<std::unique_ptr<DynamicResources>> New(Handle& handle);  // takes no args
@@ -91,6 +94,11 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   uint32_t EventsToRegister() const override { return kResourceChange | kNodeAdd | kNodeUpdate; }
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // Skip unless PreFilter found claims or extended resources to allocate.
+  Status PreScore(CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>& feasible) override;
+  // dra::PackingScore of the allocation Reserve would make on the node (0 where the pod needs no
+  // DRA device there).
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
   Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
@@ -112,8 +120,13 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // The claim for the pod's extended resources that `node` serves through DRA; nullopt when the
   // node serves none of them that way.
   std::optional<ExtendedClaim> ExtendedClaimOn(const PodClaims& claims, const Pod& pod, const Node& node) const;
+  // Filter asks only whether the claims fit (the first allocation found, no share IDs); Score and
+  // Reserve choose among up to kAlternatives allocations by dra::KeepWholeDevices.
+  enum class Purpose { kFit, kChoose, kReserve };
+  static constexpr int kAlternatives = 16;
   absl::StatusOr<dra::AllocationOutcome> AllocateOn(const PodClaims& claims, const ExtendedClaim* extended,
-                                                     const Node& node, bool with_share_ids) const;
+                                                     const Node& node, Purpose purpose,
+                                                     dra::NodeDevices* gathered = nullptr) const;
   // The key of the in-flight record of a pod's extended-resource claim before it is created.
   static std::string PendingExtendedKey(const Pod& pod);
   // PreBind of the extended-resource claim: create it, write its allocation and reservedFor, and
@@ -133,6 +146,7 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
 
   Handle& handle_;
   dra::CelDeviceMatcher matcher_;
+  dra::KeepWholeDevices keep_whole_;
   mutable absl::Mutex slices_mu_;
   std::map<std::string, DecodedSlice, std::less<>> decoded_slices_ ABSL_GUARDED_BY(slices_mu_);
   int64_t slices_decoded_ ABSL_GUARDED_BY(slices_mu_) = 0;

@@ -22,7 +22,7 @@
 // take a whole exclusive GPU. Any other GPU pod goes to exclusive GPUs first, so replicas stay
 // for the pods that asked to share: 100 on an unshared node, 0 on a shared one. The default
 // profile weighs GpuShare 50, so 80 points outweigh every other score plugin together
-// (100 x (10 + 10 + 1 + 2 + 2 + 10) = 3500 < 80 x 50): the preferred room always wins, and the
+// (100 x (10 + 10 + 1 + 2 + 2 + 10 + 4) = 3900 < 80 x 50): the preferred room always wins, and the
 // GPU policy decides among the nodes of one tier. A fraction's device choice follows the same
 // rule (fgd::ChooseByKey, and the default best-fit choice).
 // PreAssume: when no policy chose devices, takes the default choice; PreBind hands the chosen

@@ -51,9 +51,19 @@ WholeLeft MeasureWholeLeft(const NodeDevices& devices, const AllocatedDevices& a
     for (const CounterConsumption& use : c.device->consumes_counters) {
       if (touched.contains({c.pool, use.counter_set})) whole = false;
     }
-    if (whole) ++out.devices;
+    if (!whole) continue;
+    ++out.devices;
+    if (c.device->consumes_counters.empty()) ++out.plain_devices;
   }
   return out;
+}
+
+int64_t PackingScore(const NodeDevices& devices, const AllocatedDevices& allocated, const std::vector<Pick>& picks) {
+  const int64_t total = MeasureWholeLeft(devices, AllocatedDevices(), {}).units();
+  if (total == 0) return 0;
+  const int64_t before = MeasureWholeLeft(devices, allocated, {}).units();
+  const int64_t after = MeasureWholeLeft(devices, allocated, picks).units();
+  return (before < total ? 50 : 0) + (total - after) * 50 / total;
 }
 
 size_t KeepWholeDevices::Choose(const NodeDevices& devices, const AllocatedDevices& allocated,

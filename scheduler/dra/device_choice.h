@@ -45,10 +45,19 @@ class DeviceChoice {
 struct WholeLeft {
   int counter_sets = 0;  // counter sets nothing consumes from
   int devices = 0;       // usable devices nobody holds whose counter sets are all whole
+  int plain_devices = 0; // of those, the ones that consume no counters (not partitions)
   auto operator<=>(const WholeLeft&) const = default;
+  // Whole units: a partitionable GPU (its counter set) or a device without partitions.
+  int units() const { return counter_sets + plain_devices; }
 };
 WholeLeft MeasureWholeLeft(const NodeDevices& devices, const AllocatedDevices& allocated,
                            const std::vector<Pick>& picks);
+
+// How a node packs after an allocation, 0..100, for scoring nodes the way Tessel packs GPUs: a
+// node already in use (some unit held) scores 50 more than an idle one, so idle nodes stay whole
+// for large jobs; then the share of the node's whole units held after the allocation (0..50),
+// so the tightest fit wins and whole units elsewhere stay free. 0 on a node without units.
+int64_t PackingScore(const NodeDevices& devices, const AllocatedDevices& allocated, const std::vector<Pick>& picks);
 
 // Most whole counter sets left, then most whole devices; the earliest alternative on a tie.
 class KeepWholeDevices : public DeviceChoice {

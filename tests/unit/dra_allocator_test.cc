@@ -530,6 +530,26 @@ TEST_CASE("alternatives enumerate distinct allocations, and KeepWholeDevices kee
   CHECK(MeasureWholeLeft(w.devices, w.held, chosen->picks) == WholeLeft{.counter_sets = 1, .devices = 3});
 }
 
+TEST_CASE("PackingScore puts a node in use first, then the tightest fit", "[dra]") {
+  DraWorld w = PartitionedGpus(2);  // two partitionable GPUs: two whole units
+  ResourceClaim half = Claim("h", {Exactly("g", {.device_class_name = "half"})});
+  auto idle = w.Run({&half});
+  REQUIRE(idle->fits());
+  CHECK(PackingScore(w.devices, w.held, idle->picks) == 25);  // idle; one unit of two taken
+  CHECK(PackingScore(w.devices, w.held, {}) == 0);             // idle, nothing taken
+  w.held.exclusive.insert({"gpu.example.com", "node-1", "gpu-1-half-a"});
+  KeepWholeDevices keep;
+  AllocatorOptions options = w.Options();
+  options.choice = &keep;
+  options.max_alternatives = 8;
+  auto in_use = w.Run({&half}, options);
+  REQUIRE(in_use->fits());
+  // In use (+50); the other half of GPU 1 leaves GPU 0 whole: one unit of two taken.
+  CHECK(PackingScore(w.devices, w.held, in_use->picks) == 75);
+  DraWorld none;
+  CHECK(PackingScore(none.Gather(), none.held, {}) == 0);  // no devices at all
+}
+
 TEST_CASE("the search gives up after its step budget with a reason", "[dra]") {
   DraWorld w = FourGpus();
   ResourceClaim claim = Claim("c", {Exactly("gpus", {.device_class_name = "gpu", .count = 3})},

@@ -228,6 +228,40 @@ TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names n
   }
 }
 
+TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use before an idle one",
+          "[dra][extended]") {
+  testing::CoreHarness h;
+  auto node = [&](const std::string& name, int gpus) {
+    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, gpus)).ok());
+  };
+  node("small", 2);
+  for (int i = 0; i < 4; ++i) node(StrCat("big-", i), 8);
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+  // Only GPUs: no CPU or memory for NodeResourcesFit to tell the nodes apart by.
+  auto gpus_only = [](const std::string& name, int gpus) {
+    Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
+    pod.meta.uid = "uid-" + name;
+    return pod;
+  };
+  auto node_of = [&](const std::string& pod) {
+    for (const auto& [key, n] : h.binds()) {
+      if (key == "team-a/" + pod) return n;
+    }
+    return std::string();
+  };
+  h.AddPod(gpus_only("two", 2));
+  h.RunUntilIdle();
+  CHECK(node_of("two") == "small");  // it fills the small node; the big ones stay whole
+  h.AddPod(gpus_only("three", 3));
+  h.RunUntilIdle();
+  const std::string opened = node_of("three");
+  REQUIRE(opened.starts_with("big-"));
+  h.AddPod(gpus_only("one", 1));
+  h.RunUntilIdle();
+  CHECK(node_of("one") == opened);  // beside "three", not on an idle big node
+}
+
 TEST_CASE("DynamicResources: the class for an extended resource, a claim left over, and undoing a claim made",
           "[dra][extended]") {
   testing::FakeHandle h;
