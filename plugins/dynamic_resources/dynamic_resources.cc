@@ -353,6 +353,10 @@ Status DynamicResources::PreScore(CycleState& state, const Pod&, const std::vect
   return state.ReadValue<std::shared_ptr<const PodClaims>>(kName) == nullptr ? Status::Skip() : Status::Ok();
 }
 
+NodeLocalPlugin::ScoreUse DynamicResources::AppendScoreKey(const CycleState& state, const Pod&, std::string&) const {
+  return state.ReadValue<std::shared_ptr<const PodClaims>>(kName) == nullptr ? ScoreUse::kUnused : ScoreUse::kOther;
+}
+
 ScoreResult DynamicResources::Score(const CycleState& state, const Pod& pod, const NodeInfo& info) const {
   const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (claims == nullptr || info.node() == nullptr) return {0, Status::Ok()};

@@ -44,6 +44,7 @@
 #include "scheduler/dra/allocator.h"
 #include "scheduler/dra/cel_matcher.h"
 #include "scheduler/dra/extended_resources.h"
+#include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::dynamic_resources {
@@ -84,7 +85,8 @@ struct Reservation {
 };
 
 class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public PreScorePlugin,
-                               public ScorePlugin, public ReservePlugin, public PreBindPlugin {
+                               public ScorePlugin, public ReservePlugin, public PreBindPlugin,
+                               public NodeLocalPlugin {
  public:
   static constexpr std::string_view kName = "DynamicResources";
   static absl::StatusOr<std::unique_ptr<DynamicResources>> New(Handle& handle);  // takes no args
@@ -99,6 +101,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // dra::PackingScore of the allocation Reserve would make on the node (0 where the pod needs no
   // DRA device there).
   ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // The decision cache may serve pods PreScore skips; the others' scores read the cluster's
+  // claims, which no key holds (node_local.h).
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
   Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
