@@ -12,6 +12,13 @@
 #   - A pod that names a ResourceClaimTemplate: the controller-manager's resourceclaim controller
 #     makes its claim; Tessel resolves it through status.resourceClaimStatuses and allocates it
 #     once the third pod's device is free.
+#   - Partitions, consumable capacity and a shared claim on dra-c: a GPU published whole and as
+#     two halves drawing on one counter set, a plain GPU, and a device that allows multiple
+#     allocations of 40Gi. A claim for a whole GPU gets the plain one (Tessel keeps the
+#     partitionable GPU whole; first fit would split it); two halves take the partitionable GPU's
+#     counters, so a second whole GPU waits until both halves are released; two 20Gi shares fit
+#     on the shared device (distinct share IDs), a third does not; a claim named by two pods is
+#     reserved for both.
 #   - Extended resources backed by DRA (DRAExtendedResource, GA in 1.37): a DeviceClass with
 #     extendedResourceName nvidia.com/gpu and 2 devices on dra-a, a node without the device
 #     plugin. An ordinary pod asking nvidia.com/gpu: 1 is bound to dra-a; the claim Tessel made
@@ -27,12 +34,14 @@ kubectl get --raw /apis/resource.k8s.io/v1 >/dev/null 2>&1 || fail "the API serv
 
 DRIVER="gpu.$NS.example.com"
 CLASS="$NS-gpu"
-it_nodes dra-a:0 dra-b:0
+it_nodes dra-a:0 dra-b:0 dra-c:0
 cleanup_cluster_scoped() {
   kubectl delete deviceclass "$CLASS" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-b" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete deviceclass "$CLASS-ext" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-a" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete deviceclass "$CLASS-part" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete resourceslice "$NS-dra-c-counters" "$NS-dra-c-devices" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_cluster_scoped
 it_on_exit cleanup_cluster_scoped
@@ -167,6 +176,116 @@ if [[ -n $(node_of templated) ]]; then
 fi
 [[ -z $(node_of templated) || -z $(node_of third) ]] || fail "templated and third were both bound on one free device"
 
+
+# ---- partitions, consumable capacity and a shared claim (dra-c) -------------------------------------
+PART="part.$DRIVER"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $CLASS-part}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "$PART"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: $NS-dra-c-counters}
+spec:
+  driver: $PART
+  nodeName: dra-c
+  pool: {name: dra-c, generation: 1, resourceSliceCount: 2}
+  sharedCounters:
+  - name: gpu-0
+    counters:
+      memory: {value: 80Gi}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: $NS-dra-c-devices}
+spec:
+  driver: $PART
+  nodeName: dra-c
+  pool: {name: dra-c, generation: 1, resourceSliceCount: 2}
+  devices:
+  - name: gpu-0-whole
+    attributes: {profile: {string: whole}}
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 80Gi}}}]
+  - name: gpu-0-half-a
+    attributes: {profile: {string: half}}
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 40Gi}}}]
+  - name: gpu-0-half-b
+    attributes: {profile: {string: half}}
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 40Gi}}}]
+  - name: gpu-1
+    attributes: {profile: {string: whole}}
+  - name: shared-0
+    attributes: {profile: {string: shared}}
+    allowMultipleAllocations: true
+    capacity:
+      memory:
+        value: 40Gi
+        requestPolicy: {default: 10Gi, validRange: {min: 1Gi}}
+YAML
+pclaim() {  # NAME PROFILE [MEMORY]: one device of the partition class with that profile (and capacity)
+  python3 - "$NS" "$CLASS-part" "$PART" "$@" <<'EOF' | kubectl apply -f - >/dev/null
+import json, sys
+ns, cls, driver, name, profile = sys.argv[1:6]
+exactly = {"deviceClassName": cls, "allocationMode": "ExactCount", "count": 1,
+           "selectors": [{"cel": {"expression": 'device.attributes["%s"].profile == "%s"' % (driver, profile)}}]}
+if len(sys.argv) > 6:
+    exactly["capacity"] = {"requests": {"memory": sys.argv[6]}}
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                  "metadata": {"name": name, "namespace": ns},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}))
+EOF
+}
+claim_field() { kubectl get resourceclaim -n "$NS" "$1" -o "jsonpath=$2"; }
+
+pclaim whole-a whole
+pod whole-a whole-a
+it_wait 60 "whole-a bound" it_bound whole-a
+[[ $(node_of whole-a) == dra-c ]] || fail "whole-a is on $(node_of whole-a), not dra-c"
+[[ $(allocated_device whole-a) == gpu-1 ]] \
+  || fail "whole-a got $(allocated_device whole-a): the plain GPU keeps the partitionable one whole"
+for h in half-a half-b; do
+  pclaim "$h" half
+  pod "$h" "$h"
+  it_wait 60 "$h bound" it_bound "$h"
+done
+halves="$(allocated_device half-a) $(allocated_device half-b)"
+[[ $halves == "gpu-0-half-a gpu-0-half-b" || $halves == "gpu-0-half-b gpu-0-half-a" ]] \
+  || fail "the two halves got '$halves'"
+pclaim whole-b whole
+pod whole-b whole-b
+it_wait 60 "whole-b: FailedScheduling (its GPU's counters are held by the halves)" eval '[[ -n $(failed_events whole-b) ]]'
+[[ -z $(node_of whole-b) && -z $(allocated_device whole-b) ]] || fail "whole-b was given $(allocated_device whole-b) beside the halves"
+
+for sh in share-a share-b share-c; do pclaim "$sh" shared 20Gi; done
+pod share-a share-a
+pod share-b share-b
+it_wait 60 "share-a bound" it_bound share-a
+it_wait 60 "share-b bound" it_bound share-b
+for sh in share-a share-b; do
+  [[ $(allocated_device "$sh") == shared-0 ]] || fail "$sh got $(allocated_device "$sh")"
+  consumed=$(claim_field "$sh" '{.status.allocation.devices.results[0].consumedCapacity.memory}')
+  [[ $consumed == 20Gi || $consumed == 21474836480 ]] \
+    || fail "$sh's consumed capacity: $(claim_field "$sh" '{.status.allocation.devices.results[0]}')"
+done
+share_id() { claim_field "$1" '{.status.allocation.devices.results[0].shareID}'; }
+[[ -n $(share_id share-a) && $(share_id share-a) != "$(share_id share-b)" ]] \
+  || fail "the shares' IDs: '$(share_id share-a)' and '$(share_id share-b)'"
+pod share-c share-c
+it_wait 60 "share-c: FailedScheduling (40Gi given out)" eval '[[ -n $(failed_events share-c) ]]'
+[[ -z $(node_of share-c) ]] || fail "share-c was bound beyond the shared device's capacity"
+pod share-a-too share-a
+it_wait 60 "share-a-too bound on share-a's claim" it_bound share-a-too
+reserved=$(claim_field share-a '{.status.reservedFor[*].name}')
+[[ $reserved == "share-a share-a-too" || $reserved == "share-a-too share-a" ]] || fail "share-a is reserved for '$reserved'"
+
+# The halves go: their claims are released, the counters free, and whole-b gets the whole GPU.
+kubectl delete pod -n "$NS" half-a half-b --wait=true >/dev/null
+it_wait 90 "whole-b bound once both halves are released" it_bound whole-b
+[[ $(allocated_device whole-b) == gpu-0-whole ]] || fail "whole-b got $(allocated_device whole-b)"
 
 # ---- extended resources backed by DRA --------------------------------------------------------------
 kubectl apply -f - >/dev/null <<YAML
