@@ -349,6 +349,21 @@ Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const N
   return Status::Ok();
 }
 
+std::string DynamicResources::ExplainRejection(const CycleState& state, const Pod& pod, const NodeInfo& info) const {
+  const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
+  if (claims == nullptr || info.node() == nullptr) return "";
+  for (const dra::ResourceClaim& c : (*claims)->claims) {
+    if (c.allocation.has_value() && !c.allocation->AvailableOn(*info.node())) {
+      return StrCat("claim ", dra::ClaimKey(c), " is allocated already to devices node ", info.name(), " cannot use");
+    }
+  }
+  const std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info.node());
+  absl::StatusOr<dra::AllocationOutcome> out =
+      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kFit);
+  if (!out.ok()) return std::string(out.status().message());
+  return out->reason;
+}
+
 Status DynamicResources::PreScore(CycleState& state, const Pod&, const std::vector<const NodeInfo*>&) {
   return state.ReadValue<std::shared_ptr<const PodClaims>>(kName) == nullptr ? Status::Skip() : Status::Ok();
 }

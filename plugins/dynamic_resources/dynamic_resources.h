@@ -86,7 +86,7 @@ struct Reservation {
 
 class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public PreScorePlugin,
                                public ScorePlugin, public ReservePlugin, public PreBindPlugin,
-                               public NodeLocalPlugin {
+                               public NodeLocalPlugin, public ExplainingFilterPlugin {
  public:
   static constexpr std::string_view kName = "DynamicResources";
   static absl::StatusOr<std::unique_ptr<DynamicResources>> New(Handle& handle);  // takes no args
@@ -96,6 +96,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   uint32_t EventsToRegister() const override { return kResourceChange | kNodeAdd | kNodeUpdate; }
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // The allocator's own reason on the node: the claim, the request and what failed (a selector,
+  // devices in use, counters, constraints), for explain.
+  std::string ExplainRejection(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // Skip unless PreFilter found claims or extended resources to allocate.
   Status PreScore(CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>& feasible) override;
   // dra::PackingScore of the allocation Reserve would make on the node (0 where the pod needs no

@@ -15,6 +15,9 @@
 namespace tessel {
 namespace {
 
+// Nodes whose rejection explain details, at most.
+constexpr int kMaxNodeDetails = 10;
+
 std::string Gpus(int64_t milli) {
   return StrCat(FormatResourceQuantity(kNvidiaGpu, milli), milli == 1000 ? " GPU" : " GPUs");
 }
@@ -271,8 +274,17 @@ Explanation Explain(Scheduler& s, std::string_view pod_key) {
       e.message = FormatFitError(nodes.size(), rejected);
     }
     std::map<std::string, std::vector<std::string>> groups;
+    int explained = 0;
     for (const auto& [node, status] : rejected) {
       for (const std::string& reason : status.reasons()) groups[reason].push_back(node);
+      // The filters that can say more per node (which claim, request and selector): the first
+      // kMaxNodeDetails nodes.
+      if (explained >= kMaxNodeDetails) continue;
+      const NodeInfo* info = s.snapshot().Get(node);
+      std::string detail = info == nullptr ? std::string() : fw->ExplainRejection(status, state, *pod, *info);
+      if (detail.empty()) continue;
+      e.details.push_back(StrCat("on ", node, ": ", detail));
+      ++explained;
     }
     for (auto& [reason, names] : groups) {
       std::sort(names.begin(), names.end());

@@ -579,6 +579,12 @@ bool Framework::IsQuotaPlugin(std::string_view name) const {
   return dynamic_cast<const QuotaPlugin*>(FindPlugin(name)) != nullptr;
 }
 
+std::string Framework::ExplainRejection(const Status& rejection, const CycleState& state, const Pod& pod,
+                                        const NodeInfo& node) const {
+  const auto* explaining = dynamic_cast<const ExplainingFilterPlugin*>(FindPlugin(rejection.plugin()));
+  return explaining == nullptr ? std::string() : explaining->ExplainRejection(state, pod, node);
+}
+
 bool Framework::RejectedOnlyByQuota(const std::vector<std::string>& plugin_names) const {
   return !plugin_names.empty() && std::all_of(plugin_names.begin(), plugin_names.end(),
                                               [this](const std::string& p) { return IsQuotaPlugin(p); });

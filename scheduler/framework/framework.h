@@ -144,6 +144,9 @@ class Framework {
 
   // Whether the named plugin is a QuotaPlugin of this profile.
   bool IsQuotaPlugin(std::string_view name) const;
+  // What the plugin that made `rejection` says more about the node (ExplainingFilterPlugin), or "".
+  std::string ExplainRejection(const Status& rejection, const CycleState& state, const Pod& pod,
+                               const NodeInfo& node) const;
   // Whether the named plugins are some and all QuotaPlugins: only quota said no.
   bool RejectedOnlyByQuota(const std::vector<std::string>& plugin_names) const;
   // Whether more quota would lift this rejection: a QuotaPlugin's Unschedulable. Its

@@ -251,6 +251,16 @@ class FilterPlugin : public virtual EnqueueExtensions {
   }
 };
 
+// A filter whose rejection is kube-scheduler's short wording, the same on every node so that
+// "0/N nodes are available" sums it, and which can say more about one node: why exactly (e.g.
+// which claim, request and selector). The admin API's explain shows it.
+class ExplainingFilterPlugin {
+ public:
+  virtual ~ExplainingFilterPlugin() = default;
+  // "" when there is nothing more to say.
+  virtual std::string ExplainRejection(const CycleState& state, const Pod& pod, const NodeInfo& node) const = 0;
+};
+
 using NodeStatusMap = StringKeyedMap<Status>;
 // One distinct rejection and how many nodes gave it: a pod that fits nowhere is described by a
 // few of these ("0/5000 nodes are available: ...") rather than by every node's.

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness/core_harness.h"
+#include "scheduler/core/explain.h"
 #include "nlohmann/json.hpp"
 #include "plugins/dynamic_resources/dynamic_resources.h"
 #include "scheduler/dra/extended_resources.h"
@@ -260,6 +261,27 @@ TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use be
   h.AddPod(gpus_only("one", 1));
   h.RunUntilIdle();
   CHECK(node_of("one") == opened);  // beside "three", not on an idle big node
+}
+
+TEST_CASE("explain names the claim, the request and the selector that failed on each node", "[dra][extended]") {
+  DraNodes c;
+  REQUIRE(c.h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
+  json claim = {{"metadata", {{"name", "h100"}, {"namespace", "team-a"}, {"uid", "c-1"}}},
+                {"spec", {{"devices", {{"requests", json::array({{{"name", "big"}, {"exactly", {
+                    {"deviceClassName", "gpu.nvidia.com"}, {"count", 1},
+                    {"selectors", json::array({{{"cel", {{"expression", "device.driver == \"h100.example.com\""}}}}})}}}}})}}}}}};
+  REQUIRE(c.h.s->OnRawObject(RawKind::kResourceClaim, claim).ok());
+  Pod pod = PodBuilder("wants-h100", "team-a").Requests("cpu:1").Build();
+  pod.meta.uid = "uid-w";
+  pod.resource_claims.push_back({.name = "gpu", .resource_claim_name = "h100"});
+  c.h.AddPod(pod);
+  c.h.RunUntilIdle();
+  const Explanation e = Explain(*c.h.s, "team-a/wants-h100");
+  CHECK(e.message == "0/1 nodes are available: 1 cannot allocate all claims.");
+  REQUIRE(e.details.size() == 1);
+  CHECK_THAT(e.details[0], Catch::StartsWith("on dra-1: claim team-a/h100, request big: 0 free devices of class "
+                                             "gpu.nvidia.com match, 1 asked") &&
+                               Catch::Contains("rejected by the request's selector #0"));
 }
 
 TEST_CASE("DynamicResources: the class for an extended resource, a claim left over, and undoing a claim made",
