@@ -1,6 +1,8 @@
 // The simulated cluster's Dynamic Resource Allocation (see simulated_cluster.h): DRA objects from
-// a snapshot into the cluster-object store, the claim status write of DynamicResources' PreBind,
-// and the resourceclaim controller's release of a claim when the pods that reserve it end.
+// a snapshot into the cluster-object store, DynamicResources' PreBind writes (claim statuses, and
+// the claims it makes for extended resources), and what the controllers do when a pod ends: the
+// resourceclaim controller releases the claims that reserve it, the garbage collector deletes the
+// claims it owns.
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -49,12 +51,26 @@ const json& MetadataOf(const json& object) {
   return it != object.end() && it->is_object() ? *it : kEmpty;
 }
 
-// Whether a status.reservedFor entry is the pod (uid "" matches any).
-bool IsPod(const json& ref, std::string_view name, std::string_view uid) {
-  if (!ref.is_object() || StringAt(ref, "resource") != "pods" || !StringAt(ref, "apiGroup").empty()) return false;
+// Whether a reference names the pod (uid "" matches any).
+bool NamesPod(const json& ref, std::string_view name, std::string_view uid) {
   if (StringAt(ref, "name") != name) return false;
   const std::string_view ref_uid = StringAt(ref, "uid");
   return uid.empty() || ref_uid.empty() || ref_uid == uid;
+}
+
+// A status.reservedFor entry for the pod.
+bool ReservesPod(const json& ref, std::string_view name, std::string_view uid) {
+  return ref.is_object() && StringAt(ref, "resource") == "pods" && StringAt(ref, "apiGroup").empty() &&
+         NamesPod(ref, name, uid);
+}
+
+// Whether the claim belongs to the pod (a claim made from a template, or for extended resources).
+bool OwnedByPod(const json& claim, std::string_view name, std::string_view uid) {
+  const auto owners = MetadataOf(claim).find("ownerReferences");
+  if (owners == MetadataOf(claim).end() || !owners->is_array()) return false;
+  return std::any_of(owners->begin(), owners->end(), [&](const json& o) {
+    return o.is_object() && StringAt(o, "kind") == "Pod" && NamesPod(o, name, uid);
+  });
 }
 
 }  // namespace
@@ -83,10 +99,12 @@ std::optional<std::vector<std::string>> SimulatedCluster::LoadDraObject(const js
   return warnings;
 }
 
-void SimulatedCluster::PutClaim(json claim) {
-  claim["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-  // The claim has its name (it came from the store): the put cannot fail.
+std::string SimulatedCluster::PutClaim(json claim) {
+  std::string version = std::to_string(++resource_version_);
+  claim["metadata"]["resourceVersion"] = version;
+  // The claim has its name (it came from the store, or the caller gave it one): the put cannot fail.
   (void)scheduler_->OnRawObject(RawKind::kResourceClaim, claim);
+  return version;
 }
 
 absl::Status SimulatedCluster::WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) {
@@ -123,6 +141,59 @@ absl::Status SimulatedCluster::WriteResourceClaimStatus(const ObjectMeta& claim,
   return absl::OkStatus();
 }
 
+absl::StatusOr<ObjectMeta> SimulatedCluster::CreateResourceClaim(const std::string& claim_json) {
+  json claim = json::parse(claim_json, nullptr, /*allow_exceptions=*/false);
+  if (claim.is_discarded() || !claim.is_object() || !claim.contains("metadata") || !claim["metadata"].is_object()) {
+    return absl::InvalidArgumentError("ResourceClaim to create: not a JSON object with metadata");
+  }
+  ObjectMeta meta{.name = std::string(StringAt(claim["metadata"], "name")),
+                  .namespace_ = std::string(StringAt(claim["metadata"], "namespace"))};
+  if (meta.namespace_.empty()) return absl::InvalidArgumentError("ResourceClaim to create: metadata.namespace: missing");
+  std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
+  auto taken = [&](const std::string& name) {
+    return objects != nullptr && objects->RawOf(RawKind::kResourceClaim, StrCat(meta.namespace_, "/", name)) != nullptr;
+  };
+  if (meta.name.empty()) {
+    // generateName: the API server adds random characters; a counter does here.
+    do {
+      meta.name = StrCat(StringAt(claim["metadata"], "generateName"), ++claims_created_);
+    } while (taken(meta.name));
+  } else if (taken(meta.name)) {
+    return absl::AlreadyExistsError(StrCat("resourceclaims.resource.k8s.io \"", meta.name, "\" already exists"));
+  }
+  meta.uid = StrCat("sim-claim-", ++claims_created_);
+  claim["metadata"]["name"] = meta.name;
+  claim["metadata"]["uid"] = meta.uid;
+  meta.resource_version = PutClaim(std::move(claim));
+  return meta;
+}
+
+absl::Status SimulatedCluster::DeleteResourceClaim(const ObjectMeta& claim) {
+  const std::string key = StrCat(claim.namespace_, "/", claim.name);
+  std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
+  const RawObject* current = objects == nullptr ? nullptr : objects->RawOf(RawKind::kResourceClaim, key);
+  if (current == nullptr) return absl::OkStatus();  // gone already: counts as deleted
+  const std::string_view uid = StringAt(MetadataOf(*current->json), "uid");
+  if (!claim.uid.empty() && claim.uid != uid) {
+    return absl::AlreadyExistsError(
+        StrCat("Precondition failed: UID in precondition: ", claim.uid, ", UID in object meta: ", uid));
+  }
+  scheduler_->OnRawObjectDelete(RawKind::kResourceClaim, key);
+  return absl::OkStatus();
+}
+
+absl::Status SimulatedCluster::WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string&) {
+  // The status is for the kubelet; the scheduler does not read it back. Only the pod's identity
+  // is checked (pods a driver hands to the scheduler directly are not known here until bound).
+  std::string_view uid;
+  if (auto it = unbound_.find(pod.Key()); it != unbound_.end()) uid = it->second->meta.uid;
+  if (auto it = bound_.find(pod.Key()); it != bound_.end()) uid = it->second.uid;
+  if (!uid.empty() && !pod.meta.uid.empty() && uid != pod.meta.uid) {
+    return absl::NotFoundError(StrCat("pod ", pod.Key(), " is gone"));
+  }
+  return absl::OkStatus();
+}
+
 void SimulatedCluster::ReleaseClaims(std::string_view namespace_, std::string_view name, std::string_view uid) {
   std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
   if (objects == nullptr) return;
@@ -131,13 +202,18 @@ void SimulatedCluster::ReleaseClaims(std::string_view namespace_, std::string_vi
   // The view is immutable: the puts below replace the store's, not this one.
   for (auto it = claims.lower_bound(prefix); it != claims.end() && it->first.starts_with(prefix); ++it) {
     const json& claim = *it->second.json;
+    if (OwnedByPod(claim, name, uid)) {
+      // The garbage collector: the claim goes with its pod, and its devices with it.
+      scheduler_->OnRawObjectDelete(RawKind::kResourceClaim, it->first);
+      continue;
+    }
     const auto status = claim.find("status");
     if (status == claim.end() || !status->is_object()) continue;
     const auto reserved = status->find("reservedFor");
     if (reserved == status->end() || !reserved->is_array()) continue;
     json kept = json::array();
     for (const json& ref : *reserved) {
-      if (!IsPod(ref, name, uid)) kept.push_back(ref);
+      if (!ReservesPod(ref, name, uid)) kept.push_back(ref);
     }
     if (kept.size() == reserved->size()) continue;
     json updated = claim;

@@ -48,7 +48,9 @@ class SimulatedCluster final : public ClusterApi,
   void RunUntilIdle(int64_t max_cycles = 0);
   // The pod ("ns/name") finished or was deleted: the scheduler is told it is gone, and, as the
   // resourceclaim controller does, it leaves the reservedFor of its namespace's ResourceClaims; a
-  // claim that no pod reserves any more loses its allocation, so its devices are free again.
+  // claim that no pod reserves any more loses its allocation, so its devices are free again. The
+  // claims the pod owns (made from a template or for its extended resources) are deleted, as the
+  // garbage collector deletes them.
   void EndPod(std::string_view key);
 
   // ClusterApi
@@ -69,6 +71,13 @@ class SimulatedCluster final : public ClusterApi,
   // resourceVersion. NotFound when the claim is gone; AlreadyExists (the API server's HTTP 409)
   // when its uid or resourceVersion is not the precondition's.
   absl::Status WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) override;
+  // The claim DynamicResources makes for a pod's extended resources served by DRA: stored with a
+  // name (generateName and a counter), uid and resourceVersion; deleted (uid precondition; a
+  // claim already gone counts as deleted). The pod's status.extendedResourceClaimStatus is for
+  // the kubelet: only the pod's identity is checked.
+  absl::StatusOr<ObjectMeta> CreateResourceClaim(const std::string& claim_json) override;
+  absl::Status DeleteResourceClaim(const ObjectMeta& claim) override;
+  absl::Status WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) override;
   // SchedulingObserver
   void PodScheduled(const Pod& pod, const std::string& node) override;
   void PodUnschedulable(const Pod& pod, FailureKind kind, const std::string& message) override;
@@ -100,9 +109,10 @@ class SimulatedCluster final : public ClusterApi,
   // A DRA object of `others` (simulated_claims.cc): stored raw, as the informers store it, with a
   // warning when it does not decode. Nothing when the object is of no DRA kind.
   std::optional<std::vector<std::string>> LoadDraObject(const nlohmann::json& object);
-  // A ResourceClaim changed by the simulated cluster: stored with a new resourceVersion.
-  void PutClaim(nlohmann::json claim);
-  // The resourceclaim controller's part when pod namespace/name (uid, "" when unknown) ends.
+  // A ResourceClaim changed by the simulated cluster: stored with a new resourceVersion, returned.
+  std::string PutClaim(nlohmann::json claim);
+  // The controllers' part when pod namespace/name (uid, "" when unknown) ends: the claims it owns
+  // are deleted, the others no longer reserved for it.
   void ReleaseClaims(std::string_view namespace_, std::string_view name, std::string_view uid);
 
   ManualClock* clock_;
@@ -130,6 +140,7 @@ class SimulatedCluster final : public ClusterApi,
   std::map<std::string, ClaimOutcome> claims_;
   // The last resourceVersion the simulated cluster gave (above every numeric one loaded).
   uint64_t resource_version_ = 0;
+  int64_t claims_created_ = 0;
 };
 
 }  // namespace tessel::bench

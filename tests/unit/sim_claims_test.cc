@@ -1,7 +1,8 @@
 // The simulated cluster's Dynamic Resource Allocation (bench/sim/simulated_claims.cc): DRA objects
 // of a snapshot reach the DynamicResources plugin, its claim status writes land in the cluster's
-// store with the API server's preconditions, and a pod that ends releases its claims as the
-// resourceclaim controller does, so the devices serve the next pod.
+// store with the API server's preconditions, the claims it makes for extended resources are
+// stored, and a pod that ends releases its claims as the resourceclaim controller does (and the
+// claims it owns go, as the garbage collector deletes them), so the devices serve the next pod.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -186,6 +187,57 @@ TEST_CASE("replay names a DRA object it cannot read, and fails closed on it", "[
   world.sim().RunUntilIdle();
   for (const auto& [key, node] : world.sim().placements()) CHECK(node.empty());
   CHECK(world.sim().reasons().at("team-a/infer-0").find("spec.devices[1].capacity.memory.value") != std::string::npos);
+}
+
+// A pod asking `nvidia.com/gpu: 1`, which only a DRA device can serve in dra_claims.json.
+Pod GpuPod(const std::string& name) {
+  json pod = json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+      "metadata": {"namespace": "team-a", "creationTimestamp": "2025-06-01T11:00:00Z"},
+      "spec": {"schedulerName": "tessel",
+               "containers": [{"name": "main", "image": "busybox",
+                               "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+                                             "limits": {"nvidia.com/gpu": "1"}}}]}})");
+  pod["metadata"]["name"] = name;
+  pod["metadata"]["uid"] = "pod-uid-" + name;
+  absl::StatusOr<Pod> decoded = DecodePod(pod);
+  REQUIRE(decoded.ok());
+  return *std::move(decoded);
+}
+
+TEST_CASE("replayed GPU pods served by DRA: the claims made for them, deleted with their pods", "[dra][sim]") {
+  ObjectList objects = ReadSnapshot("dra_claims.json");
+  objects.pods.clear();
+  objects.others.push_back(json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+      "metadata": {"name": "gpu-extended", "creationTimestamp": "2025-01-01T00:00:00Z"},
+      "spec": {"extendedResourceName": "nvidia.com/gpu",
+               "selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}})"));
+  for (const char* name : {"a", "b", "c"}) objects.pods.push_back(GpuPod(name));
+  World world(objects);
+  SimulatedCluster& sim = world.sim();
+  sim.RunUntilIdle();
+  CHECK(sim.placements() == std::map<std::string, std::string>{
+      {"team-a/a", "dra-0"}, {"team-a/b", "dra-0"}, {"team-a/c", ""}});
+  // Each bound pod got a claim of its own, allocated and reserved for it.
+  auto claims_of = [&](const std::string& pod) {
+    std::vector<std::string> out;
+    for (const auto& [key, raw] : world.w->scheduler->Objects()->Raw(RawKind::kResourceClaim)) {
+      if (key.starts_with("team-a/" + pod + "-extended-resources-")) out.push_back(key);
+    }
+    return out;
+  };
+  const std::vector<std::string> of_a = claims_of("a");
+  REQUIRE(of_a.size() == 1);
+  CHECK(world.Devices(of_a[0]).size() == 1);
+  CHECK(world.ReservedFor(of_a[0]) == std::vector<std::string>{"a@pod-uid-a"});
+  CHECK(claims_of("b").size() == 1);
+  CHECK(claims_of("c").empty());
+
+  sim.EndPod("team-a/a");
+  CHECK(claims_of("a").empty());  // the garbage collector's part
+  sim.RunUntilIdle();
+  CHECK(sim.placements().at("team-a/c") == "dra-0");
+  REQUIRE(claims_of("c").size() == 1);
+  CHECK(world.ReservedFor(claims_of("c")[0]) == std::vector<std::string>{"c@pod-uid-c"});
 }
 
 }  // namespace
