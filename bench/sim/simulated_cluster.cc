@@ -23,6 +23,10 @@ std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects
   for (const PersistentVolumeClaim& pvc : objects.claims) scheduler_->OnClusterObject(pvc);
   for (const CSINode& csi_node : objects.csi_nodes) scheduler_->OnClusterObject(csi_node);
   for (const nlohmann::json& other : objects.others) {
+    if (std::optional<std::vector<std::string>> dra = LoadDraObject(other)) {
+      for (std::string& w : *dra) warnings.push_back(std::move(w));
+      continue;
+    }
     // A snapshot with Jobs holds every Job: a pod whose Job is missing waits for it, as live.
     if (other.is_object() && other.value("kind", "") == "Job") scheduler_->OnJobsWatched();
     // A bad object is named and left out; the others stay in force.
@@ -42,7 +46,7 @@ std::vector<std::string> SimulatedCluster::LoadObjects(const ObjectList& objects
       unbound_[pod.Key()] = std::make_shared<const Pod>(pod);
     } else {
       unbound_.erase(pod.Key());
-      bound_[pod.Key()] = pod.node_name;
+      bound_[pod.Key()] = BoundPod{.node = pod.node_name, .uid = pod.meta.uid};
     }
     const bool ours = std::find(profiles.begin(), profiles.end(), pod.scheduler_name) != profiles.end();
     if (ours && pod.node_name.empty() && !pod.IsTerminal()) placements_[pod.Key()] = "";
@@ -76,7 +80,7 @@ void SimulatedCluster::RunUntilIdle(int64_t max_cycles) {
 absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
                                     const StringMap& annotations) {
   if (auto it = bound_.find(pod.Key()); it != bound_.end()) {
-    return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already bound to ", it->second));
+    return absl::AlreadyExistsError(StrCat("pod ", pod.Key(), " is already bound to ", it->second.node));
   }
   Pod bound = pod;
   auto it = unbound_.find(pod.Key());
@@ -89,8 +93,8 @@ absl::Status SimulatedCluster::Bind(const Pod& pod, const std::string& node,
     bound.meta.annotations[k] = v;  // as the API server copies a Binding's annotations
   }
   ReadGpuDevicesAnnotation(bound);  // as the informer's decoder reads the pod back
+  bound_[pod.Key()] = BoundPod{.node = node, .uid = bound.meta.uid};
   unbound_.erase(pod.Key());
-  bound_[pod.Key()] = node;
   scheduler_->OnPodUpdate(std::move(bound));  // what the informer would deliver
   return absl::OkStatus();
 }
@@ -114,11 +118,27 @@ absl::Status SimulatedCluster::Evict(const Pod& pod, std::string_view) {
     scheduler_->OnPodDisruptionBudget(*pdb);
   }
   evicted_.push_back(pod.Key());
-  unbound_.erase(pod.Key());
-  bound_.erase(pod.Key());
   if (auto it = placements_.find(pod.Key()); it != placements_.end()) it->second.clear();
-  scheduler_->OnPodDelete(pod.Key());
+  EndPod(pod.Key());
   return absl::OkStatus();
+}
+
+void SimulatedCluster::EndPod(std::string_view pod_key) {
+  const std::string key(pod_key);  // the caller's view may be into a map entry erased here
+  std::string uid;
+  if (auto it = unbound_.find(key); it != unbound_.end()) {
+    uid = it->second->meta.uid;
+    unbound_.erase(it);
+  } else if (auto b = bound_.find(key); b != bound_.end()) {
+    uid = b->second.uid;
+    bound_.erase(b);
+  }
+  // Pods a driver (the trace simulator) hands to the scheduler directly are not in the maps
+  // until bound: their claims are matched by name alone.
+  const std::string_view view = key;
+  const size_t slash = view.find('/');
+  if (slash != std::string_view::npos) ReleaseClaims(view.substr(0, slash), view.substr(slash + 1), uid);
+  scheduler_->OnPodDelete(key);
 }
 
 void SimulatedCluster::RecordEvent(const Pod& pod, std::string_view, std::string_view reason,

@@ -209,7 +209,7 @@ class Simulation {
         result_.jobs[e.index].end = now_;
         for (const std::string& key : st.keys) {
           by_key_.erase(key);
-          s_.OnPodDelete(key);
+          w_.sim.EndPod(key);
         }
         return;
       }
@@ -314,7 +314,7 @@ class Simulation {
     }
     for (const std::string& key : st.keys) {
       by_key_.erase(key);
-      if (key != evicted_key) s_.OnPodDelete(key);  // the rest of the job stops too
+      if (key != evicted_key) w_.sim.EndPod(key);  // the rest of the job stops too
     }
     ++st.incarnation;
     Submit(i);

@@ -33,6 +33,10 @@ constexpr Kind kKinds[] = {
     {"/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1", "StorageClass"},
     {"/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1", "CSINode"},
     {"/api/v1/namespaces", "v1", "Namespace"},
+    // Dynamic Resource Allocation (Kubernetes 1.34 and later; an older server answers 404).
+    {"/apis/resource.k8s.io/v1/resourceslices", "resource.k8s.io/v1", "ResourceSlice"},
+    {"/apis/resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1", "DeviceClass"},
+    {"/apis/resource.k8s.io/v1/resourceclaims", "resource.k8s.io/v1", "ResourceClaim"},
 };
 
 // One renaming table: the same name gets the same new name.
@@ -55,6 +59,74 @@ void RenameString(json& object, const char* field, Renamer& rename) {
   if (object.is_object() && object.contains(field) && object[field].is_string()) {
     object[field] = rename(object[field].get<std::string>());
   }
+}
+
+// Every renaming table of one snapshot.
+struct Renamers {
+  Renamer ns{"ns-"}, pod{"pod-"}, node{"node-"}, claim{"claim-"}, pool{"pool-"}, slice{"slice-"};
+};
+
+// Calls f on each object of the array object[field], if it is one.
+template <typename F>
+void ForEach(json& object, const char* field, F f) {
+  if (!object.is_object() || !object.contains(field) || !object[field].is_array()) return;
+  for (json& element : object[field]) {
+    if (element.is_object()) f(element);
+  }
+}
+
+// A node selector's terms name nodes by metadata.name (fields) and kubernetes.io/hostname.
+void RenameNodeSelector(json& selector, Renamer& node) {
+  auto rename_values = [&](json& requirement, const char* key) {
+    if (kube::JsonString(requirement, "key") != key) return;
+    if (!requirement.contains("values") || !requirement["values"].is_array()) return;
+    for (json& v : requirement["values"]) {
+      if (v.is_string()) v = node(v.get<std::string>());
+    }
+  };
+  ForEach(selector, "nodeSelectorTerms", [&](json& term) {
+    ForEach(term, "matchFields", [&](json& r) { rename_values(r, "metadata.name"); });
+    ForEach(term, "matchExpressions", [&](json& r) { rename_values(r, "kubernetes.io/hostname"); });
+  });
+}
+
+// What the DRA objects and pods' claim references name: nodes (a slice's node and node
+// selectors, an allocation's node selector), pools and slices (named after their node by
+// node-local drivers), pods (reservedFor, the owner of a generated claim) and claims (a generated
+// claim's name holds its pod's).
+void AnonymizeDra(json& item, const std::string& kind, Renamers& r) {
+  json& spec = item["spec"];
+  json& status = item["status"];
+  if (kind == "Pod") {
+    ForEach(spec, "resourceClaims", [&](json& c) { RenameString(c, "resourceClaimName", r.claim); });
+    ForEach(status, "resourceClaimStatuses", [&](json& c) { RenameString(c, "resourceClaimName", r.claim); });
+  } else if (kind == "ResourceSlice") {
+    RenameString(item["metadata"], "name", r.slice);
+    RenameString(spec, "nodeName", r.node);
+    if (spec.is_object() && spec.contains("pool")) RenameString(spec["pool"], "name", r.pool);
+    if (spec.is_object() && spec.contains("nodeSelector")) RenameNodeSelector(spec["nodeSelector"], r.node);
+    ForEach(spec, "devices", [&](json& d) {
+      RenameString(d, "nodeName", r.node);
+      if (d.contains("nodeSelector")) RenameNodeSelector(d["nodeSelector"], r.node);
+    });
+  } else if (kind == "ResourceClaim") {
+    RenameString(item["metadata"], "name", r.claim);
+    ForEach(item["metadata"], "ownerReferences", [&](json& o) {
+      if (kube::JsonString(o, "kind") == "Pod") RenameString(o, "name", r.pod);
+    });
+    ForEach(status, "reservedFor", [&](json& ref) {
+      if (kube::JsonString(ref, "resource") == "pods") RenameString(ref, "name", r.pod);
+    });
+    ForEach(status, "devices", [&](json& d) { RenameString(d, "pool", r.pool); });
+    if (status.is_object() && status.contains("allocation") && status["allocation"].is_object()) {
+      json& allocation = status["allocation"];
+      if (allocation.contains("nodeSelector")) RenameNodeSelector(allocation["nodeSelector"], r.node);
+      if (allocation.contains("devices")) {
+        ForEach(allocation["devices"], "results", [&](json& d) { RenameString(d, "pool", r.pool); });
+      }
+    }
+  }
+  if (status.is_null()) item.erase("status");
 }
 
 }  // namespace
@@ -86,7 +158,10 @@ absl::StatusOr<json> TakeSnapshot(kube::KubeClient& client) {
 }
 
 void Anonymize(json& list) {
-  Renamer ns("ns-"), pod("pod-"), node("node-");
+  Renamers r;
+  Renamer& ns = r.ns;
+  Renamer& pod = r.pod;
+  Renamer& node = r.node;
   for (json& item : list["items"]) {
     const std::string kind = kube::JsonString(item, "kind");
     json& meta = item["metadata"];
@@ -119,6 +194,7 @@ void Anonymize(json& list) {
         if (n.is_string()) n = ns(n.get<std::string>());
       }
     }
+    AnonymizeDra(item, kind, r);
     if (spec.is_null()) item.erase("spec");
   }
 }
