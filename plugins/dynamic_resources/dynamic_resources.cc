@@ -197,9 +197,9 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-      const bool gone =
-          !it->second.awaiting_creation && objects->RawOf(RawKind::kResourceClaim, it->first) == nullptr;
-      if (allocated_seen.contains(it->first) || gone) {
+      const RawObject* stored = objects->RawOf(RawKind::kResourceClaim, it->first);
+      if (stored != nullptr) it->second.awaiting_creation = false;
+      if (RecordDone(it->second, stored, allocated_seen.contains(it->first))) {
         it = in_flight_.erase(it);  // the informer has it now (or the claim is gone)
         continue;
       }
@@ -416,7 +416,8 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
       r.newly_allocated.push_back(fresh);
       r.written.push_back(false);
       if (fresh) {
-        in_flight_[dra::ClaimKey(r.claims[i])] = InFlightAllocation{.allocation = r.allocations[i], .pod_uid = pod.meta.uid};
+        in_flight_[dra::ClaimKey(r.claims[i])] = InFlightAllocation{
+            .allocation = r.allocations[i], .pod_uid = pod.meta.uid, .reserved_version = r.claims[i].meta.resource_version};
       }
     }
   }
@@ -467,6 +468,27 @@ void DynamicResources::Unreserve(CycleState& state, const Pod& pod, const std::s
   }
 }
 
+void DynamicResources::MarkWritten(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+    it->second.written = true;
+    it->second.written_at = handle_.clock().Now();
+  }
+}
+
+bool DynamicResources::RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const {
+  if (allocated) return true;
+  if (stored == nullptr) {
+    return !record.awaiting_creation ||
+           (record.written && handle_.clock().Now() - record.written_at > kUnseenCreatedLimit);
+  }
+  if (!record.written || stored->meta.resource_version == record.reserved_version) return false;
+  const json& meta = stored->json->value("metadata", json::object());
+  const json& finalizers = meta.value("finalizers", json::array());
+  return !(finalizers.is_array() &&
+           std::find(finalizers.begin(), finalizers.end(), json(std::string(kResourceClaimFinalizer))) != finalizers.end());
+}
+
 Status DynamicResources::PreBind(CycleState& state, const Pod& pod, const std::string&) {
   Reservation* r = state.ReadMutableValue<Reservation>(std::string(kName) + "/reservation");
   if (r == nullptr) return Status::Ok();
@@ -483,6 +505,7 @@ Status DynamicResources::PreBind(CycleState& state, const Pod& pod, const std::s
       return Status::Error(StrCat("writing the status of ResourceClaim ", dra::ClaimKey(claim), ": ", st.message()));
     }
     r->written[i] = true;
+    if (r->newly_allocated[i]) MarkWritten(dra::ClaimKey(claim));
   }
   if (r->extended.has_value()) return CreateExtendedClaim(*r, pod, *api);
   return Status::Ok();
@@ -501,6 +524,7 @@ Status DynamicResources::CreateExtendedClaim(Reservation& r, const Pod& pod, Clu
     if (auto it = in_flight_.find(PendingExtendedKey(pod)); it != in_flight_.end()) {
       InFlightAllocation moved = std::move(it->second);
       in_flight_.erase(it);
+      moved.reserved_version = created->resource_version;
       in_flight_[key] = std::move(moved);  // still awaiting: the informer has not seen it
     }
   }
@@ -508,6 +532,7 @@ Status DynamicResources::CreateExtendedClaim(Reservation& r, const Pod& pod, Clu
   if (absl::Status st = api.WriteResourceClaimStatus(*created, status.dump()); !st.ok()) {
     return Status::Error(StrCat("writing the status of ResourceClaim ", key, ": ", st.message()));
   }
+  MarkWritten(key);
   const json mapping = dra::EncodeExtendedResourceClaimStatus(r.extended->requests, created->name);
   if (absl::Status st = api.WritePodExtendedResourceClaimStatus(pod, mapping.dump()); !st.ok()) {
     return Status::Error(StrCat("setting status.extendedResourceClaimStatus of pod ", pod.Key(), ": ", st.message()));

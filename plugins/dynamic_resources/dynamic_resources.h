@@ -124,7 +124,22 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
     // An extended-resource claim not created yet, or created but not yet seen by the informer:
     // its absence from the store does not mean it is gone.
     bool awaiting_creation = false;
+    // The claim's resourceVersion when it was reserved (for a created claim: as created).
+    std::string reserved_version;
+    // PreBind wrote the allocation (and the finalizer before it), at `written_at`.
+    bool written = false;
+    absl::Time written_at;
   };
+  // Whether the informer's copy of the claim (null: none) says the record is no longer needed:
+  // the claim is allocated there (the store counts its devices), gone, or released after the
+  // write (a newer version with no allocation and no kube-scheduler finalizer: the
+  // resourceclaim controller deallocated it once its pods ended, possibly before any PreFilter
+  // saw it allocated). A created claim the informer never showed counts as gone
+  // kUnseenCreatedLimit after its write.
+  bool RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const;
+  static constexpr absl::Duration kUnseenCreatedLimit = absl::Minutes(5);
+  // Marks the in-flight record of claim `key` written.
+  void MarkWritten(const std::string& key);
   // The claim for the pod's extended resources that `node` serves through DRA; nullopt when the
   // node serves none of them that way.
   std::optional<ExtendedClaim> ExtendedClaimOn(const PodClaims& claims, const Pod& pod, const Node& node) const;

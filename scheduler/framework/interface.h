@@ -53,6 +53,10 @@ enum ClusterEvent : uint32_t {
   kAllEvents = 0xffffffffu,
 };
 
+// kube-scheduler's finalizer on a ResourceClaim it allocated: the resourceclaim controller
+// deallocates the claim (and removes it) once no pod holds it.
+inline constexpr std::string_view kResourceClaimFinalizer = "resource.kubernetes.io/delete-protection";
+
 // The outside world, as plugins and the scheduling loop reach it: the API server (live) or
 // the simulated cluster (bench).
 class ClusterApi {

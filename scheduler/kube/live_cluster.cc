@@ -11,7 +11,6 @@ using nlohmann::json;
 namespace {
 
 // The finalizer of an allocated ResourceClaim (resource.k8s.io/v1 Finalizer), kube-scheduler's.
-constexpr std::string_view kResourceClaimFinalizer = "resource.kubernetes.io/delete-protection";
 
 std::string PodPath(const Pod& pod, std::string_view sub = "") {
   std::string p = StrCat("/api/v1/namespaces/", pod.meta.namespace_, "/pods/", pod.meta.name);

@@ -268,6 +268,45 @@ TEST_CASE("DynamicResources: Reserve takes devices from later pods, Unreserve gi
   }
 }
 
+TEST_CASE("DynamicResources forgets an allocation it wrote once the claim is released, seen allocated or not",
+          "[plugins][dra]") {
+  DraCluster c({"n1"}, 1);
+  c.Put(c.Claim("first", 1));
+  c.Put(c.Claim("second", 1));
+  DynamicResources plugin(c.h);
+  const NodeInfo& n1 = *c.h.snapshot().Get("n1");
+  const Pod a = ClaimPod("a", json::parse(R"([{"name": "gpu", "resourceClaimName": "first"}])"));
+  const Pod b = ClaimPod("b", json::parse(R"([{"name": "gpu", "resourceClaimName": "second"}])"));
+  CycleState sa;
+  REQUIRE(plugin.PreFilter(sa, a).ok());
+  REQUIRE(plugin.Reserve(sa, a, "n1").ok());
+  REQUIRE(plugin.PreBind(sa, a, "n1").ok());
+  auto b_fits = [&] {
+    CycleState sb;
+    REQUIRE(plugin.PreFilter(sb, b).ok());
+    return plugin.Filter(sb, b, n1).ok();
+  };
+  SECTION("the first version after the write carries only the finalizer: the device stays taken") {
+    json patched = c.Claim("first", 1);
+    patched["metadata"]["resourceVersion"] = "6";
+    patched["metadata"]["finalizers"] = json::array({"resource.kubernetes.io/delete-protection"});
+    c.Put(patched);
+    CHECK_FALSE(b_fits());
+    CHECK(plugin.InFlight() == 1);
+  }
+  SECTION("released before any PreFilter saw it allocated (its pod ended): the device is free") {
+    json released = c.Claim("first", 1);
+    released["metadata"]["resourceVersion"] = "9";  // deallocated, finalizer gone
+    c.Put(released);
+    CHECK(b_fits());
+    CHECK(plugin.InFlight() == 0);
+  }
+  SECTION("the same version as reserved is not a release") {
+    CHECK_FALSE(b_fits());
+    CHECK(plugin.InFlight() == 1);
+  }
+}
+
 TEST_CASE("DynamicResources keeps an allocated claim's devices and only adds the pod to reservedFor",
           "[plugins][dra]") {
   DraCluster c({"n1", "n2"}, 1);
