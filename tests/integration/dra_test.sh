@@ -19,6 +19,8 @@
 #     counters, so a second whole GPU waits until both halves are released; two 20Gi shares fit
 #     on the shared device (distinct share IDs), a third does not; a claim named by two pods is
 #     reserved for both.
+#   - `tesselctl snapshot` writes the DeviceClasses, ResourceSlices and ResourceClaims, and
+#     `tessel-bench replay` reads that snapshot.
 #   - Extended resources backed by DRA (DRAExtendedResource, GA in 1.37): a DeviceClass with
 #     extendedResourceName nvidia.com/gpu and 2 devices on dra-a, a node without the device
 #     plugin. An ordinary pod asking nvidia.com/gpu: 1 is bound to dra-a; the claim Tessel made
@@ -286,6 +288,20 @@ reserved=$(claim_field share-a '{.status.reservedFor[*].name}')
 kubectl delete pod -n "$NS" half-a half-b --wait=true >/dev/null
 it_wait 90 "whole-b bound once both halves are released" it_bound whole-b
 [[ $(allocated_device whole-b) == gpu-0-whole ]] || fail "whole-b got $(allocated_device whole-b)"
+
+# ---- a snapshot of the cluster carries the DRA objects, and replay reads them ---------------------------
+snapshot="$IT_WORK/snapshot.json"
+"$TESSEL_CTL_BIN" --kubeconfig "$KUBECONFIG" snapshot -o "$snapshot" >/dev/null || fail "tesselctl snapshot failed"
+python3 - "$snapshot" "$NS" "$CLASS-part" <<'EOF' || fail "the snapshot lacks the test's DRA objects"
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+kinds = {(i.get("kind"), i["metadata"].get("namespace", ""), i["metadata"]["name"]) for i in items}
+ns, cls = sys.argv[2], sys.argv[3]
+assert ("DeviceClass", "", cls) in kinds, sorted(k for k in kinds if k[0] == "DeviceClass")
+assert ("ResourceSlice", "", ns + "-dra-c-devices") in kinds
+assert ("ResourceClaim", ns, "whole-b") in kinds
+EOF
+"$TESSEL_BENCH_BIN" replay --snapshot "$snapshot" >"$IT_WORK/replay.json" 2>&1 || fail "replay of the snapshot failed: $(tail -5 "$IT_WORK/replay.json")"
 
 # ---- extended resources backed by DRA --------------------------------------------------------------
 kubectl apply -f - >/dev/null <<YAML
