@@ -9,6 +9,7 @@
 #include "plugins/reservation/reservation.h"
 #include "scheduler/cmd/version.h"
 #include "scheduler/quota/quota_usage.h"
+#include "scheduler/report/dra_report.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
@@ -433,6 +434,19 @@ SchedulerMetrics::SchedulerMetrics(MetricsRegistry* registry, Scheduler* schedul
                from_report([](const ClusterReport& r) {
                  return std::vector<GaugeSample>{{{}, InGpus(r.gpus.allocated_milli)}};
                }));
+  ClusterGauge(registry, "tessel_dra_devices",
+               "Devices of Dynamic Resource Allocation by driver: published in ResourceSlices (each pool's "
+               "newest generation) and allocated to ResourceClaims (a shared device once, admin access not)",
+               [this] {
+                 std::vector<GaugeSample> out;
+                 std::shared_ptr<const ClusterObjects> objects = scheduler_->Objects();
+                 if (objects == nullptr) return out;
+                 for (const auto& [driver, count] : ReportDraDevices(*objects)) {
+                   out.push_back({{{"driver", driver}, {"state", "published"}}, static_cast<double>(count.published)});
+                   out.push_back({{{"driver", driver}, {"state", "allocated"}}, static_cast<double>(count.allocated)});
+                 }
+                 return out;
+               });
   ClusterGauge(registry, "tessel_gpu_fragmentation",
                "Idle GPUs that the pods running in the cluster could not use where they sit (FGD's "
                "fragmentation, weighted by the running pods' mix), in physical-GPU equivalents",
