@@ -39,6 +39,46 @@ dra::ConsumerReference PodReference(const Pod& pod) {
   return {.api_group = "", .resource = "pods", .name = pod.meta.name, .uid = pod.meta.uid};
 }
 
+// The pod's claims, each once, in spec order, resolved and decoded; or why the pod waits.
+absl::StatusOr<std::vector<dra::ResourceClaim>> ResolveClaims(const ClusterObjects& objects, const Pod& pod) {
+  std::vector<dra::ResourceClaim> out;
+  std::set<std::string, std::less<>> seen;
+  for (const PodResourceClaim& c : pod.resource_claims) {
+    std::string name = c.resource_claim_name;
+    if (name.empty()) {
+      if (!c.generated_claim_name.has_value()) {
+        return absl::FailedPreconditionError(
+            StrCat(Describe(c), ": waiting for the resourceclaim controller to create the claim"));
+      }
+      if (c.generated_claim_name->empty()) continue;  // the controller says the pod needs none
+      name = *c.generated_claim_name;
+    }
+    if (!seen.insert(name).second) continue;
+    const RawObject* raw = objects.RawOf(RawKind::kResourceClaim, KeyOf(pod.meta.namespace_, name));
+    if (raw == nullptr) {
+      return absl::FailedPreconditionError(StrCat(Describe(c), ": resourceclaim \"", name, "\" not found"));
+    }
+    absl::StatusOr<dra::ResourceClaim> claim = dra::DecodeResourceClaim(*raw->json);
+    if (!claim.ok()) return claim.status();
+    if (claim->meta.deletion_timestamp.has_value()) {
+      return absl::FailedPreconditionError(StrCat(Describe(c), ": resourceclaim \"", name, "\" is being deleted"));
+    }
+    if (!c.resource_claim_template_name.empty()) {
+      // A generated claim must be the pod's own (kube-scheduler checks the owner).
+      bool owned = false;
+      for (const OwnerReference& o : claim->meta.owner_references) {
+        owned = owned || (o.kind == "Pod" && o.name == pod.meta.name && (pod.meta.uid.empty() || o.uid == pod.meta.uid));
+      }
+      if (!owned) {
+        return absl::FailedPreconditionError(
+            StrCat(Describe(c), ": resourceclaim \"", name, "\" was not created for the pod"));
+      }
+    }
+    out.push_back(*std::move(claim));
+  }
+  return out;
+}
+
 // The DeviceClass that serves extended resource `resource`, as kube-scheduler's cache resolves
 // it: deviceclass.resource.kubernetes.io/<class> names its class; else, of the classes whose
 // spec.extendedResourceName it is, the newest (the smaller name on a tie). "" when none does.
@@ -138,41 +178,9 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     }
   }
 
-  // The pod's claims, each once.
-  std::set<std::string, std::less<>> seen;
-  for (const PodResourceClaim& c : pod.resource_claims) {
-    std::string name = c.resource_claim_name;
-    if (name.empty()) {
-      if (!c.generated_claim_name.has_value()) {
-        return Status::Unresolvable(
-            StrCat(Describe(c), ": waiting for the resourceclaim controller to create the claim"));
-      }
-      if (c.generated_claim_name->empty()) continue;  // the controller says the pod needs none
-      name = *c.generated_claim_name;
-    }
-    if (!seen.insert(name).second) continue;
-    const RawObject* raw = objects->RawOf(RawKind::kResourceClaim, KeyOf(pod.meta.namespace_, name));
-    if (raw == nullptr) {
-      return Status::Unresolvable(StrCat(Describe(c), ": resourceclaim \"", name, "\" not found"));
-    }
-    absl::StatusOr<dra::ResourceClaim> claim = dra::DecodeResourceClaim(*raw->json);
-    if (!claim.ok()) return Status::Unresolvable(std::string(claim.status().message()));
-    if (claim->meta.deletion_timestamp.has_value()) {
-      return Status::Unresolvable(StrCat(Describe(c), ": resourceclaim \"", name, "\" is being deleted"));
-    }
-    if (!c.resource_claim_template_name.empty()) {
-      // A generated claim must be the pod's own (kube-scheduler checks the owner).
-      bool owned = false;
-      for (const OwnerReference& o : claim->meta.owner_references) {
-        owned = owned || (o.kind == "Pod" && o.name == pod.meta.name && (pod.meta.uid.empty() || o.uid == pod.meta.uid));
-      }
-      if (!owned) {
-        return Status::Unresolvable(
-            StrCat(Describe(c), ": resourceclaim \"", name, "\" was not created for the pod"));
-      }
-    }
-    out.claims.push_back(*std::move(claim));
-  }
+  absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(*objects, pod);
+  if (!resolved.ok()) return Status::Unresolvable(std::string(resolved.status().message()));
+  out.claims = *std::move(resolved);
   if (out.claims.empty() && out.extended.empty()) return Status::Skip();
 
   // Every allocation: the informer's, and ours not seen back yet.
@@ -346,6 +354,73 @@ Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const N
       AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kFit);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(std::string(kReasonCannotAllocate));
+  return Status::Ok();
+}
+
+Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                     const NodeInfo& node) const {
+  const auto* current = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
+  if (current == nullptr || node.node() == nullptr || (*current)->objects == nullptr) return Status::Ok();
+  // A gang's planner adds the member it filters with (its shape's representative) as one more
+  // member: then its own claims count too, as the next member's.
+  const bool itself = other.SameKey(to_schedule);
+  const PodClaims& mine = **current;
+  const ClusterObjects& objects = *mine.objects;
+  PodClaims theirs;
+  theirs.slices = mine.slices;
+  theirs.classes = mine.classes;
+  theirs.allocated = mine.allocated;
+  if (absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(objects, other); resolved.ok()) {
+    std::set<std::string, std::less<>> own;
+    for (const dra::ResourceClaim& c : mine.claims) own.insert(dra::ClaimKey(c));
+    absl::MutexLock lock(&mu_);
+    for (dra::ResourceClaim& c : *resolved) {
+      const std::string key = dra::ClaimKey(c);
+      // Counted already: allocated (in `allocated`), in flight (likewise), shared with this pod,
+      // or added by an earlier member.
+      if (c.allocation.has_value() || in_flight_.contains(key) || (!itself && own.contains(key)) ||
+          mine.added.contains(key)) {
+        continue;
+      }
+      theirs.claims.push_back(std::move(c));
+    }
+  }
+  for (const auto& [resource, amount] : other.requests.scalar) {
+    if (amount <= 0 || !MayBeDraExtendedResource(resource)) continue;
+    if (std::string cls = ClassServing(objects, resource); !cls.empty()) theirs.extended.emplace(resource, std::move(cls));
+  }
+  std::optional<ExtendedClaim> extended = ExtendedClaimOn(theirs, other, *node.node());
+  const std::string extended_key = PendingExtendedKey(other);
+  if (extended.has_value() && mine.added.contains(extended_key)) extended.reset();
+  if (extended.has_value()) {
+    absl::MutexLock lock(&mu_);
+    if (in_flight_.contains(extended_key) || LeftExtendedClaim(objects, other).has_value()) extended.reset();
+  }
+  if (theirs.claims.empty() && !extended.has_value()) return Status::Ok();
+  // Classes the other pod's claims name that this pod's do not.
+  auto need_class = [&](const std::string& name) {
+    if (theirs.classes.contains(name)) return;
+    const RawObject* raw = objects.RawOf(RawKind::kDeviceClass, name);
+    if (raw == nullptr) return;
+    if (absl::StatusOr<dra::DeviceClass> cls = dra::DecodeDeviceClass(*raw->json); cls.ok()) {
+      theirs.classes.emplace(name, *std::move(cls));
+    }
+  };
+  for (const auto& [resource, cls] : theirs.extended) need_class(cls);
+  for (const dra::ResourceClaim& c : theirs.claims) {
+    for (const dra::DeviceRequest& r : c.spec.requests) {
+      if (r.exactly.has_value()) need_class(r.exactly->device_class_name);
+      for (const dra::DeviceSubRequest& sub : r.first_available) need_class(sub.ask.device_class_name);
+    }
+  }
+  absl::StatusOr<dra::AllocationOutcome> out =
+      AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit);
+  if (!out.ok() || !out->fits()) return Status::Ok();  // their own cycle finds out; nothing to count here
+  auto updated = std::make_shared<PodClaims>(mine);
+  for (const dra::AllocationResult& a : out->allocations) updated->allocated.Add(a);
+  for (const dra::ResourceClaim& c : theirs.claims) updated->added.insert(dra::ClaimKey(c));
+  if (extended.has_value()) updated->added.insert(extended_key);
+  state.WriteValue(kName, std::shared_ptr<const PodClaims>(std::move(updated)));
   return Status::Ok();
 }
 

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -64,6 +65,9 @@ struct PodClaims {
   std::vector<dra::ResourceClaim> claims;
   // The pod's extended resources DeviceClasses serve: resource -> class.
   std::map<std::string, std::string, std::less<>> extended;
+  // Claims of other pods this cycle placed beside the pod (AddPod: a gang's members, nominated
+  // pods), their devices in `allocated`.
+  std::set<std::string, std::less<>> added;
 };
 
 // The claim for the pod's extended resources on one node, before it exists.
@@ -95,6 +99,11 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // Slices, classes and claims coming or changing; nodes coming or relabelled.
   uint32_t EventsToRegister() const override { return kResourceChange | kNodeAdd | kNodeUpdate; }
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  // AddPod: the claims of a pod placed beside this one in the cycle (a gang's earlier members, a
+  // pod nominated to the node) are allocated on that node in the cycle's view, so the devices
+  // they need are not counted free for this pod. RemovePod changes nothing: preemption does not
+  // free DRA devices yet.
+  const PreFilterExtensions* Extensions() const override { return &others_; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // The allocator's own reason on the node: the claim, the request and what failed (a selector,
   // devices in use, counters, constraints), for explain.
@@ -167,7 +176,21 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // not decode is the error. Entries of slices gone are dropped.
   absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> Slices(const ClusterObjects& objects);
 
+  class OtherPods final : public PreFilterExtensions {
+   public:
+    explicit OtherPods(const DynamicResources* plugin) : plugin_(plugin) {}
+    Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const override {
+      return plugin_->AddOtherPod(state, to_schedule, other, node);
+    }
+    Status RemovePod(CycleState&, const Pod&, const Pod&, const NodeInfo&) const override { return Status::Ok(); }
+
+   private:
+    const DynamicResources* plugin_;
+  };
+  Status AddOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const;
+
   Handle& handle_;
+  OtherPods others_{this};
   dra::CelDeviceMatcher matcher_;
   dra::KeepWholeDevices keep_whole_;
   mutable absl::Mutex slices_mu_;

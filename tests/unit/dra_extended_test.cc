@@ -8,6 +8,7 @@
 
 #include "harness/core_harness.h"
 #include "scheduler/core/explain.h"
+#include <map>
 #include "nlohmann/json.hpp"
 #include "plugins/dynamic_resources/dynamic_resources.h"
 #include "scheduler/dra/extended_resources.h"
@@ -261,6 +262,50 @@ TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use be
   h.AddPod(gpus_only("one", 1));
   h.RunUntilIdle();
   CHECK(node_of("one") == opened);  // beside "three", not on an idle big node
+}
+
+TEST_CASE("a gang plans its members' DRA devices together: one device per node, one member per node",
+          "[dra][extended][gang]") {
+  testing::CoreHarness h;
+  for (const char* name : {"n1", "n2"}) {
+    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, 1)).ok());
+  }
+  SECTION("members with claims of their own") {
+    REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
+    REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+                               {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
+                               {"spec", {{"minMember", 2}}}})
+                .value());
+    for (const char* name : {"w0", "w1"}) {
+      const std::string claim = StrCat(name, "-gpu");
+      REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, {
+          {"metadata", {{"name", claim}, {"namespace", "team-a"}, {"uid", "c-" + claim}, {"resourceVersion", "1"}}},
+          {"spec", {{"devices", {{"requests", json::array({{{"name", "gpu"}, {"exactly", {
+              {"deviceClassName", "gpu.nvidia.com"}, {"count", 1}}}}})}}}}}}).ok());
+      Pod pod = PodBuilder(name, "team-a").Requests("cpu:1").Build();
+      pod.meta.uid = StrCat("uid-", name);
+      pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
+      pod.resource_claims.push_back({.name = "gpu", .resource_claim_name = claim});
+      h.AddPod(pod);
+    }
+  }
+  SECTION("members asking nvidia.com/gpu served by DRA") {
+    REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+    REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+                               {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
+                               {"spec", {{"minMember", 2}}}})
+                .value());
+    for (const char* name : {"w0", "w1"}) {
+      Pod pod = GpuPod(name, 1);
+      pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
+      h.AddPod(pod);
+    }
+  }
+  h.RunUntilIdle();
+  std::map<std::string, std::string> placed(h.binds().begin(), h.binds().end());
+  REQUIRE(placed.size() == 2);
+  CHECK(placed.at("team-a/w0") != placed.at("team-a/w1"));
 }
 
 TEST_CASE("explain names the claim, the request and the selector that failed on each node", "[dra][extended]") {
