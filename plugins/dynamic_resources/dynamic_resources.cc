@@ -353,7 +353,44 @@ Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const N
   absl::StatusOr<dra::AllocationOutcome> out =
       AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kFit);
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
-  if (!out->fits()) return Status::Unresolvable(std::string(kReasonCannotAllocate));
+  // Resolvable, as in kube-scheduler: devices in use may be freed (preemption: RemovePod).
+  if (!out->fits()) return Status::Unschedulable(std::string(kReasonCannotAllocate));
+  return Status::Ok();
+}
+
+std::vector<dra::ResourceClaim> DynamicResources::AllocatedClaimsOf(const ClusterObjects& objects,
+                                                                    const Pod& other) const {
+  std::vector<dra::ResourceClaim> out;
+  if (absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(objects, other); resolved.ok()) {
+    for (dra::ResourceClaim& c : *resolved) {
+      if (c.allocation.has_value()) out.push_back(std::move(c));
+    }
+  }
+  if (std::optional<dra::ResourceClaim> made = LeftExtendedClaim(objects, other); made && made->allocation) {
+    out.push_back(*std::move(made));
+  }
+  return out;
+}
+
+Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod&, const Pod& other, const NodeInfo&) const {
+  const auto* current = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
+  if (current == nullptr || (*current)->objects == nullptr || other.meta.uid.empty()) return Status::Ok();
+  const PodClaims& mine = **current;
+  auto updated = std::make_shared<PodClaims>(mine);
+  updated->removed_pods.insert(other.meta.uid);
+  std::set<std::string, std::less<>> own;
+  for (const dra::ResourceClaim& c : mine.claims) own.insert(dra::ClaimKey(c));
+  for (const dra::ResourceClaim& c : AllocatedClaimsOf(*mine.objects, other)) {
+    const std::string key = dra::ClaimKey(c);
+    if (own.contains(key) || updated->freed.contains(key) || !ReservedFor(c, other)) continue;
+    const bool all_gone = std::all_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const dra::ConsumerReference& r) {
+      return r.resource == "pods" && updated->removed_pods.contains(r.uid);
+    });
+    if (!all_gone) continue;
+    updated->allocated.Remove(*c.allocation);
+    updated->freed.emplace(key, *c.allocation);
+  }
+  state.WriteValue(kName, std::shared_ptr<const PodClaims>(std::move(updated)));
   return Status::Ok();
 }
 
@@ -361,6 +398,24 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
                                      const NodeInfo& node) const {
   const auto* current = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (current == nullptr || node.node() == nullptr || (*current)->objects == nullptr) return Status::Ok();
+  if ((*current)->removed_pods.contains(other.meta.uid) && !other.meta.uid.empty()) {
+    // A pod taken off comes back (preemption's reprieve): its freed claims hold their devices again.
+    auto updated = std::make_shared<PodClaims>(**current);
+    updated->removed_pods.erase(other.meta.uid);
+    for (auto it = updated->freed.begin(); it != updated->freed.end();) {
+      const RawObject* raw = updated->objects->RawOf(RawKind::kResourceClaim, it->first);
+      absl::StatusOr<dra::ResourceClaim> claim =
+          raw == nullptr ? absl::NotFoundError("gone") : dra::DecodeResourceClaim(*raw->json);
+      if (claim.ok() && ReservedFor(*claim, other)) {
+        updated->allocated.Add(it->second);
+        it = updated->freed.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    state.WriteValue(kName, std::shared_ptr<const PodClaims>(std::move(updated)));
+    return Status::Ok();
+  }
   // A gang's planner adds the member it filters with (its shape's representative) as one more
   // member: then its own claims count too, as the next member's.
   const bool itself = other.SameKey(to_schedule);

@@ -28,8 +28,8 @@
 // left from an earlier attempt (its pod was not bound) is deleted and the pod waits for that.
 // A DRA object that does not decode fails closed: a pod that needs it waits, told the object and
 // the field; an undecodable ResourceSlice or allocated ResourceClaim holds every pod with claims
-// (its devices cannot be counted). Rejections are UnschedulableAndUnresolvable: preemption does
-// not free DRA devices yet.
+// (its devices cannot be counted). "cannot allocate all claims" is resolvable (Unschedulable):
+// preemption frees the devices of its victims' claims (RemovePod); the other rejections are not.
 //
 //   Status st = plugin.PreFilter(state, pod);  // Skip without claims
 #pragma once
@@ -68,6 +68,10 @@ struct PodClaims {
   // Claims of other pods this cycle placed beside the pod (AddPod: a gang's members, nominated
   // pods), their devices in `allocated`.
   std::set<std::string, std::less<>> added;
+  // Pods this cycle took off their nodes (RemovePod: preemption's victims), by UID, and their
+  // allocated claims whose devices that freed (every pod the claim is reserved for is removed).
+  std::set<std::string, std::less<>> removed_pods;
+  std::map<std::string, dra::AllocationResult, std::less<>> freed;
 };
 
 // The claim for the pod's extended resources on one node, before it exists.
@@ -101,8 +105,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   Status PreFilter(CycleState& state, const Pod& pod) override;
   // AddPod: the claims of a pod placed beside this one in the cycle (a gang's earlier members, a
   // pod nominated to the node) are allocated on that node in the cycle's view, so the devices
-  // they need are not counted free for this pod. RemovePod changes nothing: preemption does not
-  // free DRA devices yet.
+  // they need are not counted free for this pod; a pod RemovePod took off comes back with its
+  // devices. RemovePod (preemption's victims): an allocated claim whose every consumer is
+  // removed frees its devices in the cycle's view, so preemption frees DRA devices.
   const PreFilterExtensions* Extensions() const override { return &others_; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // The allocator's own reason on the node: the claim, the request and what failed (a selector,
@@ -182,12 +187,18 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
     Status AddPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const override {
       return plugin_->AddOtherPod(state, to_schedule, other, node);
     }
-    Status RemovePod(CycleState&, const Pod&, const Pod&, const NodeInfo&) const override { return Status::Ok(); }
+    Status RemovePod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const override {
+      return plugin_->RemoveOtherPod(state, to_schedule, other, node);
+    }
 
    private:
     const DynamicResources* plugin_;
   };
   Status AddOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const;
+  Status RemoveOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const;
+  // The other pod's claims that are allocated: those it names, and the one made for its
+  // extended resources.
+  std::vector<dra::ResourceClaim> AllocatedClaimsOf(const ClusterObjects& objects, const Pod& other) const;
 
   Handle& handle_;
   OtherPods others_{this};

@@ -111,4 +111,17 @@ void AllocatedDevices::Add(const AllocationResult& allocation) {
   }
 }
 
+void AllocatedDevices::Remove(const AllocationResult& allocation) {
+  for (const DeviceResult& result : allocation.devices) {
+    if (result.admin_access) continue;
+    if (result.share_id.empty()) {
+      exclusive.erase(result.device);
+      continue;
+    }
+    auto it = shared.find(result.device);
+    if (it == shared.end()) continue;
+    for (const auto& [name, amount] : result.consumed_capacity) it->second[name] -= amount;
+  }
+}
+
 }  // namespace tessel::dra

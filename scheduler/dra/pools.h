@@ -61,6 +61,9 @@ struct AllocatedDevices {
   std::set<DeviceId> exclusive;
   std::map<DeviceId, Amounts> shared;  // device -> the capacity its shares consume in total
   void Add(const AllocationResult& allocation);
+  // Takes back what Add added: an exclusive device is free again; a share gives back the capacity
+  // it consumed, but its device stays held (other shares may remain).
+  void Remove(const AllocationResult& allocation);
   bool Holds(const DeviceId& id) const { return exclusive.contains(id) || shared.contains(id); }
 };
 

@@ -28,6 +28,8 @@
 #     the pod's status.extendedResourceClaimStatus names it and maps the container to its request.
 #     A pod asking 2 waits ("cannot allocate all claims"); once the first pod is deleted its claim
 #     goes with it (garbage collector) and the second pod gets both devices.
+#   - Preemption frees DRA devices: a pod of a higher PriorityClass asking nvidia.com/gpu: 1 evicts
+#     the pod holding both devices of dra-a and runs there once its claim is released.
 source "$(dirname "$0")/lib.sh"
 it_begin dra
 
@@ -43,6 +45,7 @@ cleanup_cluster_scoped() {
   kubectl delete deviceclass "$CLASS-ext" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-a" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete deviceclass "$CLASS-part" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete priorityclass "$NS-urgent" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-c-counters" "$NS-dra-c-devices" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_cluster_scoped
@@ -372,6 +375,32 @@ it_wait 90 "plain-two bound once both devices are free" it_bound plain-two
 [[ $(node_of plain-two) == dra-a ]] || fail "plain-two is on $(node_of plain-two)"
 devices=$(kubectl get resourceclaim -n "$NS" "$(ext_claim plain-two)" -o 'jsonpath={.status.allocation.devices.results[*].device}')
 [[ $devices == "gpu-0 gpu-1" || $devices == "gpu-1 gpu-0" ]] || fail "plain-two's claim holds '$devices', not both devices"
+
+# ---- preemption frees a victim's DRA devices ---------------------------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $NS-urgent}
+value: 100000
+YAML
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: $NS}
+spec:
+  schedulerName: tessel
+  priorityClassName: $NS-urgent
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {tessel-it: $IT_NAME}
+  containers:
+  - name: main
+    image: busybox
+    resources: {limits: {nvidia.com/gpu: "1"}}
+YAML
+gone() { ! kubectl get pod -n "$NS" "$1" >/dev/null 2>&1; }
+it_wait 60 "plain-two (priority 0, holding both DRA devices) evicted for urgent" gone plain-two
+it_wait 90 "urgent bound once plain-two's claim is released" it_bound urgent
+[[ $(node_of urgent) == dra-a ]] || fail "urgent is on $(node_of urgent)"
 
 it_stop_scheduler main
 exit 0

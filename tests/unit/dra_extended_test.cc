@@ -308,6 +308,51 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
   CHECK(placed.at("team-a/w0") != placed.at("team-a/w1"));
 }
 
+TEST_CASE("preemption frees a victim's DRA devices, not a claim another running pod still holds",
+          "[dra][extended][preemption]") {
+  testing::CoreHarness h;
+  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 1)).ok());
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
+  auto claim = [&](const std::string& name, json status) {
+    json c = {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "c-" + name}, {"resourceVersion", "1"}}},
+              {"spec", {{"devices", {{"requests", json::array({{{"name", "gpu"}, {"exactly", {
+                  {"deviceClassName", "gpu.nvidia.com"}, {"count", 1}}}}})}}}}}};
+    if (!status.is_null()) c["status"] = std::move(status);
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, c).ok());
+  };
+  auto pod = [&](const std::string& name, const std::string& claim_name, int32_t priority, std::string node) {
+    Pod p = PodBuilder(name, "team-a").Requests("cpu:1").Priority(priority).Node(std::move(node)).Build();
+    p.meta.uid = "uid-" + name;
+    p.resource_claims.push_back({.name = "gpu", .resource_claim_name = claim_name});
+    h.AddPod(p);
+  };
+  auto held_by = [](std::vector<std::string> pods) {
+    json reserved = json::array();
+    for (const std::string& p : pods) reserved.push_back({{"resource", "pods"}, {"name", p}, {"uid", "uid-" + p}});
+    return json{{"allocation", {{"devices", {{"results", json::array({{{"request", "gpu"}, {"driver", "gpu.nvidia.com"},
+                                                                        {"pool", "n1"}, {"device", "gpu-0"}}})}}}}},
+                {"reservedFor", reserved}};
+  };
+  claim("wanted", nullptr);
+  SECTION("the low-priority holder of the only device is evicted for the high-priority pod") {
+    claim("held", held_by({"low"}));
+    pod("low", "held", 0, "n1");
+    pod("high", "wanted", 1000, "");
+    h.RunUntilIdle();
+    CHECK(h.api.evictions == std::vector<std::string>{"team-a/low"});
+    CHECK(h.s->NominatedNodeOf("team-a/high") == "n1");
+  }
+  SECTION("a claim shared with a pod of higher priority stays: nothing is evicted") {
+    claim("held", held_by({"low", "keeper"}));
+    pod("low", "held", 0, "n1");
+    pod("keeper", "held", 2000, "n1");
+    pod("high", "wanted", 1000, "");
+    h.RunUntilIdle();
+    CHECK(h.api.evictions.empty());
+  }
+}
+
 TEST_CASE("explain names the claim, the request and the selector that failed on each node", "[dra][extended]") {
   DraNodes c;
   REQUIRE(c.h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());

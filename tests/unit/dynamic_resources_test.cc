@@ -150,7 +150,7 @@ TEST_CASE("DynamicResources filters nodes by what the allocator finds there", "[
   REQUIRE(plugin.PreFilter(state, two).ok());
   CHECK(plugin.Filter(state, two, n1).ok());
   Status st = plugin.Filter(state, two, n2);
-  CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
+  CHECK(st.code() == Code::kUnschedulable);  // resolvable: preemption may free devices
   CHECK(st.reasons() == std::vector<std::string>{"cannot allocate all claims"});
 
   const Pod three = ClaimPod("b", json::parse(R"([{"name": "gpu", "resourceClaimName": "three"}])"));
