@@ -23,7 +23,8 @@ struct QuotaCycle {
   QuotaTracker tracker;  // usage the cycle sees now (preemption removes victims from it)
   // Every queue's decayed usage when the cycle began (args.usageHalfLifeSeconds), else none.
   std::optional<QuotaTracker> decayed;
-  Resources request;     // the pod's charge without GPUs
+  Resources request;     // the pod's charge without GPUs (with what its DRA claims charge)
+  int64_t dra_gpu_milli = 0;  // the nvidia.com/gpu its DRA claims charge (dra_charge.h)
   gpu::GpuRequest gpu;
   std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
@@ -52,7 +53,7 @@ struct QuotaCycle {
 
   Resources ChargeFor(int64_t gpu_milli) const {
     Resources r = request;
-    r.Set(kNvidiaGpu, gpu_milli);
+    r.Set(kNvidiaGpu, gpu_milli + dra_gpu_milli);
     return r;
   }
   int64_t GpuMilliOn(const NodeInfo& node) const {
@@ -245,6 +246,9 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
   cycle.request.Set(kNvidiaGpuShared, 0);
+  (void)cycle.request.Add(pod.dra_charge);
+  cycle.dra_gpu_milli = pod.dra_charge.Get(kNvidiaGpu);
+  cycle.request.Set(kNvidiaGpu, 0);
   cycle.gpu = gpu::ReadGpuRequest(pod);
   cycle.tolerations = pod.tolerations;
   // The charges the pod may make: one per kind of node (its flavors, and the GPU amount: a

@@ -170,6 +170,8 @@ struct Pod {
   // Effective requests: max(sum(containers) + sum(sidecars), any init container + the sidecars
   // started before it) + overhead, with pods = 1. Filled by ComputePodRequests().
   Resources requests;
+  // What its own DRA claims charge its queue (scheduler/state/dra_charge.h); set by the core.
+  Resources dra_charge;
 
   std::string Key() const { return meta.namespace_ + "/" + meta.name; }
   // Key() == key, without building the key.

@@ -8,6 +8,7 @@
 #include "scheduler/api/decode.h"
 #include "scheduler/api/uid.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/state/dra_charge.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -20,6 +21,7 @@ void Scheduler::OnPodUpdate(Pod pod) { OnPodObserved(std::move(pod)); }
 
 void Scheduler::OnPodObserved(Pod pod) {
   priority_classes_.Resolve(pod);
+  if (!pod.resource_claims.empty()) pod.dra_charge = DraChargeOf(pod, *objects_.view());
   const std::string key = pod.Key();
   const std::string uid = pod.meta.uid;
   std::optional<Cache::HeldPod> held = cache_->Held(key);
@@ -76,6 +78,14 @@ void Scheduler::OnPodObserved(Pod pod) {
   }
   if (queue_->Add(std::move(ref)) == SchedulingQueue::AddResult::kQueued) {
     queue_->OnClusterEvent(kUnassignedPodAdd);
+  }
+}
+
+void Scheduler::RechargePendingClaims() {
+  const std::shared_ptr<const ClusterObjects> objects = objects_.view();
+  for (const PodRef& p : PendingPods()) {
+    if (p->resource_claims.empty() || DraChargeOf(*p, *objects) == p->dra_charge) continue;
+    OnPodObserved(*p);  // computes the charge again on the way in
   }
 }
 

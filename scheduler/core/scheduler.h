@@ -183,13 +183,19 @@ class Scheduler final : public Handle {
   // A Dynamic Resource Allocation object (ResourceSlice, DeviceClass, ResourceClaim), kept as
   // JSON for the DynamicResources plugin (kResourceChange). An error names the kind and field
   // when the object has no name; the store is then unchanged.
+  // A claim or class that changes may change what pending pods' claims charge their queues
+  // (dra_charge.h): they are charged again.
   absl::Status OnRawObject(RawKind kind, const nlohmann::json& object) {
     absl::Status st = objects_.PutRaw(kind, object);
-    if (st.ok()) queue_->OnClusterEvent(kResourceChange);
+    if (st.ok()) {
+      if (kind != RawKind::kResourceSlice) RechargePendingClaims();
+      queue_->OnClusterEvent(kResourceChange);
+    }
     return st;
   }
   void OnRawObjectDelete(RawKind kind, std::string_view key) {
     objects_.DeleteRaw(kind, key);
+    if (kind != RawKind::kResourceSlice) RechargePendingClaims();
     queue_->OnClusterEvent(kResourceChange);
   }
   // A gang object (PodGroup, Workload, v1alpha2 PodGroup, Job) was added or changed (decoded at
@@ -298,6 +304,8 @@ class Scheduler final : public Handle {
 
   // --- Event handlers (event_handlers.cc). ---
   void OnPodObserved(Pod pod);
+  // Pending pods with DRA claims whose charge (dra_charge.h) changed are observed again with it.
+  void RechargePendingClaims();
   // Ends a pod's life in the scheduler: out of the queue, Permit and the cache; in flight, it is
   // marked ended so that nothing requeues it.
   void EndPod(const std::string& key, const std::string& uid);

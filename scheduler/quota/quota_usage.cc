@@ -50,6 +50,7 @@ Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory) {
   Resources charge = pod.requests;
   charge.Set(kNvidiaGpuShared, 0);
   charge.Set(kNvidiaGpu, gpu::HeldGpuMilli(gpu::ReadGpuRequest(pod), inventory));
+  (void)charge.Add(pod.dra_charge);  // devices its DRA claims take (dra_charge.h)
   return charge;
 }
 

@@ -3,7 +3,8 @@
 //
 // A pod charges its requests, with nvidia.com/gpu and nvidia.com/gpu.shared replaced by the
 // physical-GPU milli it holds where it runs (scheduler/gpu: a whole GPU 1000, a fraction its
-// milli, one of R time-slicing replicas 1000/R). Every pod placed on a node (bound or assumed,
+// milli, one of R time-slicing replicas 1000/R), plus the devices its DRA claims take
+// (Pod::dra_charge, scheduler/state/dra_charge.h). Every pod placed on a node (bound or assumed,
 // whoever scheduled it) that maps to a queue is charged; finished pods are not on nodes.
 //
 //   QueueUsage usage;

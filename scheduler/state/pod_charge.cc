@@ -1,6 +1,7 @@
 // The charge record of a bound pod and the rules that keep it (pod_charge.h).
 #include "scheduler/state/pod_charge.h"
 
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/device_list.h"
 #include "scheduler/gpu/gpu_devices.h"
@@ -30,6 +31,27 @@ void TakeGpuInputs(const StringMap& from, Pod& to) {
 
 }  // namespace
 
+std::string FormatDraCharge(const Resources& charge) {
+  std::string out;
+  for (const auto& [name, amount] : charge.Entries()) {
+    StrAppend(&out, out.empty() ? "" : ",", name, "=", FormatResourceQuantity(name, amount));
+  }
+  return out;
+}
+
+absl::StatusOr<Resources> ParseDraCharge(std::string_view text) {
+  Resources out;
+  for (absl::string_view item : absl::StrSplit(absl::string_view(text.data(), text.size()), ',', absl::SkipEmpty())) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) return absl::InvalidArgumentError(StrCat("\"", item, "\" is not name=quantity"));
+    const std::string name(item.substr(0, eq));
+    absl::StatusOr<int64_t> amount = ParseResourceQuantity(name, std::string(item.substr(eq + 1)));
+    if (!amount.ok()) return amount.status();
+    out.Set(name, *amount);
+  }
+  return out;
+}
+
 std::string ChargeRecord(const Pod& pod, const StringMap& binding) {
   nlohmann::json record = nlohmann::json::object();
   for (std::string_view key : kChargeAnnotations) {
@@ -40,6 +62,7 @@ std::string ChargeRecord(const Pod& pod, const StringMap& binding) {
     }
   }
   if (const std::string* queue = Find(pod.meta.labels, kChargeQueueLabel)) record[std::string(kChargeQueueLabel)] = *queue;
+  if (!pod.dra_charge.IsZero()) record[std::string(kDraChargeKey)] = FormatDraCharge(pod.dra_charge);
   return record.dump();
 }
 
@@ -48,6 +71,7 @@ void KeepCharge(const Pod& held, Pod& update) {
   SetOrErase(update.meta.labels, kChargeQueueLabel, Find(held.meta.labels, kChargeQueueLabel));
   SetOrErase(update.meta.annotations, kChargeAnnotation, Find(held.meta.annotations, kChargeAnnotation));
   update.gpu_devices = held.gpu_devices;
+  update.dra_charge = held.dra_charge;
 }
 
 void RestoreCharge(Pod& pod) {
@@ -63,6 +87,12 @@ void RestoreCharge(Pod& pod) {
   for (const auto& [key, value] : record.items()) {
     if (!value.is_string()) return refuse(StrCat("the value of \"", key, "\" is not a string"));
     recorded[key] = value.get<std::string>();
+  }
+  if (const std::string* dra = Find(recorded, kDraChargeKey)) {
+    absl::StatusOr<Resources> charge = ParseDraCharge(*dra);
+    if (!charge.ok()) return refuse(StrCat("\"", kDraChargeKey, "\": ", charge.status().message()));
+    pod.dra_charge = *std::move(charge);
+    recorded.erase(std::string(kDraChargeKey));
   }
   Pod as_recorded = pod;
   TakeGpuInputs(recorded, as_recorded);

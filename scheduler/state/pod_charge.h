@@ -1,7 +1,9 @@
 // What a bound pod is charged is decided when it is bound, and later edits of the pod cannot
 // lower it (a namespace editor may annotate their own pods). The charge's inputs are a few
 // annotations and labels: the GPU fraction (tessel.io/gpu-milli), the sharing and memory hints,
-// the devices chosen (tessel.io/gpu-devices) and the queue label (tessel.io/queue).
+// the devices chosen (tessel.io/gpu-devices), the queue label (tessel.io/queue), and what the
+// pod's DRA claims charge (Pod::dra_charge, dra_charge.h; kept in the record as
+// tessel.io/dra-charge).
 //
 //   - At bind, the scheduler records them in the Binding's annotation tessel.io/charge (the API
 //     server copies it onto the pod with the bind): ChargeRecord.
@@ -23,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "scheduler/api/objects.h"
 
 namespace tessel {
@@ -35,13 +38,19 @@ inline constexpr std::string_view kChargeQueueLabel = "tessel.io/queue";
 inline constexpr std::array<std::string_view, 4> kChargeAnnotations = {
     "tessel.io/gpu-milli", "tessel.io/gpu-sharing", "tessel.io/gpu-memory", "tessel.io/gpu-devices"};
 
+// The key of the charge record that holds what the pod's DRA claims charge (Pod::dra_charge,
+// dra_charge.h), as "resource=quantity,..." (e.g. "nvidia.com/gpu=2").
+inline constexpr std::string_view kDraChargeKey = "tessel.io/dra-charge";
+std::string FormatDraCharge(const Resources& charge);
+absl::StatusOr<Resources> ParseDraCharge(std::string_view text);
+
 // The record of `pod`'s charge inputs as it is bound, with `binding` (the annotations the bind
 // adds, e.g. the devices chosen) over the pod's own: a JSON object of the keys present, by
 // their full names, e.g. {"tessel.io/gpu-milli":"900","tessel.io/queue":"team-a"}.
 std::string ChargeRecord(const Pod& pod, const StringMap& binding);
 
 // `update` is a later copy of the bound pod `held`: it takes `held`'s charge inputs (present or
-// absent alike), its device choice and its record.
+// absent alike), its device choice, its DRA charge and its record.
 void KeepCharge(const Pod& held, Pod& update);
 
 // A bound pod seen for the first time: charged from its tessel.io/charge record where that
