@@ -30,6 +30,9 @@
 #     goes with it (garbage collector) and the second pod gets both devices.
 #   - Preemption frees DRA devices: a pod of a higher PriorityClass asking nvidia.com/gpu: 1 evicts
 #     the pod holding both devices of dra-a and runs there once its claim is released.
+#   - Quota counts claimed devices: with a Queue of 1 GPU held by that pod, a pod whose own claim
+#     asks a device of the class serving nvidia.com/gpu waits with reason QuotaExceeded while a
+#     device is free, and is placed once the quota is 2.
 source "$(dirname "$0")/lib.sh"
 it_begin dra
 
@@ -46,6 +49,7 @@ cleanup_cluster_scoped() {
   kubectl delete resourceslice "$NS-dra-a" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete deviceclass "$CLASS-part" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete priorityclass "$NS-urgent" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete queues.tessel.io "$NS-team" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete resourceslice "$NS-dra-c-counters" "$NS-dra-c-devices" --ignore-not-found >/dev/null 2>&1 || true
 }
 cleanup_cluster_scoped
@@ -401,6 +405,39 @@ gone() { ! kubectl get pod -n "$NS" "$1" >/dev/null 2>&1; }
 it_wait 60 "plain-two (priority 0, holding both DRA devices) evicted for urgent" gone plain-two
 it_wait 90 "urgent bound once plain-two's claim is released" it_bound urgent
 [[ $(node_of urgent) == dra-a ]] || fail "urgent is on $(node_of urgent)"
+
+# ---- quota counts the devices claims take ---------------------------------------------------------------
+# A queue of 1 GPU for the namespace: `urgent` holds it (nvidia.com/gpu served by DRA); a pod whose
+# own claim asks one device of the class that serves nvidia.com/gpu waits on quota while a device
+# is free, and is placed once the quota is 2.
+kubectl apply -f "$TESSEL_ROOT/manifests/crds/queues.yaml" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd/queues.tessel.io >/dev/null || fail "Queue CRD not established"
+team_queue() {
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: tessel.io/v1alpha1
+kind: Queue
+metadata: {name: $NS-team}
+spec:
+  namespaces: [$NS]
+  nominalQuota: {nvidia.com/gpu: "$1"}
+YAML
+}
+team_queue 1
+queue_usage() { kubectl get queues.tessel.io "$NS-team" -o 'jsonpath={.status.usage.nvidia\.com/gpu}'; }
+it_wait 60 "the scheduler counts urgent's GPU in the queue" eval '[[ $(queue_usage) == 1 ]]'
+python3 - "$NS" "$CLASS-ext" <<'EOF' | kubectl apply -f - >/dev/null
+import json, sys
+ns, cls = sys.argv[1:3]
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "quota-gpu", "namespace": ns},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls, "count": 1}}]}}}))
+EOF
+pod by-claim quota-gpu
+scheduled_reason() { kubectl get pod -n "$NS" "$1" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}'; }
+it_wait 60 "by-claim waits on its queue's quota" eval '[[ $(scheduled_reason by-claim) == QuotaExceeded ]]'
+[[ -z $(node_of by-claim) ]] || fail "by-claim was bound past its queue's 1 GPU"
+team_queue 2
+it_wait 60 "by-claim bound once the quota is 2" it_bound by-claim
+[[ $(node_of by-claim) == dra-a ]] || fail "by-claim is on $(node_of by-claim)"
 
 it_stop_scheduler main
 exit 0
