@@ -223,10 +223,15 @@ absl::StatusOr<Response> KubeClient::Once(Handle& handle, const Request& request
     return absl::FailedPreconditionError(StrCat(request.method, " ", request.path,
                                                 ": not sent: this replica may not write"));
   };
+  // A watch's `cancel`, or the request's own, ends the wait too.
+  const std::atomic<bool>* stop = cancel != nullptr ? cancel : request.cancel;
   for (absl::Duration wait = limiter_.Reserve(absl::Now()); wait > absl::ZeroDuration();) {
     const absl::Duration slice = std::min(wait, absl::Milliseconds(100));
     absl::SleepFor(slice);
     wait -= slice;
+    if (stop != nullptr && stop->load()) {
+      return absl::AbortedError(StrCat(request.method, " ", request.path, ": not sent: cancelled"));
+    }
     if (request.write_budget && wait > absl::ZeroDuration()) {
       if (absl::StatusOr<absl::Duration> left = budget(); !left.ok()) return left.status();
     }

@@ -64,6 +64,10 @@ struct Request {
   // request unsent, with that error's message and code Aborted (e.g. a bind whose node was
   // deleted while the bind waited for its token).
   std::function<absl::Status()> precondition;
+  // For reads a shutdown stops (an informer's list): when it turns true, a request still waiting
+  // for its rate-limiter token ends unsent (Aborted) instead of sleeping out the wait, so that a
+  // scheduler with a small QPS budget exits promptly on SIGTERM.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct Response {

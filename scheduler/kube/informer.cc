@@ -155,7 +155,8 @@ absl::Status Informer::List() {
   auto fetch = [this](const std::string& token) {
     return client_->Do({.path = Query({{"limit", std::to_string(options_.page_size)},
                                        {"continue", token}}),
-                        .timeout = absl::Seconds(60)});
+                        .timeout = absl::Seconds(60),
+                        .cancel = &stop_});
   };
   absl::StatusOr<Response> resp = fetch(continue_token);
   for (;;) {

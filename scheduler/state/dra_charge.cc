@@ -5,6 +5,7 @@
 #include <set>
 
 #include "nlohmann/json.hpp"
+#include "scheduler/state/raw_json.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -12,21 +13,13 @@ namespace {
 
 using nlohmann::json;
 
-const json& Field(const json& object, const char* name) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(name);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string StringOf(const json& j) { return j.is_string() ? j.get<std::string>() : std::string(); }
 
 bool True(const json& j) { return j.is_boolean() && j.get<bool>(); }
 
 // The resource a device of `cls` counts as.
 std::string ResourceOf(const ClusterObjects& objects, const std::string& cls) {
   if (const RawObject* raw = objects.RawOf(RawKind::kDeviceClass, cls)) {
-    std::string named = StringOf(Field(Field(*raw->json, "spec"), "extendedResourceName"));
+    std::string named = RawString(RawField(RawField(*raw->json, "spec"), "extendedResourceName"));
     if (!named.empty()) return named;
   }
   return StrCat("deviceclass.resource.kubernetes.io/", cls);
@@ -34,10 +27,10 @@ std::string ResourceOf(const ClusterObjects& objects, const std::string& cls) {
 
 // What one ask (an `exactly` request or a subrequest) charges: (class, devices).
 std::pair<std::string, int64_t> AskCharge(const json& ask, int64_t allocated) {
-  const std::string cls = StringOf(Field(ask, "deviceClassName"));
-  if (True(Field(ask, "adminAccess"))) return {cls, 0};
-  if (StringOf(Field(ask, "allocationMode")) == "All") return {cls, allocated > 0 ? allocated : 1};
-  const json& count = Field(ask, "count");
+  const std::string cls = RawString(RawField(ask, "deviceClassName"));
+  if (True(RawField(ask, "adminAccess"))) return {cls, 0};
+  if (RawString(RawField(ask, "allocationMode")) == "All") return {cls, allocated > 0 ? allocated : 1};
+  const json& count = RawField(ask, "count");
   return {cls, count.is_number_integer() ? count.get<int64_t>() : 1};
 }
 
@@ -54,23 +47,23 @@ Resources DraChargeOf(const Pod& pod, const ClusterObjects& objects) {
     if (raw == nullptr) continue;
     // Devices allocated per request name ("req" or "req/sub").
     std::map<std::string, int64_t> allocated;
-    const json& results = Field(Field(Field(Field(*raw->json, "status"), "allocation"), "devices"), "results");
+    const json& results = RawField(RawField(RawField(RawField(*raw->json, "status"), "allocation"), "devices"), "results");
     if (results.is_array()) {
-      for (const json& r : results) ++allocated[StringOf(Field(r, "request"))];
+      for (const json& r : results) ++allocated[RawString(RawField(r, "request"))];
     }
-    const json& requests = Field(Field(Field(*raw->json, "spec"), "devices"), "requests");
+    const json& requests = RawField(RawField(RawField(*raw->json, "spec"), "devices"), "requests");
     if (!requests.is_array()) continue;
     for (const json& request : requests) {
-      const std::string rname = StringOf(Field(request, "name"));
+      const std::string rname = RawString(RawField(request, "name"));
       std::pair<std::string, int64_t> charge;
-      if (const json& exactly = Field(request, "exactly"); exactly.is_object()) {
+      if (const json& exactly = RawField(request, "exactly"); exactly.is_object()) {
         charge = AskCharge(exactly, allocated[rname]);
-      } else if (const json& list = Field(request, "firstAvailable"); list.is_array() && !list.empty()) {
+      } else if (const json& list = RawField(request, "firstAvailable"); list.is_array() && !list.empty()) {
         const json* chosen = &list.front();
         for (const json& sub : list) {
-          if (allocated.contains(StrCat(rname, "/", StringOf(Field(sub, "name"))))) chosen = &sub;
+          if (allocated.contains(StrCat(rname, "/", RawString(RawField(sub, "name"))))) chosen = &sub;
         }
-        charge = AskCharge(*chosen, allocated[StrCat(rname, "/", StringOf(Field(*chosen, "name")))]);
+        charge = AskCharge(*chosen, allocated[StrCat(rname, "/", RawString(RawField(*chosen, "name")))]);
       }
       if (charge.first.empty() || charge.second <= 0) continue;
       const std::string resource = ResourceOf(objects, charge.first);
