@@ -7,6 +7,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/dra/decode.h"
 #include "scheduler/framework/dra_extended.h"
+#include "scheduler/framework/dra_gpu_units.h"
 #include "scheduler/state/cluster_objects.h"
 #include "scheduler/state/node_info.h"
 #include "scheduler/util/strings.h"
@@ -254,6 +255,7 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
   out.slices = *std::move(slices);
   if (!out.extended.empty()) state.WriteValue(kDraExtendedStateKey, DraExtendedResources{.class_of = out.extended});
   state.WriteValue(kName, std::make_shared<const PodClaims>(std::move(out)));
+  state.WriteValue(kDraGpuUnitsStateKey, static_cast<const DraGpuUnits*>(this));
   return Status::Ok();
 }
 
@@ -311,7 +313,8 @@ std::optional<ExtendedClaim> DynamicResources::ExtendedClaimOn(const PodClaims& 
 absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodClaims& claims,
                                                                     const ExtendedClaim* extended,
                                                                     const Node& node, Purpose purpose,
-                                                                    dra::NodeDevices* gathered) const {
+                                                                    dra::NodeDevices* gathered,
+                                                                    const dra::DeviceChoice* choice) const {
   std::vector<const dra::ResourceSlice*> slices;
   slices.reserve(claims.slices.size());
   for (const auto& s : claims.slices) slices.push_back(s.get());
@@ -323,7 +326,7 @@ absl::StatusOr<dra::AllocationOutcome> DynamicResources::AllocateOn(const PodCla
   if (extended != nullptr) pointers.push_back(&extended->claim);
   dra::AllocatorOptions options{.matcher = &matcher_};
   if (purpose != Purpose::kFit) {
-    options.choice = &keep_whole_;
+    options.choice = choice != nullptr ? choice : &keep_whole_;
     options.max_alternatives = kAlternatives;
   }
   // Share IDs are made for the allocation kept.
@@ -495,7 +498,38 @@ std::string DynamicResources::ExplainRejection(const CycleState& state, const Po
 }
 
 Status DynamicResources::PreScore(CycleState& state, const Pod&, const std::vector<const NodeInfo*>&) {
-  return state.ReadValue<std::shared_ptr<const PodClaims>>(kName) == nullptr ? Status::Skip() : Status::Ok();
+  // With a GPU policy's workload in the state, the policy scores the pod's DRA units (UnitsOn).
+  const bool claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName) != nullptr;
+  return claims && GpuWorkloadOf(state) == nullptr ? Status::Ok() : Status::Skip();
+}
+
+DynamicResources::NodeChoice::NodeChoice(const CycleState& state, const Pod& pod, const NodeInfo& info,
+                                         const dra::DeviceChoice& fallback)
+    : NodeChoice(GpuWorkloadOf(state), pod, info, fallback) {}
+
+DynamicResources::NodeChoice::NodeChoice(const gpu::FragModel* workload, const Pod& pod, const NodeInfo& info,
+                                         const dra::DeviceChoice& fallback)
+    : choice_(&fallback) {
+  if (workload == nullptr) return;
+  gpu::NodeShape node;  // the node outside its units: its CPU after the pod; no GPU model named
+  node.cpu_free = info.FreeMilliCpu() - pod.requests.milli_cpu;
+  fgd_.emplace(*workload, node);
+  choice_ = &*fgd_;
+}
+
+std::optional<GpuUnitsOnNode> DynamicResources::UnitsOn(const CycleState& state, const Pod& pod, const NodeInfo& info,
+                                                        const gpu::FragModel& workload) const {
+  const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
+  if (claims == nullptr || info.node() == nullptr) return std::nullopt;
+  const std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info.node());
+  if ((*claims)->claims.empty() && !extended.has_value()) return std::nullopt;
+  const NodeChoice choice(&workload, pod, info, keep_whole_);
+  dra::NodeDevices devices;
+  absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(
+      **claims, extended.has_value() ? &*extended : nullptr, *info.node(), Purpose::kChoose, &devices, choice.get());
+  if (!out.ok() || !out->fits()) return std::nullopt;
+  return GpuUnitsOnNode{.before = dra::UnitFreeMilli(devices, (*claims)->allocated, {}),
+                        .after = dra::UnitFreeMilli(devices, (*claims)->allocated, out->picks)};
 }
 
 NodeLocalPlugin::ScoreUse DynamicResources::AppendScoreKey(const CycleState& state, const Pod&, std::string&) const {
@@ -523,8 +557,9 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
   }
   std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info->node());
   if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();
-  absl::StatusOr<dra::AllocationOutcome> out =
-      AllocateOn(**claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve);
+  const NodeChoice choice(state, pod, *info, keep_whole_);
+  absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(
+      **claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve, nullptr, choice.get());
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(StrCat(kReasonCannotAllocate, ": ", out->reason));
   Reservation r;

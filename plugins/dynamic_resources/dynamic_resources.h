@@ -10,9 +10,15 @@
 //   - Filter runs the allocator (scheduler/dra/allocator.h) on the node: the claims' requests
 //     must all be satisfied there, else "cannot allocate all claims"; a claim allocated already
 //     to devices the node cannot use: "resourceclaim not available on the node".
-//   - Score (PreScore skips pods without claims) packs: dra::PackingScore of the allocation the
-//     node would get, chosen among several by dra::KeepWholeDevices (whole partitionable GPUs
-//     and whole devices kept), as Reserve chooses it.
+//   - Device choice and scores follow the GPU policy (scheduler/framework/dra_gpu_units.h): with
+//     FGD or Tessel in the profile, Score and Reserve choose among up to 16 allocations the one
+//     that leaves the node's GPU units (each partitionable GPU, each device without partitions)
+//     the least expected fragmentation under the policy's target workload
+//     (dra::LeastFragmentation), and the policy scores DRA nodes by the same gradient as
+//     device-plugin nodes (UnitsOn), so a pod either kind could serve is placed in one cluster;
+//     this plugin's PreScore then skips. Without such a policy, Score packs: dra::PackingScore
+//     of the allocation the node would get, chosen by dra::KeepWholeDevices (whole
+//     partitionable GPUs and whole devices kept), as Reserve chooses it.
 //   - Reserve allocates on the chosen node and records the allocation in memory, so the next
 //     pods see its devices taken; Unreserve forgets it (and undoes a status write PreBind made).
 //   - PreBind writes each claim's status (ClusterApi::WriteResourceClaimStatus): the new
@@ -45,6 +51,7 @@
 #include "scheduler/dra/allocator.h"
 #include "scheduler/dra/cel_matcher.h"
 #include "scheduler/dra/extended_resources.h"
+#include "scheduler/framework/dra_gpu_units.h"
 #include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 
@@ -94,7 +101,7 @@ struct Reservation {
 
 class DynamicResources final : public PreFilterPlugin, public FilterPlugin, public PreScorePlugin,
                                public ScorePlugin, public ReservePlugin, public PreBindPlugin,
-                               public NodeLocalPlugin, public ExplainingFilterPlugin {
+                               public NodeLocalPlugin, public ExplainingFilterPlugin, public DraGpuUnits {
  public:
   static constexpr std::string_view kName = "DynamicResources";
   static absl::StatusOr<std::unique_ptr<DynamicResources>> New(Handle& handle);  // takes no args
@@ -113,7 +120,8 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // The allocator's own reason on the node: the claim, the request and what failed (a selector,
   // devices in use, counters, constraints), for explain.
   std::string ExplainRejection(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
-  // Skip unless PreFilter found claims or extended resources to allocate.
+  // Skip unless PreFilter found claims or extended resources to allocate, and when a GPU policy
+  // scores them (its workload is in the state).
   Status PreScore(CycleState& state, const Pod& pod, const std::vector<const NodeInfo*>& feasible) override;
   // dra::PackingScore of the allocation Reserve would make on the node (0 where the pod needs no
   // DRA device there).
@@ -121,6 +129,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // The decision cache may serve pods PreScore skips; the others' scores read the cluster's
   // claims, which no key holds (node_local.h).
   ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
+  // The node's GPU units before and after the allocation Reserve would make there under `workload`.
+  std::optional<GpuUnitsOnNode> UnitsOn(const CycleState& state, const Pod& pod, const NodeInfo& node,
+                                        const gpu::FragModel& workload) const override;
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
   Status PreBind(CycleState& state, const Pod& pod, const std::string& node) override;
@@ -161,9 +172,26 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // Reserve choose among up to kAlternatives allocations by dra::KeepWholeDevices.
   enum class Purpose { kFit, kChoose, kReserve };
   static constexpr int kAlternatives = 16;
+  // `choice` (kChoose, kReserve): nullptr takes dra::KeepWholeDevices.
   absl::StatusOr<dra::AllocationOutcome> AllocateOn(const PodClaims& claims, const ExtendedClaim* extended,
                                                      const Node& node, Purpose purpose,
-                                                     dra::NodeDevices* gathered = nullptr) const;
+                                                     dra::NodeDevices* gathered = nullptr,
+                                                     const dra::DeviceChoice* choice = nullptr) const;
+  // Score's and Reserve's device choice on a node: dra::LeastFragmentation under the GPU
+  // policy's workload (the node's CPU after the pod), else `fallback`.
+  class NodeChoice {
+   public:
+    NodeChoice(const CycleState& state, const Pod& pod, const NodeInfo& info, const dra::DeviceChoice& fallback);
+    NodeChoice(const gpu::FragModel* workload, const Pod& pod, const NodeInfo& info,
+               const dra::DeviceChoice& fallback);
+    NodeChoice(const NodeChoice&) = delete;
+    NodeChoice& operator=(const NodeChoice&) = delete;
+    const dra::DeviceChoice* get() const { return choice_; }
+
+   private:
+    std::optional<dra::LeastFragmentation> fgd_;
+    const dra::DeviceChoice* choice_;
+  };
   // The key of the in-flight record of a pod's extended-resource claim before it is created.
   static std::string PendingExtendedKey(const Pod& pod);
   // PreBind of the extended-resource claim: create it, write its allocation and reservedFor, and

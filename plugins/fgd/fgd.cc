@@ -109,6 +109,7 @@ int64_t AutoSigmoidScaleMilli(const gpu::FragModel& model) {
 }
 
 void FGD::ResetScorer() {
+  published_ = std::make_shared<const gpu::FragModel>(workload_.model());
   scale_milli_ = sigmoid_scale_option_ > 0 ? sigmoid_scale_option_ : AutoSigmoidScaleMilli(workload_.model());
   // Thresholds for floor(100 sigmoid(dF / scale)) with dF scaled by the workload weight W:
   // the same as for a scale of 1000 and a weight of W * scale / 1000.
@@ -118,7 +119,13 @@ void FGD::ResetScorer() {
 
 Status FGD::PreFilter(CycleState& state, const Pod& pod) {
   gpu::EnsurePodGpu(state, pod);
-  if (!workload_.learning()) return Status::Ok();
+  Observe(state, pod);
+  state.WriteValue(kGpuWorkloadStateKey, GpuWorkloadState{.model = published_});
+  return Status::Ok();
+}
+
+void FGD::Observe(CycleState& state, const Pod& pod) {
+  if (!workload_.learning()) return;
   bool changed = false;
   if (handle_ != nullptr) {
     // The snapshot keeps its nodes' distinct GPU counts: no walk over every node here.
@@ -128,7 +135,17 @@ Status FGD::PreFilter(CycleState& state, const Pod& pod) {
   changed |= workload_.Observe(*state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey),
                                TargetWorkload::PodId(pod));
   if (changed) ResetScorer();
-  return Status::Ok();
+}
+
+int64_t FGD::Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<int64_t> fill_ppm) const {
+  const int64_t score = sigmoid_.Score(f_before - workload_.model().NodeFrag(after));
+  // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
+  // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
+  const int64_t raw = preserve_idle_nodes_ ? score * 2 + (in_use ? 1 : 0) : score;
+  if (!fill_ppm.has_value()) return raw;
+  // (in use, fill after placement in parts per million, raw) in one integer: raw < 2^8,
+  // fill <= 10^6 < 2^20.
+  return ((in_use ? int64_t{1} << 28 : 0) + *fill_ppm) * 256 + raw;
 }
 
 FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
@@ -143,22 +160,58 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
                     demand.kind == gpu::GpuDemand::Kind::kWhole && gpus.count() > 0;
   auto key_of = [&](std::span<const int32_t> devices) {
     const gpu::NodeShape after = ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
-    const int64_t score = sigmoid_.Score(f_before - model.NodeFrag(after));
-    // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
-    // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
-    const int64_t raw = preserve_idle_nodes_ ? score * 2 + (in_use ? 1 : 0) : score;
-    if (!pack) return raw;
-    // (in use, fill after placement in parts per million, raw) in one integer: raw < 2^8,
-    // fill <= 10^6 < 2^20.
-    const int64_t fill = (gpus.total_allocated_milli() + int64_t{demand.count} * gpu::kMilliPerGpu) * 1'000'000 /
-                         gpus.inventory().capacity_milli();
-    return ((in_use ? int64_t{1} << 28 : 0) + fill) * 256 + raw;
+    std::optional<int64_t> fill;
+    if (pack) {
+      fill = (gpus.total_allocated_milli() + int64_t{demand.count} * gpu::kMilliPerGpu) * 1'000'000 /
+             gpus.inventory().capacity_milli();
+    }
+    return Key(f_before, after, in_use, fill);
   };
   return ChooseByKey(gpus, demand, pod.request.opt_in(), key_of);
 }
 
+int64_t FGD::EvaluateUnits(const gpu::PodGpu& pod, const NodeInfo& node, const GpuUnitsOnNode& units) const {
+  const gpu::NodeShape before = gpu::NodeShape::OfFree(units.before, node.FreeMilliCpu(), -1);
+  const gpu::NodeShape after = gpu::NodeShape::OfFree(units.after, node.FreeMilliCpu() - pod.cpu_milli, -1);
+  bool unit_held = false, whole_units_only = true, changed = false;
+  int64_t held_after = 0;
+  for (int32_t i = 0; i < before.n; ++i) {
+    unit_held |= before.free[i] < gpu::kMilliPerGpu;
+    if (after.free[i] != before.free[i]) {
+      changed = true;
+      whole_units_only &= before.free[i] == gpu::kMilliPerGpu && after.free[i] == 0;
+    }
+    held_after += gpu::kMilliPerGpu - after.free[i];
+  }
+  const bool in_use = unit_held || node.gpus().total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
+  std::optional<int64_t> fill;
+  if (pack_whole_gpus_ && workload_.learning() && changed && whole_units_only) {
+    fill = held_after * 1'000'000 / (int64_t{before.n} * gpu::kMilliPerGpu);
+  }
+  return Key(workload_.model().NodeFrag(before), after, in_use, fill);
+}
+
 int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
   return Evaluate(pod, node).key;
+}
+
+ScoreResult FGD::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
+  gpu::PodGpu scratch;
+  const gpu::PodGpu& p = gpu::PodGpuOf(state, pod, scratch);
+  if (const DraGpuUnits* dra = DraGpuUnitsOf(state)) {
+    // A node with device-plugin GPUs the pod asks for serves them itself.
+    if (node.gpus().count() == 0 || gpu::DemandOn(p.request, node.gpus().inventory()).kind == gpu::GpuDemand::Kind::kNone) {
+      if (std::optional<GpuUnitsOnNode> units = dra->UnitsOn(state, pod, node, workload_.model())) {
+        return {EvaluateUnits(p, node, *units), Status::Ok()};
+      }
+    }
+  }
+  return {ScoreNode(p, node), Status::Ok()};
+}
+
+NodeLocalPlugin::ScoreUse FGD::AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const {
+  if (DraGpuUnitsOf(state) != nullptr) return ScoreUse::kOther;
+  return GpuPolicy::AppendScoreKey(state, pod, key);
 }
 
 Status FGD::NormalizeScore(const CycleState&, const Pod&, NodeScoreList& scores) const {

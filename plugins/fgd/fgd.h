@@ -21,6 +21,13 @@
 // open a whole GPU while shared room is free. Whole-GPU and CPU-only pods take the default
 // choice (lowest-index free GPUs).
 //
+// DRA: a pod whose GPUs come through Dynamic Resource Allocation (its claims, or an extended
+// resource a DeviceClass serves on a node without the device plugin's GPUs) is scored on such a
+// node by the same gradient over the node's GPU units, which DynamicResources reports
+// (scheduler/framework/dra_gpu_units.h: before and after the allocation it would choose by the
+// same workload). PreFilter puts the workload into the cycle state for that choice. A whole-unit
+// allocation counts as whole GPUs for packWholeGpus.
+//
 // Exactness: F is kept as an integer scaled by the workload's total weight W. The sigmoid is
 // evaluated once, at construction, to turn "score >= k" into integer thresholds on the scaled
 // difference: score >= k  <=>  d >= ceil(scale * W * ln(k / (100 - k))). Scoring itself is
@@ -36,6 +43,7 @@
 #include <span>
 
 #include "plugins/fgd/target_workload.h"
+#include "scheduler/framework/dra_gpu_units.h"
 #include "scheduler/framework/registry.h"
 
 namespace tessel::fgd {
@@ -135,6 +143,11 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
   // with the cluster's node sizes.
   Status PreFilter(CycleState& state, const Pod& pod) override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
+  // A node whose GPUs the pod would take through DRA scores by its units (EvaluateUnits); any
+  // other node as ScoreNode.
+  ScoreResult Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // Scores of a pod with DRA devices read the cluster's claims: not node-local.
+  ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
   // Scores follow the target workload: cached scores are taken again when it changes. The
   // normalisation is min-max over the raw scores.
   int64_t ResultVersion() const override { return workload_.version(); }
@@ -143,6 +156,8 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
   // empty for CPU-only pods).
   using Choice = DeviceChoice;
   Choice Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const;
+  // The raw score of a node whose DRA units the pod's allocation changes as `units` says.
+  int64_t EvaluateUnits(const gpu::PodGpu& pod, const NodeInfo& node, const GpuUnitsOnNode& units) const;
   const TargetWorkload& workload() const { return workload_; }
   int64_t scale_milli() const { return scale_milli_; }
 
@@ -153,6 +168,11 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
 
  private:
   void ResetScorer();
+  // Counts the pod in a learned workload; rebuilds the scorer when the workload changed.
+  void Observe(CycleState& state, const Pod& pod);
+  // The raw score of a placement: the gradient from `f_before` to `after`, the in-use tie-break,
+  // and with `fill_ppm` (packWholeGpus) the node's GPU fill after placement first.
+  int64_t Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<int64_t> fill_ppm) const;
 
   std::string_view name_;
   TargetWorkload workload_;
@@ -162,6 +182,7 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
   const Handle* handle_;
   int64_t scale_milli_ = 1000;
   SigmoidScorer sigmoid_;
+  std::shared_ptr<const gpu::FragModel> published_;  // the workload as DRA's device choice reads it
 };
 
 }  // namespace tessel::fgd

@@ -4,10 +4,15 @@
 //
 // KeepWholeDevices is the first fragmentation-aware policy: it keeps whole counter sets (a GPU
 // whose partitions are all free) and then whole devices untouched, so that a later request for a
-// whole GPU, or for many, still finds them. FGD-style expected fragmentation comes next.
+// whole GPU, or for many, still finds them. LeastFragmentation is FGD's rule over the same
+// devices: a node's GPU units (UnitFreeMilli: each partitionable GPU, each device without
+// partitions) are a shape as scheduler/gpu/fragmentation.h measures device-plugin GPUs, and the
+// alternative that leaves the least expected fragmentation under the target workload wins (so
+// the GPU policy scores DRA nodes and device-plugin nodes as one cluster: plugins/fgd).
 //
 //   KeepWholeDevices choice;
 //   AllocatorOptions options{.matcher = &cel, .choice = &choice, .max_alternatives = 16};
+//   LeastFragmentation fgd(workload, node_outside_units);  // or by expected fragmentation
 #pragma once
 
 #include <cstddef>
@@ -15,6 +20,7 @@
 
 #include "scheduler/dra/objects.h"
 #include "scheduler/dra/pools.h"
+#include "scheduler/gpu/fragmentation.h"
 
 namespace tessel::dra {
 
@@ -64,6 +70,31 @@ class KeepWholeDevices : public DeviceChoice {
  public:
   size_t Choose(const NodeDevices& devices, const AllocatedDevices& allocated,
                 const std::vector<Alternative>& alternatives) const override;
+};
+
+// The node's GPU units and how much of each is free, in milli (1000 = whole), after `picks`
+// besides what `allocated` holds: every counter set of a usable pool (a partitionable GPU: the
+// smallest share left of its counters, 0 once a partition takes all of one), then every device
+// of a usable pool that consumes no counters (1000 free, 0 held; a device that allows multiple
+// allocations: the smallest share left of its capacities). Admin access holds nothing. In pool
+// order, then counter set name, then device order: the same units in the same order for every
+// alternative on a node.
+std::vector<int64_t> UnitFreeMilli(const NodeDevices& devices, const AllocatedDevices& allocated,
+                                   const std::vector<Pick>& picks);
+
+// FGD over the node's units: the alternative whose units leave the least expected fragmentation
+// under `workload` (FragModel::NodeFrag of the units, with `node`'s CPU and GPU model); then
+// KeepWholeDevices' order, then the earliest. `node`'s devices are ignored (its cpu_free is the
+// node's after the pod). An empty workload leaves the choice to KeepWholeDevices.
+class LeastFragmentation : public DeviceChoice {
+ public:
+  LeastFragmentation(const gpu::FragModel& workload, const gpu::NodeShape& node) : workload_(workload), node_(node) {}
+  size_t Choose(const NodeDevices& devices, const AllocatedDevices& allocated,
+                const std::vector<Alternative>& alternatives) const override;
+
+ private:
+  const gpu::FragModel& workload_;
+  gpu::NodeShape node_;
 };
 
 }  // namespace tessel::dra

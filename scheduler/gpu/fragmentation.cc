@@ -22,6 +22,15 @@ NodeShape NodeShape::Of(const GpuDevices& gpus, int64_t cpu_free, int32_t model)
   return s;
 }
 
+NodeShape NodeShape::OfFree(std::span<const int64_t> free, int64_t cpu_free, int32_t model) {
+  NodeShape s;
+  s.model = model;
+  s.cpu_free = cpu_free;
+  s.n = static_cast<int32_t>(std::min<size_t>(free.size(), kMaxDevices));
+  for (int32_t i = 0; i < s.n; ++i) s.free[i] = free[i];
+  return s;
+}
+
 FragModel::FragModel(std::vector<TargetClass> classes) : classes_(std::move(classes)) {
   for (const TargetClass& c : classes_) {
     for (const std::string& m : c.models) {

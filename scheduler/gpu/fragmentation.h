@@ -56,6 +56,8 @@ struct NodeShape {
 
   int64_t idle() const;
   static NodeShape Of(const GpuDevices& gpus, int64_t cpu_free, int32_t model);
+  // From free milli per device (devices past kMaxDevices left out): DRA's GPU units.
+  static NodeShape OfFree(std::span<const int64_t> free, int64_t cpu_free, int32_t model);
 };
 
 class FragModel {

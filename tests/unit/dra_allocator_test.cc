@@ -550,6 +550,84 @@ TEST_CASE("PackingScore puts a node in use first, then the tightest fit", "[dra]
   CHECK(PackingScore(none.Gather(), none.held, {}) == 0);  // no devices at all
 }
 
+TEST_CASE("UnitFreeMilli: a partitionable GPU is one unit, a plain device another, a shared device by capacity", "[dra]") {
+  DraWorld w = PartitionedGpus(2);
+  w.Gather();
+  CHECK(UnitFreeMilli(w.devices, w.held, {}) == std::vector<int64_t>{1000, 1000});
+  w.held.exclusive.insert({"gpu.example.com", "node-1", "gpu-1-half-a"});
+  ResourceClaim half = Claim("h", {Exactly("g", {.device_class_name = "half"})});
+  auto out = w.Run({&half});  // first fit: a half of GPU 0
+  REQUIRE(out->fits());
+  CHECK(UnitFreeMilli(w.devices, w.held, {}) == std::vector<int64_t>{1000, 500});
+  CHECK(UnitFreeMilli(w.devices, w.held, out->picks) == std::vector<int64_t>{500, 500});
+
+  DraWorld shared = SharedGpu(std::nullopt);
+  shared.slices.front().devices.push_back(Gpu("plain"));
+  ResourceClaim a = Claim("a", {Exactly("g", {.device_class_name = "gpu", .capacity_requests = {{"memory", 30'000}}})});
+  out = shared.Run({&a});
+  REQUIRE(out->fits());
+  CHECK(UnitFreeMilli(shared.devices, shared.held, out->picks) == std::vector<int64_t>{625, 1000});
+  shared.held.Add(out->allocations[0]);
+  shared.held.exclusive.insert({"gpu.example.com", "node-1", "plain"});
+  CHECK(UnitFreeMilli(shared.devices, shared.held, {}) == std::vector<int64_t>{625, 0});
+  // Admin access holds nothing.
+  std::vector<Pick> admin = out->picks;
+  admin[0].admin_access = true;
+  shared.held = {};
+  CHECK(UnitFreeMilli(shared.devices, shared.held, admin) == std::vector<int64_t>{1000, 1000});
+}
+
+// Two GPUs of 8 memory units published as quarters: GPU 0 has one quarter taken, GPU 1 two.
+DraWorld QuarteredGpus() {
+  DraWorld w;
+  ResourceSlice counters = SliceOn("", "node-1", {}, 1, 2, "node-1-counters");
+  counters.node_selection = {};
+  ResourceSlice devices = SliceOn("node-1", "node-1", {}, 1, 2, "node-1-devices");
+  for (int g = 0; g < 2; ++g) {
+    const std::string set = StrCat("gpu-", g);
+    counters.shared_counters.push_back({.name = set, .counters = {{"memory", 8000}}});
+    for (int q = 0; q < 4; ++q) {
+      devices.devices.push_back(Consuming(Gpu(StrCat("gpu-", g, "-q", q)), set, {{"memory", 2000}}));
+    }
+  }
+  w.slices.push_back(counters);
+  w.slices.push_back(devices);
+  w.classes["quarter"] = Class("quarter");
+  w.held.exclusive.insert({"gpu.example.com", "node-1", "gpu-0-q0"});
+  w.held.exclusive.insert({"gpu.example.com", "node-1", "gpu-1-q0"});
+  w.held.exclusive.insert({"gpu.example.com", "node-1", "gpu-1-q1"});
+  return w;
+}
+
+TEST_CASE("LeastFragmentation leaves the remainder the workload can still use; KeepWholeDevices cannot tell", "[dra]") {
+  DraWorld w = QuarteredGpus();
+  ResourceClaim quarter = Claim("q", {Exactly("g", {.device_class_name = "quarter"})});
+  AllocatorOptions options = w.Options();
+  options.max_alternatives = 16;
+  KeepWholeDevices keep;
+  options.choice = &keep;
+  auto kept = w.Run({&quarter}, options);
+  REQUIRE(kept->fits());
+  // No GPU is whole either way: the first alternative, on GPU 0, leaves 1/2 and 1/2 free.
+  CHECK(Names(kept->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-q1"});
+
+  // A workload of 3/4-GPU pods: 1/2 + 1/2 free serves none of them; 3/4 + 1/4 serves one.
+  gpu::FragModel workload({gpu::TargetClass{.gpu_milli = 750, .num_gpu = 1}});
+  gpu::NodeShape node;
+  node.cpu_free = 64'000;
+  LeastFragmentation fgd(workload, node);
+  options.choice = &fgd;
+  auto chosen = w.Run({&quarter}, options);
+  REQUIRE(chosen->fits());
+  CHECK(Names(chosen->allocations[0]) == std::vector<std::string>{"node-1/gpu-1-q2"});
+  CHECK(UnitFreeMilli(w.devices, w.held, chosen->picks) == std::vector<int64_t>{750, 250});
+  // An empty workload leaves the choice to KeepWholeDevices.
+  gpu::FragModel none;
+  LeastFragmentation fallback(none, node);
+  options.choice = &fallback;
+  CHECK(Names(w.Run({&quarter}, options)->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-q1"});
+}
+
 TEST_CASE("the search gives up after its step budget with a reason", "[dra]") {
   DraWorld w = FourGpus();
   ResourceClaim claim = Claim("c", {Exactly("gpus", {.device_class_name = "gpu", .count = 3})},

@@ -264,6 +264,53 @@ TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use be
   CHECK(node_of("one") == opened);  // beside "three", not on an idle big node
 }
 
+TEST_CASE("device-plugin nodes and DRA nodes are one cluster to the GPU policy", "[dra][extended]") {
+  // The same gradient scores both kinds of node: a pod either could serve goes beside the pods
+  // already running and keeps the idle node whole, whichever kind each is.
+  testing::CoreHarness h;
+  auto gpus_only = [](const std::string& name, int gpus) {
+    Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
+    pod.meta.uid = "uid-" + name;
+    return pod;
+  };
+  auto node_of = [&](const std::string& pod) {
+    for (const auto& [key, n] : h.binds()) {
+      if (key == "team-a/" + pod) return n;
+    }
+    return std::string();
+  };
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+  SECTION("the DRA node is in use, the device-plugin node idle") {
+    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 8)).ok());
+    h.AddPod(gpus_only("running", 4));
+    h.RunUntilIdle();
+    REQUIRE(node_of("running") == "dra-1");
+    h.AddNode(NodeBuilder("dp-1").Allocatable("cpu:32,memory:128Gi,pods:110,nvidia.com/gpu:8").Build());
+    h.AddPod(gpus_only("next", 2));
+    h.RunUntilIdle();
+    CHECK(node_of("next") == "dra-1");
+    h.AddPod(gpus_only("whole-node", 8));
+    h.RunUntilIdle();
+    CHECK(node_of("whole-node") == "dp-1");
+  }
+  SECTION("the device-plugin node is in use, the DRA node idle") {
+    h.AddNode(NodeBuilder("dp-1").Allocatable("cpu:32,memory:128Gi,pods:110,nvidia.com/gpu:8").Build());
+    h.AddPod(gpus_only("running", 4));
+    h.RunUntilIdle();
+    REQUIRE(node_of("running") == "dp-1");
+    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 8)).ok());
+    h.AddPod(gpus_only("next", 2));
+    h.RunUntilIdle();
+    CHECK(node_of("next") == "dp-1");
+    CHECK(h.api.claims_created.empty());
+    h.AddPod(gpus_only("whole-node", 8));
+    h.RunUntilIdle();
+    CHECK(node_of("whole-node") == "dra-1");
+  }
+}
+
 TEST_CASE("a gang plans its members' DRA devices together: one device per node, one member per node",
           "[dra][extended][gang]") {
   testing::CoreHarness h;
