@@ -64,9 +64,9 @@ profiles:
     # the GPU packing policy, as in kube-scheduler where they outweigh resource scoring.
     # GpuShare sends pods that opted into sharing to shared room and other GPU pods to exclusive
     # GPUs first; its weight makes that preference win whatever the others say
-    # (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10 + 4)). DynamicResources packs DRA devices for pods
-    # with claims; it outweighs NodeResourcesFit, and Tessel's GPU packing outweighs it, so a GPU
-    # pod that either a device-plugin node or a DRA node could serve prefers the former.
+    # (80 x 50 > 100 x (10 + 10 + 1 + 2 + 2 + 10 + 4)). Tessel scores DRA nodes by the same
+    # gradient as device-plugin nodes (one cluster); DynamicResources scores only in profiles
+    # without a GPU policy, where it packs DRA devices for pods with claims.
     score:
       enabled:
       - {name: TaintToleration, weight: 10}

@@ -558,10 +558,18 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
   std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info->node());
   if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();
   const NodeChoice choice(state, pod, *info, keep_whole_);
+  dra::NodeDevices devices;
   absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(
-      **claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve, nullptr, choice.get());
+      **claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve, &devices, choice.get());
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(StrCat(kReasonCannotAllocate, ": ", out->reason));
+  // A learned workload counts what the pod took (once per pod: a pod it counted already is not).
+  const GpuWorkloadState* workload = state.ReadValue<GpuWorkloadState>(kGpuWorkloadStateKey);
+  if (workload != nullptr && workload->learner != nullptr && !out->picks.empty()) {
+    const GpuUnitsOnNode units{.before = dra::UnitFreeMilli(devices, (*claims)->allocated, {}),
+                               .after = dra::UnitFreeMilli(devices, (*claims)->allocated, out->picks)};
+    workload->learner->ObserveDraPlacement(pod, ClassOfUnits(units, pod.requests.milli_cpu));
+  }
   Reservation r;
   r.claims = (*claims)->claims;
   r.allocations = std::move(out->allocations);

@@ -119,12 +119,19 @@ void FGD::ResetScorer() {
 
 Status FGD::PreFilter(CycleState& state, const Pod& pod) {
   gpu::EnsurePodGpu(state, pod);
-  Observe(state, pod);
-  state.WriteValue(kGpuWorkloadStateKey, GpuWorkloadState{.model = published_});
+  // A pod whose GPUs come only through its claims is counted at Reserve (ObserveDraPlacement).
+  const bool dra_only = DraGpuUnitsOf(state) != nullptr &&
+                        !state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey)->request.needs_devices();
+  Observe(state, pod, /*count_pod=*/!dra_only);
+  state.WriteValue(kGpuWorkloadStateKey, GpuWorkloadState{.model = published_, .learner = this});
   return Status::Ok();
 }
 
-void FGD::Observe(CycleState& state, const Pod& pod) {
+void FGD::ObserveDraPlacement(const Pod& pod, const gpu::TargetClass& placed) {
+  if (workload_.ObserveClass(placed, TargetWorkload::PodId(pod))) ResetScorer();
+}
+
+void FGD::Observe(CycleState& state, const Pod& pod, bool count_pod) {
   if (!workload_.learning()) return;
   bool changed = false;
   if (handle_ != nullptr) {
@@ -132,8 +139,9 @@ void FGD::Observe(CycleState& state, const Pod& pod) {
     const std::vector<int32_t>& sizes = handle_->snapshot().gpu_node_sizes();
     if (sizes != workload_.node_sizes()) changed = workload_.SetNodeSizes(sizes);
   }
-  changed |= workload_.Observe(*state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey),
-                               TargetWorkload::PodId(pod));
+  if (count_pod) {
+    changed |= workload_.Observe(*state.ReadValue<gpu::PodGpu>(gpu::kPodStateKey), TargetWorkload::PodId(pod));
+  }
   if (changed) ResetScorer();
 }
 

@@ -26,7 +26,8 @@
 // node by the same gradient over the node's GPU units, which DynamicResources reports
 // (scheduler/framework/dra_gpu_units.h: before and after the allocation it would choose by the
 // same workload). PreFilter puts the workload into the cycle state for that choice. A whole-unit
-// allocation counts as whole GPUs for packWholeGpus.
+// allocation counts as whole GPUs for packWholeGpus. A learned workload counts a pod whose GPUs
+// come only through its claims when they are reserved (ObserveDraPlacement), by what it took.
 //
 // Exactness: F is kept as an integer scaled by the workload's total weight W. The sigmoid is
 // evaluated once, at construction, to turn "score >= k" into integer thresholds on the scaled
@@ -129,7 +130,7 @@ struct FGDArgs {
 // FGD's args read over `defaults`, with errors naming `plugin` (FGD's ParseArgs and Tessel's).
 absl::StatusOr<FGDArgs> ParseFGDArgs(std::string_view plugin, const YAML::Node& yaml, const FGDArgs& defaults);
 
-class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
+class FGD final : public gpu::GpuPolicy, public PreFilterPlugin, public GpuWorkloadLearner {
  public:
   static constexpr std::string_view kName = "FGD";
   using Args = FGDArgs;
@@ -142,6 +143,9 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
   // Counts the pod in a learned workload (once per pod) and keeps the whole-node prior in step
   // with the cluster's node sizes.
   Status PreFilter(CycleState& state, const Pod& pod) override;
+  // A pod whose GPUs come only through its own DRA claims is counted when DynamicResources
+  // reserves them, by the units its allocation took (it asks no GPU PreFilter could count).
+  void ObserveDraPlacement(const Pod& pod, const gpu::TargetClass& placed) override;
   Status NormalizeScore(const CycleState& state, const Pod& pod, NodeScoreList& scores) const override;
   // A node whose GPUs the pod would take through DRA scores by its units (EvaluateUnits); any
   // other node as ScoreNode.
@@ -168,8 +172,9 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin {
 
  private:
   void ResetScorer();
-  // Counts the pod in a learned workload; rebuilds the scorer when the workload changed.
-  void Observe(CycleState& state, const Pod& pod);
+  // Keeps a learned workload's node sizes current and, with `count_pod`, counts the pod;
+  // rebuilds the scorer when the workload changed.
+  void Observe(CycleState& state, const Pod& pod, bool count_pod);
   // The raw score of a placement: the gradient from `f_before` to `after`, the in-use tie-break,
   // and with `fill_ppm` (packWholeGpus) the node's GPU fill after placement first.
   int64_t Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<int64_t> fill_ppm) const;

@@ -91,8 +91,11 @@ bool TargetWorkload::SetNodeSizes(std::vector<int32_t> sizes) {
 }
 
 bool TargetWorkload::Observe(const gpu::PodGpu& pod, std::string_view pod_id) {
+  return learning_ && ObserveClass(ClassOf(pod), pod_id);
+}
+
+bool TargetWorkload::ObserveClass(const gpu::TargetClass& c, std::string_view pod_id) {
   if (!learning_ || !Remember(pod_id)) return false;
-  gpu::TargetClass c = ClassOf(pod);
   auto key = std::make_tuple(c.cpu_milli, c.gpu_milli, c.num_gpu, c.models);
   auto [it, inserted] = counts_.try_emplace(key, 0, observed_);
   it->second.first += 2;  // counts are kept doubled so that halving keeps a trace of single pods

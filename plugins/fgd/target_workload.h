@@ -66,6 +66,8 @@ class TargetWorkload {
   // Counts the pod's class once per `pod_id` (learning mode only; a repeated id is ignored).
   // Returns true when the model was rebuilt.
   bool Observe(const gpu::PodGpu& pod, std::string_view pod_id);
+  // The same for a class known otherwise (a pod's DRA devices, as placed).
+  bool ObserveClass(const gpu::TargetClass& c, std::string_view pod_id);
   // The GPU counts of the cluster's GPU nodes, for the whole-node prior (learning mode only).
   // Returns true when the set changed and the model was rebuilt.
   bool SetNodeSizes(std::vector<int32_t> sizes);

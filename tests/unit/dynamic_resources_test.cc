@@ -5,6 +5,7 @@
 
 #include "nlohmann/json.hpp"
 #include "plugins/dynamic_resources/dynamic_resources.h"
+#include "plugins/tessel_gpu/tessel_gpu.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/state/cluster_objects.h"
 #include "scheduler/testing/builders.h"
@@ -305,6 +306,31 @@ TEST_CASE("DynamicResources forgets an allocation it wrote once the claim is rel
     CHECK_FALSE(b_fits());
     CHECK(plugin.InFlight() == 1);
   }
+}
+
+TEST_CASE("a learned workload counts a pod whose GPUs come only through its claims by what it took", "[plugins][dra]") {
+  DraCluster c({"n1"}, 4);
+  c.Put(c.Claim("pair", 2));
+  auto tessel = tessel_gpu::Tessel::New({}, c.h);
+  REQUIRE(tessel.ok());
+  DynamicResources plugin(c.h);
+  const Pod a = ClaimPod("a", json::parse(R"([{"name": "gpu", "resourceClaimName": "pair"}])"));
+  CycleState state;
+  REQUIRE(plugin.PreFilter(state, a).ok());
+  REQUIRE((*tessel)->PreFilter(state, a).ok());
+  // PreFilter sees no GPU request to count: the pod is counted once its devices are reserved.
+  CHECK((*tessel)->workload().observed() == 0);
+  REQUIRE(GpuWorkloadOf(state) != nullptr);
+  REQUIRE(plugin.Reserve(state, a, "n1").ok());
+  CHECK((*tessel)->workload().observed() == 1);
+  CHECK((*tessel)->workload().CountOf(gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 2}) == 2);  // doubled
+  // Another attempt of the same pod is not counted again.
+  plugin.Unreserve(state, a, "n1");
+  CycleState again;
+  REQUIRE(plugin.PreFilter(again, a).ok());
+  REQUIRE((*tessel)->PreFilter(again, a).ok());
+  REQUIRE(plugin.Reserve(again, a, "n1").ok());
+  CHECK((*tessel)->workload().observed() == 1);
 }
 
 TEST_CASE("DynamicResources keeps an allocated claim's devices and only adds the pod to reservedFor",
