@@ -74,7 +74,7 @@ absl::Status FakeClusterApi::SetClaimRef(const PersistentVolume& volume, const P
 absl::Status FakeClusterApi::WriteResourceClaimStatus(const ObjectMeta& claim, const std::string& status_json) {
   claim_statuses.emplace_back(StrCat(claim.namespace_, "/", claim.name), status_json);
   if (!claim_status_answer.ok()) return claim_status_answer;
-  if (on_claim_status) on_claim_status(claim, status_json);
+  if (on_claim_status) return on_claim_status(claim, status_json);
   return absl::OkStatus();
 }
 
@@ -90,16 +90,19 @@ absl::StatusOr<ObjectMeta> FakeClusterApi::CreateResourceClaim(const std::string
   meta.uid = "uid-";
   meta.uid.append(meta.name);
   meta.resource_version = std::to_string(claims_created.size());
+  if (on_claim_create) on_claim_create(meta, claim_json);
   return meta;
 }
 
 absl::Status FakeClusterApi::DeleteResourceClaim(const ObjectMeta& claim) {
   claims_deleted.push_back(StrCat(claim.namespace_, "/", claim.name));
+  if (on_claim_delete) on_claim_delete(claim);
   return absl::OkStatus();
 }
 
 absl::Status FakeClusterApi::WritePodExtendedResourceClaimStatus(const Pod& pod, const std::string& status_json) {
   pod_claim_statuses.emplace_back(pod.Key(), status_json);
+  if (on_pod_claim_status) on_pod_claim_status(pod, status_json);
   return absl::OkStatus();
 }
 

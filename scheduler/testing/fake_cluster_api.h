@@ -43,13 +43,19 @@ class FakeClusterApi : public ClusterApi {
   std::function<void(const PersistentVolumeClaim&, std::string_view node)> on_annotate;
   std::function<void(const PersistentVolume&, const PersistentVolumeClaim&)> on_claim_ref;
   // A ResourceClaim status write's answer: `claim_status_answer` (OK by default); then, when OK,
-  // `on_claim_status` runs (e.g. delivers the written claim as an informer would).
+  // `on_claim_status` answers when set (e.g. applies the write to the stored claim and delivers
+  // it as an informer would, or refuses a stale resourceVersion as Conflict).
   absl::Status claim_status_answer = absl::OkStatus();
-  std::function<void(const ObjectMeta& claim, const std::string& status_json)> on_claim_status;
+  std::function<absl::Status(const ObjectMeta& claim, const std::string& status_json)> on_claim_status;
   // A created ResourceClaim gets the name <generateName><n> (n counts from 1) and uid
   // "uid-<name>", unless `claim_create_answer` is an error; deletes and pod status writes
   // answer OK.
   absl::Status claim_create_answer = absl::OkStatus();
+  // Run after a create, a delete and a pod status write that answered OK (e.g. to keep the
+  // claims as the API server stores them): the created claim's JSON and the name and uid it got.
+  std::function<void(const ObjectMeta& created, const std::string& claim_json)> on_claim_create;
+  std::function<void(const ObjectMeta& claim)> on_claim_delete;
+  std::function<void(const Pod& pod, const std::string& status_json)> on_pod_claim_status;
 
   // ---- What it was asked, in order.
   std::vector<std::pair<std::string, std::string>> binds;       // every Bind: (pod key, node)

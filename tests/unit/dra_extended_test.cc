@@ -9,6 +9,7 @@
 #include "harness/core_harness.h"
 #include "scheduler/core/explain.h"
 #include <map>
+#include <set>
 #include "nlohmann/json.hpp"
 #include "plugins/dynamic_resources/dynamic_resources.h"
 #include "scheduler/dra/extended_resources.h"
@@ -230,6 +231,29 @@ TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names n
   }
 }
 
+TEST_CASE("a pod asking a fraction of a GPU takes a whole DRA device: its queue is charged the whole GPU",
+          "[dra][extended][quota][!shouldfail]") {
+  // Fails today (issue 39, composition property seed 5): QuotaCharge charges the fraction
+  // (HeldGpuMilli on a node with no device-plugin GPUs), so both pods bind. Drop !shouldfail
+  // with the fix.
+  DraNodes c;
+  c.Serve();
+  REQUIRE(c.h.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"},
+                                    {"kind", "Queue"},
+                                    {"metadata", {{"name", "team"}}},
+                                    {"spec", {{"namespaces", {"team-a"}}, {"nominalQuota", {{"nvidia.com/gpu", "1"}}}}}})
+              .ok());
+  for (const char* name : {"a", "b"}) {
+    Pod pod = GpuPod(name, 1);
+    pod.meta.annotations["tessel.io/gpu-milli"] = "500";
+    c.h.AddPod(pod);
+  }
+  c.h.RunUntilIdle();
+  // A device is not shared: each pod holds one of the node's two GPUs, and the queue has one.
+  CHECK(c.h.binds().size() == 1);
+  CHECK(c.h.api.claims_created.size() == 1);
+}
+
 TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use before an idle one",
           "[dra][extended]") {
   testing::CoreHarness h;
@@ -353,6 +377,38 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
   std::map<std::string, std::string> placed(h.binds().begin(), h.binds().end());
   REQUIRE(placed.size() == 2);
   CHECK(placed.at("team-a/w0") != placed.at("team-a/w1"));
+}
+
+TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][extended][gang][!shouldfail]") {
+  // Fails today (issue 39, composition property seed 4): the members' PreFilter runs before any
+  // member's Reserve, and Reserve allocates from the devices PreFilter counted in use, so the
+  // second member's claim gets the first one's devices (its in-flight allocation is not
+  // counted). Drop !shouldfail with the fix.
+  testing::CoreHarness h;
+  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 4)).ok());
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
+  REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+                             {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
+                             {"spec", {{"minMember", 2}}}})
+              .value());
+  for (const char* name : {"w0", "w1"}) {
+    Pod pod = GpuPod(name, 2);
+    pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
+    h.AddPod(pod);
+  }
+  h.RunUntilIdle();
+  REQUIRE(h.binds().size() == 2);
+  std::set<std::string> devices;
+  size_t results = 0;
+  for (const auto& [claim, status] : h.api.claim_statuses) {
+    for (const json& r : json::parse(status)["allocation"]["devices"]["results"]) {
+      devices.insert(r["device"].get<std::string>());
+      ++results;
+    }
+  }
+  CHECK(results == 4);
+  CHECK(devices.size() == 4);  // no device given to both members
 }
 
 TEST_CASE("preemption frees a victim's DRA devices, not a claim another running pod still holds",

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "quota_tree_model.h"
 #include "scheduler/api/objects.h"
 #include "scheduler/state/node_info.h"
@@ -34,6 +35,11 @@ struct CheckedNode {
   int64_t gpus = 0;      // whole physical GPUs
   int64_t replicas = 1;  // slots per GPU: > 1 on a time-sliced node (allocatable gpus x replicas)
   std::map<std::string, std::string> labels;
+  // Its GPUs are DRA devices (a ResourceSlice, no allocatable nvidia.com/gpu): device gpu-<i>
+  // per GPU; when partitionable, also gpu-<i>-half-0 and -1, each taking half of GPU i's counter
+  // set gpu-<i> (the whole device all of it).
+  bool dra = false;
+  bool partitionable = false;
 };
 struct CheckedPod {
   std::string key;        // namespace/name
@@ -49,6 +55,9 @@ struct CheckedPod {
   bool spread = false;    // DoNotSchedule, maxSkew 1, hostname, over pods labelled app=app
   bool movable = false;   // annotated tessel.io/movable: "true"
   std::string workload;   // its Job: what comes back when it is evicted ("" for none)
+  // Its `gpus` come through its own ResourceClaim (namespace_/claim: exactly `gpus` devices of
+  // the class that serves nvidia.com/gpu), not a request: only a DRA node can run it.
+  std::string claim;
 };
 // A flavor of a queue's GPUs (spec.resourceGroups covering nvidia.com/gpu), in the queue's order.
 struct CheckedFlavorQuota {
@@ -97,6 +106,12 @@ struct ClusterView {
   std::map<std::string, std::vector<PodRef>> on_node;     // bound or assumed, terminating too
   std::map<std::string, std::vector<PodRef>> nominated;   // node -> pending pods nominated there
   std::map<std::string, std::vector<std::string>> reserved;  // holder (pod key or gang) -> its reserved nodes
+  // DRA objects as the API server stores them: ResourceSlices by name, ResourceClaims by
+  // namespace/name, and pods' status.extendedResourceClaimStatus by pod key.
+  std::map<std::string, nlohmann::json> slices;
+  std::map<std::string, nlohmann::json> claims;
+  std::map<std::string, nlohmann::json> extended_status;
+  std::set<std::string> bound;  // pods the API server shows bound (on_node has assumed ones too)
 };
 
 // One eviction the API was asked for: the victim and the preemptor its message names.
@@ -121,6 +136,8 @@ class PlacementChecker {
   explicit PlacementChecker(const CheckedWorld* world) : world_(world) {}
 
   void BeforeCycle(const ClusterView& view) {
+    std::vector<std::string> ignored;
+    CheckDra(view, ignored);  // what the pods' claims hold, for the room the checker computes
     before_ = view;
     placed_before_.clear();
     for (const auto& [node, pods] : view.on_node) {
@@ -140,6 +157,7 @@ class PlacementChecker {
         if (!placed_before_.contains(p->Key())) placed_now[p->Key()] = n.name;
       }
     }
+    CheckDra(view, out);
     CheckNominations(view, placed_now, out);
     if (evictions.empty()) CheckSpread(view, placed_now, out);
     CheckQuota(view, out);
@@ -156,6 +174,186 @@ class PlacementChecker {
 
  private:
   const CheckedPod* Spec(const Pod& p) const { return SpecOf(p.Key()); }
+
+  // --- Dynamic Resource Allocation, read from the slices' and claims' JSON as the API server
+  // stores them (resource.k8s.io/v1 field names), with the checker's own arithmetic.
+  // A quantity the test writes: a whole number, or whole Gi.
+  static std::optional<int64_t> Quantity(const nlohmann::json& q) {
+    if (!q.is_string()) return std::nullopt;
+    std::string text = q.get<std::string>();
+    int64_t unit = 1;
+    if (text.ends_with("Gi")) text.resize(text.size() - 2), unit = int64_t{1} << 30;
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    return std::stoll(text) * unit;
+  }
+  struct DraDevice {
+    std::string node;
+    std::map<std::pair<std::string, std::string>, int64_t> consumes;  // (counter set, counter) -> amount
+  };
+  // The pods a claim is reserved for: (name, uid).
+  static std::set<std::pair<std::string, std::string>> ReservedFor(const nlohmann::json& claim) {
+    std::set<std::pair<std::string, std::string>> out;
+    const nlohmann::json* status = claim.contains("status") ? &claim["status"] : nullptr;
+    if (status == nullptr || !status->contains("reservedFor") || !(*status)["reservedFor"].is_array()) return out;
+    for (const nlohmann::json& r : (*status)["reservedFor"]) {
+      if (r.value("resource", "") == "pods") out.emplace(r.value("name", ""), r.value("uid", ""));
+    }
+    return out;
+  }
+  static const nlohmann::json* Results(const nlohmann::json& claim) {
+    if (!claim.contains("status") || !claim["status"].is_object()) return nullptr;
+    const nlohmann::json& status = claim["status"];
+    if (!status.contains("allocation") || status["allocation"].is_null()) return nullptr;
+    return &status["allocation"]["devices"]["results"];
+  }
+  // Every device allocated once (none allows more), the partitionable GPUs' counters within
+  // their sets, an allocated claim reserved for pods on the node its devices are on and for no
+  // other; every pod on a node with a claim of its own has it allocated with its count of
+  // devices of that node and is in its reservedFor; a pod on a DRA node whose GPUs come through
+  // a request has status.extendedResourceClaimStatus naming a claim made for it (annotated,
+  // owned by it) and allocated likewise; no pod on a device-plugin node has one.
+  // Records what each pod's claims hold (dra_held_) for the room computations.
+  void CheckDra(const ClusterView& view, std::vector<std::string>& out) {
+    std::map<std::string, DraDevice> devices;  // driver/pool/device
+    std::map<std::pair<std::string, std::string>, int64_t> capacity;  // (driver/pool/set, counter)
+    for (const auto& [name, slice] : view.slices) {
+      const nlohmann::json& spec = slice["spec"];
+      const std::string pool = StrCat(spec.value("driver", ""), "/", spec["pool"].value("name", ""));
+      for (const nlohmann::json& set : spec.value("sharedCounters", nlohmann::json::array())) {
+        for (const auto& [counter, value] : set["counters"].items()) {
+          capacity[{StrCat(pool, "/", set.value("name", "")), counter}] = Quantity(value["value"]).value_or(0);
+        }
+      }
+      for (const nlohmann::json& d : spec.value("devices", nlohmann::json::array())) {
+        DraDevice device{.node = spec.value("nodeName", "")};
+        for (const nlohmann::json& c : d.value("consumesCounters", nlohmann::json::array())) {
+          for (const auto& [counter, value] : c["counters"].items()) {
+            std::optional<int64_t> amount = Quantity(value["value"]);
+            if (!amount) out.push_back(StrCat("slice ", name, ": device ", d.value("name", ""), " consumes ", value.dump()));
+            device.consumes[{StrCat(pool, "/", c.value("counterSet", "")), counter}] += amount.value_or(0);
+          }
+        }
+        devices[StrCat(pool, "/", d.value("name", ""))] = std::move(device);
+      }
+    }
+    std::map<std::string, std::string> owner_of;  // device -> claim
+    std::map<std::pair<std::string, std::string>, int64_t> used;
+    std::map<std::string, std::pair<std::string, int64_t>> claim_node;  // claim -> (node, devices)
+    std::map<std::pair<std::string, std::string>, std::string> node_of_pod;  // (namespace/name, uid) -> node
+    for (const auto& [node, pods] : view.on_node) {
+      for (const PodRef& p : pods) node_of_pod[{p->Key(), p->meta.uid}] = node;
+    }
+    for (const auto& [key, claim] : view.claims) {
+      const nlohmann::json* results = Results(claim);
+      if (results == nullptr) continue;
+      std::set<std::string> nodes;
+      int64_t count = 0;
+      for (const nlohmann::json& r : *results) {
+        const std::string id = StrCat(r.value("driver", ""), "/", r.value("pool", ""), "/", r.value("device", ""));
+        ++count;
+        auto d = devices.find(id);
+        if (d == devices.end()) {
+          out.push_back(StrCat("claim ", key, " is allocated device ", id, ", which no ResourceSlice publishes"));
+          continue;
+        }
+        nodes.insert(d->second.node);
+        if (auto [it, fresh] = owner_of.emplace(id, key); !fresh) {
+          out.push_back(StrCat("device ", id, " is allocated to claims ", it->second, " and ", key));
+        }
+        for (const auto& [counter, amount] : d->second.consumes) used[counter] += amount;
+      }
+      if (nodes.size() != 1) {
+        out.push_back(StrCat("claim ", key, " is allocated devices of ", nodes.size(), " nodes: ", absl::StrJoin(nodes, ",")));
+        continue;
+      }
+      claim_node[key] = {*nodes.begin(), count};
+      const std::string namespace_ = key.substr(0, key.find('/'));
+      const auto reserved = ReservedFor(claim);
+      if (reserved.empty()) out.push_back(StrCat("claim ", key, " is allocated but reserved for no pod: its devices leak"));
+      for (const auto& [name, uid] : reserved) {
+        auto it = node_of_pod.find({StrCat(namespace_, "/", name), uid});
+        if (it == node_of_pod.end()) {
+          out.push_back(StrCat("claim ", key, " is reserved for pod ", namespace_, "/", name, " (uid ", uid,
+                               "), which is on no node"));
+        } else if (it->second != *nodes.begin()) {
+          out.push_back(StrCat("claim ", key, " has devices on ", *nodes.begin(), " but is reserved for ", namespace_, "/",
+                               name, ", which runs on ", it->second));
+        }
+      }
+    }
+    for (const auto& [counter, amount] : used) {
+      auto cap = capacity.find(counter);
+      if (cap == capacity.end() || amount > cap->second) {
+        out.push_back(StrCat("counter ", counter.second, " of set ", counter.first, ": devices allocated take ", amount,
+                             " of ", cap == capacity.end() ? 0 : cap->second));
+      }
+    }
+    // The pods: their claims, and what those hold (GPU index -> milli).
+    dra_held_.clear();
+    for (const auto& [node, pods] : view.on_node) {
+      const CheckedNode& n = NodeOf(node);
+      for (const PodRef& p : pods) {
+        const CheckedPod* s = Spec(*p);
+        if (s == nullptr || !view.bound.contains(p->Key())) continue;  // claims are written before the bind
+        auto ext = view.extended_status.find(p->Key());
+        std::string claim_name = s->claim;
+        const bool via_request = s->claim.empty() && s->gpus > 0 && n.dra;
+        if (via_request) {
+          if (ext == view.extended_status.end() || !ext->second.contains("resourceClaimName")) {
+            out.push_back(StrCat(p->Key(), " runs on DRA node ", node, " asking nvidia.com/gpu but has no "
+                                 "status.extendedResourceClaimStatus naming its claim"));
+            continue;
+          }
+          claim_name = ext->second["resourceClaimName"].get<std::string>();
+        } else if (ext != view.extended_status.end()) {
+          out.push_back(StrCat(p->Key(), " runs on ", node, ", whose GPUs are no DRA devices, with an "
+                               "extendedResourceClaimStatus: ", ext->second.dump()));
+        }
+        if (claim_name.empty()) continue;
+        const std::string key = StrCat(p->meta.namespace_, "/", claim_name);
+        auto claim = view.claims.find(key);
+        if (claim == view.claims.end()) {
+          out.push_back(StrCat(p->Key(), " runs on ", node, " but its claim ", key, " does not exist"));
+          continue;
+        }
+        if (via_request) {
+          const nlohmann::json& meta = claim->second["metadata"];
+          const bool annotated = meta.value("annotations", nlohmann::json::object())
+                                     .value("resource.kubernetes.io/extended-resource-claim", "") == "true";
+          bool owned = false;
+          for (const nlohmann::json& o : meta.value("ownerReferences", nlohmann::json::array())) {
+            owned |= o.value("kind", "") == "Pod" && o.value("uid", "") == p->meta.uid && o.value("controller", false);
+          }
+          if (!annotated || !owned) {
+            out.push_back(StrCat("claim ", key, " serving the GPUs of ", p->Key(), " is not its extended-resource "
+                                 "claim (annotated ", annotated, ", owned ", owned, ")"));
+          }
+        }
+        auto at = claim_node.find(key);
+        if (at == claim_node.end()) {
+          out.push_back(StrCat(p->Key(), " runs on ", node, " but its claim ", key, " is not allocated"));
+          continue;
+        }
+        if (at->second.first != node || at->second.second != DraDevices(*s)) {
+          out.push_back(StrCat(p->Key(), " runs on ", node, " asking ", DraDevices(*s), " devices, but its claim ", key,
+                               " has ", at->second.second, " on ", at->second.first));
+        }
+        if (!ReservedFor(claim->second).contains({p->meta.name, p->meta.uid})) {
+          out.push_back(StrCat(p->Key(), " runs on ", node, " but is not in the reservedFor of its claim ", key));
+        }
+        for (const nlohmann::json& r : *Results(claim->second)) {
+          // The test's devices: gpu-<i> (the whole GPU) and gpu-<i>-half-<h>.
+          const std::string device = r.value("device", "");
+          if (!device.starts_with("gpu-")) continue;
+          const size_t dash = device.find('-', 4);
+          dra_held_[p->Key()].emplace_back(std::stoi(device.substr(4, dash - 4)), dash == std::string::npos ? 1000 : 500);
+        }
+      }
+    }
+  }
+
   const CheckedPod* SpecOf(const std::string& key) const {
     auto it = world_->pods.find(key);
     return it == world_->pods.end() ? nullptr : &it->second;
@@ -164,16 +362,26 @@ class PlacementChecker {
 
   // GPU room, in the node's own unit: milli-GPUs on an exclusive node (a device is 1000), slots
   // on a time-sliced one (each GPU asked for is one replica; a fraction takes one too).
+  // On a DRA node, milli-GPUs too: a device takes a whole GPU (1000), or at least half of one
+  // where the node's GPUs are partitionable (the checker's least, for room it cannot see).
   static int64_t GpuRoom(const CheckedNode& n) {
     return n.replicas > 1 ? n.gpus * n.replicas : n.gpus * 1000;
   }
+  // DRA devices the pod takes on a DRA node: its claim's count, or one per GPU it asks for (one
+  // for a fraction: a device is not shared).
+  static int64_t DraDevices(const CheckedPod& s) { return s.gpu_milli > 0 ? 1 : s.gpus; }
   static int64_t GpuDemandOn(const CheckedPod& s, const CheckedNode& n) {
     if (s.gpus == 0) return 0;
+    if (n.dra) return DraDevices(s) * (n.partitionable ? 500 : 1000);
     if (n.replicas > 1) return s.gpu_milli > 0 ? 1 : s.gpus;
     return s.gpu_milli > 0 ? s.gpu_milli : s.gpus * 1000;
   }
-  // What the pod charges its queue, in milli-GPUs of physical GPUs: a replica is 1/R of a GPU.
+  // What the pod charges its queue, in milli-GPUs of physical GPUs: a replica is 1/R of a GPU;
+  // a DRA device is one GPU, whatever share of a GPU the device is (as the claim's class names
+  // nvidia.com/gpu per device); a claim of its own charges its devices wherever it is.
   static int64_t QuotaMilliOn(const CheckedPod& s, const CheckedNode& n) {
+    if (!s.claim.empty()) return s.gpus * 1000;
+    if (n.dra) return s.gpus == 0 ? 0 : DraDevices(s) * 1000;
     if (n.replicas > 1) return GpuDemandOn(s, n) * 1000 / n.replicas;
     return GpuDemandOn(s, n);
   }
@@ -189,6 +397,14 @@ class PlacementChecker {
       cpu += s->milli_cpu;
       room += GpuDemandOn(*s, n);
       if (s->gpus == 0) continue;
+      if (n.dra || !s->claim.empty()) {
+        // DRA devices (CheckDra); no device-plugin GPU besides, which would count a GPU twice.
+        if (p->gpu_devices && !p->gpu_devices->empty()) {
+          out.push_back(StrCat(p->Key(), " holds device-plugin GPUs ", absl::StrJoin(*p->gpu_devices, ","), " on ",
+                               n.name, n.dra ? ", a node whose GPUs are DRA devices" : " for a claim of its own"));
+        }
+        continue;
+      }
       if (s->sharing_never && n.replicas > 1) {
         out.push_back(StrCat(p->Key(), " opted out of shared GPUs but runs on time-sliced ", n.name));
       }
@@ -930,6 +1146,14 @@ class PlacementChecker {
     const CheckedPod* s = Spec(p);
     if (s == nullptr) return;
     r.cpu -= s->milli_cpu;
+    if (n.dra) {  // the devices its claims hold (CheckDra read them from the claims)
+      if (auto held = dra_held_.find(p.Key()); held != dra_held_.end()) {
+        for (const auto& [gpu, milli] : held->second) {
+          if (gpu >= 0 && gpu < n.gpus) r.device_used[static_cast<size_t>(gpu)] += milli;
+        }
+      }
+      return;
+    }
     if (!p.gpu_devices) return;
     for (int32_t d : *p.gpu_devices) {
       if (d >= 0 && d < n.gpus) {
@@ -939,8 +1163,23 @@ class PlacementChecker {
   }
   // Takes the pod's room from `r` if it is there: whole GPUs on devices nobody uses, a fraction
   // within one device, replicas on free slots (a device may give a pod more than one).
+  // On a DRA node, a device per GPU asked for (one for a fraction), each a free GPU, or half of
+  // one where the GPUs are partitionable; a claim of its own only there.
   static bool Take(const CheckedNode& n, Room& r, const CheckedPod& s) {
     if (s.milli_cpu > r.cpu) return false;
+    if (!s.claim.empty() && !n.dra) return false;
+    if (n.dra) {
+      Room after = r;
+      after.cpu -= s.milli_cpu;
+      int64_t want = s.gpus > 0 ? DraDevices(s) : 0;
+      const int64_t unit = n.partitionable ? 500 : 1000;
+      for (int64_t& used : after.device_used) {
+        for (; want > 0 && used + unit <= 1000; --want) used += unit;
+      }
+      if (want > 0) return false;
+      r = std::move(after);
+      return true;
+    }
     if (s.gpus > 0 && s.sharing_never && n.replicas > 1) return false;
     Room after = r;
     after.cpu -= s.milli_cpu;
@@ -1157,6 +1396,8 @@ class PlacementChecker {
 
  private:
   const CheckedWorld* world_;
+  // What each pod's DRA claims hold on its node, as of the last view: (GPU index, milli).
+  std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> dra_held_;
   std::map<std::string, std::vector<absl::Time>> moves_;  // workload -> when it was moved
   ClusterView before_;
   std::map<std::string, std::string> placed_before_;
