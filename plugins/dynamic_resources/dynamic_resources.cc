@@ -212,6 +212,7 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
         it = in_flight_.erase(it);  // the informer has it now (or the claim is gone)
         continue;
       }
+      out.in_flight_counted.insert(it->first);
       if (own.contains(it->first)) {
         for (dra::ResourceClaim& c : out.claims) {
           if (dra::ClaimKey(c) == it->first && !c.allocation.has_value()) c.allocation = it->second.allocation;
@@ -548,6 +549,20 @@ ScoreResult DynamicResources::Score(const CycleState& state, const Pod& pod, con
   return {dra::PackingScore(devices, (*claims)->allocated, out->picks), Status::Ok()};
 }
 
+std::shared_ptr<const PodClaims> DynamicResources::WithLaterReservations(std::shared_ptr<const PodClaims> claims,
+                                                                         const Pod& pod) const {
+  std::set<std::string, std::less<>> own{PendingExtendedKey(pod)};
+  for (const dra::ResourceClaim& c : claims->claims) own.insert(dra::ClaimKey(c));
+  std::shared_ptr<PodClaims> updated;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, record] : in_flight_) {
+    if (own.contains(key) || claims->in_flight_counted.contains(key) || claims->added.contains(key)) continue;
+    if (updated == nullptr) updated = std::make_shared<PodClaims>(*claims);
+    updated->allocated.Add(record.allocation);
+  }
+  return updated == nullptr ? claims : updated;
+}
+
 Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::string& node_name) {
   const auto* claims = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (claims == nullptr) return Status::Ok();
@@ -557,17 +572,18 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
   }
   std::optional<ExtendedClaim> extended = ExtendedClaimOn(**claims, pod, *info->node());
   if ((*claims)->claims.empty() && !extended.has_value()) return Status::Ok();
+  const std::shared_ptr<const PodClaims> view = WithLaterReservations(*claims, pod);
   const NodeChoice choice(state, pod, *info, keep_whole_);
   dra::NodeDevices devices;
   absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(
-      **claims, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve, &devices, choice.get());
+      *view, extended.has_value() ? &*extended : nullptr, *info->node(), Purpose::kReserve, &devices, choice.get());
   if (!out.ok()) return Status::Unresolvable(std::string(out.status().message()));
   if (!out->fits()) return Status::Unresolvable(StrCat(kReasonCannotAllocate, ": ", out->reason));
   // A learned workload counts what the pod took (once per pod: a pod it counted already is not).
   const GpuWorkloadState* workload = state.ReadValue<GpuWorkloadState>(kGpuWorkloadStateKey);
   if (workload != nullptr && workload->learner != nullptr && !out->picks.empty()) {
-    const GpuUnitsOnNode units{.before = dra::UnitFreeMilli(devices, (*claims)->allocated, {}),
-                               .after = dra::UnitFreeMilli(devices, (*claims)->allocated, out->picks)};
+    const GpuUnitsOnNode units{.before = dra::UnitFreeMilli(devices, view->allocated, {}),
+                               .after = dra::UnitFreeMilli(devices, view->allocated, out->picks)};
     workload->learner->ObserveDraPlacement(pod, ClassOfUnits(units, pod.requests.milli_cpu));
   }
   Reservation r;

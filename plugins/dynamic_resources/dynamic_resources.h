@@ -75,6 +75,10 @@ struct PodClaims {
   // Claims of other pods this cycle placed beside the pod (AddPod: a gang's members, nominated
   // pods), their devices in `allocated`.
   std::set<std::string, std::less<>> added;
+  // The in-flight allocations PreFilter counted (in `allocated`, or on the pod's own claims).
+  // Reserve counts the ones made since (a gang's members are reserved one after another, each
+  // from a state made before the first was).
+  std::set<std::string, std::less<>> in_flight_counted;
   // Pods this cycle took off their nodes (RemovePod: preemption's victims), by UID, and their
   // allocated claims whose devices that freed (every pod the claim is reserved for is removed).
   std::set<std::string, std::less<>> removed_pods;
@@ -192,6 +196,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
     std::optional<dra::LeastFragmentation> fgd_;
     const dra::DeviceChoice* choice_;
   };
+  // `claims` with the devices of allocations reserved since its PreFilter (in flight, not counted
+  // there, not the pod's own, not added by AddPod) taken too.
+  std::shared_ptr<const PodClaims> WithLaterReservations(std::shared_ptr<const PodClaims> claims, const Pod& pod) const;
   // The key of the in-flight record of a pod's extended-resource claim before it is created.
   static std::string PendingExtendedKey(const Pod& pod);
   // PreBind of the extended-resource claim: create it, write its allocation and reservedFor, and

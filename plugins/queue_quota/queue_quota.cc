@@ -57,7 +57,7 @@ struct QuotaCycle {
     return r;
   }
   int64_t GpuMilliOn(const NodeInfo& node) const {
-    return gpu.needs_devices() ? gpu::HeldGpuMilli(gpu, node.gpus().inventory()) : 0;
+    return gpu.needs_devices() ? HeldGpuMilliOn(gpu, &node) : 0;
   }
   // Where the pod's charge goes on `node`: for a flavored queue, the node's flavors (or why
   // the pod may not use the node); for a flat queue, tier 0 and the charge as it is.
@@ -268,7 +268,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
     const StringMap& labels = node != nullptr && node->node() != nullptr ? node->node()->meta.labels : kNoLabels;
     std::vector<Resources> out;
     for (const PodRef& m : unit != nullptr ? *unit : std::vector<PodRef>()) {
-      const Resources charge = QuotaCharge(*m, node != nullptr ? node->gpus().inventory() : gpu::GpuInventory{});
+      const Resources charge = QuotaCharge(*m, node);
       out.push_back(directory->Place(*lookup.queue, charge, labels, &m->tolerations).charge);
     }
     return out;

@@ -88,10 +88,15 @@ std::string ShapeKey(const Pod& p, bool labels_matter) {
   for (const auto& [key, value] : p.meta.annotations) {
     if (key.rfind("tessel.io/", 0) == 0) StrAppend(&k, key, "=", value, ",");
   }
-  // Members with their own claims (one PVC per worker) are not interchangeable: the volume
-  // plugins' PreFilter state belongs to one pod's claims.
+  // Members with their own claims (one PVC per worker, a DRA ResourceClaim each) are not
+  // interchangeable: the volume and DRA plugins' PreFilter state belongs to one pod's claims.
   k += "|";
   for (const PodVolume& v : p.volumes) StrAppend(&k, ClaimNameOf(p, v), ",");
+  k += "|";
+  for (const PodResourceClaim& c : p.resource_claims) {
+    StrAppend(&k, c.name, "=", c.resource_claim_name, "/", c.resource_claim_template_name, "/",
+              c.generated_claim_name.value_or("?"), ",");
+  }
   k += "|";
   AppendPodRules(k, p.pod_affinity);
   AppendPodRules(k, p.pod_anti_affinity);

@@ -54,7 +54,7 @@ std::optional<std::vector<const ResourceFlavor*>> FlavorsFor(const ShortageInput
   QuotaTracker tracker(in.queues);
   for (const auto& [queue, amount] : usage) tracker.AddUsage(queue, amount);
   Resources charge;
-  for (const Pod* member : in.members) (void)charge.Add(QuotaCharge(*member, gpu::GpuInventory{}));
+  for (const Pod* member : in.members) (void)charge.Add(QuotaCharge(*member, nullptr));
   return FlavorsWithQuota(*in.queues, *in.queue, tracker, charge);
 }
 

@@ -46,17 +46,26 @@ void SplitFlavors(const Queue& q, QueueReport& report) {
 
 }  // namespace
 
-Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory) {
+int64_t HeldGpuMilliOn(const gpu::GpuRequest& request, const NodeInfo* node) {
+  if (node == nullptr) return gpu::HeldGpuMilli(request, gpu::GpuInventory{});
+  const gpu::GpuInventory& inventory = node->gpus().inventory();
+  if (inventory.count == 0 && request.needs_devices()) {
+    return int64_t{request.kind == gpu::GpuRequest::Kind::kFraction ? 1 : request.count} * gpu::kMilliPerGpu;
+  }
+  return gpu::HeldGpuMilli(request, inventory);
+}
+
+Resources QuotaCharge(const Pod& pod, const NodeInfo* node) {
   Resources charge = pod.requests;
   charge.Set(kNvidiaGpuShared, 0);
-  charge.Set(kNvidiaGpu, gpu::HeldGpuMilli(gpu::ReadGpuRequest(pod), inventory));
+  charge.Set(kNvidiaGpu, HeldGpuMilliOn(gpu::ReadGpuRequest(pod), node));
   (void)charge.Add(pod.dra_charge);  // devices its DRA claims take (dra_charge.h)
   return charge;
 }
 
 Resources QueueCharge(const QueueDirectory& directory, const Queue& queue, const Pod& pod,
                       const NodeInfo& node) {
-  Resources charge = QuotaCharge(pod, node.gpus().inventory());
+  Resources charge = QuotaCharge(pod, &node);
   if (!queue.flavored() || node.node() == nullptr) return charge;
   return directory.Place(queue, charge, node.node()->meta.labels).charge;
 }

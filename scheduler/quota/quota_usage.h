@@ -28,8 +28,13 @@ using QueueUsage = std::map<std::string, Resources, std::less<>>;
 // Pods per queue name.
 using QueueCounts = std::map<std::string, int64_t, std::less<>>;
 
-// The pod's charge on a node with `inventory` (see above).
-Resources QuotaCharge(const Pod& pod, const gpu::GpuInventory& inventory);
+// The GPU milli a pod asking `request` holds on `node`: gpu::HeldGpuMilli of the node's
+// device-plugin GPUs; on a node without them, where DRA serves nvidia.com/gpu, a whole device
+// per GPU asked (a fraction too: DRA does not split a device for it). nullptr (no node yet): as
+// the device plugin would hold it.
+int64_t HeldGpuMilliOn(const gpu::GpuRequest& request, const NodeInfo* node);
+// The pod's charge on `node` (nullptr: no node yet; see above).
+Resources QuotaCharge(const Pod& pod, const NodeInfo* node);
 // What the pod charges `queue` where it runs on `node`: QuotaCharge, with a flavored queue's
 // covered resources under the flavor the node belongs to now (QueueDirectory::Place).
 Resources QueueCharge(const QueueDirectory& directory, const Queue& queue, const Pod& pod,

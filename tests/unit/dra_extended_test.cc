@@ -232,10 +232,8 @@ TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names n
 }
 
 TEST_CASE("a pod asking a fraction of a GPU takes a whole DRA device: its queue is charged the whole GPU",
-          "[dra][extended][quota][!shouldfail]") {
-  // Fails today (issue 39, composition property seed 5): QuotaCharge charges the fraction
-  // (HeldGpuMilli on a node with no device-plugin GPUs), so both pods bind. Drop !shouldfail
-  // with the fix.
+          "[dra][extended][quota]") {
+  // Found by the composition property (seed 5): the queue was charged the fraction.
   DraNodes c;
   c.Serve();
   REQUIRE(c.h.ApplyQueueObject(json{{"apiVersion", "tessel.io/v1alpha1"},
@@ -379,11 +377,10 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
   CHECK(placed.at("team-a/w0") != placed.at("team-a/w1"));
 }
 
-TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][extended][gang][!shouldfail]") {
-  // Fails today (issue 39, composition property seed 4): the members' PreFilter runs before any
-  // member's Reserve, and Reserve allocates from the devices PreFilter counted in use, so the
-  // second member's claim gets the first one's devices (its in-flight allocation is not
-  // counted). Drop !shouldfail with the fix.
+TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][extended][gang]") {
+  // Found by the composition property (seed 4): the members' PreFilter runs before any member's
+  // Reserve, and Reserve allocated from the devices PreFilter counted in use, so the second
+  // member's claim got the first one's devices.
   testing::CoreHarness h;
   h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
   REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 4)).ok());
@@ -402,7 +399,8 @@ TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][ex
   std::set<std::string> devices;
   size_t results = 0;
   for (const auto& [claim, status] : h.api.claim_statuses) {
-    for (const json& r : json::parse(status)["allocation"]["devices"]["results"]) {
+    const json parsed = json::parse(status);  // kept: the loop reads into it
+    for (const json& r : parsed["allocation"]["devices"]["results"]) {
       devices.insert(r["device"].get<std::string>());
       ++results;
     }

@@ -800,9 +800,9 @@ TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whos
     REQUIRE(h.plugin->PreFilter(state, pod).ok());
     QuotaTracker usage(dir.get());
     for (const Pod& r : running) {
-      usage.AddUsage(r.meta.namespace_, QuotaCharge(r, h.handle.snapshot().Get("n1")->gpus().inventory()));
+      usage.AddUsage(r.meta.namespace_, QuotaCharge(r, h.handle.snapshot().Get("n1")));
     }
-    const Resources want = QuotaCharge(pod, h.handle.snapshot().Get("n1")->gpus().inventory());
+    const Resources want = QuotaCharge(pod, h.handle.snapshot().Get("n1"));
     if (usage.WithinNominal("own", want)) continue;  // that is reclaim, not sharing
     QuotaTracker own_after = usage;
     own_after.AddUsage("own", want);
@@ -819,7 +819,7 @@ TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whos
       ++allowed_total;
       CHECK(reason == "fair-share");
       auto [it, fresh] = theirs_after.try_emplace(v.meta.namespace_, usage);
-      it->second.SubUsage(v.meta.namespace_, QuotaCharge(v, h.handle.snapshot().Get("n1")->gpus().inventory()));
+      it->second.SubUsage(v.meta.namespace_, QuotaCharge(v, h.handle.snapshot().Get("n1")));
       const Queue& theirs = *dir->Find(v.meta.namespace_);
       CHECK(it->second.Usage(theirs.name()).Get(kNvidiaGpu) >= theirs.nominal.Get(kNvidiaGpu));
     }
