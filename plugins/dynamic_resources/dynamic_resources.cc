@@ -116,6 +116,18 @@ std::optional<dra::ResourceClaim> LeftExtendedClaim(const ClusterObjects& object
   return std::nullopt;
 }
 
+// Whether the pod (by UID) runs on a node of the snapshot. Walks every node's pods: only asked when a
+// claim made for the pod exists while the pod is not bound.
+bool RunsInSnapshot(const Snapshot& snapshot, const Pod& pod) {
+  if (pod.meta.uid.empty()) return false;
+  for (const NodeInfo* node : snapshot.nodes()) {
+    for (const PodRef& p : node->pods()) {
+      if (p->meta.uid == pod.meta.uid) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DynamicResources>> DynamicResources::New(Handle& handle) {
@@ -166,10 +178,13 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     return Status::Unresolvable(StrCat(Describe(pod.resource_claims.front()),
                                        ": the scheduler has no ResourceClaims to read"));
   }
-  if (!out.extended.empty()) {
+  if (!out.extended.empty() && pod.node_name.empty()) {
     // A claim an earlier attempt created and did not bind with: its allocation may be stale, so
-    // it goes (its deletion requeues the pod), as kube-scheduler does.
-    if (std::optional<dra::ResourceClaim> left = LeftExtendedClaim(*objects, pod); left.has_value()) {
+    // it goes (its deletion requeues the pod), as kube-scheduler does. The claim of a pod that
+    // runs is its own: a what-if runs PreFilter on a running pod's pending copy too (a move
+    // plan asks whether the pod would fit elsewhere).
+    if (std::optional<dra::ResourceClaim> left = LeftExtendedClaim(*objects, pod);
+        left.has_value() && !RunsInSnapshot(handle_.snapshot(), pod)) {
       ClusterApi* api = handle_.api();
       absl::Status deleted = api == nullptr ? absl::UnavailableError("no cluster to write to")
                                             : api->DeleteResourceClaim(left->meta);

@@ -518,6 +518,20 @@ TEST_CASE("DynamicResources: the class for an extended resource, a claim left ov
     CycleState fresh;
     CHECK(plugin.PreFilter(fresh, other).ok());
   }
+  SECTION("the claim of a pod that runs is not left over, though a what-if asks about its pending copy") {
+    // Found by the composition property: a move plan asks whether a running pod would fit
+    // elsewhere by running PreFilter on a pending copy, which deleted the running pod's claim.
+    json made = dra::EncodeExtendedResourceClaim(pod, dra::ExtendedResourceRequests(pod, kGpuClass));
+    made["metadata"]["name"] = "a-extended-resources-1";
+    made["metadata"]["uid"] = "claim-uid";
+    REQUIRE(h.objects().PutRaw(RawKind::kResourceClaim, made).ok());
+    Pod running = pod;
+    running.node_name = "dra-1";
+    h.AddPod(running);
+    CycleState state;
+    CHECK(plugin.PreFilter(state, pod).ok());  // `pod`: the pending copy, same UID
+    CHECK(api.claims_deleted.empty());
+  }
   SECTION("a failed status write fails PreBind; Unreserve deletes the claim made and frees the device") {
     CycleState state;
     REQUIRE(plugin.PreFilter(state, pod).ok());
