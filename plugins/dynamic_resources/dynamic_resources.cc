@@ -489,6 +489,11 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
   }
   absl::StatusOr<dra::AllocationOutcome> out =
       AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit);
+  if (out.ok() && !out->fits() && ReleaseTerminating(theirs, objects, node)) {
+    // A pod nominated where its preemption's victims still terminate: the devices they hold are
+    // its, once they are gone. Counted here besides theirs, so no other pod takes its room.
+    out = AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit);
+  }
   if (!out.ok() || !out->fits()) return Status::Ok();  // their own cycle finds out; nothing to count here
   auto updated = std::make_shared<PodClaims>(mine);
   for (const dra::AllocationResult& a : out->allocations) updated->allocated.Add(a);
@@ -496,6 +501,29 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
   if (extended.has_value()) updated->added.insert(extended_key);
   state.WriteValue(kName, std::shared_ptr<const PodClaims>(std::move(updated)));
   return Status::Ok();
+}
+
+bool DynamicResources::ReleaseTerminating(PodClaims& view, const ClusterObjects& objects, const NodeInfo& node) const {
+  std::set<std::string, std::less<>> leaving;  // UIDs of the node's terminating pods
+  for (const PodRef& p : node.pods()) {
+    if (p->meta.deletion_timestamp.has_value() && !p->meta.uid.empty()) leaving.insert(p->meta.uid);
+  }
+  if (leaving.empty()) return false;
+  bool released = false;
+  std::set<std::string, std::less<>> seen;
+  for (const PodRef& p : node.pods()) {
+    if (!leaving.contains(p->meta.uid)) continue;
+    for (const dra::ResourceClaim& c : AllocatedClaimsOf(objects, *p)) {
+      if (!seen.insert(dra::ClaimKey(c)).second) continue;
+      const bool all_leaving = std::all_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const dra::ConsumerReference& r) {
+        return r.resource == "pods" && leaving.contains(r.uid);
+      });
+      if (!all_leaving) continue;
+      view.allocated.Remove(*c.allocation);
+      released = true;
+    }
+  }
+  return released;
 }
 
 std::string DynamicResources::ExplainRejection(const CycleState& state, const Pod& pod, const NodeInfo& info) const {

@@ -231,6 +231,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   };
   Status AddOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const;
   Status RemoveOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other, const NodeInfo& node) const;
+  // Frees in `view` the devices of allocated claims that only the node's terminating pods hold;
+  // false when there are none.
+  bool ReleaseTerminating(PodClaims& view, const ClusterObjects& objects, const NodeInfo& node) const;
   // The other pod's claims that are allocated: those it names, and the one made for its
   // extended resources.
   std::vector<dra::ResourceClaim> AllocatedClaimsOf(const ClusterObjects& objects, const Pod& other) const;
