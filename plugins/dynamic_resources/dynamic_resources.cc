@@ -376,12 +376,28 @@ std::vector<dra::ResourceClaim> DynamicResources::AllocatedClaimsOf(const Cluste
   return out;
 }
 
-Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod&, const Pod& other, const NodeInfo&) const {
+Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                        const NodeInfo&) const {
   const auto* current = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (current == nullptr || (*current)->objects == nullptr || other.meta.uid.empty()) return Status::Ok();
   const PodClaims& mine = **current;
   auto updated = std::make_shared<PodClaims>(mine);
   updated->removed_pods.insert(other.meta.uid);
+  if (other.SameKey(to_schedule) && other.meta.uid != to_schedule.meta.uid) {
+    // The pod is placed again as its replacement (a move): the claims made for the running pod
+    // alone (it owns them, they are reserved for nobody else) are made anew, unallocated.
+    for (dra::ResourceClaim& c : updated->claims) {
+      const bool owned = std::any_of(c.meta.owner_references.begin(), c.meta.owner_references.end(),
+                                     [&](const OwnerReference& o) {
+                                       return o.kind == "Pod" && o.controller && o.name == other.meta.name &&
+                                              o.uid == other.meta.uid;
+                                     });
+      const bool alone = std::all_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const dra::ConsumerReference& r) {
+        return r.resource == "pods" && r.name == other.meta.name && (r.uid.empty() || r.uid == other.meta.uid);
+      });
+      if (owned && alone) c.allocation.reset();
+    }
+  }
   std::set<std::string, std::less<>> own;
   for (const dra::ResourceClaim& c : mine.claims) own.insert(dra::ClaimKey(c));
   for (const dra::ResourceClaim& c : AllocatedClaimsOf(*mine.objects, other)) {
@@ -435,6 +451,11 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
     absl::MutexLock lock(&mu_);
     for (dra::ResourceClaim& c : *resolved) {
       const std::string key = dra::ClaimKey(c);
+      // A claim whose devices a removal freed (RemovePod) is allocated again where the pod
+      // now goes (a moved pod's replacement).
+      if (c.allocation.has_value() && mine.freed.contains(key) && !own.contains(key) && !mine.added.contains(key)) {
+        c.allocation.reset();
+      }
       // Counted already: allocated (in `allocated`), in flight (likewise), shared with this pod,
       // or added by an earlier member.
       if (c.allocation.has_value() || in_flight_.contains(key) || (!itself && own.contains(key)) ||
