@@ -395,7 +395,22 @@ Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod& to_schedul
       const bool alone = std::all_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const dra::ConsumerReference& r) {
         return r.resource == "pods" && r.name == other.meta.name && (r.uid.empty() || r.uid == other.meta.uid);
       });
-      if (owned && alone) c.allocation.reset();
+      if (!owned || !alone || !c.allocation.has_value()) continue;
+      c.allocation.reset();
+      // The classes it asks for, which PreFilter reads only for claims to allocate.
+      for (const dra::DeviceRequest& r : c.spec.requests) {
+        std::vector<std::string> names;
+        if (r.exactly.has_value()) names.push_back(r.exactly->device_class_name);
+        for (const dra::DeviceSubRequest& sub : r.first_available) names.push_back(sub.ask.device_class_name);
+        for (const std::string& name : names) {
+          if (updated->classes.contains(name)) continue;
+          const RawObject* raw = mine.objects->RawOf(RawKind::kDeviceClass, name);
+          if (raw == nullptr) continue;  // the allocator says the class is missing
+          if (absl::StatusOr<dra::DeviceClass> cls = dra::DecodeDeviceClass(*raw->json); cls.ok()) {
+            updated->classes.emplace(name, *std::move(cls));
+          }
+        }
+      }
     }
   }
   std::set<std::string, std::less<>> own;
