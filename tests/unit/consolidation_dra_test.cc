@@ -223,10 +223,11 @@ TEST_CASE("consolidation makes room for an nvidia.com/gpu pod served by DRA, and
   lab.h.AddPod(lab.MakePod("m2", "n2", true, "", "", "cpu:1,memory:1Gi,nvidia.com/gpu:1"));
   lab.h.AddPod(lab.MakePod("big", "", false, "", "", "cpu:1,memory:1Gi,nvidia.com/gpu:2"));
   lab.Run();
+  // The dry run placed m1's replacement as a new pod: the claim m1 runs with is not taken for
+  // one an earlier attempt of the replacement left (and deleted).
+  CHECK(lab.h.api.claims_deleted.empty());
   REQUIRE(lab.h.api.evictions == std::vector<std::string>{"team-a/m1"});
   CHECK(lab.h.s->NominatedNodeOf("team-a/big") == "n1");
-  // The dry run placed m1's replacement as a new pod: the claim m1 runs with is not touched.
-  CHECK(lab.h.api.claims_deleted.empty());
   lab.h.s->OnPodDelete("team-a/m1");
   lab.h.s->OnRawObjectDelete(RawKind::kResourceClaim, "team-a/m1-extended-resources-x");
   lab.Run();
