@@ -69,15 +69,17 @@ preemption::Context Consolidation::MoveContext(const Framework* fw, const preemp
   const int32_t max_moves = args_.max_moves_per_pod;
   const Handle* handle = &handle_;
   preemption::Context ctx = preemption::ContextFor(handle_, fw);
-  ctx.may_disrupt_now = [&rules, ledger, window, min_run, max_moves, now](const Pod& p) {
+  // A pod holding a DRA claim that is not its own (named, or shared with other pods) is not
+  // moved: the claim stays allocated where it is, so moving the pod frees nothing and its
+  // replacement could run only there. Asked at the dry run, as the time bounds are: the claims
+  // change without the node (MovableIndex counts such a pod, which only costs a dry run).
+  ctx.may_disrupt_now = [&rules, ledger, window, min_run, max_moves, now, objects = ctx.objects](const Pod& p) {
     if (!rules.RanLongEnough(p, now, min_run)) return false;
+    if (!p.resource_claims.empty() && (objects == nullptr || !preemption::ClaimsAllOwn(p, *objects))) return false;
     return ledger == nullptr || ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < max_moves;
   };
-  // A pod holding a DRA claim that is not its own (named, or shared with other pods) is not
-  // moved: the claim stays allocated where it is, so its replacement could only run there.
-  ctx.victim_rule = [&rules, handle, objects = ctx.objects](const Pod& p, std::string* reason) {
+  ctx.victim_rule = [&rules, handle](const Pod& p, std::string* reason) {
     if (!rules.Movable(p) || !handle->GangKeyOf(p).empty()) return false;
-    if (!p.resource_claims.empty() && (objects == nullptr || !preemption::ClaimsAllOwn(p, *objects))) return false;
     *reason = std::string(kReason);
     return true;
   };

@@ -466,9 +466,12 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
     absl::MutexLock lock(&mu_);
     for (dra::ResourceClaim& c : *resolved) {
       const std::string key = dra::ClaimKey(c);
-      // A claim whose devices a removal freed (RemovePod) is allocated again where the pod
-      // now goes (a moved pod's replacement).
-      if (c.allocation.has_value() && mine.freed.contains(key) && !own.contains(key) && !mine.added.contains(key)) {
+      // A claim made for a pod of this name (from a template) whose devices a removal freed
+      // (RemovePod) is made anew for the pod's replacement (a move): allocated where it goes.
+      if (c.allocation.has_value() && mine.freed.contains(key) && !own.contains(key) && !mine.added.contains(key) &&
+          std::any_of(c.meta.owner_references.begin(), c.meta.owner_references.end(), [&](const OwnerReference& o) {
+            return o.kind == "Pod" && o.controller && o.name == other.meta.name;
+          })) {
         c.allocation.reset();
       }
       // Counted already: allocated (in `allocated`), in flight (likewise), shared with this pod,

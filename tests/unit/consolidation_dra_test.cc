@@ -59,9 +59,11 @@ struct DraLab {
   }
 
   // A claim of `count` devices. `owner`: the pod it was made for from a template ("" for a named
-  // claim); `node`/`devices`: where it is allocated (none: unallocated); `reserved`: reservedFor.
+  // claim); `node`/`devices`: where it is allocated (none: unallocated); `reserved`: reservedFor;
+  // `node_selector`: the allocation names the node (else any node may use it).
   void Claim(const std::string& name, int count, const std::string& owner, const std::string& node = "",
-             const std::vector<int>& devices = {}, const std::vector<std::string>& reserved = {}) {
+             const std::vector<int>& devices = {}, const std::vector<std::string>& reserved = {},
+             bool node_selector = true) {
     json c = {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "c-" + name}, {"resourceVersion", "1"}}},
               {"spec", {{"devices", {{"requests", json::array({{{"name", "gpu"}, {"exactly", {
                   {"deviceClassName", kDriver}, {"count", count}}}}})}}}}}};
@@ -80,6 +82,7 @@ struct DraLab {
                                      {"nodeSelector", {{"nodeSelectorTerms", json::array({{{"matchFields", json::array({
                                          {{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}})}}})}}}}},
                      {"reservedFor", reserved_for}};
+      if (!node_selector) c["status"]["allocation"].erase("nodeSelector");
     }
     REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, c).ok());
   }
@@ -201,6 +204,10 @@ TEST_CASE("consolidation does not move a pod whose DRA claim is shared or not it
   }
   SECTION("a named claim reserved for the pod alone: its replacement would need the same devices") {
     lab.Claim("named", 1, "", "n1", {0}, {"x"});
+    lab.h.AddPod(lab.MakePod("x", "n1", /*movable=*/true, "", "named"));
+  }
+  SECTION("a named claim whose allocation any node may use: the replacement would keep its device") {
+    lab.Claim("named", 1, "", "n1", {0}, {"x"}, /*node_selector=*/false);
     lab.h.AddPod(lab.MakePod("x", "n1", /*movable=*/true, "", "named"));
   }
   lab.Claim("big-gpu", 2, "big");
