@@ -242,5 +242,22 @@ TEST_CASE("consolidation makes room for an nvidia.com/gpu pod served by DRA, and
   CHECK(lab.h.binds()[0] == std::pair<std::string, std::string>{"team-a/big", "n1"});
 }
 
+TEST_CASE("consolidation moves a device-plugin GPU pod to a node whose GPUs a DeviceClass serves",
+          "[consolidation][dra][extended]") {
+  DraLab lab;
+  lab.Class("nvidia.com/gpu");
+  // n1: two device-plugin GPUs, m holds one. d1: two DRA devices, u holds one.
+  lab.h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110,nvidia.com/gpu:2").Build());
+  lab.h.AddPod(lab.MakePod("m", "n1", /*movable=*/true, "", "", "cpu:1,memory:1Gi,nvidia.com/gpu:1"));
+  lab.Node("d1", 2);
+  lab.ExtendedClaim("u", "d1", {0});
+  lab.h.AddPod(lab.MakePod("u", "d1", /*movable=*/false, "", "", "cpu:1,memory:1Gi,nvidia.com/gpu:1"));
+  lab.h.AddPod(lab.MakePod("big", "", false, "", "", "cpu:1,memory:1Gi,nvidia.com/gpu:2"));
+  lab.Run();
+  // One GPU free on each node: counted together, and m's replacement takes d1's free device.
+  CHECK(lab.h.api.evictions == std::vector<std::string>{"team-a/m"});
+  CHECK(lab.h.s->NominatedNodeOf("team-a/big") == "n1");
+}
+
 }  // namespace
 }  // namespace tessel
