@@ -120,8 +120,8 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // devices. RemovePod (preemption's victims): an allocated claim whose every consumer is
   // removed frees its devices in the cycle's view, so preemption frees DRA devices. A moved
   // pod's replacement (the same name, another UID: preemption/moves.cc) told its running self is
-  // removed has the claims that pod owned alone unallocated (made anew), and a claim a removal
-  // freed is allocated again on the node a pod that uses it is added to.
+  // removed has the claims that pod owned alone unallocated (made anew), and a template claim a
+  // removal freed is allocated again on the node a pod of its owner's name is added to.
   const PreFilterExtensions* Extensions() const override { return &others_; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // The allocator's own reason on the node: the claim, the request and what failed (a selector,

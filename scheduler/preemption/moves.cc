@@ -121,7 +121,6 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
     CycleState s;
     if (!fw.RunPreFilter(s, *pending).ok() || !plan.Replay(fw, s, *pending).ok()) return false;
     auto fits = [&](const NodeInfo& node) {
-      Status f = plan.Fits(fw, s, *pending, node);
       return fw.MayFitAfterFreeing(s, *pending, node, Resources{}) && plan.Fits(fw, s, *pending, node).ok();
     };
     auto option_of = [&](const NodeInfo& node) {
