@@ -5,6 +5,7 @@
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/preemption/disruption.h"
+#include "scheduler/preemption/dra_room.h"
 #include "scheduler/util/status_macros.h"
 
 namespace tessel::consolidation {
@@ -14,6 +15,12 @@ namespace {
 constexpr size_t kPlansTried = 3;
 // How long a search that found no plan holds for a pod.
 constexpr absl::Duration kRetryAfter = absl::Seconds(30);
+
+// GPU-equivalent milli the pod asks for: its GPU request (an extended resource DRA may serve
+// included) and the devices of its own DRA claims.
+int64_t AskedGpuMilli(const Pod& pod) {
+  return gpu::ReadGpuRequest(pod).total_milli() + preemption::DraDeviceMilli(pod);
+}
 
 // The vain-search hold is per pod and node tier: the core offers a flavored pod's tiers in turn
 // in one attempt (node_tiers.h), each with the other tiers' nodes unresolvable, and a search in
@@ -62,8 +69,13 @@ preemption::Context Consolidation::MoveContext(const Framework* fw, const preemp
   const int32_t max_moves = args_.max_moves_per_pod;
   const Handle* handle = &handle_;
   preemption::Context ctx = preemption::ContextFor(handle_, fw);
-  ctx.may_disrupt_now = [&rules, ledger, window, min_run, max_moves, now](const Pod& p) {
+  // A pod holding a DRA claim that is not its own (named, or shared with other pods) is not
+  // moved: the claim stays allocated where it is, so moving the pod frees nothing and its
+  // replacement could run only there. Asked at the dry run, as the time bounds are: the claims
+  // change without the node (MovableIndex counts such a pod, which only costs a dry run).
+  ctx.may_disrupt_now = [&rules, ledger, window, min_run, max_moves, now, objects = ctx.objects](const Pod& p) {
     if (!rules.RanLongEnough(p, now, min_run)) return false;
+    if (!p.resource_claims.empty() && (objects == nullptr || !preemption::ClaimsAllOwn(p, *objects))) return false;
     return ledger == nullptr || ledger->Count(WorkloadKey(p), DisruptionKind::kMove, now - window) < max_moves;
   };
   ctx.victim_rule = [&rules, handle](const Pod& p, std::string* reason) {
@@ -85,7 +97,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return {.status = Status::Error(StrCat("consolidation: no profile \"", pod.scheduler_name, "\""))};
   }
   if (args_.max_moves_per_pod == 0) return unschedulable("maxMovesPerPod is 0");
-  const int64_t gpu_milli = gpu::ReadGpuRequest(pod).total_milli();
+  const int64_t gpu_milli = AskedGpuMilli(pod);
   if (gpu_milli == 0) return unschedulable("the pod asks for no GPU");
   if (gpu_milli < args_.min_pod_gpus * 1000) {
     return unschedulable(StrCat("the pod asks for fewer than minPodGpus (", args_.min_pod_gpus, ") GPUs"));
@@ -151,7 +163,7 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
   if (fw == nullptr || !head.MayPreempt()) return result;
   int64_t gang_gpu_milli = 0;
-  for (const PodRef& m : gang.members) gang_gpu_milli += gpu::ReadGpuRequest(*m).total_milli();
+  for (const PodRef& m : gang.members) gang_gpu_milli += AskedGpuMilli(*m);
   if (gang_gpu_milli == 0 || gang_gpu_milli < args_.min_pod_gpus * 1000) return result;
   const absl::Time now = handle_.clock().Now();
   const std::string gang_key = StrCat("gang:", handle_.GangKeyOf(head));

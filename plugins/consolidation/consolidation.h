@@ -11,6 +11,13 @@
 // node, so nothing else takes the room. The moved pods' controllers recreate them and the
 // scheduler places them as any pod.
 //
+// DRA: a waiting pod's own ResourceClaims count one GPU per device (Pod::dra_charge) and an
+// extended resource a DeviceClass serves counts as its request; the nodes' free DRA devices count
+// as free GPUs (scheduler/preemption/dra_room.h). A moved pod's own claims (made from a template
+// for it, or for its extended resources) are made anew when it comes back, so the plan places it
+// with them unallocated; a pod holding a claim it does not own (named, or reserved for other pods
+// too) is not moved (the claim stays allocated on its node).
+//
 // No thrashing: a pod is moved only after it ran `minRunSeconds` (its PriorityClass or Queue may
 // set another minimum), and at most `maxMovesPerPod` times within `moveWindowSeconds`, counted
 // per workload (its controller; a Job's completion index) across recreations. Gang members are
@@ -23,7 +30,8 @@
 // Args: minRunSeconds (>= 0, default 600), maxMovesPerPod (>= 0, default 1; 0 moves nothing),
 // moveWindowSeconds (1..86400, the 24 h the scheduler remembers moves; default 3600),
 // minPodGpus (0..1024, default 2): the fewest GPUs a waiting pod asks for to be made room for
-// (physical-GPU equivalents; 0: any pod with a GPU request, fractions included).
+// (physical-GPU equivalents, DRA devices included; 0: any pod with a GPU request or DRA claim,
+// fractions included).
 #pragma once
 
 #include "scheduler/framework/registry.h"

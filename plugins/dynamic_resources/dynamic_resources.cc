@@ -391,12 +391,43 @@ std::vector<dra::ResourceClaim> DynamicResources::AllocatedClaimsOf(const Cluste
   return out;
 }
 
-Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod&, const Pod& other, const NodeInfo&) const {
+Status DynamicResources::RemoveOtherPod(CycleState& state, const Pod& to_schedule, const Pod& other,
+                                        const NodeInfo&) const {
   const auto* current = state.ReadValue<std::shared_ptr<const PodClaims>>(kName);
   if (current == nullptr || (*current)->objects == nullptr || other.meta.uid.empty()) return Status::Ok();
   const PodClaims& mine = **current;
   auto updated = std::make_shared<PodClaims>(mine);
   updated->removed_pods.insert(other.meta.uid);
+  if (other.SameKey(to_schedule) && other.meta.uid != to_schedule.meta.uid) {
+    // The pod is placed again as its replacement (a move): the claims made for the running pod
+    // alone (it owns them, they are reserved for nobody else) are made anew, unallocated.
+    for (dra::ResourceClaim& c : updated->claims) {
+      const bool owned = std::any_of(c.meta.owner_references.begin(), c.meta.owner_references.end(),
+                                     [&](const OwnerReference& o) {
+                                       return o.kind == "Pod" && o.controller && o.name == other.meta.name &&
+                                              o.uid == other.meta.uid;
+                                     });
+      const bool alone = std::all_of(c.reserved_for.begin(), c.reserved_for.end(), [&](const dra::ConsumerReference& r) {
+        return r.resource == "pods" && r.name == other.meta.name && (r.uid.empty() || r.uid == other.meta.uid);
+      });
+      if (!owned || !alone || !c.allocation.has_value()) continue;
+      c.allocation.reset();
+      // The classes it asks for, which PreFilter reads only for claims to allocate.
+      for (const dra::DeviceRequest& r : c.spec.requests) {
+        std::vector<std::string> names;
+        if (r.exactly.has_value()) names.push_back(r.exactly->device_class_name);
+        for (const dra::DeviceSubRequest& sub : r.first_available) names.push_back(sub.ask.device_class_name);
+        for (const std::string& name : names) {
+          if (updated->classes.contains(name)) continue;
+          const RawObject* raw = mine.objects->RawOf(RawKind::kDeviceClass, name);
+          if (raw == nullptr) continue;  // the allocator says the class is missing
+          if (absl::StatusOr<dra::DeviceClass> cls = dra::DecodeDeviceClass(*raw->json); cls.ok()) {
+            updated->classes.emplace(name, *std::move(cls));
+          }
+        }
+      }
+    }
+  }
   std::set<std::string, std::less<>> own;
   for (const dra::ResourceClaim& c : mine.claims) own.insert(dra::ClaimKey(c));
   for (const dra::ResourceClaim& c : AllocatedClaimsOf(*mine.objects, other)) {
@@ -450,6 +481,14 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
     absl::MutexLock lock(&mu_);
     for (dra::ResourceClaim& c : *resolved) {
       const std::string key = dra::ClaimKey(c);
+      // A claim made for a pod of this name (from a template) whose devices a removal freed
+      // (RemovePod) is made anew for the pod's replacement (a move): allocated where it goes.
+      if (c.allocation.has_value() && mine.freed.contains(key) && !own.contains(key) && !mine.added.contains(key) &&
+          std::any_of(c.meta.owner_references.begin(), c.meta.owner_references.end(), [&](const OwnerReference& o) {
+            return o.kind == "Pod" && o.controller && o.name == other.meta.name;
+          })) {
+        c.allocation.reset();
+      }
       // Counted already: allocated (in `allocated`), in flight (likewise), shared with this pod,
       // or added by an earlier member.
       if (c.allocation.has_value() || in_flight_.contains(key) || (!itself && own.contains(key)) ||

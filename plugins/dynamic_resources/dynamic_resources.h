@@ -118,7 +118,10 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // pod nominated to the node) are allocated on that node in the cycle's view, so the devices
   // they need are not counted free for this pod; a pod RemovePod took off comes back with its
   // devices. RemovePod (preemption's victims): an allocated claim whose every consumer is
-  // removed frees its devices in the cycle's view, so preemption frees DRA devices.
+  // removed frees its devices in the cycle's view, so preemption frees DRA devices. A moved
+  // pod's replacement (the same name, another UID: preemption/moves.cc) told its running self is
+  // removed has the claims that pod owned alone unallocated (made anew), and a template claim a
+  // removal freed is allocated again on the node a pod of its owner's name is added to.
   const PreFilterExtensions* Extensions() const override { return &others_; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
   // The allocator's own reason on the node: the claim, the request and what failed (a selector,

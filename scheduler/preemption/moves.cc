@@ -7,6 +7,7 @@
 
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/framework/what_if.h"
+#include "scheduler/preemption/dra_room.h"
 
 namespace tessel::preemption {
 namespace {
@@ -15,27 +16,56 @@ namespace {
 // must move much is a poor one anyway.
 constexpr size_t kMaxNodesTried = 16;
 
-int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli(); }
+// GPU-equivalent milli: the GPU request, and the devices of the pod's own DRA claims (an
+// extended resource served by DRA is in the request).
+int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli() + DraDeviceMilli(pod); }
+
+// Free DRA devices x 1000 per node, when the cluster publishes any for nodes (else empty).
+struct DraFree {
+  StringKeyedMap<int64_t> by_node;
+  int64_t total = 0;
+  int64_t At(std::string_view node) const {
+    auto it = by_node.find(node);
+    return it == by_node.end() ? 0 : std::max<int64_t>(it->second, 0);
+  }
+};
+DraFree ReadDraFree(const Context& ctx) {
+  DraFree out;
+  if (ctx.objects == nullptr || ctx.objects->Raw(RawKind::kResourceSlice).empty()) return out;
+  out.by_node = DraFreeMilliByNode(*ctx.objects);
+  for (const auto& [node, milli] : out.by_node) out.total += std::max<int64_t>(milli, 0);
+  return out;
+}
+bool UsesDraIn(const Context& ctx, const Pod& pod) { return ctx.objects != nullptr && UsesDra(pod, *ctx.objects); }
 
 auto PlanCost(const MovePlan& p) { return std::make_tuple(p.moves.size(), p.moved_gpu_milli); }
 
 // The cluster's free GPU milli less what the pods nominated to nodes will take (`self`, when
-// nominated, holds no room against itself): moves add no room, so a plan needs this much.
-int64_t FreeBeyondNominated(const Context& ctx, const MovableIndex& index, const Pod* self) {
-  int64_t free = index.free_gpu_milli();
+// nominated, holds no room against itself): moves add no room, so a plan needs this much. With
+// `dra`, the free DRA devices count too, and so do the nominated pods' claims.
+int64_t FreeBeyondNominated(const Context& ctx, const MovableIndex& index, const Pod* self, const DraFree* dra) {
+  int64_t free = index.free_gpu_milli() + (dra != nullptr ? dra->total : 0);
   if (const NominatedPodMap* nominated = ctx.nominated()) {
     for (const auto& [node, pods] : *nominated) {
-      for (const PodRef& p : pods) free -= self != nullptr && p->SameKey(*self) ? 0 : GpuMilli(*p);
+      for (const PodRef& p : pods) {
+        if (self != nullptr && p->SameKey(*self)) continue;
+        free -= dra != nullptr ? GpuMilli(*p) : gpu::ReadGpuRequest(*p).total_milli();
+      }
     }
   }
   return free;
 }
 
-// The pod as its controller would recreate it: pending, nominated nowhere.
-PodRef Pending(const Pod& running) {
+// The pod as its controller would recreate it: pending, nominated nowhere. A pod with DRA
+// devices comes back as a new pod (no UID of its own yet): its own claims are made again,
+// unallocated (the DynamicResources plugin's RemovePod, told the running pod is gone, gives the
+// replacement its template claims unallocated), and the claim the running pod holds for its
+// extended resources is not taken for one an earlier attempt of the replacement left.
+PodRef Pending(const Context& ctx, const Pod& running) {
   Pod p = running;
   p.node_name.clear();
   p.nominated_node_name.clear();
+  if (UsesDraIn(ctx, running)) p.meta.uid.clear();
   return std::make_shared<const Pod>(std::move(p));
 }
 
@@ -63,7 +93,7 @@ struct Placed {
 // rules). False when one of the victims fits nowhere, or a placed pod no longer fits. All on one
 // what-if of the snapshot.
 bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std::vector<PreemptionVictim>& victims,
-                const std::vector<const NodeInfo*>& order) {
+                const std::vector<const NodeInfo*>& order, const DraFree& dra_free) {
   const Framework& fw = *ctx.framework;
   WhatIf plan(ctx.snapshot, {.nominated = ctx.nominated()});
   for (const PreemptionVictim& v : victims) plan.Evict(v.pod);
@@ -87,7 +117,7 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
 
   StringSet targets;  // nodes the moves so far went to
   for (const PreemptionVictim* v : largest_first) {
-    const PodRef pending = Pending(*v->pod);
+    const PodRef pending = Pending(ctx, *v->pod);
     CycleState s;
     if (!fw.RunPreFilter(s, *pending).ok() || !plan.Replay(fw, s, *pending).ok()) return false;
     auto fits = [&](const NodeInfo& node) {
@@ -109,10 +139,15 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
       }
     }
     // A node with fewer free GPU milli than the pod would hold there cannot take it: an integer
-    // test before any filter (in a full cluster, most of the order fails it).
+    // test before any filter (in a full cluster, most of the order fails it). A pod with DRA
+    // devices may take a node's free devices too, as they stood before the plan (the filters
+    // then count those earlier moves took).
     const gpu::GpuRequest request = gpu::ReadGpuRequest(*pending);
+    const bool dra = UsesDraIn(ctx, *pending);
+    const int64_t claimed = DraDeviceMilli(*pending);
     for (const NodeInfo* node : order) {
-      if (node->gpus().total_free_milli() < gpu::HeldGpuMilli(request, node->gpus().inventory())) continue;
+      const int64_t free = node->gpus().total_free_milli() + (dra ? dra_free.At(node->name()) : 0);
+      if (free < gpu::HeldGpuMilli(request, node->gpus().inventory()) + claimed) continue;
       if (placed_nodes.contains(node->name()) || targets.contains(node->name())) continue;
       const FillOption option = option_of(*node);
       if (best != nullptr && !BetterFill(option, best_option, 1)) break;
@@ -124,7 +159,7 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
     }
     if (best == nullptr) return false;
     const std::string to = best->name();
-    plan.Move(v->pod, to);
+    plan.Place(*pending, to);  // its own copy: evicted above, it comes back as `pending`
     targets.insert(to);
   }
   // Every placed pod still fits where the plan puts it, beside the others and every move: its
@@ -144,8 +179,11 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
 // The plan that moves the pods of `candidate` (taken off candidate.node for `pod`); nullopt when
 // one of them fits nowhere else once the pod runs there, or the pod no longer fits beside them.
 std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, const Pod& pod,
-                                  const Candidate& candidate, const std::vector<const NodeInfo*>& fullest_first) {
-  if (!PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, fullest_first)) return std::nullopt;
+                                  const Candidate& candidate, const std::vector<const NodeInfo*>& fullest_first,
+                                  const DraFree& dra_free) {
+  if (!PlaceAgain(ctx, {Placed{&pod, candidate.node, &state}}, candidate.victims, fullest_first, dra_free)) {
+    return std::nullopt;
+  }
   MovePlan plan{.node = candidate.node, .moves = candidate.victims};
   for (const PreemptionVictim& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod);
   return plan;
@@ -169,7 +207,10 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
   int64_t want = 0;
   for (size_t i = 0; i < sizes.size() && i < static_cast<size_t>(need); ++i) want += sizes[i];
   if (index->shared_nodes() > 0) want = std::min<int64_t>(want, 1);
-  if (FreeBeyondNominated(ctx, *index, nullptr) < want) return std::nullopt;
+  // Members that may take DRA devices count the nodes' free devices as room too.
+  const bool dra = std::any_of(members.begin(), members.end(), [&](const PodRef& m) { return UsesDraIn(ctx, *m); });
+  const DraFree dra_free = ReadDraFree(ctx);
+  if (FreeBeyondNominated(ctx, *index, nullptr, dra ? &dra_free : nullptr) < want) return std::nullopt;
   // Only nodes that could hold the smallest member, now or once their movable pods are gone,
   // among those the caller screened in (one tier of the gang's flavors).
   const int64_t smallest = sizes.empty() ? 0 : sizes.front();
@@ -180,7 +221,7 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
     if (pos < 0) return false;
     const MovableIndex::Node& n = index->at(static_cast<uint32_t>(pos));
     const int64_t holds = index->shared_nodes() > 0 ? 0 : smallest;
-    return n.free_gpu_milli + n.movable_gpu_milli >= holds;
+    return n.free_gpu_milli + (dra ? dra_free.At(node.name()) : 0) + n.movable_gpu_milli >= holds;
   };
   GangPreemptionPlan gang = PlanGangPreemption(ctx, members, states, need, topology_key);
   // A budget that would refuse a move would stop the plan half done: not started.
@@ -197,7 +238,7 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
       if (members[i]->SameKey(*t.member)) placed.push_back({members[i].get(), t.node, states[i]});
     }
   }
-  if (!PlaceAgain(ctx, placed, gang.victims, index->FullestFirst(*ctx.snapshot))) return std::nullopt;
+  if (!PlaceAgain(ctx, placed, gang.victims, index->FullestFirst(*ctx.snapshot), dra_free)) return std::nullopt;
   return GangMovePlan{.targets = std::move(gang.targets), .moves = std::move(gang.victims)};
 }
 
@@ -260,25 +301,44 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   // must cover the pod. In a full cluster this ends most attempts before any dry run.
   // What the pod holds differs by node only on shared ones (a replica is a fraction of a GPU):
   // with any, the screen asks only for some free GPU.
-  const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli();
-  if (FreeBeyondNominated(ctx, *index, &pod) < need) return {};
+  // A pod that may take DRA devices (its own claims, or an extended resource a DeviceClass
+  // serves) counts the devices its claims ask for, and the nodes' free DRA devices as room.
+  const bool dra = UsesDraIn(ctx, pod);
+  const DraFree dra_free = ReadDraFree(ctx);
+  const int64_t claimed = DraDeviceMilli(pod);
+  const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli() + claimed;
+  if (FreeBeyondNominated(ctx, *index, &pod, dra ? &dra_free : nullptr) < need) return {};
   // Nodes where moving pods could make room, closest to fitting first (GPU milli short, then
-  // snapshot order, which is by name): the index's most-free order, skipping those whose movable
-  // pods cannot cover the shortfall and those the filters ruled out for good.
+  // snapshot order, which is by name): the index's most-free order (with DRA, its free devices
+  // added), skipping those whose movable pods cannot cover the shortfall and those the filters
+  // ruled out for good.
   std::vector<const NodeInfo*> nodes;
-  for (const auto& [neg_free, pos] : index->most_free()) {
-    if (nodes.size() >= kMaxNodesTried) break;
+  auto consider = [&](int64_t neg_free, uint32_t pos) {
     const NodeInfo* node = ctx.snapshot->nodes()[pos];
-    const int64_t short_by = gpu::HeldGpuMilli(request, node->gpus().inventory()) + neg_free;
-    if (short_by > index->at(pos).movable_gpu_milli) continue;
+    const int64_t short_by = gpu::HeldGpuMilli(request, node->gpus().inventory()) + claimed + neg_free;
+    if (short_by > index->at(pos).movable_gpu_milli) return;
     if (auto it = rejected.find(node->name());
         it != rejected.end() && it->second.code() == Code::kUnschedulableAndUnresolvable) {
-      continue;
+      return;
     }
     // Moves free no quota: a moved pod comes back and is charged again. Where the pod's quota
     // rejects it, room alone would not do, and the move would be a reclaim under another name.
-    if (ctx.framework != nullptr && !ctx.framework->RunQuotaFilters(state, pod, *node).ok()) continue;
+    if (ctx.framework != nullptr && !ctx.framework->RunQuotaFilters(state, pod, *node).ok()) return;
     nodes.push_back(node);
+  };
+  if (dra && !dra_free.by_node.empty()) {
+    std::vector<std::pair<int64_t, uint32_t>> most_free(index->most_free().begin(), index->most_free().end());
+    for (auto& [neg_free, pos] : most_free) neg_free -= dra_free.At(ctx.snapshot->nodes()[pos]->name());
+    std::stable_sort(most_free.begin(), most_free.end());
+    for (const auto& [neg_free, pos] : most_free) {
+      if (nodes.size() >= kMaxNodesTried) break;
+      consider(neg_free, pos);
+    }
+  } else {
+    for (const auto& [neg_free, pos] : index->most_free()) {
+      if (nodes.size() >= kMaxNodesTried) break;
+      consider(neg_free, pos);
+    }
   }
 
   std::vector<MovePlan> candidates;  // victims chosen, not yet placed again
@@ -301,7 +361,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   const std::vector<const NodeInfo*> fullest_first = index->FullestFirst(*ctx.snapshot);
   for (size_t i : order) {
     if (plans.size() >= max_plans) break;
-    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], fullest_first)) {
+    if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], fullest_first, dra_free)) {
       plans.push_back(*std::move(plan));
     }
   }

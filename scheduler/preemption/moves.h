@@ -8,6 +8,9 @@
 // whole or not started). The consolidation plugin (plugins/consolidation) evicts the best plan's
 // pods and nominates the node; their controllers recreate them and the scheduler places them as
 // any pod: where the plan found room for a moved pod proves that it has some, it is no promise.
+// DRA devices count as GPUs (dra_room.h: a pod's own claims, the nodes' free devices, with
+// Context::objects); a moved pod that uses DRA is placed again as its replacement, a new pod whose
+// own claims are unallocated (the DynamicResources plugin's RemovePod of the running pod).
 //
 //   Context ctx = ...; ctx.victim_rule = movable;        // who may move
 //   std::vector<MovePlan> best_first = FindMovePlans(ctx, state, pod, rejected, /*max_plans=*/3);

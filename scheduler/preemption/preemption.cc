@@ -391,7 +391,8 @@ Context ContextFor(const Handle& handle, const Framework* fw) {
                  .gang_of = [h](const Pod& p) { return h->GangKeyOf(p); },
                  .priority_of = [h](const Pod& p) { return h->PriorityOf(p); },
                  .priority_floor = handle.PriorityFloor(),
-                 .seed = handle.seed()};
+                 .seed = handle.seed(),
+                 .objects = handle.Objects()};
 }
 
 EvictionOutcome EvictInOrder(Handle& handle, const std::vector<PodDisruptionBudget>& pdbs,

@@ -91,6 +91,9 @@ struct Context {
   // its flavors at a time (framework/node_tiers.h TierWalk); moves screen out, besides, the
   // nodes that neither hold a member now nor could once their movable pods are gone.
   std::function<bool(const NodeInfo& node)> gang_node_screen;
+  // The cluster's objects as the cycle reads them (Handle::Objects): moves count DRA devices
+  // from their ResourceSlices and ResourceClaims (dra_room.h). Null: no DRA device is counted.
+  std::shared_ptr<const ClusterObjects> objects;
 };
 
 // The context a PostFilter plugin plans in for profile `fw`: the handle's snapshot, budgets,
