@@ -116,13 +116,14 @@ std::optional<dra::ResourceClaim> LeftExtendedClaim(const ClusterObjects& object
   return std::nullopt;
 }
 
-// Whether the pod (by UID) runs on a node of the snapshot. Walks every node's pods: only asked when a
-// claim made for the pod exists while the pod is not bound.
-bool RunsInSnapshot(const Snapshot& snapshot, const Pod& pod) {
-  if (pod.meta.uid.empty()) return false;
+// Whether the pod (by UID) runs, or is assumed, on a node of the snapshot. Walks every node's pods:
+// only asked when a claim made for the pod exists while the pod is not bound, and for a claim
+// made and not seen since (RecordDone).
+bool RunsInSnapshot(const Snapshot& snapshot, std::string_view uid) {
+  if (uid.empty()) return false;
   for (const NodeInfo* node : snapshot.nodes()) {
     for (const PodRef& p : node->pods()) {
-      if (p->meta.uid == pod.meta.uid) return true;
+      if (p->meta.uid == uid) return true;
     }
   }
   return false;
@@ -184,7 +185,7 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     // runs is its own: a what-if runs PreFilter on a running pod's pending copy too (a move
     // plan asks whether the pod would fit elsewhere).
     if (std::optional<dra::ResourceClaim> left = LeftExtendedClaim(*objects, pod);
-        left.has_value() && !RunsInSnapshot(handle_.snapshot(), pod)) {
+        left.has_value() && !RunsInSnapshot(handle_.snapshot(), pod.meta.uid)) {
       ClusterApi* api = handle_.api();
       absl::Status deleted = api == nullptr ? absl::UnavailableError("no cluster to write to")
                                             : api->DeleteResourceClaim(left->meta);
@@ -526,16 +527,26 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
       for (const dra::DeviceSubRequest& sub : r.first_available) need_class(sub.ask.device_class_name);
     }
   }
+  dra::NodeDevices devices;
   absl::StatusOr<dra::AllocationOutcome> out =
-      AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit);
+      AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit, &devices);
   if (out.ok() && !out->fits() && ReleaseTerminating(theirs, objects, node)) {
     // A pod nominated where its preemption's victims still terminate: the devices they hold are
     // its, once they are gone. Counted here besides theirs, so no other pod takes its room.
-    out = AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit);
+    out = AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit, &devices);
   }
-  if (!out.ok() || !out->fits()) return Status::Ok();  // their own cycle finds out; nothing to count here
+  if (!out.ok()) return Status::Ok();  // their own cycle finds out; nothing to count here
   auto updated = std::make_shared<PodClaims>(mine);
-  for (const dra::AllocationResult& a : out->allocations) updated->allocated.Add(a);
+  if (!out->fits()) {
+    // It does not fit even so (a pod that outranks it took part of its room since it was
+    // nominated). As with device-plugin GPUs, where a nominated pod's request counts against the
+    // node's free total whatever it finds there, nothing of the node's devices is left to the
+    // pods it outranks or equals: they are all held in this view.
+    for (const dra::Candidate& c : devices.candidates) updated->allocated.exclusive.insert(c.id);
+  }
+  if (out->fits()) {
+    for (const dra::AllocationResult& a : out->allocations) updated->allocated.Add(a);
+  }
   for (const dra::ResourceClaim& c : theirs.claims) updated->added.insert(dra::ClaimKey(c));
   if (extended.has_value()) updated->added.insert(extended_key);
   state.WriteValue(kName, std::shared_ptr<const PodClaims>(std::move(updated)));
@@ -750,8 +761,12 @@ void DynamicResources::MarkWritten(const std::string& key) {
 bool DynamicResources::RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const {
   if (allocated) return true;
   if (stored == nullptr) {
-    return !record.awaiting_creation ||
-           (record.written && handle_.clock().Now() - record.written_at > kUnseenCreatedLimit);
+    if (!record.awaiting_creation) return true;
+    if (!record.written) return false;
+    // Made, and not seen since: not delivered yet, or made and deleted between two looks (its
+    // pod ran and ended). Its pod no longer in the snapshot (neither assumed nor bound) tells.
+    const absl::Duration age = handle_.clock().Now() - record.written_at;
+    return age > kUnseenCreatedLimit || (age > kUnseenCreatedGrace && !RunsInSnapshot(handle_.snapshot(), record.pod_uid));
   }
   if (!record.written || stored->meta.resource_version == record.reserved_version) return false;
   const json& meta = stored->json->value("metadata", json::object());

@@ -170,6 +170,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // kUnseenCreatedLimit after its write.
   bool RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const;
   static constexpr absl::Duration kUnseenCreatedLimit = absl::Minutes(5);
+  // ... and sooner, once kUnseenCreatedGrace has passed, when its pod is no longer in the
+  // snapshot (it ran and ended while its claim was made and deleted between two looks).
+  static constexpr absl::Duration kUnseenCreatedGrace = absl::Seconds(2);
   // Marks the in-flight record of claim `key` written.
   void MarkWritten(const std::string& key);
   // The claim for the pod's extended resources that `node` serves through DRA; nullopt when the
