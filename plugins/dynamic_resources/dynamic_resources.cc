@@ -26,33 +26,83 @@ std::string Describe(const PodResourceClaim& c) {
 
 std::string KeyOf(std::string_view namespace_, std::string_view name) { return StrCat(namespace_, "/", name); }
 
-bool ReservedFor(const dra::ResourceClaim& claim, const Pod& pod) {
-  for (const dra::ConsumerReference& r : claim.reserved_for) {
-    if (r.resource == "pods" && r.api_group.empty() && r.name == pod.meta.name &&
-        (r.uid.empty() || pod.meta.uid.empty() || r.uid == pod.meta.uid)) {
-      return true;
-    }
-  }
-  return false;
+constexpr std::string_view kPodGroupApiGroup = "scheduling.k8s.io";
+
+// Whether `r` names `consumer` (the UIDs compared when both are known).
+bool SameConsumer(const dra::ConsumerReference& r, const dra::ConsumerReference& consumer) {
+  return r.resource == consumer.resource && r.api_group == consumer.api_group && r.name == consumer.name &&
+         (r.uid.empty() || consumer.uid.empty() || r.uid == consumer.uid);
+}
+
+bool Reserves(const dra::ResourceClaim& claim, const dra::ConsumerReference& consumer) {
+  return std::any_of(claim.reserved_for.begin(), claim.reserved_for.end(),
+                     [&](const dra::ConsumerReference& r) { return SameConsumer(r, consumer); });
 }
 
 dra::ConsumerReference PodReference(const Pod& pod) {
   return {.api_group = "", .resource = "pods", .name = pod.meta.name, .uid = pod.meta.uid};
 }
 
-// The pod's claims, each once, in spec order, resolved and decoded; or why the pod waits.
-absl::StatusOr<std::vector<dra::ResourceClaim>> ResolveClaims(const ClusterObjects& objects, const Pod& pod) {
-  std::vector<dra::ResourceClaim> out;
+// Reserved for the pod, or for the scheduling.k8s.io PodGroup it belongs to (which the pod knows
+// by name only), as upstream's IsReservedForPod.
+bool ReservedFor(const dra::ResourceClaim& claim, const Pod& pod) {
+  if (Reserves(claim, PodReference(pod))) return true;
+  if (pod.scheduling_group.empty()) return false;
+  return Reserves(claim, {.api_group = std::string(kPodGroupApiGroup), .resource = "podgroups",
+                          .name = pod.scheduling_group, .uid = ""});
+}
+
+// The PodGroup entry the pod's claim uses: the same name, and the same claim or template.
+const PodGroupResourceClaim* GroupEntryOf(const std::optional<PodGroupClaims>& group, const PodResourceClaim& c) {
+  if (!group.has_value()) return nullptr;
+  for (const PodGroupResourceClaim& g : group->claims) {
+    if (g.name == c.name && g.resource_claim_name == c.resource_claim_name &&
+        g.resource_claim_template_name == c.resource_claim_template_name) {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+// Whether a claim made from a template is the pod's own or its PodGroup's (when the pod's entry
+// is the PodGroup's).
+bool MadeFor(const dra::ResourceClaim& claim, const Pod& pod, bool for_group) {
+  for (const OwnerReference& o : claim.meta.owner_references) {
+    if (o.kind == "Pod" && o.name == pod.meta.name && (pod.meta.uid.empty() || o.uid == pod.meta.uid)) return true;
+    if (for_group && o.kind == "PodGroup" && o.name == pod.scheduling_group &&
+        o.api_version.starts_with(StrCat(kPodGroupApiGroup, "/"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The pod's claims, each once, in spec order, resolved and decoded, and whom each is reserved for
+// (the pod, or its PodGroup when the pod's entry is one of the PodGroup's); or why the pod waits.
+struct ResolvedClaims {
+  std::vector<dra::ResourceClaim> claims;
+  std::vector<dra::ConsumerReference> bind_to;  // per claim
+};
+absl::StatusOr<ResolvedClaims> ResolveClaims(const ClusterObjects& objects, const Pod& pod,
+                                             const std::optional<PodGroupClaims>& group) {
+  ResolvedClaims resolved;
+  std::vector<dra::ResourceClaim>& out = resolved.claims;
   std::set<std::string, std::less<>> seen;
   for (const PodResourceClaim& c : pod.resource_claims) {
+    const PodGroupResourceClaim* shared = GroupEntryOf(group, c);
     std::string name = c.resource_claim_name;
     if (name.empty()) {
-      if (!c.generated_claim_name.has_value()) {
+      std::optional<std::string> made = c.generated_claim_name;
+      if (!made.has_value() && shared != nullptr) {
+        // The PodGroup's claim from a template: its status names it too.
+        if (auto g = group->generated.find(c.name); g != group->generated.end()) made = g->second;
+      }
+      if (!made.has_value()) {
         return absl::FailedPreconditionError(
             StrCat(Describe(c), ": waiting for the resourceclaim controller to create the claim"));
       }
-      if (c.generated_claim_name->empty()) continue;  // the controller says the pod needs none
-      name = *c.generated_claim_name;
+      if (made->empty()) continue;  // the controller says the pod needs none
+      name = *made;
     }
     if (!seen.insert(name).second) continue;
     const RawObject* raw = objects.RawOf(RawKind::kResourceClaim, KeyOf(pod.meta.namespace_, name));
@@ -64,20 +114,18 @@ absl::StatusOr<std::vector<dra::ResourceClaim>> ResolveClaims(const ClusterObjec
     if (claim->meta.deletion_timestamp.has_value()) {
       return absl::FailedPreconditionError(StrCat(Describe(c), ": resourceclaim \"", name, "\" is being deleted"));
     }
-    if (!c.resource_claim_template_name.empty()) {
-      // A generated claim must be the pod's own (kube-scheduler checks the owner).
-      bool owned = false;
-      for (const OwnerReference& o : claim->meta.owner_references) {
-        owned = owned || (o.kind == "Pod" && o.name == pod.meta.name && (pod.meta.uid.empty() || o.uid == pod.meta.uid));
-      }
-      if (!owned) {
-        return absl::FailedPreconditionError(
-            StrCat(Describe(c), ": resourceclaim \"", name, "\" was not created for the pod"));
-      }
+    // A generated claim must be the pod's own, or its PodGroup's (kube-scheduler checks the owner).
+    if (!c.resource_claim_template_name.empty() && !MadeFor(*claim, pod, shared != nullptr)) {
+      return absl::FailedPreconditionError(StrCat(Describe(c), ": resourceclaim \"", name, "\" was not created for the ",
+                                                  shared != nullptr ? "pod or its PodGroup" : "pod"));
     }
     out.push_back(*std::move(claim));
+    resolved.bind_to.push_back(shared != nullptr
+                                   ? dra::ConsumerReference{.api_group = std::string(kPodGroupApiGroup),
+                                                            .resource = "podgroups", .name = group->name, .uid = group->uid}
+                                   : PodReference(pod));
   }
-  return out;
+  return resolved;
 }
 
 // The DeviceClass that serves extended resource `resource`, as kube-scheduler's cache resolves
@@ -114,6 +162,22 @@ std::optional<dra::ResourceClaim> LeftExtendedClaim(const ClusterObjects& object
     if (claim.ok() && dra::IsExtendedResourceClaimOf(*claim, pod)) return *std::move(claim);
   }
   return std::nullopt;
+}
+
+// Whether the claim `key` of the pod is reserved for its PodGroup (shared by the group's pods).
+bool SharedByGroup(const PodClaims& claims, std::string_view key) {
+  for (size_t i = 0; i < claims.claims.size() && i < claims.bind_to.size(); ++i) {
+    if (dra::ClaimKey(claims.claims[i]) == key) return claims.bind_to[i].resource == "podgroups";
+  }
+  return false;
+}
+
+// Another pod's reservation of a claim this pod shares: its allocation, and whom its PreBind
+// reserves it for (so this pod does not write it again).
+void TakeSharedReservation(dra::ResourceClaim& claim, const dra::AllocationResult& allocation,
+                           const dra::ConsumerReference& consumer) {
+  if (!claim.allocation.has_value()) claim.allocation = allocation;
+  if (!consumer.name.empty() && !Reserves(claim, consumer)) claim.reserved_for.push_back(consumer);
 }
 
 // Whether the pod (by UID) runs, or is assumed, on a node of the snapshot. Walks every node's pods:
@@ -195,9 +259,10 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     }
   }
 
-  absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(*objects, pod);
+  absl::StatusOr<ResolvedClaims> resolved = ResolveClaims(*objects, pod, handle_.PodGroupClaimsOf(pod));
   if (!resolved.ok()) return Status::Unresolvable(std::string(resolved.status().message()));
-  out.claims = *std::move(resolved);
+  out.claims = std::move(resolved->claims);
+  out.bind_to = std::move(resolved->bind_to);
   if (out.claims.empty() && out.extended.empty()) return Status::Skip();
 
   // Every allocation: the informer's, and ours not seen back yet.
@@ -231,7 +296,12 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
       out.in_flight_counted.insert(it->first);
       if (own.contains(it->first)) {
         for (dra::ResourceClaim& c : out.claims) {
-          if (dra::ClaimKey(c) == it->first && !c.allocation.has_value()) c.allocation = it->second.allocation;
+          if (dra::ClaimKey(c) != it->first) continue;
+          if (it->second.pod_uid == pod.meta.uid) {
+            if (!c.allocation.has_value()) c.allocation = it->second.allocation;
+          } else {
+            TakeSharedReservation(c, it->second.allocation, it->second.consumer);
+          }
         }
       } else {
         out.allocated.Add(it->second.allocation);
@@ -381,8 +451,9 @@ Status DynamicResources::Filter(const CycleState& state, const Pod& pod, const N
 std::vector<dra::ResourceClaim> DynamicResources::AllocatedClaimsOf(const ClusterObjects& objects,
                                                                     const Pod& other) const {
   std::vector<dra::ResourceClaim> out;
-  if (absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(objects, other); resolved.ok()) {
-    for (dra::ResourceClaim& c : *resolved) {
+  if (absl::StatusOr<ResolvedClaims> resolved = ResolveClaims(objects, other, handle_.PodGroupClaimsOf(other));
+      resolved.ok()) {
+    for (dra::ResourceClaim& c : resolved->claims) {
       if (c.allocation.has_value()) out.push_back(std::move(c));
     }
   }
@@ -476,11 +547,17 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
   theirs.slices = mine.slices;
   theirs.classes = mine.classes;
   theirs.allocated = mine.allocated;
-  if (absl::StatusOr<std::vector<dra::ResourceClaim>> resolved = ResolveClaims(objects, other); resolved.ok()) {
+  // Claims the other pod shares with this one, not allocated yet (a PodGroup's, a claim both
+  // name): allocated on the other pod's node in this pod's view, so this pod goes where they are.
+  std::set<std::string, std::less<>> shared;
+  if (absl::StatusOr<ResolvedClaims> resolved = ResolveClaims(objects, other, handle_.PodGroupClaimsOf(other));
+      resolved.ok()) {
     std::set<std::string, std::less<>> own;
-    for (const dra::ResourceClaim& c : mine.claims) own.insert(dra::ClaimKey(c));
+    for (const dra::ResourceClaim& c : mine.claims) {
+      if (!c.allocation.has_value()) own.insert(dra::ClaimKey(c));
+    }
     absl::MutexLock lock(&mu_);
-    for (dra::ResourceClaim& c : *resolved) {
+    for (dra::ResourceClaim& c : resolved->claims) {
       const std::string key = dra::ClaimKey(c);
       // A claim made for a pod of this name (from a template) whose devices a removal freed
       // (RemovePod) is made anew for the pod's replacement (a move): allocated where it goes.
@@ -490,12 +567,12 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
           })) {
         c.allocation.reset();
       }
-      // Counted already: allocated (in `allocated`), in flight (likewise), shared with this pod,
-      // or added by an earlier member.
-      if (c.allocation.has_value() || in_flight_.contains(key) || (!itself && own.contains(key)) ||
-          mine.added.contains(key)) {
-        continue;
-      }
+      // Counted already: allocated (in `allocated`, or this pod's own view of it), in flight
+      // (likewise), or added by an earlier member.
+      if (c.allocation.has_value() || in_flight_.contains(key) || mine.added.contains(key)) continue;
+      // The gang planner's "itself" (one more member like this one) shares only the claims
+      // reserved for the PodGroup; a claim of its own is one more claim like it.
+      if (own.contains(key) && (!itself || SharedByGroup(mine, key))) shared.insert(key);
       theirs.claims.push_back(std::move(c));
     }
   }
@@ -545,7 +622,16 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
     for (const dra::Candidate& c : devices.candidates) updated->allocated.exclusive.insert(c.id);
   }
   if (out->fits()) {
-    for (const dra::AllocationResult& a : out->allocations) updated->allocated.Add(a);
+    for (size_t i = 0; i < out->allocations.size(); ++i) {
+      const std::string key = i < theirs.claims.size() ? dra::ClaimKey(theirs.claims[i]) : extended_key;
+      if (!shared.contains(key)) {
+        updated->allocated.Add(out->allocations[i]);
+        continue;
+      }
+      for (dra::ResourceClaim& c : updated->claims) {
+        if (dra::ClaimKey(c) == key) c.allocation = out->allocations[i];
+      }
+    }
   }
   for (const dra::ResourceClaim& c : theirs.claims) updated->added.insert(dra::ClaimKey(c));
   if (extended.has_value()) updated->added.insert(extended_key);
@@ -649,9 +735,17 @@ std::shared_ptr<const PodClaims> DynamicResources::WithLaterReservations(std::sh
   std::shared_ptr<PodClaims> updated;
   absl::MutexLock lock(&mu_);
   for (const auto& [key, record] : in_flight_) {
-    if (own.contains(key) || claims->in_flight_counted.contains(key) || claims->added.contains(key)) continue;
+    if (claims->in_flight_counted.contains(key) || claims->added.contains(key) || record.pod_uid == pod.meta.uid) continue;
+    if (key == PendingExtendedKey(pod)) continue;
     if (updated == nullptr) updated = std::make_shared<PodClaims>(*claims);
-    updated->allocated.Add(record.allocation);
+    if (!own.contains(key)) {
+      updated->allocated.Add(record.allocation);
+      continue;
+    }
+    // A claim this pod shares (its PodGroup's), reserved by another member since PreFilter.
+    for (dra::ResourceClaim& c : updated->claims) {
+      if (dra::ClaimKey(c) == key) TakeSharedReservation(c, record.allocation, record.consumer);
+    }
   }
   return updated == nullptr ? claims : updated;
 }
@@ -680,7 +774,8 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
     workload->learner->ObserveDraPlacement(pod, ClassOfUnits(units, pod.requests.milli_cpu));
   }
   Reservation r;
-  r.claims = (*claims)->claims;
+  r.claims = view->claims;  // with the allocations other members reserved since PreFilter
+  r.bind_to = view->bind_to;
   r.allocations = std::move(out->allocations);
   if (extended.has_value()) {
     r.extended_allocation = std::move(r.allocations.back());
@@ -698,8 +793,11 @@ Status DynamicResources::Reserve(CycleState& state, const Pod& pod, const std::s
       r.newly_allocated.push_back(fresh);
       r.written.push_back(false);
       if (fresh) {
-        in_flight_[dra::ClaimKey(r.claims[i])] = InFlightAllocation{
-            .allocation = r.allocations[i], .pod_uid = pod.meta.uid, .reserved_version = r.claims[i].meta.resource_version};
+        in_flight_[dra::ClaimKey(r.claims[i])] =
+            InFlightAllocation{.allocation = r.allocations[i],
+                               .pod_uid = pod.meta.uid,
+                               .consumer = i < r.bind_to.size() ? r.bind_to[i] : PodReference(pod),
+                               .reserved_version = r.claims[i].meta.resource_version};
       }
     }
   }
@@ -782,9 +880,12 @@ Status DynamicResources::PreBind(CycleState& state, const Pod& pod, const std::s
   if (api == nullptr) return Status::Error("allocating resource claims: no cluster to write to");
   for (size_t i = 0; i < r->claims.size(); ++i) {
     const dra::ResourceClaim& claim = r->claims[i];
-    if (!r->newly_allocated[i] && ReservedFor(claim, pod)) continue;  // nothing to write
+    const dra::ConsumerReference consumer = i < r->bind_to.size() ? r->bind_to[i] : PodReference(pod);
+    // Reserved for the pod or its PodGroup already (or by another member whose PreBind writes
+    // it): nothing to write.
+    if (!r->newly_allocated[i] && (ReservedFor(claim, pod) || Reserves(claim, consumer))) continue;
     std::vector<dra::ConsumerReference> reserved = claim.reserved_for;
-    if (!ReservedFor(claim, pod)) reserved.push_back(PodReference(pod));
+    if (!Reserves(claim, consumer)) reserved.push_back(consumer);
     const json status = dra::EncodeClaimStatus(r->allocations[i], reserved);
     absl::Status st = api->WriteResourceClaimStatus(claim.meta, status.dump());
     if (!st.ok()) {

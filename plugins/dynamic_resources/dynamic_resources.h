@@ -24,6 +24,11 @@
 //   - PreBind writes each claim's status (ClusterApi::WriteResourceClaimStatus): the new
 //     allocation, and reservedFor with the pod added. A claim already allocated keeps its devices
 //     and only gains the pod in reservedFor.
+//   - A scheduling.k8s.io PodGroup's own claims (spec.resourceClaims, DRAWorkloadResourceClaims):
+//     a pod whose entry equals one of them shares it with the group; it is reserved for the
+//     PodGroup (Handle::PodGroupClaimsOf gives its uid), allocated once: a member reserved after
+//     another takes that one's allocation (in flight) and writes nothing, and AddPod allocates a
+//     claim the other pod shares with this one on the other pod's node, in this pod's view.
 // Extended resources backed by DRA (scheduler/framework/dra_extended.h): PreFilter finds the
 // DeviceClasses that serve the pod's extended resources (spec.extendedResourceName, or the
 // implicit deviceclass.resource.kubernetes.io/<class>; of two classes naming one resource the
@@ -70,6 +75,9 @@ struct PodClaims {
   dra::AllocatedDevices allocated;  // devices held by every other allocation
   // The pod's claims, each once, in spec order; an allocation recorded in memory is applied.
   std::vector<dra::ResourceClaim> claims;
+  // Per claim, whom PreBind reserves it for: the pod, or its scheduling.k8s.io PodGroup when the
+  // pod's entry is one of the PodGroup's spec.resourceClaims (DRAWorkloadResourceClaims).
+  std::vector<dra::ConsumerReference> bind_to;
   // The pod's extended resources DeviceClasses serve: resource -> class.
   std::map<std::string, std::string, std::less<>> extended;
   // Claims of other pods this cycle placed beside the pod (AddPod: a gang's members, nominated
@@ -94,6 +102,7 @@ struct ExtendedClaim {
 // What Reserve chose, for PreBind and Unreserve.
 struct Reservation {
   std::vector<dra::ResourceClaim> claims;             // as PreFilter resolved them
+  std::vector<dra::ConsumerReference> bind_to;        // per claim (PodClaims::bind_to)
   std::vector<dra::AllocationResult> allocations;     // one per claim (kept or new)
   std::vector<bool> newly_allocated;                  // per claim
   std::vector<bool> written;                          // per claim: PreBind wrote its status
@@ -153,6 +162,9 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   struct InFlightAllocation {
     dra::AllocationResult allocation;
     std::string pod_uid;
+    // Whom the reserving pod's PreBind reserves the claim for (its pod, or its PodGroup): another
+    // pod that shares the claim (a member of that PodGroup) sees it reserved already.
+    dra::ConsumerReference consumer;
     // An extended-resource claim not created yet, or created but not yet seen by the informer:
     // its absence from the store does not mean it is gone.
     bool awaiting_creation = false;

@@ -114,6 +114,26 @@ struct PodResourceClaim {
   std::optional<std::string> generated_claim_name;
 };
 
+// A scheduling.k8s.io PodGroup's spec.resourceClaims entry (DRAWorkloadResourceClaims): a claim its
+// pods share, reserved for the PodGroup. A pod uses it through a spec.resourceClaims entry equal
+// to it (the same name, and the same claim or template).
+struct PodGroupResourceClaim {
+  std::string name;
+  std::string resource_claim_name;
+  std::string resource_claim_template_name;
+  bool operator==(const PodGroupResourceClaim&) const = default;
+};
+
+// A PodGroup's own claims as DynamicResources reads them: the PodGroup they are reserved for,
+// the entries, and the claims the resourceclaim controller made from templates
+// (status.resourceClaimStatuses: entry name -> claim; "" when none was needed).
+struct PodGroupClaims {
+  std::string name;
+  std::string uid;
+  std::vector<PodGroupResourceClaim> claims;
+  std::map<std::string, std::string, std::less<>> generated;
+};
+
 struct Container {
   std::string name;
   Resources requests;

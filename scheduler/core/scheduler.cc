@@ -105,6 +105,12 @@ std::string Scheduler::GangKeyOf(const Pod& pod) const {
   return r.membership == gang::GangBook::Membership::kGang ? r.spec.id.Key() : std::string();
 }
 
+std::optional<PodGroupClaims> Scheduler::PodGroupClaimsOf(const Pod& pod) const {
+  if (pod.scheduling_group.empty()) return std::nullopt;
+  return gangs_.FindPodGroupClaims(pod.meta.namespace_.empty() ? "default" : pod.meta.namespace_,
+                                   pod.scheduling_group);
+}
+
 void Scheduler::PodEvicted(const Pod& pod) {
   cache_->MarkTerminating(pod.Key(), pod.meta.uid, clock_->Now());
 }

@@ -282,6 +282,7 @@ class Scheduler final : public Handle {
   std::vector<PriorityClass> PriorityClasses() const override { return priority_classes_.All(); }
   DisruptionLedger* disruptions() const override { return &disruptions_; }
   std::string GangKeyOf(const Pod& pod) const override;
+  std::optional<PodGroupClaims> PodGroupClaimsOf(const Pod& pod) const override;
   bool PodEnded(const Pod& pod) const override;
   void PodEvicted(const Pod& pod) override;
   int32_t PriorityOf(const Pod& pod) const override;

@@ -166,6 +166,9 @@ class Handle {
   // The gang a pod belongs to (scheduler/gang: GangId::Key()), or "" for none: preemption
   // evicts a gang whole or not at all.
   virtual std::string GangKeyOf(const Pod& /*pod*/) const { return {}; }
+  // The own DRA claims of the scheduling.k8s.io PodGroup the pod names (spec.schedulingGroup);
+  // nullopt when it names none or the PodGroup is not known.
+  virtual std::optional<PodGroupClaims> PodGroupClaimsOf(const Pod& /*pod*/) const { return std::nullopt; }
   // A pod's priority: spec.priority, else its PriorityClass's value, else the globalDefault
   // class's, else 0 (the core resolves pods on arrival; this also covers pods that arrived
   // before their class).

@@ -288,10 +288,26 @@ absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) 
   }
   if (const json* claims = d.Array(*spec, "resourceClaims", "spec.resourceClaims")) {
     for (size_t i = 0; i < claims->size(); ++i) {
-      const std::string p = StrCat("spec.resourceClaims[", i, "].name");
-      std::string name = d.String((*claims)[i], "name", p);
-      if (name.empty() && d.ok()) d.Fail(p, "missing");
-      pg.resource_claims.push_back(std::move(name));
+      const std::string p = StrCat("spec.resourceClaims[", i, "]");
+      PodGroupResourceClaim ref;
+      ref.name = d.String((*claims)[i], "name", StrCat(p, ".name"));
+      if (ref.name.empty() && d.ok()) d.Fail(StrCat(p, ".name"), "missing");
+      ref.resource_claim_name = d.String((*claims)[i], "resourceClaimName", StrCat(p, ".resourceClaimName"));
+      ref.resource_claim_template_name =
+          d.String((*claims)[i], "resourceClaimTemplateName", StrCat(p, ".resourceClaimTemplateName"));
+      if (d.ok() && ref.resource_claim_name.empty() == ref.resource_claim_template_name.empty()) {
+        d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
+      }
+      pg.resource_claims.push_back(std::move(ref));
+    }
+  }
+  if (const json* status = d.Object(object, "status", "status")) {
+    if (const json* made = d.Array(*status, "resourceClaimStatuses", "status.resourceClaimStatuses")) {
+      for (size_t i = 0; i < made->size(); ++i) {
+        const std::string p = StrCat("status.resourceClaimStatuses[", i, "]");
+        std::string name = d.String((*made)[i], "name", StrCat(p, ".name"));
+        pg.generated_claims[std::move(name)] = d.String((*made)[i], "resourceClaimName", StrCat(p, ".resourceClaimName"));
+      }
     }
   }
   pg.parent_composite_pod_group =
@@ -311,10 +327,6 @@ std::vector<std::string> Unsupported(const SchedulingPodGroup& pg) {
     out.push_back(StrCat("spec.parentCompositePodGroupName: Tessel does not read CompositePodGroups; the "
                          "PodGroup is placed as a gang of its own, without CompositePodGroup ",
                          pg.parent_composite_pod_group, "'s minGroupCount"));
-  }
-  if (!pg.resource_claims.empty()) {
-    out.push_back(StrCat("spec.resourceClaims (", StrJoin(pg.resource_claims, ", "),
-                         "): Tessel does not allocate DRA claims yet; members that use them are not bound"));
   }
   return out;
 }

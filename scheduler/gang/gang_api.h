@@ -24,6 +24,7 @@
 #include <array>
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,7 +126,11 @@ struct SchedulingPodGroup {
   std::string priority_class_name;
   std::optional<int32_t> priority;
   std::optional<PreemptionPolicy> preemption_policy;
-  std::vector<std::string> resource_claims;  // spec.resourceClaims[].name
+  // spec.resourceClaims (DRAWorkloadResourceClaims): claims the group's pods share, reserved for
+  // the PodGroup; status.resourceClaimStatuses: the claim made from a template (name -> claim;
+  // "" when none was needed; absent until the resourceclaim controller made it).
+  std::vector<PodGroupResourceClaim> resource_claims;
+  std::map<std::string, std::string, std::less<>> generated_claims;
   std::string parent_composite_pod_group;    // spec.parentCompositePodGroupName
   std::string workload_name;                 // spec.workloadRef.workloadName
   std::string template_name;                 // spec.workloadRef.templateName

@@ -165,6 +165,15 @@ std::optional<PodGroup> GangBook::FindPodGroup(const std::string& ns,
   return it->second;
 }
 
+std::optional<PodGroupClaims> GangBook::FindPodGroupClaims(const std::string& ns, const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = scheduling_pod_groups_.find(Key{ns, name});
+  if (it == scheduling_pod_groups_.end()) return std::nullopt;
+  const SchedulingPodGroup& pg = it->second;
+  return PodGroupClaims{.name = pg.meta.name, .uid = pg.meta.uid, .claims = pg.resource_claims,
+                        .generated = pg.generated_claims};
+}
+
 size_t GangBook::size() const {
   absl::MutexLock lock(&mu_);
   return pod_groups_.size() + workloads_.size() + scheduling_pod_groups_.size() + jobs_.size();

@@ -53,6 +53,9 @@ class GangBook {
 
   // The scheduler-plugins PodGroup by namespace/name (status reporting, tests).
   std::optional<PodGroup> FindPodGroup(const std::string& ns, const std::string& name) const;
+  // The scheduling.k8s.io PodGroup's own DRA claims, by namespace/name; nullopt when the PodGroup
+  // is not known.
+  std::optional<PodGroupClaims> FindPodGroupClaims(const std::string& ns, const std::string& name) const;
   size_t size() const;
 
  private:

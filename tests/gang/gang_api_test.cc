@@ -331,6 +331,11 @@ TEST_CASE("bad v1beta1 PodGroups are rejected with the object and the field", "[
       {"priority out of range", R"({"priority": 3000000000})", "spec.priority: out of the int32 range"},
       {"claim without name", R"({"resourceClaims": [{"resourceClaimName": "c"}]})",
        "spec.resourceClaims[0].name: missing"},
+      {"claim naming a claim and a template",
+       R"({"resourceClaims": [{"name": "nic", "resourceClaimName": "c", "resourceClaimTemplateName": "t"}]})",
+       "spec.resourceClaims[0]: exactly one of resourceClaimName and resourceClaimTemplateName must be set"},
+      {"claim naming neither", R"({"resourceClaims": [{"name": "nic"}]})",
+       "spec.resourceClaims[0]: exactly one of resourceClaimName and resourceClaimTemplateName must be set"},
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
@@ -360,17 +365,23 @@ TEST_CASE("a v1beta1 PodGroup maps onto the gang spec; what Tessel cannot honour
   CHECK_FALSE(r.spec.schedule_timeout.has_value());  // v1beta1 has no timeout field
   CHECK(r.spec.unsupported.empty());
 
-  SECTION("a parent CompositePodGroup, group resource claims, another priority") {
+  SECTION("a parent CompositePodGroup, group resource claims (honoured: DynamicResources), another priority") {
     object["spec"]["parentCompositePodGroupName"] = "job";
-    object["spec"]["resourceClaims"] = json::parse(R"([{"name": "nic", "resourceClaimName": "rdma"}])");
+    object["spec"]["resourceClaims"] = json::parse(
+        R"([{"name": "nic", "resourceClaimName": "rdma"}, {"name": "gpus", "resourceClaimTemplateName": "eight"}])");
+    object["status"]["resourceClaimStatuses"] = json::parse(R"([{"name": "gpus", "resourceClaimName": "train-0-gpus-x7"}])");
     object["spec"]["priority"] = 10;
+    absl::StatusOr<SchedulingPodGroup> decoded = DecodeSchedulingPodGroup(object);
+    REQUIRE(decoded.ok());
+    REQUIRE(decoded->resource_claims.size() == 2);
+    CHECK(decoded->resource_claims[0].resource_claim_name == "rdma");
+    CHECK(decoded->resource_claims[1].resource_claim_template_name == "eight");
+    CHECK(decoded->generated_claims.at("gpus") == "train-0-gpus-x7");
     book.Put(Decoded(DecodeSchedulingPodGroup(object)));
     CHECK(book.Resolve(member).spec.unsupported ==
           std::vector<std::string>{
               "spec.parentCompositePodGroupName: Tessel does not read CompositePodGroups; the PodGroup is "
               "placed as a gang of its own, without CompositePodGroup job's minGroupCount",
-              "spec.resourceClaims (nic): Tessel does not allocate DRA claims yet; members that use them "
-              "are not bound",
               "spec.priority: 10 differs from member team-a/train-0-a's priority 1000; Tessel orders and "
               "preempts by the members' priority"});
   }

@@ -1000,9 +1000,7 @@ TEST_CASE("a v1beta1 PodGroup: its preemptionPolicy, its topology key, what it c
   const GangStatusUpdate& waiting = c.rec.status.at("PodGroup default/hp (scheduling.k8s.io)");
   CHECK_FALSE(waiting.condition);
   CHECK_THAT(waiting.message, Catch::Contains("within one kubernetes.io/hostname domain"));
-  CHECK(waiting.unsupported == std::vector<std::string>{
-                                   "spec.resourceClaims (nic): Tessel does not allocate DRA claims yet; members "
-                                   "that use them are not bound"});
+  CHECK(waiting.unsupported.empty());  // the group's claims are DynamicResources' (its members name none)
 
   // PreemptLowerPriority: one node's pod goes, and both members land on that one node.
   group("PreemptLowerPriority");

@@ -7,13 +7,18 @@
 #     with two 4-GPU nodes: none is bound; each pod has PodScheduled=False and a
 #     FailedScheduling event, the PodGroup PodGroupInitiallyScheduled=False (Unschedulable).
 #     A third node appears: all three are bound, and the condition turns True (Scheduled).
-#   - A pod with a DRA resource claim is never bound: PodScheduled=False names the claim and
-#     says that Tessel does not allocate DRA claims; a plain pod beside it is bound.
+#   - A pod whose DRA claim comes from a template no one made a claim from waits: PodScheduled=False
+#     names the claim and says so; a plain pod beside it is bound.
+#   - A PodGroup's own claim (DRAWorkloadResourceClaims, beta in 1.37): a v1beta1 PodGroup (minCount
+#     2) lists a claim of 2 DRA devices in spec.resourceClaims, and its two pods name it in theirs;
+#     the devices are on one node: both pods are bound there, and the claim is allocated once,
+#     reserved for the PodGroup (reservedFor: podgroups, the PodGroup's uid), not for each pod.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_lib.sh"
 it_begin upstreamgang
 
-side_apiserver_start --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true
+side_apiserver_start --feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true \
+  --runtime-config=scheduling.k8s.io/v1beta1=true
 k() { kubectl --kubeconfig "$SIDE_ADMIN" "$@"; }
 k get --raw /apis/scheduling.k8s.io/v1beta1 | matches '"podgroups"' || fail "the side apiserver does not serve v1beta1 podgroups"
 
@@ -92,6 +97,67 @@ for i in 0 1 2; do seen[$(node_of "train-$i")]=1; done
 it_wait 30 "PodGroup train: PodGroupInitiallyScheduled=True" eval '[[ $(group_condition status) == True ]]'
 [[ $(group_condition reason) == Scheduled ]] || fail "PodGroup train: reason $(group_condition reason), want Scheduled"
 [[ -z $(node_of claimed) ]] || fail "claimed was bound once room appeared"
+
+# ---- a PodGroup's own DRA claim ------------------------------------------------------------------
+DRIVER="gpu.$NS.example.com"
+cleanup_cluster_scoped() {
+  k delete deviceclass "$NS-gpu" --ignore-not-found >/dev/null 2>&1 || true
+  k delete resourceslice "$NS-ug-d" "$NS-ug-e" --ignore-not-found >/dev/null 2>&1 || true
+}
+it_on_exit cleanup_cluster_scoped
+it_nodes ug-d:0 ug-e:0
+slice() {  # NODE: two devices of the test driver on the node
+  cat <<YAML
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: $NS-$1}
+spec:
+  driver: $DRIVER
+  nodeName: $1
+  pool: {name: $1, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}]
+YAML
+}
+{ cat <<YAML
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $NS-gpu}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "$DRIVER"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: pair, namespace: $NS}
+spec:
+  devices:
+    requests: [{name: gpus, exactly: {deviceClassName: $NS-gpu, allocationMode: ExactCount, count: 2}}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: duo, namespace: $NS}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+  resourceClaims: [{name: gpus, resourceClaimName: pair}]
+YAML
+  slice ug-d; slice ug-e; } | k apply -f - >/dev/null
+[[ $(k get podgroups.v1beta1.scheduling.k8s.io -n "$NS" duo -o 'jsonpath={.spec.resourceClaims[0].resourceClaimName}') == pair ]] \
+  || fail "the side apiserver dropped PodGroup duo's spec.resourceClaims (DRAWorkloadResourceClaims off?)"
+for i in 0 1; do
+  pod "duo-$i" 0 '{"schedulingGroup": {"podGroupName": "duo"},
+                   "resourceClaims": [{"name": "gpus", "resourceClaimName": "pair"}],
+                   "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpus"}]}}]}'
+done
+for i in 0 1; do it_wait 60 "duo-$i bound" it_bound "duo-$i"; done
+[[ $(node_of duo-0) == "$(node_of duo-1)" ]] || fail "duo's pods share a claim of one node's devices but are on $(node_of duo-0) and $(node_of duo-1)"
+reserved=$(k get resourceclaim -n "$NS" pair -o 'jsonpath={range .status.reservedFor[*]}{.apiGroup}/{.resource}/{.name}/{.uid} {end}')
+duo_uid=$(k get podgroups.v1beta1.scheduling.k8s.io -n "$NS" duo -o 'jsonpath={.metadata.uid}')
+say "claim pair: reservedFor $reserved; allocated on $(k get resourceclaim -n "$NS" pair -o 'jsonpath={.status.allocation.nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]}')"
+[[ $reserved == "scheduling.k8s.io/podgroups/duo/$duo_uid " ]] || fail "claim pair is reserved for '$reserved', want PodGroup duo ($duo_uid) only"
+[[ $(k get resourceclaim -n "$NS" pair -o 'jsonpath={.status.allocation.nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]}') == "$(node_of duo-0)" ]] \
+  || fail "claim pair is not allocated on duo's node $(node_of duo-0)"
+[[ $(k get resourceclaim -n "$NS" pair -o 'jsonpath={.status.allocation.devices.results[*].device}') == "gpu-0 gpu-1" ]] \
+  || fail "claim pair: devices $(k get resourceclaim -n "$NS" pair -o 'jsonpath={.status.allocation.devices.results[*].device}')"
 
 it_stop_scheduler main
 # The shared apiserver does not serve v1beta1: the namespace's deletion would leave these behind.

@@ -409,6 +409,81 @@ TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][ex
   CHECK(devices.size() == 4);  // no device given to both members
 }
 
+TEST_CASE("a PodGroup's own claim is allocated once for its members and reserved for the PodGroup",
+          "[dra][gang][podgroup]") {
+  // Kubernetes 1.37 (DRAWorkloadResourceClaims): a scheduling.k8s.io PodGroup's spec.resourceClaims
+  // are shared by its pods, whose spec.resourceClaims entry is the same; the claim is reserved for
+  // the PodGroup, not for each pod.
+  testing::CoreHarness h;
+  for (const char* name : {"n1", "n2"}) {
+    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, 2)).ok());
+  }
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
+  json group = json::parse(R"({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+      "metadata": {"name": "train", "namespace": "team-a", "uid": "uid-train"},
+      "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})");
+  json claim = json::parse(R"({"metadata": {"name": "pair", "namespace": "team-a", "uid": "uid-pair",
+      "resourceVersion": "3"}, "spec": {"devices": {"requests": [{"name": "gpus",
+      "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}})");
+  PodResourceClaim entry{.name = "gpus"};
+  SECTION("a named claim") {
+    group["spec"]["resourceClaims"] = json::parse(R"([{"name": "gpus", "resourceClaimName": "pair"}])");
+    entry.resource_claim_name = "pair";
+  }
+  SECTION("a claim the resourceclaim controller made for the PodGroup from a template") {
+    group["spec"]["resourceClaims"] = json::parse(R"([{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}])");
+    group["status"]["resourceClaimStatuses"] = json::parse(R"([{"name": "gpus", "resourceClaimName": "pair"}])");
+    claim["metadata"]["ownerReferences"] = json::parse(R"([{"apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup", "name": "train", "uid": "uid-train", "controller": true}])");
+    entry.resource_claim_template_name = "two-gpus";
+    entry.generated_claim_name = "pair";
+  }
+  REQUIRE(h.ApplyGangObject(group).value());
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, claim).ok());
+  for (const char* name : {"w0", "w1"}) {
+    Pod pod = PodBuilder(name, "team-a").Requests("cpu:1").Build();
+    pod.meta.uid = StrCat("uid-", name);
+    pod.scheduling_group = "train";
+    pod.resource_claims.push_back(entry);
+    h.AddPod(pod);
+  }
+  h.RunUntilIdle();
+  REQUIRE(h.binds().size() == 2);
+  std::map<std::string, std::string> placed(h.binds().begin(), h.binds().end());
+  // The claim's two devices are on one node: both members go there.
+  CHECK(placed.at("team-a/w0") == placed.at("team-a/w1"));
+  REQUIRE(h.api.claim_statuses.size() == 1);  // written once, by the first member
+  CHECK(h.api.claim_statuses[0].first == "team-a/pair");
+  const json status = json::parse(h.api.claim_statuses[0].second);
+  CHECK(status["reservedFor"] == json::parse(R"([{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+      "name": "train", "uid": "uid-train"}])"));
+  CHECK(status["allocation"]["devices"]["results"].size() == 2);
+  CHECK(status["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0] ==
+        placed.at("team-a/w0"));
+}
+
+TEST_CASE("a claim made for another PodGroup is not a pod's, though its entry names the template",
+          "[dra][gang][podgroup]") {
+  testing::CoreHarness h;
+  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 2)).ok());
+  REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
+  json claim = json::parse(R"({"metadata": {"name": "pair", "namespace": "team-a", "uid": "uid-pair",
+      "resourceVersion": "3", "ownerReferences": [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+      "name": "other", "uid": "uid-other", "controller": true}]},
+      "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})");
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, claim).ok());
+  Pod pod = PodBuilder("w0", "team-a").Requests("cpu:1").Build();
+  pod.meta.uid = "uid-w0";
+  pod.resource_claims.push_back(
+      {.name = "gpus", .resource_claim_template_name = "two-gpus", .generated_claim_name = "pair"});
+  h.AddPod(pod);
+  h.RunUntilIdle();
+  CHECK(h.binds().empty());
+  CHECK(h.api.claim_statuses.empty());
+}
+
 TEST_CASE("preemption frees a victim's DRA devices, not a claim another running pod still holds",
           "[dra][extended][preemption]") {
   testing::CoreHarness h;
