@@ -604,13 +604,17 @@ Status DynamicResources::AddOtherPod(CycleState& state, const Pod& to_schedule, 
       for (const dra::DeviceSubRequest& sub : r.first_available) need_class(sub.ask.device_class_name);
     }
   }
+  // The allocation the other pod's Reserve would choose (not the first found): a gang's members
+  // planned one beside another leave each other the room their own reservations would.
+  const NodeChoice choice(state, other, node, keep_whole_);
   dra::NodeDevices devices;
-  absl::StatusOr<dra::AllocationOutcome> out =
-      AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit, &devices);
+  absl::StatusOr<dra::AllocationOutcome> out = AllocateOn(
+      theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kChoose, &devices, choice.get());
   if (out.ok() && !out->fits() && ReleaseTerminating(theirs, objects, node)) {
     // A pod nominated where its preemption's victims still terminate: the devices they hold are
     // its, once they are gone. Counted here besides theirs, so no other pod takes its room.
-    out = AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kFit, &devices);
+    out = AllocateOn(theirs, extended.has_value() ? &*extended : nullptr, *node.node(), Purpose::kChoose, &devices,
+                     choice.get());
   }
   if (!out.ok()) return Status::Ok();  // their own cycle finds out; nothing to count here
   auto updated = std::make_shared<PodClaims>(mine);

@@ -162,10 +162,15 @@ size_t LeastFragmentation::Choose(const NodeDevices& devices, const AllocatedDev
   if (workload_.empty()) return KeepWholeDevices().Choose(devices, allocated, alternatives);
   auto measure = [&](const Alternative& a) {
     const std::vector<int64_t> units = UnitFreeMilli(devices, allocated, a.picks);
+    int64_t left = 0;
+    for (int64_t u : units) left += u;
     const gpu::NodeShape shape = gpu::NodeShape::OfFree(units, node_.cpu_free, node_.model);
-    // Least fragmentation first, then most left whole (negated to compare as "smaller wins").
+    // The least taken first: FGD counts a node's idle GPU as fragmented for the classes that use
+    // no GPU, so between allocations that take different amounts it would favour the larger one
+    // (two whole GPUs over two halves of one, for a claim of two devices any size). Then the
+    // least fragmentation, then the most left whole (negated: smaller wins).
     const WholeLeft whole = MeasureWholeLeft(devices, allocated, a.picks);
-    return std::tuple(workload_.NodeFrag(shape), -whole.counter_sets, -whole.devices, -whole.plain_devices);
+    return std::tuple(-left, workload_.NodeFrag(shape), -whole.counter_sets, -whole.devices, -whole.plain_devices);
   };
   size_t best = 0;
   auto best_key = measure(alternatives[0]);

@@ -82,9 +82,10 @@ class KeepWholeDevices : public DeviceChoice {
 std::vector<int64_t> UnitFreeMilli(const NodeDevices& devices, const AllocatedDevices& allocated,
                                    const std::vector<Pick>& picks);
 
-// FGD over the node's units: the alternative whose units leave the least expected fragmentation
-// under `workload` (FragModel::NodeFrag of the units, with `node`'s CPU and GPU model); then
-// KeepWholeDevices' order, then the earliest. `node`'s devices are ignored (its cpu_free is the
+// FGD over the node's units: among the alternatives that take the least of the units (a claim of
+// two devices of a class with whole GPUs and halves takes two halves), the one whose units leave
+// the least expected fragmentation under `workload` (FragModel::NodeFrag of the units, with
+// `node`'s CPU and GPU model); then KeepWholeDevices' order, then the earliest. `node`'s devices are ignored (its cpu_free is the
 // node's after the pod). An empty workload leaves the choice to KeepWholeDevices.
 class LeastFragmentation : public DeviceChoice {
  public:

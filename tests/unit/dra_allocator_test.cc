@@ -628,6 +628,26 @@ TEST_CASE("LeastFragmentation leaves the remainder the workload can still use; K
   CHECK(Names(w.Run({&quarter}, options)->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-q1"});
 }
 
+TEST_CASE("LeastFragmentation takes the least first: two halves of one GPU, not two whole GPUs", "[dra]") {
+  // Found by the composition property: with a class that selects whole GPUs and halves alike,
+  // FGD's measure alone (idle GPU counts as fragmented for the workload's CPU-only pods) chose two
+  // whole GPUs for a claim of two devices, and a gang's later members found no room.
+  DraWorld w = PartitionedGpus(2);
+  w.classes["any"] = Class("any");
+  ResourceClaim two = Claim("t", {Exactly("g", {.device_class_name = "any", .count = 2})});
+  gpu::FragModel workload({gpu::TargetClass{.cpu_milli = 1000}, gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}});
+  gpu::NodeShape node;
+  node.cpu_free = 64'000;
+  LeastFragmentation fgd(workload, node);
+  AllocatorOptions options = w.Options();
+  options.choice = &fgd;
+  options.max_alternatives = 16;
+  auto chosen = w.Run({&two}, options);
+  REQUIRE(chosen->fits());
+  CHECK(Names(chosen->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-half-a", "node-1/gpu-0-half-b"});
+  CHECK(UnitFreeMilli(w.devices, w.held, chosen->picks) == std::vector<int64_t>{0, 1000});
+}
+
 TEST_CASE("the search gives up after its step budget with a reason", "[dra]") {
   DraWorld w = FourGpus();
   ResourceClaim claim = Claim("c", {Exactly("gpus", {.device_class_name = "gpu", .count = 3})},
