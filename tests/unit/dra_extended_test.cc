@@ -146,6 +146,24 @@ Pod GpuPod(const std::string& name, int gpus) {
   return pod;
 }
 
+// A scheduler-plugins PodGroup "train" of team-a (minMember 2).
+void ApplyTrainGroup(testing::CoreHarness& h) {
+  REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
+                             {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
+                             {"spec", {{"minMember", 2}}}})
+              .value());
+}
+
+// The PodGroup "train" and its members w0 and w1, each asking `gpus` nvidia.com/gpu.
+void AddTrainGang(testing::CoreHarness& h, int gpus) {
+  ApplyTrainGroup(h);
+  for (const char* name : {"w0", "w1"}) {
+    Pod pod = GpuPod(name, gpus);
+    pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
+    h.AddPod(pod);
+  }
+}
+
 struct DraNodes {
   testing::CoreHarness h;
   DraNodes() {
@@ -342,10 +360,7 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
   }
   SECTION("members with claims of their own") {
     REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
-    REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
-                               {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
-                               {"spec", {{"minMember", 2}}}})
-                .value());
+    ApplyTrainGroup(h);
     for (const char* name : {"w0", "w1"}) {
       const std::string claim = StrCat(name, "-gpu");
       REQUIRE(h.s->OnRawObject(RawKind::kResourceClaim, {
@@ -361,15 +376,7 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
   }
   SECTION("members asking nvidia.com/gpu served by DRA") {
     REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
-    REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
-                               {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
-                               {"spec", {{"minMember", 2}}}})
-                .value());
-    for (const char* name : {"w0", "w1"}) {
-      Pod pod = GpuPod(name, 1);
-      pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
-      h.AddPod(pod);
-    }
+    AddTrainGang(h, 1);
   }
   h.RunUntilIdle();
   std::map<std::string, std::string> placed(h.binds().begin(), h.binds().end());
@@ -385,15 +392,7 @@ TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][ex
   h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
   REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 4)).ok());
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
-  REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
-                             {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "uid-train"}}},
-                             {"spec", {{"minMember", 2}}}})
-              .value());
-  for (const char* name : {"w0", "w1"}) {
-    Pod pod = GpuPod(name, 2);
-    pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
-    h.AddPod(pod);
-  }
+  AddTrainGang(h, 2);
   h.RunUntilIdle();
   REQUIRE(h.binds().size() == 2);
   std::set<std::string> devices;
