@@ -206,9 +206,10 @@ int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {
 ScoreResult FGD::Score(const CycleState& state, const Pod& pod, const NodeInfo& node) const {
   gpu::PodGpu scratch;
   const gpu::PodGpu& p = gpu::PodGpuOf(state, pod, scratch);
-  if (const DraGpuUnits* dra = DraGpuUnitsOf(state)) {
-    // A node with device-plugin GPUs the pod asks for serves them itself.
-    if (node.gpus().count() == 0 || gpu::DemandOn(p.request, node.gpus().inventory()).kind == gpu::GpuDemand::Kind::kNone) {
+  // A node with device-plugin GPUs the pod asks for serves them itself (checked first: it is the
+  // common case, and costs no cycle-state lookup).
+  if (node.gpus().count() == 0 || !p.request.needs_devices()) {
+    if (const DraGpuUnits* dra = DraGpuUnitsOf(state)) {
       if (std::optional<GpuUnitsOnNode> units = dra->UnitsOn(state, pod, node, workload_.model())) {
         return {EvaluateUnits(p, node, *units), Status::Ok()};
       }
