@@ -805,8 +805,9 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   int dra_worlds = 0, dra_request_pods_bound = 0, dra_claim_pods_bound = 0, dra_evictions = 0;  // DRA worlds
   for (const auto& [seed, flavored] : worlds) {
     // A regression's world stays as it was found (no DRA).
+    const std::pair<uint64_t, bool> world(seed, flavored);  // a lambda may not capture a structured binding (clang)
     const bool regression = std::any_of(std::begin(kRegressions), std::end(kRegressions),
-                                        [&](const auto& r) { return r.first == seed && r.second == flavored; });
+                                        [&](const auto& r) { return r.first == world.first && r.second == world.second; });
     Run r(seed, /*dra_allowed=*/dra_on && !regression);
     r.Cluster(flavored);
     testing::PlacementChecker checker(&r.world);
