@@ -31,7 +31,7 @@ struct DraKind {
 
 constexpr std::array kDraKinds{
     DraKind{"ResourceSlice", RawKind::kResourceSlice,
-            [](const json& o) { return dra::DecodeResourceSlice(o).status(); }, "every pod with claims waits"},
+            [](const json& o) { return dra::DecodeResourceSlice(o).status(); }, "its pool serves nothing (every pod with claims waits if its pool cannot be read)"},
     DraKind{"DeviceClass", RawKind::kDeviceClass, [](const json& o) { return dra::DecodeDeviceClass(o).status(); },
             "pods whose claims ask for it wait"},
     DraKind{"ResourceClaim", RawKind::kResourceClaim,

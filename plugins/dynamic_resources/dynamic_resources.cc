@@ -357,6 +357,13 @@ absl::StatusOr<std::vector<std::shared_ptr<const dra::ResourceSlice>>> DynamicRe
     if (cached == decoded_slices_.end() || cached->second.source != raw.json) {
       absl::StatusOr<dra::ResourceSlice> slice = dra::DecodeResourceSlice(*raw.json);
       ++slices_decoded_;
+      if (!slice.ok()) {
+        // Only its pool is held (invalid wherever it is seen), when its driver and pool can be read.
+        if (std::optional<dra::ResourceSlice> identity =
+                dra::SliceIdentity(*raw.json, std::string(slice.status().message()))) {
+          slice = *std::move(identity);
+        }
+      }
       DecodedSlice fresh{.source = raw.json,
                          .slice = slice.ok() ? absl::StatusOr<std::shared_ptr<const dra::ResourceSlice>>(
                                                    std::make_shared<const dra::ResourceSlice>(*std::move(slice)))

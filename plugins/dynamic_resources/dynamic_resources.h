@@ -38,8 +38,10 @@
 // allocation and sets the pod's status.extendedResourceClaimStatus; Unreserve deletes it. A claim
 // left from an earlier attempt (its pod was not bound) is deleted and the pod waits for that.
 // A DRA object that does not decode fails closed: a pod that needs it waits, told the object and
-// the field; an undecodable ResourceSlice or allocated ResourceClaim holds every pod with claims
-// (its devices cannot be counted). "cannot allocate all claims" is resolvable (Unschedulable):
+// the field. An undecodable ResourceSlice makes its pool invalid wherever it is seen (its devices
+// are unknown; dra::SliceIdentity), the other pools serving as before; only one whose driver or
+// pool cannot be read, or an undecodable allocated ResourceClaim (its devices cannot be
+// counted), holds every pod with claims. "cannot allocate all claims" is resolvable (Unschedulable):
 // preemption frees the devices of its victims' claims (RemovePod); the other rejections are not.
 //
 //   Status st = plugin.PreFilter(state, pod);  // Skip without claims

@@ -3,6 +3,7 @@
 #include "scheduler/dra/decode.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "scheduler/api/decode.h"
 #include "scheduler/api/quantity.h"
@@ -462,6 +463,36 @@ AllocationResult Allocation(FieldDecoder& d, const json& a, std::string_view pat
 }
 
 }  // namespace
+
+std::optional<ResourceSlice> SliceIdentity(const json& object, std::string why) {
+  auto string_at = [](const json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto int_at = [](const json& o, const char* key) -> std::optional<int64_t> {
+    auto it = o.find(key);
+    if (it == o.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  if (!object.is_object()) return std::nullopt;
+  ResourceSlice slice;
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    slice.meta.name = string_at(*meta, "name");
+  }
+  auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) return std::nullopt;
+  slice.driver = string_at(*spec, "driver");
+  auto pool = spec->find("pool");
+  if (pool != spec->end() && pool->is_object()) {
+    slice.pool = string_at(*pool, "name");
+    slice.pool_generation = int_at(*pool, "generation").value_or(std::numeric_limits<int64_t>::max());
+    slice.pool_slice_count = std::max<int64_t>(int_at(*pool, "resourceSliceCount").value_or(1), 1);
+  }
+  if (slice.driver.empty() || slice.pool.empty()) return std::nullopt;
+  slice.node_selection.all_nodes = true;  // where it is seen cannot be trusted: everywhere
+  slice.undecodable = std::move(why);
+  return slice;
+}
 
 absl::StatusOr<ResourceSlice> DecodeResourceSlice(const json& object) {
   FieldDecoder d(DescribeObject(object));

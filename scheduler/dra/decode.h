@@ -8,6 +8,7 @@
 //   nlohmann::json status = EncodeClaimStatus(*claim->allocation, claim->reserved_for);
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,10 @@
 
 namespace tessel::dra {
 
+// What can be read of a slice that does not decode: its driver, pool, generation (the newest
+// there can be when unreadable) and slice count, seen from every node, with `why` in
+// ResourceSlice::undecodable; nullopt without a driver and a pool name.
+std::optional<ResourceSlice> SliceIdentity(const nlohmann::json& object, std::string why);
 absl::StatusOr<ResourceSlice> DecodeResourceSlice(const nlohmann::json& object);
 absl::StatusOr<DeviceClass> DecodeDeviceClass(const nlohmann::json& object);
 absl::StatusOr<ResourceClaim> DecodeResourceClaim(const nlohmann::json& object);

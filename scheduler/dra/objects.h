@@ -121,6 +121,9 @@ struct ResourceSlice {
   bool per_device_node_selection = false;
   std::vector<Device> devices;
   std::vector<CounterSet> shared_counters;
+  // Non-empty: the slice did not decode (why); only its driver, pool, generation and slice count
+  // are known (SliceIdentity), and its pool is invalid wherever it is seen.
+  std::string undecodable;
 };
 
 // The attribute `qualified` ("domain/name") of a device of `driver`, as matchAttribute reads it:

@@ -75,14 +75,25 @@ NodeDevices GatherNodeDevices(const Node& node, const std::vector<const Resource
   for (auto& [key, pool_slices] : newest) {
     std::sort(pool_slices.begin(), pool_slices.end(),
               [](const ResourceSlice* a, const ResourceSlice* b) { return a->meta.name < b->meta.name; });
-    const bool relevant = std::any_of(pool_slices.begin(), pool_slices.end(), [&](const ResourceSlice* s) {
-      return std::any_of(s->devices.begin(), s->devices.end(),
-                         [&](const Device& d) { return UsableFrom(node, *s, d) != nullptr; });
-    });
+    const ResourceSlice* unreadable = nullptr;  // a slice of the pool that did not decode
+    for (const ResourceSlice* s : pool_slices) {
+      if (!s->undecodable.empty() && unreadable == nullptr) unreadable = s;
+    }
+    const bool relevant = unreadable != nullptr ||
+                          std::any_of(pool_slices.begin(), pool_slices.end(), [&](const ResourceSlice* s) {
+                            return std::any_of(s->devices.begin(), s->devices.end(),
+                                               [&](const Device& d) { return UsableFrom(node, *s, d) != nullptr; });
+                          });
     if (!relevant) continue;
     Pool pool{.driver = key.first, .name = key.second};
-    pool.incomplete = static_cast<int64_t>(pool_slices.size()) != pool_slices.front()->pool_slice_count;
-    if (!pool.incomplete) pool.invalid_reason = Validate(pool_slices, pool);
+    if (unreadable != nullptr) {
+      // Its devices are unknown: the pool serves nothing until the slice decodes (fail closed,
+      // for this pool only).
+      pool.invalid_reason = unreadable->undecodable;  // names the slice and the field
+    } else {
+      pool.incomplete = static_cast<int64_t>(pool_slices.size()) != pool_slices.front()->pool_slice_count;
+      if (!pool.incomplete) pool.invalid_reason = Validate(pool_slices, pool);
+    }
     const int index = static_cast<int>(out.pools.size());
     for (const ResourceSlice* slice : pool_slices) {
       for (const Device& device : slice->devices) {

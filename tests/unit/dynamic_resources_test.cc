@@ -121,14 +121,32 @@ TEST_CASE("DynamicResources resolves the pod's claims or says which one it waits
     Status st = plugin.PreFilter(state, ClaimPod("infer", json::parse(R"([{"name": "gpu", "resourceClaimName": "odd"}])")));
     CHECK(st.reasons() == std::vector<std::string>{"claim team-a/odd, request gpus: deviceclass \"tpu\" not found"});
   }
-  SECTION("a ResourceSlice that does not decode holds the pod, naming it (fail closed)") {
+  SECTION("a ResourceSlice that does not decode holds its pool only, naming it (fail closed there)") {
+    // A broken driver's slice must not hold every team's DRA pods: its pool serves nothing, the
+    // other pools serve as before, and a pod that finds no room says why.
     c.Put(c.Claim("one", 1));
+    c.Put(c.Claim("three", 3));
     REQUIRE(c.h.objects().PutRaw(RawKind::kResourceSlice, json::parse(R"({"metadata": {"name": "broken"},
-        "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "x", "generation": "one"}}})")).ok());
-    Status st = plugin.PreFilter(state, ClaimPod("infer", json::parse(R"([{"name": "gpu", "resourceClaimName": "one"}])")));
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "x", "generation": "one"},
+                 "devices": [{"name": "gpu-9"}]}})")).ok());
+    const NodeInfo& n1 = *c.h.snapshot().Get("n1");
+    const Pod one = ClaimPod("infer", json::parse(R"([{"name": "gpu", "resourceClaimName": "one"}])"));
+    REQUIRE(plugin.PreFilter(state, one).ok());
+    CHECK(plugin.Filter(state, one, n1).ok());  // pool n1's two devices
+    CycleState big_state;
+    const Pod big = ClaimPod("big", json::parse(R"([{"name": "gpu", "resourceClaimName": "three"}])"));
+    REQUIRE(plugin.PreFilter(big_state, big).ok());
+    CHECK_FALSE(plugin.Filter(big_state, big, n1).ok());  // gpu-9 is not counted: its slice is unreadable
+    CHECK_THAT(plugin.ExplainRejection(big_state, big, n1),
+               Catch::Contains("resource pool gpu.example.com/x is invalid: ResourceSlice broken: spec.pool.generation"));
+    // A slice whose driver or pool cannot be read at all still holds every pod with claims.
+    REQUIRE(c.h.objects().PutRaw(RawKind::kResourceSlice, json::parse(R"({"metadata": {"name": "nameless"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1"}})")).ok());
+    CycleState held;
+    Status st = plugin.PreFilter(held, one);
     CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
     REQUIRE(st.reasons().size() == 1);
-    CHECK_THAT(st.reasons()[0], Catch::StartsWith("ResourceSlice broken: spec.pool.generation"));
+    CHECK_THAT(st.reasons()[0], Catch::StartsWith("ResourceSlice nameless: spec.pool"));
   }
 }
 
@@ -184,18 +202,22 @@ TEST_CASE("DynamicResources decodes a ResourceSlice once per version; an update 
   REQUIRE(plugin.PreFilter(updated, pod).ok());
   CHECK(plugin.SlicesDecoded() == 3);
   CHECK(plugin.Filter(updated, pod, n1).ok());
-  // A slice that stops decoding holds the pod, naming it, and is not decoded again until it changes.
+  // A slice that stops decoding makes its pool serve nothing, naming it, and is not decoded again
+  // until it changes; the other pool serves as before.
   REQUIRE(c.h.objects().PutRaw(RawKind::kResourceSlice, {
       {"metadata", {{"name", "n2-gpus"}, {"resourceVersion", "2"}}},
       {"spec", {{"driver", "gpu.example.com"}, {"nodeName", "n2"},
                 {"pool", {{"name", "n2"}, {"generation", "two"}, {"resourceSliceCount", 1}}},
-                {"devices", json::array()}}}}).ok());
+                {"devices", json::array({{{"name", "gpu-0"}}, {{"name", "gpu-1"}}, {{"name", "gpu-2"}}})}}}}).ok());
+  const NodeInfo& n2 = *c.h.snapshot().Get("n2");
   CycleState broken;
-  Status st = plugin.PreFilter(broken, pod);
-  CHECK(st.code() == Code::kUnschedulableAndUnresolvable);
-  CHECK_THAT(st.Message(), Catch::Contains("n2-gpus"));
-  CHECK_THAT(st.Message(), Catch::Contains("spec.pool.generation"));
-  CHECK(plugin.PreFilter(broken, pod).code() == Code::kUnschedulableAndUnresolvable);
+  REQUIRE(plugin.PreFilter(broken, pod).ok());
+  CHECK(plugin.Filter(broken, pod, n1).ok());
+  CHECK_FALSE(plugin.Filter(broken, pod, n2).ok());
+  CHECK_THAT(plugin.ExplainRejection(broken, pod, n2),
+             Catch::Contains("resource pool gpu.example.com/n2 is invalid: ResourceSlice n2-gpus: spec.pool.generation"));
+  CycleState again_broken;
+  REQUIRE(plugin.PreFilter(again_broken, pod).ok());
   CHECK(plugin.SlicesDecoded() == 4);
 }
 

@@ -178,15 +178,16 @@ TEST_CASE("replay names a DRA object it cannot read, and fails closed on it", "[
   CAPTURE(world.warnings);
   REQUIRE(world.warnings.size() == 4);
   CHECK(world.warnings[0].starts_with("ResourceSlice dra-0-gpu.example.com: spec.devices[1].capacity.memory.value: "));
-  CHECK(world.warnings[0].ends_with("; every pod with claims waits"));
+  CHECK(world.warnings[0].ends_with("; its pool serves nothing (every pod with claims waits if its pool cannot be read)"));
   CHECK(world.warnings[1].starts_with("DeviceClass broken: spec.selectors[0].cel.expression"));
   CHECK(world.warnings[2] == "ResourceClaim: metadata.name: missing");
   CHECK(world.warnings[3] == "DeviceClass old: apiVersion resource.k8s.io/v1beta1 is not read (only "
                              "resource.k8s.io/v1); skipped");
-  // The undecodable slice is kept, as live: no pod with claims is placed while it is there.
+  // The undecodable slice is kept, as live: its pool (the snapshot's only one) serves nothing, so
+  // no pod with claims is placed while it is there.
   world.sim().RunUntilIdle();
   for (const auto& [key, node] : world.sim().placements()) CHECK(node.empty());
-  CHECK(world.sim().reasons().at("team-a/infer-0").find("spec.devices[1].capacity.memory.value") != std::string::npos);
+  CHECK(world.sim().reasons().at("team-a/infer-0").find("cannot allocate all claims") != std::string::npos);
 }
 
 // A pod asking `nvidia.com/gpu: 1`, which only a DRA device can serve in dra_claims.json.
