@@ -1016,3 +1016,51 @@ TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the 
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 202 and others): a gang's reclaim was
+// judged by its first member's charge alone. Team b (nominal 4) runs 2 GPUs; team a (nominal 4)
+// borrows 2 with one 6-GPU pod. b's gang of three 1-GPU members would take b to 5, above its
+// nominal: that is fair sharing, not reclaim, and a may not go below its nominal for a borrower.
+// Judged by its first member (b at 3 of 4), a's pod went as "reclaim", the gang then borrowed
+// the room it freed, and a, back within its nominal, could reclaim it right back: a loop.
+TEST_CASE("QueueQuota: a gang reclaims only when the whole gang stays within its queue's nominal quota",
+          "[quota][queue_quota][preemption][gang]") {
+  Cluster c(2);  // 16 GPUs; the quota (8) binds, not the room
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                        {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  c.s->OnPodAdd(GpuPod("a", "big", 6));
+  c.s->OnPodAdd(GpuPod("b", "b-0", 2));
+  c.Run();
+  REQUIRE(c.GpusOf("a") == 6000);
+  REQUIRE(c.GpusOf("b") == 2000);
+  int members = 3;
+  SECTION("three members would take b above its nominal quota: no reclaim, and no fair share below a's nominal") {}
+  SECTION("two members keep b within its nominal quota: they reclaim") { members = 2; }
+  REQUIRE(c.harness.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                     {"kind", "PodGroup"},
+                                     {"metadata", {{"name", "g"}, {"namespace", "b"}}},
+                                     {"spec", {{"minMember", members}}}})
+              .value());
+  for (int i = 0; i < members; ++i) {
+    Pod m = GpuPod("b", StrCat("g-", i), 1);
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "g";
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.RunWithEvictions(3);
+  INFO("evictions: " << StrJoin(c.api.evictions, "; ") << "; g-0: " << c.outcomes.failures["b/g-0"]);
+  if (members == 3) {
+    CHECK(c.api.evictions.empty());
+    CHECK(c.GpusOf("a") == 6000);
+    CHECK(c.GpusOf("b") == 2000);
+  } else {
+    CHECK(c.api.evictions == std::vector<std::string>{"a/big"});
+    CHECK(c.GpusOf("b") == 4000);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
