@@ -1064,3 +1064,38 @@ TEST_CASE("QueueQuota: a gang reclaims only when the whole gang stays within its
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 161): a share was what a subtree
+// borrows over what its parent's children lend. Where they lend nothing (queues of nominal 0 in
+// a cohort that holds the quota itself), every share was 0, so fair sharing allowed any victim
+// (0 >= 0) and the victim's queue could take it right back by the same rule. The pool is the
+// parent's subtree quota: its own quota and what its children lend.
+TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compares what they borrow",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "0"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
+                {"spec", {{"nominalQuota", {{"nvidia.com/gpu", "3"}}}}}},
+               queue("a"), queue("b")});
+  std::vector<Pod> b_pods;
+  for (int i = 0; i < 3; ++i) b_pods.push_back(h.Running("b", StrCat("b-", i), 1, 0, i));
+  const Pod preemptor = GpuPod("a", "p", 2, 0);
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+  std::string reason;
+  // a would borrow 2 of lab's 3; b keeps a share at least that with 2, not with 1.
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[2], &reason) == VictimVerdict::kAllow);
+  CHECK(reason == "fair-share");
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[1], &reason) == VictimVerdict::kDeny);
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[0], &reason) == VictimVerdict::kDeny);
+}
+
+}  // namespace
+}  // namespace tessel
