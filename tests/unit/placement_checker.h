@@ -1192,8 +1192,8 @@ class PlacementChecker {
   // of V that does not outrank it (so not by priority: for quota) while X holds no more than it
   // did once that preemptor was placed and V no less than it kept. Reclaim leaves X within its
   // nominal quota, so V cannot reclaim from it; fair sharing leaves X's side at a share no higher than
-  // V's, so V's side cannot take it back by the same rule. Per flavor in a flavored tree (the
-  // pool of the nodes). What X held after: its pods running and nominated; then: running,
+  // V's, so V's side cannot take it back by the same rule. Per flavor with flavored queues (the
+  // pool of the nodes: each flavor's quota is its own). What X held after: its pods running and nominated; then: running,
   // terminating and nominated (the most the scheduler may count); V the other way round.
   void CheckNoQuotaLoop(const ClusterView& view, const std::vector<Eviction>& evictions, std::vector<std::string>& out) {
     auto queue_of = [&](const std::string& key) -> const CheckedQueue* {
@@ -1201,14 +1201,16 @@ class PlacementChecker {
       const CheckedQueue* q = s == nullptr ? nullptr : QueueOf(s->namespace_);
       return q != nullptr && !q->cohort.empty() ? q : nullptr;
     };
+    const bool flavored = !world_->flavors.empty();
+    auto key_on = [&](const std::string& node) { return flavored ? PoolOf(NodeOf(node)) : std::string(); };
     auto holds = [&](const ClusterView& v, const std::string& namespace_, const std::string& key, bool terminating,
                      bool nominated) {
-      const std::optional<std::string> pool = FlavoredTree() ? std::optional<std::string>(key) : std::nullopt;
+      const std::optional<std::string> pool = flavored ? std::optional<std::string>(key) : std::nullopt;
       const std::map<std::string, int64_t> used = QuotaUsed(v, terminating, pool);
       int64_t milli = used.contains(namespace_) ? used.at(namespace_) : 0;
       if (!nominated) return milli;
       for (const auto& [node, pods] : v.nominated) {
-        if (QuotaKeyOn(node) != key) continue;
+        if (key_on(node) != key) continue;
         for (const PodRef& p : pods) {
           const CheckedPod* s = Spec(*p);
           if (s != nullptr && s->namespace_ == namespace_) milli += QuotaMilliOn(*s, NodeOf(node));
@@ -1221,7 +1223,7 @@ class PlacementChecker {
       const CheckedQueue* v = queue_of(e.preemptor);
       if (e.move || x == nullptr || v == nullptr || x == v) continue;
       if (SpecOf(e.preemptor)->priority > SpecOf(e.victim)->priority) continue;  // by priority
-      const std::string key = QuotaKeyOn(e.node);
+      const std::string key = key_on(e.node);
       auto it = loop_guards_.find({v->name, x->name, key});
       if (it == loop_guards_.end()) continue;
       const int64_t x_now = holds(before_, x->namespace_, key, true, true);
@@ -1238,7 +1240,7 @@ class PlacementChecker {
       const CheckedQueue* v = queue_of(e.victim);
       const CheckedQueue* x = queue_of(e.preemptor);
       if (e.move || x == nullptr || v == nullptr || x == v) continue;
-      const std::string key = QuotaKeyOn(e.node);
+      const std::string key = key_on(e.node);
       loop_guards_[{v->name, x->name, key}] = {.first = StrCat(Preemptor(e.preemptor), " of queue ", x->name, " evicting ", e.victim),
                                               .taker_after = holds(view, x->namespace_, key, false, true),
                                               .giver_after = holds(view, v->namespace_, key, false, true)};
