@@ -541,9 +541,14 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     }
     bool take = relieves;
     if (take && !reclaim) {
+      // Fair sharing takes only what the victim's side borrows where the queues meet: a side
+      // within its subtree quota holds its own. (Two sides that both borrow nothing there have
+      // shares of 0; with 0 >= 0 each could take the other's pods back and forth.)
+      bool side_borrows = false;
+      for (const auto& [r, amount] : theirs_after.BorrowedOfNode(their_side).Entries()) side_borrows |= want.Get(r) > 0;
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && trial.ShareOfNode(their_side) + their_past >= own_share_after;
+      take = keeps_nominal && side_borrows && trial.ShareOfNode(their_side) + their_past >= own_share_after;
     }
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;

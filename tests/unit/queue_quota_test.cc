@@ -1099,3 +1099,51 @@ TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compare
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seeds 1303 and 1825 of 2,000 + 1,000): two
+// departments each within their subtree quota, their teams above their own nominal quotas, the
+// node full. A team's preemptor would borrow, so fair sharing judged it; at org both sides had a
+// share of 0, so it took the other team's pod (0 >= 0), and that team's next pod took the room
+// back by the same rule. Fair sharing takes only what the victim's side borrows where the two
+// queues meet.
+TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not borrow where the queues meet",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto cohort = [](std::string name, std::string parent, int gpus) {
+    json spec = {{"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+    if (!parent.empty()) spec["parent"] = parent;
+    return json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+  };
+  auto queue = [](std::string name, std::string cohort_name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", cohort_name},
+                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  // org <- dept-a (4) <- a (2); org <- dept-b (4) <- b (2): each department's subtree quota is 6.
+  h.SetQueues({cohort("org", "", 0), cohort("dept-a", "org", 4), cohort("dept-b", "org", 4), queue("a", "dept-a"),
+               queue("b", "dept-b")});
+  std::vector<Pod> a_pods;
+  for (int i = 0; i < 4; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));
+  for (int i = 0; i < 4; ++i) h.Running("b", StrCat("b-", i), 1, 0, 10 + i);
+  std::string reason;
+  SECTION("dept-a within its subtree quota keeps its pods") {
+    const Pod preemptor = GpuPod("b", "p", 1, 5);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[3], &reason) == VictimVerdict::kDeny);
+  }
+  SECTION("dept-a borrowing from org gives back by fair sharing") {
+    for (int i = 4; i < 7; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));  // dept-a at 7 of 6
+    const Pod preemptor = GpuPod("b", "p", 1, 5);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[6], &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+  }
+}
+
+}  // namespace
+}  // namespace tessel
