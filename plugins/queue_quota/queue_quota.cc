@@ -99,6 +99,22 @@ struct QuotaCycle {
       v.unit_verdict.borrows |= all_here.borrows || !all_here.fits;
     }
   }
+  // What the pod's unit charges on a node like `node` (the pod's own charge when it is judged
+  // alone): with `all`, every member (what `base` lacks of the unit), else the members not
+  // charged yet (what `tracker` lacks). A gang reclaims, shares and preempts by priority as a
+  // whole: judged by one member's charge, a gang whose queue ends above its nominal quota took
+  // the room as "within nominal", and the queue it took from could reclaim it right back.
+  Resources UnitCharge(const NodeInfo& node, const FlavorPlacement& placement, bool all) const {
+    if (unit.empty()) return placement.charge;
+    auto it = verdicts.find({placement.tier, GpuMilliOn(node)});
+    if (it == verdicts.end() || it->second.unit_charges.size() != unit.size()) return placement.charge;
+    Resources total;
+    if (!self.has_value()) (void)total.Add(placement.charge);
+    for (size_t i = 0; i < unit.size(); ++i) {
+      if (all || !unit_added[i]) (void)total.Add(i == self ? placement.charge : it->second.unit_charges[i]);
+    }
+    return total;
+  }
   // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
   void MarkUnit(const Pod& other, bool added) {
     for (size_t i = 0; i < unit.size(); ++i) {
@@ -452,12 +468,15 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const FlavorPlacement placement = cycle->PlaceOn(*node);
   if (!placement.in_flavor) return VictimVerdict::kDeny;  // the preemptor may not use the node
   const Resources& want = placement.charge;
+  // A gang is judged by what its members take together (QuotaCycle::UnitCharge).
+  const Resources unit_all = cycle->UnitCharge(*node, placement, /*all=*/true);
+  const Resources unit_rest = cycle->UnitCharge(*node, placement, /*all=*/false);
   // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
   // that queue could reclaim the room right back.
-  if (lower && cycle->base.Check(own->name(), want).fits &&
-      (theirs == own || cycle->base.WithinNominal(own->name(), want))) {
+  if (lower && cycle->base.Check(own->name(), unit_all).fits &&
+      (theirs == own || cycle->base.WithinNominal(own->name(), unit_all))) {
     return VictimVerdict::kDefer;
   }
   // Otherwise quota is what the preemptor lacks, and the queues' preemption policies decide.
@@ -476,7 +495,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // only where the two subtrees meet, from the victim's side when that side's weighted dominant
   // share stays at least the preemptor's side's after the move (DRF at every level of the
   // tree, Kueue's LessThanOrEqualToFinalShare: hungry subtrees converge to shares by weight).
-  const bool reclaim = cycle->tracker.WithinNominal(own->name(), want);
+  const bool reclaim = cycle->tracker.WithinNominal(own->name(), unit_rest);
   const CohortTree& tree = cycle->directory->tree();
   const int own_node = tree.QueueNode(own->name());
   const int their_node = tree.QueueNode(theirs->name());
@@ -494,7 +513,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   int64_t own_share_after = 0;
   if (!reclaim) {
     QuotaTracker after = cycle->tracker;
-    after.AddUsage(own->name(), want);
+    after.AddUsage(own->name(), unit_rest);
     own_share_after = after.ShareOfNode(own_side) + own_past;
   }
 
@@ -522,9 +541,14 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
     }
     bool take = relieves;
     if (take && !reclaim) {
+      // Fair sharing takes only what the victim's side borrows where the queues meet: a side
+      // within its subtree quota holds its own. (Two sides that both borrow nothing there have
+      // shares of 0; with 0 >= 0 each could take the other's pods back and forth.)
+      bool side_borrows = false;
+      for (const auto& [r, amount] : theirs_after.BorrowedOfNode(their_side).Entries()) side_borrows |= want.Get(r) > 0;
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && trial.ShareOfNode(their_side) + their_past >= own_share_after;
+      take = keeps_nominal && side_borrows && trial.ShareOfNode(their_side) + their_past >= own_share_after;
     }
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;

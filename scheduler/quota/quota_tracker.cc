@@ -223,8 +223,13 @@ int64_t QuotaTracker::ShareOfNode(int node) const {
   if (n.parent == kNone) return 0;
   int64_t dominant = 0;
   for (const auto& [r, borrowed] : BorrowedOfNode(node).Entries()) {
+    // The pool the siblings borrow from: the parent's subtree quota (its own quota and what its
+    // children lend), or where that is none the nearest ancestor's (all of it comes from
+    // there). Not only what the children lend: where they lend nothing (queues of nominal 0
+    // under a cohort that holds the quota), every share was 0, fair sharing let any victim go
+    // (0 >= 0), and the victim's queue could take the room right back by the same rule.
     int64_t pool = 0;
-    for (int m : tree.node(n.parent).children) pool = SatAdd(pool, LendableOfNode(m, r));
+    for (int up = n.parent; up != kNone && pool <= 0; up = tree.node(up).parent) pool = tree.node(up).subtree.Get(r);
     if (pool <= 0) continue;
     dominant = std::max(dominant, static_cast<int64_t>(static_cast<__int128>(borrowed) * 1000 / pool));
   }

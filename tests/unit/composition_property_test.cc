@@ -18,10 +18,16 @@
 // no reservation stays with a holder its quota rejects; no capacity is asked for a workload its
 // quota rejects (a fifth of the queues have a provisioning class); room is made for a flavored
 // workload only when no flavor that comes first for it had room and quota. Issue 40: half the
-// worlds with quotas put the queues in a tree of Cohorts (org, one or two departments, GPUs and
-// borrowing and lending limits at every level); the checker holds every limit on every path
-// (quota_tree_model.h), and a reclaim's victim must come from the subtree that borrows where
-// the two queues meet. Issue 39: a third of the worlds (drawn by a generator of their own, so the
+// worlds with flat quotas put the queues in a tree of Cohorts (org, one or two departments, GPUs
+// and borrowing and lending limits at every level), and so do half the flavored worlds, with
+// per-flavor quotas and limits on the Cohorts and queues (a queue in a department or directly
+// under org); the Cohorts and queues of a tree have fair-sharing weights half of the time (drawn,
+// with the flavored trees, by a generator of their own: the worlds without them are what their
+// seeds made before). The checker holds every limit on every path, per flavor
+// (quota_tree_model.h); a victim of another queue taken for quota must come from the subtree
+// that borrows where the two queues meet; and no preemption loops between queues: once queue X
+// took from queue V, no pod of X is evicted for a preemptor of V that does not outrank it while X
+// holds no more than it took and V no less than it kept. Issue 39: a third of the worlds (drawn by a generator of their own, so the
 // other worlds are what their seeds made before) put half their GPU nodes' GPUs behind Dynamic
 // Resource Allocation: a ResourceSlice of whole devices per node, or in half of them partitionable
 // GPUs (a whole device and two halves per GPU on one counter set), and a DeviceClass that serves
@@ -319,7 +325,17 @@ struct Run {
   int DraPick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(dra_rng); }
   bool DraChance(int percent) { return DraPick(1, 100) <= percent; }
 
-  explicit Run(uint64_t seed, bool dra_allowed = true) : rng(seed), dra_rng(seed * 0x9E3779B97F4A7C15ULL + 0xD7A) {
+  // Issue 40's fair sharing in trees: weights on the Cohorts and Queues of a tree, and in half the
+  // flavored worlds a tree whose Cohorts hold per-flavor quotas. Drawn from a generator of their
+  // own too, so that the other worlds are what their seeds made before.
+  std::mt19937_64 tree_rng;
+  bool tree_extras = true;
+  int TreePick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(tree_rng); }
+  bool TreeChance(int percent) { return TreePick(1, 100) <= percent; }
+
+  explicit Run(uint64_t seed, bool dra_allowed = true, bool trees_allowed = true)
+      : rng(seed), dra_rng(seed * 0x9E3779B97F4A7C15ULL + 0xD7A), tree_rng(seed * 0xC2B2AE3D27D4EB4FULL + 0x7EE),
+        tree_extras(trees_allowed) {
     dra = dra_allowed && DraPick(0, 2) == 0;
     partitionable = dra && DraChance(50);
     observers.Add(&harness.sim);
@@ -386,7 +402,7 @@ struct Run {
     for (std::string team : {"team-a", "team-b"}) {
       if (Chance(30)) world.budgets.push_back({.namespace_ = team, .app = "batch", .max_unavailable = Pick(1, 2)});
     }
-    if (flavored) return FlavoredQueues(pools);
+    if (flavored) return FlavoredQueues(pools, tree_extras && TreeChance(50));
     if (Chance(50)) {
       const char* policies[] = {"Never", "LowerPriority", "Any"};
       const bool tree = Chance(50);
@@ -405,6 +421,7 @@ struct Run {
           spec["cohort"] = checked.cohort;
           spec["nominalQuota"] = {{"nvidia.com/gpu", std::to_string(checked.nominal_gpus)}};
           Limits(spec, checked.borrowing_limit_gpus, checked.lending_limit_gpus, checked.nominal_gpus);
+          Weight(spec, checked.weight_milli);
         }
         json q = {{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", team}}}, {"spec", spec}};
         MayProvision(q);
@@ -458,6 +475,7 @@ struct Run {
       if (!c.parent.empty()) {
         spec["parent"] = c.parent;
         Limits(spec, c.borrowing_limit_gpus, c.lending_limit_gpus, 6);
+        Weight(spec, c.weight_milli);
       }
       REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
                                         {"kind", "Cohort"},
@@ -478,13 +496,70 @@ struct Run {
     }
   }
 
+  // A weight for fair sharing among siblings a half of the time: 0.5, 1, 2 or 3 (the API takes
+  // positive weights only).
+  void Weight(json& spec, int64_t& weight_milli) {
+    if (!tree_extras) return;
+    switch (TreePick(0, 7)) {
+      case 0: weight_milli = 500, spec["weight"] = "500m"; break;
+      case 1: weight_milli = 1000, spec["weight"] = 1; break;
+      case 2: weight_milli = 2000, spec["weight"] = "2"; break;
+      case 3: weight_milli = 3000, spec["weight"] = 3; break;
+      default: break;
+    }
+  }
+  // A flavored tree: org (per-flavor GPUs of its own for some flavors), dept-a below it, and
+  // half the time dept-b; each department with GPUs of some flavors, and per flavor borrowing
+  // and lending limits toward org a third of the time each, and a weight.
+  void FlavoredCohortTree(const std::vector<std::string>& pools) {
+    world.cohorts.push_back({.name = "org"});
+    world.cohorts.push_back({.name = "dept-a", .parent = "org"});
+    if (TreeChance(50)) world.cohorts.push_back({.name = "dept-b", .parent = "org"});
+    for (testing::CheckedCohort& c : world.cohorts) {
+      json flavors = json::array();
+      for (const std::string& pool : pools) {
+        if (TreeChance(40)) continue;
+        testing::CheckedFlavorQuota quota{.flavor = pool, .nominal_gpus = c.parent.empty() ? TreePick(0, 6) : TreePick(0, 4)};
+        json gpu = {{"name", "nvidia.com/gpu"}, {"nominalQuota", std::to_string(quota.nominal_gpus)}};
+        if (!c.parent.empty() && TreePick(0, 2) == 0) {
+          quota.borrowing_gpus = TreePick(0, 4);
+          gpu["borrowingLimit"] = std::to_string(*quota.borrowing_gpus);
+        }
+        if (!c.parent.empty() && TreePick(0, 2) == 0) {
+          quota.lending_gpus = TreePick(0, 6);
+          gpu["lendingLimit"] = std::to_string(*quota.lending_gpus);
+        }
+        flavors.push_back({{"name", pool}, {"resources", json::array({gpu})}});
+        c.flavors.push_back(std::move(quota));
+      }
+      json spec = json::object();
+      if (!flavors.empty()) spec["resourceGroups"] = json::array({{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}});
+      if (!c.parent.empty()) {
+        spec["parent"] = c.parent;
+        Weight(spec, c.weight_milli);
+      }
+      REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
+                                        {"kind", "Cohort"},
+                                        {"metadata", {{"name", c.name}}},
+                                        {"spec", spec}})
+                  .ok());
+    }
+  }
+
   // team-a and team-b in cohort lab, each with two or three flavors in its own order, nominal
-  // quotas of 0 to 8 GPUs, borrowing limited or not, and either flavorFungibility.
-  void FlavoredQueues(std::vector<std::string> pools) {
+  // quotas of 0 to 8 GPUs, borrowing limited or not, and either flavorFungibility. With `tree`,
+  // in a flavored tree of Cohorts instead (FlavoredCohortTree): team-a in dept-a, team-b in
+  // dept-b when there is one, else in dept-a or directly in org; a lending limit per flavor a
+  // third of the time, and a weight.
+  void FlavoredQueues(std::vector<std::string> pools, bool tree) {
     const char* policies[] = {"Never", "LowerPriority", "Any"};
+    if (tree) FlavoredCohortTree(pools);
     for (std::string team : {"team-a", "team-b"}) {
       std::shuffle(pools.begin(), pools.end(), rng);
       testing::CheckedQueue checked{.name = team, .namespace_ = team, .cohort = "lab"};
+      if (tree) {
+        checked.cohort = team == "team-a" ? "dept-a" : world.cohorts.size() == 3 ? "dept-b" : TreeChance(50) ? "dept-a" : "org";
+      }
       json flavors = json::array();
       for (int f = 0, count = Pick(2, 3); f < count; ++f) {
         testing::CheckedFlavorQuota quota{.flavor = pools[static_cast<size_t>(f)], .nominal_gpus = Pick(0, 8)};
@@ -492,6 +567,10 @@ struct Run {
         if (Chance(50)) {
           quota.borrowing_gpus = Pick(0, 4);
           gpu["borrowingLimit"] = std::to_string(*quota.borrowing_gpus);
+        }
+        if (tree && TreePick(0, 2) == 0) {
+          quota.lending_gpus = TreePick(0, static_cast<int>(quota.nominal_gpus));
+          gpu["lendingLimit"] = std::to_string(*quota.lending_gpus);
         }
         flavors.push_back({{"name", quota.flavor}, {"resources", json::array({gpu})}});
         checked.flavors.push_back(std::move(quota));
@@ -503,7 +582,7 @@ struct Run {
                 {"metadata", {{"name", team}}},
                 {"spec",
                  {{"namespaces", {team}},
-                  {"cohort", "lab"},
+                  {"cohort", checked.cohort},
                   {"resourceGroups", json::array({{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", flavors}}})},
                   {"flavorFungibility",
                    {{"whenCanPreempt", checked.preempt_first ? "Preempt" : "TryNextFlavor"},
@@ -511,6 +590,7 @@ struct Run {
                   {"preemption",
                    {{"reclaimWithinCohort", policies[Pick(0, 2)]},
                     {"withinQueue", Chance(50) ? "LowerPriority" : "Never"}}}}}};
+      if (tree) Weight(q["spec"], checked.weight_milli);
       MayProvision(q);
       REQUIRE(harness.ApplyQueueObject(q).ok());
       world.queues.push_back(std::move(checked));
@@ -694,13 +774,24 @@ void CycleTrace::Cycle(Run& r, const ClusterView& view, const std::vector<Evicti
                   s.claim.empty() ? "" : StrCat(", claim ", s.claim), ")");
   };
   if (!std::exchange(described, true)) {
+    auto limits = [](std::optional<int64_t> borrowing, std::optional<int64_t> lending) {
+      return StrCat(borrowing ? StrCat(" borrowing ", *borrowing) : "", lending ? StrCat(" lending ", *lending) : "");
+    };
+    for (const testing::CheckedCohort& c : r.world.cohorts) {
+      std::cerr << "cohort " << c.name << " (parent '" << c.parent << "', weight " << c.weight_milli << "m): nominal "
+                << c.nominal_gpus << " GPU" << limits(c.borrowing_limit_gpus, c.lending_limit_gpus);
+      for (const testing::CheckedFlavorQuota& f : c.flavors) {
+        std::cerr << "; flavor " << f.flavor << " nominal " << f.nominal_gpus << limits(f.borrowing_gpus, f.lending_gpus);
+      }
+      std::cerr << "\n";
+    }
     for (const testing::CheckedQueue& q : r.world.queues) {
-      std::cerr << "queue " << q.name << " (" << q.namespace_ << "): cohort '" << q.cohort << "', nominal "
-                << q.nominal_gpus << " GPU" << (q.borrow_next_flavor ? ", TryNextFlavor" : "")
+      std::cerr << "queue " << q.name << " (" << q.namespace_ << "): cohort '" << q.cohort << "', weight " << q.weight_milli
+                << "m, nominal " << q.nominal_gpus << " GPU" << limits(q.borrowing_limit_gpus, q.lending_limit_gpus)
+                << (q.borrow_next_flavor ? ", TryNextFlavor" : "")
                 << (q.preempt_first ? ", Preempt first" : "");
       for (const testing::CheckedFlavorQuota& f : q.flavors) {
-        std::cerr << "; flavor " << f.flavor << " nominal " << f.nominal_gpus
-                  << (f.borrowing_gpus ? StrCat(" borrowing ", *f.borrowing_gpus) : "");
+        std::cerr << "; flavor " << f.flavor << " nominal " << f.nominal_gpus << limits(f.borrowing_gpus, f.lending_gpus);
       }
       std::cerr << "\n";
     }
@@ -787,11 +878,18 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // search), each fixed by the change whose commit names it: replayed on every run.
   constexpr std::pair<uint64_t, bool> kRegressions[] = {
       {1315, false}, {2081, false}, {2299, false}, {1555, true}, {724, true}, {989, true}, {5164, true}, {5802, true}};
+  // Likewise, found with DRA worlds, weights and flavored trees on (and replayed so): preemption
+  // loops between queues in trees (issue 40; 2,000 + 1,000 seeds).
+  constexpr std::pair<uint64_t, bool> kTreeRegressions[] = {{1303, false}, {1825, false}};
   std::vector<std::pair<uint64_t, bool>> worlds;  // (seed, flavored)
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only == nullptr || std::to_string(seed) == only) worlds.emplace_back(seed, seed > kFlatSeeds);
   }
   if (only == nullptr) {
+    for (const auto& [seed, flavored] : kTreeRegressions) {
+      const bool in_family = seed <= kFlatSeeds + kFlavoredSeeds && (seed > kFlatSeeds) == flavored;
+      if (!in_family) worlds.emplace_back(seed, flavored);
+    }
     for (const auto& [seed, flavored] : kRegressions) {
       const bool in_family = seed <= kFlatSeeds + kFlavoredSeeds && (seed > kFlatSeeds) == flavored;
       if (!in_family) worlds.emplace_back(seed, flavored);
@@ -803,12 +901,16 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   const char* dra_env = std::getenv("TESSEL_COMPOSITION_DRA");
   const bool dra_on = dra_env == nullptr || std::string_view(dra_env) != "0";
   int dra_worlds = 0, dra_request_pods_bound = 0, dra_claim_pods_bound = 0, dra_evictions = 0;  // DRA worlds
+  // Weights and flavored trees likewise (TESSEL_COMPOSITION_TREES=0: every world as before them).
+  const char* trees_env = std::getenv("TESSEL_COMPOSITION_TREES");
+  const bool trees_on = trees_env == nullptr || std::string_view(trees_env) != "0";
+  int flavored_tree_worlds = 0, weighted_tree_worlds = 0, flavored_tree_cross_queue_evictions = 0;
   for (const auto& [seed, flavored] : worlds) {
     // A regression's world stays as it was found (no DRA).
     const std::pair<uint64_t, bool> world(seed, flavored);  // a lambda may not capture a structured binding (clang)
     const bool regression = std::any_of(std::begin(kRegressions), std::end(kRegressions),
                                         [&](const auto& r) { return r.first == world.first && r.second == world.second; });
-    Run r(seed, /*dra_allowed=*/dra_on && !regression);
+    Run r(seed, /*dra_allowed=*/dra_on && !regression, /*trees_allowed=*/trees_on && !regression);
     r.Cluster(flavored);
     testing::PlacementChecker checker(&r.world);
     std::optional<CycleTrace> tracer;
@@ -832,9 +934,10 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
           return std::any_of(r.world.nodes.begin(), r.world.nodes.end(), [&](const testing::CheckedNode& n) { return n.dra && n.name == e.node; });
         }));
         if (!r.world.cohorts.empty()) {
-          tree_cross_queue_evictions += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
-            return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
-          }));
+          (flavored ? flavored_tree_cross_queue_evictions : tree_cross_queue_evictions) +=
+              static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
+                return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
+              }));
         }
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
@@ -856,6 +959,9 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
       r.clock.Advance(absl::Seconds(r.Pick(1, 20)));
     }
     tree_worlds += !r.world.cohorts.empty();
+    flavored_tree_worlds += flavored && !r.world.cohorts.empty();
+    weighted_tree_worlds += std::any_of(r.world.cohorts.begin(), r.world.cohorts.end(), [](const testing::CheckedCohort& c) { return c.weight_milli != 1000; }) ||
+                            std::any_of(r.world.queues.begin(), r.world.queues.end(), [](const testing::CheckedQueue& q) { return q.weight_milli != 1000; });
     dra_worlds += r.dra;
     for (const auto& [key, pod] : r.api.bound) {
       const CheckedPod& spec = r.world.pods.at(key);
@@ -933,6 +1039,14 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   CHECK(tree_worlds > 30);
   CHECK(cohort_borrowing > 1000);
   CHECK(tree_cross_queue_evictions > 50);
+  // Weights and flavored trees. (Seen: 30 flavored tree worlds, 67 with weights, 52 evictions.)
+  INFO("flavored tree worlds " << flavored_tree_worlds << ", weighted trees " << weighted_tree_worlds
+                               << ", evictions across queues in flavored trees " << flavored_tree_cross_queue_evictions);
+  if (trees_on) {
+    CHECK(flavored_tree_worlds > 15);
+    CHECK(weighted_tree_worlds > 30);
+    CHECK(flavored_tree_cross_queue_evictions > 20);
+  }
 }
 
 }  // namespace

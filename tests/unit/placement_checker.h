@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_join.h"
@@ -64,6 +65,7 @@ struct CheckedFlavorQuota {
   std::string flavor;
   int64_t nominal_gpus = 0;                 // physical GPUs
   std::optional<int64_t> borrowing_gpus;    // none: no limit but the cohort's
+  std::optional<int64_t> lending_gpus;      // in a tree of Cohorts; none: lends all of it
 };
 struct CheckedQueue {
   std::string name;
@@ -75,6 +77,7 @@ struct CheckedQueue {
   // A flat queue in a tree of Cohorts (CheckedWorld::cohorts): its limits toward its cohort.
   std::optional<int64_t> borrowing_limit_gpus, lending_limit_gpus;
   bool preempt_first = false;       // flavorFungibility.whenCanPreempt: Preempt
+  int64_t weight_milli = 1000;      // spec.weight (fair sharing among its siblings), per mille
 };
 // A PodDisruptionBudget over the pods of one app in one namespace: at most max_unavailable of
 // them terminating at once.
@@ -83,13 +86,18 @@ struct CheckedBudget {
   std::string app;
   int32_t max_unavailable = 0;
 };
-// A Cohort object (spec.parent, its own GPUs and limits toward its parent): with any, the
-// queues' cohorts form a tree and quota is checked on every path.
+// A Cohort object (spec.parent, its own GPUs and limits toward its parent, flat or per flavor,
+// and a weight): with any, the queues' cohorts form a tree and quota is checked on every path
+// (per flavor with flavored queues).
 struct CheckedCohort {
   std::string name;
   std::string parent;  // "" for a root
   int64_t nominal_gpus = 0;
   std::optional<int64_t> borrowing_limit_gpus, lending_limit_gpus;
+  // spec.resourceGroups (instead of the flat quotas): its GPUs per flavor; a flavor not listed
+  // is a quota of 0 with no limits.
+  std::vector<CheckedFlavorQuota> flavors;
+  int64_t weight_milli = 1000;  // spec.weight, per mille
 };
 struct CheckedWorld {
   std::vector<CheckedCohort> cohorts;
@@ -169,6 +177,7 @@ class PlacementChecker {
     CheckEvictions(evictions, out);
     CheckNoBystanders(view, evictions, out);
     CheckRepeatedPreemption(view, placed_now, evictions, out);
+    CheckNoQuotaLoop(view, evictions, out);
     return out;
   }
 
@@ -517,10 +526,14 @@ class PlacementChecker {
   // a fraction its milli (docs/quota.md, docs/gpu.md). Compared in milli-GPUs.
   // What each namespace's running pods charge their queue, in milli-GPUs (with the terminating
   // ones, which hold their quota until they are gone, when asked).
-  std::map<std::string, int64_t> QuotaUsed(const ClusterView& view, bool with_terminating = false) const {
+  // With `pool`, only the pods on nodes of that ResourceFlavor (a flavored tree's quota is per
+  // flavor).
+  std::map<std::string, int64_t> QuotaUsed(const ClusterView& view, bool with_terminating = false,
+                                           const std::optional<std::string>& pool = std::nullopt) const {
     std::map<std::string, int64_t> used;
     for (const auto& [node, pods] : view.on_node) {
       const CheckedNode& n = NodeOf(node);
+      if (pool.has_value() && PoolOf(n) != *pool) continue;
       for (const PodRef& p : pods) {
         const CheckedPod* s = Spec(*p);
         if (s != nullptr && (with_terminating || !Terminating(*p))) used[s->namespace_] += QuotaMilliOn(*s, n);
@@ -534,33 +547,64 @@ class PlacementChecker {
     }
     return nullptr;
   }
-  // The tree of Cohorts and (flat) queues, in milli-GPUs, with `used` by namespace.
-  QuotaTreeModel TreeOf(const std::map<std::string, int64_t>& used) const {
+  // A world whose queues have flavors and hang in a tree of Cohorts: one tree per flavor.
+  bool FlavoredTree() const { return !world_->cohorts.empty() && !world_->flavors.empty(); }
+  // The ResourceFlavor whose node labels the node has, "" for none (the test's pools are
+  // disjoint: a node is in one at most).
+  std::string PoolOf(const CheckedNode& n) const {
+    for (const auto& [flavor, labels] : world_->flavors) {
+      const bool in = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
+        auto l = n.labels.find(label.first);
+        return l != n.labels.end() && l->second == label.second;
+      });
+      if (in) return flavor;
+    }
+    return "";
+  }
+  // The key a flavored tree's quota is kept under for what runs on `node`: its pool ("" when the
+  // quotas are flat).
+  std::string QuotaKeyOn(const std::string& node) const { return FlavoredTree() ? PoolOf(NodeOf(node)) : ""; }
+  // The tree of Cohorts and queues, in milli-GPUs, with `used` by namespace: the flat quotas, or
+  // with `flavor` those of that flavor (a flavor a node does not list: nominal 0, no limits).
+  QuotaTreeModel TreeOf(const std::map<std::string, int64_t>& used, const std::string& flavor = "") const {
     QuotaTreeModel tree;
     auto milli = [](std::optional<int64_t> gpus) { return gpus ? std::optional<int64_t>(*gpus * 1000) : std::nullopt; };
+    auto node = [&](const std::string& name, bool queue, const std::string& parent, int64_t nominal,
+                    std::optional<int64_t> borrowing, std::optional<int64_t> lending,
+                    const std::vector<CheckedFlavorQuota>& flavors) {
+      QuotaTreeModel::Node n{.name = name, .queue = queue, .parent = parent};
+      if (flavor.empty()) {
+        n.nominal = nominal * 1000, n.borrowing_limit = milli(borrowing), n.lending_limit = milli(lending);
+      }
+      for (const CheckedFlavorQuota& f : flavors) {
+        if (flavor.empty() || f.flavor != flavor) continue;
+        n.nominal = f.nominal_gpus * 1000, n.borrowing_limit = milli(f.borrowing_gpus), n.lending_limit = milli(f.lending_gpus);
+      }
+      tree.nodes.push_back(std::move(n));
+    };
     for (const CheckedCohort& c : world_->cohorts) {
-      tree.nodes.push_back({.name = c.name, .parent = c.parent, .nominal = c.nominal_gpus * 1000,
-                            .borrowing_limit = milli(c.borrowing_limit_gpus), .lending_limit = milli(c.lending_limit_gpus)});
+      node(c.name, false, c.parent, c.nominal_gpus, c.borrowing_limit_gpus, c.lending_limit_gpus, c.flavors);
     }
     for (const CheckedQueue& q : world_->queues) {
-      tree.nodes.push_back({.name = q.name, .queue = true, .parent = q.cohort, .nominal = q.nominal_gpus * 1000,
-                            .borrowing_limit = milli(q.borrowing_limit_gpus), .lending_limit = milli(q.lending_limit_gpus)});
+      node(q.name, true, q.cohort, q.nominal_gpus, q.borrowing_limit_gpus, q.lending_limit_gpus, q.flavors);
       if (auto it = used.find(q.namespace_); it != used.end()) tree.usage[q.name] = it->second;
     }
     return tree;
   }
-  // In a tree: `q` cannot take `demand` more milli-GPUs on top of `used`, some limit on its path
-  // breaking.
-  bool TreeRejects(const CheckedQueue& q, int64_t demand, const std::map<std::string, int64_t>& used) const {
-    QuotaTreeModel tree = TreeOf(used);
+  // In a tree: `q` cannot take `demand` more milli-GPUs (of `flavor`) on top of `used`, some
+  // limit on its path breaking.
+  bool TreeRejects(const CheckedQueue& q, int64_t demand, const std::map<std::string, int64_t>& used,
+                   const std::string& flavor = "") const {
+    QuotaTreeModel tree = TreeOf(used, flavor);
     tree.usage[q.name] += demand;
     return !tree.Holds();
   }
   // In a tree: a victim of queue `victim` gives room back to queue `preemptor` by reclaim only
   // from a subtree that borrows: the child of their lowest common cohort on the victim's side
-  // uses more than its subtree quota.
-  bool TreeLent(const CheckedQueue& victim, const CheckedQueue& preemptor, const std::map<std::string, int64_t>& used) const {
-    const QuotaTreeModel tree = TreeOf(used);
+  // uses more than its subtree quota (of `flavor`).
+  bool TreeLent(const CheckedQueue& victim, const CheckedQueue& preemptor, const std::map<std::string, int64_t>& used,
+                const std::string& flavor = "") const {
+    const QuotaTreeModel tree = TreeOf(used, flavor);
     const std::vector<const QuotaTreeModel::Node*> vp = tree.Path(victim.name), pp = tree.Path(preemptor.name);
     for (size_t i = 0; i + 1 < vp.size(); ++i) {
       const QuotaTreeModel::Node* above = vp[i + 1];
@@ -573,15 +617,25 @@ class PlacementChecker {
   void CheckQuota(const ClusterView& view, std::vector<std::string>& out) {
     std::map<std::string, int64_t> used = QuotaUsed(view);
     if (!world_->cohorts.empty()) {
-      const QuotaTreeModel tree = TreeOf(used);
-      const bool borrows = std::any_of(tree.nodes.begin(), tree.nodes.end(), [&](const QuotaTreeModel::Node& n) {
-        return !n.queue && !n.parent.empty() && tree.Use(n) > tree.Subtree(n);
-      });
-      cycles_cohort_borrowing_ += borrows;
-      if (const QuotaTreeModel::Node* n = tree.Broken()) {
-        out.push_back(StrCat(n->queue ? "queue " : "cohort ", n->name, " uses ", tree.Use(*n), " milli-GPUs of subtree quota ",
-                             tree.Subtree(*n), n->borrowing_limit ? StrCat(" and borrowing limit ", *n->borrowing_limit) : ""));
+      // Flat quotas: one tree; flavored ones: a tree per flavor, of what runs on its nodes.
+      std::vector<std::string> keys = {""};
+      if (FlavoredTree()) {
+        keys.clear();
+        for (const auto& [flavor, labels] : world_->flavors) keys.push_back(flavor);
       }
+      bool borrows = false;
+      for (const std::string& key : keys) {
+        const QuotaTreeModel tree = TreeOf(key.empty() ? used : QuotaUsed(view, false, key), key);
+        borrows |= std::any_of(tree.nodes.begin(), tree.nodes.end(), [&](const QuotaTreeModel::Node& n) {
+          return !n.queue && !n.parent.empty() && tree.Use(n) > tree.Subtree(n);
+        });
+        if (const QuotaTreeModel::Node* n = tree.Broken()) {
+          out.push_back(StrCat(n->queue ? "queue " : "cohort ", n->name, " uses ", tree.Use(*n), " milli-GPUs",
+                               key.empty() ? "" : StrCat(" of flavor ", key), " of subtree quota ", tree.Subtree(*n),
+                               n->borrowing_limit ? StrCat(" and borrowing limit ", *n->borrowing_limit) : ""));
+        }
+      }
+      cycles_cohort_borrowing_ += borrows;
       return;
     }
     std::map<std::string, std::pair<int64_t, int64_t>> cohorts;  // used, nominal
@@ -656,7 +710,7 @@ class PlacementChecker {
                                  f.nominal_gpus, alone ? "" : StrCat(" + borrowing limit ", *f.borrowing_gpus)));
           }
         }
-        if (alone) continue;
+        if (alone || !world_->cohorts.empty()) continue;  // a tree: CheckQuota, per flavor
         cohorts[{q.cohort, f.flavor}].first += u;
         cohorts[{q.cohort, f.flavor}].second += f.nominal_gpus * 1000;
       }
@@ -790,6 +844,7 @@ class PlacementChecker {
   // What the queue, and its cohort, hold of a flavor, and the cohort's nominal quota of it.
   struct QuotaHeld {
     int64_t queue = 0, cohort = 0, cohort_nominal = 0;
+    std::map<std::string, int64_t> by_namespace;  // in a tree: what every queue holds of the flavor
   };
   // With `at_most`, the most the scheduler may count: pods being deleted, and pods nominated to
   // nodes (their room is being made); else the least: neither.
@@ -797,7 +852,8 @@ class PlacementChecker {
     QuotaHeld h;
     for (const CheckedQueue& c : world_->queues) {
       const bool same = c.name == q.name;
-      if (!same && (q.cohort.empty() || c.cohort != q.cohort)) continue;
+      const bool tree = !world_->cohorts.empty();  // one tree holds both queues
+      if (!same && !tree && (q.cohort.empty() || c.cohort != q.cohort)) continue;
       h.cohort_nominal += NominalMilli(c, flavor);
       auto count = [&](const std::map<std::string, std::vector<PodRef>>& pods_by_node) {
         for (const auto& [node, pods] : pods_by_node) {
@@ -808,6 +864,7 @@ class PlacementChecker {
             if (s == nullptr || s->namespace_ != c.namespace_ || (!at_most && Terminating(*p))) continue;
             const int64_t charge = QuotaMilliOn(*s, n);
             h.cohort += charge;
+            h.by_namespace[c.namespace_] += charge;
             if (same) h.queue += charge;
           }
         }
@@ -823,6 +880,10 @@ class PlacementChecker {
               bool may_borrow) const {
     const int64_t own = h.queue + demand, nominal = NominalMilli(q, flavor);
     if (q.cohort.empty()) return own <= nominal;
+    if (!world_->cohorts.empty()) {  // a tree: every limit on its path holds (the flavor's)
+      if (TreeRejects(q, demand, h.by_namespace, q.flavors.empty() ? "" : flavor)) return false;
+      return may_borrow || own <= nominal;
+    }
     if (h.cohort + demand > h.cohort_nominal) return false;
     if (!may_borrow) return own <= nominal;
     const std::optional<int64_t> borrowing = BorrowingMilli(q, flavor);
@@ -835,6 +896,9 @@ class PlacementChecker {
     if (q.cohort.empty()) return own > nominal;
     const std::optional<int64_t> borrowing = BorrowingMilli(q, flavor);
     if (borrowing.has_value() && own > nominal + *borrowing) return true;
+    // In a tree, reclaim may free room at any level above the queue: for certain only its own
+    // borrowing limit.
+    if (!world_->cohorts.empty()) return false;
     return own > nominal && h.cohort + demand > h.cohort_nominal;
   }
   // Whether the queue of `s` rejects `count` pods like it on every one of its flavors, for certain
@@ -1004,19 +1068,30 @@ class PlacementChecker {
     // The most the scheduler may count as held: pods bound or terminating, and the pods other
     // preemptors left nominated before the cycle (a nominated pod's claim on its queue's quota
     // holds, as on its node); the preemptor's own nominations are what it asks for (below).
-    const std::map<std::string, int64_t> used_before = QuotaUsed(before_, /*with_terminating=*/true);
-    std::map<std::string, std::map<std::string, int64_t>> nominated_before;  // preemptor -> namespace -> milli
+    // In a flavored tree, all of this per flavor (the pool of the nodes): quota key "" otherwise.
+    std::map<std::string, std::map<std::string, int64_t>> used_before;  // key -> namespace -> milli
+    auto used_before_of = [&](const std::string& key) -> const std::map<std::string, int64_t>& {
+      auto it = used_before.find(key);
+      if (it == used_before.end()) {
+        it = used_before.emplace(key, QuotaUsed(before_, /*with_terminating=*/true,
+                                                FlavoredTree() ? std::optional<std::string>(key) : std::nullopt)).first;
+      }
+      return it->second;
+    };
+    std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> nominated_before;  // preemptor -> key -> namespace -> milli
     for (const auto& [node, pods] : before_.nominated) {
       for (const PodRef& p : pods) {
-        if (const CheckedPod* s = Spec(*p)) nominated_before[Preemptor(p->Key())][s->namespace_] += QuotaMilliOn(*s, NodeOf(node));
+        if (const CheckedPod* s = Spec(*p)) {
+          nominated_before[Preemptor(p->Key())][QuotaKeyOn(node)][s->namespace_] += QuotaMilliOn(*s, NodeOf(node));
+        }
       }
     }
-    // What each namespace held as judged for `preemptor`'s evictions.
-    auto held_for = [&](const std::string& preemptor) {
-      std::map<std::string, int64_t> held = used_before;
-      for (const auto& [who, by_namespace] : nominated_before) {
-        if (who == preemptor) continue;
-        for (const auto& [namespace_, milli] : by_namespace) held[namespace_] += milli;
+    // What each namespace held (of the quota key) as judged for `preemptor`'s evictions.
+    auto held_for = [&](const std::string& preemptor, const std::string& key) {
+      std::map<std::string, int64_t> held = used_before_of(key);
+      for (const auto& [who, by_key] : nominated_before) {
+        if (who == preemptor || !by_key.contains(key)) continue;
+        for (const auto& [namespace_, milli] : by_key.at(key)) held[namespace_] += milli;
       }
       return held;
     };
@@ -1025,15 +1100,16 @@ class PlacementChecker {
       return it == held.end() ? int64_t{0} : it->second;
     };
     std::map<std::string, std::set<std::string>> nominated_to;  // preemptor -> nodes
-    std::map<std::string, int64_t> nominated_milli;  // preemptor -> what its nominations charge
+    std::map<std::string, std::map<std::string, int64_t>> nominated_milli;  // preemptor -> key -> what its nominations charge
     for (const auto& [node, pods] : view.nominated) {
       for (const PodRef& p : pods) {
         nominated_to[Preemptor(p->Key())].insert(node);
-        if (const CheckedPod* s = Spec(*p)) nominated_milli[Preemptor(p->Key())] += QuotaMilliOn(*s, NodeOf(node));
+        if (const CheckedPod* s = Spec(*p)) nominated_milli[Preemptor(p->Key())][QuotaKeyOn(node)] += QuotaMilliOn(*s, NodeOf(node));
       }
     }
-    auto quota_bound = [&](const CheckedQueue& q, int64_t need, const std::map<std::string, int64_t>& held) {
-      if (!world_->cohorts.empty()) return TreeRejects(q, need, held);
+    auto quota_bound = [&](const CheckedQueue& q, int64_t need, const std::map<std::string, int64_t>& held,
+                           const std::string& key) {
+      if (!world_->cohorts.empty()) return TreeRejects(q, need, held, key);
       if (q.cohort.empty()) return used(held, q.namespace_) + need > q.nominal_gpus * 1000;
       int64_t cohort_used = 0, cohort_nominal = 0;
       for (const CheckedQueue& c : world_->queues) {
@@ -1051,10 +1127,11 @@ class PlacementChecker {
       const CheckedQueue* pq = QueueOf(preemptor->namespace_);
       if (vq == nullptr || pq == nullptr) return false;
       const std::string who = Preemptor(e.preemptor);
-      const std::map<std::string, int64_t> held = held_for(who);
-      if (!quota_bound(*pq, nominated_milli[who], held)) return false;
+      const std::string key = QuotaKeyOn(e.node);
+      const std::map<std::string, int64_t> held = held_for(who, key);
+      if (!quota_bound(*pq, nominated_milli[who][key], held, key)) return false;
       if (vq == pq) return true;
-      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, held);
+      if (!world_->cohorts.empty()) return TreeLent(*vq, *pq, held, key);
       return !vq->cohort.empty() && vq->cohort == pq->cohort && used(held, vq->namespace_) > vq->nominal_gpus * 1000;
     };
     auto frees_its_room = [&](const Eviction& e) {
@@ -1108,6 +1185,65 @@ class PlacementChecker {
     nominated_before_.clear();
     for (const auto& [node, pods] : view.nominated) {
       for (const PodRef& p : pods) nominated_before_.insert(p->Key());
+    }
+  }
+  // No preemption loop between queues (issue 40; kueue#3779): once a pod of queue V was evicted
+  // for a preemptor of queue X (reclaim or fair sharing), no pod of X is evicted for a preemptor
+  // of V that does not outrank it (so not by priority: for quota) while X holds no more than it
+  // did once that preemptor was placed and V no less than it kept. Reclaim leaves X within its
+  // nominal quota, so V cannot reclaim from it; fair sharing leaves X's side at a share no higher than
+  // V's, so V's side cannot take it back by the same rule. Per flavor with flavored queues (the
+  // pool of the nodes: each flavor's quota is its own). What X held after: its pods running and nominated; then: running,
+  // terminating and nominated (the most the scheduler may count); V the other way round.
+  void CheckNoQuotaLoop(const ClusterView& view, const std::vector<Eviction>& evictions, std::vector<std::string>& out) {
+    auto queue_of = [&](const std::string& key) -> const CheckedQueue* {
+      const CheckedPod* s = SpecOf(key);
+      const CheckedQueue* q = s == nullptr ? nullptr : QueueOf(s->namespace_);
+      return q != nullptr && !q->cohort.empty() ? q : nullptr;
+    };
+    const bool flavored = !world_->flavors.empty();
+    auto key_on = [&](const std::string& node) { return flavored ? PoolOf(NodeOf(node)) : std::string(); };
+    auto holds = [&](const ClusterView& v, const std::string& namespace_, const std::string& key, bool terminating,
+                     bool nominated) {
+      const std::optional<std::string> pool = flavored ? std::optional<std::string>(key) : std::nullopt;
+      const std::map<std::string, int64_t> used = QuotaUsed(v, terminating, pool);
+      int64_t milli = used.contains(namespace_) ? used.at(namespace_) : 0;
+      if (!nominated) return milli;
+      for (const auto& [node, pods] : v.nominated) {
+        if (key_on(node) != key) continue;
+        for (const PodRef& p : pods) {
+          const CheckedPod* s = Spec(*p);
+          if (s != nullptr && s->namespace_ == namespace_) milli += QuotaMilliOn(*s, NodeOf(node));
+        }
+      }
+      return milli;
+    };
+    for (const Eviction& e : evictions) {
+      const CheckedQueue* x = queue_of(e.victim);
+      const CheckedQueue* v = queue_of(e.preemptor);
+      if (e.move || x == nullptr || v == nullptr || x == v) continue;
+      if (SpecOf(e.preemptor)->priority > SpecOf(e.victim)->priority) continue;  // by priority
+      const std::string key = key_on(e.node);
+      auto it = loop_guards_.find({v->name, x->name, key});
+      if (it == loop_guards_.end()) continue;
+      const int64_t x_now = holds(before_, x->namespace_, key, true, true);
+      const int64_t v_now = holds(before_, v->namespace_, key, false, false);
+      if (x_now <= it->second.taker_after && v_now >= it->second.giver_after) {
+        out.push_back(StrCat(Preemptor(e.preemptor), " of queue ", v->name, " evicted ", e.victim, " of queue ", x->name,
+                             " (not by priority) on ", e.node, ", though ", it->second.first, " took from ", v->name,
+                             " and ", x->name, " holds ", x_now, " milli-GPUs", key.empty() ? "" : StrCat(" of flavor ", key),
+                             " (", it->second.taker_after, " then), ", v->name, " ", v_now, " (", it->second.giver_after,
+                             " then): a preemption loop"));
+      }
+    }
+    for (const Eviction& e : evictions) {
+      const CheckedQueue* v = queue_of(e.victim);
+      const CheckedQueue* x = queue_of(e.preemptor);
+      if (e.move || x == nullptr || v == nullptr || x == v) continue;
+      const std::string key = key_on(e.node);
+      loop_guards_[{v->name, x->name, key}] = {.first = StrCat(Preemptor(e.preemptor), " of queue ", x->name, " evicting ", e.victim),
+                                              .taker_after = holds(view, x->namespace_, key, false, true),
+                                              .giver_after = holds(view, v->namespace_, key, false, true)};
     }
   }
   int32_t PriorityOfPreemptor(const std::string& who) const {
@@ -1404,6 +1540,12 @@ class PlacementChecker {
   std::map<std::string, std::set<std::string>> earlier_victims_;
   std::map<std::string, int> rounds_;  // preemptor -> eviction rounds since a more important pod came
   std::set<std::string> nominated_before_;
+  // (giver, taker, quota key) -> the last eviction of a giver's pod for a taker's preemptor.
+  struct LoopGuard {
+    std::string first;  // who evicted whom
+    int64_t taker_after = 0, giver_after = 0;  // what each held after that cycle
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, LoopGuard> loop_guards_;
   int cycles_borrowing_ = 0;
   int cycles_cohort_borrowing_ = 0;
 };

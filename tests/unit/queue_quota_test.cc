@@ -1016,3 +1016,134 @@ TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the 
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 202 and others): a gang's reclaim was
+// judged by its first member's charge alone. Team b (nominal 4) runs 2 GPUs; team a (nominal 4)
+// borrows 2 with one 6-GPU pod. b's gang of three 1-GPU members would take b to 5, above its
+// nominal: that is fair sharing, not reclaim, and a may not go below its nominal for a borrower.
+// Judged by its first member (b at 3 of 4), a's pod went as "reclaim", the gang then borrowed
+// the room it freed, and a, back within its nominal, could reclaim it right back: a loop.
+TEST_CASE("QueueQuota: a gang reclaims only when the whole gang stays within its queue's nominal quota",
+          "[quota][queue_quota][preemption][gang]") {
+  Cluster c(2);  // 16 GPUs; the quota (8) binds, not the room
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}}});
+  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "lab"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                        {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  c.s->OnPodAdd(GpuPod("a", "big", 6));
+  c.s->OnPodAdd(GpuPod("b", "b-0", 2));
+  c.Run();
+  REQUIRE(c.GpusOf("a") == 6000);
+  REQUIRE(c.GpusOf("b") == 2000);
+  int members = 3;
+  SECTION("three members would take b above its nominal quota: no reclaim, and no fair share below a's nominal") {}
+  SECTION("two members keep b within its nominal quota: they reclaim") { members = 2; }
+  REQUIRE(c.harness.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                                     {"kind", "PodGroup"},
+                                     {"metadata", {{"name", "g"}, {"namespace", "b"}}},
+                                     {"spec", {{"minMember", members}}}})
+              .value());
+  for (int i = 0; i < members; ++i) {
+    Pod m = GpuPod("b", StrCat("g-", i), 1);
+    m.meta.labels["scheduling.x-k8s.io/pod-group"] = "g";
+    c.s->OnPodAdd(std::move(m));
+  }
+  c.RunWithEvictions(3);
+  INFO("evictions: " << StrJoin(c.api.evictions, "; ") << "; g-0: " << c.outcomes.failures["b/g-0"]);
+  if (members == 3) {
+    CHECK(c.api.evictions.empty());
+    CHECK(c.GpusOf("a") == 6000);
+    CHECK(c.GpusOf("b") == 2000);
+  } else {
+    CHECK(c.api.evictions == std::vector<std::string>{"a/big"});
+    CHECK(c.GpusOf("b") == 4000);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 161): a share was what a subtree
+// borrows over what its parent's children lend. Where they lend nothing (queues of nominal 0 in
+// a cohort that holds the quota itself), every share was 0, so fair sharing allowed any victim
+// (0 >= 0) and the victim's queue could take it right back by the same rule. The pool is the
+// parent's subtree quota: its own quota and what its children lend.
+TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compares what they borrow",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "0"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
+                {"spec", {{"nominalQuota", {{"nvidia.com/gpu", "3"}}}}}},
+               queue("a"), queue("b")});
+  std::vector<Pod> b_pods;
+  for (int i = 0; i < 3; ++i) b_pods.push_back(h.Running("b", StrCat("b-", i), 1, 0, i));
+  const Pod preemptor = GpuPod("a", "p", 2, 0);
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+  std::string reason;
+  // a would borrow 2 of lab's 3; b keeps a share at least that with 2, not with 1.
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[2], &reason) == VictimVerdict::kAllow);
+  CHECK(reason == "fair-share");
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[1], &reason) == VictimVerdict::kDeny);
+  CHECK(h.plugin->MayEvict(state, preemptor, b_pods[0], &reason) == VictimVerdict::kDeny);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seeds 1303 and 1825 of 2,000 + 1,000): two
+// departments each within their subtree quota, their teams above their own nominal quotas, the
+// node full. A team's preemptor would borrow, so fair sharing judged it; at org both sides had a
+// share of 0, so it took the other team's pod (0 >= 0), and that team's next pod took the room
+// back by the same rule. Fair sharing takes only what the victim's side borrows where the two
+// queues meet.
+TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not borrow where the queues meet",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto cohort = [](std::string name, std::string parent, int gpus) {
+    json spec = {{"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+    if (!parent.empty()) spec["parent"] = parent;
+    return json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+  };
+  auto queue = [](std::string name, std::string cohort_name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", cohort_name},
+                              {"nominalQuota", {{"nvidia.com/gpu", "2"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  // org <- dept-a (4) <- a (2); org <- dept-b (4) <- b (2): each department's subtree quota is 6.
+  h.SetQueues({cohort("org", "", 0), cohort("dept-a", "org", 4), cohort("dept-b", "org", 4), queue("a", "dept-a"),
+               queue("b", "dept-b")});
+  std::vector<Pod> a_pods;
+  for (int i = 0; i < 4; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));
+  for (int i = 0; i < 4; ++i) h.Running("b", StrCat("b-", i), 1, 0, 10 + i);
+  std::string reason;
+  SECTION("dept-a within its subtree quota keeps its pods") {
+    const Pod preemptor = GpuPod("b", "p", 1, 5);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[3], &reason) == VictimVerdict::kDeny);
+  }
+  SECTION("dept-a borrowing from org gives back by fair sharing") {
+    for (int i = 4; i < 7; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));  // dept-a at 7 of 6
+    const Pod preemptor = GpuPod("b", "p", 1, 5);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[6], &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+  }
+}
+
+}  // namespace
+}  // namespace tessel
