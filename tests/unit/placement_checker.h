@@ -751,7 +751,6 @@ class PlacementChecker {
       const std::string chosen = FlavorOf(*q, NodeOf(placed_now.at(keys.front())));
       if (chosen.empty()) continue;  // CheckFlavors reports it
       const int32_t count = s.gang.empty() ? 1 : world_->gang_min.at(s.gang);
-      const int64_t demand = FullCharge(s) * count;
       // Borrowing for certain: above the nominal quota with neither terminating nor nominated
       // pods counted. Members placed beyond minMember join the gang's flavor and may borrow there
       // (docs/flavors.md): the gang's choice is judged without them.
@@ -766,6 +765,10 @@ class PlacementChecker {
         // An earlier flavor wins if it takes the workload as the chosen one did (borrowing or
         // not); under TryNextFlavor a later one wins only without borrowing.
         const bool may_borrow = earlier && (!q->borrow_next_flavor || borrowed);
+        // The most it may charge there: a flavor's nodes may charge differently (a fraction holds
+        // a whole device on a DRA node, a whole replica on a time-sliced one), and the room may be
+        // on the dearest of them.
+        const int64_t demand = MostCharge(*q, f->flavor, s) * count;
         if (!Admits(*q, f->flavor, demand, HeldOf(before_, *q, f->flavor, true), may_borrow)) continue;
         if (!HasRoom(*q, f->flavor, s, count)) continue;
         out.push_back(StrCat(who, " of queue ", q->name, " (whenCanBorrow: ",
