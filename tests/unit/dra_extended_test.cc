@@ -146,6 +146,21 @@ Pod GpuPod(const std::string& name, int gpus) {
   return pod;
 }
 
+// A team-a pod asking only GPUs: no CPU or memory for NodeResourcesFit to tell nodes apart by.
+Pod GpusOnlyPod(const std::string& name, int gpus) {
+  Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
+  pod.meta.uid = "uid-" + name;
+  return pod;
+}
+
+// The node team-a's pod is bound to ("" when it is not).
+std::string BoundNodeOf(const testing::CoreHarness& h, const std::string& pod) {
+  for (const auto& [key, node] : h.binds()) {
+    if (key == "team-a/" + pod) return node;
+  }
+  return "";
+}
+
 // A scheduler-plugins PodGroup "train" of team-a (minMember 2).
 void ApplyTrainGroup(testing::CoreHarness& h) {
   REQUIRE(h.ApplyGangObject({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"}, {"kind", "PodGroup"},
@@ -173,12 +188,7 @@ struct DraNodes {
   void Serve() {
     REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
   }
-  std::string BoundNode(const std::string& pod) const {
-    for (const auto& [key, node] : h.binds()) {
-      if (key == "team-a/" + pod) return node;
-    }
-    return "";
-  }
+  std::string BoundNode(const std::string& pod) const { return BoundNodeOf(h, pod); }
 };
 
 TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names nvidia.com/gpu", "[dra][extended]") {
@@ -280,18 +290,8 @@ TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use be
   node("small", 2);
   for (int i = 0; i < 4; ++i) node(StrCat("big-", i), 8);
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
-  // Only GPUs: no CPU or memory for NodeResourcesFit to tell the nodes apart by.
-  auto gpus_only = [](const std::string& name, int gpus) {
-    Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
-    pod.meta.uid = "uid-" + name;
-    return pod;
-  };
-  auto node_of = [&](const std::string& pod) {
-    for (const auto& [key, n] : h.binds()) {
-      if (key == "team-a/" + pod) return n;
-    }
-    return std::string();
-  };
+  auto gpus_only = GpusOnlyPod;
+  auto node_of = [&](const std::string& pod) { return BoundNodeOf(h, pod); };
   h.AddPod(gpus_only("two", 2));
   h.RunUntilIdle();
   CHECK(node_of("two") == "small");  // it fills the small node; the big ones stay whole
@@ -308,17 +308,8 @@ TEST_CASE("device-plugin nodes and DRA nodes are one cluster to the GPU policy",
   // The same gradient scores both kinds of node: a pod either could serve goes beside the pods
   // already running and keeps the idle node whole, whichever kind each is.
   testing::CoreHarness h;
-  auto gpus_only = [](const std::string& name, int gpus) {
-    Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
-    pod.meta.uid = "uid-" + name;
-    return pod;
-  };
-  auto node_of = [&](const std::string& pod) {
-    for (const auto& [key, n] : h.binds()) {
-      if (key == "team-a/" + pod) return n;
-    }
-    return std::string();
-  };
+  auto gpus_only = GpusOnlyPod;
+  auto node_of = [&](const std::string& pod) { return BoundNodeOf(h, pod); };
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
   SECTION("the DRA node is in use, the device-plugin node idle") {
     h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
