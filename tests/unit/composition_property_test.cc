@@ -477,12 +477,15 @@ struct Run {
         Limits(spec, c.borrowing_limit_gpus, c.lending_limit_gpus, 6);
         Weight(spec, c.weight_milli);
       }
-      REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
-                                        {"kind", "Cohort"},
-                                        {"metadata", {{"name", c.name}}},
-                                        {"spec", spec}})
-                  .ok());
+      ApplyCohort(c.name, spec);
     }
+  }
+  void ApplyCohort(const std::string& name, const json& spec) {
+    REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
+                                      {"kind", "Cohort"},
+                                      {"metadata", {{"name", name}}},
+                                      {"spec", spec}})
+                .ok());
   }
   // A borrowing limit a third of the time, a lending limit (at most `most`) a third of the time.
   void Limits(json& spec, std::optional<int64_t>& borrowing, std::optional<int64_t>& lending, int64_t most) {
@@ -538,11 +541,7 @@ struct Run {
         spec["parent"] = c.parent;
         Weight(spec, c.weight_milli);
       }
-      REQUIRE(harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"},
-                                        {"kind", "Cohort"},
-                                        {"metadata", {{"name", c.name}}},
-                                        {"spec", spec}})
-                  .ok());
+      ApplyCohort(c.name, spec);
     }
   }
 

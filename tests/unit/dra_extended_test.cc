@@ -146,6 +146,12 @@ Pod GpuPod(const std::string& name, int gpus) {
   return pod;
 }
 
+// A node without device-plugin GPUs whose ResourceSlice publishes `gpus` devices.
+void AddDraNode(testing::CoreHarness& h, const std::string& name, int gpus) {
+  h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
+  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, gpus)).ok());
+}
+
 // A team-a pod asking only GPUs: no CPU or memory for NodeResourcesFit to tell nodes apart by.
 Pod GpusOnlyPod(const std::string& name, int gpus) {
   Pod pod = PodBuilder(name, "team-a").Requests(StrCat("nvidia.com/gpu:", gpus)).Build();
@@ -182,8 +188,7 @@ void AddTrainGang(testing::CoreHarness& h, int gpus) {
 struct DraNodes {
   testing::CoreHarness h;
   DraNodes() {
-    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 2)).ok());
+    AddDraNode(h, "dra-1", 2);
   }
   void Serve() {
     REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
@@ -283,12 +288,8 @@ TEST_CASE("a pod asking a fraction of a GPU takes a whole DRA device: its queue 
 TEST_CASE("GPU pods served by DRA pack: the tightest node, then a node in use before an idle one",
           "[dra][extended]") {
   testing::CoreHarness h;
-  auto node = [&](const std::string& name, int gpus) {
-    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, gpus)).ok());
-  };
-  node("small", 2);
-  for (int i = 0; i < 4; ++i) node(StrCat("big-", i), 8);
+  AddDraNode(h, "small", 2);
+  for (int i = 0; i < 4; ++i) AddDraNode(h, StrCat("big-", i), 8);
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
   auto gpus_only = GpusOnlyPod;
   auto node_of = [&](const std::string& pod) { return BoundNodeOf(h, pod); };
@@ -312,8 +313,7 @@ TEST_CASE("device-plugin nodes and DRA nodes are one cluster to the GPU policy",
   auto node_of = [&](const std::string& pod) { return BoundNodeOf(h, pod); };
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
   SECTION("the DRA node is in use, the device-plugin node idle") {
-    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 8)).ok());
+    AddDraNode(h, "dra-1", 8);
     h.AddPod(gpus_only("running", 4));
     h.RunUntilIdle();
     REQUIRE(node_of("running") == "dra-1");
@@ -330,8 +330,7 @@ TEST_CASE("device-plugin nodes and DRA nodes are one cluster to the GPU policy",
     h.AddPod(gpus_only("running", 4));
     h.RunUntilIdle();
     REQUIRE(node_of("running") == "dp-1");
-    h.AddNode(NodeBuilder("dra-1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("dra-1", 8)).ok());
+    AddDraNode(h, "dra-1", 8);
     h.AddPod(gpus_only("next", 2));
     h.RunUntilIdle();
     CHECK(node_of("next") == "dp-1");
@@ -346,8 +345,7 @@ TEST_CASE("a gang plans its members' DRA devices together: one device per node, 
           "[dra][extended][gang]") {
   testing::CoreHarness h;
   for (const char* name : {"n1", "n2"}) {
-    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, 1)).ok());
+    AddDraNode(h, name, 1);
   }
   SECTION("members with claims of their own") {
     REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
@@ -380,8 +378,7 @@ TEST_CASE("a gang's members on one DRA node get devices of their own", "[dra][ex
   // Reserve, and Reserve allocated from the devices PreFilter counted in use, so the second
   // member's claim got the first one's devices.
   testing::CoreHarness h;
-  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 4)).ok());
+  AddDraNode(h, "n1", 4);
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")).ok());
   AddTrainGang(h, 2);
   h.RunUntilIdle();
@@ -406,8 +403,7 @@ TEST_CASE("a PodGroup's own claim is allocated once for its members and reserved
   // the PodGroup, not for each pod.
   testing::CoreHarness h;
   for (const char* name : {"n1", "n2"}) {
-    h.AddNode(NodeBuilder(name).Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-    REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice(name, 2)).ok());
+    AddDraNode(h, name, 2);
   }
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
   json group = json::parse(R"({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
@@ -456,8 +452,7 @@ TEST_CASE("a PodGroup's own claim is allocated once for its members and reserved
 TEST_CASE("a claim made for another PodGroup is not a pod's, though its entry names the template",
           "[dra][gang][podgroup]") {
   testing::CoreHarness h;
-  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 2)).ok());
+  AddDraNode(h, "n1", 2);
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
   json claim = json::parse(R"({"metadata": {"name": "pair", "namespace": "team-a", "uid": "uid-pair",
       "resourceVersion": "3", "ownerReferences": [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
@@ -477,8 +472,7 @@ TEST_CASE("a claim made for another PodGroup is not a pod's, though its entry na
 TEST_CASE("preemption frees a victim's DRA devices, not a claim another running pod still holds",
           "[dra][extended][preemption]") {
   testing::CoreHarness h;
-  h.AddNode(NodeBuilder("n1").Allocatable("cpu:32,memory:128Gi,pods:110").Build());
-  REQUIRE(h.s->OnRawObject(RawKind::kResourceSlice, GpuSlice("n1", 1)).ok());
+  AddDraNode(h, "n1", 1);
   REQUIRE(h.s->OnRawObject(RawKind::kDeviceClass, GpuClass("gpu.nvidia.com", "", "2026-01-01T00:00:00Z")).ok());
   auto claim = [&](const std::string& name, json status) {
     json c = {{"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "c-" + name}, {"resourceVersion", "1"}}},
