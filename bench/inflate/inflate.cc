@@ -67,6 +67,28 @@ std::string PaperName(const std::string& policy) {
   return it == kNames.end() ? "" : it->second;
 }
 
+// Each policy's leftover at 100 % (summary.json's leftover_pct_at_100) as a table.
+std::string LeftoverTable(const json& summary, const std::vector<std::string>& policies) {
+  std::string out = fmt::format("where the unallocated GPU is at 100 % (% of capacity, mean over seeds):\n"
+                                "{:<14} {:>11} {:>9} {:>26} | {:>12} {:>12}\n",
+                                "policy", "no CPU left", "idle GPU", "remainders 1-99/-199/-499/-999",
+                                "failed whole", "failed frac");
+  for (const std::string& policy : policies) {
+    const json& l = summary[policy]["leftover_pct_at_100"];
+    std::string bands;
+    for (const auto& [band, pct] : l["remainders"].items()) {
+      StrAppend(&bands, bands.empty() ? "" : " ", fmt::format("{:.2f}", pct.get<double>()));
+    }
+    double whole = 0, frac = 0;
+    for (const auto& [shape, pct] : l["failed_pods"].items()) {
+      (shape.find("GPU") != std::string::npos ? whole : frac) += pct.get<double>();
+    }
+    StrAppend(&out, fmt::format("{:<14} {:>11.2f} {:>9.2f} {:>26} | {:>12.2f} {:>12.2f}\n", policy,
+                                l.value("cpu_exhausted", 0.0), l.value("idle_devices", 0.0), bands, whole, frac));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(std::string_view text) {
@@ -236,6 +258,8 @@ int InflateMainWithBound(int argc, char** argv, PlacedBoundFn bound) {
       pods_total += results[j]->pods;
     }
     Curve curve = Aggregate(runs, capacity, weight);
+    std::vector<const Leftover*> leftovers;
+    for (const RunResult* r : runs) leftovers.push_back(&r->leftover);
     for (int b = 0; b < static_cast<int>(curve.alloc_pct.size()); ++b) {
       if (std::isnan(curve.alloc_pct[b])) continue;
       StrAppend(&csv, fmt::format("{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", policy, b, curve.alloc_pct[b],
@@ -250,7 +274,8 @@ int InflateMainWithBound(int argc, char** argv, PlacedBoundFn bound) {
                   {"frag_amount_pct_at_100", curve.frag_amount_pct[100]},
                   {"frag_rate_pct_at_100", curve.frag_rate_pct[100]},
                   {"pods_placed_pct", pods_total > 0 ? 100.0 * static_cast<double>(placed) / static_cast<double>(pods_total) : 0.0},
-                  {"cpu_seconds", seconds}};
+                  {"cpu_seconds", seconds},
+                  {"leftover_pct_at_100", MeanLeftoverPct(leftovers, capacity)}};
     Series series{.policy = policy, .curve = curve, .ref_alloc = {}, .ref_frag = {}};
     const std::string paper = PaperName(policy);
     if (auto it = ref.rows.find({workload, paper, 100}); !paper.empty() && it != ref.rows.end()) {
@@ -331,6 +356,7 @@ int InflateMainWithBound(int argc, char** argv, PlacedBoundFn bound) {
                              e["frag_amount_pct_at_100"].get<double>(), to_bound);
   }
   std::cout << bound_line;
+  std::cout << LeftoverTable(summary, o.policies);
   std::cout << fmt::format("{} runs in {:.1f}s; report: {}\n", jobs.size(), elapsed,
                            (std::filesystem::absolute(out) / "report.html").string());
   return 0;

@@ -153,8 +153,24 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
   const std::vector<TracePod> sequence = InflatePods(pods, capacity, tune_milli, seed);
   result.events.reserve(sequence.size());
   int64_t arrived = 0, allocated = 0;
+  const int64_t least_gpu_pod_cpu = LeastGpuPodCpuMilli(typical);
+  bool past_capacity = false;
+  int64_t allocated_at_capacity = 0;
+  // At the 100 % point: the free GPU of every node, by why no pod uses it.
+  auto count_leftover = [&] {
+    past_capacity = true;
+    allocated_at_capacity = allocated;
+    std::vector<int64_t> free;
+    for (const auto& [name, i] : node_index) {
+      auto info = cache.GetNodeInfo(name);
+      free.clear();
+      for (int32_t d = 0; d < info->gpus().count(); ++d) free.push_back(info->gpus().FreeMilli(d));
+      result.leftover.CountNode(info->FreeMilliCpu(), free, least_gpu_pod_cpu);
+    }
+  };
   const std::atomic<bool> never{false};
   for (const TracePod& t : sequence) {
+    if (!past_capacity && arrived + t.total_gpu_milli() > capacity) count_leftover();
     Pod pod = MakePod(t, t.name);
     const std::string key = pod.Key();
     s.OnPodAdd(std::move(pod));
@@ -171,16 +187,22 @@ absl::StatusOr<RunResult> RunOne(const std::vector<TraceNode>& nodes, const std:
       allocated += t.total_gpu_milli();
     } else {
       s.OnPodDelete(key);  // no retries: a pod that fails is dropped
+      if (!past_capacity) result.leftover.CountFailed(t);
     }
     result.events.push_back({arrived, allocated, frag_total});
     ++result.pods;
     if (progress != nullptr) progress->fetch_add(1, std::memory_order_relaxed);
   }
+  if (!past_capacity) count_leftover();  // the whole order fits the capacity (tune below 1)
   // Cross-check the running total against the cache's per-device accounting.
   int64_t accounted = 0;
   for (const auto& [name, i] : node_index) accounted += cache.GetNodeInfo(name)->gpus().total_allocated_milli();
   if (accounted != allocated) {
     return absl::InternalError(StrCat("GPU accounting drifted: devices hold ", accounted, " milli, pods ", allocated));
+  }
+  if (result.leftover.free_milli() != capacity - allocated_at_capacity) {
+    return absl::InternalError(StrCat("the leftover at 100 % counts ", result.leftover.free_milli(),
+                                      " milli free, the capacity less the allocated is ", capacity - allocated_at_capacity));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

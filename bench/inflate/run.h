@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/inflate/leftover.h"
 #include "bench/inflate/trace.h"
 #include "plugins/fgd/fgd.h"
 #include "scheduler/framework/config.h"
@@ -34,6 +35,7 @@ struct RunResult {
   int64_t placed = 0;
   double seconds = 0;
   std::vector<Event> events;
+  Leftover leftover;  // at the 100 % point (leftover.h)
 };
 
 // Runs one (policy, seed). `progress` (may be null) is incremented once per pod.

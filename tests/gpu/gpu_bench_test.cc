@@ -1,6 +1,6 @@
 // GPU scenarios end to end through `tessel-bench replay` (tests/gpu/replay/*.json), and the
 // pieces of `tessel-bench inflate` that decide the published numbers: trace parsing, the
-// inflation rule, the typical pods, and a tiny full run.
+// inflation rule, the typical pods, where the unallocated GPU is at 100 %, and a tiny full run.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 
 #include "nlohmann/json.hpp"
 #include "bench/inflate/inflate.h"
+#include "bench/inflate/leftover.h"
 #include "bench/replay/replay.h"
 #include "fmt/format.h"
 #include <unistd.h>
@@ -217,6 +218,62 @@ TEST_CASE("a tiny inflation run keeps the books: allocated never exceeds arrived
     // Tune 1.3 on 6 GPUs: arrivals stop just below 7.8 GPUs (+ one overshooting clone).
     CHECK(run->events.back().arrived_milli <= 7800 + 1000);
     CHECK(run->events.back().arrived_milli > 6000);
+  }
+}
+
+TEST_CASE("the leftover at 100 %: free GPU split by why no pod uses it, failures by shape", "[gpu][inflate]") {
+  Leftover l;
+  const int64_t a[] = {1000, 300, 40};
+  l.CountNode(/*free_cpu_milli=*/8000, a, /*least_gpu_pod_cpu_milli=*/4000);  // CPU left: by device
+  const int64_t b[] = {1000, 1000, 650, 0};
+  l.CountNode(3999, b, 4000);  // less CPU than any GPU pod asks: all of it is stranded
+  const int64_t c[] = {100, 199, 200, 999};
+  l.CountNode(4000, c, 4000);  // band edges
+  CHECK(l.cpu_exhausted_milli == 2650);
+  CHECK(l.idle_device_milli == 1000);
+  CHECK(l.remainder_milli == std::array<int64_t, 4>{40, 100 + 199, 300 + 200, 999});
+  CHECK(l.free_milli() == 2650 + 1000 + 40 + 300 + 100 + 199 + 200 + 999);  // every free milli once
+
+  l.CountFailed(TracePod{.name = "w", .num_gpu = 2, .gpu_milli = 1000});
+  l.CountFailed(TracePod{.name = "w1", .num_gpu = 1, .gpu_milli = 1000});
+  l.CountFailed(TracePod{.name = "f", .num_gpu = 1, .gpu_milli = 810});
+  l.CountFailed(TracePod{.name = "g", .num_gpu = 1, .gpu_milli = 150});
+  l.CountFailed(TracePod{.name = "cpu", .cpu_milli = 4000});
+  CHECK(l.failed_milli == std::map<std::string, int64_t>{{"2 GPUs", 2000}, {"1 GPU", 1000}, {"500-999", 810}, {"100-199", 150}});
+
+  const json pct = MeanLeftoverPct({&l, &l}, 10000);  // the same run twice: its own percentages
+  CHECK(pct["cpu_exhausted"].get<double>() == Approx(26.5));
+  CHECK(pct["remainders"]["1-99"].get<double>() == Approx(0.4));
+  CHECK(pct["failed_pods"]["2 GPUs"].get<double>() == Approx(20.0));
+  CHECK(LeastGpuPodCpuMilli({{.cpu_milli = 500}, {.cpu_milli = 3000, .gpu_milli = 1000, .num_gpu = 1},
+                             {.cpu_milli = 2000, .gpu_milli = 300, .num_gpu = 1}}) == 2000);
+}
+
+TEST_CASE("a tiny inflation run's leftover adds up to the GPU free when the capacity has arrived", "[gpu][inflate]") {
+  auto nodes = ParseTraceNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,16000,65536,2,T4\nn1,6000,65536,4,V100\n");
+  auto pods = ParseTracePods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+      "p0,2000,100,1,500,\np1,2000,100,1,300,T4\np2,4000,100,2,1000,\np3,1000,100,0,0,\np4,5000,100,1,1000,\n");
+  REQUIRE(nodes.ok());
+  REQUIRE(pods.ok());
+  for (const std::string& policy : KnownPolicies()) {
+    CAPTURE(policy);
+    auto run = RunOne(*nodes, *pods, policy, 7, 1300);
+    REQUIRE(run.ok());
+    // The events, independently: the allocated GPU after the last pod of the order that fits 6 GPUs.
+    int64_t allocated = 0;
+    for (const Event& e : run->events) {
+      if (e.arrived_milli > 6000) break;
+      allocated = e.allocated_milli;
+    }
+    CHECK(run->leftover.free_milli() == 6000 - allocated);
+    int64_t failed = 0;
+    for (const auto& [shape, milli] : run->leftover.failed_milli) failed += milli;
+    int64_t arrived_then = 0;
+    for (const Event& e : run->events) {
+      if (e.arrived_milli <= 6000) arrived_then = e.arrived_milli;
+    }
+    CHECK(failed == arrived_then - allocated);
   }
 }
 
