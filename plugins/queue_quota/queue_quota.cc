@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "plugins/queue_quota/pending_order.h"
 #include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/util/status_macros.h"
@@ -390,6 +391,24 @@ Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string&
 void QueueQuota::Unreserve(CycleState&, const Pod& pod, const std::string&) {
   absl::MutexLock lock(&mu_);
   reserved_.erase(pod.Key());
+}
+
+std::string QueueQuota::PendingGroupOf(const Pod& pod) const { return queue_quota::PendingGroupOf(pod); }
+
+size_t QueueQuota::ChooseNext(std::span<const QueuedPodInfo* const> heads) {
+  std::shared_ptr<const QueueDirectory> directory = handle_->Queues();
+  if (directory == nullptr) return 0;
+  QuotaTracker usage(directory.get());
+  for (const auto& [queue, amount] : SnapshotUsage(directory)) usage.AddUsage(queue, amount);
+  std::optional<QuotaTracker> decayed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (decay_ != nullptr) {
+      decayed.emplace(directory.get());
+      for (const auto& [queue, amount] : decay_->decayed()) decayed->AddUsage(queue, amount);
+    }
+  }
+  return queue_quota::ChooseNextPending(heads, *directory, usage, decayed ? &*decayed : nullptr);
 }
 
 Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,

@@ -52,6 +52,7 @@ class QueueQuota final : public QuotaPlugin,
                          public FilterPlugin,
                          public ReservePlugin,
                          public VictimPolicyPlugin,
+                         public PendingOrderPlugin,
                          public PreFilterExtensions {
  public:
   static constexpr std::string_view kName = "QueueQuota";
@@ -94,6 +95,11 @@ class QueueQuota final : public QuotaPlugin,
                          int32_t priority) const override;
   // A preemptor in no queue: every victim is left to the priority rule.
   bool DefersEvery(const CycleState& state, const Pod& preemptor) const override;
+
+  // Which pending pod goes next among the queues' heads (pending_order.h): one its queue holds
+  // within its nominal quota, then priority, then the lower weighted share.
+  std::string PendingGroupOf(const Pod& pod) const override;
+  size_t ChooseNext(std::span<const QueuedPodInfo* const> heads) override;
 
   // Fairness over time (args.usageHalfLifeSeconds > 0, else these do nothing): every queue's
   // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed.

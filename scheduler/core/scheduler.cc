@@ -66,10 +66,16 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::New(SchedulerParams params
     }
   }
   const QueueSortPlugin* sort = &first.queue_sort();
+  NextPodChoice next;
+  if (PendingOrderPlugin* order = first.pending_order()) {
+    s->orders_pending_ = true;
+    next.group_of = [order](const Pod& pod) { return order->PendingGroupOf(pod); };
+    next.choose = [order](std::span<const QueuedPodInfo* const> heads) { return order->ChooseNext(heads); };
+  }
   s->queue_ = std::make_unique<SchedulingQueue>(
       params.clock,
       [sort](const QueuedPodInfo& a, const QueuedPodInfo& b) { return sort->Less(a, b); },
-      params.queue_options);
+      params.queue_options, std::move(next));
   s->tracker_queue_ = std::make_unique<TrackerQueue>(s->queue_.get());
   s->tracker_ = std::make_unique<gang::GangTracker>(&s->gangs_, s->tracker_queue_.get());
   return s;
@@ -140,6 +146,7 @@ void Scheduler::RunOnLoop(std::function<void()> task) {
 
 bool Scheduler::ScheduleOne() {
   Housekeeping();
+  if (orders_pending_) RefreshSnapshot();  // the pending order reads the usage it shows
   auto popped = queue_->Pop();
   if (!popped) return false;
   RunCycle(InFlightPod(*queue_, *std::move(popped)));
@@ -148,6 +155,7 @@ bool Scheduler::ScheduleOne() {
 
 bool Scheduler::ScheduleOneWait(absl::Duration timeout) {
   Housekeeping();
+  if (orders_pending_) RefreshSnapshot();  // the pending order reads the usage it shows
   auto popped = queue_->PopWait(timeout);
   if (!popped) return false;
   RunCycle(InFlightPod(*queue_, *std::move(popped)));

@@ -135,6 +135,9 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
     // Like PreAssume, a victim policy needs no extension point of its own: being in the
     // profile is enough.
     if (auto* vp = dynamic_cast<VictimPolicyPlugin*>(p.get())) fw->victim_policies_.push_back(vp);
+    if (auto* po = dynamic_cast<PendingOrderPlugin*>(p.get()); po != nullptr && fw->pending_order_ == nullptr) {
+      fw->pending_order_ = po;
+    }
   }
   if (fw->queue_sort_ == nullptr) {
     return absl::InvalidArgumentError(StrCat(where, ": no queueSort plugin is enabled"));

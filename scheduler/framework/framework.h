@@ -51,6 +51,8 @@ class Framework {
   Handle& handle() const { return handle_; }
   // Never null: a profile without a QueueSort plugin is rejected at construction.
   const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
+  // The profile's PendingOrderPlugin, if one is in it (null: the QueueSort order alone).
+  PendingOrderPlugin* pending_order() const { return pending_order_; }
 
   // Runs every PreFilter; stops at the first non-success (Skip marks the plugin's Filter skipped).
   Status RunPreFilter(CycleState& state, const Pod& pod) const;
@@ -180,6 +182,7 @@ class Framework {
   std::string scheduler_name_;
   std::vector<std::unique_ptr<Plugin>> owned_;
   const QueueSortPlugin* queue_sort_ = nullptr;
+  PendingOrderPlugin* pending_order_ = nullptr;
   // The filters on the node as it will be with `ahead` (nominated there) added, and
   // KeepsNominatedSpread; Ok when nothing is nominated there.
   Status RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -211,6 +212,20 @@ struct QueuedPodInfo {
 class QueueSortPlugin : public virtual Plugin {
  public:
   virtual bool Less(const QueuedPodInfo& a, const QueuedPodInfo& b) const = 0;
+};
+
+// Which pending pod goes next among groups of pods (the scheduling queue's NextPodChoice): pods
+// of a group wait in the QueueSort order, and the plugin picks among the groups' heads, as Kueue
+// picks among its ClusterQueues' heads. Like a victim policy it needs no extension point: being
+// in the profile is enough (the first profile's serves the shared queue).
+class PendingOrderPlugin : public virtual Plugin {
+ public:
+  // The pod's group. Depends on the pod alone: it runs on informer threads.
+  virtual std::string PendingGroupOf(const Pod& pod) const = 0;
+  // The index into `heads` (one per group, in the QueueSort order) of the pod to try next. Runs
+  // on the scheduling loop's thread, between cycles, under the queue's lock; the snapshot is
+  // refreshed before.
+  virtual size_t ChooseNext(std::span<const QueuedPodInfo* const> heads) = 0;
 };
 
 class EnqueueExtensions : public virtual Plugin {

@@ -15,8 +15,8 @@ bool SchedulingQueue::ActiveLess::operator()(const Entry* a, const Entry* b) con
   return a->info.pod->Key() < b->info.pod->Key();  // strict order for the set
 }
 
-SchedulingQueue::SchedulingQueue(const Clock* clock, Less less, QueueOptions options)
-    : clock_(clock), less_(std::move(less)), options_(options), active_(ActiveLess{this}) {}
+SchedulingQueue::SchedulingQueue(const Clock* clock, Less less, QueueOptions options, NextPodChoice next)
+    : clock_(clock), less_(std::move(less)), options_(options), next_(std::move(next)) {}
 
 absl::Duration SchedulingQueue::BackoffDuration(int attempts) const {
   absl::Duration d = options_.initial_backoff;
@@ -39,7 +39,10 @@ SchedulingQueue::ParkedGroup SchedulingQueue::GroupOf(const Entry& e) {
 void SchedulingQueue::Detach(Entry& e) {
   switch (e.where) {
     case Entry::Where::kActive:
-      active_.erase(&e);
+      if (auto group = active_.find(e.group); group != active_.end()) {
+        active_count_ -= group->second.erase(&e);
+        if (group->second.empty()) active_.erase(group);
+      }
       break;
     case Entry::Where::kBackoff:
       for (auto [it, end] = backoff_.equal_range(e.backoff_expiry); it != end; ++it) {
@@ -77,7 +80,9 @@ void SchedulingQueue::Park(Entry& e) {
 
 void SchedulingQueue::ToActive(Entry& e) {
   e.where = Entry::Where::kActive;
-  active_.insert(&e);
+  e.group = next_.group_of ? next_.group_of(*e.info.pod) : std::string();
+  auto group = active_.try_emplace(e.group, ActiveLess{this}).first;
+  active_count_ += group->second.insert(&e).second ? 1 : 0;
 }
 
 void SchedulingQueue::ToBackoffOrActive(Entry& e) {
@@ -213,8 +218,16 @@ void SchedulingQueue::FlushLocked() {
 std::optional<SchedulingQueue::Popped> SchedulingQueue::PopLocked() {
   FlushLocked();
   if (active_.empty()) return std::nullopt;
-  Entry* e = *active_.begin();
-  active_.erase(active_.begin());
+  Entry* e = *active_.begin()->second.begin();
+  if (active_.size() > 1 && next_.choose) {
+    std::vector<Entry*> heads;
+    for (const auto& [group, entries] : active_) heads.push_back(*entries.begin());
+    std::sort(heads.begin(), heads.end(), ActiveLess{this});
+    std::vector<const QueuedPodInfo*> infos;
+    for (const Entry* h : heads) infos.push_back(&h->info);
+    e = heads[std::min(next_.choose(infos), heads.size() - 1)];
+  }
+  Detach(*e);
   QueuedPodInfo info = e->info;
   entries_.erase(info.pod->Key());
   in_flight_[std::make_pair(info.pod->Key(), info.pod->meta.uid)] = InFlight{};
@@ -358,7 +371,7 @@ bool SchedulingQueue::Contains(const std::string& key) const {
 
 QueueStats SchedulingQueue::Stats() const {
   absl::MutexLock lock(&mu_);
-  return QueueStats{.active = active_.size(), .backoff = backoff_.size(),
+  return QueueStats{.active = active_count_, .backoff = backoff_.size(),
                     .unschedulable = unschedulable_count_};
 }
 

@@ -19,6 +19,10 @@
 //   queue.OnClusterEvent(kNodeAdd);
 //   queue.OnClusterEvent(kAssignedPodDelete, &room_left_on_that_node);
 //
+// The next pod (optional, NextPodChoice): active pods wait in groups (a team's queue, say), each
+// in the QueueSort order, and a chooser picks which group's head is popped, as Kueue picks among
+// the heads of its ClusterQueues. Without a chooser there is one group: the QueueSort order.
+//
 // Queueing hints by resource: a pod parked with `hinted` events (those its rejecting plugins
 // undo only where the node's room holds what they need, EnqueueExtensions::EventsHintedByRoom
 // and AddRoomNeed) stays parked when such an event comes with the room of its node and the room
@@ -31,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,11 +59,20 @@ struct QueueStats {
   size_t unschedulable = 0;
 };
 
+// How the next pod is chosen among groups of active pods. `group_of` must depend on the pod
+// alone (it runs on informer threads); `choose` gets each non-empty group's head, in the QueueSort
+// order, and returns the index of the one to pop. It runs on the popping thread under the
+// queue's lock, so it must not call into the queue.
+struct NextPodChoice {
+  std::function<std::string(const Pod&)> group_of;
+  std::function<size_t(std::span<const QueuedPodInfo* const> heads)> choose;
+};
+
 class SchedulingQueue {
  public:
   using Less = std::function<bool(const QueuedPodInfo&, const QueuedPodInfo&)>;
 
-  SchedulingQueue(const Clock* clock, Less less, QueueOptions options = {});
+  SchedulingQueue(const Clock* clock, Less less, QueueOptions options = {}, NextPodChoice next = {});
 
   // What Add and Update did with a pod.
   enum class AddResult {
@@ -136,6 +150,7 @@ class SchedulingQueue {
     uint32_t hinted = 0;      // of waiting_for: events that help only where the room holds `need`
     Resources need;
     absl::Time parked_until;  // kUnschedulable: retried by then at the latest
+    std::string group;        // kActive: its NextPodChoice group
   };
   struct InFlight {
     PodRef latest;  // the newest informer copy seen while in flight, if any
@@ -160,9 +175,12 @@ class SchedulingQueue {
   const Clock* clock_;
   const Less less_;
   const QueueOptions options_;
+  const NextPodChoice next_;
   mutable absl::Mutex mu_;
   StringKeyedMap<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::set<Entry*, ActiveLess> active_ ABSL_GUARDED_BY(mu_);
+  // Active pods by group (one group, "", without a chooser); no group is kept empty.
+  std::map<std::string, std::set<Entry*, ActiveLess>, std::less<>> active_ ABSL_GUARDED_BY(mu_);
+  size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::multimap<absl::Time, Entry*> backoff_ ABSL_GUARDED_BY(mu_);
   // In-flight pods by (namespace/name, UID).
   std::map<std::pair<std::string, std::string>, InFlight, std::less<>> in_flight_

@@ -74,6 +74,10 @@ class PodBuilder {
     pod_.meta.annotations[std::move(key)] = std::move(value);
     return *this;
   }
+  PodBuilder& Label(std::string key, std::string value) {
+    pod_.meta.labels[std::move(key)] = std::move(value);
+    return *this;
+  }
   Pod& mutable_pod() { return pod_; }
   Pod Build() const {
     Pod p = pod_;

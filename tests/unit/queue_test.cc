@@ -44,6 +44,54 @@ TEST_CASE("pods pop by priority, then creation time, then namespace/name", "[que
                                              "ns1/z", "ns2/a", "ns2/b", "default/negative"});
 }
 
+TEST_CASE("a chooser picks among the heads of groups; each group keeps the QueueSort order", "[queue]") {
+  ManualClock clock;
+  std::vector<std::vector<std::string>> offered;  // the heads each pop was offered
+  NextPodChoice next{
+      .group_of =
+          [](const Pod& pod) {
+            auto label = pod.meta.labels.find("group");
+            return label != pod.meta.labels.end() ? label->second : pod.meta.namespace_;
+          },
+      .choose =
+          [&offered](std::span<const QueuedPodInfo* const> heads) {
+            offered.emplace_back();
+            size_t pick = 0;  // namespace "vip" first, else the QueueSort order
+            for (size_t i = 0; i < heads.size(); ++i) {
+              offered.back().push_back(heads[i]->pod->Key());
+              if (heads[i]->pod->meta.namespace_ == "vip" && heads[pick]->pod->meta.namespace_ != "vip") pick = i;
+            }
+            return pick;
+          }};
+  SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{}, next);
+  q.Add(P("a1", 0, 1, "a"));
+  q.Add(P("a0", 10, 5, "a"));
+  q.Add(P("v1", 0, 9, "vip"));
+  q.Add(P("v0", 0, 8, "vip"));
+  q.Add(P("b0", 0, 2, "b"));
+  CHECK(q.Stats().active == 5);
+  CHECK(Drain(q) == std::vector<std::string>{"vip/v0", "vip/v1", "a/a0", "a/a1", "b/b0"});
+  // Heads in the QueueSort order; a group leaves when it is empty; one group left: no choice asked.
+  REQUIRE(offered.size() == 4);
+  CHECK(offered[0] == std::vector<std::string>{"a/a0", "b/b0", "vip/v0"});
+  CHECK(offered[1] == std::vector<std::string>{"a/a0", "b/b0", "vip/v1"});
+  CHECK(offered[2] == std::vector<std::string>{"a/a0", "b/b0"});
+  CHECK(offered[3] == std::vector<std::string>{"a/a1", "b/b0"});
+  CHECK(q.Stats().active == 0);
+
+  // A pod whose update moves it to another group is found there (and counted once).
+  q.Add(P("m", 0, 1, "a"));
+  q.Add(P("n", 0, 2, "a"));
+  q.Update(std::make_shared<const Pod>(PodBuilder("m", "a").Priority(0).Created(1).Label("group", "vip").Build()));
+  CHECK(q.Stats().active == 2);
+  offered.clear();
+  CHECK(q.Pop()->info.pod->Key() == "a/m");
+  CHECK(offered == std::vector<std::vector<std::string>>{{"a/m", "a/n"}});  // two groups now
+  q.Delete("a/n");
+  CHECK(q.Stats().active == 0);
+  CHECK_FALSE(q.Pop().has_value());
+}
+
 TEST_CASE("unschedulable pods wait for an event they registered for", "[queue]") {
   ManualClock clock;
   SchedulingQueue q(&clock, PrioritySortLess(),
