@@ -7,6 +7,7 @@
 #include <map>
 
 #include "bench/report/svg.h"
+#include "bench/trace/shares.h"
 #include "fmt/format.h"
 #include "scheduler/util/strings.h"
 
@@ -119,6 +120,8 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
           {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},
           {"wall_s", wall}};
+  const bool has_tree = std::any_of(pr.runs.begin(), pr.runs.end(), [](const TimelineResult& r) { return !r.quota_tree.empty(); });
+  if (has_tree) summary["shares"] = SummarizeShares(pr);
   if (with_moves) {
     auto per_100_jobs = [jobs](int64_t n) { return jobs > 0 ? 100.0 * static_cast<double>(n) / static_cast<double>(jobs) : 0; };
     summary["moves"] = moves;
@@ -237,6 +240,7 @@ std::vector<TracePlot> TracePlots(const std::vector<PolicyRuns>& all, const nloh
                                .y_label = "jobs started (%)", .y_max = 100},
                               lines)});
   }
+  for (TracePlot& p : SharePlots(all)) plots.push_back(std::move(p));
   return plots;
 }
 
@@ -289,6 +293,25 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
                                    s["moves_per_100_jobs"].get<double>(), s["preemptions"].get<int64_t>(),
                                    s["preemptions_per_100_jobs"].get<double>(), s["lost_gpu_hours_moves"].get<double>(),
                                    s["lost_gpu_hours_preemptions"].get<double>()));
+    }
+    html += "</table>\n";
+  }
+  if (!summaries.empty() && summaries.front().contains("shares")) {
+    html += "<h2>GPUs held against entitlement while in demand</h2>\n<table><tr><th>policy</th><th>queue or cohort</th>"
+            "<th>mean GPUs</th><th>mean entitled</th><th>mean |held - entitled|</th><th>%</th>"
+            "<th>longest &gt;10 % off (s)</th><th>longest &gt;10 % below (s)</th><th>first demand (s)</th>"
+            "<th>time to share (s)</th><th>evictions</th></tr>\n";
+    for (const nlohmann::json& s : summaries) {
+      for (const auto& [name, q] : s["shares"].items()) {
+        StrAppend(&html, fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.2f}</td>"
+                                     "<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                                     HtmlEscape(s["policy"].get<std::string>()), HtmlEscape(name),
+                                     q["kind"].get<std::string>(), q["mean_gpus"].get<double>(),
+                                     q["mean_entitled_gpus"].get<double>(), q["mean_abs_dev_gpus"].get<double>(),
+                                     q["mean_abs_dev_pct"].get<double>(), q["longest_off_10pct_s"].get<int64_t>(),
+                                     q["longest_below_10pct_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
+                                     q["time_to_share_s"].get<int64_t>(), q["evictions"].get<int64_t>()));
+      }
     }
     html += "</table>\n";
   }

@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/trace/entitlement.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/config.h"
@@ -31,18 +33,19 @@ struct TraceJob {
   int64_t duration = 1;  // run time once every pod is bound
   std::vector<Pod> pods;
   std::optional<nlohmann::json> gang_object;  // the PodGroup, applied when the job arrives
-  std::string queue;                          // for the report ("" when none)
+  std::string queue;  // the Queue it charges (its tessel.io/queue label, else its namespace's); "" when none
   std::string size_class;                     // see SizeClassOf
 };
 
-// A change of the cluster at a time: a node added or removed, a Queue applied.
+// A change of the cluster at a time: a node added or removed, a Queue or a Cohort applied, a
+// PriorityClass.
 struct ClusterChange {
-  enum class Kind { kNodeAdd, kNodeRemove, kQueue, kPriorityClass };
+  enum class Kind { kNodeAdd, kNodeRemove, kQuotaObject, kPriorityClass };
   int64_t at = 0;
   Kind kind = Kind::kNodeAdd;
   Node node;               // kNodeAdd
   std::string name;        // kNodeRemove
-  nlohmann::json object;   // kQueue
+  nlohmann::json object;   // kQuotaObject: a Queue or a Cohort (decoded before the run)
   PriorityClass priority;  // kPriorityClass
 };
 
@@ -91,11 +94,21 @@ struct JobOutcome {
   int64_t lost_to_moves_gpu_milli_seconds = 0;  // of that, by moves
 };
 
+// Where a queue or cohort stands at a sample, in GPU milli: what its running jobs hold, what its
+// jobs hold or wait for (demand), and its entitlement (entitlement.h).
+struct ShareSample {
+  int64_t usage_milli = 0;
+  int64_t demand_milli = 0;
+  int64_t entitlement_milli = 0;
+};
+
 struct Sample {
   int64_t at = 0;
   int64_t allocated_milli = 0;  // GPU milli the cache holds (independent of the job bookkeeping)
   int64_t frag_milli = 0;       // FGD's fragmentation measure, milli-GPU
   int64_t evictions = 0;        // so far
+  // Every queue and cohort applied so far, by name (empty when the input has no Queues).
+  std::map<std::string, ShareSample> shares;
 };
 
 struct TimelineResult {
@@ -120,6 +133,8 @@ struct TimelineResult {
   int64_t lost_to_moves_gpu_milli_seconds = 0;
   int64_t events = 0;
   double wall_seconds = 0;
+  // The quota tree at the end (the Queues and Cohorts applied), for the share report.
+  std::vector<QuotaTreeNode> quota_tree;
 };
 
 absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, const TimelineOptions& options);
