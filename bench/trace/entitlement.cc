@@ -3,28 +3,42 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
 
 #include "scheduler/api/resources.h"
 
 namespace tessel::bench {
 namespace {
 
-// floor(weight_milli * level / 1000), exactly.
-__int128 Raise(int64_t weight_milli, int64_t level) {
-  const __int128 x = static_cast<__int128>(weight_milli) * level;
-  return x >= 0 ? x / 1000 : -((-x + 999) / 1000);
-}
-
+// A child's share at a level >= 0: its quota and weight x level (milli-GPU per unit of weight,
+// rounded down), at most its cap.
 int64_t ShareAt(const WaterFillChild& c, int64_t level) {
-  const __int128 v = c.quota_milli + Raise(c.weight_milli, level);
-  return static_cast<int64_t>(std::clamp<__int128>(v, 0, c.cap_milli));
+  const __int128 v = c.quota_milli + static_cast<__int128>(c.weight_milli) * level / 1000;
+  return static_cast<int64_t>(std::min<__int128>(v, c.cap_milli));
 }
 
 __int128 TotalAt(const std::vector<WaterFillChild>& children, int64_t level) {
   __int128 total = 0;
   for (const WaterFillChild& c : children) total += ShareAt(c, level);
   return total;
+}
+
+// Gives `left` milli-GPUs, one each in name order, to the children whose share is below `limit`.
+void GiveLeftover(const std::vector<WaterFillChild>& children, const std::vector<int64_t>& limit, int64_t left,
+                  std::vector<int64_t>& out) {
+  std::vector<size_t> order(children.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return children[a].name < children[b].name; });
+  while (left > 0) {
+    bool gave = false;
+    for (size_t k : order) {
+      if (left > 0 && out[k] < limit[k]) {
+        ++out[k];
+        --left;
+        gave = true;
+      }
+    }
+    if (!gave) return;
+  }
 }
 
 template <typename Spec>
@@ -43,45 +57,45 @@ QuotaTreeNode TreeNodeOf(const Queue& queue) { return NodeOf(queue, queue.name()
 QuotaTreeNode TreeNodeOf(const Cohort& cohort) { return NodeOf(cohort, cohort.name(), cohort.parent, false); }
 
 std::vector<int64_t> WaterFill(const std::vector<WaterFillChild>& children, int64_t capacity_milli) {
-  std::vector<int64_t> out(children.size(), 0);
-  if (children.empty()) return out;
-  int64_t most_quota = 0, most_cap = 0, least_weight = INT64_MAX;
-  __int128 caps = 0;
-  for (const WaterFillChild& c : children) {
-    most_quota = std::max(most_quota, c.quota_milli);
+  const size_t n = children.size();
+  std::vector<int64_t> out(n, 0), floor(n), cap(n);
+  __int128 floors = 0, caps = 0;
+  int64_t most_cap = 0, least_weight = INT64_MAX;
+  for (size_t k = 0; k < n; ++k) {
+    const WaterFillChild& c = children[k];
+    floor[k] = std::min(c.quota_milli, c.cap_milli);
+    cap[k] = c.cap_milli;
+    floors += floor[k];
+    caps += c.cap_milli;
     most_cap = std::max(most_cap, c.cap_milli);
     least_weight = std::min(least_weight, std::max<int64_t>(1, c.weight_milli));
-    caps += c.cap_milli;
   }
-  if (caps <= capacity_milli) {
-    for (size_t k = 0; k < children.size(); ++k) out[k] = children[k].cap_milli;
+  if (caps <= capacity_milli) return cap;
+  if (capacity_milli <= floors && floors > 0) {
+    // Less than the quotas asked for: every floor is cut in proportion.
+    int64_t left = capacity_milli;
+    for (size_t k = 0; k < n; ++k) {
+      out[k] = static_cast<int64_t>(static_cast<__int128>(floor[k]) * capacity_milli / floors);
+      left -= out[k];
+    }
+    GiveLeftover(children, floor, left, out);
     return out;
   }
-  // Every share is 0 at `lo` and at its cap at `hi`; the total grows with the level.
-  int64_t lo = -(most_quota / least_weight + 1) * 1000;
-  int64_t hi = (most_cap / least_weight + 1) * 1000;
+  // The largest level whose total fits: the total is `floors` at 0 and every cap at `hi`.
+  int64_t lo = 0, hi = (most_cap / least_weight + 1) * 1000;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     (TotalAt(children, mid) <= capacity_milli ? lo : hi) = mid;
   }
   int64_t left = capacity_milli;
-  for (size_t k = 0; k < children.size(); ++k) {
+  std::vector<int64_t> next(n);
+  for (size_t k = 0; k < n; ++k) {
     out[k] = ShareAt(children[k], lo);
+    next[k] = ShareAt(children[k], lo + 1);
     left -= out[k];
   }
-  // The leftover (less than one step of the level) goes, a milli-GPU each in name order, to the
-  // children the next step would raise.
-  std::vector<size_t> order(children.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return children[a].name < children[b].name; });
-  while (left > 0) {
-    for (size_t k : order) {
-      if (left > 0 && out[k] < ShareAt(children[k], hi)) {
-        ++out[k];
-        --left;
-      }
-    }
-  }
+  // What rounding left (less than one step of the level) goes to the children the next step raises.
+  GiveLeftover(children, next, left, out);
   return out;
 }
 

@@ -2,19 +2,19 @@
 // quota tree is entitled to, given what each asks for now. The trace compares what they hold
 // with it at every sample (docs/bench.md, "An organisation over time").
 //
-// At each level of the tree the capacity of the parent is divided among the children that have
-// demand (GPUs their jobs hold or wait for) by weighted water-filling on what each borrows:
-//   e(k) = clamp(quota(k) + weight(k) * L, 0, cap(k)),  L the largest level with sum e(k) <= C
-// where quota(k) is the nominal nvidia.com/gpu quota of k's whole subtree, cap(k) =
-// min(demand(k), quota(k) + borrowingLimit(k)) (no limit: the demand). When C covers every
-// child's min(demand, quota), L >= 0: each gets at least that and borrows beyond its quota in
-// proportion to its weight (Kueue's fair sharing of borrowed capacity, which the scheduler's
-// fair-share preemption converges to); when C does not, each is cut below its quota in
-// proportion to its weight. The roots share the cluster the same way, a root (or a queue in no
-// cohort) capped at its own tree's quota; the children of a cohort share the cohort's
-// entitlement. Children without demand get 0. Exact integers: GPUs in milli, L rounded down to
-// a milli-GPU per weight unit, the leftover milli-GPUs given one each, in name order, to the
-// children below their cap. Lending limits and flavors are not modelled.
+// At each level of the tree the capacity C of the parent is divided among the children that
+// have demand (GPUs their jobs hold or wait for) by weighted water-filling on what each borrows:
+//   e(k) = min(cap(k), quota(k) + weight(k) * L),  L >= 0 the largest level with sum e(k) <= C
+// where quota(k) is the nominal nvidia.com/gpu quota of k's whole subtree and cap(k) =
+// min(demand(k), quota(k) + borrowingLimit(k)) (no limit: the demand). So each child gets at
+// least min(demand, quota) and borrows beyond its quota in proportion to its weight (Kueue's fair
+// sharing of borrowed capacity, which the scheduler's fair-share preemption converges to). When
+// C does not cover every child's min(demand, quota) (a cluster smaller than the quotas), those
+// are cut in proportion instead. The roots share the cluster the same way, a root (or a queue in
+// no cohort) capped at its own tree's quota; the children of a cohort share the cohort's
+// entitlement. Children without demand get 0. Exact integers: GPUs in milli, L in milli-GPU per
+// unit of weight, rounded down; the milli-GPUs rounding leaves go one each, in name order, to the
+// children the next step would raise. Lending limits and flavors are not modelled.
 //
 //   std::vector<QuotaTreeNode> tree = {{.name = "org"}, {.name = "a", .parent = "org", .queue = true,
 //                                       .nominal_milli = 4000}};

@@ -120,6 +120,11 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
           {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},
           {"wall_s", wall}};
+  nlohmann::json by_reason = nlohmann::json::object();
+  for (const TimelineResult& r : pr.runs) {
+    for (const auto& [reason, n] : r.evictions_by_reason) by_reason[reason] = by_reason.value(reason, int64_t{0}) + n;
+  }
+  summary["evictions_by_reason"] = by_reason;
   const bool has_tree = std::any_of(pr.runs.begin(), pr.runs.end(), [](const TimelineResult& r) { return !r.quota_tree.empty(); });
   if (has_tree) summary["shares"] = SummarizeShares(pr);
   if (with_moves) {

@@ -92,7 +92,7 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run) {
     if (!tree.parent.contains(j.queue)) continue;
     for (const std::string& n : tree.PathUp(j.queue)) {
       ShareStats& s = by_name[n];
-      s.evictions += j.evictions;
+      s.evictions += j.pods_evicted;
       const int64_t since = j.arrive - run.first_arrival;
       s.first_demand_s = s.first_demand_s < 0 ? since : std::min(s.first_demand_s, since);
     }
@@ -115,7 +115,7 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run) {
       entitled += static_cast<__int128>(x.entitlement_milli) * dt;
       used += static_cast<__int128>(x.usage_milli) * dt;
       const int64_t since = smp.at - run.first_arrival;
-      if (s.time_to_share_s < 0 && s.first_demand_s >= 0 && since >= s.first_demand_s && !Off(x)) {
+      if (s.time_to_share_s < 0 && s.first_demand_s >= 0 && since >= s.first_demand_s && !Below(x)) {
         s.time_to_share_s = since - s.first_demand_s;
       }
     }

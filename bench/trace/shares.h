@@ -33,10 +33,11 @@ struct ShareStats {
   int64_t longest_off_s = 0;
   int64_t longest_below_s = 0;
   // The first arrival of one of its jobs (seconds from the run's first arrival), and how long it
-  // took from there to the first sample within 10 % of its entitlement; -1: never.
+  // took from there to the first sample at which it held at least 90 % of its entitlement (or,
+  // to the sample's resolution, as soon as it arrived); -1: never.
   int64_t first_demand_s = -1;
   int64_t time_to_share_s = -1;
-  int64_t evictions = 0;    // of its jobs (a cohort: of the queues below it)
+  int64_t evictions = 0;    // its pods evicted (a cohort: the queues' below it)
 };
 
 // Every queue and cohort of the run's quota tree, queues first, each group by name.

@@ -304,10 +304,12 @@ class Simulation {
       const std::string& key = evicted[evicted_seen_];
       auto reason = log.victim_reason.find(key);
       const bool move = reason != log.victim_reason.end() && reason->second == kMoveReason;
+      ++result_.evictions_by_reason[reason == log.victim_reason.end() || reason->second.empty() ? "other" : reason->second];
       if (reason != log.victim_reason.end()) log.victim_reason.erase(reason);
       auto it = by_key_.find(key);
       if (it == by_key_.end()) continue;
       ++result_.evictions;
+      ++result_.jobs[it->second].pods_evicted;
       if (move) ++result_.moves;
       Interrupt(it->second, key, move);
     }

@@ -89,6 +89,9 @@ struct JobOutcome {
   int64_t start = -1;      // first time all its pods were bound; -1 if never
   int64_t end = -1;        // completion; -1 if it did not complete
   int32_t evictions = 0;   // times it was interrupted
+  // Its pods evicted, whether it ran or not (a pod bound and evicted within one instant, before
+  // the job started, counts here only): the run's `evictions`, by job.
+  int32_t pods_evicted = 0;
   int32_t moves = 0;       // of those, by a move (a victim of reason kMoveReason)
   int64_t lost_gpu_milli_seconds = 0;  // work thrown away by restarts
   int64_t lost_to_moves_gpu_milli_seconds = 0;  // of that, by moves
@@ -102,6 +105,7 @@ struct ShareSample {
   int64_t entitlement_milli = 0;
 };
 
+// A point of the curves, taken as virtual time reaches `at`, before the events at `at`.
 struct Sample {
   int64_t at = 0;
   int64_t allocated_milli = 0;  // GPU milli the cache holds (independent of the job bookkeeping)
@@ -129,6 +133,9 @@ struct TimelineResult {
   int64_t peak_allocated_milli = 0;
   int64_t evictions = 0;  // pods evicted: preemptions, moves and gang rollbacks
   int64_t moves = 0;      // of those, moves
+  // The same by the reason the preemption gave ("reclaim", "fair-share", "priority", "Consolidation";
+  // "other": a gang rolled back).
+  std::map<std::string, int64_t> evictions_by_reason;
   int64_t lost_gpu_milli_seconds = 0;
   int64_t lost_to_moves_gpu_milli_seconds = 0;
   int64_t events = 0;

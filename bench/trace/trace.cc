@@ -489,6 +489,12 @@ int TraceMain(int argc, char** argv) {
                              "queue/cohort", "mean GPU", "entitled", "mean |dev|", "dev %", "off>10% s", "below>10% s",
                              "arrive s", "to share", "evict");
     for (const nlohmann::json& s : summaries) {
+      std::vector<std::string> reasons;
+      for (const auto& [reason, n] : s["evictions_by_reason"].items()) reasons.push_back(StrCat(reason, " ", n.get<int64_t>()));
+      std::cout << fmt::format("{}: evictions by reason: {}\n", s["policy"].get<std::string>(),
+                               reasons.empty() ? std::string("none") : StrJoin(reasons, ", "));
+    }
+    for (const nlohmann::json& s : summaries) {
       for (const char* kind : {"queue", "cohort"}) {
         for (const auto& [name, q] : s["shares"].items()) {
           if (q["kind"] != kind) continue;
