@@ -483,17 +483,18 @@ int TraceMain(int argc, char** argv) {
     }
   }
   if (with_shares) {
-    std::cout << fmt::format("\nGPUs held against entitlement while in demand (sampled every {} s):\n",
-                             summaries.front()["shares"].begin()->at("step_s").get<int64_t>());
-    std::cout << fmt::format("{:<20} {:<14} {:>8} {:>9} {:>10} {:>6} {:>10} {:>10} {:>9} {:>9} {:>6}\n", "policy",
-                             "queue/cohort", "mean GPU", "entitled", "mean |dev|", "dev %", "off>10% s", "below>10% s",
-                             "arrive s", "to share", "evict");
+    std::cout << "\n";
     for (const nlohmann::json& s : summaries) {
       std::vector<std::string> reasons;
       for (const auto& [reason, n] : s["evictions_by_reason"].items()) reasons.push_back(StrCat(reason, " ", n.get<int64_t>()));
       std::cout << fmt::format("{}: evictions by reason: {}\n", s["policy"].get<std::string>(),
                                reasons.empty() ? std::string("none") : StrJoin(reasons, ", "));
     }
+    std::cout << fmt::format("GPUs held against entitlement while in demand (sampled every {} s):\n",
+                             summaries.front()["shares"].begin()->at("step_s").get<int64_t>());
+    std::cout << fmt::format("{:<20} {:<14} {:>8} {:>9} {:>10} {:>6} {:>10} {:>10} {:>9} {:>9} {:>6}\n", "policy",
+                             "queue/cohort", "mean GPU", "entitled", "mean |dev|", "dev %", "off>10% s", "below>10% s",
+                             "arrive s", "to share", "evict");
     for (const nlohmann::json& s : summaries) {
       for (const char* kind : {"queue", "cohort"}) {
         for (const auto& [name, q] : s["shares"].items()) {

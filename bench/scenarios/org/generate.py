@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The organisation scenarios of `tessel-bench trace` (docs/bench.md, "An organisation over time").
 
-Writes org-bursty.json and org-late-team.json next to this file. Deterministic: the same files
+Writes org-bursty.json, org-late-team.json and org-late-team-uneven.json next to this file. Deterministic: the same files
 on every run and every Python 3 (only random.Random(seed).random() is drawn, whose sequence
 Python keeps stable). Regenerate with `python3 bench/scenarios/org/generate.py`.
 """
@@ -92,31 +92,40 @@ def org_bursty():
                               "events": events})
 
 
-def org_late_team():
-    """team-old runs alone on 8 x 8 GPUs for three days; team-new arrives and asks for as much."""
+def org_late_team(name, steady_gpus):
+    """team-old runs alone (beside a small steady team) on 8 x 8 GPUs for three days; then team-new
+    arrives and asks for as much. Every quota is a multiple of the steady team's job size, so
+    every entitlement can be held exactly when that is 8 GPUs like the other jobs; with 4 it cannot
+    (the -uneven variant)."""
+    rng = random.Random(41)
     cohorts = [cohort("org", gpus=16), cohort("dept-a", "org", gpus=8), cohort("dept-b", "org", gpus=8)]
-    queues = [queue("team-old", "dept-a", 12), queue("team-steady", "dept-a", 4),
+    queues = [queue("team-old", "dept-a", 16 - steady_gpus), queue("team-steady", "dept-a", steady_gpus),
               queue("team-new", "dept-b", 16)]
     day = 24 * 3600
     arrive = 3 * day
+
+    def hours(lo, hi):  # a duration between lo and hi hours, to the second
+        return int((lo + (hi - lo) * rng.random()) * 3600)
+
     events = []
-    # team-old: twelve 8-GPU jobs of 12 hours at once, then one every 90 minutes for five days:
-    # always more than the cluster. team-steady: one 4-GPU job of 12 hours every 12 hours.
+    # team-old: twelve 8-GPU jobs at once, of 1 to 12 hours (so that its jobs do not end together),
+    # then one of 10 to 14 hours every 90 minutes for five days: always more than the cluster.
+    # team-steady: one job of 12 hours every 12 hours.
     for k in range(12):
-        events.append(job(0, "team-old", f"old-{k}", 8, 12 * 3600))
+        events.append(job(0, "team-old", f"old-{k}", 8, hours(1, 12)))
     for k in range(12, 12 + 5 * 16):
-        events.append(job((k - 11) * 5400, "team-old", f"old-{k}", 8, 12 * 3600))
+        events.append(job((k - 11) * 5400, "team-old", f"old-{k}", 8, hours(10, 14)))
     for k in range(10):
-        events.append(job(k * 12 * 3600, "team-steady", f"steady-{k}", 4, 12 * 3600))
-    # team-new, at day 3: eight 8-GPU jobs of 12 hours, then one every 3 hours for two days.
+        events.append(job(k * 12 * 3600, "team-steady", f"steady-{k}", steady_gpus, 12 * 3600))
+    # team-new, at day 3: eight 8-GPU jobs of 10 to 14 hours, then one every 3 hours for two days.
     for k in range(8):
-        events.append(job(arrive, "team-new", f"new-{k}", 8, 12 * 3600))
+        events.append(job(arrive, "team-new", f"new-{k}", 8, hours(10, 14)))
     for k in range(8, 8 + 16):
-        events.append(job(arrive + (k - 7) * 3 * 3600, "team-new", f"new-{k}", 8, 12 * 3600))
-    write("org-late-team.json", {"nodes": [node(i) for i in range(8)], "cohorts": cohorts, "queues": queues,
-                                 "events": events})
+        events.append(job(arrive + (k - 7) * 3 * 3600, "team-new", f"new-{k}", 8, hours(10, 14)))
+    write(name, {"nodes": [node(i) for i in range(8)], "cohorts": cohorts, "queues": queues, "events": events})
 
 
 if __name__ == "__main__":
     org_bursty()
-    org_late_team()
+    org_late_team("org-late-team.json", steady_gpus=8)
+    org_late_team("org-late-team-uneven.json", steady_gpus=4)
