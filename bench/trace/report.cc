@@ -48,7 +48,7 @@ std::vector<std::string> SizeClassesIn(const nlohmann::json& summaries) {
 nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
   std::vector<int64_t> delay, jct, slowdown;
   std::map<std::string, std::vector<int64_t>> by_class, by_queue, by_priority;
-  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, lost = 0, makespan = 0, moves = 0, lost_to_moves = 0;
+  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, interruptions = 0, lost = 0, makespan = 0, moves = 0, lost_to_moves = 0;
   // Allocation and fragmentation are means over the arrival window, while load is offered (over
   // the whole run when every job arrives at once), and allocation over the whole run beside it.
   int64_t alloc_ms = 0, capacity_s = 0, run_alloc_ms = 0, run_capacity_s = 0, frag_sum = 0, frag_cap = 0;
@@ -62,6 +62,7 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
       // A steady state reports the jobs that arrive in its window, past the warm-up.
       if (r.steady && (j.arrive < r.window_from || j.arrive >= r.window_to)) continue;
       ++jobs;
+      interruptions += j.evictions;
       if (j.start < 0) continue;
       ++started;
       const int64_t d = j.start - j.arrive;
@@ -117,6 +118,7 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
           {"alloc_pct_by_seed", alloc_by_seed},
           {"frag_pct_by_seed", frag_by_seed},
           {"evictions", evictions},
+          {"interruptions", interruptions},
           {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},
           {"wall_s", wall}};

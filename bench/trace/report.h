@@ -26,7 +26,9 @@ int64_t Percentile(std::vector<int64_t> values, int p);
 // "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered,
 // or over a steady state's window, whose jobs alone are then counted; over the run when every job
 // arrives at once), "alloc_pct_by_seed" and "frag_pct_by_seed" (each run's own, in seed order),
-// "alloc_pct_run" (over the run), "evictions", "evictions_by_reason" (TimelineResult's),
+// "alloc_pct_run" (over the run), "evictions" (pods), "evictions_by_reason" (TimelineResult's),
+// "interruptions" (running jobs stopped by an eviction; the other evicted pods were bound and
+// evicted before their job started),
 // "lost_gpu_hours", "makespan_s", "wall_s"}; with Queues in the input also "shares" (each queue's
 // and cohort's GPUs against its entitlement: shares.h). With `with_moves` (a run that can move pods:
 // --movable or a P-defrag policy) also the evictions split into moves and preemptions (every

@@ -487,8 +487,9 @@ int TraceMain(int argc, char** argv) {
     for (const nlohmann::json& s : summaries) {
       std::vector<std::string> reasons;
       for (const auto& [reason, n] : s["evictions_by_reason"].items()) reasons.push_back(StrCat(reason, " ", n.get<int64_t>()));
-      std::cout << fmt::format("{}: evictions by reason: {}\n", s["policy"].get<std::string>(),
-                               reasons.empty() ? std::string("none") : StrJoin(reasons, ", "));
+      std::cout << fmt::format("{}: evictions by reason: {}; running jobs interrupted: {}\n",
+                               s["policy"].get<std::string>(), reasons.empty() ? std::string("none") : StrJoin(reasons, ", "),
+                               s["interruptions"].get<int64_t>());
     }
     std::cout << fmt::format("GPUs held against entitlement while in demand (sampled every {} s):\n",
                              summaries.front()["shares"].begin()->at("step_s").get<int64_t>());

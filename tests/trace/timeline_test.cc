@@ -696,6 +696,9 @@ TEST_CASE("trace: a team arriving late reclaims its share; usage and entitlement
     CHECK(shares["b"]["evictions"] == 0);
     CHECK(shares["lab"]["evictions"] == 4);
     CHECK(r->evictions_by_reason.at("reclaim") == 4);
+    const nlohmann::json summary = Summarize({.policy = "tessel", .seeds = {1}, .runs = {*r}});
+    CHECK(summary["interruptions"] == 4);  // all four were running
+    CHECK(summary["evictions_by_reason"]["reclaim"] == 4);
   }
 }
 
@@ -709,7 +712,7 @@ TEST_CASE("trace: --usage-half-life takes whole seconds up to a year; runs are l
 }
 
 TEST_CASE("trace: the organisation scenarios load, with their cohort trees", "[trace]") {
-  for (const char* name : {"org-bursty.json", "org-late-team.json"}) {
+  for (const char* name : {"org-bursty.json", "org-late-team.json", "org-late-team-uneven.json"}) {
     INFO(name);
     absl::StatusOr<std::string> text = ReadFileToString(StrCat(TESSEL_TRACE_SCENARIOS_DIR, "/org/", name));
     REQUIRE(text.ok());
