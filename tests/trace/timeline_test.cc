@@ -712,7 +712,7 @@ TEST_CASE("trace: --usage-half-life takes whole seconds up to a year; runs are l
 }
 
 TEST_CASE("trace: the organisation scenarios load, with their cohort trees", "[trace]") {
-  for (const char* name : {"org-bursty.json", "org-late-team.json", "org-late-team-uneven.json"}) {
+  for (const char* name : {"org-bursty.json", "org-fixed-demand.json", "org-late-team.json", "org-late-team-uneven.json"}) {
     INFO(name);
     absl::StatusOr<std::string> text = ReadFileToString(StrCat(TESSEL_TRACE_SCENARIOS_DIR, "/org/", name));
     REQUIRE(text.ok());

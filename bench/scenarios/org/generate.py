@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The organisation scenarios of `tessel-bench trace` (docs/bench.md, "An organisation over time").
 
-Writes org-bursty.json, org-late-team.json and org-late-team-uneven.json next to this file. Deterministic: the same files
+Writes org-bursty.json, org-fixed-demand.json, org-late-team.json and org-late-team-uneven.json
+next to this file. Deterministic: the same files
 on every run and every Python 3 (only random.Random(seed).random() is drawn, whose sequence
 Python keeps stable). Regenerate with `python3 bench/scenarios/org/generate.py`.
 """
@@ -59,30 +60,37 @@ def write(name, doc):
         f.write("\n")
 
 
-def org_bursty():
-    """1 org, 3 departments, 7 teams on 16 x 8 GPUs; every team comes and goes in bursts."""
-    rng = random.Random(40)
+def bursty_tree():
+    """1 org, 3 departments, 7 teams for 16 x 8 GPUs: 92 GPUs of the teams' quota, 36 more in the cohorts."""
     cohorts = [cohort("org", gpus=16),
                cohort("research", "org", gpus=8, weight=2),
                cohort("product", "org", gpus=8),
                cohort("platform", "org", gpus=4, borrowing=24)]
-    # (team, department, nominal GPUs, weight, borrowing limit): 92 GPUs, 36 more in the cohorts.
+    # (team, department, nominal GPUs, weight, borrowing limit)
     teams = [("vision", "research", 24, 2, None), ("language", "research", 16, 1, None),
              ("speech", "research", 8, 1, None), ("search", "product", 16, 1, None),
              ("ads", "product", 12, 1.5, None), ("infra", "platform", 8, 1, 8),
              ("data", "platform", 8, 0.5, None)]
-    queues = [queue(t, d, g, w, b) for t, d, g, w, b in teams]
-    sizes = [1, 1, 2, 2, 4, 4, 8]  # GPUs per job, drawn uniformly from this list
+    return cohorts, [queue(t, d, g, w, b) for t, d, g, w, b in teams], [(t, g) for t, _, g, _, _ in teams]
+
+
+SIZES = [1, 1, 2, 2, 4, 4, 8]  # GPUs per job, drawn uniformly from this list
+
+
+def org_bursty():
+    """Every team comes and goes in bursts for 24 hours."""
+    rng = random.Random(40)
+    cohorts, queues, teams = bursty_tree()
     horizon = 24 * 3600
     events = []
-    for team, _, nominal, _, _ in teams:
+    for team, nominal in teams:
         t, k = int(rng.random() * 3600), 0
         while t < horizon:
             # A burst: within 10 minutes, jobs asking 2 to 5 times the team's nominal quota, each
             # running 5 to 60 minutes; then 30 minutes to 2.5 hours of quiet.
             want = int(nominal * (2 + 3 * rng.random()))
             while want > 0:
-                gpus = sizes[int(rng.random() * len(sizes))]
+                gpus = SIZES[int(rng.random() * len(SIZES))]
                 events.append(job(t + int(rng.random() * 600), team, f"{team}-{k}", gpus,
                                   300 + int(rng.random() * 3300)))
                 want -= gpus
@@ -90,6 +98,24 @@ def org_bursty():
             t += 1800 + int(rng.random() * 7200)
     write("org-bursty.json", {"nodes": [node(i) for i in range(16)], "cohorts": cohorts, "queues": queues,
                               "events": events})
+
+
+def org_fixed_demand():
+    """The same organisation with demand that stays put: every team asks 3 times its nominal quota
+    within the first 10 minutes, in jobs of 10 hours. Where the evictions stop, fair sharing has
+    settled."""
+    rng = random.Random(7)
+    cohorts, queues, teams = bursty_tree()
+    events = []
+    for team, nominal in teams:
+        want, k = 3 * nominal, 0
+        while want > 0:
+            gpus = SIZES[int(rng.random() * len(SIZES))]
+            events.append(job(int(rng.random() * 600), team, f"{team}-{k}", gpus, 10 * 3600))
+            want -= gpus
+            k += 1
+    write("org-fixed-demand.json", {"nodes": [node(i) for i in range(16)], "cohorts": cohorts, "queues": queues,
+                                    "events": events})
 
 
 def org_late_team(name, steady_gpus):
@@ -127,5 +153,6 @@ def org_late_team(name, steady_gpus):
 
 if __name__ == "__main__":
     org_bursty()
+    org_fixed_demand()
     org_late_team("org-late-team.json", steady_gpus=8)
     org_late_team("org-late-team-uneven.json", steady_gpus=4)
