@@ -188,6 +188,7 @@ class Simulation {
   // The Queue or Cohort (decoded already by ParseEventList) in the tree the shares are measured
   // against.
   void ApplyToQuotaTree(const nlohmann::json& object) {
+    if (!object.is_object()) return;
     if (object.value("kind", "") == kCohortKind) {
       if (absl::StatusOr<Cohort> c = DecodeCohort(object); c.ok()) quota_tree_[c->name()] = TreeNodeOf(*c);
     } else if (absl::StatusOr<Queue> q = DecodeQueue(object); q.ok()) {
@@ -304,11 +305,12 @@ class Simulation {
       const std::string& key = evicted[evicted_seen_];
       auto reason = log.victim_reason.find(key);
       const bool move = reason != log.victim_reason.end() && reason->second == kMoveReason;
-      ++result_.evictions_by_reason[reason == log.victim_reason.end() || reason->second.empty() ? "other" : reason->second];
+      const std::string why = reason == log.victim_reason.end() || reason->second.empty() ? "other" : reason->second;
       if (reason != log.victim_reason.end()) log.victim_reason.erase(reason);
       auto it = by_key_.find(key);
       if (it == by_key_.end()) continue;
       ++result_.evictions;
+      ++result_.evictions_by_reason[why];
       ++result_.jobs[it->second].pods_evicted;
       if (move) ++result_.moves;
       Interrupt(it->second, key, move);
