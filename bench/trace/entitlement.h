@@ -16,10 +16,10 @@
 // unit of weight, rounded down; the milli-GPUs rounding leaves go one each, in name order, to the
 // children the next step would raise. Lending limits and flavors are not modelled.
 //
-//   std::vector<QuotaTreeNode> tree = {{.name = "org"}, {.name = "a", .parent = "org", .queue = true,
-//                                       .nominal_milli = 4000}};
-//   std::map<std::string, int64_t> e = Entitlements(tree, {{"a", 6000}}, /*capacity_milli=*/8000);
-//   e["a"] == 6000, e["org"] == 6000
+//   std::vector<QuotaTreeNode> tree = {{.name = "org", .nominal_milli = 4000},
+//                                      {.name = "a", .parent = "org", .queue = true, .nominal_milli = 4000}};
+//   std::map<std::string, int64_t> e = Entitlements(tree, {{"a", 6000}}, /*capacity_milli=*/16000);
+//   e["a"] == 6000, e["org"] == 6000   // a borrows 2 of org's own 4; the tree holds 8 at most
 #pragma once
 
 #include <cstdint>

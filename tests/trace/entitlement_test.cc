@@ -112,6 +112,12 @@ TEST_CASE("entitlement: limits, queues in no cohort, implicit and broken trees",
     CHECK(e.at("a") == 1000);
     CHECK(e.at("b") == 7000);
   }
+  SECTION("entitlement.h's example: a queue borrows its cohort's own quota, not the cluster beyond the tree") {
+    const auto e = Entitlements({Cohort("org", "", 4), Team("a", "org", 4)}, {{"a", 6000}}, 16000);
+    CHECK(e.at("a") == 6000);
+    CHECK(e.at("org") == 6000);
+    CHECK(Entitlements({Cohort("org", "", 4), Team("a", "org", 4)}, {{"a", 60000}}, 16000).at("a") == 8000);
+  }
   SECTION("a cycle of parents entitles nobody below it") {
     const auto e = Entitlements({Cohort("x", "y"), Cohort("y", "x"), Team("a", "x", 4)}, {{"a", 1000}}, 100000);
     CHECK(e.at("a") == 0);
