@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
+#include <string_view>
 
 #include "fmt/format.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/quota/cohort.h"
+#include "scheduler/quota/queue.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
@@ -208,8 +212,35 @@ absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc) {
     if (!pc.ok()) return absl::InvalidArgumentError(StrCat("priorityClasses[", i, "]: ", pc.status().message()));
     in.changes.push_back({.at = 0, .kind = ClusterChange::Kind::kPriorityClass, .priority = *std::move(pc)});
   }
-  for (size_t i = 0; doc.contains("queues") && i < doc["queues"].size(); ++i) {
-    in.changes.push_back({.at = 0, .kind = ClusterChange::Kind::kQueue, .object = doc["queues"][i]});
+  // Queues and Cohorts are decoded here, so that a bad one is refused naming it and the field
+  // (the scheduler would hold its pods); later versions of a Queue do not move its namespaces.
+  std::map<std::string, std::string> queue_of_namespace;
+  auto quota_object = [&](const nlohmann::json& object, std::string_view kind,
+                          const std::string& where) -> absl::Status {
+    const bool named = object.is_object() && object.contains("kind") && object["kind"].is_string();
+    if (!named || object["kind"].get<std::string>() != kind) {
+      return absl::InvalidArgumentError(StrCat(where, ".kind: want ", kind, ", got ",
+                                               named ? object["kind"].dump() : std::string("none")));
+    }
+    if (kind == kCohortKind) {
+      if (absl::StatusOr<Cohort> c = DecodeCohort(object); !c.ok()) {
+        return absl::InvalidArgumentError(StrCat(where, ": ", c.status().message()));
+      }
+    } else {
+      absl::StatusOr<Queue> q = DecodeQueue(object);
+      if (!q.ok()) return absl::InvalidArgumentError(StrCat(where, ": ", q.status().message()));
+      for (const std::string& ns : q->namespaces) queue_of_namespace.emplace(ns, q->name());
+    }
+    return absl::OkStatus();
+  };
+  for (const char* list : {"queues", "cohorts"}) {
+    const nlohmann::json objects = doc.value(list, nlohmann::json::array());
+    if (!objects.is_array()) return absl::InvalidArgumentError(StrCat(list, ": want a list"));
+    for (size_t i = 0; i < objects.size(); ++i) {
+      const std::string_view kind = std::string_view(list) == "queues" ? kQueueKind : kCohortKind;
+      if (absl::Status st = quota_object(objects[i], kind, StrCat(list, "[", i, "]")); !st.ok()) return st;
+      in.changes.push_back({.at = 0, .kind = ClusterChange::Kind::kQuotaObject, .object = objects[i]});
+    }
   }
   const int64_t largest = LargestNodeGpus(in.nodes);
   const nlohmann::json events = doc.value("events", nlohmann::json::array());
@@ -226,8 +257,11 @@ absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc) {
     } else if (e.contains("nodeRemove")) {
       if (!e["nodeRemove"].is_string()) return absl::InvalidArgumentError(StrCat(where, ".nodeRemove: want a node name"));
       in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kNodeRemove, .name = e["nodeRemove"].get<std::string>()});
-    } else if (e.contains("queue")) {
-      in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kQueue, .object = e["queue"]});
+    } else if (e.contains("queue") || e.contains("cohort")) {
+      const char* field = e.contains("queue") ? "queue" : "cohort";
+      const std::string_view kind = e.contains("queue") ? kQueueKind : kCohortKind;
+      if (absl::Status st = quota_object(e[field], kind, StrCat(where, ".", field)); !st.ok()) return st;
+      in.changes.push_back({.at = *at, .kind = ClusterChange::Kind::kQuotaObject, .object = e[field]});
     } else if (e.contains("pod") || e.contains("podGroup")) {
       TraceJob j;
       j.arrive = *at;
@@ -260,8 +294,13 @@ absl::StatusOr<TimelineInput> ParseEventList(const nlohmann::json& doc) {
       in.jobs.push_back(std::move(j));
     } else {
       return absl::InvalidArgumentError(
-          StrCat(where, ": want one of pod, podGroup, nodeAdd, nodeRemove, queue"));
+          StrCat(where, ": want one of pod, podGroup, nodeAdd, nodeRemove, queue, cohort"));
     }
+  }
+  // A job without the tessel.io/queue label charges the Queue that lists its namespace.
+  for (TraceJob& j : in.jobs) {
+    const bool labelled = j.pods.front().meta.labels.contains(std::string(kQueueLabel));
+    if (auto it = queue_of_namespace.find(j.queue); !labelled && it != queue_of_namespace.end()) j.queue = it->second;
   }
   std::stable_sort(in.jobs.begin(), in.jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.arrive < b.arrive; });
   return in;

@@ -4,11 +4,15 @@
 // The JSON event list (every time in seconds; objects are Kubernetes objects as kubectl prints
 // them):
 //   {"nodes": [Node...], "priorityClasses": [PriorityClass...], "queues": [Queue...],
+//    "cohorts": [Cohort...],
 //    "events": [
 //      {"at": 0,   "pod": {Pod}, "duration": 600},
 //      {"at": 60,  "podGroup": {PodGroup}, "pods": [{Pod}...], "duration": 3600},
 //      {"at": 120, "nodeAdd": {Node}},  {"at": 900, "nodeRemove": "gpu-3"},
-//      {"at": 300, "queue": {Queue}}]}
+//      {"at": 300, "queue": {Queue}},   {"at": 300, "cohort": {Cohort}}]}
+// Queues and Cohorts (tessel.io/v1alpha1, docs/quota.md) are decoded when the list is read, and a
+// bad one is refused naming it and the field. A job charges the Queue its tessel.io/queue label
+// names, else the one that lists its namespace (the first in the list), as TraceJob::queue.
 #pragma once
 
 #include <string>

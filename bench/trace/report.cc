@@ -7,6 +7,7 @@
 #include <map>
 
 #include "bench/report/svg.h"
+#include "bench/trace/shares.h"
 #include "fmt/format.h"
 #include "scheduler/util/strings.h"
 
@@ -47,7 +48,7 @@ std::vector<std::string> SizeClassesIn(const nlohmann::json& summaries) {
 nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
   std::vector<int64_t> delay, jct, slowdown;
   std::map<std::string, std::vector<int64_t>> by_class, by_queue, by_priority;
-  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, lost = 0, makespan = 0, moves = 0, lost_to_moves = 0;
+  int64_t jobs = 0, started = 0, completed = 0, evictions = 0, interruptions = 0, lost = 0, makespan = 0, moves = 0, lost_to_moves = 0;
   // Allocation and fragmentation are means over the arrival window, while load is offered (over
   // the whole run when every job arrives at once), and allocation over the whole run beside it.
   int64_t alloc_ms = 0, capacity_s = 0, run_alloc_ms = 0, run_capacity_s = 0, frag_sum = 0, frag_cap = 0;
@@ -61,6 +62,7 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
       // A steady state reports the jobs that arrive in its window, past the warm-up.
       if (r.steady && (j.arrive < r.window_from || j.arrive >= r.window_to)) continue;
       ++jobs;
+      interruptions += j.evictions;
       if (j.start < 0) continue;
       ++started;
       const int64_t d = j.start - j.arrive;
@@ -116,9 +118,17 @@ nlohmann::json Summarize(const PolicyRuns& pr, bool with_moves) {
           {"alloc_pct_by_seed", alloc_by_seed},
           {"frag_pct_by_seed", frag_by_seed},
           {"evictions", evictions},
+          {"interruptions", interruptions},
           {"lost_gpu_hours", GpuHours(lost)},
           {"makespan_s", makespan},
           {"wall_s", wall}};
+  nlohmann::json by_reason = nlohmann::json::object();
+  for (const TimelineResult& r : pr.runs) {
+    for (const auto& [reason, n] : r.evictions_by_reason) by_reason[reason] = by_reason.value(reason, int64_t{0}) + n;
+  }
+  summary["evictions_by_reason"] = by_reason;
+  const bool has_tree = std::any_of(pr.runs.begin(), pr.runs.end(), [](const TimelineResult& r) { return !r.quota_tree.empty(); });
+  if (has_tree) summary["shares"] = SummarizeShares(pr);
   if (with_moves) {
     auto per_100_jobs = [jobs](int64_t n) { return jobs > 0 ? 100.0 * static_cast<double>(n) / static_cast<double>(jobs) : 0; };
     summary["moves"] = moves;
@@ -237,6 +247,7 @@ std::vector<TracePlot> TracePlots(const std::vector<PolicyRuns>& all, const nloh
                                .y_label = "jobs started (%)", .y_max = 100},
                               lines)});
   }
+  for (TracePlot& p : SharePlots(all)) plots.push_back(std::move(p));
   return plots;
 }
 
@@ -289,6 +300,25 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
                                    s["moves_per_100_jobs"].get<double>(), s["preemptions"].get<int64_t>(),
                                    s["preemptions_per_100_jobs"].get<double>(), s["lost_gpu_hours_moves"].get<double>(),
                                    s["lost_gpu_hours_preemptions"].get<double>()));
+    }
+    html += "</table>\n";
+  }
+  if (!summaries.empty() && summaries.front().contains("shares")) {
+    html += "<h2>GPUs held against entitlement while in demand</h2>\n<table><tr><th>policy</th><th>queue or cohort</th>"
+            "<th>mean GPUs</th><th>mean entitled</th><th>mean |held - entitled|</th><th>%</th>"
+            "<th>longest &gt;10 % off (s)</th><th>longest &gt;10 % below (s)</th><th>first demand (s)</th>"
+            "<th>time to share (s)</th><th>evictions</th></tr>\n";
+    for (const nlohmann::json& s : summaries) {
+      for (const auto& [name, q] : s["shares"].items()) {
+        StrAppend(&html, fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.2f}</td>"
+                                     "<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                                     HtmlEscape(s["policy"].get<std::string>()), HtmlEscape(name),
+                                     q["kind"].get<std::string>(), q["mean_gpus"].get<double>(),
+                                     q["mean_entitled_gpus"].get<double>(), q["mean_abs_dev_gpus"].get<double>(),
+                                     q["mean_abs_dev_pct"].get<double>(), q["longest_off_10pct_s"].get<int64_t>(),
+                                     q["longest_below_10pct_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
+                                     q["time_to_share_s"].get<int64_t>(), q["evictions"].get<int64_t>()));
+      }
     }
     html += "</table>\n";
   }

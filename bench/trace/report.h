@@ -26,8 +26,11 @@ int64_t Percentile(std::vector<int64_t> values, int p);
 // "alloc_pct" and "frag_pct" (time-weighted means over the arrival window, when load is offered,
 // or over a steady state's window, whose jobs alone are then counted; over the run when every job
 // arrives at once), "alloc_pct_by_seed" and "frag_pct_by_seed" (each run's own, in seed order),
-// "alloc_pct_run" (over the run), "evictions",
-// "lost_gpu_hours", "makespan_s", "wall_s"}. With `with_moves` (a run that can move pods:
+// "alloc_pct_run" (over the run), "evictions" (pods), "evictions_by_reason" (TimelineResult's),
+// "interruptions" (running jobs stopped by an eviction; the other evicted pods were bound and
+// evicted before their job started),
+// "lost_gpu_hours", "makespan_s", "wall_s"}; with Queues in the input also "shares" (each queue's
+// and cohort's GPUs against its entitlement: shares.h). With `with_moves` (a run that can move pods:
 // --movable or a P-defrag policy) also the evictions split into moves and preemptions (every
 // other eviction, gang rollbacks included): "moves", "preemptions", "moves_per_100_jobs",
 // "preemptions_per_100_jobs", "lost_gpu_hours_moves", "lost_gpu_hours_preemptions".
@@ -39,7 +42,8 @@ std::string JobsCsv(const std::vector<PolicyRuns>& all, bool with_moves = false)
 std::string CurvesCsv(const std::vector<PolicyRuns>& all);
 
 // The report's plots: allocation, fragmentation and evictions over time (each policy's first
-// seed), then one delay CDF per size class (all seeds). `file` is a name without extension
+// seed), then one delay CDF per size class (all seeds), then the shares against entitlements
+// (shares.h) when the input has Queues. `file` is a name without extension
 // ("allocation", "delay-cdf-whole-node"); tessel-bench trace also writes each as FILE.svg.
 struct TracePlot {
   std::string file;

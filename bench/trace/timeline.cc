@@ -9,6 +9,8 @@
 #include "bench/sim/sim_world.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/quota/cohort.h"
+#include "scheduler/quota/queue.h"
 #include "scheduler/report/cluster_report.h"
 #include "scheduler/util/strings.h"
 
@@ -87,6 +89,9 @@ class Simulation {
       out.arrive = j.arrive;
       out.duration = j.duration;
       states_[i].remaining = j.duration;
+      int64_t requested = 0;
+      for (const Pod& p : j.pods) requested += gpu::ReadGpuRequest(p).total_milli();
+      requested_milli_.push_back(requested);
     }
     seq_ = seq;
     result_.steady = in_.window_to > in_.window_from;
@@ -175,8 +180,61 @@ class Simulation {
       return absl::InternalError(StrCat("at t=", at, "s the nodes hold ", smp.allocated_milli,
                                         " GPU milli but the running jobs ", running_milli_));
     }
+    if (keep && !quota_tree_.empty()) smp.shares = Shares();
     if (keep) result_.samples.push_back(smp);
     return sample_error_;
+  }
+
+  // The Queue or Cohort (decoded already by ParseEventList) in the tree the shares are measured
+  // against.
+  void ApplyToQuotaTree(const nlohmann::json& object) {
+    if (!object.is_object()) return;
+    if (object.value("kind", "") == kCohortKind) {
+      if (absl::StatusOr<Cohort> c = DecodeCohort(object); c.ok()) quota_tree_[c->name()] = TreeNodeOf(*c);
+    } else if (absl::StatusOr<Queue> q = DecodeQueue(object); q.ok()) {
+      quota_tree_[q->name()] = TreeNodeOf(*q);
+    }
+    result_.quota_tree.clear();
+    for (const auto& [name, node] : quota_tree_) result_.quota_tree.push_back(node);
+  }
+
+  // Each queue's usage (its running jobs' GPUs) and demand (those and its pending jobs' requests),
+  // summed up the tree to the cohorts, and the entitlements they give.
+  std::map<std::string, ShareSample> Shares() const {
+    std::map<std::string, ShareSample> out;
+    std::map<std::string, int64_t> demand;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      const JobState& st = states_[i];
+      if (!st.running && !st.pending) continue;
+      ShareSample& q = out[in_.jobs[i].queue];
+      q.usage_milli += st.running ? result_.jobs[i].gpu_milli : 0;
+      q.demand_milli += st.running ? result_.jobs[i].gpu_milli : requested_milli_[i];
+    }
+    for (const auto& [name, q] : out) demand[name] = q.demand_milli;
+    for (const auto& [name, node] : quota_tree_) {
+      const ShareSample q = out[name];
+      if (!node.queue) continue;
+      // Up the parents (a cycle is cut at the tree's size).
+      std::string up = node.parent;
+      for (size_t depth = 0; !up.empty() && depth < quota_tree_.size(); ++depth) {
+        ShareSample& c = out[up];
+        c.usage_milli += q.usage_milli;
+        c.demand_milli += q.demand_milli;
+        auto parent = quota_tree_.find(up);
+        up = parent == quota_tree_.end() ? "" : parent->second.parent;
+      }
+    }
+    for (const auto& [name, e] : Entitlements(result_.quota_tree, demand, result_.capacity_milli)) {
+      out[name].entitlement_milli = e;
+    }
+    // Only the tree's queues and cohorts (jobs of no Queue are left out).
+    std::erase_if(out, [&](const auto& entry) {
+      return entry.first.empty() ||
+             (!quota_tree_.contains(entry.first) &&
+              std::none_of(quota_tree_.begin(), quota_tree_.end(),
+                           [&](const auto& node) { return node.second.parent == entry.first; }));
+    });
+    return out;
   }
 
   void Handle(const Event& e) {
@@ -190,7 +248,10 @@ class Simulation {
             s_.OnNodeDelete(c.name);
             Recount();
             break;
-          case ClusterChange::Kind::kQueue: (void)DeliverObject(s_, c.object).status(); break;
+          case ClusterChange::Kind::kQuotaObject:
+            (void)DeliverObject(s_, c.object).status();
+            ApplyToQuotaTree(c.object);
+            break;
           case ClusterChange::Kind::kPriorityClass: s_.OnPriorityClass(c.priority); break;
         }
         return;
@@ -244,10 +305,13 @@ class Simulation {
       const std::string& key = evicted[evicted_seen_];
       auto reason = log.victim_reason.find(key);
       const bool move = reason != log.victim_reason.end() && reason->second == kMoveReason;
+      const std::string why = reason == log.victim_reason.end() || reason->second.empty() ? "other" : reason->second;
       if (reason != log.victim_reason.end()) log.victim_reason.erase(reason);
       auto it = by_key_.find(key);
       if (it == by_key_.end()) continue;
       ++result_.evictions;
+      ++result_.evictions_by_reason[why];
+      ++result_.jobs[it->second].pods_evicted;
       if (move) ++result_.moves;
       Interrupt(it->second, key, move);
     }
@@ -328,6 +392,8 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::map<std::string, size_t> by_key_;  // current pod key -> job
   std::map<std::string, int64_t> capacity_by_node_;
+  std::vector<int64_t> requested_milli_;  // by job: the GPU milli its pods ask for
+  std::map<std::string, QuotaTreeNode> quota_tree_;  // the Queues and Cohorts applied so far
   Snapshot snapshot_;  // the cache at the last sample
   TimelineResult result_;
   int64_t now_ = 0, seq_ = 0, pending_ = 0, running_milli_ = 0;

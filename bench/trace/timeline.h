@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/trace/entitlement.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/config.h"
@@ -31,18 +33,19 @@ struct TraceJob {
   int64_t duration = 1;  // run time once every pod is bound
   std::vector<Pod> pods;
   std::optional<nlohmann::json> gang_object;  // the PodGroup, applied when the job arrives
-  std::string queue;                          // for the report ("" when none)
+  std::string queue;  // the Queue it charges (its tessel.io/queue label, else its namespace's); "" when none
   std::string size_class;                     // see SizeClassOf
 };
 
-// A change of the cluster at a time: a node added or removed, a Queue applied.
+// A change of the cluster at a time: a node added or removed, a Queue or a Cohort applied, a
+// PriorityClass.
 struct ClusterChange {
-  enum class Kind { kNodeAdd, kNodeRemove, kQueue, kPriorityClass };
+  enum class Kind { kNodeAdd, kNodeRemove, kQuotaObject, kPriorityClass };
   int64_t at = 0;
   Kind kind = Kind::kNodeAdd;
   Node node;               // kNodeAdd
   std::string name;        // kNodeRemove
-  nlohmann::json object;   // kQueue
+  nlohmann::json object;   // kQuotaObject: a Queue or a Cohort (decoded before the run)
   PriorityClass priority;  // kPriorityClass
 };
 
@@ -86,16 +89,30 @@ struct JobOutcome {
   int64_t start = -1;      // first time all its pods were bound; -1 if never
   int64_t end = -1;        // completion; -1 if it did not complete
   int32_t evictions = 0;   // times it was interrupted
+  // Its pods evicted, whether it ran or not (a pod bound and evicted within one instant, before
+  // the job started, counts here only): the run's `evictions`, by job.
+  int32_t pods_evicted = 0;
   int32_t moves = 0;       // of those, by a move (a victim of reason kMoveReason)
   int64_t lost_gpu_milli_seconds = 0;  // work thrown away by restarts
   int64_t lost_to_moves_gpu_milli_seconds = 0;  // of that, by moves
 };
 
+// Where a queue or cohort stands at a sample, in GPU milli: what its running jobs hold, what its
+// jobs hold or wait for (demand), and its entitlement (entitlement.h).
+struct ShareSample {
+  int64_t usage_milli = 0;
+  int64_t demand_milli = 0;
+  int64_t entitlement_milli = 0;
+};
+
+// A point of the curves, taken as virtual time reaches `at`, before the events at `at`.
 struct Sample {
   int64_t at = 0;
   int64_t allocated_milli = 0;  // GPU milli the cache holds (independent of the job bookkeeping)
   int64_t frag_milli = 0;       // FGD's fragmentation measure, milli-GPU
   int64_t evictions = 0;        // so far
+  // Every queue and cohort applied so far, by name (empty when the input has no Queues).
+  std::map<std::string, ShareSample> shares;
 };
 
 struct TimelineResult {
@@ -116,10 +133,15 @@ struct TimelineResult {
   int64_t peak_allocated_milli = 0;
   int64_t evictions = 0;  // pods evicted: preemptions, moves and gang rollbacks
   int64_t moves = 0;      // of those, moves
+  // The same by the reason the preemption gave ("reclaim", "fair-share", "priority", "Consolidation";
+  // "other": a gang rolled back).
+  std::map<std::string, int64_t> evictions_by_reason;
   int64_t lost_gpu_milli_seconds = 0;
   int64_t lost_to_moves_gpu_milli_seconds = 0;
   int64_t events = 0;
   double wall_seconds = 0;
+  // The quota tree at the end (the Queues and Cohorts applied), for the share report.
+  std::vector<QuotaTreeNode> quota_tree;
 };
 
 absl::StatusOr<TimelineResult> SimulateTimeline(const TimelineInput& input, const TimelineOptions& options);

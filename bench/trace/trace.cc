@@ -13,13 +13,16 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/inflate/inflate.h"
 #include "bench/inflate/run.h"
 #include "bench/trace/input.h"
 #include "bench/trace/report.h"
+#include "bench/trace/shares.h"
 #include "fmt/format.h"
 #include "plugins/fgd/target_workload.h"
+#include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
 #include "scheduler/cmd/flags.h"
 #include "scheduler/gpu/gpu_devices.h"
@@ -48,7 +51,10 @@ TracePod TracePodOf(const Pod& p) {
 
 struct Options {
   std::string nodes_path, pods_path, events_path, out_dir;
+  // One entry per run variant: the policy, QueueQuota's half-life, the name it is reported by.
   std::vector<std::string> policies;
+  std::vector<int64_t> half_lives;
+  std::vector<std::string> labels;
   std::vector<uint64_t> seeds;
   OpenbOptions openb;
   bool steady = false;
@@ -95,7 +101,26 @@ absl::StatusOr<std::vector<std::string>> ParseMovable(const std::string& flag) {
   return classes;
 }
 
-absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
+absl::StatusOr<std::vector<int64_t>> ParseHalfLives(const std::vector<std::string>& flag) {
+  std::vector<int64_t> out;
+  for (const std::string& text : flag) {
+    int64_t seconds = -1;
+    if (!absl::SimpleAtoi(text, &seconds) || seconds < 0 || seconds > queue_quota::kMaxUsageHalfLifeSeconds) {
+      return absl::InvalidArgumentError(StrCat("--usage-half-life: want whole seconds in 0..", queue_quota::kMaxUsageHalfLifeSeconds,
+                                               ", got \"", text, "\""));
+    }
+    out.push_back(seconds);
+  }
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::string RunLabel(const std::string& policy, int64_t half_life_seconds, bool decay_compared) {
+  if (!decay_compared) return policy;
+  return half_life_seconds == 0 ? StrCat(policy, "/instant") : StrCat(policy, "/hl=", half_life_seconds, "s");
+}
+
+absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy, int64_t usage_half_life_seconds) {
   const std::string plugin = PluginForPolicy(BasePolicy(policy));
   if (plugin.empty()) return absl::InvalidArgumentError(StrCat("unknown policy \"", policy, "\""));
   ProfileConfig profile = DefaultProfile();
@@ -147,6 +172,11 @@ absl::StatusOr<ProfileConfig> TraceProfile(const std::string& policy) {
       ++ref;
     }
   }
+  if (usage_half_life_seconds > 0) {
+    YAML::Node args = profile.plugin_args["QueueQuota"];
+    args["usageHalfLifeSeconds"] = usage_half_life_seconds;
+    profile.plugin_args["QueueQuota"] = args;
+  }
   return profile;
 }
 
@@ -155,6 +185,7 @@ int TraceMain(int argc, char** argv) {
   o.threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
   std::vector<std::string> policies = {"bestfit", "fgd", "tessel"};
   std::string seeds = "1-3", on_evict = "restart", movable = "none";
+  std::vector<std::string> half_lives = {"0"};
   bool no_progress = false;
   cmd::FlagSet flags(
       "tessel-bench trace",
@@ -163,7 +194,8 @@ int TraceMain(int argc, char** argv) {
       "                              [--duration-cap S] |\n"
       "                          --events SCENARIO.json)\n"
       "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
-      "         [--movable all|none|CLASS[,CLASS...]] [--threads N] [--samples 200] [--max-jobs N] [--no-progress]",
+      "         [--movable all|none|CLASS[,CLASS...]] [--usage-half-life S[,S...]] [--threads N] [--samples 200]\n"
+      "         [--max-jobs N] [--no-progress]",
       "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack;\n"
       "P-defrag (e.g. tessel-defrag): P with the Consolidation and Reservation plugins (docs/defrag.md);\n"
       "P-moves: P with Consolidation only; P-reserve: P with Reservation only");
@@ -189,6 +221,8 @@ int TraceMain(int argc, char** argv) {
       .String("--movable", "CLASSES", &movable,
               "annotate the pods of these size classes tessel.io/movable: \"true\" (all: every class but gangs; "
               "classes: cpu, fractional, 1, 2-4, whole-node; default none)")
+      .List({"--usage-half-life"}, "S[,S...]", &half_lives,
+            "QueueQuota's usageHalfLifeSeconds: each policy runs with each (default 0: shares on the instant)")
       .Int("--threads", "N", &o.threads, {.min = 1}, "runs at once (default: up to 2)")
       .Int("--samples", "N", &o.samples, {.min = 1}, "points per curve (default 200, at least 2)")
       .Int("--max-jobs", "N", &o.max_jobs, {.min = 1}, "only the first N jobs (default: all)")
@@ -210,12 +244,22 @@ int TraceMain(int argc, char** argv) {
     return 2;
   }
   o.movable = *std::move(movable_classes);
+  absl::StatusOr<std::vector<int64_t>> parsed_half_lives = ParseHalfLives(half_lives);
+  if (!parsed_half_lives.ok()) {
+    std::cerr << "tessel-bench trace: " << parsed_half_lives.status().message() << "\n";
+    return 2;
+  }
+  const bool decay_compared = *parsed_half_lives != std::vector<int64_t>{0};
   for (const std::string& p : policies) {
     if (PluginForPolicy(BasePolicy(p)).empty()) {
       std::cerr << "tessel-bench trace: unknown policy \"" << p << "\"\n";
       return 2;
     }
-    o.policies.emplace_back(p);
+    for (int64_t half_life : *parsed_half_lives) {
+      o.policies.emplace_back(p);
+      o.half_lives.push_back(half_life);
+      o.labels.push_back(RunLabel(p, half_life, decay_compared));
+    }
   }
   absl::StatusOr<std::vector<uint64_t>> parsed_seeds = ParseSeeds(seeds);
   if (!parsed_seeds.ok()) {
@@ -330,7 +374,7 @@ int TraceMain(int argc, char** argv) {
   std::vector<ProfileConfig> profiles;
   std::vector<Registry> registries;
   for (size_t p = 0; p < o.policies.size(); ++p) {
-    absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p]);
+    absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p], o.half_lives[p]);
     absl::StatusOr<Registry> registry = PolicyRegistry(BasePolicy(o.policies[p]), typical);
     for (const absl::Status& st : {profile.status(), registry.status()}) {
       if (!st.ok()) {
@@ -386,10 +430,10 @@ int TraceMain(int argc, char** argv) {
   }
   for (std::thread& t : threads) t.join();
   std::vector<PolicyRuns> all(o.policies.size());
-  for (size_t p = 0; p < o.policies.size(); ++p) all[p].policy = o.policies[p];
+  for (size_t p = 0; p < o.policies.size(); ++p) all[p].policy = o.labels[p];
   for (size_t k = 0; k < runs.size(); ++k) {
     if (!results[k].ok()) {
-      std::cerr << "tessel-bench trace: " << o.policies[runs[k].policy] << " seed " << o.seeds[runs[k].seed] << ": "
+      std::cerr << "tessel-bench trace: " << o.labels[runs[k].policy] << " seed " << o.seeds[runs[k].seed] << ": "
                 << results[k].status().message() << "\n";
       return 1;
     }
@@ -406,15 +450,17 @@ int TraceMain(int argc, char** argv) {
   std::ofstream(out / "summary.json") << summaries.dump(2) << "\n";
   std::ofstream(out / "jobs.csv") << JobsCsv(all, with_moves);
   std::ofstream(out / "curves.csv") << CurvesCsv(all);
+  const bool with_shares = !summaries.empty() && summaries.front().contains("shares");
+  if (with_shares) std::ofstream(out / "shares.csv") << SharesCsv(all);
   std::ofstream(out / "report.html") << RenderTraceReport(title, note, all, summaries);
   for (const TracePlot& plot : TracePlots(all, summaries)) std::ofstream(out / (plot.file + ".svg")) << plot.svg;
 
   std::cout << title << ": " << note << "\n";
-  std::cout << fmt::format("{:<10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>9} {:>9}\n", "policy", "jobs",
+  std::cout << fmt::format("{:<16} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>9} {:>9}\n", "policy", "jobs",
                            "waiting", "delay p50", "p95", "p99", "JCT p50", "alloc %", "frag %", "evict", "GPU-h lost",
                            "wall s");
   for (const nlohmann::json& s : summaries) {
-    std::cout << fmt::format("{:<10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.1f} {:>7.1f} {:>6} {:>9.1f} {:>9.1f}\n",
+    std::cout << fmt::format("{:<16} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.1f} {:>7.1f} {:>6} {:>9.1f} {:>9.1f}\n",
                              s["policy"].get<std::string>(), s["jobs"].get<int64_t>(), s["queued_at_end"].get<int64_t>(),
                              s["delay_s"]["p50"].get<int64_t>(), s["delay_s"]["p95"].get<int64_t>(),
                              s["delay_s"]["p99"].get<int64_t>(), s["jct_s"]["p50"].get<int64_t>(),
@@ -434,6 +480,34 @@ int TraceMain(int argc, char** argv) {
                                delay(s, "whole-node"), delay(s, "gang"), s["moves_per_100_jobs"].get<double>(),
                                s["preemptions_per_100_jobs"].get<double>(), s["lost_gpu_hours_moves"].get<double>(),
                                s["lost_gpu_hours_preemptions"].get<double>());
+    }
+  }
+  if (with_shares) {
+    std::cout << "\n";
+    for (const nlohmann::json& s : summaries) {
+      std::vector<std::string> reasons;
+      for (const auto& [reason, n] : s["evictions_by_reason"].items()) reasons.push_back(StrCat(reason, " ", n.get<int64_t>()));
+      std::cout << fmt::format("{}: evictions by reason: {}; running jobs interrupted: {}\n",
+                               s["policy"].get<std::string>(), reasons.empty() ? std::string("none") : StrJoin(reasons, ", "),
+                               s["interruptions"].get<int64_t>());
+    }
+    std::cout << fmt::format("GPUs held against entitlement while in demand (sampled every {} s):\n",
+                             summaries.front()["shares"].begin()->at("step_s").get<int64_t>());
+    std::cout << fmt::format("{:<20} {:<14} {:>8} {:>9} {:>10} {:>6} {:>10} {:>10} {:>9} {:>9} {:>6}\n", "policy",
+                             "queue/cohort", "mean GPU", "entitled", "mean |dev|", "dev %", "off>10% s", "below>10% s",
+                             "arrive s", "to share", "evict");
+    for (const nlohmann::json& s : summaries) {
+      for (const char* kind : {"queue", "cohort"}) {
+        for (const auto& [name, q] : s["shares"].items()) {
+          if (q["kind"] != kind) continue;
+          std::cout << fmt::format("{:<20} {:<14} {:>8.1f} {:>9.1f} {:>10.2f} {:>6.1f} {:>10} {:>10} {:>9} {:>9} {:>6}\n",
+                                   s["policy"].get<std::string>(), name, q["mean_gpus"].get<double>(),
+                                   q["mean_entitled_gpus"].get<double>(), q["mean_abs_dev_gpus"].get<double>(),
+                                   q["mean_abs_dev_pct"].get<double>(), q["longest_off_10pct_s"].get<int64_t>(),
+                                   q["longest_below_10pct_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
+                                   q["time_to_share_s"].get<int64_t>(), q["evictions"].get<int64_t>());
+        }
+      }
     }
   }
   std::cout << "report: " << (std::filesystem::absolute(out) / "report.html").string() << "\n";

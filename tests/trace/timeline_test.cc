@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "bench/trace/input.h"
 #include "bench/trace/report.h"
+#include "bench/trace/shares.h"
 #include "bench/trace/trace.h"
 #include "scheduler/testing/builders.h"
 #include "scheduler/gpu/gpu_devices.h"
@@ -567,10 +568,161 @@ TEST_CASE("trace: a bad event list is refused naming the event and the field", "
   };
   CHECK(error(R"({"events": [{"pod": {}, "duration": 5}]})") == "events[0]: missing field \"at\"");
   CHECK(error(R"({"events": [{"at": 1, "duration": 5}]})") ==
-        "events[0]: want one of pod, podGroup, nodeAdd, nodeRemove, queue");
+        "events[0]: want one of pod, podGroup, nodeAdd, nodeRemove, queue, cohort");
   CHECK(error(R"({"events": [{"at": -1, "pod": {}}]})").rfind("events[0].at: want a whole number", 0) == 0);
   CHECK(error(R"({"events": [{"at": 1, "podGroup": {"metadata": {"name": "g"}}, "duration": 5}]})") ==
         "events[0].pods: a podGroup event needs its member pods");
+}
+
+nlohmann::json QueueObject(const std::string& name, const std::string& cohort, int gpus) {
+  return {{"apiVersion", "tessel.io/v1alpha1"},
+          {"kind", "Queue"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"namespaces", {name}},
+            {"cohort", cohort},
+            {"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"preemption", {{"reclaimWithinCohort", "Any"}}}}}};
+}
+
+nlohmann::json CohortObject(const std::string& name, const std::string& parent, int gpus) {
+  nlohmann::json spec = {{"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+  if (!parent.empty()) spec["parent"] = parent;
+  return {{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+}
+
+nlohmann::json PodEvent(int64_t at, const std::string& ns, const std::string& name, int gpus, int64_t duration) {
+  return {{"at", at},
+          {"duration", duration},
+          {"pod",
+           {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", name}, {"namespace", ns}}},
+            {"spec",
+             {{"schedulerName", "tessel"},
+              {"containers",
+               {{{"name", "main"}, {"resources", {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}}}};
+}
+
+nlohmann::json NodeObject(const std::string& name, int gpus) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}, {"nvidia.com/gpu.count", std::to_string(gpus)}}}}},
+          {"status",
+           {{"allocatable", {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+TEST_CASE("trace: Cohorts in the event list, at the start and as events; bad ones are refused naming the field",
+          "[trace]") {
+  nlohmann::json doc = {{"nodes", {NodeObject("n1", 8)}},
+                        {"cohorts", {CohortObject("org", "", 2)}},
+                        {"queues", {QueueObject("a", "dept", 2)}},
+                        {"events", {{{"at", 50}, {"cohort", CohortObject("dept", "org", 4)}}, PodEvent(60, "a", "p", 1, 10)}}};
+  absl::StatusOr<TimelineInput> in = ParseEventList(doc);
+  REQUIRE(in.ok());
+  REQUIRE(in->changes.size() == 3);
+  CHECK(in->changes[0].kind == ClusterChange::Kind::kQuotaObject);  // the queue, then org, at 0
+  CHECK(in->changes[1].object["metadata"]["name"] == "org");
+  CHECK(in->changes[2].at == 50);
+  CHECK(in->jobs.front().queue == "a");  // by the namespace the Queue lists
+  const TimelineResult r = Simulate(*in);
+  // The tree the shares are measured against has all three, the department applied at 50.
+  REQUIRE(r.quota_tree.size() == 3);
+  CHECK(r.quota_tree[1].name == "dept");
+  CHECK(r.quota_tree[1].parent == "org");
+  CHECK(r.quota_tree[1].nominal_milli == 4000);
+
+  auto error = [](nlohmann::json d) {
+    absl::StatusOr<TimelineInput> bad = ParseEventList(d);
+    REQUIRE_FALSE(bad.ok());
+    return std::string(bad.status().message());
+  };
+  nlohmann::json self_parent = doc;
+  self_parent["cohorts"][0]["spec"]["parent"] = "org";
+  CHECK(error(self_parent) == "cohorts[0]: Cohort org: spec.parent: names the cohort itself");
+  nlohmann::json bad_weight = doc;
+  bad_weight["events"][0]["cohort"]["spec"]["weight"] = "0";
+  CHECK(error(bad_weight).rfind("events[0].cohort: Cohort dept: spec.weight: ", 0) == 0);
+  nlohmann::json wrong_kind = doc;
+  wrong_kind["queues"][0]["kind"] = "Cohort";
+  CHECK(error(wrong_kind) == "queues[0].kind: want Queue, got \"Cohort\"");
+  nlohmann::json not_a_list = doc;
+  not_a_list["cohorts"] = CohortObject("org", "", 2);
+  CHECK(error(not_a_list) == "cohorts: want a list");
+}
+
+TEST_CASE("trace: a team arriving late reclaims its share; usage and entitlement are sampled per queue and cohort",
+          "[trace]") {
+  // Two teams of 4 GPUs in cohort lab on one 8-GPU node. a fills the node from 0; b arrives at
+  // 100 with four 1-GPU jobs and reclaims them at once (reclaim: a borrows).
+  nlohmann::json events = nlohmann::json::array();
+  for (int k = 0; k < 8; ++k) events.push_back(PodEvent(0, "a", StrCat("a", k), 1, 1000));
+  for (int k = 0; k < 4; ++k) events.push_back(PodEvent(100, "b", StrCat("b", k), 1, 1000));
+  nlohmann::json doc = {{"nodes", {NodeObject("n1", 8)}},
+                        {"queues", {QueueObject("a", "lab", 4), QueueObject("b", "lab", 4)}},
+                        {"events", events}};
+  absl::StatusOr<TimelineInput> in = ParseEventList(doc);
+  REQUIRE(in.ok());
+  for (int64_t half_life : {0, 3600}) {
+    INFO("half-life " << half_life);
+    absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel", half_life);
+    REQUIRE(profile.ok());
+    CHECK(profile->plugin_args.contains("QueueQuota") == (half_life > 0));
+    absl::StatusOr<TimelineResult> r = SimulateTimeline(*in, {.profile = &*profile, .samples = 20});
+    REQUIRE(r.ok());
+    for (const Sample& s : r->samples) {
+      INFO("t=" << s.at);
+      if (s.at == 0) continue;  // before anything ran
+      REQUIRE(s.shares.size() == 3);  // a, b and lab
+      if (s.at <= 100) {  // a sample at 100 is taken before what happens at 100
+        CHECK(s.shares.at("a").usage_milli == 8000);
+        CHECK(s.shares.at("a").entitlement_milli == 8000);  // alone: the whole cohort
+        CHECK(s.shares.at("b").demand_milli == 0);
+      } else if (s.at <= 1000) {
+        CHECK(s.shares.at("a").usage_milli == 4000);
+        CHECK(s.shares.at("b").usage_milli == 4000);
+        CHECK(s.shares.at("a").entitlement_milli == 4000);
+        CHECK(s.shares.at("b").entitlement_milli == 4000);
+        CHECK(s.shares.at("a").demand_milli == 8000);  // 4 running, 4 evicted and waiting
+        CHECK(s.shares.at("lab").usage_milli == 8000);
+        CHECK(s.shares.at("lab").entitlement_milli == 8000);
+      }
+    }
+    const nlohmann::json shares = SummarizeShares({.policy = "tessel", .seeds = {1}, .runs = {*r}});
+    CHECK(shares["b"]["first_demand_s"] == 100);
+    CHECK(shares["b"]["time_to_share_s"].get<int64_t>() <= shares["b"]["step_s"].get<int64_t>());
+    CHECK(shares["a"]["evictions"] == 4);
+    CHECK(shares["b"]["evictions"] == 0);
+    CHECK(shares["lab"]["evictions"] == 4);
+    CHECK(r->evictions_by_reason.at("reclaim") == 4);
+    const nlohmann::json summary = Summarize({.policy = "tessel", .seeds = {1}, .runs = {*r}});
+    CHECK(summary["interruptions"] == 4);  // all four were running
+    CHECK(summary["evictions_by_reason"]["reclaim"] == 4);
+  }
+}
+
+TEST_CASE("trace: --usage-half-life takes whole seconds up to a year; runs are labelled by it when compared", "[trace]") {
+  CHECK(*ParseHalfLives({"0", "3600"}) == std::vector<int64_t>{0, 3600});
+  CHECK(ParseHalfLives({"1h"}).status().message() == "--usage-half-life: want whole seconds in 0..31536000, got \"1h\"");
+  CHECK_FALSE(ParseHalfLives({"31536001"}).ok());
+  CHECK(RunLabel("tessel", 0, false) == "tessel");
+  CHECK(RunLabel("tessel", 0, true) == "tessel/instant");
+  CHECK(RunLabel("tessel", 3600, true) == "tessel/hl=3600s");
+}
+
+TEST_CASE("trace: the organisation scenarios load, with their cohort trees", "[trace]") {
+  for (const char* name : {"org-bursty.json", "org-fixed-demand.json", "org-late-team.json", "org-late-team-uneven.json"}) {
+    INFO(name);
+    absl::StatusOr<std::string> text = ReadFileToString(StrCat(TESSEL_TRACE_SCENARIOS_DIR, "/org/", name));
+    REQUIRE(text.ok());
+    absl::StatusOr<TimelineInput> in = ParseEventList(nlohmann::json::parse(*text));
+    REQUIRE(in.ok());
+    int64_t quota_objects = 0;
+    for (const ClusterChange& c : in->changes) quota_objects += c.kind == ClusterChange::Kind::kQuotaObject;
+    CHECK(quota_objects >= 6);
+    for (const TraceJob& j : in->jobs) CHECK_FALSE(j.queue.empty());
+  }
 }
 
 }  // namespace
