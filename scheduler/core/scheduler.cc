@@ -68,9 +68,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::New(SchedulerParams params
   const QueueSortPlugin* sort = &first.queue_sort();
   NextPodChoice next;
   if (PendingOrderPlugin* order = first.pending_order()) {
-    s->orders_pending_ = true;
     next.group_of = [order](const Pod& pod) { return order->PendingGroupOf(pod); };
-    next.choose = [order](std::span<const QueuedPodInfo* const> heads) { return order->ChooseNext(heads); };
+    // Pops run on the scheduling thread, between cycles: the order reads the usage the snapshot
+    // shows, brought up to date first (only when there is a choice to make).
+    Scheduler* self = s.get();
+    next.choose = [self, order](std::span<const QueuedPodInfo* const> heads) {
+      self->RefreshSnapshot();
+      return order->ChooseNext(heads);
+    };
   }
   s->queue_ = std::make_unique<SchedulingQueue>(
       params.clock,
@@ -146,7 +151,6 @@ void Scheduler::RunOnLoop(std::function<void()> task) {
 
 bool Scheduler::ScheduleOne() {
   Housekeeping();
-  if (orders_pending_) RefreshSnapshot();  // the pending order reads the usage it shows
   auto popped = queue_->Pop();
   if (!popped) return false;
   RunCycle(InFlightPod(*queue_, *std::move(popped)));
@@ -155,7 +159,6 @@ bool Scheduler::ScheduleOne() {
 
 bool Scheduler::ScheduleOneWait(absl::Duration timeout) {
   Housekeeping();
-  if (orders_pending_) RefreshSnapshot();  // the pending order reads the usage it shows
   auto popped = queue_->PopWait(timeout);
   if (!popped) return false;
   RunCycle(InFlightPod(*queue_, *std::move(popped)));

@@ -429,7 +429,6 @@ class Scheduler final : public Handle {
   BindExecutor* bind_executor_;
   uint64_t seed_;
   std::unique_ptr<SchedulingQueue> queue_;
-  bool orders_pending_ = false;  // a PendingOrderPlugin chooses among the queue's groups (refresh the snapshot first)
   std::vector<std::unique_ptr<Framework>> profiles_;
   Snapshot snapshot_;
 
