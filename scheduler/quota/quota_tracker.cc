@@ -128,8 +128,9 @@ std::string QuotaTracker::WhyShort(int queue_node, std::string_view r, const Roo
     return "it is in no cohort, so it cannot borrow";
   }
   if (room.borrowing_limit) {
-    return StrCat("the cohort ", limiter.name, " may borrow at most ",
-                  FormatQuotaAmount(r, limiter.quota->borrowing_limit.at(std::string(r))),
+    const int64_t limit = limiter.quota->borrowing_limit.at(std::string(r));
+    if (limit == 0) return StrCat("the cohort ", limiter.name, " may not borrow beyond its own quota");
+    return StrCat("the cohort ", limiter.name, " may borrow at most ", FormatQuotaAmount(r, limit),
                   " beyond its own quota, and does");
   }
   // The root's pool: what the rest of the tree lends, against what the rest of it uses.
