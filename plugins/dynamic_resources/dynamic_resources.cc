@@ -289,7 +289,9 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       const RawObject* stored = objects->RawOf(RawKind::kResourceClaim, it->first);
       if (stored != nullptr) it->second.awaiting_creation = false;
-      if (RecordDone(it->second, stored, allocated_seen.contains(it->first))) {
+      const bool deleted = !it->second.created_uid.empty() &&
+                           objects->RecentlyDeleted(RawKind::kResourceClaim, it->first, it->second.created_uid);
+      if (RecordDone(it->second, stored, allocated_seen.contains(it->first), deleted)) {
         it = in_flight_.erase(it);  // the informer has it now (or the claim is gone)
         continue;
       }
@@ -867,10 +869,11 @@ void DynamicResources::MarkWritten(const std::string& key) {
   }
 }
 
-bool DynamicResources::RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const {
+bool DynamicResources::RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated,
+                                  bool deleted) const {
   if (allocated) return true;
   if (stored == nullptr) {
-    if (!record.awaiting_creation) return true;
+    if (!record.awaiting_creation || deleted) return true;
     if (!record.written) return false;
     // Made, and not seen since: not delivered yet, or made and deleted between two looks (its
     // pod ran and ended). Its pod no longer in the snapshot (neither assumed nor bound) tells.
@@ -923,6 +926,7 @@ Status DynamicResources::CreateExtendedClaim(Reservation& r, const Pod& pod, Clu
       InFlightAllocation moved = std::move(it->second);
       in_flight_.erase(it);
       moved.reserved_version = created->resource_version;
+      moved.created_uid = created->uid;
       in_flight_[key] = std::move(moved);  // still awaiting: the informer has not seen it
     }
   }

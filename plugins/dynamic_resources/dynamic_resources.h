@@ -172,6 +172,8 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
     bool awaiting_creation = false;
     // The claim's resourceVersion when it was reserved (for a created claim: as created).
     std::string reserved_version;
+    // A created claim's UID: the informer's delete of it ends the record at once.
+    std::string created_uid;
     // PreBind wrote the allocation (and the finalizer before it), at `written_at`.
     bool written = false;
     absl::Time written_at;
@@ -180,9 +182,10 @@ class DynamicResources final : public PreFilterPlugin, public FilterPlugin, publ
   // the claim is allocated there (the store counts its devices), gone, or released after the
   // write (a newer version with no allocation and no kube-scheduler finalizer: the
   // resourceclaim controller deallocated it once its pods ended, possibly before any PreFilter
-  // saw it allocated). A created claim the informer never showed counts as gone
+  // saw it allocated). A created claim the informer never showed counts as gone when the
+  // informer deleted it (`deleted`: made and deleted between two looks), else
   // kUnseenCreatedLimit after its write.
-  bool RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated) const;
+  bool RecordDone(const InFlightAllocation& record, const RawObject* stored, bool allocated, bool deleted) const;
   static constexpr absl::Duration kUnseenCreatedLimit = absl::Minutes(5);
   // ... and sooner, once kUnseenCreatedGrace has passed, when its pod is no longer in the
   // snapshot (it ran and ended while its claim was made and deleted between two looks).

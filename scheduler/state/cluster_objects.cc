@@ -1,6 +1,8 @@
 // ClusterObjectStore: copy-on-write maps per kind behind one immutable view.
 #include "scheduler/state/cluster_objects.h"
 
+#include <algorithm>
+
 #include <atomic>
 
 #include "absl/time/clock.h"
@@ -76,6 +78,7 @@ ClusterObjectStore::ClusterObjectStore() {
   view->namespaces_ = std::make_shared<ObjectMap<Namespace>>();
   view->csi_nodes_ = std::make_shared<ObjectMap<CSINode>>();
   for (auto& raw : view->raw_) raw = std::make_shared<ObjectMap<RawObject>>();
+  for (auto& deleted : view->raw_deleted_) deleted = std::make_shared<std::deque<std::pair<std::string, std::string>>>();
   view_ = std::move(view);
 }
 
@@ -177,6 +180,11 @@ const RawObject* ClusterObjects::RawOf(RawKind kind, std::string_view key) const
   return Find(raw_[static_cast<int>(kind)], key);
 }
 
+bool ClusterObjects::RecentlyDeleted(RawKind kind, std::string_view key, std::string_view uid) const {
+  const auto& deleted = *raw_deleted_[static_cast<int>(kind)];
+  return std::any_of(deleted.begin(), deleted.end(), [&](const auto& d) { return d.first == key && d.second == uid; });
+}
+
 namespace {
 std::string_view RawKindName(RawKind kind) {
   switch (kind) {
@@ -201,6 +209,19 @@ absl::Status ClusterObjectStore::PutRaw(RawKind kind, const nlohmann::json& obje
 }
 
 void ClusterObjectStore::DeleteRaw(RawKind kind, std::string_view key) {
+  {
+    absl::MutexLock lock(&mu_);
+    const RawObject* gone = view_->RawOf(kind, key);
+    if (gone != nullptr && !gone->meta.uid.empty()) {
+      // Copied, never changed in place: a cycle may hold the view (as UpdateSlot does).
+      if (view_.use_count() > 1) view_ = std::make_shared<ClusterObjects>(*view_);
+      auto& slot = view_->raw_deleted_[static_cast<int>(kind)];
+      auto deleted = std::make_shared<std::deque<std::pair<std::string, std::string>>>(*slot);
+      deleted->emplace_back(std::string(key), gone->meta.uid);
+      if (deleted->size() > ClusterObjects::kRememberedDeletes) deleted->pop_front();
+      slot = std::move(deleted);
+    }
+  }
   UpdateRaw(kind, key, std::nullopt);
 }
 

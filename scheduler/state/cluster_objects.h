@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,11 @@ class ClusterObjects {
   // Every object of a raw kind, by key; and one of them, or null.
   const ObjectMap<RawObject>& Raw(RawKind kind) const { return *raw_[static_cast<int>(kind)]; }
   const RawObject* RawOf(RawKind kind, std::string_view key) const;
+  // Whether the informer deleted the object of that key and UID, among the last
+  // kRememberedDeletes deletions of its kind: an object made and deleted between two looks of a
+  // plugin (a ResourceClaim whose pod ran and ended at once) is known gone, not still coming.
+  bool RecentlyDeleted(RawKind kind, std::string_view key, std::string_view uid) const;
+  static constexpr size_t kRememberedDeletes = 256;
 
  private:
   friend class ClusterObjectStore;
@@ -74,6 +80,8 @@ class ClusterObjects {
   std::shared_ptr<const ObjectMap<Namespace>> namespaces_;
   std::shared_ptr<const ObjectMap<CSINode>> csi_nodes_;
   std::shared_ptr<const ObjectMap<RawObject>> raw_[kRawKinds];
+  // The last deletions of each raw kind, oldest first: (key, UID).
+  std::shared_ptr<const std::deque<std::pair<std::string, std::string>>> raw_deleted_[kRawKinds];
 };
 
 class ClusterObjectStore {

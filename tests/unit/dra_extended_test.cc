@@ -264,6 +264,45 @@ TEST_CASE("an ordinary GPU pod runs on a DRA node through the class that names n
   }
 }
 
+TEST_CASE("a claim made for a pod and deleted between two looks frees its device at once", "[dra][extended]") {
+  // Found by the composition property (seed 761 of 600 + 300): a pod that ran and ended within a
+  // second of its bind held its DRA device for the in-flight record's grace, and a gang that
+  // needed the device went to a later flavor.
+  DraNodes c;
+  c.Serve();
+  c.h.AddPod(GpuPod("a", 1));
+  c.h.AddPod(GpuPod("b", 1));
+  c.h.RunUntilIdle();
+  REQUIRE(c.BoundNode("a") == "dra-1");
+  REQUIRE(c.BoundNode("b") == "dra-1");
+  // The informer shows a's claim made, then deleted with a, before any cycle looked.
+  std::optional<json> made;
+  for (size_t i = 0; i < c.h.api.claims_created.size(); ++i) {
+    json claim = json::parse(c.h.api.claims_created[i]);
+    if (claim["metadata"]["generateName"] != "a-extended-resources-") continue;
+    claim["metadata"]["name"] = StrCat("a-extended-resources-", i + 1);  // as the fake API names it
+    claim["metadata"]["uid"] = StrCat("uid-a-extended-resources-", i + 1);
+    claim["metadata"]["resourceVersion"] = StrCat(i + 1);
+    made = claim;
+  }
+  REQUIRE(made.has_value());
+  const std::string key = StrCat("team-a/", (*made)["metadata"]["name"].get<std::string>());
+  REQUIRE(c.h.s->OnRawObject(RawKind::kResourceClaim, *made).ok());
+  c.h.s->OnRawObjectDelete(RawKind::kResourceClaim, key);
+  c.h.s->OnPodDelete("team-a/a", "uid-a");
+  SECTION("its device serves the next pod at once (no time passes)") {
+    c.h.AddPod(GpuPod("d", 1));
+    c.h.RunUntilIdle();
+    CHECK(c.BoundNode("d") == "dra-1");
+  }
+  SECTION("b's claim, made and not seen yet, still holds its device") {
+    c.h.AddPod(GpuPod("d", 1));
+    c.h.AddPod(GpuPod("e", 1));
+    c.h.RunUntilIdle();
+    CHECK(c.h.binds().size() == 3);  // a's device went to one of them; b's is still b's
+  }
+}
+
 TEST_CASE("a pod asking a fraction of a GPU takes a whole DRA device: its queue is charged the whole GPU",
           "[dra][extended][quota]") {
   // Found by the composition property (seed 5): the queue was charged the fraction.
