@@ -29,6 +29,10 @@ struct QuotaCycle {
   std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
+  // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
+  // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
+  // again.
+  StringSet removed;
   // The pod's scheduling unit (node_tiers.h): its members' keys, and which of them AddPod
   // charged since (placed in a plan or a dry run). Empty: the pod is judged alone.
   std::vector<std::string> unit;
@@ -40,6 +44,9 @@ struct QuotaCycle {
   // placed), and borrow unless they fit without borrowing at this node's charge too, so a gang
   // whose members could land on kinds of node that borrow is not taken for one that does not.
   std::map<int64_t, std::vector<Resources>> least_unit_charges;
+  // And each member's most charge on a node of the tier: preemption for quota judges the
+  // members still to place at it (UnitCharge).
+  std::map<int64_t, std::vector<Resources>> most_unit_charges;
   // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict; with a
   // unit, each member's charge on that kind of node and the verdict on the members not yet
   // added, together. A flat queue has one tier, 0.
@@ -103,15 +110,18 @@ struct QuotaCycle {
   // alone): with `all`, every member (what `base` lacks of the unit), else the members not
   // charged yet (what `tracker` lacks). A gang reclaims, shares and preempts by priority as a
   // whole: judged by one member's charge, a gang whose queue ends above its nominal quota took
-  // the room as "within nominal", and the queue it took from could reclaim it right back.
-  Resources UnitCharge(const NodeInfo& node, const FlavorPlacement& placement, bool all) const {
+  // the room as "within nominal", and the queue it took from could reclaim it right back. The
+  // members other than the pod are charged the most a node of the flavor would charge them:
+  // judged at this node's rate, a gang "reclaimed" on a node of time-sliced GPUs, placed members
+  // on whole GPUs, and ended above its nominal quota.
+  Resources UnitCharge(const FlavorPlacement& placement, bool all) const {
     if (unit.empty()) return placement.charge;
-    auto it = verdicts.find({placement.tier, GpuMilliOn(node)});
-    if (it == verdicts.end() || it->second.unit_charges.size() != unit.size()) return placement.charge;
+    auto it = most_unit_charges.find(placement.tier);
+    if (it == most_unit_charges.end() || it->second.size() != unit.size()) return placement.charge;
     Resources total;
     if (!self.has_value()) (void)total.Add(placement.charge);
     for (size_t i = 0; i < unit.size(); ++i) {
-      if (all || !unit_added[i]) (void)total.Add(i == self ? placement.charge : it->second.unit_charges[i]);
+      if (all || !unit_added[i]) (void)total.Add(i == self ? placement.charge : it->second[i]);
     }
     return total;
   }
@@ -312,9 +322,11 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   };
   for (const auto& [key, v] : cycle.verdicts) {
     auto [least, fresh] = cycle.least_unit_charges.try_emplace(key.first, v.unit_charges);
+    auto most = cycle.most_unit_charges.try_emplace(key.first, v.unit_charges).first;
     if (fresh) continue;
     for (size_t i = 0; i < v.unit_charges.size(); ++i) {
       if (scalars(v.unit_charges[i]) < scalars(least->second[i])) least->second[i] = v.unit_charges[i];
+      if (scalars(v.unit_charges[i]) > scalars(most->second[i])) most->second[i] = v.unit_charges[i];
     }
   }
   cycle.Refresh();
@@ -401,6 +413,7 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.AddUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
+  cycle->removed.erase(other.Key());
   cycle->MarkUnit(other, true);
   cycle->Refresh();
   return Status::Ok();
@@ -415,9 +428,27 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.SubUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
+  cycle->removed.insert(other.Key());
   cycle->MarkUnit(other, false);
   cycle->Refresh();
   return Status::Ok();
+}
+
+std::vector<PodRef> QueueQuota::GangMembers(const std::string& gang) const {
+  const Snapshot& snapshot = handle_->snapshot();
+  absl::MutexLock lock(&mu_);
+  if (gangs_generation_ != snapshot.generation()) {
+    gangs_.clear();
+    for (const NodeInfo* node : snapshot.nodes()) {
+      for (const PodRef& p : node->pods()) {
+        if (!ChargesQuota(*p)) continue;
+        if (std::string key = handle_->GangKeyOf(*p); !key.empty()) gangs_[std::move(key)].push_back(p);
+      }
+    }
+    gangs_generation_ = snapshot.generation();
+  }
+  auto it = gangs_.find(gang);
+  return it == gangs_.end() ? std::vector<PodRef>() : it->second;
 }
 
 namespace {
@@ -469,8 +500,8 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   if (!placement.in_flavor) return VictimVerdict::kDeny;  // the preemptor may not use the node
   const Resources& want = placement.charge;
   // A gang is judged by what its members take together (QuotaCycle::UnitCharge).
-  const Resources unit_all = cycle->UnitCharge(*node, placement, /*all=*/true);
-  const Resources unit_rest = cycle->UnitCharge(*node, placement, /*all=*/false);
+  const Resources unit_all = cycle->UnitCharge(placement, /*all=*/true);
+  const Resources unit_rest = cycle->UnitCharge(placement, /*all=*/false);
   // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
@@ -522,15 +553,39 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // (Kueue's rule: a queue that borrows may lose any pod, so a lender gets its whole nominal
   // back even when pod sizes do not divide; the last one may take the queue below nominal).
   // When sharing, the queue also stays at or above its nominal and above the preemptor's share.
+  // The walk starts from the usage the cycle sees now: victims already chosen for the
+  // preemptor's unit on other nodes (a gang's plan) are gone from it and not walked again.
   std::vector<const Pod*> mates;
   for (const PodRef& p : node->pods()) {
-    if (cycle->directory->QueueFor(*p).queue == theirs) mates.push_back(p.get());
+    if (cycle->directory->QueueFor(*p).queue == theirs && !cycle->removed.contains(p->Key())) mates.push_back(p.get());
   }
   std::sort(mates.begin(), mates.end(), EvictedBefore);
+  // A pod in a gang goes with its mates on every node (preemption evicts a gang whole), so it
+  // is judged by what they charge together: judged by its own charge, a gang on two nodes took
+  // its queue below its nominal quota, and the queue reclaimed the room right back. Each gang
+  // is decided once, where its first member comes in the walk.
+  std::map<std::string, bool, std::less<>> gang_taken;
+  auto charge_of = [&](const Pod& p, const std::string& gang) {
+    if (gang.empty()) return QueueCharge(*cycle->directory, *theirs, p, *node);
+    Resources together;
+    for (const PodRef& m : GangMembers(gang)) {
+      const NodeInfo* where = handle_->snapshot().Get(m->node_name);
+      if (where == nullptr || cycle->removed.contains(m->Key()) || cycle->directory->QueueFor(*m).queue != theirs) continue;
+      (void)together.Add(QueueCharge(*cycle->directory, *theirs, *m, *where));
+    }
+    return together;
+  };
   const std::vector<std::string> governed = cycle->tracker.Governed(*own);  // sorted
-  QuotaTracker theirs_after = cycle->base;
+  QuotaTracker theirs_after = cycle->tracker;
   for (const Pod* p : mates) {
-    const Resources charge = QueueCharge(*cycle->directory, *theirs, *p, *node);
+    const std::string gang = handle_->GangKeyOf(*p);
+    if (auto decided = gang_taken.find(gang); decided != gang_taken.end()) {
+      if (p->Key() != victim.Key()) continue;
+      if (!decided->second) return VictimVerdict::kDeny;
+      if (reason != nullptr) *reason = reclaim ? "reclaim" : "fair-share";
+      return VictimVerdict::kAllow;
+    }
+    const Resources charge = charge_of(*p, gang);
     const Resources used = theirs_after.Usage(theirs->name());
     bool keeps_nominal = true;
     bool relieves = false;
@@ -550,6 +605,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
       trial.SubUsage(theirs->name(), charge);
       take = keeps_nominal && side_borrows && trial.ShareOfNode(their_side) + their_past >= own_share_after;
     }
+    if (!gang.empty()) gang_taken.emplace(gang, take);
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;
       if (reason != nullptr) *reason = reclaim ? "reclaim" : "fair-share";

@@ -121,6 +121,9 @@ class QueueQuota final : public QuotaPlugin,
   // `charged` gets their keys.
   void ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
                            QuotaTracker& usage, StringSet& charged);
+  // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
+  // with its mates on every node, so its queue loses what they charge together.
+  std::vector<PodRef> GangMembers(const std::string& gang) const;
 
   Handle* handle_;
   const bool reject_unqueued_;
@@ -138,6 +141,10 @@ class QueueQuota final : public QuotaPlugin,
   int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   StringKeyedMap<Reserved> reserved_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<UsageDecay> decay_ ABSL_GUARDED_BY(mu_);  // null: decay off
+  // Running pods by gang, for the snapshot of `gangs_generation_`; built when a victim policy
+  // first asks on that snapshot.
+  mutable int64_t gangs_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  mutable StringKeyedMap<std::vector<PodRef>> gangs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessel::queue_quota

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <string>
 
 #include "scheduler/framework/interface.h"
 #include "scheduler/quota/queue.h"
@@ -37,6 +39,12 @@ class FakeHandle final : public Handle {
   void SetNamespaceLabels(std::string ns, StringMap labels) {
     objects_.Put(Namespace{.meta = {.name = std::move(ns), .labels = std::move(labels)}});
   }
+  // The gang a pod is in (GangKeyOf), by pod key, as a test sets it; "" for none.
+  void SetGang(std::string pod_key, std::string gang) { gangs_[std::move(pod_key)] = std::move(gang); }
+  std::string GangKeyOf(const Pod& pod) const override {
+    auto it = gangs_.find(pod.Key());
+    return it == gangs_.end() ? std::string() : it->second;
+  }
   // PodEnded answers `ended` for every pod (a deletion seen by the core).
   bool PodEnded(const Pod&) const override { return pods_ended_.load(); }
   void SetPodsEnded(bool ended) { pods_ended_.store(ended); }
@@ -52,6 +60,7 @@ class FakeHandle final : public Handle {
   mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
   std::atomic<bool> pods_ended_{false};
+  std::map<std::string, std::string> gangs_;
 };
 
 }  // namespace tessel::testing

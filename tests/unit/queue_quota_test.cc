@@ -1147,3 +1147,61 @@ TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not b
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 855 of 2,000 + 1,000): a victim in a
+// gang was judged by its own charge, while preemption evicts the gang whole, its mates on other
+// nodes with it. Each member kept its queue at its nominal quota alone; together they took it
+// below, and the queue reclaimed the room right back. A gang member is judged by what the gang
+// charges on every node.
+TEST_CASE("QueueQuota: a victim in a gang is judged with its mates on other nodes",
+          "[quota][queue_quota][preemption][gang]") {
+  Hooks h;
+  h.handle.AddNode(NodeBuilder("n2").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a"), queue("b")});
+  auto running = [&](std::string ns, std::string name, int gpus, std::string node, int64_t created) {
+    Pod p = PodBuilder(std::move(name), std::move(ns))
+                .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
+                .Created(created)
+                .Node(std::move(node))
+                .Build();
+    h.handle.AddPod(p);
+    return p;
+  };
+  // a holds its nominal 4; b holds 7 (borrows 3): b-0 (3) and the gang g of 2 x 2 across n1, n2.
+  running("a", "a-0", 4, "n2", 0);
+  running("b", "b-0", 3, "n1", 1);
+  const Pod g0 = running("b", "g-0", 2, "n1", 2);
+  const Pod g1 = running("b", "g-1", 2, "n2", 2);
+  h.handle.SetGang(g0.Key(), "b/g");
+  h.handle.SetGang(g1.Key(), "b/g");
+  // a asks 1 more: it would borrow 1 (share 125 per mille of lab's 8).
+  const Pod preemptor = GpuPod("a", "p", 1, 5);
+  std::string reason;
+  SECTION("the gang would take b below its nominal quota: neither member may go") {
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    // Alone, each member leaves b at 5 (a share of 125, a's after): the old rule let it go.
+    CHECK(h.plugin->MayEvict(state, preemptor, g0, &reason) == VictimVerdict::kDeny);
+    CHECK(h.plugin->MayEvict(state, preemptor, g1, &reason) == VictimVerdict::kDeny);
+  }
+  SECTION("with 2 more of b's elsewhere, the gang may go and b keeps its nominal quota") {
+    running("b", "b-1", 2, "n2", 0);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, g0, &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+    CHECK(h.plugin->MayEvict(state, preemptor, g1, &reason) == VictimVerdict::kAllow);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
