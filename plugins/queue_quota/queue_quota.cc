@@ -29,6 +29,9 @@ struct QuotaCycle {
   std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
+  // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
+  // out of `base`), but every other queue's cycle counts them.
+  Resources yielded;
   // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
   // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
   // again.
@@ -58,6 +61,15 @@ struct QuotaCycle {
   };
   std::map<std::pair<int64_t, int64_t>, Verdict> verdicts;
 
+  // `usage` as the other queues' cycles see it: with the queue's nominated pods of lower
+  // priority. Preemption for quota judges the queue by it, since that is what it holds once
+  // they are placed: judged without them, a queue's share was below what the others count, and
+  // a queue it took from by fair sharing took the room back by the same rule.
+  QuotaTracker AsOthersSee(const QuotaTracker& usage) const {
+    QuotaTracker out = usage;
+    if (!yielded.IsZero()) out.AddUsage(queue->name(), yielded);
+    return out;
+  }
   Resources ChargeFor(int64_t gpu_milli) const {
     Resources r = request;
     r.Set(kNvidiaGpu, gpu_milli + dra_gpu_milli);
@@ -267,7 +279,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       }
     }
   }
-  ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
+  cycle.yielded = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
   cycle.tracker = cycle.base;
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
@@ -341,11 +353,12 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   return Status::Ok();
 }
 
-void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
-                                     const Queue& own, QuotaTracker& usage, StringSet& charged) {
+Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
+                                          const Queue& own, QuotaTracker& usage, StringSet& charged) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
   const NominatedPodMap& nominated = nominations->pods;
-  if (nominated.empty()) return;
+  Resources yielded;
+  if (nominated.empty()) return yielded;
   const std::string gang = handle_->GangKeyOf(pod);
   absl::MutexLock lock(&mu_);
   const bool same_snapshot = reserved_generation_ == handle_->snapshot().generation();
@@ -356,12 +369,17 @@ void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& direc
       if (p->Key() == pod.Key() || (!gang.empty() && handle_->GangKeyOf(*p) == gang)) continue;
       if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
       const Queue* queue = directory.QueueFor(*p).queue;
+      if (queue == nullptr) continue;
       // A teammate of lower priority yields, as on a node; another team's claim holds.
-      if (queue == nullptr || (queue == &own && p->PriorityValue() < pod.PriorityValue())) continue;
+      if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
+        (void)yielded.Add(QueueCharge(directory, *queue, *p, *node));
+        continue;
+      }
       usage.AddUsage(queue->name(), QueueCharge(directory, *queue, *p, *node));
       charged.insert(p->Key());
     }
   }
+  return yielded;
 }
 
 Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
@@ -506,8 +524,9 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
   // that queue could reclaim the room right back.
+  // Within nominal counts the queue's nominations that yield to this pod (QuotaCycle::AsOthersSee).
   if (lower && cycle->base.Check(own->name(), unit_all).fits &&
-      (theirs == own || cycle->base.WithinNominal(own->name(), unit_all))) {
+      (theirs == own || cycle->AsOthersSee(cycle->base).WithinNominal(own->name(), unit_all))) {
     return VictimVerdict::kDefer;
   }
   // Otherwise quota is what the preemptor lacks, and the queues' preemption policies decide.
@@ -526,7 +545,9 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // only where the two subtrees meet, from the victim's side when that side's weighted dominant
   // share stays at least the preemptor's side's after the move (DRF at every level of the
   // tree, Kueue's LessThanOrEqualToFinalShare: hungry subtrees converge to shares by weight).
-  const bool reclaim = cycle->tracker.WithinNominal(own->name(), unit_rest);
+  // The preemptor's queue is judged by what it holds once its nominated pods are placed too.
+  const QuotaTracker own_now = cycle->AsOthersSee(cycle->tracker);
+  const bool reclaim = own_now.WithinNominal(own->name(), unit_rest);
   const CohortTree& tree = cycle->directory->tree();
   const int own_node = tree.QueueNode(own->name());
   const int their_node = tree.QueueNode(theirs->name());
@@ -543,7 +564,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const int64_t their_past = cycle->decayed ? cycle->decayed->ShareOfNode(their_side) : 0;
   int64_t own_share_after = 0;
   if (!reclaim) {
-    QuotaTracker after = cycle->tracker;
+    QuotaTracker after = own_now;
     after.AddUsage(own->name(), unit_rest);
     own_share_after = after.ShareOfNode(own_side) + own_past;
   }

@@ -117,10 +117,11 @@ class QueueQuota final : public QuotaPlugin,
   QueueUsage SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory);
   // Charges to their queues the pods nominated to nodes (their victims are leaving), wherever
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
-  // Left out: the pod itself, its gang, and lower-priority pods of its own queue.
-  // `charged` gets their keys.
-  void ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
-                           QuotaTracker& usage, StringSet& charged);
+  // Left out: the pod itself, its gang, and lower-priority pods of its own queue, whose charge
+  // is returned (they yield to `pod`, but hold their queue's quota in other queues' cycles).
+  // `charged` gets the keys of those charged.
+  Resources ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
+                                QuotaTracker& usage, StringSet& charged);
   // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
   // with its mates on every node, so its queue loses what they charge together.
   std::vector<PodRef> GangMembers(const std::string& gang) const;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "scheduler/framework/interface.h"
@@ -45,6 +46,12 @@ class FakeHandle final : public Handle {
     auto it = gangs_.find(pod.Key());
     return it == gangs_.end() ? std::string() : it->second;
   }
+  // A pod nominated to a node by an earlier preemption (NominatedPods).
+  void Nominate(Pod pod, const std::string& node) {
+    pod.nominated_node_name = node;
+    nominations_->pods[node].push_back(std::make_shared<const Pod>(std::move(pod)));
+  }
+  std::shared_ptr<const Nominations> NominatedPods() const override { return nominations_; }
   // PodEnded answers `ended` for every pod (a deletion seen by the core).
   bool PodEnded(const Pod&) const override { return pods_ended_.load(); }
   void SetPodsEnded(bool ended) { pods_ended_.store(ended); }
@@ -61,6 +68,7 @@ class FakeHandle final : public Handle {
   std::shared_ptr<const QueueDirectory> queues_;
   std::atomic<bool> pods_ended_{false};
   std::map<std::string, std::string> gangs_;
+  std::shared_ptr<Nominations> nominations_ = std::make_shared<Nominations>();
 };
 
 }  // namespace tessel::testing

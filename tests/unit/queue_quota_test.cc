@@ -1205,3 +1205,42 @@ TEST_CASE("QueueQuota: a victim in a gang is judged with its mates on other node
 }  // namespace
 }  // namespace tessel
 
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 1356 of 2,000 + 1,000): a preemptor's
+// cycle leaves out its own queue's nominated pods of lower priority (they yield to it), so its
+// queue looked within its nominal quota, or below its share, while every other queue's cycle
+// counted them; once they were placed the queue it took from took the room back by the same
+// rule. Preemption for quota judges the preemptor's queue with them.
+TEST_CASE("QueueQuota: a preemptor's queue is judged with its nominated pods of lower priority",
+          "[quota][queue_quota][preemption]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a"), queue("b")});
+  // a holds 6 of lab's 8 (borrows 2 of b's quota); b holds 2.
+  std::vector<Pod> a_pods;
+  for (int i = 0; i < 6; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));
+  h.Running("b", "b-0", 2, 0, 10);
+  const Pod preemptor = GpuPod("b", "p", 2, 10);
+  std::string reason;
+  SECTION("alone, b reclaims within its nominal quota") {
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[5], &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "reclaim");
+  }
+  SECTION("with b's pod of 4 nominated, b would hold 8: no reclaim, and its share is above a's") {
+    h.handle.Nominate(GpuPod("b", "nominated", 4, 0), "n1");
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[5], &reason) == VictimVerdict::kDeny);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
