@@ -559,14 +559,15 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const int own_side = tree.ChildToward(meet, own_node);
   const int their_side = tree.ChildToward(meet, their_node);
   // With usage decay on, each side's share is its share now plus the share its decayed usage
-  // gives (per mille each): the one that used more recently counts as holding more.
+  // gives (per mille, on its dominant part): the one that used more recently counts as holding
+  // more.
   const int64_t own_past = cycle->decayed ? cycle->decayed->ShareOfNode(own_side) : 0;
   const int64_t their_past = cycle->decayed ? cycle->decayed->ShareOfNode(their_side) : 0;
-  int64_t own_share_after = 0;
+  FairShare own_share_after;
   if (!reclaim) {
     QuotaTracker after = own_now;
     after.AddUsage(own->name(), unit_rest);
-    own_share_after = after.ShareOfNode(own_side) + own_past;
+    own_share_after = after.FairShareOfNode(own_side).Plus(own_past);
   }
 
   // The victim's queue gives back what it borrows: walk its pods on this node in eviction
@@ -624,7 +625,8 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
       for (const auto& [r, amount] : theirs_after.BorrowedOfNode(their_side).Entries()) side_borrows |= want.Get(r) > 0;
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && side_borrows && trial.ShareOfNode(their_side) + their_past >= own_share_after;
+      take = keeps_nominal && side_borrows &&
+             FairShare::Compare(trial.FairShareOfNode(their_side).Plus(their_past), own_share_after) >= 0;
     }
     if (!gang.empty()) gang_taken.emplace(gang, take);
     if (p->Key() == victim.Key()) {

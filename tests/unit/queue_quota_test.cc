@@ -1244,3 +1244,52 @@ TEST_CASE("QueueQuota: a preemptor's queue is judged with its nominated pods of 
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 2973 of 2,000 + 1,000): shares were
+// compared by their dominant part alone. Where both sides borrow most of another resource (a
+// flavor there), the shares tie whatever moves on the one they contend for, so each side took
+// the other's pods there by fair sharing, back and forth. Shares tie only when they are equal
+// part by part, largest first.
+TEST_CASE("QueueQuota: fair sharing breaks a tie of dominant shares by the next largest",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"cpu", "0"}, {"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  // lab's own 20 CPUs, which both queues borrow; each queue's 4 GPUs.
+  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
+                {"spec", {{"nominalQuota", {{"cpu", "20"}}}}}},
+               queue("a"), queue("b")});
+  auto running = [&](std::string ns, std::string name, std::string requests, int64_t created) {
+    Pod p = PodBuilder(std::move(name), std::move(ns)).Requests(requests).Created(created).Node("n1").Build();
+    h.handle.AddPod(p);
+    return p;
+  };
+  // Each borrows 8 of lab's 20 CPUs: a dominant share of 400 per mille on both sides.
+  running("a", "a-cpu", "cpu:8", 0);
+  running("b", "b-cpu", "cpu:8", 0);
+  for (int i = 0; i < 3; ++i) running("a", StrCat("a-", i), "nvidia.com/gpu:1", 1 + i);
+  int b_gpus = 5;
+  SECTION("b borrows 1 GPU: a taking 2 would end above b by GPUs, the dominant CPU shares equal") {}
+  SECTION("b borrows 2 GPUs: after the move both borrow 1, equal part by part") { b_gpus = 6; }
+  std::vector<Pod> b_pods;
+  for (int i = 0; i < b_gpus; ++i) b_pods.push_back(running("b", StrCat("b-", i), "nvidia.com/gpu:1", 10 + i));
+  const Pod preemptor = PodBuilder("p", "a").Requests("nvidia.com/gpu:2").Priority(5).Build();
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+  std::string reason;
+  if (b_gpus == 5) {
+    CHECK(h.plugin->MayEvict(state, preemptor, b_pods.back(), &reason) == VictimVerdict::kDeny);
+  } else {
+    CHECK(h.plugin->MayEvict(state, preemptor, b_pods.back(), &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+  }
+}
+
+}  // namespace
+}  // namespace tessel
