@@ -84,7 +84,9 @@ class QueueQuota final : public QuotaPlugin,
   // that queue's pods on the victim's node, in eviction order (lowest priority, most recently
   // created first), those taken while the queue still borrows. Fair sharing: a preemptor that would itself borrow may take borrowed capacity
   // (reason "fair-share", same policy) only from a queue whose weighted dominant share stays at
-  // least the preemptor's after the move. A victim in the preemptor's own queue: withinQueue
+  // least the preemptor's after the move (FairShare: on a tie the next largest part decides).
+  // A victim in a gang is judged with its mates on every node, the preemptor's queue with its own
+  // nominated pods of lower priority. A victim in the preemptor's own queue: withinQueue
   // LowerPriority allows lower priority (reason "within-queue"), Never denies. Victims in other
   // cohorts are denied; pods without a queue (victim or preemptor) defer to the priority rule.
   VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor, const Pod& victim,

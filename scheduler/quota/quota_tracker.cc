@@ -268,7 +268,7 @@ FairShare FairShare::Plus(int64_t per_mille) const {
     out.parts_.push_back({.numerator = per_mille, .denominator = 1000});
     return out;
   }
-  // The dominant part stays the largest; with equal denominators times 1000 the sum is exact.
+  // n/d + p/1000 = (1000n + pd) / 1000d, exactly; the dominant part stays the largest.
   Part& top = out.parts_.front();
   top.numerator = top.numerator * 1000 + static_cast<__int128>(per_mille) * top.denominator;
   top.denominator *= 1000;
