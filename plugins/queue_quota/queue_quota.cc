@@ -40,6 +40,7 @@ struct QuotaCycle {
   // charged since (placed in a plan or a dry run). Empty: the pod is judged alone.
   std::vector<std::string> unit;
   std::vector<bool> unit_added;
+  std::vector<Resources> unit_charged;  // what AddPod charged for each member added
   std::optional<size_t> self;  // the pod's own place in `unit`, if it is a member
   // By flavor tier: each member's least charge on a node of the tier (a replica of a
   // time-sliced GPU charges less than a whole one). Where the members other than the pod will
@@ -118,29 +119,40 @@ struct QuotaCycle {
       v.unit_verdict.borrows |= all_here.borrows || !all_here.fits;
     }
   }
-  // What the pod's unit charges on a node like `node` (the pod's own charge when it is judged
-  // alone): with `all`, every member (what `base` lacks of the unit), else the members not
-  // charged yet (what `tracker` lacks). A gang reclaims, shares and preempts by priority as a
-  // whole: judged by one member's charge, a gang whose queue ends above its nominal quota took
-  // the room as "within nominal", and the queue it took from could reclaim it right back. The
-  // members other than the pod are charged the most a node of the flavor would charge them:
-  // judged at this node's rate, a gang "reclaimed" on a node of time-sliced GPUs, placed members
-  // on whole GPUs, and ended above its nominal quota.
-  Resources UnitCharge(const FlavorPlacement& placement, bool all) const {
-    if (unit.empty()) return placement.charge;
+  // What the pod's unit holds once placed: the pod's own charge here when it is judged alone,
+  // else every member at the most a node of the flavor would charge it. A gang reclaims, shares
+  // and preempts by priority as a whole: judged by one member's charge, a gang whose queue ends
+  // above its nominal quota took the room as "within nominal", and the queue it took from could
+  // reclaim it right back. At the most, because a gang's plan may move members between nodes
+  // until it is made (its reprieve fits them again): judged at the rates of the nodes first
+  // planned, a gang "reclaimed" for members on time-sliced GPUs, was placed on whole ones, and
+  // ended above its nominal quota.
+  const std::vector<Resources>* MostUnitCharges(const FlavorPlacement& placement) const {
     auto it = most_unit_charges.find(placement.tier);
-    if (it == most_unit_charges.end() || it->second.size() != unit.size()) return placement.charge;
+    return unit.empty() || it == most_unit_charges.end() || it->second.size() != unit.size() ? nullptr : &it->second;
+  }
+  Resources UnitCharge(const FlavorPlacement& placement) const {
+    const std::vector<Resources>* most = MostUnitCharges(placement);
+    if (most == nullptr) return placement.charge;
     Resources total;
     if (!self.has_value()) (void)total.Add(placement.charge);
-    for (size_t i = 0; i < unit.size(); ++i) {
-      if (all || !unit_added[i]) (void)total.Add(i == self ? placement.charge : it->second[i]);
-    }
+    for (const Resources& m : *most) (void)total.Add(m);
     return total;
   }
-  // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
-  void MarkUnit(const Pod& other, bool added) {
+  // `usage` without what AddPod charged for the members placed so far (in UnitCharge instead).
+  QuotaTracker UnitAside(QuotaTracker usage, const FlavorPlacement& placement) const {
+    if (MostUnitCharges(placement) == nullptr) return usage;
     for (size_t i = 0; i < unit.size(); ++i) {
-      if (unit[i] == other.Key()) unit_added[i] = added;
+      if (unit_added[i]) usage.SubUsage(queue->name(), unit_charged[i]);
+    }
+    return usage;
+  }
+  // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
+  void MarkUnit(const Pod& other, bool added, const Resources& charge) {
+    for (size_t i = 0; i < unit.size(); ++i) {
+      if (unit[i] != other.Key()) continue;
+      unit_added[i] = added;
+      unit_charged[i] = added ? charge : Resources();
     }
   }
 };
@@ -300,6 +312,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       cycle.unit.push_back(m->Key());
     }
     cycle.unit_added.assign(unit->size(), false);
+    cycle.unit_charged.assign(unit->size(), Resources());
   }
   auto unit_charges = [&](const NodeInfo* node) {
     static const StringMap kNoLabels;
@@ -430,9 +443,10 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
   }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
-  cycle->tracker.AddUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
+  const Resources charge = QueueCharge(*cycle->directory, *queue, other, node);
+  cycle->tracker.AddUsage(queue->name(), charge);
   cycle->removed.erase(other.Key());
-  cycle->MarkUnit(other, true);
+  cycle->MarkUnit(other, true, charge);
   cycle->Refresh();
   return Status::Ok();
 }
@@ -447,7 +461,7 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.SubUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
   cycle->removed.insert(other.Key());
-  cycle->MarkUnit(other, false);
+  cycle->MarkUnit(other, false, Resources());
   cycle->Refresh();
   return Status::Ok();
 }
@@ -518,15 +532,14 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   if (!placement.in_flavor) return VictimVerdict::kDeny;  // the preemptor may not use the node
   const Resources& want = placement.charge;
   // A gang is judged by what its members take together (QuotaCycle::UnitCharge).
-  const Resources unit_all = cycle->UnitCharge(placement, /*all=*/true);
-  const Resources unit_rest = cycle->UnitCharge(placement, /*all=*/false);
+  const Resources unit = cycle->UnitCharge(placement);
   // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
   // that queue could reclaim the room right back.
   // Within nominal counts the queue's nominations that yield to this pod (QuotaCycle::AsOthersSee).
-  if (lower && cycle->base.Check(own->name(), unit_all).fits &&
-      (theirs == own || cycle->AsOthersSee(cycle->base).WithinNominal(own->name(), unit_all))) {
+  if (lower && cycle->base.Check(own->name(), unit).fits &&
+      (theirs == own || cycle->AsOthersSee(cycle->base).WithinNominal(own->name(), unit))) {
     return VictimVerdict::kDefer;
   }
   // Otherwise quota is what the preemptor lacks, and the queues' preemption policies decide.
@@ -545,9 +558,10 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // only where the two subtrees meet, from the victim's side when that side's weighted dominant
   // share stays at least the preemptor's side's after the move (DRF at every level of the
   // tree, Kueue's LessThanOrEqualToFinalShare: hungry subtrees converge to shares by weight).
-  // The preemptor's queue is judged by what it holds once its nominated pods are placed too.
-  const QuotaTracker own_now = cycle->AsOthersSee(cycle->tracker);
-  const bool reclaim = own_now.WithinNominal(own->name(), unit_rest);
+  // The preemptor's queue is judged by what it holds once its nominated pods are placed too,
+  // and its unit (the members the plan placed so far set aside: `unit` counts them).
+  const QuotaTracker own_now = cycle->UnitAside(cycle->AsOthersSee(cycle->tracker), placement);
+  const bool reclaim = own_now.WithinNominal(own->name(), unit);
   const CohortTree& tree = cycle->directory->tree();
   const int own_node = tree.QueueNode(own->name());
   const int their_node = tree.QueueNode(theirs->name());
@@ -566,7 +580,7 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   FairShare own_share_after;
   if (!reclaim) {
     QuotaTracker after = own_now;
-    after.AddUsage(own->name(), unit_rest);
+    after.AddUsage(own->name(), unit);
     own_share_after = after.FairShareOfNode(own_side).Plus(own_past);
   }
 
