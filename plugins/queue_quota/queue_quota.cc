@@ -30,10 +30,18 @@ struct QuotaCycle {
   std::vector<Toleration> tolerations;  // for a flavor's node taints
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
+  // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
+  // out of `base`), but every other queue's cycle counts them.
+  Resources yielded;
+  // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
+  // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
+  // again.
+  StringSet removed;
   // The pod's scheduling unit (node_tiers.h): its members' keys, and which of them AddPod
   // charged since (placed in a plan or a dry run). Empty: the pod is judged alone.
   std::vector<std::string> unit;
   std::vector<bool> unit_added;
+  std::vector<Resources> unit_charged;  // what AddPod charged for each member added
   std::optional<size_t> self;  // the pod's own place in `unit`, if it is a member
   // By flavor tier: each member's least charge on a node of the tier (a replica of a
   // time-sliced GPU charges less than a whole one). Where the members other than the pod will
@@ -41,6 +49,9 @@ struct QuotaCycle {
   // placed), and borrow unless they fit without borrowing at this node's charge too, so a gang
   // whose members could land on kinds of node that borrow is not taken for one that does not.
   std::map<int64_t, std::vector<Resources>> least_unit_charges;
+  // And each member's most charge on a node of the tier: preemption for quota judges the
+  // members still to place at it (UnitCharge).
+  std::map<int64_t, std::vector<Resources>> most_unit_charges;
   // By (flavor tier, the GPU milli the pod would hold): the charge and its verdict; with a
   // unit, each member's charge on that kind of node and the verdict on the members not yet
   // added, together. A flat queue has one tier, 0.
@@ -52,6 +63,15 @@ struct QuotaCycle {
   };
   std::map<std::pair<int64_t, int64_t>, Verdict> verdicts;
 
+  // `usage` as the other queues' cycles see it: with the queue's nominated pods of lower
+  // priority. Preemption for quota judges the queue by it, since that is what it holds once
+  // they are placed: judged without them, a queue's share was below what the others count, and
+  // a queue it took from by fair sharing took the room back by the same rule.
+  QuotaTracker AsOthersSee(const QuotaTracker& usage) const {
+    QuotaTracker out = usage;
+    if (!yielded.IsZero()) out.AddUsage(queue->name(), yielded);
+    return out;
+  }
   Resources ChargeFor(int64_t gpu_milli) const {
     Resources r = request;
     r.Set(kNvidiaGpu, gpu_milli + dra_gpu_milli);
@@ -100,26 +120,40 @@ struct QuotaCycle {
       v.unit_verdict.borrows |= all_here.borrows || !all_here.fits;
     }
   }
-  // What the pod's unit charges on a node like `node` (the pod's own charge when it is judged
-  // alone): with `all`, every member (what `base` lacks of the unit), else the members not
-  // charged yet (what `tracker` lacks). A gang reclaims, shares and preempts by priority as a
-  // whole: judged by one member's charge, a gang whose queue ends above its nominal quota took
-  // the room as "within nominal", and the queue it took from could reclaim it right back.
-  Resources UnitCharge(const NodeInfo& node, const FlavorPlacement& placement, bool all) const {
-    if (unit.empty()) return placement.charge;
-    auto it = verdicts.find({placement.tier, GpuMilliOn(node)});
-    if (it == verdicts.end() || it->second.unit_charges.size() != unit.size()) return placement.charge;
+  // What the pod's unit holds once placed: the pod's own charge here when it is judged alone,
+  // else every member at the most a node of the flavor would charge it. A gang reclaims, shares
+  // and preempts by priority as a whole: judged by one member's charge, a gang whose queue ends
+  // above its nominal quota took the room as "within nominal", and the queue it took from could
+  // reclaim it right back. At the most, because a gang's plan may move members between nodes
+  // until it is made (its reprieve fits them again): judged at the rates of the nodes first
+  // planned, a gang "reclaimed" for members on time-sliced GPUs, was placed on whole ones, and
+  // ended above its nominal quota.
+  const std::vector<Resources>* MostUnitCharges(const FlavorPlacement& placement) const {
+    auto it = most_unit_charges.find(placement.tier);
+    return unit.empty() || it == most_unit_charges.end() || it->second.size() != unit.size() ? nullptr : &it->second;
+  }
+  Resources UnitCharge(const FlavorPlacement& placement) const {
+    const std::vector<Resources>* most = MostUnitCharges(placement);
+    if (most == nullptr) return placement.charge;
     Resources total;
     if (!self.has_value()) (void)total.Add(placement.charge);
-    for (size_t i = 0; i < unit.size(); ++i) {
-      if (all || !unit_added[i]) (void)total.Add(i == self ? placement.charge : it->second.unit_charges[i]);
-    }
+    for (const Resources& m : *most) (void)total.Add(m);
     return total;
   }
-  // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
-  void MarkUnit(const Pod& other, bool added) {
+  // `usage` without what AddPod charged for the members placed so far (in UnitCharge instead).
+  QuotaTracker UnitAside(QuotaTracker usage, const FlavorPlacement& placement) const {
+    if (MostUnitCharges(placement) == nullptr) return usage;
     for (size_t i = 0; i < unit.size(); ++i) {
-      if (unit[i] == other.Key()) unit_added[i] = added;
+      if (unit_added[i]) usage.SubUsage(queue->name(), unit_charged[i]);
+    }
+    return usage;
+  }
+  // Notes that a member of the unit was charged (AddPod) or uncharged (RemovePod).
+  void MarkUnit(const Pod& other, bool added, const Resources& charge) {
+    for (size_t i = 0; i < unit.size(); ++i) {
+      if (unit[i] != other.Key()) continue;
+      unit_added[i] = added;
+      unit_charged[i] = added ? charge : Resources();
     }
   }
 };
@@ -258,7 +292,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       }
     }
   }
-  ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
+  cycle.yielded = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
   cycle.tracker = cycle.base;
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
@@ -279,6 +313,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       cycle.unit.push_back(m->Key());
     }
     cycle.unit_added.assign(unit->size(), false);
+    cycle.unit_charged.assign(unit->size(), Resources());
   }
   auto unit_charges = [&](const NodeInfo* node) {
     static const StringMap kNoLabels;
@@ -313,9 +348,11 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   };
   for (const auto& [key, v] : cycle.verdicts) {
     auto [least, fresh] = cycle.least_unit_charges.try_emplace(key.first, v.unit_charges);
+    auto most = cycle.most_unit_charges.try_emplace(key.first, v.unit_charges).first;
     if (fresh) continue;
     for (size_t i = 0; i < v.unit_charges.size(); ++i) {
       if (scalars(v.unit_charges[i]) < scalars(least->second[i])) least->second[i] = v.unit_charges[i];
+      if (scalars(v.unit_charges[i]) > scalars(most->second[i])) most->second[i] = v.unit_charges[i];
     }
   }
   cycle.Refresh();
@@ -330,11 +367,12 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   return Status::Ok();
 }
 
-void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
-                                     const Queue& own, QuotaTracker& usage, StringSet& charged) {
+Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
+                                          const Queue& own, QuotaTracker& usage, StringSet& charged) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
   const NominatedPodMap& nominated = nominations->pods;
-  if (nominated.empty()) return;
+  Resources yielded;
+  if (nominated.empty()) return yielded;
   const std::string gang = handle_->GangKeyOf(pod);
   absl::MutexLock lock(&mu_);
   const bool same_snapshot = reserved_generation_ == handle_->snapshot().generation();
@@ -345,12 +383,17 @@ void QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& direc
       if (p->Key() == pod.Key() || (!gang.empty() && handle_->GangKeyOf(*p) == gang)) continue;
       if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
       const Queue* queue = directory.QueueFor(*p).queue;
+      if (queue == nullptr) continue;
       // A teammate of lower priority yields, as on a node; another team's claim holds.
-      if (queue == nullptr || (queue == &own && p->PriorityValue() < pod.PriorityValue())) continue;
+      if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
+        (void)yielded.Add(QueueCharge(directory, *queue, *p, *node));
+        continue;
+      }
       usage.AddUsage(queue->name(), QueueCharge(directory, *queue, *p, *node));
       charged.insert(p->Key());
     }
   }
+  return yielded;
 }
 
 Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& node) const {
@@ -419,8 +462,10 @@ Status QueueQuota::AddPod(CycleState& state, const Pod&, const Pod& other,
   }
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
-  cycle->tracker.AddUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
-  cycle->MarkUnit(other, true);
+  const Resources charge = QueueCharge(*cycle->directory, *queue, other, node);
+  cycle->tracker.AddUsage(queue->name(), charge);
+  cycle->removed.erase(other.Key());
+  cycle->MarkUnit(other, true, charge);
   cycle->Refresh();
   return Status::Ok();
 }
@@ -434,9 +479,27 @@ Status QueueQuota::RemovePod(CycleState& state, const Pod&, const Pod& other,
   const Queue* queue = cycle->directory->QueueFor(other).queue;
   if (queue == nullptr) return Status::Ok();
   cycle->tracker.SubUsage(queue->name(), QueueCharge(*cycle->directory, *queue, other, node));
-  cycle->MarkUnit(other, false);
+  cycle->removed.insert(other.Key());
+  cycle->MarkUnit(other, false, Resources());
   cycle->Refresh();
   return Status::Ok();
+}
+
+std::vector<PodRef> QueueQuota::GangMembers(const std::string& gang) const {
+  const Snapshot& snapshot = handle_->snapshot();
+  absl::MutexLock lock(&mu_);
+  if (gangs_generation_ != snapshot.generation()) {
+    gangs_.clear();
+    for (const NodeInfo* node : snapshot.nodes()) {
+      for (const PodRef& p : node->pods()) {
+        if (!ChargesQuota(*p)) continue;
+        if (std::string key = handle_->GangKeyOf(*p); !key.empty()) gangs_[std::move(key)].push_back(p);
+      }
+    }
+    gangs_generation_ = snapshot.generation();
+  }
+  auto it = gangs_.find(gang);
+  return it == gangs_.end() ? std::vector<PodRef>() : it->second;
 }
 
 namespace {
@@ -488,14 +551,14 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   if (!placement.in_flavor) return VictimVerdict::kDeny;  // the preemptor may not use the node
   const Resources& want = placement.charge;
   // A gang is judged by what its members take together (QuotaCycle::UnitCharge).
-  const Resources unit_all = cycle->UnitCharge(*node, placement, /*all=*/true);
-  const Resources unit_rest = cycle->UnitCharge(*node, placement, /*all=*/false);
+  const Resources unit = cycle->UnitCharge(placement);
   // Preemption for capacity follows priority, as kube-scheduler's: when the preemptor's queue
   // takes it without evicting anyone, within its nominal quota (or the victim is a teammate),
   // quota has no say. A borrowing preemptor never evicts by priority alone from another queue:
   // that queue could reclaim the room right back.
-  if (lower && cycle->base.Check(own->name(), unit_all).fits &&
-      (theirs == own || cycle->base.WithinNominal(own->name(), unit_all))) {
+  // Within nominal counts the queue's nominations that yield to this pod (QuotaCycle::AsOthersSee).
+  if (lower && cycle->base.Check(own->name(), unit).fits &&
+      (theirs == own || cycle->AsOthersSee(cycle->base).WithinNominal(own->name(), unit))) {
     return VictimVerdict::kDefer;
   }
   // Otherwise quota is what the preemptor lacks, and the queues' preemption policies decide.
@@ -514,7 +577,10 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // only where the two subtrees meet, from the victim's side when that side's weighted dominant
   // share stays at least the preemptor's side's after the move (DRF at every level of the
   // tree, Kueue's LessThanOrEqualToFinalShare: hungry subtrees converge to shares by weight).
-  const bool reclaim = cycle->tracker.WithinNominal(own->name(), unit_rest);
+  // The preemptor's queue is judged by what it holds once its nominated pods are placed too,
+  // and its unit (the members the plan placed so far set aside: `unit` counts them).
+  const QuotaTracker own_now = cycle->UnitAside(cycle->AsOthersSee(cycle->tracker), placement);
+  const bool reclaim = own_now.WithinNominal(own->name(), unit);
   const CohortTree& tree = cycle->directory->tree();
   const int own_node = tree.QueueNode(own->name());
   const int their_node = tree.QueueNode(theirs->name());
@@ -526,14 +592,15 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   const int own_side = tree.ChildToward(meet, own_node);
   const int their_side = tree.ChildToward(meet, their_node);
   // With usage decay on, each side's share is its share now plus the share its decayed usage
-  // gives (per mille each): the one that used more recently counts as holding more.
+  // gives (per mille, on its dominant part): the one that used more recently counts as holding
+  // more.
   const int64_t own_past = cycle->decayed ? cycle->decayed->ShareOfNode(own_side) : 0;
   const int64_t their_past = cycle->decayed ? cycle->decayed->ShareOfNode(their_side) : 0;
-  int64_t own_share_after = 0;
+  FairShare own_share_after;
   if (!reclaim) {
-    QuotaTracker after = cycle->tracker;
-    after.AddUsage(own->name(), unit_rest);
-    own_share_after = after.ShareOfNode(own_side) + own_past;
+    QuotaTracker after = own_now;
+    after.AddUsage(own->name(), unit);
+    own_share_after = after.FairShareOfNode(own_side).Plus(own_past);
   }
 
   // The victim's queue gives back what it borrows: walk its pods on this node in eviction
@@ -541,15 +608,39 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // (Kueue's rule: a queue that borrows may lose any pod, so a lender gets its whole nominal
   // back even when pod sizes do not divide; the last one may take the queue below nominal).
   // When sharing, the queue also stays at or above its nominal and above the preemptor's share.
+  // The walk starts from the usage the cycle sees now: victims already chosen for the
+  // preemptor's unit on other nodes (a gang's plan) are gone from it and not walked again.
   std::vector<const Pod*> mates;
   for (const PodRef& p : node->pods()) {
-    if (cycle->directory->QueueFor(*p).queue == theirs) mates.push_back(p.get());
+    if (cycle->directory->QueueFor(*p).queue == theirs && !cycle->removed.contains(p->Key())) mates.push_back(p.get());
   }
   std::sort(mates.begin(), mates.end(), EvictedBefore);
+  // A pod in a gang goes with its mates on every node (preemption evicts a gang whole), so it
+  // is judged by what they charge together: judged by its own charge, a gang on two nodes took
+  // its queue below its nominal quota, and the queue reclaimed the room right back. Each gang
+  // is decided once, where its first member comes in the walk.
+  std::map<std::string, bool, std::less<>> gang_taken;
+  auto charge_of = [&](const Pod& p, const std::string& gang) {
+    if (gang.empty()) return QueueCharge(*cycle->directory, *theirs, p, *node);
+    Resources together;
+    for (const PodRef& m : GangMembers(gang)) {
+      const NodeInfo* where = handle_->snapshot().Get(m->node_name);
+      if (where == nullptr || cycle->removed.contains(m->Key()) || cycle->directory->QueueFor(*m).queue != theirs) continue;
+      (void)together.Add(QueueCharge(*cycle->directory, *theirs, *m, *where));
+    }
+    return together;
+  };
   const std::vector<std::string> governed = cycle->tracker.Governed(*own);  // sorted
-  QuotaTracker theirs_after = cycle->base;
+  QuotaTracker theirs_after = cycle->tracker;
   for (const Pod* p : mates) {
-    const Resources charge = QueueCharge(*cycle->directory, *theirs, *p, *node);
+    const std::string gang = handle_->GangKeyOf(*p);
+    if (auto decided = gang_taken.find(gang); decided != gang_taken.end()) {
+      if (p->Key() != victim.Key()) continue;
+      if (!decided->second) return VictimVerdict::kDeny;
+      if (reason != nullptr) *reason = reclaim ? "reclaim" : "fair-share";
+      return VictimVerdict::kAllow;
+    }
+    const Resources charge = charge_of(*p, gang);
     const Resources used = theirs_after.Usage(theirs->name());
     bool keeps_nominal = true;
     bool relieves = false;
@@ -567,8 +658,10 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
       for (const auto& [r, amount] : theirs_after.BorrowedOfNode(their_side).Entries()) side_borrows |= want.Get(r) > 0;
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && side_borrows && trial.ShareOfNode(their_side) + their_past >= own_share_after;
+      take = keeps_nominal && side_borrows &&
+             FairShare::Compare(trial.FairShareOfNode(their_side).Plus(their_past), own_share_after) >= 0;
     }
+    if (!gang.empty()) gang_taken.emplace(gang, take);
     if (p->Key() == victim.Key()) {
       if (!take) return VictimVerdict::kDeny;
       if (reason != nullptr) *reason = reclaim ? "reclaim" : "fair-share";

@@ -85,7 +85,9 @@ class QueueQuota final : public QuotaPlugin,
   // that queue's pods on the victim's node, in eviction order (lowest priority, most recently
   // created first), those taken while the queue still borrows. Fair sharing: a preemptor that would itself borrow may take borrowed capacity
   // (reason "fair-share", same policy) only from a queue whose weighted dominant share stays at
-  // least the preemptor's after the move. A victim in the preemptor's own queue: withinQueue
+  // least the preemptor's after the move (FairShare: on a tie the next largest part decides).
+  // A victim in a gang is judged with its mates on every node, the preemptor's queue with its own
+  // nominated pods of lower priority. A victim in the preemptor's own queue: withinQueue
   // LowerPriority allows lower priority (reason "within-queue"), Never denies. Victims in other
   // cohorts are denied; pods without a queue (victim or preemptor) defer to the priority rule.
   VictimVerdict MayEvict(const CycleState& state, const Pod& preemptor, const Pod& victim,
@@ -123,10 +125,14 @@ class QueueQuota final : public QuotaPlugin,
   QueueUsage SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory);
   // Charges to their queues the pods nominated to nodes (their victims are leaving), wherever
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
-  // Left out: the pod itself, its gang, and lower-priority pods of its own queue.
-  // `charged` gets their keys.
-  void ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
-                           QuotaTracker& usage, StringSet& charged);
+  // Left out: the pod itself, its gang, and lower-priority pods of its own queue, whose charge
+  // is returned (they yield to `pod`, but hold their queue's quota in other queues' cycles).
+  // `charged` gets the keys of those charged.
+  Resources ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
+                                QuotaTracker& usage, StringSet& charged);
+  // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
+  // with its mates on every node, so its queue loses what they charge together.
+  std::vector<PodRef> GangMembers(const std::string& gang) const;
 
   Handle* handle_;
   const bool reject_unqueued_;
@@ -144,6 +150,10 @@ class QueueQuota final : public QuotaPlugin,
   int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   StringKeyedMap<Reserved> reserved_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<UsageDecay> decay_ ABSL_GUARDED_BY(mu_);  // null: decay off
+  // Running pods by gang, for the snapshot of `gangs_generation_`; built when a victim policy
+  // first asks on that snapshot.
+  mutable int64_t gangs_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  mutable StringKeyedMap<std::vector<PodRef>> gangs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessel::queue_quota

@@ -218,24 +218,90 @@ Resources QuotaTracker::LentOfNode(int node) const {
   return out;
 }
 
-int64_t QuotaTracker::ShareOfNode(int node) const {
+int64_t QuotaTracker::PoolOf(int node, std::string_view r) const {
+  // The parent's subtree quota (its own quota and what its children lend), or where that is
+  // none the nearest ancestor's (all of it comes from there). Not only what the children lend:
+  // where they lend nothing (queues of nominal 0 under a cohort that holds the quota), every
+  // share was 0, fair sharing let any victim go (0 >= 0), and the victim's queue could take the
+  // room right back by the same rule.
   const CohortTree& tree = directory_->tree();
-  const CohortTree::Node& n = tree.node(node);
+  int64_t pool = 0;
+  for (int up = tree.node(node).parent; up != kNone && pool <= 0; up = tree.node(up).parent) {
+    pool = tree.node(up).subtree.Get(r);
+  }
+  return std::max<int64_t>(pool, 0);
+}
+
+int64_t QuotaTracker::ShareOfNode(int node) const {
+  const CohortTree::Node& n = directory_->tree().node(node);
   if (n.parent == kNone) return 0;
   int64_t dominant = 0;
   for (const auto& [r, borrowed] : BorrowedOfNode(node).Entries()) {
-    // The pool the siblings borrow from: the parent's subtree quota (its own quota and what its
-    // children lend), or where that is none the nearest ancestor's (all of it comes from
-    // there). Not only what the children lend: where they lend nothing (queues of nominal 0
-    // under a cohort that holds the quota), every share was 0, fair sharing let any victim go
-    // (0 >= 0), and the victim's queue could take the room right back by the same rule.
-    int64_t pool = 0;
-    for (int up = n.parent; up != kNone && pool <= 0; up = tree.node(up).parent) pool = tree.node(up).subtree.Get(r);
+    const int64_t pool = PoolOf(node, r);
     if (pool <= 0) continue;
     dominant = std::max(dominant, static_cast<int64_t>(static_cast<__int128>(borrowed) * 1000 / pool));
   }
   const int64_t weight = n.quota.has_value() ? n.quota->weight_milli : 1000;
   return static_cast<int64_t>(static_cast<__int128>(dominant) * 1000 / weight);
+}
+
+FairShare QuotaTracker::FairShareOfNode(int node) const {
+  FairShare share;
+  const CohortTree::Node& n = directory_->tree().node(node);
+  if (n.parent == kNone) return share;
+  const int64_t weight = n.quota.has_value() ? n.quota->weight_milli : 1000;
+  for (const auto& [r, borrowed] : BorrowedOfNode(node).Entries()) {
+    const int64_t pool = PoolOf(node, r);
+    if (pool <= 0) continue;
+    // borrowed / pool / (weight_milli / 1000)
+    share.parts_.push_back({.numerator = static_cast<__int128>(borrowed) * 1000,
+                            .denominator = static_cast<__int128>(pool) * weight});
+  }
+  std::sort(share.parts_.begin(), share.parts_.end(),
+            [](const FairShare::Part& a, const FairShare::Part& b) { return FairShare::CompareParts(a, b) > 0; });
+  return share;
+}
+
+FairShare FairShare::Plus(int64_t per_mille) const {
+  if (per_mille <= 0) return *this;
+  FairShare out = *this;
+  if (out.parts_.empty()) {
+    out.parts_.push_back({.numerator = per_mille, .denominator = 1000});
+    return out;
+  }
+  // n/d + p/1000 = (1000n + pd) / 1000d, exactly; the dominant part stays the largest.
+  Part& top = out.parts_.front();
+  top.numerator = top.numerator * 1000 + static_cast<__int128>(per_mille) * top.denominator;
+  top.denominator *= 1000;
+  return out;
+}
+
+int FairShare::CompareParts(const Part& a, const Part& b) {
+  // a/b against c/d by their integer parts, then (the remainders' fractions below 1) by the
+  // reciprocals the other way round: Euclid's steps, exact for any size.
+  unsigned __int128 n1 = a.numerator, d1 = a.denominator, n2 = b.numerator, d2 = b.denominator;
+  int sign = 1;
+  while (true) {
+    const unsigned __int128 q1 = n1 / d1, q2 = n2 / d2;
+    if (q1 != q2) return q1 < q2 ? -sign : sign;
+    n1 -= q1 * d1;
+    n2 -= q2 * d2;
+    if (n1 == 0 || n2 == 0) return n1 == n2 ? 0 : (n1 == 0 ? -sign : sign);
+    // n1/d1 < n2/d2 (both below 1) exactly when d1/n1 > d2/n2.
+    std::swap(n1, d1);
+    std::swap(n2, d2);
+    sign = -sign;
+  }
+}
+
+int FairShare::Compare(const FairShare& a, const FairShare& b) {
+  const size_t n = std::max(a.parts_.size(), b.parts_.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (i >= a.parts_.size()) return -1;  // a's missing share 0 against b's positive one
+    if (i >= b.parts_.size()) return 1;
+    if (const int c = CompareParts(a.parts_[i], b.parts_[i]); c != 0) return c;
+  }
+  return 0;
 }
 
 Resources QuotaTracker::Borrowed(std::string_view queue) const {

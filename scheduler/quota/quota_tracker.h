@@ -27,6 +27,31 @@
 
 namespace tessel {
 
+// A subtree's weighted share of what its parent's pool lends, per resource it borrows there
+// (borrowed / pool / weight), as exact fractions, largest first. Fair sharing compares two
+// siblings' shares as Kueue's DRF does, by the dominant (largest) share, and where those tie by
+// the next largest, and so on: compared by the dominant alone, two sides that both borrow most
+// of another flavor tie whatever moves on the flavor they contend for, and each may take the
+// other's pods there back and forth. A missing share is 0.
+//
+//   if (FairShare::Compare(after.FairShareOfNode(their_side), after.FairShareOfNode(own_side)) >= 0) ...
+class FairShare {
+ public:
+  // The share with `per_mille` more on its dominant part (decayed usage's share, usage_decay.h).
+  FairShare Plus(int64_t per_mille) const;
+  // -1, 0 or 1 as `a` is below, equal to or above `b` (exact: no rounding, no overflow).
+  static int Compare(const FairShare& a, const FairShare& b);
+
+ private:
+  friend class QuotaTracker;
+  struct Part {
+    __int128 numerator = 0;    // > 0
+    __int128 denominator = 1;  // > 0
+  };
+  static int CompareParts(const Part& a, const Part& b);
+  std::vector<Part> parts_;  // largest first
+};
+
 struct QuotaVerdict {
   bool fits = true;
   bool borrows = false;  // fits only by borrowing from the cohort
@@ -82,6 +107,8 @@ class QuotaTracker {
   Resources BorrowedOfNode(int node) const;
   Resources LentOfNode(int node) const;
   int64_t ShareOfNode(int node) const;
+  // The share ShareOfNode reports the dominant part of, whole, for fair sharing's comparisons.
+  FairShare FairShareOfNode(int node) const;
 
  private:
   // What a node may take, and which node's rule limits it (by its borrowing limit, or the root
@@ -97,6 +124,9 @@ class QuotaTracker {
   // part of that its own subtree leaves unused.
   int64_t LendableOfNode(int node, std::string_view r) const;
   int64_t IdleOfNode(int node, std::string_view r) const;
+  // The pool siblings under the node's parent borrow `r` from: the parent's subtree quota, or
+  // where that is none the nearest ancestor's; 0 when no ancestor has any.
+  int64_t PoolOf(int node, std::string_view r) const;
   struct Charge {
     std::string queue;
     Resources usage;

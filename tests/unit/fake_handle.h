@@ -3,6 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "scheduler/framework/interface.h"
 #include "scheduler/quota/queue.h"
@@ -37,6 +40,18 @@ class FakeHandle final : public Handle {
   void SetNamespaceLabels(std::string ns, StringMap labels) {
     objects_.Put(Namespace{.meta = {.name = std::move(ns), .labels = std::move(labels)}});
   }
+  // The gang a pod is in (GangKeyOf), by pod key, as a test sets it; "" for none.
+  void SetGang(std::string pod_key, std::string gang) { gangs_[std::move(pod_key)] = std::move(gang); }
+  std::string GangKeyOf(const Pod& pod) const override {
+    auto it = gangs_.find(pod.Key());
+    return it == gangs_.end() ? std::string() : it->second;
+  }
+  // A pod nominated to a node by an earlier preemption (NominatedPods).
+  void Nominate(Pod pod, const std::string& node) {
+    pod.nominated_node_name = node;
+    nominations_->pods[node].push_back(std::make_shared<const Pod>(std::move(pod)));
+  }
+  std::shared_ptr<const Nominations> NominatedPods() const override { return nominations_; }
   // PodEnded answers `ended` for every pod (a deletion seen by the core).
   bool PodEnded(const Pod&) const override { return pods_ended_.load(); }
   void SetPodsEnded(bool ended) { pods_ended_.store(ended); }
@@ -52,6 +67,8 @@ class FakeHandle final : public Handle {
   mutable ClusterObjectStore objects_;
   std::shared_ptr<const QueueDirectory> queues_;
   std::atomic<bool> pods_ended_{false};
+  std::map<std::string, std::string> gangs_;
+  std::shared_ptr<Nominations> nominations_ = std::make_shared<Nominations>();
 };
 
 }  // namespace tessel::testing

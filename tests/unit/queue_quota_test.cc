@@ -14,6 +14,7 @@
 #include "fake_handle.h"
 #include "plugins/queue_quota/queue_quota.h"
 #include "plugins/registry.h"
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/util/strings.h"
@@ -1143,6 +1144,195 @@ TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not b
     CHECK(h.plugin->MayEvict(state, preemptor, a_pods[6], &reason) == VictimVerdict::kAllow);
     CHECK(reason == "fair-share");
   }
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 855 of 2,000 + 1,000): a victim in a
+// gang was judged by its own charge, while preemption evicts the gang whole, its mates on other
+// nodes with it. Each member kept its queue at its nominal quota alone; together they took it
+// below, and the queue reclaimed the room right back. A gang member is judged by what the gang
+// charges on every node.
+TEST_CASE("QueueQuota: a victim in a gang is judged with its mates on other nodes",
+          "[quota][queue_quota][preemption][gang]") {
+  Hooks h;
+  h.handle.AddNode(NodeBuilder("n2").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a"), queue("b")});
+  auto running = [&](std::string ns, std::string name, int gpus, std::string node, int64_t created) {
+    Pod p = PodBuilder(std::move(name), std::move(ns))
+                .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
+                .Created(created)
+                .Node(std::move(node))
+                .Build();
+    h.handle.AddPod(p);
+    return p;
+  };
+  // a holds its nominal 4; b holds 7 (borrows 3): b-0 (3) and the gang g of 2 x 2 across n1, n2.
+  running("a", "a-0", 4, "n2", 0);
+  running("b", "b-0", 3, "n1", 1);
+  const Pod g0 = running("b", "g-0", 2, "n1", 2);
+  const Pod g1 = running("b", "g-1", 2, "n2", 2);
+  h.handle.SetGang(g0.Key(), "b/g");
+  h.handle.SetGang(g1.Key(), "b/g");
+  // a asks 1 more: it would borrow 1 (share 125 per mille of lab's 8).
+  const Pod preemptor = GpuPod("a", "p", 1, 5);
+  std::string reason;
+  SECTION("the gang would take b below its nominal quota: neither member may go") {
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    // Alone, each member leaves b at 5 (a share of 125, a's after): the old rule let it go.
+    CHECK(h.plugin->MayEvict(state, preemptor, g0, &reason) == VictimVerdict::kDeny);
+    CHECK(h.plugin->MayEvict(state, preemptor, g1, &reason) == VictimVerdict::kDeny);
+  }
+  SECTION("with 2 more of b's elsewhere, the gang may go and b keeps its nominal quota") {
+    running("b", "b-1", 2, "n2", 0);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, g0, &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+    CHECK(h.plugin->MayEvict(state, preemptor, g1, &reason) == VictimVerdict::kAllow);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 1356 of 2,000 + 1,000): a preemptor's
+// cycle leaves out its own queue's nominated pods of lower priority (they yield to it), so its
+// queue looked within its nominal quota, or below its share, while every other queue's cycle
+// counted them; once they were placed the queue it took from took the room back by the same
+// rule. Preemption for quota judges the preemptor's queue with them.
+TEST_CASE("QueueQuota: a preemptor's queue is judged with its nominated pods of lower priority",
+          "[quota][queue_quota][preemption]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a"), queue("b")});
+  // a holds 6 of lab's 8 (borrows 2 of b's quota); b holds 2.
+  std::vector<Pod> a_pods;
+  for (int i = 0; i < 6; ++i) a_pods.push_back(h.Running("a", StrCat("a-", i), 1, 0, i));
+  h.Running("b", "b-0", 2, 0, 10);
+  const Pod preemptor = GpuPod("b", "p", 2, 10);
+  std::string reason;
+  SECTION("alone, b reclaims within its nominal quota") {
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[5], &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "reclaim");
+  }
+  SECTION("with b's pod of 4 nominated, b would hold 8: no reclaim, and its share is above a's") {
+    h.handle.Nominate(GpuPod("b", "nominated", 4, 0), "n1");
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+    CHECK(h.plugin->MayEvict(state, preemptor, a_pods[5], &reason) == VictimVerdict::kDeny);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (issue 40's loop check, seed 2973 of 2,000 + 1,000): shares were
+// compared by their dominant part alone. Where both sides borrow most of another resource (a
+// flavor there), the shares tie whatever moves on the one they contend for, so each side took
+// the other's pods there by fair sharing, back and forth. Shares tie only when they are equal
+// part by part, largest first.
+TEST_CASE("QueueQuota: fair sharing breaks a tie of dominant shares by the next largest",
+          "[quota][queue_quota][cohort]") {
+  Hooks h;
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"cpu", "0"}, {"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  // lab's own 20 CPUs, which both queues borrow; each queue's 4 GPUs.
+  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
+                {"spec", {{"nominalQuota", {{"cpu", "20"}}}}}},
+               queue("a"), queue("b")});
+  auto running = [&](std::string ns, std::string name, std::string requests, int64_t created) {
+    Pod p = PodBuilder(std::move(name), std::move(ns)).Requests(requests).Created(created).Node("n1").Build();
+    h.handle.AddPod(p);
+    return p;
+  };
+  // Each borrows 8 of lab's 20 CPUs: a dominant share of 400 per mille on both sides.
+  running("a", "a-cpu", "cpu:8", 0);
+  running("b", "b-cpu", "cpu:8", 0);
+  for (int i = 0; i < 3; ++i) running("a", StrCat("a-", i), "nvidia.com/gpu:1", 1 + i);
+  int b_gpus = 5;
+  SECTION("b borrows 1 GPU: a taking 2 would end above b by GPUs, the dominant CPU shares equal") {}
+  SECTION("b borrows 2 GPUs: after the move both borrow 1, equal part by part") { b_gpus = 6; }
+  std::vector<Pod> b_pods;
+  for (int i = 0; i < b_gpus; ++i) b_pods.push_back(running("b", StrCat("b-", i), "nvidia.com/gpu:1", 10 + i));
+  const Pod preemptor = PodBuilder("p", "a").Requests("nvidia.com/gpu:2").Priority(5).Build();
+  CycleState state;
+  REQUIRE(h.plugin->PreFilter(state, preemptor).ok());
+  std::string reason;
+  if (b_gpus == 5) {
+    CHECK(h.plugin->MayEvict(state, preemptor, b_pods.back(), &reason) == VictimVerdict::kDeny);
+  } else {
+    CHECK(h.plugin->MayEvict(state, preemptor, b_pods.back(), &reason) == VictimVerdict::kAllow);
+    CHECK(reason == "fair-share");
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The composition property (seed 226 of the default family once gang victims were judged whole,
+// seed 2982 of 3,000 + 1,500): a gang's members still to place were judged at the rate of the
+// node its member was planned on. A member planned on a time-sliced GPU charges a replica's
+// fraction, so the gang "reclaimed" within its queue's nominal quota; the plan then placed
+// members on whole GPUs (its reprieve fits them again), the queue ended above its nominal quota,
+// and the queue it took from reclaimed the room back. Every member counts at the most a node of
+// the flavor would charge it.
+TEST_CASE("QueueQuota: a gang is judged at the most its members could charge, wherever the plan puts them",
+          "[quota][queue_quota][preemption][gang]") {
+  Hooks h;  // n1: 8 whole GPUs
+  h.handle.AddNode(NodeBuilder("sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Build());
+  auto queue = [](std::string name) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a"), queue("b")});
+  // a holds 1; b holds 4 whole GPUs and a replica (250m): it borrows 250m.
+  h.Running("a", "a-0", 1, 0, 0);
+  for (int i = 0; i < 4; ++i) h.Running("b", StrCat("b-", i), 1, 0, i);
+  const Pod replica = PodBuilder("b-replica", "b").Requests("cpu:1,nvidia.com/gpu:1").Created(9).Node("sliced").Build();
+  h.handle.AddPod(replica);
+  // a's gang of 4 x 1 GPU: on replicas 1 GPU in all (a within its nominal 4), on whole GPUs 4
+  // (a at 5: it would borrow, and b's side would be left below a's share).
+  auto members = std::make_shared<std::vector<PodRef>>();
+  for (int i = 0; i < 4; ++i) members->push_back(std::make_shared<const Pod>(GpuPod("a", StrCat("g-", i), 1, 5)));
+  CycleState state;
+  SetSchedulingUnit(state, members);
+  REQUIRE(h.plugin->PreFilter(state, *members->front()).ok());
+  SECTION("no member placed yet") {}
+  SECTION("the plan placed a member on a replica (it may move it to a whole GPU yet)") {
+    REQUIRE(h.plugin->AddPod(state, *members->front(), *(*members)[1], *h.handle.snapshot().Get("sliced")).ok());
+  }
+  std::string reason;
+  CHECK(h.plugin->MayEvict(state, *members->front(), replica, &reason) == VictimVerdict::kDeny);
 }
 
 }  // namespace

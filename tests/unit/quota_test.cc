@@ -456,6 +456,45 @@ TEST_CASE("borrowing is ordered by weighted dominant share", "[quota]") {
   CHECK(t.WeightedDominantShare("idle") == 0);
 }
 
+TEST_CASE("fair shares compare exactly, part by part, largest first", "[quota]") {
+  // 3,000 GPUs and 30 CPUs in the pool (the idle queue lends them all); a and b borrow.
+  Queue a = MakeQueue("a", "lab", "nvidia.com/gpu:0,cpu:0");
+  Queue b = MakeQueue("b", "lab", "nvidia.com/gpu:0,cpu:0");
+  Queue c = MakeQueue("c", "lab", "nvidia.com/gpu:0,cpu:0");
+  Queue idle = MakeQueue("idle", "lab", "nvidia.com/gpu:3000,cpu:30");
+  b.weight_milli = 2000;
+  QueueDirectory d = Directory({a, b, c, idle});
+  const CohortTree& tree = d.tree();
+  auto compare = [&](const QuotaTracker& t, std::string_view x, std::string_view y) {
+    return FairShare::Compare(t.FairShareOfNode(tree.QueueNode(x)), t.FairShareOfNode(tree.QueueNode(y)));
+  };
+  QuotaTracker t(&d);
+  SECTION("below a per mille, as exactly as above it") {
+    t.Add("a/1", "a", Res("nvidia.com/gpu:1"));  // 1/3000: 0 per mille
+    t.Add("c/1", "c", Res("nvidia.com/gpu:2"));  // 2/3000: 0 per mille too
+    CHECK(t.WeightedDominantShare("a") == t.WeightedDominantShare("c"));
+    CHECK(compare(t, "a", "c") < 0);
+    CHECK(compare(t, "c", "a") > 0);
+  }
+  SECTION("equal shares by weight are equal") {
+    t.Add("a/1", "a", Res("nvidia.com/gpu:1"));
+    t.Add("b/1", "b", Res("nvidia.com/gpu:2"));  // twice a's, at twice its weight
+    CHECK(compare(t, "a", "b") == 0);
+  }
+  SECTION("a tie of dominant shares goes to the next largest part") {
+    t.Add("a/1", "a", Res("cpu:12,nvidia.com/gpu:300"));  // 400 and 100 per mille
+    t.Add("c/1", "c", Res("cpu:12"));                      // 400
+    CHECK(t.WeightedDominantShare("a") == t.WeightedDominantShare("c"));
+    CHECK(compare(t, "a", "c") > 0);
+    CHECK(compare(t, "c", "c") == 0);
+  }
+  SECTION("a share above another's whatever the parts below") {
+    t.Add("a/1", "a", Res("cpu:13"));                      // 433
+    t.Add("c/1", "c", Res("cpu:12,nvidia.com/gpu:1200"));  // 400 and 400
+    CHECK(compare(t, "a", "c") > 0);
+  }
+}
+
 TEST_CASE("what a queue lends: the cohort's borrowing split among the idle lenders", "[quota]") {
   Queue a = MakeQueue("a", "c", "nvidia.com/gpu:10");
   Queue b = MakeQueue("b", "c", "nvidia.com/gpu:10");
