@@ -335,6 +335,13 @@ TEST_CASE("QueueQuota: a replica of a shared GPU counts as its fraction of a phy
 
 // --- The plugin's hooks, on a fake handle ---------------------------------------------------
 
+// A queue of the cohort "lab" with the nominal quota `nominal`, reclaiming from any borrower.
+json LabQueue(const std::string& name, json nominal) {
+  return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
+                            {"nominalQuota", std::move(nominal)},
+                            {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+}
+
 struct Hooks {
   explicit Hooks(QueueQuota::Args args = {}) {
     handle.AddNode(NodeBuilder("n1").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
@@ -1077,11 +1084,7 @@ namespace {
 TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compares what they borrow",
           "[quota][queue_quota][cohort]") {
   Hooks h;
-  auto queue = [](std::string name) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
-                              {"nominalQuota", {{"nvidia.com/gpu", "0"}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
+  auto queue = [](const std::string& name) { return LabQueue(name, {{"nvidia.com/gpu", "0"}}); };
   h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
                 {"spec", {{"nominalQuota", {{"nvidia.com/gpu", "3"}}}}}},
                queue("a"), queue("b")});
@@ -1161,11 +1164,7 @@ TEST_CASE("QueueQuota: a victim in a gang is judged with its mates on other node
           "[quota][queue_quota][preemption][gang]") {
   Hooks h;
   h.handle.AddNode(NodeBuilder("n2").Allocatable("cpu:64,memory:256Gi,nvidia.com/gpu:8").Build());
-  auto queue = [](std::string name) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
-                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
+  auto queue = [](const std::string& name) { return LabQueue(name, {{"nvidia.com/gpu", "4"}}); };
   h.SetQueues({queue("a"), queue("b")});
   auto running = [&](std::string ns, std::string name, int gpus, std::string node, int64_t created) {
     Pod p = PodBuilder(std::move(name), std::move(ns))
@@ -1217,11 +1216,7 @@ namespace {
 TEST_CASE("QueueQuota: a preemptor's queue is judged with its nominated pods of lower priority",
           "[quota][queue_quota][preemption]") {
   Hooks h;
-  auto queue = [](std::string name) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
-                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
+  auto queue = [](const std::string& name) { return LabQueue(name, {{"nvidia.com/gpu", "4"}}); };
   h.SetQueues({queue("a"), queue("b")});
   // a holds 6 of lab's 8 (borrows 2 of b's quota); b holds 2.
   std::vector<Pod> a_pods;
@@ -1257,11 +1252,7 @@ namespace {
 TEST_CASE("QueueQuota: fair sharing breaks a tie of dominant shares by the next largest",
           "[quota][queue_quota][cohort]") {
   Hooks h;
-  auto queue = [](std::string name) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
-                              {"nominalQuota", {{"cpu", "0"}, {"nvidia.com/gpu", "4"}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
+  auto queue = [](const std::string& name) { return LabQueue(name, {{"cpu", "0"}, {"nvidia.com/gpu", "4"}}); };
   // lab's own 20 CPUs, which both queues borrow; each queue's 4 GPUs.
   h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
                 {"spec", {{"nominalQuota", {{"cpu", "20"}}}}}},
@@ -1309,11 +1300,7 @@ TEST_CASE("QueueQuota: a gang is judged at the most its members could charge, wh
           "[quota][queue_quota][preemption][gang]") {
   Hooks h;  // n1: 8 whole GPUs
   h.handle.AddNode(NodeBuilder("sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Build());
-  auto queue = [](std::string name) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "lab"},
-                              {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
+  auto queue = [](const std::string& name) { return LabQueue(name, {{"nvidia.com/gpu", "4"}}); };
   h.SetQueues({queue("a"), queue("b")});
   // a holds 1; b holds 4 whole GPUs and a replica (250m): it borrows 250m.
   h.Running("a", "a-0", 1, 0, 0);
