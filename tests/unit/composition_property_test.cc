@@ -26,7 +26,8 @@
 // seeds made before). The checker holds every limit on every path, per flavor
 // (quota_tree_model.h); a victim of another queue taken for quota must come from the subtree
 // that borrows where the two queues meet; and no preemption loops between queues: once queue X
-// took from queue V, no pod of X is evicted for a preemptor of V that does not outrank it while X
+// took from queue V for quota (a pod of X that does not outrank its victim), no pod of X is
+// evicted for a preemptor of V that does not outrank it while X
 // holds no more than it took and V no less than it kept. Issue 39: a third of the worlds (drawn by a generator of their own, so the
 // other worlds are what their seeds made before) put half their GPU nodes' GPUs behind Dynamic
 // Resource Allocation: a ResourceSlice of whole devices per node, or in half of them partitionable

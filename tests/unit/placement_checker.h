@@ -1243,6 +1243,10 @@ class PlacementChecker {
       const CheckedQueue* v = queue_of(e.victim);
       const CheckedQueue* x = queue_of(e.preemptor);
       if (e.move || x == nullptr || v == nullptr || x == v) continue;
+      // A take by priority is no take for quota (seeds 3444 and 4169 of 3,000 + 1,500: a CPU pod
+      // of higher priority took a node's CPU; the victim's queue then reclaimed GPU quota lent to
+      // the taker's, by the quota rule, which is no loop).
+      if (SpecOf(e.preemptor)->priority > SpecOf(e.victim)->priority) continue;
       const std::string key = key_on(e.node);
       loop_guards_[{v->name, x->name, key}] = {.first = StrCat(Preemptor(e.preemptor), " of queue ", x->name, " evicting ", e.victim),
                                               .taker_after = holds(view, x->namespace_, key, false, true),
