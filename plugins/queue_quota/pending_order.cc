@@ -18,13 +18,9 @@ std::string PendingGroupOf(const Pod& pod) {
 bool WithinNominalQuota(const QuotaTracker& usage, const Queue& queue, const Resources& charge) {
   if (!queue.flavored()) return usage.WithinNominal(queue.name(), charge);
   for (const ResourceGroup& group : queue.resource_groups) {
-    const bool used = std::any_of(group.covered.begin(), group.covered.end(),
-                                  [&](const std::string& r) { return charge.Get(r) > 0; });
-    if (!used) continue;
+    if (!group.UsedBy(charge)) continue;
     const bool fits_one = std::any_of(group.flavors.begin(), group.flavors.end(), [&](const std::string& flavor) {
-      Resources in_flavor;
-      for (const std::string& r : group.covered) in_flavor.Set(FlavoredResource(r, flavor), charge.Get(r));
-      return usage.WithinNominal(queue.name(), in_flavor);
+      return usage.WithinNominal(queue.name(), group.InFlavor(charge, flavor));
     });
     if (!fits_one) return false;
   }

@@ -189,9 +189,7 @@ void ExplainFlavors(Scheduler& s, const QueueDirectory& directory, const Pod& po
   }
   bool tried = false;
   for (const ResourceGroup& group : queue.resource_groups) {
-    if (std::none_of(group.covered.begin(), group.covered.end(), [&](const std::string& r) { return pod.requests.Get(r) > 0; })) {
-      continue;
-    }
+    if (!group.UsedBy(pod.requests)) continue;
     for (const std::string& flavor : group.flavors) {
       const auto it = by_flavor.find(flavor);
       std::string line = StrCat("flavor ", flavor, ": ");

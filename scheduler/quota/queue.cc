@@ -224,8 +224,7 @@ FlavorPlacement QueueDirectory::Place(const Queue& queue, const Resources& charg
     return out;
   }
   for (const ResourceGroup& group : queue.resource_groups) {
-    const bool used = std::any_of(group.covered.begin(), group.covered.end(),
-                                  [&](const std::string& r) { return charge.Get(r) > 0; });
+    const bool used = group.UsedBy(charge);
     size_t index = 0;
     const ResourceFlavor* flavor = nullptr;
     for (; index < group.flavors.size(); ++index) {
@@ -253,9 +252,7 @@ FlavorPlacement QueueDirectory::Place(const Queue& queue, const Resources& charg
                        flavor->name());
       continue;
     }
-    for (const std::string& r : group.covered) {
-      if (const int64_t amount = charge.Get(r); amount > 0) out.charge.Set(FlavoredResource(r, flavor->name()), amount);
-    }
+    (void)out.charge.Add(group.InFlavor(charge, flavor->name()));
   }
   return out;
 }

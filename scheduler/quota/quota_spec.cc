@@ -12,6 +12,18 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
+
+bool ResourceGroup::UsedBy(const Resources& charge) const {
+  return std::any_of(covered.begin(), covered.end(), [&](const std::string& r) { return charge.Get(r) > 0; });
+}
+
+Resources ResourceGroup::InFlavor(const Resources& charge, std::string_view flavor) const {
+  Resources out;
+  for (const std::string& r : covered) {
+    if (const int64_t amount = charge.Get(r); amount > 0) out.Set(FlavoredResource(r, flavor), amount);
+  }
+  return out;
+}
 namespace {
 
 using nlohmann::json;

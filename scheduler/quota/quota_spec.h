@@ -31,6 +31,12 @@ using ResourceLimits = std::map<std::string, int64_t, std::less<>>;
 struct ResourceGroup {
   std::vector<std::string> covered;  // coveredResources
   std::vector<std::string> flavors;  // in the order pods try them
+
+  // Whether `charge` (plain resource names: requests, or QuotaCharge) asks a resource the group
+  // covers.
+  bool UsedBy(const Resources& charge) const;
+  // The part of `charge` the group covers, under `flavor`'s keys ("nvidia.com/gpu@spot").
+  Resources InFlavor(const Resources& charge, std::string_view flavor) const;
 };
 
 // At most this many resource groups, and flavors per group (Kueue's limits are 16 and 16).

@@ -79,19 +79,13 @@ std::optional<std::vector<const ResourceFlavor*>> FlavorsWithQuota(const QueueDi
     return chosen;
   }
   for (const ResourceGroup& group : queue.resource_groups) {
-    const bool used = std::any_of(group.covered.begin(), group.covered.end(),
-                                  [&](const std::string& r) { return charge.Get(r) > 0; });
-    if (!used) continue;
+    if (!group.UsedBy(charge)) continue;
     const ResourceFlavor* by_borrowing = nullptr;
     const ResourceFlavor* taken = nullptr;
     for (const std::string& name : group.flavors) {
       auto it = directory.flavors().find(name);
       if (it == directory.flavors().end()) continue;
-      Resources flavored;
-      for (const std::string& r : group.covered) {
-        if (const int64_t amount = charge.Get(r); amount > 0) flavored.Set(FlavoredResource(r, name), amount);
-      }
-      const QuotaVerdict verdict = usage.Check(queue.name(), flavored);
+      const QuotaVerdict verdict = usage.Check(queue.name(), group.InFlavor(charge, name));
       if (!verdict.fits) continue;
       if (verdict.borrows && queue.when_can_borrow == WhenCanBorrow::kTryNextFlavor) {
         if (by_borrowing == nullptr) by_borrowing = &it->second;
