@@ -289,7 +289,8 @@ Status DynamicResources::PreFilter(CycleState& state, const Pod& pod) {
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       const RawObject* stored = objects->RawOf(RawKind::kResourceClaim, it->first);
       if (stored != nullptr) it->second.awaiting_creation = false;
-      const bool deleted = !it->second.created_uid.empty() &&
+      // Asked only of a created claim the store does not hold (the store scans its last deletions).
+      const bool deleted = stored == nullptr && it->second.awaiting_creation && !it->second.created_uid.empty() &&
                            objects->RecentlyDeleted(RawKind::kResourceClaim, it->first, it->second.created_uid);
       if (RecordDone(it->second, stored, allocated_seen.contains(it->first), deleted)) {
         it = in_flight_.erase(it);  // the informer has it now (or the claim is gone)

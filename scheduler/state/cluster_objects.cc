@@ -2,7 +2,6 @@
 #include "scheduler/state/cluster_objects.h"
 
 #include <algorithm>
-
 #include <atomic>
 
 #include "absl/time/clock.h"

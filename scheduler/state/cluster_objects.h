@@ -18,9 +18,9 @@
 // view that holds it is in use: a claim update copies at most the claims map.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
