@@ -50,6 +50,15 @@ json QueueObject(std::string name, json spec) {
               {"spec", std::move(spec)}};
 }
 
+// A Cohort of the quota tree under `parent` ("" for a root), with the rest of its spec.
+json CohortObject(std::string name, const std::string& parent, json spec = json::object()) {
+  if (!parent.empty()) spec["parent"] = parent;
+  return json{{"apiVersion", "tessel.io/v1alpha1"},
+              {"kind", "Cohort"},
+              {"metadata", {{"name", std::move(name)}}},
+              {"spec", std::move(spec)}};
+}
+
 // The whole core with the default profile, GPU nodes, and binds confirmed as an informer would.
 constexpr std::string_view kNodeSize = "cpu:64,memory:256Gi,nvidia.com/gpu:8";
 
@@ -853,10 +862,7 @@ TEST_CASE("QueueQuota: in a tree of cohorts, reclaim takes back from the nearest
   // all 8 are quota, and a1 lends its 4 while it is idle.
   Cluster c(1);
   for (const auto& [name, parent] : {std::pair{"org", ""}, {"dept-a", "org"}, {"dept-b", "org"}}) {
-    json spec = json::object();
-    if (*parent != '\0') spec["parent"] = parent;
-    REQUIRE(c.harness.ApplyQueueObject({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"},
-                                         {"metadata", {{"name", name}}}, {"spec", spec}}).ok());
+    REQUIRE(c.harness.ApplyQueueObject(CohortObject(name, parent)).ok());
   }
   c.AddQueue("a1", {{"namespaces", {"a1"}}, {"cohort", "dept-a"}, {"nominalQuota", {{"nvidia.com/gpu", "4"}}},
                     {"preemption", {{"reclaimWithinCohort", "Any"}}}});
@@ -895,11 +901,7 @@ TEST_CASE("QueueQuota: fair sharing in a tree compares the two subtrees where th
   // dept-b borrows 3 of what org lends. a1 asks 4: above its own nominal quota (no reclaim),
   // but dept-a stays within its subtree's 4, so at org dept-a's share (0) is below dept-b's.
   Hooks h;
-  auto cohort = [](std::string name, std::string parent) {
-    json spec = json::object();
-    if (!parent.empty()) spec["parent"] = parent;
-    return json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
-  };
+  auto cohort = [](std::string name, std::string parent) { return CohortObject(std::move(name), parent); };
   auto queue = [](std::string name, std::string cohort_name) {
     return QueueObject(name, {{"namespaces", {name}}, {"cohort", cohort_name},
                               {"nominalQuota", {{"nvidia.com/gpu", "2"}}},
@@ -1085,9 +1087,7 @@ TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compare
           "[quota][queue_quota][cohort]") {
   Hooks h;
   auto queue = [](const std::string& name) { return LabQueue(name, {{"nvidia.com/gpu", "0"}}); };
-  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
-                {"spec", {{"nominalQuota", {{"nvidia.com/gpu", "3"}}}}}},
-               queue("a"), queue("b")});
+  h.SetQueues({CohortObject("lab", "", {{"nominalQuota", {{"nvidia.com/gpu", "3"}}}}), queue("a"), queue("b")});
   std::vector<Pod> b_pods;
   for (int i = 0; i < 3; ++i) b_pods.push_back(h.Running("b", StrCat("b-", i), 1, 0, i));
   const Pod preemptor = GpuPod("a", "p", 2, 0);
@@ -1117,9 +1117,7 @@ TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not b
           "[quota][queue_quota][cohort]") {
   Hooks h;
   auto cohort = [](std::string name, std::string parent, int gpus) {
-    json spec = {{"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
-    if (!parent.empty()) spec["parent"] = parent;
-    return json{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+    return CohortObject(std::move(name), parent, {{"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}});
   };
   auto queue = [](std::string name, std::string cohort_name) {
     return QueueObject(name, {{"namespaces", {name}}, {"cohort", cohort_name},
@@ -1254,9 +1252,7 @@ TEST_CASE("QueueQuota: fair sharing breaks a tie of dominant shares by the next 
   Hooks h;
   auto queue = [](const std::string& name) { return LabQueue(name, {{"cpu", "0"}, {"nvidia.com/gpu", "4"}}); };
   // lab's own 20 CPUs, which both queues borrow; each queue's 4 GPUs.
-  h.SetQueues({{{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", "lab"}}},
-                {"spec", {{"nominalQuota", {{"cpu", "20"}}}}}},
-               queue("a"), queue("b")});
+  h.SetQueues({CohortObject("lab", "", {{"nominalQuota", {{"cpu", "20"}}}}), queue("a"), queue("b")});
   auto running = [&](std::string ns, std::string name, std::string requests, int64_t created) {
     Pod p = PodBuilder(std::move(name), std::move(ns)).Requests(requests).Created(created).Node("n1").Build();
     h.handle.AddPod(p);
