@@ -8,12 +8,7 @@
 
 namespace tessel::queue_quota {
 
-std::string PendingGroupOf(const Pod& pod) {
-  if (auto label = pod.meta.labels.find(std::string(kQueueLabel)); label != pod.meta.labels.end()) {
-    return StrCat("queue/", label->second);
-  }
-  return StrCat("namespace/", pod.meta.namespace_);
-}
+std::string PendingGroupOf(const Pod& pod) { return pod.meta.namespace_; }
 
 bool WithinNominalQuota(const QuotaTracker& usage, const Queue& queue, const Resources& charge) {
   if (!queue.flavored()) return usage.WithinNominal(queue.name(), charge);

@@ -1,8 +1,9 @@
 // The order of pending pods across team queues (QueueQuota as a PendingOrderPlugin): Kueue's
-// order of ClusterQueue heads. The scheduling queue keeps pods in groups, by their
-// tessel.io/queue label or, without one, their namespace (a function of the pod alone; a queue
-// whose pods fall in several groups is judged as one queue all the same), each group in the
-// QueueSort order. Among the groups' heads the next pod is, in this order:
+// order of ClusterQueue heads. The scheduling queue keeps pods in groups by namespace, each in
+// the QueueSort order: a function of the pod alone that no pod author can multiply (a label
+// value could be anything, and every pop looks at every group's head); a queue whose pods fall
+// in several namespaces is judged as one queue all the same, and the pods of one namespace that
+// name different queues by label wait in one group. Among the groups' heads the next pod is, in this order:
 //   1. one its queue holds within its nominal quota (Kueue: "request under nominal quota"), so a
 //      team that asks for its own quota is not queued behind another team's borrowing;
 //   2. the higher priority;
