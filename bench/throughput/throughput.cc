@@ -55,6 +55,19 @@ PriorityClass BenchPriorityClass(int k) {
   return pc;
 }
 
+// --queues: namespace `name`'s Queue, in the cohort all share.
+nlohmann::json BenchQueue(const std::string& name, int64_t gpus) {
+  return {{"apiVersion", "tessel.io/v1alpha1"},
+          {"kind", "Queue"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"namespaces", {name}}, {"cohort", "bench"}, {"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+}
+
+std::string BenchNamespace(int i, int namespaces) {
+  return namespaces > 1 ? StrCat("bench-", i % namespaces) : "bench";
+}
+
 // FNV-1a over the outcome: every pod's node in key order, then the evictions in order.
 uint64_t Digest(const SimulatedCluster& sim) {
   uint64_t h = 1469598103934665603ull;
@@ -70,10 +83,10 @@ uint64_t Digest(const SimulatedCluster& sim) {
   return h;
 }
 
-Pod SyntheticPod(int i, int gpus, std::mt19937_64& rng) {
+Pod SyntheticPod(int i, int gpus, int namespaces, std::mt19937_64& rng) {
   Pod p;
   p.meta.name = fmt::format("pod-{:06d}", i);
-  p.meta.namespace_ = "bench";
+  p.meta.namespace_ = BenchNamespace(i, namespaces);
   p.meta.uid = StrCat("uid-", p.meta.name);
   p.meta.creation_timestamp = absl::FromUnixSeconds(1'700'000'000 + i);
   p.scheduler_name = "tessel";
@@ -159,6 +172,12 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   if (options.priorities) {
     for (int k = 0; k < kPriorityClasses; ++k) objects.priority_classes.push_back(BenchPriorityClass(k));
   }
+  if (options.queues) {
+    const int64_t gpus = int64_t{options.nodes} * options.gpus_per_node;
+    for (int k = 0; k < options.namespaces; ++k) {
+      objects.others.push_back(BenchQueue(BenchNamespace(k, options.namespaces), gpus / options.namespaces));
+    }
+  }
   feed(true);
   std::mt19937_64 rng(options.seed);
   std::mt19937_64 class_rng(options.seed + 1);
@@ -186,7 +205,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
     const int end = static_cast<int>(int64_t{options.pods} * (wave + 1) / waves);
     for (; next < end; ++next) {
       const int gpus = options.mix[rng() % options.mix.size()];
-      Pod p = SyntheticPod(next, gpus, rng);
+      Pod p = SyntheticPod(next, gpus, options.namespaces, rng);
       if (options.priorities) p.priority_class_name = PriorityClassName(class_rng() % kPriorityClasses);
       objects.pods.push_back(std::move(p));
       feed(false);
@@ -226,7 +245,7 @@ int ThroughputMain(int argc, char** argv) {
   std::string mix;
   cmd::FlagSet flags("tessel-bench throughput",
                      "usage: tessel-bench throughput --nodes N --pods M [--bound R] [--gpus-per-node 8] "
-                     "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--config FILE] [--threads T] [--seed S] "
+                     "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--namespaces K] [--queues] [--config FILE] [--threads T] [--seed S] "
                      "[--reference] [--json]");
   flags.Int("--nodes", "N", &options.nodes, {1, 1'000'000}, "nodes of the synthetic cluster (default 5000)")
       .Int("--pods", "M", &options.pods, {1, 10'000'000}, "pending pods to decide (default 10000)")
@@ -240,6 +259,9 @@ int ThroughputMain(int argc, char** argv) {
             "check every mutex acquisition for lock-order cycles (Debian Abseil's default)")
       .Bool("--priorities", &options.priorities, "pods name PriorityClasses of four values")
       .Int("--waves", "W", &options.waves, {1, 1000}, "the pods arrive in W groups (default 4 with --priorities, else 1)")
+      .Int("--namespaces", "K", &options.namespaces, {1, 100'000},
+           "pending pods are spread over K namespaces, round robin (default 1)")
+      .Bool("--queues", &options.queues, "each namespace has a Queue, all in one cohort, with an even share of the GPUs")
       .Bool("--reference", &options.reference, "evaluate every node, without the decision cache")
       .Bool("--json", &json, "print JSON");
   cmd::ParseOrExit(flags, argc, argv);

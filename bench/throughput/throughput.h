@@ -52,6 +52,10 @@ struct ThroughputOptions {
   // priorities, else 1).
   bool priorities = false;
   int waves = 0;
+  // Pending pods are spread over this many namespaces (teams), round robin; with `queues`, each
+  // namespace has a Queue, all in one cohort, with an even share of the GPUs as nominal quota.
+  int namespaces = 1;
+  bool queues = false;
 };
 
 struct ThroughputResult {

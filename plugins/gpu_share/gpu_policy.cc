@@ -25,14 +25,10 @@ const DeviceList* ChosenDevices(const CycleState& state) {
 }
 
 void AppendPodGpuKey(const PodGpu& pod, std::string& key) {
-  const GpuRequest& r = pod.request;
   key.push_back('G');
-  for (int64_t v : {static_cast<int64_t>(r.kind), int64_t{r.count}, r.milli, static_cast<int64_t>(r.sharing),
-                    r.memory_bytes, r.mig_sevenths, pod.cpu_milli, pod.memory,
-                    static_cast<int64_t>(pod.models.size())}) {
-    AppendKeyInt(v, key);
-  }
-  AppendKeyString(r.error, key);
+  AppendGpuRequest(pod.request, key);
+  for (int64_t v : {pod.cpu_milli, pod.memory, static_cast<int64_t>(pod.models.size())}) AppendKeyInt(v, key);
+  AppendKeyString(pod.request.error, key);
   for (const std::string& m : pod.models) AppendKeyString(m, key);
 }
 

@@ -236,24 +236,36 @@ bool QueueQuota::RestoreDecayedUsage(const std::string& queue, const Resources& 
 
 QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory) {
   const Snapshot& snapshot = handle_->snapshot();
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   absl::MutexLock lock(&mu_);
-  if (usage_directory_ != directory) {  // queues changed: every node's sums may differ
-    node_usage_.clear();
-    usage_directory_ = directory;
-  }
-  QueueUsage total;
-  for (const NodeInfo* node : snapshot.nodes()) {
-    NodeUsage& entry = node_usage_[node->name()];
-    if (entry.generation != node->generation()) {
-      entry.usage.clear();
-      AddNodeUsage(*directory, *node, entry.usage);
-      entry.generation = node->generation();
+  // One node's part of the total, taken out and counted again when its generation moved.
+  auto recount = [&](size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    NodeUsage& entry = node_usage_[i];
+    if (entry.generation == nodes[i]->generation()) return;
+    for (const auto& [queue, amount] : entry.usage) {
+      auto it = usage_total_.find(queue);
+      it->second.Sub(amount);
+      if (it->second.IsZero()) usage_total_.erase(it);
     }
-    for (const auto& [queue, amount] : entry.usage) (void)total[queue].Add(amount);
+    entry.usage.clear();
+    AddNodeUsage(*directory, *nodes[i], entry.usage);
+    for (const auto& [queue, amount] : entry.usage) (void)usage_total_[queue].Add(amount);
+    entry.generation = nodes[i]->generation();
+  };
+  if (usage_directory_ != directory || usage_epoch_ != snapshot.change_epoch() || node_usage_.size() != nodes.size()) {
+    // Everything again: the queues changed (every node's sums may differ), nodes came or went,
+    // or the log restarted.
+    usage_directory_ = directory;
+    node_usage_.assign(nodes.size(), NodeUsage());
+    usage_total_.clear();
+    for (size_t i = 0; i < nodes.size(); ++i) recount(i);
+  } else {
+    const std::vector<uint32_t>& changes = snapshot.changes();
+    for (size_t p = usage_log_pos_; p < changes.size(); ++p) recount(changes[p]);
   }
-  if (node_usage_.size() > snapshot.size()) {  // nodes were removed
-    std::erase_if(node_usage_, [&](const auto& kv) { return snapshot.Get(kv.first) == nullptr; });
-  }
+  usage_epoch_ = snapshot.change_epoch();
+  usage_log_pos_ = snapshot.changes().size();
+  QueueUsage total = usage_total_;
   if (reserved_generation_ == snapshot.generation()) {
     for (const auto& [key, r] : reserved_) (void)total[r.queue].Add(r.charge);
   }
@@ -325,7 +337,10 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
     }
     return out;
   };
-  if (cycle.gpu.needs_devices() || lookup.queue->flavored()) {
+  if (cycle.gpu.needs_devices() && !lookup.queue->flavored() && unit == nullptr) {
+    // A flat queue's single pod: one kind of node per GPU milli it would hold there.
+    for (const int64_t milli : HeldMilliKinds(cycle.gpu)) cycle.verdicts[{0, milli}].charge = cycle.ChargeFor(milli);
+  } else if (cycle.gpu.needs_devices() || lookup.queue->flavored()) {
     for (const NodeInfo* node : handle_->snapshot().nodes()) {
       const FlavorPlacement placement = cycle.PlaceOn(*node);
       if (!placement.in_flavor) continue;
@@ -405,6 +420,65 @@ Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& n
   return verdict.fits ? Status::Ok() : Status::Unschedulable(verdict.reason);
 }
 
+bool QueueQuota::AppendFilterKey(const CycleState& state, const Pod&, std::string& key) const {
+  const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
+  if (cycle == nullptr) return true;  // no queue: Filter passes every node
+  // A flavored queue's verdict reads the node's flavor, and its tiers choose among the feasible
+  // nodes, which the cache does not; a unit's verdict reads its members still to place.
+  if (cycle->queue->flavored() || !cycle->unit.empty()) return false;
+  // The pod's GPU request maps each node to its kind (HeldGpuMilliOn); the table gives the
+  // verdict of each kind, and holds every kind of the snapshot's nodes.
+  AppendGpuRequest(cycle->gpu, key);
+  for (const auto& [kind, v] : cycle->verdicts) {
+    AppendKeyInt(kind.second, key);
+    if (v.verdict.fits) {
+      key += '+';
+    } else {
+      key += '-';
+      AppendKeyString(v.verdict.reason, key);
+    }
+  }
+  return true;
+}
+
+std::vector<int64_t> QueueQuota::HeldMilliKinds(const gpu::GpuRequest& gpu) {
+  std::string request;
+  AppendGpuRequest(gpu, request);
+  const Snapshot& snapshot = handle_->snapshot();
+  const std::vector<NodeInfo*>& nodes = snapshot.nodes();
+  absl::MutexLock lock(&mu_);
+  constexpr size_t kMaxRequests = 64;  // the least recently used is dropped beyond
+  if (held_milli_.size() >= kMaxRequests && !held_milli_.contains(request)) {
+    auto oldest = std::min_element(held_milli_.begin(), held_milli_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_used < b.second.last_used;
+    });
+    held_milli_.erase(oldest);
+  }
+  HeldMilliIndex& index = held_milli_[request];
+  index.last_used = ++held_milli_clock_;
+  auto recount = [&](size_t i) {
+    if (index.generation[i] == nodes[i]->generation()) return;
+    if (index.generation[i] >= 0 && --index.nodes_with[index.milli[i]] == 0) index.nodes_with.erase(index.milli[i]);
+    index.milli[i] = HeldGpuMilliOn(gpu, nodes[i]);
+    ++index.nodes_with[index.milli[i]];
+    index.generation[i] = nodes[i]->generation();
+  };
+  if (index.epoch != snapshot.change_epoch() || index.generation.size() != nodes.size()) {
+    index.generation.assign(nodes.size(), -1);
+    index.milli.assign(nodes.size(), 0);
+    index.nodes_with.clear();
+    for (size_t i = 0; i < nodes.size(); ++i) recount(i);
+  } else {
+    const std::vector<uint32_t>& changes = snapshot.changes();
+    for (size_t p = index.log_pos; p < changes.size(); ++p) recount(changes[p]);
+  }
+  index.epoch = snapshot.change_epoch();
+  index.log_pos = snapshot.changes().size();
+  std::vector<int64_t> kinds;
+  for (const auto& [milli, count] : index.nodes_with) kinds.push_back(milli);
+  return kinds;
+}
+
 Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string& node_name) {
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return Status::Ok();
@@ -438,10 +512,16 @@ void QueueQuota::Unreserve(CycleState&, const Pod& pod, const std::string&) {
 
 std::string QueueQuota::PendingGroupOf(const Pod& pod) const { return queue_quota::PendingGroupOf(pod); }
 
-size_t QueueQuota::ChooseNext(std::span<const QueuedPodInfo* const> heads) {
+size_t QueueQuota::ChooseNext(std::span<const QueuedPodInfo* const> heads,
+                              absl::FunctionRef<void()> refresh_snapshot) {
   std::shared_ptr<const QueueDirectory> directory = handle_->Queues();
   if (directory == nullptr) return 0;
   QuotaTracker usage(directory.get());
+  const bool any_queued = std::any_of(heads.begin(), heads.end(), [&](const QueuedPodInfo* head) {
+    return directory->QueueFor(*head->pod).queue != nullptr;
+  });
+  if (!any_queued) return queue_quota::ChooseNextPending(heads, *directory, usage, nullptr);  // by priority
+  refresh_snapshot();
   for (const auto& [queue, amount] : SnapshotUsage(directory)) usage.AddUsage(queue, amount);
   std::optional<QuotaTracker> decayed;
   {

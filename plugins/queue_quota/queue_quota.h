@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/quota/quota_usage.h"
@@ -50,6 +51,7 @@ inline constexpr int64_t kMaxUsageHalfLifeSeconds = 365 * 24 * 3600;
 class QueueQuota final : public QuotaPlugin,
                          public PreFilterPlugin,
                          public FilterPlugin,
+                         public NodeLocalPlugin,
                          public ReservePlugin,
                          public VictimPolicyPlugin,
                          public PendingOrderPlugin,
@@ -68,6 +70,9 @@ class QueueQuota final : public QuotaPlugin,
   Status PreFilter(CycleState& state, const Pod& pod) override;
   const PreFilterExtensions* Extensions() const override { return this; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
+  // A flat queue's single pod: its verdict on a node is the verdict on the GPU milli it would
+  // hold there (one per kind of node, judged in PreFilter), so the key is that table.
+  bool AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const override;
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
 
@@ -101,7 +106,8 @@ class QueueQuota final : public QuotaPlugin,
   // Which pending pod goes next among the queues' heads (pending_order.h): one its queue holds
   // within its nominal quota, then priority, then the lower weighted share.
   std::string PendingGroupOf(const Pod& pod) const override;
-  size_t ChooseNext(std::span<const QueuedPodInfo* const> heads) override;
+  size_t ChooseNext(std::span<const QueuedPodInfo* const> heads,
+                    absl::FunctionRef<void()> refresh_snapshot) override;
 
   // Fairness over time (args.usageHalfLifeSeconds > 0, else these do nothing): every queue's
   // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed.
@@ -121,7 +127,9 @@ class QueueQuota final : public QuotaPlugin,
     Resources charge;
     int64_t sequence = 0;
   };
-  // Usage per queue of the snapshot's nodes (cached per node by generation).
+  // Usage per queue of the snapshot's nodes, with the pods reserved since it was taken. Kept as
+  // a running total that follows the snapshot's change log: a call costs the nodes that changed
+  // since the last, not every node (it runs at every PreFilter and at every pending-order pop).
   QueueUsage SnapshotUsage(const std::shared_ptr<const QueueDirectory>& directory);
   // Charges to their queues the pods nominated to nodes (their victims are leaving), wherever
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
@@ -143,8 +151,28 @@ class QueueQuota final : public QuotaPlugin,
     int64_t generation = -1;
     QueueUsage usage;
   };
+  // SnapshotUsage's running total: each node's part by position in nodes(), and how far into
+  // the snapshot's change log (of `usage_epoch_`) it has read.
+  // The GPU milli a pod would hold on each node, by position in nodes() (HeldGpuMilliOn), with
+  // how many nodes give each value; kept per GPU request, following the snapshot's change log as
+  // the usage does, so that PreFilter finds a flat queue's kinds of node without walking them.
+  struct HeldMilliIndex {
+    uint64_t epoch = 0;
+    size_t log_pos = 0;
+    uint64_t last_used = 0;
+    std::vector<int64_t> generation;
+    std::vector<int64_t> milli;
+    std::map<int64_t, int64_t> nodes_with;
+  };
+  // The distinct values of HeldGpuMilliOn(gpu, node) over the snapshot's nodes, ascending.
+  std::vector<int64_t> HeldMilliKinds(const gpu::GpuRequest& gpu);
+  StringKeyedMap<HeldMilliIndex> held_milli_ ABSL_GUARDED_BY(mu_);
+  uint64_t held_milli_clock_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const QueueDirectory> usage_directory_ ABSL_GUARDED_BY(mu_);
-  StringKeyedMap<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
+  std::vector<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
+  QueueUsage usage_total_ ABSL_GUARDED_BY(mu_);
+  uint64_t usage_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t usage_log_pos_ ABSL_GUARDED_BY(mu_) = 0;
   // Pods reserved since the snapshot of generation reserved_generation_ was taken.
   int64_t reserved_generation_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;

@@ -222,8 +222,9 @@ bool Scheduler::PostFilterByTier(const Framework& fw, CycleState& state, InFligh
       return false;
     }
   }
+  NodeStatusMap part;
   for (const TierWalk::Tier& tier : walk.tiers()) {
-    PostFilter(fw, state, pod, walk.RejectionsWithin(tier, snapshot_.nodes(), rejected), result,
+    PostFilter(fw, state, pod, walk.RejectionsWithin(tier, snapshot_.nodes(), rejected, part), result,
                {.preemption_only = below.has_value()});
     if (result.status.code() == Code::kError || result.diagnosis.wake_on_any_event) break;
   }

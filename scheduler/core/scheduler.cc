@@ -70,11 +70,10 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::New(SchedulerParams params
   if (PendingOrderPlugin* order = first.pending_order()) {
     next.group_of = [order](const Pod& pod) { return order->PendingGroupOf(pod); };
     // Pops run on the scheduling thread, between cycles: the order reads the usage the snapshot
-    // shows, brought up to date first (only when there is a choice to make).
+    // shows, brought up to date first when the choice needs it.
     Scheduler* self = s.get();
     next.choose = [self, order](std::span<const QueuedPodInfo* const> heads) {
-      self->RefreshSnapshot();
-      return order->ChooseNext(heads);
+      return order->ChooseNext(heads, [self] { self->RefreshSnapshot(); });
     };
   }
   s->queue_ = std::make_unique<SchedulingQueue>(

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "scheduler/util/strings.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -223,9 +224,10 @@ class PendingOrderPlugin : public virtual Plugin {
   // The pod's group. Depends on the pod alone: it runs on informer threads.
   virtual std::string PendingGroupOf(const Pod& pod) const = 0;
   // The index into `heads` (one per group, in the QueueSort order) of the pod to try next. Runs
-  // on the scheduling loop's thread, between cycles, under the queue's lock; the snapshot is
-  // refreshed before.
-  virtual size_t ChooseNext(std::span<const QueuedPodInfo* const> heads) = 0;
+  // on the scheduling loop's thread, between cycles, under the queue's lock. The snapshot may be
+  // behind the cache: call `refresh_snapshot` before reading it (only when the choice needs it).
+  virtual size_t ChooseNext(std::span<const QueuedPodInfo* const> heads,
+                            absl::FunctionRef<void()> refresh_snapshot) = 0;
 };
 
 class EnqueueExtensions : public virtual Plugin {

@@ -17,6 +17,13 @@ void AppendKeyString(std::string_view s, std::string& key) {
   key.append(s);
 }
 
+void AppendGpuRequest(const gpu::GpuRequest& r, std::string& key) {
+  for (int64_t v : {static_cast<int64_t>(r.kind), int64_t{r.count}, r.milli, static_cast<int64_t>(r.sharing),
+                    r.memory_bytes, r.mig_sevenths}) {
+    AppendKeyInt(v, key);
+  }
+}
+
 namespace {
 
 void AppendTerm(const NodeSelectorTerm& term, std::string& key) {

@@ -22,6 +22,7 @@
 
 #include "scheduler/api/objects.h"
 #include "scheduler/framework/cycle_state.h"
+#include "scheduler/gpu/gpu_devices.h"
 
 namespace tessel {
 
@@ -63,5 +64,6 @@ void AppendKeyString(std::string_view s, std::string& key);
 void AppendResources(const Resources& r, std::string& key);
 void AppendTolerations(const std::vector<Toleration>& tolerations, std::string& key);
 void AppendNodeSelection(const Pod& pod, std::string& key);  // nodeSelector and node affinity
+void AppendGpuRequest(const gpu::GpuRequest& r, std::string& key);  // without its error text
 
 }  // namespace tessel

@@ -94,10 +94,10 @@ const TierWalk::Tier* TierWalk::Find(int64_t rank) const {
   return nullptr;
 }
 
-NodeStatusMap TierWalk::RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
-                                         const NodeStatusMap& rejected) const {
+const NodeStatusMap& TierWalk::RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
+                                                const NodeStatusMap& rejected, NodeStatusMap& part) const {
   if (!tier.rank.has_value()) return rejected;
-  NodeStatusMap part;
+  part.clear();
   const Status elsewhere = Status::Unresolvable("preemption tries this node with its own tier");
   for (const NodeInfo* node : all) part.emplace(node->name(), elsewhere);
   for (const NodeInfo* node : tier.nodes) {

@@ -114,10 +114,10 @@ class TierWalk {
   // The walk's tier of that rank, or null.
   const Tier* Find(int64_t rank) const;
   // `rejected` (the cycle's verdict on every node of `all`) as preemption sees it within
-  // `tier`: the other tiers' nodes unresolvable, so that it looks only at this one. `rejected`
-  // itself for a unit without tiers.
-  NodeStatusMap RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
-                                 const NodeStatusMap& rejected) const;
+  // `tier`: the other tiers' nodes unresolvable, so that it looks only at this one, built in
+  // `part`. `rejected` itself, not copied, for a unit without tiers.
+  const NodeStatusMap& RejectionsWithin(const Tier& tier, const std::vector<NodeInfo*>& all,
+                                        const NodeStatusMap& rejected, NodeStatusMap& part) const;
 
  private:
   const CycleState* state_;

@@ -293,8 +293,11 @@ SchedulerConfig ConfigFor(const std::string& policy) {
 // Runs one seeded case through both worlds and compares them after every round; the cached
 // world's decision cache counts. With `shift`, the mix of pod shapes changes every round (a
 // learned target workload moves).
+// With `queues`, pods go to two flat team queues (one in a cohort) or to no queue, and the
+// queues' small quotas run out as pods bind: the cache keys each queued pod by its quota
+// verdicts, which then change between cycles.
 DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int rounds = 4, bool shift = false,
-                             bool plain = false) {
+                             bool plain = false, bool queues = false) {
   const SchedulerConfig config = ConfigFor(policy);
   World cached(config, /*reference=*/false);
   World reference(config, /*reference=*/true);
@@ -304,6 +307,17 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
 
   json items = json::array();
   AddStorageClasses(items);
+  const std::vector<std::string> namespaces = {"team-a", "team-b", "default"};
+  if (queues) {
+    for (const std::string& name : {namespaces[0], namespaces[1]}) {
+      json quota{{"nvidia.com/gpu", StrCat(gen.Int(1, 16))}};
+      if (gen.Chance(30)) quota["cpu"] = StrCat(gen.Int(2, 24));
+      json spec{{"namespaces", json::array({name})}, {"nominalQuota", quota}};
+      if (name == "team-a") spec["cohort"] = "research";
+      items.push_back({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", name}}},
+                       {"spec", spec}});
+    }
+  }
   const int nodes = gen.Int(2, 24);
   for (int i = 0; i < nodes; ++i) {
     node_names.push_back(StrCat("n", i));
@@ -315,6 +329,7 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
     if (shift) gen.ShiftMix();
     for (int i = 0, pending = gen.Int(5, 40); i < pending; ++i) {
       json pod = gen.PodJson(next_pod++, "");
+      if (queues) pod["metadata"]["namespace"] = gen.Pick(namespaces);
       if (gen.Chance(10)) AddClaim(gen, pod, items);
       items.push_back(std::move(pod));
     }
@@ -524,13 +539,39 @@ TEST_CASE("decision cache: long streams whose mix shifts, learned workloads", "[
   CHECK(total.no_fit > 100);
 }
 
+TEST_CASE("decision cache: pods of team queues whose quota runs out as they bind", "[decision_cache]") {
+  DecisionCache::Stats total;
+  for (const std::string policy : {"Tessel", "BestFit"}) {
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const DecisionCache::Stats s =
+          RunCase(policy, seed * 6151 + policy.size(), /*rounds=*/4, /*shift=*/false, /*plain=*/true, /*queues=*/true);
+      total.answered += s.answered;
+      total.no_fit += s.no_fit;
+      total.fallbacks += s.fallbacks;
+    }
+  }
+  // Queued pods are answered by the cache (kept from falling back by nothing but their pod rules
+  // and claims), with a node or with every node's rejection, quota's included.
+  CAPTURE(total.answered, total.no_fit, total.fallbacks);
+  CHECK(total.answered > 1000);
+  CHECK(total.no_fit > 300);
+}
+
 TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU pods",
           "[decision_cache]") {
   // Guards against a cache that silently falls back every time (and so proves nothing): with
   // pods that read only their node, the framework keeps a cache entry per pod shape.
+  const bool queued = GENERATE(false, true);
+  INFO((queued ? "in a team queue whose quota runs out" : "no queue"));
   SchedulerConfig config;
   World w(config, /*reference=*/false);
   json items = json::array();
+  if (queued) {
+    items.push_back({{"apiVersion", "tessel.io/v1alpha1"},
+                     {"kind", "Queue"},
+                     {"metadata", {{"name", "team"}}},
+                     {"spec", {{"namespaces", json::array({"default"})}, {"nominalQuota", {{"nvidia.com/gpu", "20"}}}}}});
+  }
   Generator gen(3);
   for (int i = 0; i < 16; ++i) {
     json node = gen.NodeJson(StrCat("n", i));
@@ -558,7 +599,17 @@ TEST_CASE("decision cache: the optimised path answers most cycles of plain GPU p
   const DecisionCache::Stats stats = fw->DecisionCacheStats();
   CHECK(stats.answered == placed);
   CHECK(stats.fallbacks == 0);
-  CHECK(stats.shapes == 2);
+  if (!queued) CHECK(stats.shapes == 2);
+  if (queued) {
+    // The quota held: 20 GPUs placed, the rest refused by it, from the cache.
+    int64_t gpus = 0;
+    for (const auto& [key, node] : w.sim().placements()) {
+      if (!node.empty()) gpus += 1 + std::stoi(key.substr(key.find("/p") + 2)) % 2;
+    }
+    CHECK(gpus <= 20);
+    CHECK(gpus >= 19);
+    CHECK(stats.no_fit > 0);
+  }
 }
 
 TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities, queues and pod rules",
