@@ -2,6 +2,7 @@
 #include "bench/throughput/throughput.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -26,7 +27,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Node SyntheticNode(int i, int gpus) {
+// --flavors: the two flavors, by node label, reserved first.
+constexpr std::array<std::string_view, 2> kFlavors = {"reserved", "on-demand"};
+constexpr std::string_view kFlavorLabel = "tessel.io/flavor";
+
+Node SyntheticNode(int i, int gpus, bool flavors) {
   const std::string name = fmt::format("node-{:05d}", i);
   testing::NodeBuilder n(name);
   n.Uid(StrCat("uid-", name))
@@ -40,6 +45,7 @@ Node SyntheticNode(int i, int gpus) {
       .GpuProduct("NVIDIA-A100-SXM4-80GB")
       .CapacityIsAllocatable();
   if (i % 5 == 0) n.Label("tessel.io/pool", "train");
+  if (flavors) n.Label(std::string(kFlavorLabel), std::string(kFlavors[i % 2]));
   if (i % 10 == 0) n.Taint("tessel.io/dedicated", "infer");
   return n.Build();
 }
@@ -55,13 +61,28 @@ PriorityClass BenchPriorityClass(int k) {
   return pc;
 }
 
-// --queues: namespace `name`'s Queue, in the cohort all share.
-nlohmann::json BenchQueue(const std::string& name, int64_t gpus) {
+nlohmann::json BenchFlavor(std::string_view name) {
   return {{"apiVersion", "tessel.io/v1alpha1"},
-          {"kind", "Queue"},
+          {"kind", "ResourceFlavor"},
           {"metadata", {{"name", name}}},
-          {"spec",
-           {{"namespaces", {name}}, {"cohort", "bench"}, {"nominalQuota", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+          {"spec", {{"nodeLabels", {{kFlavorLabel, name}}}}}};
+}
+
+// --queues: namespace `name`'s Queue, in the cohort all share; with --flavors its GPUs are split
+// between the flavors.
+nlohmann::json BenchQueue(const std::string& name, int64_t gpus, bool flavors) {
+  nlohmann::json spec{{"namespaces", {name}}, {"cohort", "bench"}};
+  if (!flavors) {
+    spec["nominalQuota"] = {{"nvidia.com/gpu", std::to_string(gpus)}};
+  } else {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::string_view flavor : kFlavors) {
+      list.push_back({{"name", flavor},
+                      {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", std::to_string(gpus / 2)}}}}});
+    }
+    spec["resourceGroups"] = {{{"coveredResources", {"nvidia.com/gpu"}}, {"flavors", list}}};
+  }
+  return {{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
 
 std::string BenchNamespace(int i, int namespaces) {
@@ -166,7 +187,7 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
     objects = ObjectList();
   };
   for (int i = 0; i < options.nodes; ++i) {
-    objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node));
+    objects.nodes.push_back(SyntheticNode(i, options.gpus_per_node, options.queues && options.flavors));
     feed(false);
   }
   if (options.priorities) {
@@ -175,7 +196,11 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   if (options.queues) {
     const int64_t gpus = int64_t{options.nodes} * options.gpus_per_node;
     for (int k = 0; k < options.namespaces; ++k) {
-      objects.others.push_back(BenchQueue(BenchNamespace(k, options.namespaces), gpus / options.namespaces));
+      objects.others.push_back(
+          BenchQueue(BenchNamespace(k, options.namespaces), gpus / options.namespaces, options.flavors));
+    }
+    if (options.flavors) {
+      for (std::string_view flavor : kFlavors) objects.others.push_back(BenchFlavor(flavor));
     }
   }
   feed(true);
@@ -245,7 +270,7 @@ int ThroughputMain(int argc, char** argv) {
   std::string mix;
   cmd::FlagSet flags("tessel-bench throughput",
                      "usage: tessel-bench throughput --nodes N --pods M [--bound R] [--gpus-per-node 8] "
-                     "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--namespaces K] [--queues] [--config FILE] [--threads T] [--seed S] "
+                     "[--mix 1,1,1,1,2,2,4,8] [--priorities] [--waves W] [--namespaces K] [--queues [--flavors]] [--config FILE] [--threads T] [--seed S] "
                      "[--reference] [--json]");
   flags.Int("--nodes", "N", &options.nodes, {1, 1'000'000}, "nodes of the synthetic cluster (default 5000)")
       .Int("--pods", "M", &options.pods, {1, 10'000'000}, "pending pods to decide (default 10000)")
@@ -262,6 +287,8 @@ int ThroughputMain(int argc, char** argv) {
       .Int("--namespaces", "K", &options.namespaces, {1, 100'000},
            "pending pods are spread over K namespaces, round robin (default 1)")
       .Bool("--queues", &options.queues, "each namespace has a Queue, all in one cohort, with an even share of the GPUs")
+      .Bool("--flavors", &options.flavors,
+            "with --queues: nodes are flavor reserved or on-demand by turns, and each Queue's GPUs are split between them")
       .Bool("--reference", &options.reference, "evaluate every node, without the decision cache")
       .Bool("--json", &json, "print JSON");
   cmd::ParseOrExit(flags, argc, argv);

@@ -56,6 +56,9 @@ struct ThroughputOptions {
   // namespace has a Queue, all in one cohort, with an even share of the GPUs as nominal quota.
   int namespaces = 1;
   bool queues = false;
+  // With `queues`: half the nodes are flavor "reserved", half "on-demand" (tessel.io/flavor), and
+  // each Queue's GPUs are split between the two, reserved first.
+  bool flavors = false;
 };
 
 struct ThroughputResult {

@@ -177,6 +177,17 @@ class FlavorTiers final : public NodeTiers {
     return kBorrowingTiers + placement.tier;
   }
   bool PreemptFirst() const override { return preempt_first_; }
+  std::optional<std::vector<int64_t>> Ranks(const CycleState& state) const override {
+    const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(QueueQuota::kName);
+    if (cycle == nullptr || !cycle->unit.empty()) return std::nullopt;
+    std::vector<int64_t> ranks;  // each kind of node's, as TierOf gives it (verdicts hold every kind)
+    for (const auto& [kind, v] : cycle->verdicts) {
+      ranks.push_back(borrowing_last_ && v.verdict.borrows ? kBorrowingTiers + kind.first : kind.first);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    return ranks;
+  }
 
  private:
   // Above every flavor tier (kMaxFlavorsPerGroup ^ kMaxResourceGroups).
@@ -288,6 +299,13 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
                                        " label; only pods in a queue are scheduled"));
   }
   QuotaCycle cycle(directory, lookup.queue);
+  {
+    absl::MutexLock lock(&mu_);
+    if (keyed_directory_ != directory) {
+      keyed_directory_ = directory;
+      ++directory_version_;
+    }
+  }
   const QueueUsage usage = SnapshotUsage(directory);
   for (const auto& [queue, amount] : usage) cycle.base.AddUsage(queue, amount);
   {
@@ -337,9 +355,25 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
     }
     return out;
   };
-  if (cycle.gpu.needs_devices() && !lookup.queue->flavored() && unit == nullptr) {
-    // A flat queue's single pod: one kind of node per GPU milli it would hold there.
-    for (const int64_t milli : HeldMilliKinds(cycle.gpu)) cycle.verdicts[{0, milli}].charge = cycle.ChargeFor(milli);
+  if (unit == nullptr && (cycle.gpu.needs_devices() || lookup.queue->flavored())) {
+    // A single pod: its kinds of node from the index. A flat queue's kind is the GPU milli alone
+    // (its charge follows from it); a flavored queue's reads the queue, the pod's tolerations and
+    // its charge's resources too.
+    const bool flavored = lookup.queue->flavored();
+    std::string request(flavored ? "F" : "-");
+    AppendGpuRequest(cycle.gpu, request);
+    if (flavored) {
+      AppendKeyString(lookup.queue->name(), request);
+      AppendTolerations(cycle.tolerations, request);
+      AppendResources(cycle.ChargeFor(0), request);
+    }
+    const std::map<NodeKind, Resources> kinds =
+        NodeKinds(request, directory, [&](const NodeInfo& node) -> std::optional<std::pair<NodeKind, Resources>> {
+          FlavorPlacement placement = cycle.PlaceOn(node);
+          if (!placement.in_flavor) return std::nullopt;
+          return std::make_pair(NodeKind{placement.tier, cycle.GpuMilliOn(node)}, std::move(placement.charge));
+        });
+    for (const auto& [kind, charge] : kinds) cycle.verdicts[kind].charge = flavored ? charge : cycle.ChargeFor(kind.second);
   } else if (cycle.gpu.needs_devices() || lookup.queue->flavored()) {
     for (const NodeInfo* node : handle_->snapshot().nodes()) {
       const FlavorPlacement placement = cycle.PlaceOn(*node);
@@ -423,50 +457,62 @@ Status QueueQuota::Filter(const CycleState& state, const Pod&, const NodeInfo& n
 bool QueueQuota::AppendFilterKey(const CycleState& state, const Pod&, std::string& key) const {
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return true;  // no queue: Filter passes every node
-  // A flavored queue's verdict reads the node's flavor, and its tiers choose among the feasible
-  // nodes, which the cache does not; a unit's verdict reads its members still to place.
-  if (cycle->queue->flavored() || !cycle->unit.empty()) return false;
-  // The pod's GPU request maps each node to its kind (HeldGpuMilliOn); the table gives the
-  // verdict of each kind, and holds every kind of the snapshot's nodes.
+  if (!cycle->unit.empty()) return false;  // a unit's verdict reads its members still to place
+  // What maps a node to its kind (PlaceOn: for a flavored queue, the queue's flavors, which
+  // ResultVersion follows, the tolerations and the charge's resources; the GPU milli from the GPU
+  // request), then the verdict of each kind of the snapshot's nodes, borrowing included (a
+  // flavored queue's tiers read it).
   AppendGpuRequest(cycle->gpu, key);
+  if (cycle->queue->flavored()) {
+    AppendKeyString(cycle->queue->name(), key);
+    AppendTolerations(cycle->tolerations, key);
+    AppendResources(cycle->ChargeFor(0), key);
+  }
   for (const auto& [kind, v] : cycle->verdicts) {
+    AppendKeyInt(kind.first, key);
     AppendKeyInt(kind.second, key);
-    if (v.verdict.fits) {
-      key += '+';
-    } else {
-      key += '-';
-      AppendKeyString(v.verdict.reason, key);
-    }
+    key += v.verdict.fits ? '+' : '-';
+    key += v.verdict.borrows ? 'b' : '.';
+    if (!v.verdict.fits) AppendKeyString(v.verdict.reason, key);
   }
   return true;
 }
 
-std::vector<int64_t> QueueQuota::HeldMilliKinds(const gpu::GpuRequest& gpu) {
-  std::string request;
-  AppendGpuRequest(gpu, request);
+std::map<QueueQuota::NodeKind, Resources> QueueQuota::NodeKinds(const std::string& request,
+                                                                const std::shared_ptr<const QueueDirectory>& directory,
+                                                                KindOf kind_of) {
   const Snapshot& snapshot = handle_->snapshot();
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   absl::MutexLock lock(&mu_);
   constexpr size_t kMaxRequests = 64;  // the least recently used is dropped beyond
-  if (held_milli_.size() >= kMaxRequests && !held_milli_.contains(request)) {
-    auto oldest = std::min_element(held_milli_.begin(), held_milli_.end(), [](const auto& a, const auto& b) {
+  if (node_kinds_.size() >= kMaxRequests && !node_kinds_.contains(request)) {
+    auto oldest = std::min_element(node_kinds_.begin(), node_kinds_.end(), [](const auto& a, const auto& b) {
       return a.second.last_used < b.second.last_used;
     });
-    held_milli_.erase(oldest);
+    node_kinds_.erase(oldest);
   }
-  HeldMilliIndex& index = held_milli_[request];
-  index.last_used = ++held_milli_clock_;
+  NodeKindIndex& index = node_kinds_[request];
+  index.last_used = ++node_kinds_clock_;
   auto recount = [&](size_t i) {
     if (index.generation[i] == nodes[i]->generation()) return;
-    if (index.generation[i] >= 0 && --index.nodes_with[index.milli[i]] == 0) index.nodes_with.erase(index.milli[i]);
-    index.milli[i] = HeldGpuMilliOn(gpu, nodes[i]);
-    ++index.nodes_with[index.milli[i]];
+    if (const std::optional<NodeKind>& old = index.kind[i]; old.has_value()) {
+      if (--index.kinds[*old].first == 0) index.kinds.erase(*old);
+    }
+    std::optional<std::pair<NodeKind, Resources>> now = kind_of(*nodes[i]);
+    index.kind[i].reset();
+    if (now.has_value()) {
+      index.kind[i] = now->first;
+      auto& [count, charge] = index.kinds[now->first];
+      if (count++ == 0) charge = std::move(now->second);
+    }
     index.generation[i] = nodes[i]->generation();
   };
-  if (index.epoch != snapshot.change_epoch() || index.generation.size() != nodes.size()) {
+  if (index.directory != directory || index.epoch != snapshot.change_epoch() ||
+      index.generation.size() != nodes.size()) {
+    index.directory = directory;
     index.generation.assign(nodes.size(), -1);
-    index.milli.assign(nodes.size(), 0);
-    index.nodes_with.clear();
+    index.kind.assign(nodes.size(), std::nullopt);
+    index.kinds.clear();
     for (size_t i = 0; i < nodes.size(); ++i) recount(i);
   } else {
     const std::vector<uint32_t>& changes = snapshot.changes();
@@ -474,9 +520,9 @@ std::vector<int64_t> QueueQuota::HeldMilliKinds(const gpu::GpuRequest& gpu) {
   }
   index.epoch = snapshot.change_epoch();
   index.log_pos = snapshot.changes().size();
-  std::vector<int64_t> kinds;
-  for (const auto& [milli, count] : index.nodes_with) kinds.push_back(milli);
-  return kinds;
+  std::map<NodeKind, Resources> out;
+  for (const auto& [kind, entry] : index.kinds) out.emplace(kind, entry.second);
+  return out;
 }
 
 Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string& node_name) {

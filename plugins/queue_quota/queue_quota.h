@@ -23,12 +23,14 @@
 // limited unless args.podsWithoutQueue is Reject.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/framework/node_local.h"
 #include "scheduler/framework/registry.h"
@@ -70,9 +72,11 @@ class QueueQuota final : public QuotaPlugin,
   Status PreFilter(CycleState& state, const Pod& pod) override;
   const PreFilterExtensions* Extensions() const override { return this; }
   Status Filter(const CycleState& state, const Pod& pod, const NodeInfo& node) const override;
-  // A flat queue's single pod: its verdict on a node is the verdict on the GPU milli it would
-  // hold there (one per kind of node, judged in PreFilter), so the key is that table.
+  // A single pod: its verdict on a node is the verdict of the node's kind (flavor tier, GPU milli
+  // it would hold: judged in PreFilter per kind), so the key is what maps nodes to kinds and
+  // that table.
   bool AppendFilterKey(const CycleState& state, const Pod& pod, std::string& key) const override;
+  int64_t ResultVersion() const override { return directory_version_.load(); }
   Status Reserve(CycleState& state, const Pod& pod, const std::string& node) override;
   void Unreserve(CycleState& state, const Pod& pod, const std::string& node) override;
 
@@ -151,23 +155,31 @@ class QueueQuota final : public QuotaPlugin,
     int64_t generation = -1;
     QueueUsage usage;
   };
-  // SnapshotUsage's running total: each node's part by position in nodes(), and how far into
-  // the snapshot's change log (of `usage_epoch_`) it has read.
-  // The GPU milli a pod would hold on each node, by position in nodes() (HeldGpuMilliOn), with
-  // how many nodes give each value; kept per GPU request, following the snapshot's change log as
-  // the usage does, so that PreFilter finds a flat queue's kinds of node without walking them.
-  struct HeldMilliIndex {
+  // The kinds of node a single pod may use, judged in PreFilter: (flavor tier, GPU milli it would
+  // hold there), with the charge of each kind (PlaceOn). Kept per `request` (everything the
+  // kind reads of the pod and its queue), by position in nodes(), following the snapshot's change
+  // log as the usage does, so that PreFilter finds them without walking the nodes.
+  using NodeKind = std::pair<int64_t, int64_t>;
+  struct NodeKindIndex {
+    std::shared_ptr<const QueueDirectory> directory;
     uint64_t epoch = 0;
     size_t log_pos = 0;
     uint64_t last_used = 0;
     std::vector<int64_t> generation;
-    std::vector<int64_t> milli;
-    std::map<int64_t, int64_t> nodes_with;
+    std::vector<std::optional<NodeKind>> kind;           // nullopt: not the pod's to use
+    std::map<NodeKind, std::pair<int64_t, Resources>> kinds;  // nodes of each kind, its charge
   };
-  // The distinct values of HeldGpuMilliOn(gpu, node) over the snapshot's nodes, ascending.
-  std::vector<int64_t> HeldMilliKinds(const gpu::GpuRequest& gpu);
-  StringKeyedMap<HeldMilliIndex> held_milli_ ABSL_GUARDED_BY(mu_);
-  uint64_t held_milli_clock_ ABSL_GUARDED_BY(mu_) = 0;
+  using KindOf = absl::FunctionRef<std::optional<std::pair<NodeKind, Resources>>(const NodeInfo&)>;
+  std::map<NodeKind, Resources> NodeKinds(const std::string& request,
+                                          const std::shared_ptr<const QueueDirectory>& directory, KindOf kind_of);
+  StringKeyedMap<NodeKindIndex> node_kinds_ ABSL_GUARDED_BY(mu_);
+  uint64_t node_kinds_clock_ ABSL_GUARDED_BY(mu_) = 0;
+  // Moves when the Queues and flavors change: a flavored pod's filter key names its queue, whose
+  // flavors decide which nodes it may use.
+  std::shared_ptr<const QueueDirectory> keyed_directory_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> directory_version_ = 0;
+  // SnapshotUsage's running total: each node's part by position in nodes(), and how far into
+  // the snapshot's change log (of `usage_epoch_`) it has read.
   std::shared_ptr<const QueueDirectory> usage_directory_ ABSL_GUARDED_BY(mu_);
   std::vector<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
   QueueUsage usage_total_ ABSL_GUARDED_BY(mu_);

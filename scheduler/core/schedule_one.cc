@@ -162,16 +162,34 @@ FilterOutcome Scheduler::FindNodes(const Framework& fw, CycleState& state, const
   // The decision cache answers as the full evaluation below would, or leaves it to it. With
   // nominations, a node fits only if it fits as it is and with the pods nominated to it: the
   // nodes that hold nominated pods are asked again with them.
-  if (nominated_pods == nullptr) {
-    cached = fw.ChooseCached(state, pod, snapshot_);
-  } else {
-    const DecisionCache::HeldNodes held = HeldNodesFor(fw, state, pod, snapshot_, *nominations);
-    cached = fw.ChooseCached(state, pod, snapshot_, &held);
-  }
+  std::optional<DecisionCache::HeldNodes> held;
+  if (nominated_pods != nullptr) held = HeldNodesFor(fw, state, pod, snapshot_, *nominations);
+  cached = ChooseCachedByTier(fw, state, pod, held.has_value() ? &*held : nullptr);
   if (cached.kind == DecisionCache::Choice::Kind::kFallback) {
     outcome = fw.FindFeasibleNodes(state, pod, snapshot_.nodes(), nominated_pods);
   }
   return outcome;
+}
+
+DecisionCache::Choice Scheduler::ChooseCachedByTier(const Framework& fw, CycleState& state, const Pod& pod,
+                                                   const DecisionCache::HeldNodes* held) {
+  // A pod with strict tiers takes the first tier with a feasible node, scored within it
+  // (SelectNode), unless ChooseTier sends it to preempt first: the cache is asked tier by tier,
+  // lowest first, and what it cannot settle so is left to the full evaluation (a pod that fits in
+  // no tier gets every node's own rejection there).
+  const std::vector<std::optional<int64_t>> tiers = TiersToChooseIn(state);
+  for (const std::optional<int64_t> tier : tiers) {
+    DecisionCache::Choice choice = fw.ChooseCached(state, pod, snapshot_, held, tier);
+    if (!tier.has_value()) return choice;
+    if (choice.kind == DecisionCache::Choice::Kind::kNoFit) continue;
+    // On the lowest tier there is nothing below to preempt on or wait for.
+    if (choice.kind == DecisionCache::Choice::Kind::kChosen && tier != tiers.front() &&
+        ChooseTier(state, tier, {snapshot_.Get(pod.nominated_node_name)}).kind != TierChoice::Kind::kTake) {
+      return {};
+    }
+    return choice;
+  }
+  return {};
 }
 
 void Scheduler::PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod,

@@ -327,6 +327,10 @@ class Scheduler final : public Handle {
   // `cached`: the decision cache's answer (kFallback when it left it to the full evaluation).
   FilterOutcome FindNodes(const Framework& fw, CycleState& state, const Pod& pod,
                           DecisionCache::Choice& cached);
+  // The decision cache's answer, asked within each of the pod's tiers in turn (node_tiers.h); a
+  // fallback when it cannot answer as the full evaluation would.
+  DecisionCache::Choice ChooseCachedByTier(const Framework& fw, CycleState& state, const Pod& pod,
+                                           const DecisionCache::HeldNodes* held);
   // No node fits: PostFilter (preemption) may nominate a node while victims leave.
   void PostFilter(const Framework& fw, CycleState& state, InFlightPod& pod, const NodeStatusMap& rejected,
                   CycleResult& result, PostFilterOptions options = {});

@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "scheduler/framework/node_tiers.h"
 #include "scheduler/util/least_recently_used.h"
 #include "scheduler/util/strings.h"
 
@@ -218,6 +219,10 @@ void DecisionCache::Sync(Entry& e, const CycleState& state, const Pod& pod, cons
   // Every active Filter up to the first rejection (kept in `why` as Framework::RunFilters
   // reports it), then every column.
   auto evaluate = [&](int32_t i, Raw& raw, Status& why) -> uint8_t {
+    if (tier_.has_value() && !InTier(state, *nodes[i], *tier_)) {
+      why = Status::Unresolvable("the node is in another tier");
+      return kRejected;
+    }
     for (const FilterPlugin* f : active_filters_) {
       Status st = f->Filter(state, pod, *nodes[i]);
       if (st.ok()) continue;
@@ -332,8 +337,9 @@ DecisionCache::Choice DecisionCache::ScoreAll(Entry& e, CycleState& state, const
 }
 
 DecisionCache::Choice DecisionCache::Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot,
-                                            const HeldNodes* held) {
+                                            const HeldNodes* held, std::optional<int64_t> tier) {
   sat_out_.clear();
+  tier_ = tier;
   Choice c = ChooseUncounted(state, pod, snapshot, held);
   ++(c.kind == Choice::Kind::kFallback ? fallbacks_ : c.kind == Choice::Kind::kNoFit ? no_fit_ : answered_);
   if (held != nullptr && c.kind != Choice::Kind::kFallback) {
@@ -401,6 +407,10 @@ DecisionCache::Choice DecisionCache::ChooseUncounted(CycleState& state, const Po
     }
   }
   if (columns_.size() > kMaxColumns) return {};
+  if (tier_.has_value()) {
+    key_ += 'T';
+    AppendKeyInt(*tier_, key_);
+  }
 
   Entry& e = EntryFor(key_);
   e.last_used = ++clock_;

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,8 +110,12 @@ class DecisionCache {
     int32_t priority = 0;
   };
 
-  // After PreFilter: chooses the node a full evaluation would choose, or says it did not.
-  Choice Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held = nullptr);
+  // After PreFilter: chooses the node a full evaluation would choose, or says it did not. With
+  // `tier`, among the nodes of that tier alone (node_tiers.h InTier): the choice the full
+  // evaluation makes when it is the pod's first tier with a feasible node; kNoFit then says that
+  // no node of the tier fits (the others' rejections say only that they are in another tier).
+  Choice Choose(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held = nullptr,
+                std::optional<int64_t> tier = std::nullopt);
 
   struct Stats {
     int64_t answered = 0;   // cycles decided here with a node
@@ -157,6 +162,7 @@ class DecisionCache {
   void Unplace(Entry& e, int32_t i);
   int32_t FirstNode(Entry& e, int32_t bucket);
   Choice ChooseUncounted(CycleState& state, const Pod& pod, const Snapshot& snapshot, const HeldNodes* held);
+  std::optional<int64_t> tier_;  // this cycle's Choose(..., tier)
   // Whether held node `i` (fitting as it is) fits beside its nominated pods: kept per entry.
   bool FitsHeld(Entry& e, const HeldNodes& held, size_t k, int32_t i, const NodeInfo& node);
   // kNoFit: the entry's rejections, and those of the held nodes that sat out (`sat_out_`, when

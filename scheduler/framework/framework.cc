@@ -171,9 +171,10 @@ void Framework::BuildDecisionCache() {
 }
 
 DecisionCache::Choice Framework::ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot,
-                                              const DecisionCache::HeldNodes* held) const {
+                                              const DecisionCache::HeldNodes* held,
+                                              std::optional<int64_t> tier) const {
   if (decision_cache_ == nullptr) return {};
-  return decision_cache_->Choose(state, pod, snapshot, held);
+  return decision_cache_->Choose(state, pod, snapshot, held, tier);
 }
 
 Status Framework::RunPreFilter(CycleState& state, const Pod& pod) const {

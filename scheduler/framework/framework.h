@@ -130,7 +130,8 @@ class Framework {
   // total, ties to the first by name) would choose, from the decision cache (decision_cache.h);
   // kFallback when the cache cannot say (then nothing past PreFilter ran) or in reference mode.
   DecisionCache::Choice ChooseCached(CycleState& state, const Pod& pod, const Snapshot& snapshot,
-                                     const DecisionCache::HeldNodes* held = nullptr) const;
+                                     const DecisionCache::HeldNodes* held = nullptr,
+                                     std::optional<int64_t> tier = std::nullopt) const;
   // How often the cache answered (zeros in reference mode).
   DecisionCache::Stats DecisionCacheStats() const {
     return decision_cache_ ? decision_cache_->stats() : DecisionCache::Stats{};

@@ -19,6 +19,19 @@ const std::vector<PodRef>* SchedulingUnitOf(const CycleState& state) {
 
 const NodeTiers* NodeTiersOf(const CycleState& state) { return state.Read<NodeTiers>(kNodeTiersKey); }
 
+bool InTier(const CycleState& state, const NodeInfo& node, int64_t rank) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  return tiers == nullptr || tiers->TierOf(state, node) == rank;
+}
+
+std::vector<std::optional<int64_t>> TiersToChooseIn(const CycleState& state) {
+  const NodeTiers* tiers = NodeTiersOf(state);
+  if (tiers == nullptr) return {std::nullopt};
+  std::optional<std::vector<int64_t>> ranks = tiers->Ranks(state);
+  if (!ranks.has_value()) return {};
+  return std::vector<std::optional<int64_t>>(ranks->begin(), ranks->end());
+}
+
 std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible) {
   const NodeTiers* tiers = NodeTiersOf(state);
   if (tiers == nullptr) return std::nullopt;

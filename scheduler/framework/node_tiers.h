@@ -38,6 +38,9 @@ class NodeTiers : public StateData {
   virtual std::optional<int64_t> TierOf(const CycleState& state, const NodeInfo& node) const = 0;
   // Whether preemption on lower tiers comes before a later tier's free room.
   virtual bool PreemptFirst() const = 0;
+  // Every tier the snapshot's nodes may have for the pod, ascending, when known without walking
+  // the nodes (a tier may hold no node that fits); nullopt: not known.
+  virtual std::optional<std::vector<int64_t>> Ranks(const CycleState& /*state*/) const { return std::nullopt; }
 };
 
 // The pods judged as one for tiers and quota: a gang's members (those it needs), written into
@@ -61,6 +64,14 @@ const NodeTiers* NodeTiersOf(const CycleState& state);
 const std::vector<const NodeInfo*>& FirstTier(const CycleState& state,
                                               const std::vector<const NodeInfo*>& feasible,
                                               std::vector<const NodeInfo*>& out);
+
+// Whether `node` is in tier `rank` for the cycle's pod (a pod without tiers: every node is).
+bool InTier(const CycleState& state, const NodeInfo& node, int64_t rank);
+
+// The tiers in which the decision cache may choose, lowest first (the pod takes the first with a
+// feasible node, scored within it): nullopt alone for a pod without tiers; none when the tiers
+// are not known without walking the nodes.
+std::vector<std::optional<int64_t>> TiersToChooseIn(const CycleState& state);
 
 // The lowest tier among `feasible` (nullopt when the pod has no tiers or nothing is feasible).
 std::optional<int64_t> LowestTier(const CycleState& state, const std::vector<const NodeInfo*>& feasible);

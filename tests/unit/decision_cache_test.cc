@@ -293,9 +293,10 @@ SchedulerConfig ConfigFor(const std::string& policy) {
 // Runs one seeded case through both worlds and compares them after every round; the cached
 // world's decision cache counts. With `shift`, the mix of pod shapes changes every round (a
 // learned target workload moves).
-// With `queues`, pods go to two flat team queues (one in a cohort) or to no queue, and the
-// queues' small quotas run out as pods bind: the cache keys each queued pod by its quota
-// verdicts, which then change between cycles.
+// With `queues`, pods go to two team queues in a cohort (team-b's, mostly, with two flavors by
+// node pool: strict tiers, either fungibility) or to no queue, and the queues' small quotas run
+// out as pods bind: the cache keys each queued pod by its quota verdicts, which then change
+// between cycles, and answers a flavored pod tier by tier.
 DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int rounds = 4, bool shift = false,
                              bool plain = false, bool queues = false) {
   const SchedulerConfig config = ConfigFor(policy);
@@ -314,8 +315,27 @@ DecisionCache::Stats RunCase(const std::string& policy, uint64_t seed, int round
       if (gen.Chance(30)) quota["cpu"] = StrCat(gen.Int(2, 24));
       json spec{{"namespaces", json::array({name})}, {"nominalQuota", quota}};
       if (name == "team-a") spec["cohort"] = "research";
+      if (name == "team-b" && gen.Chance(60)) {
+        // Flavors by node pool (pool c has none), in a random order: strict tiers.
+        std::vector<std::string> pools = {"a", "b"};
+        if (gen.Chance(50)) std::swap(pools[0], pools[1]);
+        json flavors = json::array();
+        for (const std::string& pool : pools) {
+          const json resource{{"name", "nvidia.com/gpu"}, {"nominalQuota", StrCat(gen.Int(1, 12))}};
+          flavors.push_back({{"name", StrCat("pool-", pool)}, {"resources", json::array({resource})}});
+        }
+        spec.erase("nominalQuota");
+        spec["cohort"] = "research";
+        spec["resourceGroups"] = json::array({{{"coveredResources", json::array({"nvidia.com/gpu"})}, {"flavors", flavors}}});
+        spec["flavorFungibility"] = {{"whenCanBorrow", gen.Chance(50) ? "TryNextFlavor" : "Borrow"},
+                                     {"whenCanPreempt", gen.Chance(50) ? "Preempt" : "TryNextFlavor"}};
+      }
       items.push_back({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Queue"}, {"metadata", {{"name", name}}},
                        {"spec", spec}});
+    }
+    for (const std::string pool : {"a", "b"}) {
+      items.push_back({{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "ResourceFlavor"},
+                       {"metadata", {{"name", StrCat("pool-", pool)}}}, {"spec", {{"nodeLabels", {{"pool", pool}}}}}});
     }
   }
   const int nodes = gen.Int(2, 24);
@@ -539,7 +559,8 @@ TEST_CASE("decision cache: long streams whose mix shifts, learned workloads", "[
   CHECK(total.no_fit > 100);
 }
 
-TEST_CASE("decision cache: pods of team queues whose quota runs out as they bind", "[decision_cache]") {
+TEST_CASE("decision cache: pods of team queues, flat and flavored, whose quota runs out as they bind",
+          "[decision_cache]") {
   DecisionCache::Stats total;
   for (const std::string policy : {"Tessel", "BestFit"}) {
     for (uint64_t seed = 1; seed <= 40; ++seed) {
@@ -550,8 +571,9 @@ TEST_CASE("decision cache: pods of team queues whose quota runs out as they bind
       total.fallbacks += s.fallbacks;
     }
   }
-  // Queued pods are answered by the cache (kept from falling back by nothing but their pod rules
-  // and claims), with a node or with every node's rejection, quota's included.
+  // Queued pods are answered by the cache (kept from falling back by nothing but their pod rules,
+  // claims and tiers that preempt first), with a node or with every node's rejection, quota's
+  // included.
   CAPTURE(total.answered, total.no_fit, total.fallbacks);
   CHECK(total.answered > 1000);
   CHECK(total.no_fit > 300);
