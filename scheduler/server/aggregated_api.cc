@@ -150,7 +150,7 @@ class AggregatedApiServer::Handler {
     server.Get(escaped + "/namespaces/([^/]+)/explanations/([^/]+)",
                [this](const httplib::Request& req, httplib::Response& res) {
                  const std::string ns = req.matches[1], name = req.matches[2];
-                 Serve(req, res, [this, &req, ns, name](const AccessCheck& may) -> absl::StatusOr<json> {
+                 Serve(req, res, [this, ns, name](const AccessCheck& may) -> absl::StatusOr<json> {
                    tessel::v1::ExplainRequest in;
                    in.set_pod(StrCat(ns, "/", name));
                    tessel::v1::ExplainResponse out;
