@@ -250,7 +250,7 @@ QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>
   const std::vector<NodeInfo*>& nodes = snapshot.nodes();
   absl::MutexLock lock(&mu_);
   // One node's part of the total, taken out and counted again when its generation moved.
-  auto recount = [&](size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto recount = [&](size_t i) {
     NodeUsage& entry = node_usage_[i];
     if (entry.generation == nodes[i]->generation()) return;
     for (const auto& [queue, amount] : entry.usage) {
@@ -263,19 +263,15 @@ QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>
     for (const auto& [queue, amount] : entry.usage) (void)usage_total_[queue].Add(amount);
     entry.generation = nodes[i]->generation();
   };
-  if (usage_directory_ != directory || usage_epoch_ != snapshot.change_epoch() || node_usage_.size() != nodes.size()) {
-    // Everything again: the queues changed (every node's sums may differ), nodes came or went,
-    // or the log restarted.
+  if (usage_directory_ != directory) {  // the queues changed: every node's sums may differ
     usage_directory_ = directory;
+    usage_log_.Restart();
+  }
+  auto reset = [&]() {
     node_usage_.assign(nodes.size(), NodeUsage());
     usage_total_.clear();
-    for (size_t i = 0; i < nodes.size(); ++i) recount(i);
-  } else {
-    const std::vector<uint32_t>& changes = snapshot.changes();
-    for (size_t p = usage_log_pos_; p < changes.size(); ++p) recount(changes[p]);
-  }
-  usage_epoch_ = snapshot.change_epoch();
-  usage_log_pos_ = snapshot.changes().size();
+  };
+  usage_log_.Read(snapshot, node_usage_.size(), reset, recount);
   QueueUsage total = usage_total_;
   if (reserved_generation_ == snapshot.generation()) {
     for (const auto& [key, r] : reserved_) (void)total[r.queue].Add(r.charge);
@@ -507,19 +503,16 @@ std::map<QueueQuota::NodeKind, Resources> QueueQuota::NodeKinds(const std::strin
     }
     index.generation[i] = nodes[i]->generation();
   };
-  if (index.directory != directory || index.epoch != snapshot.change_epoch() ||
-      index.generation.size() != nodes.size()) {
+  if (index.directory != directory) {  // the queues or flavors changed: every node's kind may
     index.directory = directory;
+    index.log.Restart();
+  }
+  auto reset = [&] {
     index.generation.assign(nodes.size(), -1);
     index.kind.assign(nodes.size(), std::nullopt);
     index.kinds.clear();
-    for (size_t i = 0; i < nodes.size(); ++i) recount(i);
-  } else {
-    const std::vector<uint32_t>& changes = snapshot.changes();
-    for (size_t p = index.log_pos; p < changes.size(); ++p) recount(changes[p]);
-  }
-  index.epoch = snapshot.change_epoch();
-  index.log_pos = snapshot.changes().size();
+  };
+  index.log.Read(snapshot, index.generation.size(), reset, recount);
   std::map<NodeKind, Resources> out;
   for (const auto& [kind, entry] : index.kinds) out.emplace(kind, entry.second);
   return out;

@@ -162,8 +162,7 @@ class QueueQuota final : public QuotaPlugin,
   using NodeKind = std::pair<int64_t, int64_t>;
   struct NodeKindIndex {
     std::shared_ptr<const QueueDirectory> directory;
-    uint64_t epoch = 0;
-    size_t log_pos = 0;
+    ChangeLogReader log;
     uint64_t last_used = 0;
     std::vector<int64_t> generation;
     std::vector<std::optional<NodeKind>> kind;           // nullopt: not the pod's to use
@@ -178,13 +177,12 @@ class QueueQuota final : public QuotaPlugin,
   // flavors decide which nodes it may use.
   std::shared_ptr<const QueueDirectory> keyed_directory_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> directory_version_ = 0;
-  // SnapshotUsage's running total: each node's part by position in nodes(), and how far into
-  // the snapshot's change log (of `usage_epoch_`) it has read.
+  // SnapshotUsage's running total: each node's part by position in nodes(), following the
+  // snapshot's change log.
   std::shared_ptr<const QueueDirectory> usage_directory_ ABSL_GUARDED_BY(mu_);
   std::vector<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
   QueueUsage usage_total_ ABSL_GUARDED_BY(mu_);
-  uint64_t usage_epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t usage_log_pos_ ABSL_GUARDED_BY(mu_) = 0;
+  ChangeLogReader usage_log_ ABSL_GUARDED_BY(mu_);
   // Pods reserved since the snapshot of generation reserved_generation_ was taken.
   int64_t reserved_generation_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t reserved_sequence_ ABSL_GUARDED_BY(mu_) = 0;

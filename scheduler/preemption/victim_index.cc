@@ -44,18 +44,13 @@ void VictimIndex::Sync(const Snapshot& snapshot) {
     }
     Set(pos, s);
   };
-  if (epoch_ != snapshot.change_epoch() || nodes_.size() != nodes.size()) {
+  auto reset = [&] {
     nodes_.assign(nodes.size(), NodeSummary{});
     by_lowest_.clear();
     unresolved_.clear();
     terminating_.clear();
-    for (uint32_t pos = 0; pos < nodes.size(); ++pos) summarize(pos);
-  } else {
-    const std::vector<uint32_t>& changes = snapshot.changes();
-    for (size_t i = log_pos_; i < changes.size(); ++i) summarize(changes[i]);
-  }
-  epoch_ = snapshot.change_epoch();
-  log_pos_ = snapshot.changes().size();
+  };
+  log_.Read(snapshot, nodes_.size(), reset, summarize);
 }
 
 bool VictimIndex::MayHaveVictims(const Query& q) const {

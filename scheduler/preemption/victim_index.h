@@ -47,8 +47,7 @@ class VictimIndex {
 
   // Whether the index describes this snapshot as it is now (Sync ran since its last change).
   bool InStepWith(const Snapshot& snapshot) const {
-    return epoch_ == snapshot.change_epoch() && log_pos_ == snapshot.changes().size() &&
-           nodes_.size() == snapshot.size();
+    return log_.InStepWith(snapshot) && nodes_.size() == snapshot.size();
   }
   // False when no node of the snapshot can be a candidate for the query (O(1)).
   bool MayHaveVictims(const Query& q) const;
@@ -72,8 +71,7 @@ class VictimIndex {
   // The marked positions for a query, one bit each.
   std::vector<uint64_t> Marks(const Query& q) const;
 
-  uint64_t epoch_ = 0;
-  size_t log_pos_ = 0;
+  ChangeLogReader log_;
   std::vector<NodeSummary> nodes_;
   std::map<int32_t, std::set<uint32_t>> by_lowest_;
   std::set<uint32_t> unresolved_;

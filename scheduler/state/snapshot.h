@@ -72,4 +72,39 @@ class Snapshot {
   int64_t pods_with_required_anti_affinity_ = 0;
 };
 
+// A cache of per-node values (by position in nodes()) that follows the change log. Read hands
+// `visit` each position the cache has not seen since its last Read: every node, after `reset`,
+// when it must start over (the log restarted, `held` (the positions the cache holds) is not the
+// node count, or Restart was called), else the positions logged since.
+//
+//   reader.Read(snapshot, cache.size(), [&] { cache.assign(snapshot.size(), {}); },
+//               [&](uint32_t pos) { Recount(pos); });
+class ChangeLogReader {
+ public:
+  template <typename Reset, typename Visit>
+  void Read(const Snapshot& snapshot, size_t held, Reset reset, Visit visit) {
+    if (restart_ || epoch_ != snapshot.change_epoch() || held != snapshot.size()) {
+      reset();
+      for (uint32_t pos = 0; pos < snapshot.size(); ++pos) visit(pos);
+    } else {
+      const std::vector<uint32_t>& changes = snapshot.changes();
+      for (size_t p = log_pos_; p < changes.size(); ++p) visit(changes[p]);
+    }
+    restart_ = false;
+    epoch_ = snapshot.change_epoch();
+    log_pos_ = snapshot.changes().size();
+  }
+  // The next Read starts over (what every value reads changed, not only the nodes).
+  void Restart() { restart_ = true; }
+  // Whether the last Read saw the snapshot as it is now.
+  bool InStepWith(const Snapshot& snapshot) const {
+    return !restart_ && epoch_ == snapshot.change_epoch() && log_pos_ == snapshot.changes().size();
+  }
+
+ private:
+  uint64_t epoch_ = 0;
+  size_t log_pos_ = 0;
+  bool restart_ = false;
+};
+
 }  // namespace tessel
