@@ -39,6 +39,7 @@
 #include "nlohmann/json_fwd.hpp"
 #include "scheduler/api/objects.h"
 #include "scheduler/quota/quota_spec.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -100,8 +101,8 @@ class CohortTree {
 
  private:
   std::vector<Node> nodes_;
-  std::map<std::string, int, std::less<>> queue_index_;
-  std::map<std::string, int, std::less<>> cohort_index_;
+  StringKeyedMap<int> queue_index_;  // lookups only: hashed
+  StringKeyedMap<int> cohort_index_;
   std::map<int, std::vector<std::string>> governed_;  // by root
 };
 

@@ -132,7 +132,7 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
     return ta != tb ? ta < tb : queues[a].name() < queues[b].name();
   });
   std::vector<NamespaceConflict> conflicts;
-  std::map<std::string, size_t, std::less<>> by_namespace;
+  StringKeyedMap<size_t> by_namespace;
   for (size_t i : by_age) {
     for (const std::string& ns : queues[i].namespaces) {
       auto [it, fresh] = by_namespace.emplace(ns, i);
@@ -147,7 +147,7 @@ std::vector<NamespaceConflict> QueueDirectory::Build(std::vector<Queue> queues,
     return std::tie(a.refused, a.namespace_) < std::tie(b.refused, b.namespace_);
   });
   std::vector<Selected> selected(queues.size());
-  std::map<std::string, size_t, std::less<>> names;
+  StringKeyedMap<size_t> names;
   for (size_t i = 0; i < queues.size(); ++i) {
     names.emplace(queues[i].name(), i);
     const std::optional<LabelSelector>& selector = queues[i].namespace_selector;

@@ -28,6 +28,7 @@
 #include "scheduler/quota/cohort.h"
 #include "scheduler/quota/flavor.h"
 #include "scheduler/quota/quota_spec.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -195,8 +196,8 @@ class QueueDirectory {
   std::vector<Cohort> cohorts_;                                // sorted by name
   CohortTree tree_;
   std::vector<Selected> selected_;                             // parallel to queues_
-  std::map<std::string, size_t, std::less<>> by_name_;
-  std::map<std::string, size_t, std::less<>> by_namespace_;   // spec.namespaces, conflicts resolved
+  StringKeyedMap<size_t> by_name_;       // lookups only: hashed
+  StringKeyedMap<size_t> by_namespace_;  // spec.namespaces, conflicts resolved
   FlavorMap flavors_;
   HeldQueueMap held_;
   std::map<std::string, std::string, std::less<>> held_namespaces_;  // namespace -> held queue

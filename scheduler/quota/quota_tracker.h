@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "scheduler/quota/queue.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -135,7 +136,7 @@ class QuotaTracker {
 
   const QueueDirectory* directory_;
   std::map<std::string, Charge, std::less<>> charges_;
-  std::map<std::string, Resources, std::less<>> usage_;
+  StringKeyedMap<Resources> usage_;  // lookups only: hashed
 };
 
 }  // namespace tessel
