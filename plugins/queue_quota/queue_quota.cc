@@ -6,6 +6,7 @@
 #include "plugins/queue_quota/pending_order.h"
 #include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
+#include "scheduler/util/least_recently_used.h"
 #include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
@@ -28,6 +29,10 @@ struct QuotaCycle {
   int64_t dra_gpu_milli = 0;  // the nvidia.com/gpu its DRA claims charge (dra_charge.h)
   gpu::GpuRequest gpu;
   std::vector<Toleration> tolerations;  // for a flavor's node taints
+  // Everything PlaceOn and GpuMilliOn read of the pod and its queue, so that two pods with the
+  // same key have the same kind of node on every node: the GPU request and, for a flavored
+  // queue, the queue, the tolerations and the charge's resources (NodeKinds' index, the filter key).
+  std::string kind_key;
   int64_t reserved_sequence = 0;  // reservations up to this one are in `base`
   StringSet nominated;            // nominated pods charged in `base` (see ChargeNominatedPods)
   // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
@@ -265,6 +270,7 @@ QueueUsage QueueQuota::SnapshotUsage(const std::shared_ptr<const QueueDirectory>
   };
   if (usage_directory_ != directory) {  // the queues changed: every node's sums may differ
     usage_directory_ = directory;
+    ++directory_version_;
     usage_log_.Restart();
   }
   auto reset = [&]() {
@@ -295,13 +301,6 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
                                        " label; only pods in a queue are scheduled"));
   }
   QuotaCycle cycle(directory, lookup.queue);
-  {
-    absl::MutexLock lock(&mu_);
-    if (keyed_directory_ != directory) {
-      keyed_directory_ = directory;
-      ++directory_version_;
-    }
-  }
   const QueueUsage usage = SnapshotUsage(directory);
   for (const auto& [queue, amount] : usage) cycle.base.AddUsage(queue, amount);
   {
@@ -328,6 +327,13 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   cycle.request.Set(kNvidiaGpu, 0);
   cycle.gpu = gpu::ReadGpuRequest(pod);
   cycle.tolerations = pod.tolerations;
+  cycle.kind_key = lookup.queue->flavored() ? "F" : "-";
+  AppendGpuRequest(cycle.gpu, cycle.kind_key);
+  if (lookup.queue->flavored()) {
+    AppendKeyString(lookup.queue->name(), cycle.kind_key);
+    AppendTolerations(cycle.tolerations, cycle.kind_key);
+    AppendResources(cycle.ChargeFor(0), cycle.kind_key);
+  }
   // The charges the pod may make: one per kind of node (its flavors, and the GPU amount: a
   // replica of a shared GPU holds 1000 / replicas), so Filter looks its verdict up instead of
   // checking per node.
@@ -353,18 +359,10 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   };
   if (unit == nullptr && (cycle.gpu.needs_devices() || lookup.queue->flavored())) {
     // A single pod: its kinds of node from the index. A flat queue's kind is the GPU milli alone
-    // (its charge follows from it); a flavored queue's reads the queue, the pod's tolerations and
-    // its charge's resources too.
+    // (its charge follows from it).
     const bool flavored = lookup.queue->flavored();
-    std::string request(flavored ? "F" : "-");
-    AppendGpuRequest(cycle.gpu, request);
-    if (flavored) {
-      AppendKeyString(lookup.queue->name(), request);
-      AppendTolerations(cycle.tolerations, request);
-      AppendResources(cycle.ChargeFor(0), request);
-    }
     const std::map<NodeKind, Resources> kinds =
-        NodeKinds(request, directory, [&](const NodeInfo& node) -> std::optional<std::pair<NodeKind, Resources>> {
+        NodeKinds(cycle.kind_key, directory, [&](const NodeInfo& node) -> std::optional<std::pair<NodeKind, Resources>> {
           FlavorPlacement placement = cycle.PlaceOn(node);
           if (!placement.in_flavor) return std::nullopt;
           return std::make_pair(NodeKind{placement.tier, cycle.GpuMilliOn(node)}, std::move(placement.charge));
@@ -454,16 +452,9 @@ bool QueueQuota::AppendFilterKey(const CycleState& state, const Pod&, std::strin
   const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(kName);
   if (cycle == nullptr) return true;  // no queue: Filter passes every node
   if (!cycle->unit.empty()) return false;  // a unit's verdict reads its members still to place
-  // What maps a node to its kind (PlaceOn: for a flavored queue, the queue's flavors, which
-  // ResultVersion follows, the tolerations and the charge's resources; the GPU milli from the GPU
-  // request), then the verdict of each kind of the snapshot's nodes, borrowing included (a
-  // flavored queue's tiers read it).
-  AppendGpuRequest(cycle->gpu, key);
-  if (cycle->queue->flavored()) {
-    AppendKeyString(cycle->queue->name(), key);
-    AppendTolerations(cycle->tolerations, key);
-    AppendResources(cycle->ChargeFor(0), key);
-  }
+  // What maps a node to its kind (the queue's flavors through ResultVersion), then the verdict
+  // of each kind of the snapshot's nodes, borrowing included (a flavored queue's tiers read it).
+  key += cycle->kind_key;
   for (const auto& [kind, v] : cycle->verdicts) {
     AppendKeyInt(kind.first, key);
     AppendKeyInt(kind.second, key);
@@ -482,12 +473,11 @@ std::map<QueueQuota::NodeKind, Resources> QueueQuota::NodeKinds(const std::strin
   absl::MutexLock lock(&mu_);
   constexpr size_t kMaxRequests = 64;  // the least recently used is dropped beyond
   if (node_kinds_.size() >= kMaxRequests && !node_kinds_.contains(request)) {
-    auto oldest = std::min_element(node_kinds_.begin(), node_kinds_.end(), [](const auto& a, const auto& b) {
-      return a.second.last_used < b.second.last_used;
-    });
-    node_kinds_.erase(oldest);
+    EraseLeastRecentlyUsed(node_kinds_, [](const NodeKindIndex& index) { return index.last_used; });
   }
-  NodeKindIndex& index = node_kinds_[request];
+  std::unique_ptr<NodeKindIndex>& slot = node_kinds_[request];
+  if (slot == nullptr) slot = std::make_unique<NodeKindIndex>();
+  NodeKindIndex& index = *slot;
   index.last_used = ++node_kinds_clock_;
   auto recount = [&](size_t i) {
     if (index.generation[i] == nodes[i]->generation()) return;

@@ -171,15 +171,14 @@ class QueueQuota final : public QuotaPlugin,
   using KindOf = absl::FunctionRef<std::optional<std::pair<NodeKind, Resources>>(const NodeInfo&)>;
   std::map<NodeKind, Resources> NodeKinds(const std::string& request,
                                           const std::shared_ptr<const QueueDirectory>& directory, KindOf kind_of);
-  StringKeyedMap<NodeKindIndex> node_kinds_ ABSL_GUARDED_BY(mu_);
+  StringKeyedMap<std::unique_ptr<NodeKindIndex>> node_kinds_ ABSL_GUARDED_BY(mu_);
   uint64_t node_kinds_clock_ ABSL_GUARDED_BY(mu_) = 0;
-  // Moves when the Queues and flavors change: a flavored pod's filter key names its queue, whose
-  // flavors decide which nodes it may use.
-  std::shared_ptr<const QueueDirectory> keyed_directory_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int64_t> directory_version_ = 0;
   // SnapshotUsage's running total: each node's part by position in nodes(), following the
-  // snapshot's change log.
+  // snapshot's change log, for the Queues and flavors of `usage_directory_`.
   std::shared_ptr<const QueueDirectory> usage_directory_ ABSL_GUARDED_BY(mu_);
+  // Moves with usage_directory_ (every PreFilter reads the usage first): a flavored pod's filter
+  // key names its queue, whose flavors decide which nodes it may use.
+  std::atomic<int64_t> directory_version_ = 0;
   std::vector<NodeUsage> node_usage_ ABSL_GUARDED_BY(mu_);
   QueueUsage usage_total_ ABSL_GUARDED_BY(mu_);
   ChangeLogReader usage_log_ ABSL_GUARDED_BY(mu_);
