@@ -186,6 +186,7 @@ int TraceMain(int argc, char** argv) {
   std::vector<std::string> policies = {"bestfit", "fgd", "tessel"};
   std::string seeds = "1-3", on_evict = "restart", movable = "none";
   std::vector<std::string> half_lives = {"0"};
+  std::vector<std::string> learned;
   bool no_progress = false;
   cmd::FlagSet flags(
       "tessel-bench trace",
@@ -195,7 +196,7 @@ int TraceMain(int argc, char** argv) {
       "                          --events SCENARIO.json)\n"
       "         [--policy bestfit,fgd,tessel] [--seeds 1-3] [--on-evict restart|resume] --out DIR\n"
       "         [--movable all|none|CLASS[,CLASS...]] [--usage-half-life S[,S...]] [--threads N] [--samples 200]\n"
-      "         [--max-jobs N] [--no-progress]",
+      "         [--learn P[,P...]] [--max-jobs N] [--no-progress]",
       "policies: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, tessel, gpubinpack;\n"
       "P-defrag (e.g. tessel-defrag): P with the Consolidation and Reservation plugins (docs/defrag.md);\n"
       "P-moves: P with Consolidation only; P-reserve: P with Reservation only");
@@ -223,6 +224,9 @@ int TraceMain(int argc, char** argv) {
               "classes: cpu, fractional, 1, 2-4, whole-node; default none)")
       .List({"--usage-half-life"}, "S[,S...]", &half_lives,
             "QueueQuota's usageHalfLifeSeconds: each policy runs with each (default 0: shares on the instant)")
+      .List({"--learn"}, "P[,P...]", &learned,
+            "these of the policies (FGD or Tessel based) learn their target workload from the pods they see, as "
+            "Tessel ships (default: none; each is given the trace's typical pods, as in the FGD paper)")
       .Int("--threads", "N", &o.threads, {.min = 1}, "runs at once (default: up to 2)")
       .Int("--samples", "N", &o.samples, {.min = 1}, "points per curve (default 200, at least 2)")
       .Int("--max-jobs", "N", &o.max_jobs, {.min = 1}, "only the first N jobs (default: all)")
@@ -250,6 +254,13 @@ int TraceMain(int argc, char** argv) {
     return 2;
   }
   const bool decay_compared = *parsed_half_lives != std::vector<int64_t>{0};
+  for (const std::string& p : learned) {
+    const std::string plugin = PluginForPolicy(BasePolicy(p));
+    if (std::find(policies.begin(), policies.end(), p) == policies.end() || (plugin != "FGD" && plugin != "Tessel")) {
+      std::cerr << "tessel-bench trace: --learn " << p << ": not one of the FGD or Tessel policies run (--policy)\n";
+      return 2;
+    }
+  }
   for (const std::string& p : policies) {
     if (PluginForPolicy(BasePolicy(p)).empty()) {
       std::cerr << "tessel-bench trace: unknown policy \"" << p << "\"\n";
@@ -358,6 +369,7 @@ int TraceMain(int argc, char** argv) {
   int64_t movable_jobs = 0;
   for (TimelineInput& in : inputs) movable_jobs = MarkMovable(in, o.movable);
   if (!o.movable.empty()) StrAppend(&note, fmt::format(" Movable: {} ({} jobs per run).", StrJoin(o.movable, ","), movable_jobs));
+  if (!learned.empty()) StrAppend(&note, fmt::format(" Learning their target workload: {}.", StrJoin(learned, ",")));
   const std::vector<gpu::TargetClass> typical = TypicalPods(trace_pods);
   const gpu::FragModel frag(typical);
   std::error_code ec;
@@ -375,7 +387,8 @@ int TraceMain(int argc, char** argv) {
   std::vector<Registry> registries;
   for (size_t p = 0; p < o.policies.size(); ++p) {
     absl::StatusOr<ProfileConfig> profile = TraceProfile(o.policies[p], o.half_lives[p]);
-    absl::StatusOr<Registry> registry = PolicyRegistry(BasePolicy(o.policies[p]), typical);
+    const bool learns = std::find(learned.begin(), learned.end(), o.policies[p]) != learned.end();
+    absl::StatusOr<Registry> registry = PolicyRegistry(BasePolicy(o.policies[p]), learns ? std::vector<gpu::TargetClass>{} : typical);
     for (const absl::Status& st : {profile.status(), registry.status()}) {
       if (!st.ok()) {
         std::cerr << "tessel-bench trace: " << st.message() << "\n";

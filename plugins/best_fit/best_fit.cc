@@ -6,10 +6,11 @@
 namespace tessel::best_fit {
 
 int64_t BestFitRaw(int64_t cpu_after, int64_t gpu_after, int64_t max_cpu, int64_t max_gpu) {
-  // 100 - 50 cpu/C - 50 gpu/G = (100 C G - 50 G cpu - 50 C gpu) / (C G)
+  // 100 - 50 cpu/C - 50 gpu/G = (100 C G - 50 (G cpu + C gpu)) / (C G)
   using i128 = __int128;
   const i128 den = i128{max_cpu} * max_gpu;
-  const i128 num = 100 * den - 50 * i128{max_gpu} * cpu_after - 50 * i128{max_cpu} * gpu_after;
+  const gpu::NodeScale scale{.max_cpu_milli = max_cpu, .max_gpu_milli = max_gpu};
+  const i128 num = 100 * den - 50 * scale.Leftover(cpu_after, gpu_after);
   i128 q = num / den;
   if (num % den != 0 && num < 0) --q;
   return static_cast<int64_t>(q);

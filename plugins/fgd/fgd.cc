@@ -145,15 +145,19 @@ void FGD::Observe(CycleState& state, const Pod& pod, bool count_pod) {
   if (changed) ResetScorer();
 }
 
-int64_t FGD::Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<int64_t> fill_ppm) const {
+int64_t FGD::Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<Packing> pack) const {
   const int64_t score = sigmoid_.Score(f_before - workload_.model().NodeFrag(after));
   // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
   // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
   const int64_t raw = preserve_idle_nodes_ ? score * 2 + (in_use ? 1 : 0) : score;
-  if (!fill_ppm.has_value()) return raw;
-  // (in use, fill after placement in parts per million, raw) in one integer: raw < 2^8,
-  // fill <= 10^6 < 2^20.
-  return ((in_use ? int64_t{1} << 28 : 0) + *fill_ppm) * 256 + raw;
+  if (!pack.has_value()) return raw;
+  // The tighter the fit, the higher: 2^40 less the room left (BestFit's measure), kept within
+  // [0, 2^40]. raw < 2^8, so either order fits in one integer below 2^49.
+  constexpr __int128 kRoomCap = __int128{1} << 40;
+  const int64_t tight = static_cast<int64_t>(kRoomCap - std::clamp<__int128>(pack->leftover, 0, kRoomCap));
+  // A whole-GPU pod: the tightest fit, then the gradient (whose in-use term the fit subsumes).
+  // A fraction: the gradient, then the tightest fit.
+  return pack->whole ? tight * 256 + score : raw * (int64_t{1} << 41) + tight;
 }
 
 FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
@@ -164,16 +168,16 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
   const int64_t f_before = model.NodeFrag(before);
   const gpu::GpuDemand demand = gpu::DemandOn(pod.request, gpus.inventory());
   const bool in_use = gpus.total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
-  const bool pack = pack_whole_gpus_ && workload_.learning() &&
-                    demand.kind == gpu::GpuDemand::Kind::kWhole && gpus.count() > 0;
+  std::optional<Packing> pack;
+  if (Packs() && gpus.count() > 0 &&
+      (demand.kind == gpu::GpuDemand::Kind::kWhole || demand.kind == gpu::GpuDemand::Kind::kMilli)) {
+    // The same on every device of the node: it ranks nodes, never devices.
+    pack = Packing{.whole = demand.kind == gpu::GpuDemand::Kind::kWhole,
+                   .leftover = kRoomScale.Leftover(node.FreeMilliCpu() - pod.cpu_milli,
+                                                   gpus.total_free_milli() - pod.request.total_milli())};
+  }
   auto key_of = [&](std::span<const int32_t> devices) {
-    const gpu::NodeShape after = ShapeAfter(before, gpus, demand, devices, pod.cpu_milli);
-    std::optional<int64_t> fill;
-    if (pack) {
-      fill = (gpus.total_allocated_milli() + int64_t{demand.count} * gpu::kMilliPerGpu) * 1'000'000 /
-             gpus.inventory().capacity_milli();
-    }
-    return Key(f_before, after, in_use, fill);
+    return Key(f_before, ShapeAfter(before, gpus, demand, devices, pod.cpu_milli), in_use, pack);
   };
   return ChooseByKey(gpus, demand, pod.request.opt_in(), key_of);
 }
@@ -192,11 +196,13 @@ int64_t FGD::EvaluateUnits(const gpu::PodGpu& pod, const NodeInfo& node, const G
     held_after += gpu::kMilliPerGpu - after.free[i];
   }
   const bool in_use = unit_held || node.gpus().total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
-  std::optional<int64_t> fill;
-  if (pack_whole_gpus_ && workload_.learning() && changed && whole_units_only) {
-    fill = held_after * 1'000'000 / (int64_t{before.n} * gpu::kMilliPerGpu);
+  std::optional<Packing> pack;
+  if (Packs() && changed) {
+    pack = Packing{.whole = whole_units_only,
+                   .leftover = kRoomScale.Leftover(node.FreeMilliCpu() - pod.cpu_milli,
+                                                   int64_t{before.n} * gpu::kMilliPerGpu - held_after)};
   }
-  return Key(workload_.model().NodeFrag(before), after, in_use, fill);
+  return Key(workload_.model().NodeFrag(before), after, in_use, pack);
 }
 
 int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

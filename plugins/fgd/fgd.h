@@ -10,11 +10,15 @@
 // GPU or CPU allocated), so among nodes tied on the gradient an idle node stays whole; then
 // NormalizeScore maps the best to 100 and the rest to 0..99. Without it (FGD), the score is
 // used as it is.
-// With packWholeGpus (Tessel) and a learned workload, a whole-GPU pod ranks nodes by (in use,
-// GPU fill after placement, the raw score above) instead: at cold start the learned workload
-// is a guess, and FGD's coarse buckets would leave the choice among used nodes to the node
-// order; best fit never does worse than GpuBinPack on whole-GPU jobs (tests/gpu/
-// gpu_properties_test.cc).
+// With packWholeGpus (Tessel) and a learned workload, the room a node keeps after placement
+// (BestFit's measure, gpu::NodeScale::Leftover at BestFit's default scale: free CPU over 256
+// cores plus free GPU over 16 GPUs) ranks nodes too: a whole-GPU pod takes the tightest fit
+// first and the gradient breaks its ties; a fraction keeps the gradient (and the in-use term)
+// first and the fit breaks its ties. At cold start the learned workload is a guess, and FGD's
+// coarse buckets would leave the choice among used nodes to the node order; best fit never does
+// worse than GpuBinPack on whole-GPU jobs (tests/gpu/gpu_properties_test.cc). In a steady state
+// it fills small and full nodes first, so the nodes whose jobs end drain whole for node-sized
+// jobs (docs/bench.md, the steady state). CPU pods keep the gradient.
 // For a fractional pod every device that fits is tried; the first device in index order with
 // the highest integer score gives both the node's score and the device. A pod that opted into
 // sharing only tries devices already shared (partly allocated) when one fits, so it does not
@@ -121,9 +125,9 @@ struct FGDArgs {
   TargetWorkloadArgs workload;         // targetWorkload, learnHalfLife, coveragePercent, wholeNodePrior
   int64_t sigmoid_scale_milli = 1000;  // 1..1000000; 0: AutoSigmoidScaleMilli of the current target workload
   bool preserve_idle_nodes = false;
-  // packWholeGpus: with a learned workload (no targetWorkload), whole-GPU pods go to a node in
-  // use before an idle one, then to the node whose GPUs are fullest after placement (best fit,
-  // as GpuBinPack); the gradient only breaks ties. Fractions and CPU pods keep the gradient.
+  // packWholeGpus: with a learned workload (no targetWorkload), whole-GPU pods go to the node
+  // left with the least room after placement (BestFit's measure), the gradient breaking ties;
+  // fractions keep the gradient, the least room breaking its ties. CPU pods keep the gradient.
   bool pack_whole_gpus = false;
 };
 
@@ -175,9 +179,18 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin, public GpuWorkl
   // Keeps a learned workload's node sizes current and, with `count_pod`, counts the pod;
   // rebuilds the scorer when the workload changed.
   void Observe(CycleState& state, const Pod& pod, bool count_pod);
+  // packWholeGpus with a learned workload: whether the pod takes whole GPUs, and the room the
+  // node keeps after placing it (BestFit's measure at BestFit's default scale).
+  struct Packing {
+    bool whole = false;
+    __int128 leftover = 0;
+  };
+  static constexpr gpu::NodeScale kRoomScale{};
+  bool Packs() const { return pack_whole_gpus_ && workload_.learning(); }
   // The raw score of a placement: the gradient from `f_before` to `after`, the in-use tie-break,
-  // and with `fill_ppm` (packWholeGpus) the node's GPU fill after placement first.
-  int64_t Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<int64_t> fill_ppm) const;
+  // and with `pack` the tightest fit, before the gradient for whole GPUs and after it for a
+  // fraction.
+  int64_t Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<Packing> pack) const;
 
   std::string_view name_;
   TargetWorkload workload_;

@@ -74,6 +74,11 @@ class GpuPolicy : public PreScorePlugin, public ScorePlugin, public PreAssumePlu
 struct NodeScale {
   int64_t max_cpu_milli = 128000;
   int64_t max_gpu_milli = 8000;
+  // The room a node keeps after a placement as BestFit weighs it, cpu/2C + gpu/2G of the free
+  // CPU and GPU milli, times 2CG so that it is an exact integer (smaller: the tighter fit).
+  __int128 Leftover(int64_t cpu_after, int64_t gpu_after) const {
+    return __int128{cpu_after} * max_gpu_milli + __int128{gpu_after} * max_cpu_milli;
+  }
 };
 absl::StatusOr<NodeScale> ParseNodeScale(std::string_view plugin, const YAML::Node& args);
 

@@ -1,5 +1,5 @@
 // Tessel (PreFilter, PreScore, Score, NormalizeScore, PreAssume): Tessel's default GPU policy.
-// It is FGD (plugins/fgd/fgd.h; Weng et al., ATC'23) with two options on by default:
+// It is FGD (plugins/fgd/fgd.h; Weng et al., ATC'23) with three options on by default:
 //   - sigmoidScaleMilli: auto. The gradient's scale is FGD's 1000 milli-GPU, raised in
 //     proportion to the multi-GPU pods' share of the target workload's GPU milli, up to 2000 at
 //     a share of 15% (AutoSigmoidScaleMilli). Coarser buckets leave more nodes tied, so the
@@ -8,11 +8,12 @@
 //     integer buckets leave them tied, to fall to the seeded node order.
 //   - preserveIdleNodes: true. Among nodes tied on the gradient, a node already in use wins
 //     over an idle one, so idle nodes stay whole for large jobs.
-//   - packWholeGpus: true. With a learned workload (no targetWorkload), whole-GPU pods go to a
-//     node in use before an idle one, then best fit (the fullest GPUs after placement); the
-//     gradient breaks ties. Fractions keep the gradient, which the whole-node prior of
-//     target_workload.h keeps from opening idle nodes. A configured workload (the bench) is
-//     not affected.
+//   - packWholeGpus: true. With a learned workload (no targetWorkload), a whole-GPU pod goes to
+//     the node left with the least room after placement (BestFit's measure over CPU and GPU),
+//     the gradient breaking ties, and a fraction's gradient ties go to that node too: small and
+//     full nodes fill first, so nodes whose jobs end drain whole. CPU pods keep the gradient,
+//     which the whole-node prior of target_workload.h keeps from opening idle nodes. A
+//     configured workload (the FGD paper's experiment) is not affected.
 //
 // Args: as FGD's; {sigmoidScaleMilli: 1000, preserveIdleNodes: false, packWholeGpus: false}
 // makes it exactly FGD.

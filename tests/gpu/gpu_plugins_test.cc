@@ -488,6 +488,59 @@ TEST_CASE("Tessel: FGD gradient, then whole-node preservation", "[gpu][plugins]"
   CHECK_FALSE(tessel_gpu::Tessel::ParseArgs(YAML::Load("{sigmoidScaleMilli: 0}")).ok());
 }
 
+TEST_CASE("Tessel with a learned workload: whole GPUs go to the tightest fit, fractions break gradient ties by it",
+          "[gpu][plugins]") {
+  // A learned workload with nothing learned and no node sizes known (no PreFilter ran): the
+  // model is empty, so the gradient ties everywhere (floor(100 sigmoid(0)) = 50) and the fit,
+  // BestFit's measure of the room left (G cpu + C gpu free after placement; C = 128000, G =
+  // 8000), decides.
+  FakeHandle handle;
+  tessel_gpu::TesselArgs learned;
+  auto tessel = tessel_gpu::Tessel::New(learned, handle);
+  REQUIRE(tessel.ok());
+  REQUIRE((*tessel)->workload().learning());
+  // An idle 2-GPU node and an 8-GPU node in use with 6 GPUs free. A 1-GPU pod leaves
+  // 15000 x 8000 + 1000 x 128000 = 248e6 on the small node, 14000 x 8000 + 5000 x 128000 =
+  // 752e6 on the big one: it takes the small node and the big one keeps its 5 free GPUs
+  // together (the in-use tie-break alone sent it to the big node).
+  TestNode small("small", "cpu:16,memory:64Gi,nvidia.com/gpu:2", 2);
+  TestNode big("big", "cpu:16,memory:64Gi,nvidia.com/gpu:8", 8);
+  big.Add(MakePod("two", "cpu:1,nvidia.com/gpu:2"));
+  const Pod one = MakePod("w", "cpu:1,nvidia.com/gpu:1");
+  constexpr int64_t kCap = int64_t{1} << 40;
+  CHECK(ScoreOf(**tessel, one, small.info) == (kCap - 248'000'000) * 256 + 50);
+  CHECK(ScoreOf(**tessel, one, big.info) == (kCap - 752'000'000) * 256 + 50);
+  // A fraction: the gradient first (2 x 50, +1 on a node in use), then the fit. On the idle
+  // small node 15000 x 8000 + 1500 x 128000 = 312e6 is left, on the big node 14000 x 8000 +
+  // 5500 x 128000 = 816e6: the node in use wins its gradient tie-break first.
+  const Pod half = Frac("f", 500);
+  CHECK(ScoreOf(**tessel, half, small.info) == (2 * 50) * (int64_t{1} << 41) + (kCap - 312'000'000));
+  CHECK(ScoreOf(**tessel, half, big.info) == (2 * 50 + 1) * (int64_t{1} << 41) + (kCap - 816'000'000));
+  // Between two nodes in use, the fuller one wins; the device the fraction takes is the one the
+  // gradient chooses without the fit (the fit is the node's, the same on every device).
+  TestNode fuller("fuller", "cpu:16,memory:64Gi,nvidia.com/gpu:8", 8);
+  fuller.Add(MakePod("six", "cpu:1,nvidia.com/gpu:6"));
+  CHECK(ScoreOf(**tessel, half, fuller.info) > ScoreOf(**tessel, half, big.info));
+  tessel_gpu::TesselArgs configured;
+  configured.workload.classes = {{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}};
+  configured.pack_whole_gpus = false;
+  auto plain = tessel_gpu::Tessel::New(configured, handle);
+  REQUIRE(plain.ok());
+  tessel_gpu::TesselArgs learned_model = configured;
+  learned_model.pack_whole_gpus = true;
+  auto packed = tessel_gpu::Tessel::New(learned_model, handle);
+  REQUIRE(packed.ok());
+  CHECK((*packed)->Evaluate(PodGpuOf(half), fuller.info).devices == (*plain)->Evaluate(PodGpuOf(half), fuller.info).devices);
+  // A configured workload (FGD's experiment) is trusted as it is: no fit, the same keys as
+  // without packWholeGpus.
+  CHECK(ScoreOf(**packed, one, small.info) == ScoreOf(**plain, one, small.info));
+  CHECK(ScoreOf(**packed, half, big.info) == ScoreOf(**plain, half, big.info));
+  // FGD itself never packs.
+  auto fgd_plugin = fgd::FGD::New(fgd::FGDArgs{}, handle);
+  REQUIRE(fgd_plugin.ok());
+  CHECK(ScoreOf(**fgd_plugin, one, small.info) == ScoreOf(**fgd_plugin, one, big.info));
+}
+
 TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload", "[gpu][plugins]") {
   FakeHandle handle;
   auto scale_for = [&](std::vector<gpu::TargetClass> classes) {
