@@ -82,10 +82,41 @@ std::string Plural(int64_t n, std::string_view one, std::string_view many) {
   return StrCat(n, " ", n == 1 ? one : many);
 }
 
+// The order in which the search tries a node's candidates. With one allocation wanted (no
+// choice: kube-scheduler's first found), the candidates' own order. With several alternatives
+// to choose among, the smallest devices first (the largest share of its counter set a device
+// consumes; a device consuming no counters is whole): the first alternatives found then include
+// those that take the least (a count of devices met by partitions), which the choices prefer,
+// and not only the first whole device with every combination of the rest.
+std::vector<int> SearchOrder(const NodeDevices& devices, int limit) {
+  std::vector<int> order(devices.candidates.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  if (limit <= 1) return order;
+  constexpr int64_t kWhole = 1'000'000;
+  std::vector<int64_t> share(order.size(), kWhole);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Candidate& c = devices.candidates[i];
+    if (c.device->consumes_counters.empty()) continue;
+    int64_t most = 0;
+    for (const CounterConsumption& use : c.device->consumes_counters) {
+      auto set = devices.pools[c.pool].counter_sets.find(use.counter_set);
+      if (set == devices.pools[c.pool].counter_sets.end()) continue;
+      for (const auto& [name, amount] : use.counters) {
+        auto there = set->second.find(name);
+        if (there == set->second.end() || there->second <= 0) continue;
+        most = std::max(most, static_cast<int64_t>(static_cast<__int128>(amount) * kWhole / there->second));
+      }
+    }
+    share[i] = std::min(most, kWhole);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return share[a] < share[b]; });
+  return order;
+}
+
 class Search {
  public:
   Search(const AllocationInput& input, const AllocatorOptions& options, int limit)
-      : in_(input), options_(options), limit_(std::max(limit, 1)) {}
+      : in_(input), options_(options), limit_(std::max(limit, 1)), order_(SearchOrder(input.devices, limit_)) {}
 
   // The alternatives found (maybe none: then reason() says why), or an error.
   absl::StatusOr<std::vector<Alternative>> Run();
@@ -121,6 +152,7 @@ class Search {
   const AllocationInput& in_;
   const AllocatorOptions& options_;
   const int limit_;
+  const std::vector<int> order_;  // the candidates in the order the search tries them
   std::vector<Variant> variants_;
   std::vector<ClaimWork> claims_;
   // Per candidate: held whole by an allocated claim; picks now holding it (non-admin, not
@@ -414,8 +446,9 @@ void Search::StepVariant(int claim, int request, int variant, int device, int st
     }
     return;
   }
-  const int n = static_cast<int>(in_.devices.candidates.size());
-  for (int c = start; c < n && !Done(); ++c) {
+  const int n = static_cast<int>(order_.size());
+  for (int k = start; k < n && !Done(); ++k) {
+    const int c = order_[k];
     absl::StatusOr<Verdict> verdict = Judged(v, c);
     if (!verdict.ok()) {
       error_ = verdict.status();
@@ -423,7 +456,7 @@ void Search::StepVariant(int claim, int request, int variant, int device, int st
     }
     if (verdict->kind != Verdict::kOk) continue;
     if (std::optional<Undo> undo = TryTake(claim, variant, c)) {
-      Step(claim, request, device + 1, c + 1);
+      Step(claim, request, device + 1, k + 1);
       Release(claim, c, *undo);
     }
   }

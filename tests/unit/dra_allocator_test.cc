@@ -648,6 +648,42 @@ TEST_CASE("LeastFragmentation takes the least first: two halves of one GPU, not 
   CHECK(UnitFreeMilli(w.devices, w.held, chosen->picks) == std::vector<int64_t>{0, 1000});
 }
 
+TEST_CASE("with alternatives to choose among, the search tries the smallest devices first", "[dra]") {
+  // Composition seed 1628: four devices of a class that selects whole GPUs and halves alike, on
+  // a node of eight free GPUs. In the devices' own order the first 16 alternatives all begin with
+  // whole GPUs (gpu-0 whole with every combination of the rest), so the choice never saw four
+  // halves, took whole GPUs in one cycle and halves in another, and a gang's plan that counted
+  // halves found its node full at the next attempt.
+  DraWorld w = PartitionedGpus(8);
+  w.classes["any"] = Class("any");
+  ResourceClaim four = Claim("f", {Exactly("g", {.device_class_name = "any", .count = 4})});
+  gpu::FragModel workload({gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}});
+  gpu::NodeShape node;
+  node.cpu_free = 64'000;
+  LeastFragmentation fgd(workload, node);
+  AllocatorOptions options = w.Options();
+  options.choice = &fgd;
+  options.max_alternatives = 16;
+  auto chosen = w.Run({&four}, options);
+  REQUIRE(chosen->fits());
+  CHECK(Names(chosen->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-half-a", "node-1/gpu-0-half-b",
+                                                                   "node-1/gpu-1-half-a", "node-1/gpu-1-half-b"});
+  CHECK(UnitFreeMilli(w.devices, w.held, chosen->picks) ==
+        std::vector<int64_t>{0, 0, 1000, 1000, 1000, 1000, 1000, 1000});
+  // KeepWholeDevices sees the same alternatives: six whole GPUs left, not four.
+  KeepWholeDevices keep;
+  options.choice = &keep;
+  auto kept = w.Run({&four}, options);
+  REQUIRE(kept->fits());
+  CHECK(MeasureWholeLeft(w.devices, w.held, kept->picks).counter_sets == 6);
+  // Without a choice the first allocation found in the devices' own order is taken, as
+  // kube-scheduler takes it.
+  auto first = w.Run({&four});
+  REQUIRE(first->fits());
+  CHECK(Names(first->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-whole", "node-1/gpu-1-whole",
+                                                                  "node-1/gpu-2-whole", "node-1/gpu-3-whole"});
+}
+
 TEST_CASE("the search gives up after its step budget with a reason", "[dra]") {
   DraWorld w = FourGpus();
   ResourceClaim claim = Claim("c", {Exactly("gpus", {.device_class_name = "gpu", .count = 3})},
