@@ -628,6 +628,18 @@ TEST_CASE("LeastFragmentation leaves the remainder the workload can still use; K
   CHECK(Names(w.Run({&quarter}, options)->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-q1"});
 }
 
+// `claim` allocated on `w` by LeastFragmentation under `workload` among up to 16 alternatives
+// (the node's CPU: 64 cores free).
+auto RunLeastFragmentation(DraWorld& w, const ResourceClaim& claim, const gpu::FragModel& workload) {
+  gpu::NodeShape node;
+  node.cpu_free = 64'000;
+  LeastFragmentation fgd(workload, node);
+  AllocatorOptions options = w.Options();
+  options.choice = &fgd;
+  options.max_alternatives = 16;
+  return w.Run({&claim}, options);
+}
+
 TEST_CASE("LeastFragmentation takes the least first: two halves of one GPU, not two whole GPUs", "[dra]") {
   // Found by the composition property: with a class that selects whole GPUs and halves alike,
   // FGD's measure alone (idle GPU counts as fragmented for the workload's CPU-only pods) chose two
@@ -635,14 +647,8 @@ TEST_CASE("LeastFragmentation takes the least first: two halves of one GPU, not 
   DraWorld w = PartitionedGpus(2);
   w.classes["any"] = Class("any");
   ResourceClaim two = Claim("t", {Exactly("g", {.device_class_name = "any", .count = 2})});
-  gpu::FragModel workload({gpu::TargetClass{.cpu_milli = 1000}, gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}});
-  gpu::NodeShape node;
-  node.cpu_free = 64'000;
-  LeastFragmentation fgd(workload, node);
-  AllocatorOptions options = w.Options();
-  options.choice = &fgd;
-  options.max_alternatives = 16;
-  auto chosen = w.Run({&two}, options);
+  auto chosen = RunLeastFragmentation(
+      w, two, gpu::FragModel({gpu::TargetClass{.cpu_milli = 1000}, gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}}));
   REQUIRE(chosen->fits());
   CHECK(Names(chosen->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-half-a", "node-1/gpu-0-half-b"});
   CHECK(UnitFreeMilli(w.devices, w.held, chosen->picks) == std::vector<int64_t>{0, 1000});
@@ -657,14 +663,7 @@ TEST_CASE("with alternatives to choose among, the search tries the smallest devi
   DraWorld w = PartitionedGpus(8);
   w.classes["any"] = Class("any");
   ResourceClaim four = Claim("f", {Exactly("g", {.device_class_name = "any", .count = 4})});
-  gpu::FragModel workload({gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}});
-  gpu::NodeShape node;
-  node.cpu_free = 64'000;
-  LeastFragmentation fgd(workload, node);
-  AllocatorOptions options = w.Options();
-  options.choice = &fgd;
-  options.max_alternatives = 16;
-  auto chosen = w.Run({&four}, options);
+  auto chosen = RunLeastFragmentation(w, four, gpu::FragModel({gpu::TargetClass{.gpu_milli = 1000, .num_gpu = 1}}));
   REQUIRE(chosen->fits());
   CHECK(Names(chosen->allocations[0]) == std::vector<std::string>{"node-1/gpu-0-half-a", "node-1/gpu-0-half-b",
                                                                    "node-1/gpu-1-half-a", "node-1/gpu-1-half-b"});
@@ -672,6 +671,8 @@ TEST_CASE("with alternatives to choose among, the search tries the smallest devi
         std::vector<int64_t>{0, 0, 1000, 1000, 1000, 1000, 1000, 1000});
   // KeepWholeDevices sees the same alternatives: six whole GPUs left, not four.
   KeepWholeDevices keep;
+  AllocatorOptions options = w.Options();
+  options.max_alternatives = 16;
   options.choice = &keep;
   auto kept = w.Run({&four}, options);
   REQUIRE(kept->fits());
