@@ -94,9 +94,11 @@ std::vector<int> SearchOrder(const NodeDevices& devices, int limit) {
   if (limit <= 1) return order;
   constexpr int64_t kWhole = 1'000'000;
   std::vector<int64_t> share(order.size(), kWhole);
+  bool partitions = false;  // none: every device is whole, and the order stays as it is
   for (size_t i = 0; i < order.size(); ++i) {
     const Candidate& c = devices.candidates[i];
     if (c.device->consumes_counters.empty()) continue;
+    partitions = true;
     int64_t most = 0;
     for (const CounterConsumption& use : c.device->consumes_counters) {
       auto set = devices.pools[c.pool].counter_sets.find(use.counter_set);
@@ -109,6 +111,7 @@ std::vector<int> SearchOrder(const NodeDevices& devices, int limit) {
     }
     share[i] = std::min(most, kWhole);
   }
+  if (!partitions) return order;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return share[a] < share[b]; });
   return order;
 }
