@@ -8,8 +8,8 @@
 //      team that asks for its own quota is not queued behind another team's borrowing;
 //   2. the higher priority;
 //   3. the one whose queue has the lower weighted dominant share (borrows least for its weight;
-//      with usage decay on, its share now plus the share its decayed usage gives, as fair-share
-//      preemption weighs them);
+//      with usage decay on, its share now plus the share its decayed usage gives, the second of
+//      the two comparisons fair-share preemption asks);
 //   4. the QueueSort order (priority, then age).
 // A pod in no queue counts as within its quota with a share of 0. Usage is what the scheduler's
 // snapshot shows when the pod is popped (the core refreshes it first), with the pods reserved

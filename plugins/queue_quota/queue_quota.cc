@@ -700,16 +700,19 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
   // The two subtrees whose shares are compared: the children of `meet` that hold each queue.
   const int own_side = tree.ChildToward(meet, own_node);
   const int their_side = tree.ChildToward(meet, their_node);
-  // With usage decay on, each side's share is its share now plus the share its decayed usage
-  // gives (per mille, on its dominant part): the one that used more recently counts as holding
-  // more.
+  // With usage decay on, the comparison is asked twice: with the shares now, and with each
+  // side's share now plus the share its decayed usage gives (per mille, on its dominant part:
+  // the one that used more recently counts as holding more). A victim goes only when both allow
+  // it: decay may keep a pod from being taken, never take one that the shares now would hand
+  // back (summed alone, a team with no past took beyond its share now, and the next preemption
+  // by the instant shares took it back: more evictions than with decay off).
   const int64_t own_past = cycle->decayed ? cycle->decayed->ShareOfNode(own_side) : 0;
   const int64_t their_past = cycle->decayed ? cycle->decayed->ShareOfNode(their_side) : 0;
   FairShare own_share_after;
   if (!reclaim) {
     QuotaTracker after = own_now;
     after.AddUsage(own->name(), unit);
-    own_share_after = after.FairShareOfNode(own_side).Plus(own_past);
+    own_share_after = after.FairShareOfNode(own_side);
   }
 
   // The victim's queue gives back what it borrows: walk its pods on this node in eviction
@@ -767,8 +770,10 @@ VictimVerdict QueueQuota::MayEvict(const CycleState& state, const Pod& preemptor
       for (const auto& [r, amount] : theirs_after.BorrowedOfNode(their_side).Entries()) side_borrows |= want.Get(r) > 0;
       QuotaTracker trial = theirs_after;
       trial.SubUsage(theirs->name(), charge);
-      take = keeps_nominal && side_borrows &&
-             FairShare::Compare(trial.FairShareOfNode(their_side).Plus(their_past), own_share_after) >= 0;
+      const FairShare their_share_after = trial.FairShareOfNode(their_side);
+      take = keeps_nominal && side_borrows && FairShare::Compare(their_share_after, own_share_after) >= 0 &&
+             (!cycle->decayed ||
+              FairShare::Compare(their_share_after.Plus(their_past), own_share_after.Plus(own_past)) >= 0);
     }
     if (!gang.empty()) gang_taken.emplace(gang, take);
     if (p->Key() == victim.Key()) {

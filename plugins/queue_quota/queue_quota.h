@@ -115,9 +115,10 @@ class QueueQuota final : public QuotaPlugin,
 
   // Fairness over time (args.usageHalfLifeSeconds > 0, else these do nothing): every queue's
   // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed.
-  // In fair-share preemption a subtree's share is its share now plus the share its decayed
-  // usage gives (both per mille, QuotaTracker::ShareOfNode), so a team that used much recently
-  // yields to one that did not.
+  // Fair-share preemption takes a victim only when both comparisons allow it: the shares now,
+  // and each side's share now plus the share its decayed usage gives (per mille,
+  // QuotaTracker::ShareOfNode). So a team that used much recently yields to one that did not,
+  // and decay never takes a pod that the shares now would give back.
   bool decays_usage() const { return decay_enabled_; }
   QueueUsage DecayedUsage() const;
   std::optional<absl::Time> DecayedAt() const;

@@ -1005,6 +1005,57 @@ TEST_CASE("QueueQuota: with usage decay, a queue that used much recently loses f
   CHECK(timed.plugin->MayEvict(s3, preemptor, b_timed[4], &reason) == VictimVerdict::kAllow);
 }
 
+TEST_CASE("QueueQuota: with usage decay, fair-share preemption never takes what the shares of "
+          "the instant would not", "[quota][queue_quota][decay]") {
+  // Cohort c: a (nominal 2), b (nominal 2) and an idle lender l (4): the cohort lends 8.
+  // For four half-lives b runs 6 GPUs and a nothing; then b runs 4 (borrows 2, 250 per mille)
+  // and a 3 (borrows 1, 125). A pod of a asking 2 would borrow 3 (375), and b, its newest pod
+  // evicted, would borrow 1 (125): on the instant a may not take it. With decay b counts its
+  // recent past beside (5.625 GPUs decayed, 453 per mille more), so b's share plus its past
+  // (578) is above a's (375); fair sharing with decay still asks both, so the eviction is
+  // denied: decay decides which pending pods go first and whom a preemptor may not take from,
+  // never a preemption the instant shares would undo (that eviction would be given back).
+  Hooks h({.usage_half_life_seconds = 60});
+  auto queue = [](std::string name, std::string gpus) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
+                              {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a", "2"), queue("b", "2"), queue("l", "4")});
+  std::vector<Pod> history;
+  for (int i = 0; i < 6; ++i) history.push_back(h.Running("b", StrCat("old-", i), 1, 0, i));
+  const Pod probe = GpuPod("b", "probe", 1, 0);
+  for (int i = 0; i <= 4; ++i) {
+    if (i > 0) h.handle.manual_clock().Advance(absl::Seconds(60));
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, probe).ok());
+  }
+  for (const Pod& p : history) h.handle.RemovePod(p.Key());
+  std::vector<Pod> b;
+  for (int i = 0; i < 4; ++i) b.push_back(h.Running("b", StrCat("b-", i), 1, 0, 20 + i));
+  for (int i = 0; i < 3; ++i) h.Running("a", StrCat("a-", i), 1, 0, 30 + i);
+  CHECK(h.plugin->DecayedUsage().at("b").Get(kNvidiaGpu) == 5625);
+  CHECK_FALSE(h.plugin->DecayedUsage().contains("a"));
+
+  std::string reason;
+  CycleState two;
+  const Pod asks_two = GpuPod("a", "p", 2, 5);
+  REQUIRE(h.plugin->PreFilter(two, asks_two).ok());
+  CHECK(h.plugin->MayEvict(two, asks_two, b[3], &reason) == VictimVerdict::kDeny);
+  CHECK(reason.empty());
+  // Asking 1, a would borrow 2 (250) and b keep 1 borrowed (125) after: still denied on the
+  // instant. With b holding one more (5, borrows 3), both rules let a take b's newest pod.
+  CycleState one;
+  const Pod asks_one = GpuPod("a", "q", 1, 5);
+  REQUIRE(h.plugin->PreFilter(one, asks_one).ok());
+  CHECK(h.plugin->MayEvict(one, asks_one, b[3], &reason) == VictimVerdict::kDeny);
+  b.push_back(h.Running("b", "b-4", 1, 0, 24));
+  CycleState more;
+  REQUIRE(h.plugin->PreFilter(more, asks_one).ok());
+  CHECK(h.plugin->MayEvict(more, asks_one, b[4], &reason) == VictimVerdict::kAllow);
+  CHECK(reason == "fair-share");
+}
+
 TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the time it was "
           "written", "[quota][queue_quota][decay]") {
   Hooks off;
