@@ -306,17 +306,19 @@ th{{background:#f4f4f4}}td:first-child{{text-align:left}}.note{{color:#555;font-
   if (!summaries.empty() && summaries.front().contains("shares")) {
     html += "<h2>GPUs held against entitlement while in demand</h2>\n<table><tr><th>policy</th><th>queue or cohort</th>"
             "<th>mean GPUs</th><th>mean entitled</th><th>mean |held - entitled|</th><th>%</th>"
-            "<th>longest &gt;10 % off (s)</th><th>longest &gt;10 % below (s)</th><th>first demand (s)</th>"
+            "<th>longest &gt;10 % off (s)</th><th>longest &gt;10 % below (s)</th>"
+            "<th>longest with a waiting job that fits (s)</th><th>first demand (s)</th>"
             "<th>time to share (s)</th><th>evictions</th></tr>\n";
     for (const nlohmann::json& s : summaries) {
       for (const auto& [name, q] : s["shares"].items()) {
         StrAppend(&html, fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.2f}</td>"
-                                     "<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                                     "<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                                      HtmlEscape(s["policy"].get<std::string>()), HtmlEscape(name),
                                      q["kind"].get<std::string>(), q["mean_gpus"].get<double>(),
                                      q["mean_entitled_gpus"].get<double>(), q["mean_abs_dev_gpus"].get<double>(),
                                      q["mean_abs_dev_pct"].get<double>(), q["longest_off_10pct_s"].get<int64_t>(),
-                                     q["longest_below_10pct_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
+                                     q["longest_below_10pct_s"].get<int64_t>(),
+                                     q["longest_waiting_job_fits_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
                                      q["time_to_share_s"].get<int64_t>(), q["evictions"].get<int64_t>()));
       }
     }

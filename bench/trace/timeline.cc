@@ -198,8 +198,11 @@ class Simulation {
     for (const auto& [name, node] : quota_tree_) result_.quota_tree.push_back(node);
   }
 
-  // Each queue's usage (its running jobs' GPUs) and demand (those and its pending jobs' requests),
-  // summed up the tree to the cohorts, and the entitlements they give.
+  // The smaller of two requests, 0 standing for none.
+  static int64_t SmallestOf(int64_t a, int64_t b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+  // Each queue's usage (its running jobs' GPUs), demand (those and its pending jobs' requests)
+  // and smallest waiting request, summed up the tree to the cohorts, and the entitlements they give.
   std::map<std::string, ShareSample> Shares() const {
     std::map<std::string, ShareSample> out;
     std::map<std::string, int64_t> demand;
@@ -209,6 +212,7 @@ class Simulation {
       ShareSample& q = out[in_.jobs[i].queue];
       q.usage_milli += st.running ? result_.jobs[i].gpu_milli : 0;
       q.demand_milli += st.running ? result_.jobs[i].gpu_milli : requested_milli_[i];
+      if (!st.running) q.smallest_waiting_milli = SmallestOf(q.smallest_waiting_milli, requested_milli_[i]);
     }
     for (const auto& [name, q] : out) demand[name] = q.demand_milli;
     for (const auto& [name, node] : quota_tree_) {
@@ -220,6 +224,7 @@ class Simulation {
         ShareSample& c = out[up];
         c.usage_milli += q.usage_milli;
         c.demand_milli += q.demand_milli;
+        c.smallest_waiting_milli = SmallestOf(c.smallest_waiting_milli, q.smallest_waiting_milli);
         auto parent = quota_tree_.find(up);
         up = parent == quota_tree_.end() ? "" : parent->second.parent;
       }

@@ -103,6 +103,7 @@ struct ShareSample {
   int64_t usage_milli = 0;
   int64_t demand_milli = 0;
   int64_t entitlement_milli = 0;
+  int64_t smallest_waiting_milli = 0;  // the smallest request of its waiting jobs (0: none waits)
 };
 
 // A point of the curves, taken as virtual time reaches `at`, before the events at `at`.

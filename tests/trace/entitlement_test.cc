@@ -168,6 +168,29 @@ TEST_CASE("shares: deviations, stretches and the time to share over samples", "[
   CHECK(summary["team"]["mean_abs_dev_pct"].get<double>() == Approx(40.0));
 }
 
+TEST_CASE("shares: a stretch below is owed only while a waiting job would run within the entitlement",
+          "[entitlement]") {
+  TimelineResult r;
+  r.quota_tree = {Team("team", "", 8)};
+  auto at = [](int64_t t, int64_t usage, int64_t entitled, int64_t smallest) {
+    Sample s = At(t, usage, usage + smallest, entitled);
+    s.shares["team"].smallest_waiting_milli = smallest;
+    return s;
+  };
+  // 0-200: 12 of 13.4 entitled, a 2-GPU job waiting: below by more than 10 %, but the job would
+  // take it to 14 (the jobs' size, not a wait). 200-500: 8 held, the 2-GPU job would fit: owed.
+  // 500: 12 held with a 1-GPU job waiting: owed again (13 <= 13.4); 600: it runs.
+  r.samples = {at(0, 12000, 13400, 2000), at(100, 12000, 13400, 2000), at(200, 8000, 13400, 2000),
+               at(300, 8000, 13400, 2000), at(400, 8000, 13400, 2000), at(500, 12000, 13400, 1000),
+               at(600, 13000, 13400, 0),   at(700, 13000, 13400, 0)};
+  r.jobs = {JobOutcome{.id = "j", .queue = "team", .arrive = 0}};
+  const ShareStats t = ShareStatsOf(r).front();
+  CHECK(t.longest_below_s == 600);  // 0 to 600
+  CHECK(t.longest_owed_s == 400);   // 200 to 600
+  const nlohmann::json summary = SummarizeShares({.policy = "p", .seeds = {1}, .runs = {r}});
+  CHECK(summary["team"]["longest_waiting_job_fits_s"] == 400);
+}
+
 TEST_CASE("shares: a queue that never gets its share has no time to share", "[entitlement]") {
   TimelineResult r;
   r.quota_tree = {Team("team", "", 8)};

@@ -685,12 +685,16 @@ TEST_CASE("trace: a team arriving late reclaims its share; usage and entitlement
         CHECK(s.shares.at("a").entitlement_milli == 4000);
         CHECK(s.shares.at("b").entitlement_milli == 4000);
         CHECK(s.shares.at("a").demand_milli == 8000);  // 4 running, 4 evicted and waiting
+        CHECK(s.shares.at("a").smallest_waiting_milli == 1000);
+        CHECK(s.shares.at("b").smallest_waiting_milli == 0);  // none of b's waits
+        CHECK(s.shares.at("lab").smallest_waiting_milli == 1000);  // its queues' smallest
         CHECK(s.shares.at("lab").usage_milli == 8000);
         CHECK(s.shares.at("lab").entitlement_milli == 8000);
       }
     }
     const nlohmann::json shares = SummarizeShares({.policy = "tessel", .seeds = {1}, .runs = {*r}});
     CHECK(shares["b"]["first_demand_s"] == 100);
+    CHECK(shares["b"]["longest_waiting_job_fits_s"] == 0);  // reclaimed at once
     CHECK(shares["b"]["time_to_share_s"].get<int64_t>() <= shares["b"]["step_s"].get<int64_t>());
     CHECK(shares["a"]["evictions"] == 4);
     CHECK(shares["b"]["evictions"] == 0);
