@@ -11,6 +11,7 @@
 //   tesselctl explain NS/POD
 //   tesselctl simulate SNAPSHOT.json
 //   tesselctl snapshot -o FILE [--anonymize]
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/tls_credentials_options.h>
 #include <google/protobuf/util/json_util.h>
@@ -503,7 +504,14 @@ absl::Status Run(const Flags& f) {
 
 int main(int argc, char** argv) {
   const tessel::ctl::Flags flags = tessel::ctl::ParseFlags(argc - 1, argv + 1);
-  if (absl::Status st = tessel::ctl::Run(flags); !st.ok()) {
+  // gRPC's library is held for the whole call and shut down here, on this thread, before the
+  // static destructors run: when the channel's last reference goes on one of gRPC's own threads,
+  // grpc_shutdown hands the clean-up to a detached thread, which can still run as the process
+  // exits (seen once in the integration tests: "double free or corruption" ending a --grpc explain).
+  grpc_init();
+  const absl::Status st = tessel::ctl::Run(flags);
+  grpc_shutdown_blocking();
+  if (!st.ok()) {
     std::cerr << "tesselctl: " << st.message() << "\n";
     return 1;
   }
