@@ -945,6 +945,27 @@ TEST_CASE("QueueQuota: usageHalfLifeSeconds is an integer from 0 (off) to a year
         "QueueQuota: args.usageHalfLifeSeconds: want an integer in 0..31536000, got \"1h\"");
 }
 
+// Cohort c: a (nominal 2), b (nominal 2) and an idle lender l (4): the cohort lends 8. `past`
+// runs 6 GPUs for four half-lives of the hooks' decay (a minute; PreFilter advances it on the
+// handle's clock), then those pods end.
+void PastInCohortC(Hooks& h, const std::string& past) {
+  auto queue = [](std::string name, std::string gpus) {
+    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
+                              {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
+                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
+  };
+  h.SetQueues({queue("a", "2"), queue("b", "2"), queue("l", "4")});
+  std::vector<Pod> history;
+  for (int i = 0; i < 6; ++i) history.push_back(h.Running(past, StrCat("old-", i), 1, 0, i));
+  const Pod probe = GpuPod(past, "probe", 1, 0);
+  for (int i = 0; i <= 4; ++i) {
+    if (i > 0) h.handle.manual_clock().Advance(absl::Seconds(60));
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, probe).ok());
+  }
+  for (const Pod& p : history) h.handle.RemovePod(p.Key());
+}
+
 TEST_CASE("QueueQuota: with usage decay, a queue that used much recently loses fair-share "
           "preemption to one that did not", "[quota][queue_quota][decay]") {
   // Cohort c: a (nominal 2), b (nominal 2) and an idle lender l (4): the cohort lends 8.
@@ -954,21 +975,7 @@ TEST_CASE("QueueQuota: with usage decay, a queue that used much recently loses f
   // is 6 * (1 - 2^-4) = 5.625 GPUs, 3.625 borrowed: 453 per mille more, so a counts 578 and
   // may not take from b (250 + b's decayed share, 0).
   auto setup = [](Hooks& h) {
-    auto queue = [](std::string name, std::string gpus) {
-      return QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
-                                {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
-                                {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-    };
-    h.SetQueues({queue("a", "2"), queue("b", "2"), queue("l", "4")});
-    std::vector<Pod> history;
-    for (int i = 0; i < 6; ++i) history.push_back(h.Running("a", StrCat("old-", i), 1, 0, i));
-    const Pod probe = GpuPod("a", "probe", 1, 0);
-    for (int i = 0; i <= 4; ++i) {  // PreFilter advances the decay on the handle's clock
-      if (i > 0) h.handle.manual_clock().Advance(absl::Seconds(60));
-      CycleState state;
-      REQUIRE(h.plugin->PreFilter(state, probe).ok());
-    }
-    for (const Pod& p : history) h.handle.RemovePod(p.Key());
+    PastInCohortC(h, "a");
     h.Running("a", "now-0", 1, 0, 10);
     h.Running("a", "now-1", 1, 0, 11);
     std::vector<Pod> b;
@@ -1016,21 +1023,7 @@ TEST_CASE("QueueQuota: with usage decay, fair-share preemption never takes what 
   // denied: decay decides which pending pods go first and whom a preemptor may not take from,
   // never a preemption the instant shares would undo (that eviction would be given back).
   Hooks h({.usage_half_life_seconds = 60});
-  auto queue = [](std::string name, std::string gpus) {
-    return QueueObject(name, {{"namespaces", {name}}, {"cohort", "c"},
-                              {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}},
-                              {"preemption", {{"reclaimWithinCohort", "Any"}}}});
-  };
-  h.SetQueues({queue("a", "2"), queue("b", "2"), queue("l", "4")});
-  std::vector<Pod> history;
-  for (int i = 0; i < 6; ++i) history.push_back(h.Running("b", StrCat("old-", i), 1, 0, i));
-  const Pod probe = GpuPod("b", "probe", 1, 0);
-  for (int i = 0; i <= 4; ++i) {
-    if (i > 0) h.handle.manual_clock().Advance(absl::Seconds(60));
-    CycleState state;
-    REQUIRE(h.plugin->PreFilter(state, probe).ok());
-  }
-  for (const Pod& p : history) h.handle.RemovePod(p.Key());
+  PastInCohortC(h, "b");
   std::vector<Pod> b;
   for (int i = 0; i < 4; ++i) b.push_back(h.Running("b", StrCat("b-", i), 1, 0, 20 + i));
   for (int i = 0; i < 3; ++i) h.Running("a", StrCat("a-", i), 1, 0, 30 + i);
