@@ -947,17 +947,14 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
         dra_evictions += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
           return std::any_of(r.world.nodes.begin(), r.world.nodes.end(), [&](const testing::CheckedNode& n) { return n.dra && n.name == e.node; });
         }));
+        // Evictions for a preemptor of another namespace (so another queue), moves aside.
+        const int cross_queue = static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) {
+          return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
+        }));
         if (!r.world.cohorts.empty()) {
-          (flavored ? flavored_tree_cross_queue_evictions : tree_cross_queue_evictions) +=
-              static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
-                return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
-              }));
+          (flavored ? flavored_tree_cross_queue_evictions : tree_cross_queue_evictions) += cross_queue;
         }
-        if (r.decay && !r.world.queues.empty()) {
-          decay_cross_queue_evictions += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) {
-            return !e.move && e.victim.substr(0, e.victim.find('/')) != e.preemptor.substr(0, e.preemptor.find('/'));
-          }));
-        }
+        if (r.decay && !r.world.queues.empty()) decay_cross_queue_evictions += cross_queue;
         moves += static_cast<int>(
             std::count_if(evicted.begin(), evicted.end(), [](const Eviction& e) { return e.move; }));
         moves_for_gangs += static_cast<int>(std::count_if(evicted.begin(), evicted.end(), [&](const Eviction& e) {
