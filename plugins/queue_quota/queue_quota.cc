@@ -182,6 +182,11 @@ class FlavorTiers final : public NodeTiers {
     return kBorrowingTiers + placement.tier;
   }
   bool PreemptFirst() const override { return preempt_first_; }
+  // A flavor's borrowing tier holds the same flavor's nodes where the unit would not borrow: a
+  // gang that borrows on the flavor anyway may spread over both (it borrows less, not more).
+  bool Holds(int64_t rank, int64_t lower) const override {
+    return borrowing_last_ && rank >= kBorrowingTiers && lower == rank - kBorrowingTiers;
+  }
   std::optional<std::vector<int64_t>> Ranks(const CycleState& state) const override {
     const QuotaCycle* cycle = state.ReadValue<QuotaCycle>(QueueQuota::kName);
     if (cycle == nullptr || !cycle->unit.empty()) return std::nullopt;

@@ -1,8 +1,9 @@
 // Strict node tiers (see node_tiers.h).
 #include "scheduler/framework/node_tiers.h"
 
-#include <map>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "scheduler/util/strings.h"
 
@@ -82,17 +83,25 @@ TierWalk::TierWalk(const CycleState& state, const std::vector<NodeInfo*>& nodes,
     if (!below.has_value()) walk_.push_back(Tier{.rank = std::nullopt, .nodes = nodes, .screen = nullptr});
     return;
   }
-  std::map<int64_t, std::vector<NodeInfo*>> by_rank;
+  std::vector<std::pair<NodeInfo*, int64_t>> ranked;  // the usable nodes with their tiers, snapshot order
+  std::set<int64_t> ranks;
   for (NodeInfo* node : nodes) {
     const std::optional<int64_t> t = tiers_->TierOf(state, *node);
-    if (t.has_value() && (!below.has_value() || *t < *below)) by_rank[*t].push_back(node);
+    if (!t.has_value() || (below.has_value() && *t >= *below)) continue;
+    ranked.emplace_back(node, *t);
+    ranks.insert(*t);
   }
-  for (auto& [rank, members] : by_rank) {
-    walk_.push_back(Tier{.rank = rank,
-                         .nodes = std::move(members),
-                         .screen = [state = &state, tiers = tiers_, rank = rank](const NodeInfo& node) {
-                           return tiers->TierOf(*state, node) == rank;
-                         }});
+  for (const int64_t rank : ranks) {
+    Tier tier{.rank = rank,
+              .nodes = {},
+              .screen = [state = &state, tiers = tiers_, rank](const NodeInfo& node) {
+                const std::optional<int64_t> t = tiers->TierOf(*state, node);
+                return t.has_value() && (*t == rank || (*t < rank && tiers->Holds(rank, *t)));
+              }};
+    for (const auto& [node, t] : ranked) {
+      if (t == rank || (t < rank && tiers_->Holds(rank, t))) tier.nodes.push_back(node);
+    }
+    walk_.push_back(std::move(tier));
   }
 }
 

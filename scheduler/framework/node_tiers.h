@@ -41,6 +41,11 @@ class NodeTiers : public StateData {
   // Every tier the snapshot's nodes may have for the pod, ascending, when known without walking
   // the nodes (a tier may hold no node that fits); nullopt: not known.
   virtual std::optional<std::vector<int64_t>> Ranks(const CycleState& /*state*/) const { return std::nullopt; }
+  // Whether a plan made within tier `rank` may also use the nodes of the lower tier `lower`
+  // (TierWalk): a tier that differs from a lower one only in a cost the unit pays anyway (a
+  // flavor's nodes where it would borrow, after the same flavor's nodes where it would not) holds
+  // them too, so that a unit placed across both is not refused by either alone.
+  virtual bool Holds(int64_t /*rank*/, int64_t /*lower*/) const { return false; }
 };
 
 // The pods judged as one for tiers and quota: a gang's members (those it needs), written into
@@ -100,8 +105,8 @@ using NodeScreen = std::function<bool(const NodeInfo& node)>;
 // gang alike: the gang planner places a gang whole within one tier; the core runs a pod's
 // PostFilter chain (preemption, moves, reservations) tier by tier; preemption and moves plan a
 // gang within one tier at a time; a reservation is made within one. Tiers come lowest first,
-// each with its nodes in the order given (snapshot order); room freed across tiers is room the
-// unit cannot take. A unit without tiers walks one tier of every node (`rank` nullopt, no
+// each with its nodes in the order given (snapshot order), and with the nodes of the lower tiers
+// it holds (NodeTiers::Holds); room freed across other tiers is room the unit cannot take. A unit without tiers walks one tier of every node (`rank` nullopt, no
 // screen). With `below`, only the tiers below it (preempt first: ChooseTier's kPreemptBelow);
 // none then when the unit has no tiers. `state` (the unit's PreFilter state) must outlive the
 // walk.
@@ -114,7 +119,7 @@ class TierWalk {
   struct Tier {
     std::optional<int64_t> rank;   // nullopt: the unit has no tiers
     std::vector<NodeInfo*> nodes;  // this tier's nodes
-    NodeScreen screen;             // admits this tier's nodes; null: every node
+    NodeScreen screen;             // admits this tier's nodes (those it holds too); null: every node
   };
   TierWalk(const CycleState& state, const std::vector<NodeInfo*>& nodes,
            std::optional<int64_t> below = std::nullopt);

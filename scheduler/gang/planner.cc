@@ -444,17 +444,28 @@ GangPlan PlanGang(const PlanInput& input) {
   };
   // Strict tiers (a queue's flavors): the whole gang in the first tier that takes it, compact
   // placement within that tier (the walk every way of making room takes, node_tiers.h).
-  // Members placed after the gang join the tier its running members use, whatever has room.
+  // Members placed after the gang join the tier its running members use, whatever has room: the
+  // first that holds every one of their nodes (a flavor's borrowing tier holds its other nodes),
+  // else the first running member's.
+  std::vector<const NodeInfo*> running;
   for (const std::string& name : in.running_nodes) {
     const NodeInfo* node = in.snapshot->Get(name);
-    const std::optional<int64_t> t = node == nullptr ? std::nullopt : walk.TierOf(*node);
-    if (!t.has_value()) continue;
-    const TierWalk::Tier* tier = walk.Find(*t);
+    if (node != nullptr && walk.TierOf(*node).has_value()) running.push_back(node);
+  }
+  if (!running.empty()) {
+    const TierWalk::Tier* tier = nullptr;
+    for (const TierWalk::Tier& t : walk.tiers()) {
+      if (std::all_of(running.begin(), running.end(), [&t](const NodeInfo* n) { return t.screen(*n); })) {
+        tier = &t;
+        break;
+      }
+    }
+    if (tier == nullptr) tier = walk.Find(*walk.TierOf(*running.front()));
     GangPlan within = PlanOn(in, shapes, interacting, tier == nullptr ? std::vector<NodeInfo*>() : tier->nodes, nullptr);
     if (!within.feasible && within.code != Code::kError) {
       within.message = StrCat(within.message, " (in the tier of nodes its running members use)");
     }
-    return in_tier(std::move(within), t);
+    return in_tier(std::move(within), tier == nullptr ? walk.TierOf(*running.front()) : tier->rank);
   }
   if (walk.tiers().size() <= 1) {  // one tier: the plan on every node is the plan on it
     return in_tier(std::move(plan), walk.tiers().empty() ? std::nullopt : walk.tiers().front().rank);

@@ -459,6 +459,29 @@ TEST_CASE("under TryNextFlavor a gang does not borrow on a flavor for the quota 
   CHECK(nodes == std::map<std::string, int>{{"s-sliced", 3}});
 }
 
+// A flavor's nodes may charge differently (a time-sliced replica a quarter GPU): a gang that
+// borrows on spot only on its whole GPUs may still spread over both kinds of spot node, before it
+// takes a later flavor (composition seed 3518 of 3,000 + 1,500).
+TEST_CASE("under TryNextFlavor a gang that borrows on a flavor anyway uses that flavor's nodes "
+          "where it would not, before a later flavor",
+          "[flavor][core][gang][quota]") {
+  // 6 members of 1 GPU: 4 fit the time-sliced node (1 GPU of quota), 4 the node of whole GPUs (6
+  // GPUs there, above spot's nominal 2): neither kind holds the gang, both together do, borrowing
+  // 1 GPU on spot. Reserved (nominal 4) would hold it whole, borrowing 2, and comes later.
+  FlavoredCluster c;
+  c.harness.AddNode(NodeBuilder("s-sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Label("pool", "spot").Build());
+  c.AddNode("s-whole", "spot", 4);
+  c.AddNode("r1", "reserved", 8);
+  c.AddQueue("low", {{"namespaces", {"low"}},
+                     {"cohort", "lab"},
+                     {"resourceGroups", GpuGroups({{"spot", "2", ""}, {"reserved", "4", ""}})},
+                     {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
+  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "lab"}, {"resourceGroups", GpuGroups({{"spot", "4", ""}, {"reserved", "4", ""}})}});
+  c.AddGang("low", "train", 6, 1);
+  c.Run();
+  CHECK(c.PoolsOf("low") == Pools{{"spot", 6}});
+}
+
 TEST_CASE("a gang's members placed after it (beyond minMember) join the flavor it runs on",
           "[flavor][core][gang]") {
   FlavoredCluster c;
