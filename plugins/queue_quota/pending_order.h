@@ -7,9 +7,11 @@
 //   1. one its queue holds within its nominal quota (Kueue: "request under nominal quota"), so a
 //      team that asks for its own quota is not queued behind another team's borrowing;
 //   2. the higher priority;
-//   3. the one whose queue has the lower weighted dominant share (borrows least for its weight;
-//      with usage decay on, its share now plus the share its decayed usage gives, the second of
-//      the two comparisons fair-share preemption asks);
+//   3. the lower weighted dominant share (borrows least for its weight), compared where the two
+//      queues' paths in the tree of cohorts part, as fair-share preemption compares them: the
+//      departments first when the teams are in two, then the teams; with usage decay on, the
+//      shares now decide and, where they tie, the shares now plus those the decayed usages give
+//      (decay ordering freed room against the shares now was taken back by preemption);
 //   4. the QueueSort order (priority, then age).
 // A pod in no queue counts as within its quota with a share of 0. Usage is what the scheduler's
 // snapshot shows when the pod is popped (the core refreshes it first), with the pods reserved

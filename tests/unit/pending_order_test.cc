@@ -5,6 +5,7 @@
 
 #include "nlohmann/json.hpp"
 #include "plugins/queue_quota/pending_order.h"
+#include "scheduler/quota/cohort.h"
 #include "scheduler/quota/quota_tracker.h"
 #include "scheduler/testing/builders.h"
 
@@ -70,7 +71,7 @@ TEST_CASE("pending order: within nominal quota first, then priority, then the lo
     CHECK(Choose({Head("a", 0), Head("b", 0)}, dir, usage) == 1);
     CHECK(Choose({Head("w", 0), Head("b", 0)}, dir, usage) == 0);  // tied: the QueueSort order
   }
-  SECTION("with usage decay, the decayed share adds to the share now") {
+  SECTION("with usage decay, the share now decides and the decayed share breaks its ties") {
     usage.AddUsage("a", GpuMilli(1));  // a and b borrow 1 each now: tied, b first by the order
     usage.AddUsage("b", GpuMilli(5));
     CHECK(Choose({Head("b", 0), Head("a", 0)}, dir, usage) == 0);
@@ -79,6 +80,13 @@ TEST_CASE("pending order: within nominal quota first, then priority, then the lo
     std::vector<QueuedPodInfo> heads = {Head("b", 0), Head("a", 0)};
     std::vector<const QueuedPodInfo*> ptrs = {&heads[0], &heads[1]};
     CHECK(ChooseNextPending(ptrs, dir, usage, &decayed) == 1);
+    // b now borrows 2 and a 1: a goes first, whatever b's past. (Ordered by the share now plus
+    // the decayed share, b went first and took a GPU beyond its share now, which fair-share
+    // preemption by the shares now then took back.)
+    usage.AddUsage("b", GpuMilli(1));
+    QuotaTracker a_past(&dir);
+    a_past.AddUsage("a", GpuMilli(12));
+    CHECK(ChooseNextPending(ptrs, dir, usage, &a_past) == 1);
   }
   SECTION("a pod in no queue counts as within its quota") {
     CHECK(Choose({Head("a", 0), Head("elsewhere", 0)}, dir, usage) == 1);
@@ -86,6 +94,43 @@ TEST_CASE("pending order: within nominal quota first, then priority, then the lo
   SECTION("a pod larger than what is left of its nominal quota borrows") {
     CHECK(Choose({Head("b", 0, "5"), Head("w", 0, "4")}, dir, usage) == 1);
   }
+}
+
+// In a tree the heads are compared where their queues' paths part, as fair-share preemption
+// compares a preemptor's side with its victim's: the department first, then the team.
+TEST_CASE("pending order: in a tree of cohorts, queues are ordered by the shares of the subtrees "
+          "where their paths part",
+          "[quota][queue][cohort]") {
+  // org (8 GPUs of its own) over dept-a (a1, a2: 4 each) and dept-b (b: 8).
+  auto cohort = [](std::string_view name, std::string_view parent, int64_t gpus) {
+    json spec = {{"nominalQuota", Gpus(gpus)}};
+    if (!parent.empty()) spec["parent"] = parent;
+    absl::StatusOr<Cohort> c = DecodeCohort(
+        {{"apiVersion", "tessel.io/v1alpha1"}, {"kind", "Cohort"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+    REQUIRE(c.ok());
+    return *std::move(c);
+  };
+  QueueDirectory dir;
+  REQUIRE(dir.Set({MustQueue("a1", {{"cohort", "dept-a"}, {"nominalQuota", Gpus(4)}}),
+                   MustQueue("a2", {{"cohort", "dept-a"}, {"nominalQuota", Gpus(4)}}),
+                   MustQueue("b", {{"cohort", "dept-b"}, {"nominalQuota", Gpus(8)}})},
+                  {}, {}, {},
+                  CohortObjects{.cohorts = {cohort("org", "", 8), cohort("dept-a", "org", 0), cohort("dept-b", "org", 0)}})
+              .ok());
+  QuotaTracker usage(&dir);
+  // a1 borrows 6, a2 holds its 4 (no share of its own; its next pod borrows), b borrows 1: of
+  // org's 8, dept-a borrows 6 and dept-b 1.
+  usage.AddUsage("a1", GpuMilli(10));
+  usage.AddUsage("a2", GpuMilli(4));
+  usage.AddUsage("b", GpuMilli(9));
+  const CohortTree& tree = dir.tree();
+  REQUIRE(usage.WeightedDominantShare("a2") < usage.WeightedDominantShare("b"));
+  REQUIRE(usage.ShareOfNode(tree.CohortNode("dept-a")) > usage.ShareOfNode(tree.CohortNode("dept-b")));
+  // a2's own share is the lower, but dept-a's is above dept-b's: b's pod goes first. (Judged by
+  // the queues' shares, a2's pod went first and b's took it back by fair-share preemption.)
+  CHECK(Choose({Head("a2", 0), Head("b", 0)}, dir, usage) == 1);
+  // Within one department, the teams' shares decide.
+  CHECK(Choose({Head("a1", 0), Head("a2", 0)}, dir, usage) == 1);
 }
 
 TEST_CASE("pending order: a flavored queue is within nominal quota when one flavor of each group holds the pod",
