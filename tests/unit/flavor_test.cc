@@ -433,20 +433,29 @@ TEST_CASE("a gang whose total is its first flavor's whole nominal quota takes th
   CHECK(c.PoolsOf("low") == Pools{{"spot", 3}});
 }
 
+// Spot of two kinds of node: s-sliced, one GPU time-sliced into 4 replicas (a replica charges 250
+// milli-GPU), and s-whole, 4 whole GPUs; reserved: r1, 8 GPUs. Queue "low" (spot nominal 2, then
+// reserved, whenCanBorrow: TryNextFlavor) borrows in cohort lab from "lender" (spot 4).
+void SpotOfTwoKinds(FlavoredCluster& c, std::string low_reserved, std::string lender_reserved) {
+  c.harness.AddNode(NodeBuilder("s-sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Label("pool", "spot").Build());
+  c.AddNode("s-whole", "spot", 4);
+  c.AddNode("r1", "reserved", 8);
+  c.AddQueue("low", {{"namespaces", {"low"}},
+                     {"cohort", "lab"},
+                     {"resourceGroups", GpuGroups({{"spot", "2", ""}, {"reserved", low_reserved, ""}})},
+                     {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
+  c.AddQueue("lender", {{"namespaces", {"lender"}},
+                        {"cohort", "lab"},
+                        {"resourceGroups", GpuGroups({{"spot", "4", ""}, {"reserved", lender_reserved, ""}})}});
+}
+
 TEST_CASE("under TryNextFlavor a gang does not borrow on a flavor for the quota time-sliced nodes "
           "would charge, when it may land on whole GPUs there", "[flavor][core][gang]") {
   // Spot: a time-sliced node (a replica charges 250 milli-GPU) and a node of whole GPUs. 3 members
   // of 1 GPU are 750 milli-GPU of quota on the first and 3 GPUs on the second, above spot's
   // nominal 2: only the time-sliced node keeps the gang within its quota.
   FlavoredCluster c;
-  c.harness.AddNode(NodeBuilder("s-sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Label("pool", "spot").Build());
-  c.AddNode("s-whole", "spot", 4);
-  c.AddNode("r1", "reserved", 8);
-  c.AddQueue("low", {{"namespaces", {"low"}},
-                     {"cohort", "lab"},
-                     {"resourceGroups", GpuGroups({{"spot", "2", ""}, {"reserved", "8", ""}})},
-                     {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
-  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "lab"}, {"resourceGroups", GpuGroups({{"spot", "4", ""}, {"reserved", "0", ""}})}});
+  SpotOfTwoKinds(c, /*low_reserved=*/"8", /*lender_reserved=*/"0");
   c.AddGang("low", "train", 3, 1);
   c.Run();
   std::map<std::string, int> nodes;
@@ -469,14 +478,7 @@ TEST_CASE("under TryNextFlavor a gang that borrows on a flavor anyway uses that 
   // GPUs there, above spot's nominal 2): neither kind holds the gang, both together do, borrowing
   // 1 GPU on spot. Reserved (nominal 4) would hold it whole, borrowing 2, and comes later.
   FlavoredCluster c;
-  c.harness.AddNode(NodeBuilder("s-sliced").Allocatable("cpu:64,memory:256Gi").TimeSliced(1, 4).Label("pool", "spot").Build());
-  c.AddNode("s-whole", "spot", 4);
-  c.AddNode("r1", "reserved", 8);
-  c.AddQueue("low", {{"namespaces", {"low"}},
-                     {"cohort", "lab"},
-                     {"resourceGroups", GpuGroups({{"spot", "2", ""}, {"reserved", "4", ""}})},
-                     {"flavorFungibility", {{"whenCanBorrow", "TryNextFlavor"}}}});
-  c.AddQueue("lender", {{"namespaces", {"lender"}}, {"cohort", "lab"}, {"resourceGroups", GpuGroups({{"spot", "4", ""}, {"reserved", "4", ""}})}});
+  SpotOfTwoKinds(c, /*low_reserved=*/"4", /*lender_reserved=*/"4");
   c.AddGang("low", "train", 6, 1);
   c.Run();
   CHECK(c.PoolsOf("low") == Pools{{"spot", 6}});
