@@ -239,6 +239,21 @@ QueueQuota::QueueQuota(Handle* handle, bool reject_unqueued, int64_t usage_half_
   if (decay_enabled_) decay_ = std::make_unique<UsageDecay>(absl::Seconds(usage_half_life_seconds));
 }
 
+void QueueQuota::Tick(absl::Time now, absl::FunctionRef<void()> refresh_snapshot) {
+  if (!decay_enabled_) return;
+  {
+    absl::MutexLock lock(&mu_);
+    const std::optional<absl::Time> last = decay_->computed_at();
+    if (last.has_value() && now - *last < decay_->half_life() / kTickSteps) return;
+  }
+  std::shared_ptr<const QueueDirectory> directory = handle_->Queues();
+  if (directory == nullptr) return;
+  refresh_snapshot();
+  const QueueUsage usage = SnapshotUsage(directory);
+  absl::MutexLock lock(&mu_);
+  decay_->Advance(now, usage);
+}
+
 QueueUsage QueueQuota::DecayedUsage() const {
   absl::MutexLock lock(&mu_);
   return decay_ != nullptr ? decay_->decayed() : QueueUsage{};

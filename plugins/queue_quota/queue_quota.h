@@ -57,6 +57,7 @@ class QueueQuota final : public QuotaPlugin,
                          public ReservePlugin,
                          public VictimPolicyPlugin,
                          public PendingOrderPlugin,
+                         public TimekeeperPlugin,
                          public PreFilterExtensions {
  public:
   static constexpr std::string_view kName = "QueueQuota";
@@ -114,12 +115,17 @@ class QueueQuota final : public QuotaPlugin,
                     absl::FunctionRef<void()> refresh_snapshot) override;
 
   // Fairness over time (args.usageHalfLifeSeconds > 0, else these do nothing): every queue's
-  // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed.
+  // decayed usage, advanced at each PreFilter on the handle's clock, and when it was computed;
+  // Tick advances it too once kTickSteps of a half-life have passed since the last advance, so
+  // that a quiet spell (nothing pending, pods ending) counts what the queues held during it, not
+  // what they held before it (within one tick's share of the half-life).
   // Fair-share preemption takes a victim only when both comparisons allow it: the shares now,
   // and each side's share now plus the share its decayed usage gives (per mille,
   // QuotaTracker::ShareOfNode). So a team that used much recently yields to one that did not,
   // and decay never takes a pod that the shares now would give back.
   bool decays_usage() const { return decay_enabled_; }
+  void Tick(absl::Time now, absl::FunctionRef<void()> refresh_snapshot) override;
+  static constexpr int64_t kTickSteps = 64;  // ticks per half-life at most
   QueueUsage DecayedUsage() const;
   std::optional<absl::Time> DecayedAt() const;
   // A queue's decayed usage read back from its status after a restart (UsageDecay::Restore):

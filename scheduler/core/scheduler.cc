@@ -135,6 +135,9 @@ void Scheduler::Housekeeping() {
   ExpireWaitingPods();
   RetryRollbackEvictions();
   disruptions_.Prune(clock_->Now() - preemption::kDisruptionMemory);
+  for (const auto& fw : profiles_) {
+    for (TimekeeperPlugin* keeper : fw->timekeepers()) keeper->Tick(clock_->Now(), [this] { RefreshSnapshot(); });
+  }
   std::vector<std::function<void()>> tasks;
   {
     absl::MutexLock lock(&mu_);

@@ -138,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Framework>> Framework::New(const Registry& regist
     if (auto* po = dynamic_cast<PendingOrderPlugin*>(p.get()); po != nullptr && fw->pending_order_ == nullptr) {
       fw->pending_order_ = po;
     }
+    if (auto* tk = dynamic_cast<TimekeeperPlugin*>(p.get())) fw->timekeepers_.push_back(tk);
   }
   if (fw->queue_sort_ == nullptr) {
     return absl::InvalidArgumentError(StrCat(where, ": no queueSort plugin is enabled"));

@@ -53,6 +53,8 @@ class Framework {
   const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
   // The profile's PendingOrderPlugin, if one is in it (null: the QueueSort order alone).
   PendingOrderPlugin* pending_order() const { return pending_order_; }
+  // The profile's TimekeeperPlugins, in profile order.
+  const std::vector<TimekeeperPlugin*>& timekeepers() const { return timekeepers_; }
 
   // Runs every PreFilter; stops at the first non-success (Skip marks the plugin's Filter skipped).
   Status RunPreFilter(CycleState& state, const Pod& pod) const;
@@ -184,6 +186,7 @@ class Framework {
   std::vector<std::unique_ptr<Plugin>> owned_;
   const QueueSortPlugin* queue_sort_ = nullptr;
   PendingOrderPlugin* pending_order_ = nullptr;
+  std::vector<TimekeeperPlugin*> timekeepers_;
   // The filters on the node as it will be with `ahead` (nominated there) added, and
   // KeepsNominatedSpread; Ok when nothing is nominated there.
   Status RunFiltersBeside(const CycleState& state, const Pod& pod, const NodeInfo& node,

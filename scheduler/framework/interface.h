@@ -230,6 +230,16 @@ class PendingOrderPlugin : public virtual Plugin {
                             absl::FunctionRef<void()> refresh_snapshot) = 0;
 };
 
+// A plugin that keeps a measure over time from what the cluster holds (QueueQuota's usage decay)
+// and must look at the cluster while nothing is scheduled too: otherwise what ran before a quiet
+// spell counts for the whole spell. Like a pending order it needs no extension point. Runs on the
+// scheduling loop's thread between cycles, often (before every pop, and while idle at each wait);
+// the plugin decides when a look is due. `refresh_snapshot` as for PendingOrderPlugin.
+class TimekeeperPlugin : public virtual Plugin {
+ public:
+  virtual void Tick(absl::Time now, absl::FunctionRef<void()> refresh_snapshot) = 0;
+};
+
 class EnqueueExtensions : public virtual Plugin {
  public:
   // The events that may undo this plugin's rejection (default: any).

@@ -1049,6 +1049,49 @@ TEST_CASE("QueueQuota: with usage decay, fair-share preemption never takes what 
   CHECK(reason == "fair-share");
 }
 
+// The decayed usage follows what the queues hold while nothing is scheduled too: the loop's
+// housekeeping (TimekeeperPlugin) advances it between cycles and while idle. Before, only a
+// PreFilter advanced it, with the usage of the last one held over the whole quiet spell: a team
+// whose pods ended just after it counted as running them all along.
+TEST_CASE("QueueQuota: with usage decay, a quiet spell counts what the queues held during it",
+          "[quota][queue_quota][decay]") {
+  Cluster c(1, kNodeSize, R"(
+profiles:
+- schedulerName: tessel
+  pluginConfig:
+  - name: QueueQuota
+    args: {usageHalfLifeSeconds: 60}
+)");
+  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"nominalQuota", {{"nvidia.com/gpu", "8"}}}});
+  for (int i = 0; i < 6; ++i) c.s->OnPodAdd(GpuPod("a", StrCat("j", i)));
+  c.Run();
+  REQUIRE(c.GpusOf("a") == 6000);
+  auto* quota = dynamic_cast<QueueQuota*>(c.s->FrameworkFor("tessel")->FindPlugin(QueueQuota::kName));
+  REQUIRE(quota != nullptr);
+  // The loop waits with nothing to do, looking every 15 s (as the binary's loop does while idle).
+  auto idle = [&](absl::Duration spell) {
+    for (absl::Duration t; t < spell; t += absl::Seconds(15)) {
+      c.clock.Advance(absl::Seconds(15));
+      CHECK_FALSE(c.s->ScheduleOne());
+    }
+  };
+  // Four half-lives with 6 GPUs held: 6 x (1 - 2^-4) = 5.625 GPUs, less a little: the last look
+  // at t0 (the sixth pod's PreFilter) saw 5, which counts until the first idle look 15 s later.
+  // (Without the idle looks: 0, nothing advanced.)
+  idle(absl::Seconds(240));
+  const int64_t after_run = quota->DecayedUsage()["team-a"].Get(kNvidiaGpu);
+  CHECK(after_run > 5600);
+  CHECK(after_run <= 5625);
+  // The pods end; ten half-lives later a new pod of team-a is scheduled. What decayed is what
+  // was held: 5.625 x 2^-10 plus at most one look's 15 s of the 6 GPUs, a few milli-GPU (held
+  // over the spell, it would be about 6 GPUs).
+  for (int i = 0; i < 6; ++i) c.s->OnPodDelete(StrCat("a/j", i));
+  idle(absl::Seconds(600));
+  c.s->OnPodAdd(GpuPod("a", "later"));
+  c.Run();
+  CHECK(quota->DecayedUsage()["team-a"].Get(kNvidiaGpu) < 10);
+}
+
 TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the time it was "
           "written", "[quota][queue_quota][decay]") {
   Hooks off;
