@@ -1068,7 +1068,7 @@ profiles:
   REQUIRE(c.GpusOf("a") == 6000);
   auto* quota = dynamic_cast<QueueQuota*>(c.s->FrameworkFor("tessel")->FindPlugin(QueueQuota::kName));
   REQUIRE(quota != nullptr);
-  // The loop waits with nothing to do, looking every 15 s (as the binary's loop does while idle).
+  // The loop waits with nothing to do, looking every 15 s here (the binary looks every half second).
   auto idle = [&](absl::Duration spell) {
     for (absl::Duration t; t < spell; t += absl::Seconds(15)) {
       c.clock.Advance(absl::Seconds(15));
