@@ -109,7 +109,8 @@ class QueueQuota final : public QuotaPlugin,
   bool DefersEvery(const CycleState& state, const Pod& preemptor) const override;
 
   // Which pending pod goes next among the queues' heads (pending_order.h): one its queue holds
-  // within its nominal quota, then priority, then the lower weighted share.
+  // within its nominal quota, then priority, then the lower weighted share where the queues'
+  // paths in the tree part.
   std::string PendingGroupOf(const Pod& pod) const override;
   size_t ChooseNext(std::span<const QueuedPodInfo* const> heads,
                     absl::FunctionRef<void()> refresh_snapshot) override;
