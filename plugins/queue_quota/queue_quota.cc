@@ -447,16 +447,12 @@ Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& 
       if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
       const Queue* queue = directory.QueueFor(*p).queue;
       if (queue == nullptr) continue;
-      // A teammate of lower priority yields, as on a node; another team's claim holds while its
-      // own quota still admits it: a claim its queue's later pods outgrew (a teammate of higher
-      // priority placed past it, as this rule lets it) holds nothing against other teams.
-      const Resources charge = QueueCharge(directory, *queue, *p, *node);
+      // A teammate of lower priority yields, as on a node; another team's claim holds.
       if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
-        (void)yielded.Add(charge);
+        (void)yielded.Add(QueueCharge(directory, *queue, *p, *node));
         continue;
       }
-      if (queue != &own && !usage.Check(queue->name(), charge).fits) continue;
-      usage.AddUsage(queue->name(), charge);
+      usage.AddUsage(queue->name(), QueueCharge(directory, *queue, *p, *node));
       charged.insert(p->Key());
     }
   }
