@@ -430,6 +430,25 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
   return Status::Ok();
 }
 
+namespace {
+
+// Whether `charge` on top of `held` takes `queue` beyond a limit of its own: above its nominal
+// quota without a cohort (resources it lists), above nominal plus borrowing limit with one.
+bool BeyondOwnLimits(const Queue& queue, Resources held, const Resources& charge) {
+  (void)held.Add(charge);
+  for (const auto& [r, amount] : held.Entries()) {
+    if (queue.cohort.empty()) {
+      const bool listed = std::find(queue.listed.begin(), queue.listed.end(), r) != queue.listed.end();
+      if (listed && amount > queue.nominal.Get(r)) return true;
+    } else if (auto limit = queue.borrowing_limit.find(r); limit != queue.borrowing_limit.end()) {
+      if (amount > queue.nominal.Get(r) + limit->second) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
                                           const Queue& own, QuotaTracker& usage, StringSet& charged) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
@@ -447,12 +466,18 @@ Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& 
       if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
       const Queue* queue = directory.QueueFor(*p).queue;
       if (queue == nullptr) continue;
-      // A teammate of lower priority yields, as on a node; another team's claim holds.
+      // A teammate of lower priority yields, as on a node; another team's claim holds while its
+      // own queue's limits admit it: one its teammates of higher priority were placed past (as
+      // this rule lets them) until it would go beyond its nominal quota and borrowing limit can
+      // never be placed, and counted it kept other teams from quota nobody held. (Judged by the
+      // cohort's room instead, the claim of a reclaim under way would be dropped too.)
+      const Resources charge = QueueCharge(directory, *queue, *p, *node);
       if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
-        (void)yielded.Add(QueueCharge(directory, *queue, *p, *node));
+        (void)yielded.Add(charge);
         continue;
       }
-      usage.AddUsage(queue->name(), QueueCharge(directory, *queue, *p, *node));
+      if (queue != &own && BeyondOwnLimits(*queue, usage.Usage(queue->name()), charge)) continue;
+      usage.AddUsage(queue->name(), charge);
       charged.insert(p->Key());
     }
   }

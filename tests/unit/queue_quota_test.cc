@@ -583,6 +583,36 @@ TEST_CASE("QueueQuota: quota reclaimed for a nominated pod is not borrowed again
   CHECK(c.GpusOf("b") == 12000);
 }
 
+// Another team's nominated pod claims its quota only while its queue's own limits admit it: a
+// teammate of higher priority may be placed past it (its claim yields within its own queue), and
+// then the claim can never be placed. Counted against other teams, it kept them from quota
+// nobody held, and their preemptors preempted again elsewhere (composition seed 6501 of 8,000 +
+// 4,000).
+TEST_CASE("QueueQuota: a nominated pod beyond its own queue's limits claims nothing from other "
+          "teams", "[quota][queue_quota]") {
+  // Cohort c: a (nominal 4), an idle lender l (2), b (nominal 0, borrowing limit 3): 6 in all.
+  auto queue = [](std::string name, std::string gpus, json extra = json::object()) {
+    json spec = {{"namespaces", {name}}, {"cohort", "c"}, {"nominalQuota", {{"nvidia.com/gpu", std::move(gpus)}}}};
+    spec.update(extra);
+    return QueueObject(name, spec);
+  };
+  Hooks h;
+  h.SetQueues({queue("a", "4"), queue("l", "2"), queue("b", "0", {{"borrowingLimit", {{"nvidia.com/gpu", "3"}}}})});
+  h.handle.Nominate(GpuPod("b", "waiting", 1, 0), "n1");
+  SECTION("b holds 2 and its nominated pod would take it to 3: the claim holds, a may not take 4") {
+    for (int i = 0; i < 2; ++i) h.Running("b", StrCat("b-", i), 1, 10, i);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, GpuPod("a", "p", 4, 0)).ok());
+    CHECK_FALSE(h.FilterN1(state, GpuPod("a", "p", 4, 0)).ok());
+  }
+  SECTION("b holds 3, its limit, placed past its nominated pod: the claim is stale, a takes 3") {
+    for (int i = 0; i < 3; ++i) h.Running("b", StrCat("b-", i), 1, 10, i);
+    CycleState state;
+    REQUIRE(h.plugin->PreFilter(state, GpuPod("a", "p", 3, 0)).ok());
+    CHECK(h.FilterN1(state, GpuPod("a", "p", 3, 0)).ok());
+  }
+}
+
 TEST_CASE("Only quota said no: every rejecting plugin is a QuotaPlugin", "[quota][queue_quota]") {
   Cluster c(1);
   const Framework& fw = *c.s->FrameworkFor("tessel");
