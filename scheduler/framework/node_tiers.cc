@@ -91,15 +91,19 @@ TierWalk::TierWalk(const CycleState& state, const std::vector<NodeInfo*>& nodes,
     ranked.emplace_back(node, *t);
     ranks.insert(*t);
   }
+  // Whether the walk's tier `rank` takes a node of tier `t`: its own, or a lower one it holds.
+  auto takes = [](const NodeTiers& tiers, int64_t rank, int64_t t) {
+    return t == rank || (t < rank && tiers.Holds(rank, t));
+  };
   for (const int64_t rank : ranks) {
     Tier tier{.rank = rank,
               .nodes = {},
-              .screen = [state = &state, tiers = tiers_, rank](const NodeInfo& node) {
+              .screen = [state = &state, tiers = tiers_, rank, takes](const NodeInfo& node) {
                 const std::optional<int64_t> t = tiers->TierOf(*state, node);
-                return t.has_value() && (*t == rank || (*t < rank && tiers->Holds(rank, *t)));
+                return t.has_value() && takes(*tiers, rank, *t);
               }};
     for (const auto& [node, t] : ranked) {
-      if (t == rank || (t < rank && tiers_->Holds(rank, t))) tier.nodes.push_back(node);
+      if (takes(*tiers_, rank, t)) tier.nodes.push_back(node);
     }
     walk_.push_back(std::move(tier));
   }
