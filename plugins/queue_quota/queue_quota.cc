@@ -38,6 +38,7 @@ struct QuotaCycle {
   // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
   // out of `base`), but every other queue's cycle counts them.
   Resources yielded;
+  std::vector<std::string> yielded_pods;  // their keys
   // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
   // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
   // again.
@@ -337,7 +338,7 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       }
     }
   }
-  cycle.yielded = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
+  cycle.yielded = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated, cycle.yielded_pods);
   cycle.tracker = cycle.base;
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
@@ -450,7 +451,8 @@ bool BeyondOwnLimits(const Queue& queue, Resources held, const Resources& charge
 }  // namespace
 
 Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
-                                          const Queue& own, QuotaTracker& usage, StringSet& charged) {
+                                          const Queue& own, QuotaTracker& usage, StringSet& charged,
+                                          std::vector<std::string>& yielded_pods) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
   const NominatedPodMap& nominated = nominations->pods;
   Resources yielded;
@@ -466,14 +468,16 @@ Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& 
       if (same_snapshot && reserved_.contains(p->Key())) continue;  // charged as reserved
       const Queue* queue = directory.QueueFor(*p).queue;
       if (queue == nullptr) continue;
-      // A teammate of lower priority yields, as on a node; another team's claim holds while its
-      // own queue's limits admit it: one its teammates of higher priority were placed past (as
-      // this rule lets them) until it would go beyond its nominal quota and borrowing limit can
-      // never be placed, and counted it kept other teams from quota nobody held. (Judged by the
-      // cohort's room instead, the claim of a reclaim under way would be dropped too.)
+      // A teammate of lower priority yields, as on a node (if the pod is placed only so, its
+      // nomination is dropped: Reserve); another team's claim holds while its own queue's
+      // limits admit it: one beyond its nominal quota and borrowing limit can never be placed.
+      // (Judged by the cohort's room instead, the claim would come and go with the usage of
+      // other queues, which a preemption's victims change: the claim of a reclaim under way
+      // was dropped, and one dropped came back once its queue's pods were evicted.)
       const Resources charge = QueueCharge(directory, *queue, *p, *node);
       if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
         (void)yielded.Add(charge);
+        yielded_pods.push_back(p->Key());
         continue;
       }
       if (queue != &own && BeyondOwnLimits(*queue, usage.Usage(queue->name()), charge)) continue;
@@ -574,6 +578,13 @@ Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string&
   }
   const QuotaVerdict verdict = now.Check(cycle->queue->name(), charge);
   if (!verdict.fits) return Status::Unschedulable(verdict.reason);
+  // Placed only because its teammates of lower priority yielded their nominations' quota: those
+  // claims are outgrown. Left standing, every other queue's cycle would still count them, and
+  // keep from the other queues quota that the claims can no longer be placed in (composition
+  // seed 7487: a preemptor evicted a third time for quota such a claim held).
+  if (!cycle->yielded_pods.empty() && !cycle->AsOthersSee(now).Check(cycle->queue->name(), charge).fits) {
+    state.WriteValue(kOutgrownNominationsKey, cycle->yielded_pods);
+  }
   reserved_[pod.Key()] =
       Reserved{.queue = cycle->queue->name(), .charge = charge, .sequence = ++reserved_sequence_};
   return Status::Ok();

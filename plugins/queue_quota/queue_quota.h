@@ -13,7 +13,9 @@
 // nvidia.com/gpu 21 of nominal 20; ...") when the request does not fit the queue's nominal
 // quota plus what its cohort can lend; it depends on the node only through the GPU count a
 // shared GPU's replica stands for. Reserve checks again against what was reserved meanwhile
-// and records the pod; Unreserve forgets it. It is a QuotaPlugin: a pod that it alone rejected
+// and records the pod (and, when it fits only because teammates of lower priority nominated
+// earlier yielded their quota, names their nominations outgrown: kOutgrownNominationsKey);
+// Unreserve forgets it. It is a QuotaPlugin: a pod that it alone rejected
 // waits for its team's quota, not for capacity, and is reported with reason QuotaExceeded,
 // which cluster autoscalers do not act on.
 //
@@ -147,9 +149,9 @@ class QueueQuota final : public QuotaPlugin,
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
   // Left out: the pod itself, its gang, and lower-priority pods of its own queue, whose charge
   // is returned (they yield to `pod`, but hold their queue's quota in other queues' cycles).
-  // `charged` gets the keys of those charged.
+  // `charged` gets the keys of those charged, `yielded_pods` the keys of those that yielded.
   Resources ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
-                                QuotaTracker& usage, StringSet& charged);
+                                QuotaTracker& usage, StringSet& charged, std::vector<std::string>& yielded_pods);
   // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
   // with its mates on every node, so its queue loses what they charge together.
   std::vector<PodRef> GangMembers(const std::string& gang) const;

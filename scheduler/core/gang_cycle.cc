@@ -145,7 +145,10 @@ bool Scheduler::HoldPlan(GangAttempt& a, gang::GangPlan& plan) {
   Status held = HoldGang(a.fw, plan.placements, static_cast<size_t>(a.need));
   if (held.ok()) {
     absl::flat_hash_set<std::string_view> nodes;  // members a plugin turned away left the plan
-    for (const gang::MemberPlacement& m : plan.placements) nodes.insert(m.node);
+    for (const gang::MemberPlacement& m : plan.placements) {
+      nodes.insert(m.node);
+      ClearOutgrownNominations(*m.state);
+    }
     plan.nodes_used = static_cast<int32_t>(nodes.size());
     return true;
   }

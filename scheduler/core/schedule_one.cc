@@ -274,6 +274,7 @@ Status Scheduler::AssumeAndPermit(const Framework& fw, std::shared_ptr<CycleStat
     if (Status st = fw.RunPreAssume(*state, assumed, *target); !st.ok()) return st;
   }
   Admission admitted = Admit(fw, *state, *cache_, nominator_, *ref, std::move(assumed));
+  if (admitted.status.ok() || admitted.status.IsWait()) ClearOutgrownNominations(*state);
   if (admitted.status.IsWait()) {
     waiting_.Add(ref->Key(), {.fw = &fw,
                               .state = std::move(state),
@@ -356,17 +357,32 @@ void Scheduler::ClearLowerNominations(const Pod& preemptor, const std::string& n
   const int32_t priority = PriorityOf(preemptor);
   for (const PodRef& p : on_node->second) {
     if (p->Key() == preemptor.Key() || PriorityOf(*p) >= priority) continue;
-    // The nominator's copy is the latest one observed (OnPodObserved refreshes it), so it may
-    // replace the queued copy: the next attempt does not try the lost node first, and a
-    // failure does not write the nomination back.
-    Pod cleared = *p;
-    cleared.nominated_node_name.clear();
-    PodRef ref = std::make_shared<const Pod>(std::move(cleared));
-    nominator_.Set(ref, "");
-    queue_->Update(ref);
-    tracker_->ReplacePending(ref);  // a gang member: the copy its gang's next cycle reads
-    if (observer_) observer_->NominationCleared(*ref);
+    ClearNomination(*p);
   }
+}
+
+void Scheduler::ClearOutgrownNominations(const CycleState& state) {
+  const auto* outgrown = state.ReadValue<std::vector<std::string>>(kOutgrownNominationsKey);
+  if (outgrown == nullptr) return;
+  const NominatedPodMap nominated = nominator_.Pods();
+  for (const auto& [node, pods] : nominated) {
+    for (const PodRef& p : pods) {
+      if (std::find(outgrown->begin(), outgrown->end(), p->Key()) != outgrown->end()) ClearNomination(*p);
+    }
+  }
+}
+
+void Scheduler::ClearNomination(const Pod& pod) {
+  // The nominator's copy is the latest one observed (OnPodObserved refreshes it), so it may
+  // replace the queued copy: the next attempt does not try the lost node first, and a failure
+  // does not write the nomination back.
+  Pod cleared = pod;
+  cleared.nominated_node_name.clear();
+  PodRef ref = std::make_shared<const Pod>(std::move(cleared));
+  nominator_.Set(ref, "");
+  queue_->Update(ref);
+  tracker_->ReplacePending(ref);  // a gang member: the copy its gang's next cycle reads
+  if (observer_) observer_->NominationCleared(*ref);
 }
 
 void Scheduler::ReportAttempt(const Pod& pod, AttemptResult result, absl::Time start) {

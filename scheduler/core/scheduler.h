@@ -355,6 +355,10 @@ class Scheduler final : public Handle {
   // A preemption for `preemptor` chose `node`: pods of lower priority nominated there lose
   // their nomination (kube-scheduler's prepareCandidate does the same).
   void ClearLowerNominations(const Pod& preemptor, const std::string& node);
+  // Drops the nominations a Reserve plugin named outgrown for the pod it reserved
+  // (kOutgrownNominationsKey in its state).
+  void ClearOutgrownNominations(const CycleState& state);
+  void ClearNomination(const Pod& pod);
   void ReportAttempt(const Pod& pod, AttemptResult result, absl::Time start);
 
   // --- The binding cycle and Permit waits (binding_cycle.cc). ---

@@ -121,6 +121,13 @@ class Framework;
 // Pods nominated to nodes, by node name.
 using NominatedPodMap = StringKeyedMap<std::vector<PodRef>>;
 
+// A Reserve plugin that holds a pod's place only because pods nominated earlier, of lower
+// priority, yielded what they claim (a queue's quota: queue_quota.h) writes their keys under
+// this key of the pod's CycleState (a std::vector<std::string>). Once the pod holds its node
+// the scheduler drops their nominations, as a preemption drops the less important nominations
+// on its node: a claim a more important pod outgrew would hold what nobody can use.
+inline constexpr std::string_view kOutgrownNominationsKey = "OutgrownNominations";
+
 // The nominations as one view shared between cycles: the pods by node, and per node a version
 // that moves whenever the pods nominated there change (a verdict about a node beside its
 // nominated pods holds while the node's generation and this version do).

@@ -897,7 +897,8 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   // 4,000).
   constexpr std::pair<uint64_t, bool> kTreeRegressions[] = {{1303, false}, {1825, false}, {855, false},
                                                             {1356, false}, {2973, true},  {2982, false},
-                                                            {3518, true},  {6501, false}};
+                                                            {3518, true},  {6501, false}, {7487, false},
+                                                            {9028, true}};
   std::vector<std::pair<uint64_t, bool>> worlds;  // (seed, flavored)
   for (uint64_t seed = 1; seed <= kFlatSeeds + kFlavoredSeeds; ++seed) {
     if (only == nullptr || std::to_string(seed) == only) worlds.emplace_back(seed, seed > kFlatSeeds);

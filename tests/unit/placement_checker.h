@@ -1197,7 +1197,11 @@ class PlacementChecker {
   // nominal quota, so V cannot reclaim from it; fair sharing leaves X's side at a share no higher than
   // V's, so V's side cannot take it back by the same rule. Per flavor with flavored queues (the
   // pool of the nodes: each flavor's quota is its own). What X held after: its pods running and nominated; then: running,
-  // terminating and nominated (the most the scheduler may count); V the other way round.
+  // terminating and nominated (the most the scheduler may count); V the other way round. Fair
+  // sharing compares dominant shares over every flavor of the tree, so X that holds more on
+  // another flavor since (or V less) has a larger share (a smaller one) than when it took: a take
+  // back is no loop then (seed 9028 of 8,000 + 4,000: team-b took spot from team-a, then
+  // borrowed more on-demand, and team-a took spot back).
   void CheckNoQuotaLoop(const ClusterView& view, const std::vector<Eviction>& evictions, std::vector<std::string>& out) {
     auto queue_of = [&](const std::string& key) -> const CheckedQueue* {
       const CheckedPod* s = SpecOf(key);
@@ -1221,6 +1225,22 @@ class PlacementChecker {
       }
       return milli;
     };
+    std::vector<std::string> pools = {""};
+    if (flavored) {
+      for (const auto& [flavor, labels] : world_->flavors) pools.push_back(flavor);
+    }
+    // What the queue holds on each pool but `key`.
+    auto elsewhere = [&](const ClusterView& v, const std::string& namespace_, const std::string& key, bool terminating,
+                         bool nominated) {
+      std::map<std::string, int64_t> out;
+      for (const std::string& pool : pools) {
+        if (pool != key) out[pool] = holds(v, namespace_, pool, terminating, nominated);
+      }
+      return out;
+    };
+    auto none_above = [](const std::map<std::string, int64_t>& now, const std::map<std::string, int64_t>& then) {
+      return std::all_of(now.begin(), now.end(), [&](const auto& p) { return p.second <= then.at(p.first); });
+    };
     for (const Eviction& e : evictions) {
       const CheckedQueue* x = queue_of(e.victim);
       const CheckedQueue* v = queue_of(e.preemptor);
@@ -1231,7 +1251,10 @@ class PlacementChecker {
       if (it == loop_guards_.end()) continue;
       const int64_t x_now = holds(before_, x->namespace_, key, true, true);
       const int64_t v_now = holds(before_, v->namespace_, key, false, false);
-      if (x_now <= it->second.taker_after && v_now >= it->second.giver_after) {
+      const bool unchanged_elsewhere =
+          none_above(elsewhere(before_, x->namespace_, key, true, true), it->second.taker_elsewhere) &&
+          none_above(it->second.giver_elsewhere, elsewhere(before_, v->namespace_, key, false, false));
+      if (x_now <= it->second.taker_after && v_now >= it->second.giver_after && unchanged_elsewhere) {
         out.push_back(StrCat(Preemptor(e.preemptor), " of queue ", v->name, " evicted ", e.victim, " of queue ", x->name,
                              " (not by priority) on ", e.node, ", though ", it->second.first, " took from ", v->name,
                              " and ", x->name, " holds ", x_now, " milli-GPUs", key.empty() ? "" : StrCat(" of flavor ", key),
@@ -1250,7 +1273,9 @@ class PlacementChecker {
       const std::string key = key_on(e.node);
       loop_guards_[{v->name, x->name, key}] = {.first = StrCat(Preemptor(e.preemptor), " of queue ", x->name, " evicting ", e.victim),
                                               .taker_after = holds(view, x->namespace_, key, false, true),
-                                              .giver_after = holds(view, v->namespace_, key, false, true)};
+                                              .giver_after = holds(view, v->namespace_, key, false, true),
+                                              .taker_elsewhere = elsewhere(view, x->namespace_, key, false, true),
+                                              .giver_elsewhere = elsewhere(view, v->namespace_, key, false, true)};
     }
   }
   int32_t PriorityOfPreemptor(const std::string& who) const {
@@ -1551,6 +1576,7 @@ class PlacementChecker {
   struct LoopGuard {
     std::string first;  // who evicted whom
     int64_t taker_after = 0, giver_after = 0;  // what each held after that cycle
+    std::map<std::string, int64_t> taker_elsewhere, giver_elsewhere;  // and on the other pools
   };
   std::map<std::tuple<std::string, std::string, std::string>, LoopGuard> loop_guards_;
   int cycles_borrowing_ = 0;
