@@ -1,6 +1,8 @@
 // Informer handlers that feed the Scheduler.
 #include "scheduler/kube/scheduler_feed.h"
 
+#include <map>
+
 #include "absl/time/clock.h"
 #include "scheduler/api/decode.h"
 #include "scheduler/gang/gang_api.h"
@@ -157,14 +159,25 @@ class RawObjectHandler final : public InformerHandler {
 // scheduling.k8s.io PodGroups, Jobs) and team Queues. List items of built-in kinds carry no
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
 // logged naming it and the field, and only that object is left out.
+//
+// With `status_written_here` (the quota kinds: Queues, Cohorts, ResourceFlavors, whose status
+// the scheduler itself writes and whose decoding reads none), an update that changes nothing but
+// the status and the object's bookkeeping is not delivered: each delivery rebuilds the quota
+// directory (every cached verdict that reads quota goes stale) and wakes every pod parked for
+// quota, and the status writer updates each busy queue every interval.
 class ReadKindHandler final : public InformerHandler {
  public:
   ReadKindHandler(Scheduler* s, std::string api_version, std::string kind,
-                  std::function<void(const json&)> on_object = nullptr)
-      : s_(s), api_version_(std::move(api_version)), kind_(std::move(kind)), on_object_(std::move(on_object)) {}
+                  std::function<void(const json&)> on_object = nullptr, bool status_written_here = false)
+      : s_(s),
+        api_version_(std::move(api_version)),
+        kind_(std::move(kind)),
+        on_object_(std::move(on_object)),
+        status_written_here_(status_written_here) {}
   void OnAdd(const json& object) override { OnUpdate(object); }
   void OnUpdate(const json& object) override {
     if (on_object_) on_object_(object);
+    if (status_written_here_ && !SpecChanged(object)) return;
     json typed = object;
     typed["apiVersion"] = api_version_;
     typed["kind"] = kind_;
@@ -172,13 +185,36 @@ class ReadKindHandler final : public InformerHandler {
     absl::StatusOr<bool> delivered = DeliverObject(*s_, typed);
     if (!delivered.ok()) spdlog::warn("{}", delivered.status().message());
   }
-  void OnDelete(const std::string& key, const json*) override { DeliverDelete(*s_, api_version_, kind_, key); }
+  void OnDelete(const std::string& key, const json*) override {
+    delivered_.erase(key);
+    DeliverDelete(*s_, api_version_, kind_, key);
+  }
 
  private:
+  // Whether the object differs from the last one delivered under its key in more than its
+  // status, resourceVersion and managedFields (the informer calls one handler from one thread).
+  bool SpecChanged(const json& object) {
+    json kept = object;
+    if (kept.is_object()) {
+      kept.erase("status");
+      if (auto meta = kept.find("metadata"); meta != kept.end() && meta->is_object()) {
+        meta->erase("resourceVersion");
+        meta->erase("managedFields");
+      }
+    }
+    std::string text = kept.dump();
+    std::string& last = delivered_[ObjectKey(object)];
+    if (last == text) return false;
+    last = std::move(text);
+    return true;
+  }
+
   Scheduler* s_;
   std::string api_version_;
   std::string kind_;
   std::function<void(const json&)> on_object_;
+  const bool status_written_here_;
+  std::map<std::string, std::string, std::less<>> delivered_;  // key -> what was delivered, as SpecChanged reads it
 };
 
 // Other optional collections: any change may unpark pods.
@@ -317,11 +353,13 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind),
-                                        options.on_queue_object));
+                                        options.on_queue_object, /*status_written_here=*/true));
   add({.name = "resourceflavors", .path = "/apis/tessel.io/v1alpha1/resourceflavors", .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind)));
+      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind),
+                                        nullptr, /*status_written_here=*/true));
   add({.name = "cohorts", .path = "/apis/tessel.io/v1alpha1/cohorts", .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kCohortKind)));
+      std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kCohortKind),
+                                        nullptr, /*status_written_here=*/true));
   // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
   // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},
