@@ -1,6 +1,7 @@
 // Informer handlers that feed the Scheduler.
 #include "scheduler/kube/scheduler_feed.h"
 
+#include <functional>
 #include <map>
 
 #include "absl/time/clock.h"
@@ -160,24 +161,25 @@ class RawObjectHandler final : public InformerHandler {
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
 // logged naming it and the field, and only that object is left out.
 //
-// With `status_written_here` (the quota kinds: Queues, Cohorts, ResourceFlavors, whose status
-// the scheduler itself writes and whose decoding reads none), an update that changes nothing but
-// the status and the object's bookkeeping is not delivered: each delivery rebuilds the quota
-// directory (every cached verdict that reads quota goes stale) and wakes every pod parked for
-// quota, and the status writer updates each busy queue every interval.
+// With `status_unread` (kinds whose decoding reads no status: the quota kinds, Queues, Cohorts
+// and ResourceFlavors, whose status the scheduler itself writes every interval per busy queue;
+// Jobs, whose status the Job controller rewrites at every pod's start and end), an update that
+// changes nothing but the status and the object's bookkeeping is not delivered: a delivery wakes
+// every pod parked for quota or for its gang, and a quota object's rebuilds the quota directory
+// (every cached verdict that reads quota goes stale).
 class ReadKindHandler final : public InformerHandler {
  public:
   ReadKindHandler(Scheduler* s, std::string api_version, std::string kind,
-                  std::function<void(const json&)> on_object = nullptr, bool status_written_here = false)
+                  std::function<void(const json&)> on_object = nullptr, bool status_unread = false)
       : s_(s),
         api_version_(std::move(api_version)),
         kind_(std::move(kind)),
         on_object_(std::move(on_object)),
-        status_written_here_(status_written_here) {}
+        status_unread_(status_unread) {}
   void OnAdd(const json& object) override { OnUpdate(object); }
   void OnUpdate(const json& object) override {
     if (on_object_) on_object_(object);
-    if (status_written_here_ && !SpecChanged(object)) return;
+    if (status_unread_ && !SpecChanged(object)) return;
     json typed = object;
     typed["apiVersion"] = api_version_;
     typed["kind"] = kind_;
@@ -202,10 +204,11 @@ class ReadKindHandler final : public InformerHandler {
         meta->erase("managedFields");
       }
     }
-    std::string text = kept.dump();
-    std::string& last = delivered_[ObjectKey(object)];
-    if (last == text) return false;
-    last = std::move(text);
+    // A hash, not the text: a Job carries its whole pod template.
+    const size_t hash = std::hash<std::string>{}(kept.dump());
+    auto [it, added] = delivered_.try_emplace(ObjectKey(object), hash);
+    if (!added && it->second == hash) return false;
+    it->second = hash;
     return true;
   }
 
@@ -213,8 +216,8 @@ class ReadKindHandler final : public InformerHandler {
   std::string api_version_;
   std::string kind_;
   std::function<void(const json&)> on_object_;
-  const bool status_written_here_;
-  std::map<std::string, std::string, std::less<>> delivered_;  // key -> what was delivered, as SpecChanged reads it
+  const bool status_unread_;
+  std::map<std::string, size_t, std::less<>> delivered_;  // key -> the hash of what was delivered (SpecChanged)
 };
 
 // Other optional collections: any change may unpark pods.
@@ -346,20 +349,20 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
         std::make_unique<ReadKindHandler>(scheduler, options.gang_apis.pod_group, "PodGroup"));
   }
   add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
-      std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job"));
+      std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job", nullptr, /*status_unread=*/true));
   // Budgets that preemption must respect: which version the server serves was discovered.
   add({.name = "poddisruptionbudgets",
        .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind),
-                                        options.on_queue_object, /*status_written_here=*/true));
+                                        options.on_queue_object, /*status_unread=*/true));
   add({.name = "resourceflavors", .path = "/apis/tessel.io/v1alpha1/resourceflavors", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind),
-                                        nullptr, /*status_written_here=*/true));
+                                        nullptr, /*status_unread=*/true));
   add({.name = "cohorts", .path = "/apis/tessel.io/v1alpha1/cohorts", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kCohortKind),
-                                        nullptr, /*status_written_here=*/true));
+                                        nullptr, /*status_unread=*/true));
   // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
   // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},
