@@ -161,9 +161,10 @@ class RawObjectHandler final : public InformerHandler {
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
 // logged naming it and the field, and only that object is left out.
 //
-// With `status_unread` (kinds whose decoding reads no status: the quota kinds, Queues, Cohorts
+// With `status_unread` (kinds whose status no decision reads: the quota kinds, Queues, Cohorts
 // and ResourceFlavors, whose status the scheduler itself writes every interval per busy queue;
-// Jobs, whose status the Job controller rewrites at every pod's start and end), an update that
+// the scheduler-plugins PodGroup, whose status is the scheduler's report; Jobs, whose status the
+// Job controller rewrites at every pod's start and end), an update that
 // changes nothing but the status and the object's bookkeeping is not delivered: a delivery wakes
 // every pod parked for quota or for its gang, and a quota object's rebuilds the quota directory
 // (every cached verdict that reads quota goes stale).
@@ -335,7 +336,8 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
   add({.name = "podgroups",
        .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
        .optional = true},
-      std::make_unique<ReadKindHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup"));
+      std::make_unique<ReadKindHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup", nullptr,
+                                        /*status_unread=*/true));  // its status is Tessel's report, read by no decision
   // The upstream ones only in the versions the server serves (options.gang_apis, discovered):
   // a PodGroup served in two versions is read once, in the newest.
   if (options.gang_apis.workload_v1alpha1) {

@@ -8,7 +8,9 @@
 //   PodDisruptionBudgets (policy/v1, or v1beta1 on servers before 1.21) for preemption;
 //   PersistentVolumeClaims, PersistentVolumes, StorageClasses (volume plugins) and Namespaces
 //   (pod affinity's namespaceSelector).
-// An object that fails to decode is logged and skipped, once per resourceVersion.
+// An object that fails to decode is logged and skipped, once per resourceVersion. An update of a
+// Queue, Cohort, ResourceFlavor, Job or scheduler-plugins PodGroup that changes only its status
+// is not passed on (no decision reads their status; each delivery wakes the parked pods).
 //
 //   SchedulerFeed feed(client, scheduler.get(), {.on_pod_gone = [&](auto& key) { ... }});
 //   feed.Start();
