@@ -38,7 +38,7 @@ struct QuotaCycle {
   // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
   // out of `base`), but every other queue's cycle counts them.
   Resources yielded;
-  std::vector<std::string> yielded_pods;  // their keys
+  std::vector<YieldedClaim> yielded_pods;  // each of them
   // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
   // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
   // again.
@@ -452,7 +452,7 @@ bool BeyondOwnLimits(const Queue& queue, Resources held, const Resources& charge
 
 Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
                                           const Queue& own, QuotaTracker& usage, StringSet& charged,
-                                          std::vector<std::string>& yielded_pods) {
+                                          std::vector<YieldedClaim>& yielded_pods) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
   const NominatedPodMap& nominated = nominations->pods;
   Resources yielded;
@@ -477,7 +477,7 @@ Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& 
       const Resources charge = QueueCharge(directory, *queue, *p, *node);
       if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
         (void)yielded.Add(charge);
-        yielded_pods.push_back(p->Key());
+        yielded_pods.push_back({.key = p->Key(), .priority = p->PriorityValue(), .charge = charge});
         continue;
       }
       if (queue != &own && BeyondOwnLimits(*queue, usage.Usage(queue->name()), charge)) continue;
@@ -578,12 +578,22 @@ Status QueueQuota::Reserve(CycleState& state, const Pod& pod, const std::string&
   }
   const QuotaVerdict verdict = now.Check(cycle->queue->name(), charge);
   if (!verdict.fits) return Status::Unschedulable(verdict.reason);
-  // Placed only because its teammates of lower priority yielded their nominations' quota: those
-  // claims are outgrown. Left standing, every other queue's cycle would still count them, and
-  // keep from the other queues quota that the claims can no longer be placed in (composition
-  // seed 7487: a preemptor evicted a third time for quota such a claim held).
-  if (!cycle->yielded_pods.empty() && !cycle->AsOthersSee(now).Check(cycle->queue->name(), charge).fits) {
-    state.WriteValue(kOutgrownNominationsKey, cycle->yielded_pods);
+  // Placed only because teammates of lower priority yielded their nominations' quota: the claims
+  // it needed, the least important first, are outgrown. Left standing, every other queue's cycle
+  // would still count them, and keep from the other queues quota that the claims can no longer be
+  // placed in (composition seed 7487: a preemptor evicted a third time for quota such a claim held).
+  if (!cycle->yielded_pods.empty()) {
+    QuotaTracker with_claims = cycle->AsOthersSee(now);
+    std::vector<YieldedClaim> claims = cycle->yielded_pods;
+    std::stable_sort(claims.begin(), claims.end(),
+                     [](const YieldedClaim& a, const YieldedClaim& b) { return a.priority < b.priority; });
+    std::vector<std::string> outgrown;
+    for (const YieldedClaim& c : claims) {
+      if (with_claims.Check(cycle->queue->name(), charge).fits) break;
+      with_claims.SubUsage(cycle->queue->name(), c.charge);
+      outgrown.push_back(c.key);
+    }
+    if (!outgrown.empty()) state.WriteValue(kOutgrownNominationsKey, std::move(outgrown));
   }
   reserved_[pod.Key()] =
       Reserved{.queue = cycle->queue->name(), .charge = charge, .sequence = ++reserved_sequence_};

@@ -42,6 +42,13 @@
 
 namespace tessel::queue_quota {
 
+// A nominated pod of the pod's own queue, of lower priority, whose quota claim yields to it.
+struct YieldedClaim {
+  std::string key;
+  int32_t priority = 0;
+  Resources charge;
+};
+
 struct QueueQuotaArgs {
   bool reject_pods_without_queue = false;  // podsWithoutQueue: Allow (false) or Reject (true)
   // usageHalfLifeSeconds: fairness over time (usage_decay.h). 0 (the default): off, shares are
@@ -149,9 +156,9 @@ class QueueQuota final : public QuotaPlugin,
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
   // Left out: the pod itself, its gang, and lower-priority pods of its own queue, whose charge
   // is returned (they yield to `pod`, but hold their queue's quota in other queues' cycles).
-  // `charged` gets the keys of those charged, `yielded_pods` the keys of those that yielded.
+  // `charged` gets the keys of those charged, `yielded_pods` those that yielded.
   Resources ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
-                                QuotaTracker& usage, StringSet& charged, std::vector<std::string>& yielded_pods);
+                                QuotaTracker& usage, StringSet& charged, std::vector<YieldedClaim>& yielded_pods);
   // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
   // with its mates on every node, so its queue loses what they charge together.
   std::vector<PodRef> GangMembers(const std::string& gang) const;

@@ -613,42 +613,69 @@ TEST_CASE("QueueQuota: a nominated pod beyond its own queue's limits claims noth
   }
 }
 
+// Cohort c: a (nominal 3) and b (nominal 2), 5 GPUs in all, on two nodes of 8; a and b run a
+// GPU each on n2. n1, the only node of pool p, is full with an earlier preemption's victim that
+// still terminates; a's pods nominated there (selecting pool p) wait for it.
+struct OutgrownWorld {
+  OutgrownWorld() {
+    c.harness.AddNode(NodeBuilder("n1").Allocatable(kNodeSize).Label("pool", "p").Build());
+    c.harness.AddNode(NodeBuilder("n2").Allocatable(kNodeSize).Build());
+    c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "c"}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
+    c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "c"}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
+    c.s->OnPodAdd(Bound("a", "a-0", "n2", 1));
+    c.s->OnPodAdd(Bound("b", "b-0", "n2", 1));
+    Pod leaving = Bound("free", "victim", "n1", 8);
+    leaving.meta.deletion_timestamp = c.clock.Now();
+    c.s->OnPodAdd(leaving);
+  }
+  static Pod Bound(std::string ns, std::string name, std::string node, int gpus) {
+    return PodBuilder(std::move(name), std::move(ns)).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Node(std::move(node)).Build();
+  }
+  void AddNominated(std::string name, int gpus, int32_t priority) {
+    Pod p = PodBuilder(std::move(name), "a")
+                .Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus))
+                .Priority(priority)
+                .Selector("pool", "p")
+                .Build();
+    p.nominated_node_name = "n1";
+    c.s->OnPodAdd(p);
+  }
+  Cluster c{0};
+};
+
 TEST_CASE("QueueQuota: a teammate placed past a nomination of lower priority outgrows its claim; "
           "another team's pod takes the quota it left", "[quota][queue_quota]") {
-  // Cohort c: a (nominal 3) and b (nominal 2), 5 GPUs in all, on two nodes of 8 (n1 the only
-  // one of pool p).
-  Cluster c(0);
-  c.harness.AddNode(NodeBuilder("n1").Allocatable(kNodeSize).Label("pool", "p").Build());
-  c.harness.AddNode(NodeBuilder("n2").Allocatable(kNodeSize).Build());
-  c.AddQueue("team-a", {{"namespaces", {"a"}}, {"cohort", "c"}, {"nominalQuota", {{"nvidia.com/gpu", "3"}}}});
-  c.AddQueue("team-b", {{"namespaces", {"b"}}, {"cohort", "c"}, {"nominalQuota", {{"nvidia.com/gpu", "2"}}}});
-  auto bound = [](std::string ns, std::string name, std::string node, int gpus) {
-    return PodBuilder(std::move(name), std::move(ns)).Requests(StrCat("cpu:1,nvidia.com/gpu:", gpus)).Node(std::move(node)).Build();
-  };
-  c.s->OnPodAdd(bound("a", "a-0", "n2", 1));
-  c.s->OnPodAdd(bound("b", "b-0", "n2", 1));
-  // a/low waits, nominated to n1 where an earlier preemption's victim still terminates; it
-  // claims 2 of a's quota (a 1 + 2 = 3, its nominal).
-  Pod leaving = bound("free", "victim", "n1", 8);
-  leaving.meta.deletion_timestamp = c.clock.Now();
-  c.s->OnPodAdd(leaving);
-  Pod low = PodBuilder("low", "a").Requests("cpu:1,nvidia.com/gpu:2").Selector("pool", "p").Build();
-  low.nominated_node_name = "n1";
-  c.s->OnPodAdd(low);
-  c.Run();
-  REQUIRE_FALSE(c.outcomes.scheduled.contains("a/low"));
+  OutgrownWorld w;
+  w.AddNominated("low", 2, 0);  // claims 2 of a's quota: a 1 + 2 = 3, its nominal
+  w.c.Run();
+  REQUIRE_FALSE(w.c.outcomes.scheduled.contains("a/low"));
   // a/high (priority 100) fits on n2 only because a/low yields its claim: a 1 + 2 = 3 without
   // it, 5 with it, beyond what b (holding 1 of its 2) lends.
-  c.s->OnPodAdd(GpuPod("a", "high", 2, 100));
-  c.Run();
-  REQUIRE(c.outcomes.scheduled.contains("a/high"));
+  w.c.s->OnPodAdd(GpuPod("a", "high", 2, 100));
+  w.c.Run();
+  REQUIRE(w.c.outcomes.scheduled.contains("a/high"));
+  CHECK(w.c.s->NominatedNodeOf("a/low").empty());
   // a/low's claim is outgrown and its nomination dropped, so b's pod within b's nominal quota
   // takes what is left (a 3, b 2: 5 of 5). With the claim standing, b saw a at 5 and waited.
-  c.s->OnPodAdd(GpuPod("b", "p", 1, 0));
-  c.Run();
-  CHECK(c.outcomes.scheduled.contains("b/p"));
-  CHECK(c.GpusOf("b") == 2000);
-  CHECK(c.api.evictions.empty());
+  w.c.s->OnPodAdd(GpuPod("b", "p", 1, 0));
+  w.c.Run();
+  CHECK(w.c.outcomes.scheduled.contains("b/p"));
+  CHECK(w.c.GpusOf("b") == 2000);
+  CHECK(w.c.api.evictions.empty());
+}
+
+TEST_CASE("QueueQuota: a pod placed past its teammates' nominations outgrows only the claims it "
+          "needed, the least important first", "[quota][queue_quota]") {
+  OutgrownWorld w;
+  w.AddNominated("low", 2, 0);
+  w.AddNominated("mid", 1, 50);
+  w.c.Run();
+  // a/high needs one claim gone (a 1 + 2 + 1 = 4 with a/mid's: within what b lends), a/low's.
+  w.c.s->OnPodAdd(GpuPod("a", "high", 2, 100));
+  w.c.Run();
+  REQUIRE(w.c.outcomes.scheduled.contains("a/high"));
+  CHECK(w.c.s->NominatedNodeOf("a/low").empty());
+  CHECK(w.c.s->NominatedNodeOf("a/mid") == "n1");
 }
 
 TEST_CASE("Only quota said no: every rejecting plugin is a QuotaPlugin", "[quota][queue_quota]") {
