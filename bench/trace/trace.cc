@@ -242,6 +242,24 @@ int TraceMain(int argc, char** argv) {
     usage();
     return 2;
   }
+  // Flags of another mode are refused, not ignored: a steady state draws Poisson arrivals at
+  // --load (no time scale, no repeats), and an event list brings its own times.
+  if (o.steady && (!openb || o.openb.repeat != 1 || o.openb.time_scale != 1)) {
+    std::cerr << "tessel-bench trace: --steady takes --nodes with --pods, and neither --repeat nor --time-scale "
+                 "(its arrivals are Poisson at --load)\n";
+    return 2;
+  }
+  const SteadyOptions steady_defaults;
+  if (!o.steady && (o.steady_options.horizon != steady_defaults.horizon ||
+                    o.steady_options.warmup != steady_defaults.warmup ||
+                    o.steady_options.duration_cap != steady_defaults.duration_cap)) {
+    std::cerr << "tessel-bench trace: --horizon, --warmup and --duration-cap apply only with --steady\n";
+    return 2;
+  }
+  if (!openb && (o.openb.repeat != 1 || o.openb.time_scale != 1 || o.openb.load != 0)) {
+    std::cerr << "tessel-bench trace: --repeat, --time-scale and --load apply to --nodes with --pods, not to --events\n";
+    return 2;
+  }
   absl::StatusOr<std::vector<std::string>> movable_classes = ParseMovable(movable);
   if (!movable_classes.ok()) {
     std::cerr << "tessel-bench trace: " << movable_classes.status().message() << "\n";
