@@ -192,11 +192,14 @@ size_t SchedulingQueue::InFlightCount() const {
   return in_flight_.size();
 }
 
-bool SchedulingQueue::ReturnLocked(QueuedPodInfo& info) {
+bool SchedulingQueue::ReturnLocked(QueuedPodInfo& info, bool* changed) {
   auto it = in_flight_.find(std::make_pair(info.pod->Key(), info.pod->meta.uid));
   if (it == in_flight_.end()) return true;  // not popped from here (tests, the bench)
   const bool ended = it->second.ended;
-  if (!ended && it->second.latest != nullptr) info.pod = std::move(it->second.latest);
+  if (!ended && it->second.latest != nullptr) {
+    if (changed != nullptr) *changed = PodSchedulingChanged(*info.pod, *it->second.latest);
+    info.pod = std::move(it->second.latest);
+  }
   in_flight_.erase(it);
   return !ended;
 }
@@ -282,7 +285,8 @@ bool RoomHolds(const Resources& room, const Resources& want) {
 void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32_t events,
                                        uint32_t hinted, std::optional<Resources> need) {
   absl::MutexLock lock(&mu_);
-  if (!ReturnLocked(info)) return;
+  bool changed = false;  // the pod itself changed, as scheduling reads it, during the attempt
+  if (!ReturnLocked(info, &changed)) return;
   const std::string key = info.pod->Key();
   if (entries_.contains(key)) return;  // re-added by an informer meanwhile: that copy is newer
   auto e = std::make_unique<Entry>();
@@ -294,9 +298,11 @@ void SchedulingQueue::AddUnschedulable(QueuedPodInfo info, int64_t cycle, uint32
   // An event during the attempt sends the pod back, unless its hints judge every such event by
   // room and no room left meanwhile holds it (a backlog under churn would spin otherwise).
   const uint32_t during = move_request_cycle_ >= cycle ? events_since_move_ & events : 0;
-  const bool retry = during != 0 && ((during & ~e->hinted) != 0 || (during & unroomed_since_move_) != 0 ||
-                                     std::any_of(rooms_since_move_.begin(), rooms_since_move_.end(),
-                                                 [&](const Resources& r) { return RoomHolds(r, e->need); }));
+  // So does a change of the pod itself during the attempt (the attempt read the copy before it).
+  const bool retry = changed ||
+                     (during != 0 && ((during & ~e->hinted) != 0 || (during & unroomed_since_move_) != 0 ||
+                                      std::any_of(rooms_since_move_.begin(), rooms_since_move_.end(),
+                                                  [&](const Resources& r) { return RoomHolds(r, e->need); })));
   if (retry) {
     ToBackoffOrActive(*e);
   } else {

@@ -169,7 +169,8 @@ class SchedulingQueue {
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   AddResult UpsertLocked(PodRef pod, bool create) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the in-flight record of the pod back: false if it ended (then drop it).
-  bool ReturnLocked(QueuedPodInfo& info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `changed`: set when the latest copy differs from the attempted one in what scheduling reads.
+  bool ReturnLocked(QueuedPodInfo& info, bool* changed = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<Popped> PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock* clock_;

@@ -210,6 +210,26 @@ TEST_CASE("a new UID under a queued name is a new pod", "[queue]") {
     REQUIRE(next.has_value());
     CHECK(next->info.pod->meta.labels.at("x") == "y");
   }
+  SECTION("in flight: an update of what scheduling reads sends it back with no cluster event") {
+    // (charge_test.sh: a label written while the pod was being tried was lost, and the pod
+    // stayed parked until its retry period.)
+    Pod newer = old_pod;
+    newer.meta.labels["x"] = "y";
+    CHECK(q.Add(std::make_shared<const Pod>(newer)) == SchedulingQueue::AddResult::kInFlight);
+    q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
+    clock.Advance(absl::Seconds(10));
+    auto next = q.Pop();
+    REQUIRE(next.has_value());
+    CHECK(next->info.pod->meta.labels.at("x") == "y");
+  }
+  SECTION("in flight: a copy that changes nothing scheduling reads leaves it parked") {
+    Pod newer = old_pod;
+    newer.meta.resource_version = "2";
+    CHECK(q.Add(std::make_shared<const Pod>(newer)) == SchedulingQueue::AddResult::kInFlight);
+    q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
+    clock.Advance(absl::Seconds(10));
+    CHECK_FALSE(q.Pop().has_value());
+  }
   SECTION("deleted in flight: the requeue is dropped") {
     q.Delete("default/a", "u1");
     q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
