@@ -38,7 +38,7 @@ struct QuotaCycle {
   // What the queue's nominated pods of lower priority charge: they yield to the pod here (left
   // out of `base`), but every other queue's cycle counts them.
   Resources yielded;
-  std::vector<YieldedClaim> yielded_pods;  // each of them
+  std::vector<YieldedClaim> yielded_pods;  // each of them (`yielded` is their charges summed)
   // Pods of the snapshot that preemption's dry run took out of `tracker` (RemovePod, undone by
   // AddPod): the victims already chosen for the pod's unit, which a victim policy does not count
   // again.
@@ -338,7 +338,8 @@ Status QueueQuota::PreFilter(CycleState& state, const Pod& pod) {
       }
     }
   }
-  cycle.yielded = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated, cycle.yielded_pods);
+  cycle.yielded_pods = ChargeNominatedPods(pod, *directory, *lookup.queue, cycle.base, cycle.nominated);
+  for (const YieldedClaim& c : cycle.yielded_pods) (void)cycle.yielded.Add(c.charge);
   cycle.tracker = cycle.base;
   cycle.request = pod.requests;
   cycle.request.Set(kNvidiaGpu, 0);
@@ -450,12 +451,11 @@ bool BeyondOwnLimits(const Queue& queue, Resources held, const Resources& charge
 
 }  // namespace
 
-Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
-                                          const Queue& own, QuotaTracker& usage, StringSet& charged,
-                                          std::vector<YieldedClaim>& yielded_pods) {
+std::vector<YieldedClaim> QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory,
+                                                          const Queue& own, QuotaTracker& usage, StringSet& charged) {
   const std::shared_ptr<const Nominations> nominations = handle_->NominatedPods();
   const NominatedPodMap& nominated = nominations->pods;
-  Resources yielded;
+  std::vector<YieldedClaim> yielded;
   if (nominated.empty()) return yielded;
   const std::string gang = handle_->GangKeyOf(pod);
   absl::MutexLock lock(&mu_);
@@ -476,8 +476,7 @@ Resources QueueQuota::ChargeNominatedPods(const Pod& pod, const QueueDirectory& 
       // was dropped, and one dropped came back once its queue's pods were evicted.)
       const Resources charge = QueueCharge(directory, *queue, *p, *node);
       if (queue == &own && p->PriorityValue() < pod.PriorityValue()) {
-        (void)yielded.Add(charge);
-        yielded_pods.push_back({.key = p->Key(), .priority = p->PriorityValue(), .charge = charge});
+        yielded.push_back({.key = p->Key(), .priority = p->PriorityValue(), .charge = charge});
         continue;
       }
       if (queue != &own && BeyondOwnLimits(*queue, usage.Usage(queue->name()), charge)) continue;

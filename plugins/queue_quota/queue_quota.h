@@ -156,9 +156,9 @@ class QueueQuota final : public QuotaPlugin,
   // `pod` would go: quota a preemption reclaimed is not borrowed again elsewhere meanwhile.
   // Left out: the pod itself, its gang, and lower-priority pods of its own queue, whose charge
   // is returned (they yield to `pod`, but hold their queue's quota in other queues' cycles).
-  // `charged` gets the keys of those charged, `yielded_pods` those that yielded.
-  Resources ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
-                                QuotaTracker& usage, StringSet& charged, std::vector<YieldedClaim>& yielded_pods);
+  // `charged` gets the keys of those charged; returned: those that yielded.
+  std::vector<YieldedClaim> ChargeNominatedPods(const Pod& pod, const QueueDirectory& directory, const Queue& own,
+                                                QuotaTracker& usage, StringSet& charged);
   // The running members of a gang (GangKeyOf) on the cycle's snapshot: a victim in a gang goes
   // with its mates on every node, so its queue loses what they charge together.
   std::vector<PodRef> GangMembers(const std::string& gang) const;
