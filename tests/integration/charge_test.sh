@@ -42,11 +42,12 @@ seen_and_retried() {
   local pool=$1; shift
   it_pod probe --select "pool=$pool"
   it_wait 60 "probe bound" it_bound probe
-  local before
-  before=$(attempts)
+  # One attempt per labelled pod (computed here: inside it_wait, $# would be it_wait's own).
+  local want
+  want=$(( $(attempts) + $# ))
   RETRY=$((RETRY + 1))
   kubectl label pod -n "$NS" "$@" "tessel-test/retry=$RETRY" --overwrite >/dev/null
-  it_wait 60 "a new attempt of $*" eval '(( $(attempts) >= before + $# ))'
+  it_wait 60 "a new attempt of $*" eval '(( $(attempts) >= want ))'
   kubectl delete pod -n "$NS" probe --wait=true >/dev/null
 }
 waits() {
