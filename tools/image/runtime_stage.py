@@ -215,16 +215,26 @@ def linked_libraries(binary):
     return out
 
 
-def owning_package(path):
-    """The package that installed `path`, trying it as given and with /usr merged in or out."""
+def path_candidates(path):
+    """`path` as given and resolved, each with /usr merged in or out (dpkg records one of them)."""
     candidates = [path, os.path.realpath(path)]
     for p in list(candidates):
         candidates.append("/usr" + p if not p.startswith("/usr/") else p[len("/usr"):])
-    for p in candidates:
-        r = subprocess.run(["dpkg-query", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":", 1)[0].split(",")[0].strip()
-    return None
+    return candidates
+
+
+def owning_packages(paths):
+    """path -> the package that installed it (None: no package), for every path at once: one
+    dpkg-query over every candidate, since each call reads the whole file database."""
+    wanted = sorted({c for p in paths for c in path_candidates(p)})
+    r = subprocess.run(["dpkg-query", "-S"] + wanted, capture_output=True, text=True)  # 1: some not found
+    owner = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("diversion ") or ": /" not in line:
+            continue
+        packages, found = line.split(": /", 1)
+        owner["/" + found] = packages.split(",")[0].strip().split(":")[0]
+    return {p: next((owner[c] for c in path_candidates(p) if c in owner), None) for p in paths}
 
 
 def check_libs(stage, binaries, without=()):
@@ -234,12 +244,14 @@ def check_libs(stage, binaries, without=()):
     have, missing = closure(roots, db)
     problems = ["runtime package %s is not installed on this host: cannot follow its dependencies "
                 "(apt-get install it, or fix the name)" % m for m in missing if m in packages]
+    linked = {binary: sorted(linked_libraries(binary).items()) for binary in binaries}
+    owner = owning_packages([path for libs in linked.values() for _, path in libs if path is not None])
     for binary in binaries:
-        for soname, path in sorted(linked_libraries(binary).items()):
+        for soname, path in linked[binary]:
             if path is None:
                 problems.append("%s: %s is not found on this host either" % (binary, soname))
                 continue
-            pkg = owning_package(path)
+            pkg = owner[path]
             if pkg is None:
                 problems.append("%s: %s (%s) comes from no Debian package" % (binary, soname, path))
             elif pkg not in have:
