@@ -40,9 +40,10 @@ void Scheduler::OnPodObserved(Pod pod) {
     queue_->Delete(key, uid);
     const bool releases = pod.IsTerminal();
     const std::string node = pod.node_name;
-    cache_->AddOrUpdatePod(std::move(pod));
+    // A status write of a running pod (the kubelet's) is no news to the pods parked for it.
+    const bool news = cache_->AddOrUpdatePod(std::move(pod));
     if (!releases) {
-      queue_->OnClusterEvent(kAssignedPodAdd);
+      if (news) queue_->OnClusterEvent(kAssignedPodAdd);
     } else {
       NotifyPodLeft(node);
     }

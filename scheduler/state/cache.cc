@@ -80,7 +80,7 @@ bool SamePod(const Pod& held, std::string_view uid) {
 
 }  // namespace
 
-void Cache::AddOrUpdatePod(Pod pod) {
+bool Cache::AddOrUpdatePod(Pod pod) {
   absl::MutexLock lock(&mu_);
   const std::string key = pod.Key();
   auto it = pods_.find(key);
@@ -94,7 +94,7 @@ void Cache::AddOrUpdatePod(Pod pod) {
     // bind may not have landed yet (assumed), or the informer is behind (bound pods never
     // become unbound). Only a finished pod releases.
     if (it != pods_.end() && pod.IsTerminal()) RemovePodLocked(key);
-    return;
+    return false;
   }
   // What a pod is charged was fixed when it was placed: a later copy keeps it, whatever its
   // annotations and labels say now (pod_charge.h).
@@ -107,17 +107,19 @@ void Cache::AddOrUpdatePod(Pod pod) {
     const Pod& old = *it->second.pod;
     if (old.node_name == pod.node_name && old.requests == pod.requests && !it->second.assumed) {
       // Same place, same size: replace the object without touching accounting.
+      const bool relabelled = old.meta.labels != pod.meta.labels;
       auto updated = std::make_shared<const Pod>(std::move(pod));
       NodeInfo& info = NodeLocked(updated->node_name);
       info.RemovePod(key);
       info.AddPod(updated);
       Touch(info);
       it->second.pod = std::move(updated);
-      return;
+      return relabelled;
     }
     RemovePodLocked(key);
   }
   AddPodLocked(std::make_shared<const Pod>(std::move(pod)));
+  return true;
 }
 
 void Cache::MarkTerminating(std::string_view key, std::string_view uid, absl::Time when) {

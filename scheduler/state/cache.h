@@ -42,8 +42,9 @@ class Cache {
   // An informer's view of a pod. Pods without a node, and finished pods (Succeeded, Failed),
   // hold nothing and are dropped; a pod the scheduler assumed is confirmed. An unbound copy of
   // a pod the cache holds under the same UID is stale (a bound pod never becomes unbound) and
-  // changes nothing.
-  void AddOrUpdatePod(Pod pod);
+  // changes nothing. Returns whether what other pods' scheduling reads of it changed: a bound
+  // pod new here, confirmed, moved, resized or relabelled; not a status write (the kubelet's).
+  bool AddOrUpdatePod(Pod pod);
   // The pod is gone. With a UID, only that pod: a late delete of an older pod of the same name
   // leaves the new one alone.
   void RemovePod(std::string_view key, std::string_view uid = {});

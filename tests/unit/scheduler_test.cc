@@ -927,6 +927,41 @@ TEST_CASE("heartbeats and a pod's own status writes do not requeue a parked pod"
 }
 
 
+TEST_CASE("a bound pod's status writes do not requeue a pod parked for its affinity; a relabel does", "[scheduler][queue]") {
+  Fixture f(1, "cpu:8,memory:32Gi,nvidia.com/gpu:2");
+  Pod web = PodBuilder("web").Requests("cpu:1").Build();
+  web.meta.uid = "u-web";
+  web.pod_affinity.required.push_back(
+      PodAffinityTerm{.label_selector = LabelSelector{.match_labels = {{"app", "cache"}}}, .topology_key = "kubernetes.io/hostname"});
+  Node node = NodeBuilder("n1").Allocatable("cpu:8,memory:32Gi,nvidia.com/gpu:2").Label("kubernetes.io/hostname", "n1").Build();
+  f.s->OnNodeUpdate(node);
+  Pod cache = PodBuilder("cache").Requests("cpu:1").Label("app", "db").Node("n1").Build();
+  cache.meta.uid = "u-cache";
+  f.s->OnPodAdd(cache);
+  f.s->OnPodAdd(web);
+  f.RunUntilIdle();
+  REQUIRE(f.s->queue().UnschedulableKeys() == std::vector<std::string>{"default/web"});
+  const size_t attempts = f.observer.attempts.size();
+
+  // The kubelet reports the bound pod's progress: nothing web's affinity reads changed.
+  for (int write = 1; write <= 5; ++write) {
+    cache.meta.resource_version = std::to_string(write);
+    cache.phase = write == 1 ? PodPhase::kPending : PodPhase::kRunning;
+    f.s->OnPodUpdate(cache);
+    f.clock.Advance(absl::Seconds(30));
+    f.RunUntilIdle();
+  }
+  CHECK(f.observer.attempts.size() == attempts);  // not tried again
+  CHECK(f.s->queue().UnschedulableKeys() == std::vector<std::string>{"default/web"});
+
+  // Its owner relabels it: now it is the cache web asks for.
+  cache.meta.labels["app"] = "cache";
+  f.s->OnPodUpdate(cache);
+  f.clock.Advance(absl::Seconds(10));
+  f.RunUntilIdle();
+  CHECK(f.observer.scheduled.at("default/web") == "n1");
+}
+
 TEST_CASE("a pod parked for an unbound Immediate claim is retried when the claim binds", "[scheduler][volumes]") {
   Fixture f;
   PersistentVolumeClaim claim;
