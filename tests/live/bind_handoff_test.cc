@@ -10,7 +10,7 @@
 #include <set>
 
 #include "plugins/default_binder/default_binder.h"
-#include "plugins/registry.h"
+#include "default_scheduler.h"
 #include "scheduler/api/device_list.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/framework/binding.h"
@@ -48,26 +48,18 @@ TEST_CASE("GPU pods are bound with their devices in the Binding, one write each"
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
-    Registry registry = InTreeRegistry();
-    SchedulerConfig config;
     ManualClock clock;
-    Cache cache(&clock);
     BindingRecorder api;
-    auto s = Scheduler::New({.registry = &registry,
-                             .config = &config,
-                             .defaults = &DefaultProfile(),
-                             .cache = &cache,
-                             .clock = &clock,
-                             .api = &api});
-    REQUIRE(s.ok());
-    api.scheduler = s->get();
+    DefaultScheduler d(&clock, {}, &api);
+    std::unique_ptr<Scheduler>& s = d.s;
+    api.scheduler = s.get();
     const int nodes = 1 + static_cast<int>(rng() % 4);
     std::map<std::string, int> gpus_of_node;
     for (int n = 0; n < nodes; ++n) {
       const int gpus = std::vector<int>{1, 2, 4, 8}[rng() % 4];
       const std::string name = StrCat("node-", n);
       gpus_of_node[name] = gpus;
-      (*s)->OnNodeAdd(NodeBuilder(name)
+      s->OnNodeAdd(NodeBuilder(name)
                           .Allocatable(StrCat("cpu:64,memory:256Gi,nvidia.com/gpu:", gpus))
                           .Label("nvidia.com/gpu.count", StrCat(gpus))
                           .Build());
@@ -80,9 +72,9 @@ TEST_CASE("GPU pods are bound with their devices in the Binding, one write each"
       b.Requests(gpus > 0 ? StrCat("cpu:1,nvidia.com/gpu:", gpus) : std::string("cpu:1"));
       b.mutable_pod().meta.uid = StrCat("uid-", p);
       asked[StrCat("default/pod-", p)] = gpus;
-      (*s)->OnPodAdd(b.Build());
+      s->OnPodAdd(b.Build());
     }
-    for (int i = 0; i < 10 * pods && (*s)->ScheduleOne(); ++i) {
+    for (int i = 0; i < 10 * pods && s->ScheduleOne(); ++i) {
     }
 
     std::set<std::string> seen;

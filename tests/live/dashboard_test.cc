@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
-#include "plugins/registry.h"
+#include "default_scheduler.h"
 #include "scheduler/server/metrics.h"
 
 namespace tessel::server {
@@ -41,15 +41,10 @@ std::set<std::string> MetricNames(const std::string& query) {
 }
 
 std::set<std::string> ExportedSeries() {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
   ManualClock clock;
-  Cache cache(&clock);
-  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                           .cache = &cache, .clock = &clock});
-  REQUIRE(s.ok());
+  DefaultScheduler d(&clock);
   MetricsRegistry r;
-  SchedulerMetrics m(&r, s->get());
+  SchedulerMetrics m(&r, d.s.get());
   const std::vector<std::string> names = r.SeriesNames();
   return {names.begin(), names.end()};
 }

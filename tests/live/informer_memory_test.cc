@@ -16,7 +16,7 @@
 
 #include "fake_api_server.h"
 #include "nlohmann/json.hpp"
-#include "plugins/registry.h"
+#include "default_scheduler.h"
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
@@ -108,15 +108,11 @@ TEST_CASE("peak RSS of the informers and cache at size", "[.rss]") {
                     "application/json");
   });
   auto client = api.Client();
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
   RealClock clock;
-  Cache cache(&clock);
-  auto s = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                           .cache = &cache, .clock = &clock});
-  REQUIRE(s.ok());
+  DefaultScheduler d(&clock);
+  const Cache& cache = d.cache;
   const int64_t before_kb = ProcStatusKb("VmRSS");
-  SchedulerFeed feed(client.get(), s->get());
+  SchedulerFeed feed(client.get(), d.s.get());
   feed.Start();
   REQUIRE(feed.WaitForSync(absl::Minutes(30)));
   CHECK(cache.NodeCount() == static_cast<size_t>(nodes));

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
-#include "plugins/registry.h"
+#include "default_scheduler.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/server/metrics.h"
 #include "scheduler/util/strings.h"
@@ -31,14 +31,7 @@ Pod TeamAPod(std::string name, std::string node, int64_t gpus) {
 // A scheduler with the default profile on a manual clock, and its metrics.
 struct MetricsWorld {
   explicit MetricsWorld(absl::Time start = absl::UnixEpoch(), SchedulerConfig with = {})
-      : config(std::move(with)), clock(start) {}
-  static std::unique_ptr<Scheduler> Make(const Registry& registry, const SchedulerConfig& config, Cache& cache,
-                                         ManualClock& clock) {
-    auto made = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                                .cache = &cache, .clock = &clock});
-    REQUIRE(made.ok());
-    return *std::move(made);
-  }
+      : clock(start), d(&clock, std::move(with)) {}
   // The value of one series as rendered now, "absent" when it is not there.
   std::string Series(const std::string& name) const {
     const std::string text = r.Render();
@@ -48,11 +41,10 @@ struct MetricsWorld {
     return text.substr(start, text.find('\n', start) - start);
   }
 
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
   ManualClock clock;
-  Cache cache{&clock};
-  std::unique_ptr<Scheduler> s = Make(registry, config, cache, clock);
+  DefaultScheduler d;
+  Cache& cache = d.cache;
+  std::unique_ptr<Scheduler>& s = d.s;
   MetricsRegistry r;
   SchedulerMetrics m{&r, s.get()};
 };
@@ -187,11 +179,9 @@ TEST_CASE("per-queue gauges: nominal quota, usage, borrowed and pending pods") {
 }
 
 TEST_CASE("the gauges of the cluster's state have samples only while this replica leads; counters always") {
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
   ManualClock clock;
-  Cache cache(&clock);
-  std::unique_ptr<Scheduler> s = MetricsWorld::Make(registry, config, cache, clock);
+  DefaultScheduler d(&clock);
+  std::unique_ptr<Scheduler>& s = d.s;
   std::atomic<bool> leading{false};
   MetricsRegistry r;
   SchedulerMetrics m(&r, s.get(), nullptr, [&leading] { return leading.load(); });

@@ -9,7 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "fake_api_server.h"
 #include "nlohmann/json.hpp"
-#include "plugins/registry.h"
+#include "default_scheduler.h"
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
@@ -61,14 +61,9 @@ TEST_CASE("quota feed: a Queue's status update is not delivered, a spec update i
                     "application/json");
   });
   auto client = api.Client();
-  Registry registry = InTreeRegistry();
-  SchedulerConfig config;
   RealClock clock;
-  Cache cache(&clock);
-  auto made = Scheduler::New({.registry = &registry, .config = &config, .defaults = &DefaultProfile(),
-                              .cache = &cache, .clock = &clock});
-  REQUIRE(made.ok());
-  Scheduler& s = **made;
+  DefaultScheduler made(&clock);
+  Scheduler& s = *made.s;
   // Called for every Queue the informer hands over, before it is delivered: the directory seen
   // at the k-th call is the one the (k-1)-th object left.
   std::vector<std::shared_ptr<const QueueDirectory>> seen;
