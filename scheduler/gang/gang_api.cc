@@ -250,6 +250,31 @@ bool InitiallyScheduled(FieldDecoder& d, const json& object) {
 
 }  // namespace
 
+json SchedulingPodGroupStatusRead(const json& status) {
+  if (!status.is_object()) return status;
+  json read = json::object();
+  if (auto claims = status.find("resourceClaimStatuses"); claims != status.end()) {
+    read["resourceClaimStatuses"] = *claims;
+  }
+  if (auto conditions = status.find("conditions"); conditions != status.end()) {
+    if (!conditions->is_array()) {
+      read["conditions"] = *conditions;
+      return read;
+    }
+    for (const json& c : *conditions) {
+      if (!c.is_object()) {
+        read["conditions"] = *conditions;
+        break;
+      }
+      if (auto type = c.find("type"); type != c.end() && *type == kInitiallyScheduledCondition) {
+        read["initiallyScheduled"] = c.contains("status") ? c["status"] : json();
+        break;  // the decoder reads the first
+      }
+    }
+  }
+  return read;
+}
+
 absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) {
   FieldDecoder d(DescribeObject(object));
   SchedulingPodGroup pg;

@@ -154,6 +154,11 @@ using GangObject = std::variant<PodGroup, Workload, SchedulingPodGroup, JobInfo>
 absl::StatusOr<PodGroup> DecodePodGroup(const nlohmann::json& object);
 absl::StatusOr<Workload> DecodeWorkload(const nlohmann::json& object);
 absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const nlohmann::json& object);
+// What DecodeSchedulingPodGroup reads of a PodGroup's `status`: the claims made for the group,
+// and PodGroupInitiallyScheduled's status (not its message or times, Tessel's own report). An
+// update that leaves this and the spec as they were changes no decision. A malformed part is
+// kept whole (the decoder reports it).
+nlohmann::json SchedulingPodGroupStatusRead(const nlohmann::json& status);
 absl::StatusOr<JobInfo> DecodeJob(const nlohmann::json& object);
 
 // tessel.io/min-available from annotations: nullopt when absent, an error naming `object` and

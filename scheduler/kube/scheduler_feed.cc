@@ -161,26 +161,30 @@ class RawObjectHandler final : public InformerHandler {
 // apiVersion/kind, so the handler knows what it watches. An object that does not decode is
 // logged naming it and the field, and only that object is left out.
 //
-// With `status_unread` (kinds whose status no decision reads: the quota kinds, Queues, Cohorts
-// and ResourceFlavors, whose status the scheduler itself writes every interval per busy queue;
-// the scheduler-plugins PodGroup, whose status is the scheduler's report; Jobs, whose status the
-// Job controller rewrites at every pod's start and end), an update that
-// changes nothing but the status and the object's bookkeeping is not delivered: a delivery wakes
+// With `status_read` (what the kind's decoding reads of its status; none for the quota kinds,
+// Queues, Cohorts and ResourceFlavors, whose status the scheduler itself writes every interval
+// per busy queue, the scheduler-plugins PodGroup, whose status is the scheduler's report, and
+// Jobs, whose status the Job controller rewrites at every pod's start and end; part of it for
+// the scheduling.k8s.io PodGroup, whose condition message Tessel writes), an update that changes
+// nothing but the unread status and the object's bookkeeping is not delivered: a delivery wakes
 // every pod parked for quota or for its gang, and a quota object's rebuilds the quota directory
-// (every cached verdict that reads quota goes stale).
+// (every cached verdict that reads quota goes stale). Without it every update is delivered.
+using StatusRead = json (*)(const json& status);
+json NothingOfStatus(const json&) { return nullptr; }
+
 class ReadKindHandler final : public InformerHandler {
  public:
   ReadKindHandler(Scheduler* s, std::string api_version, std::string kind,
-                  std::function<void(const json&)> on_object = nullptr, bool status_unread = false)
+                  std::function<void(const json&)> on_object = nullptr, StatusRead status_read = nullptr)
       : s_(s),
         api_version_(std::move(api_version)),
         kind_(std::move(kind)),
         on_object_(std::move(on_object)),
-        status_unread_(status_unread) {}
+        status_read_(status_read) {}
   void OnAdd(const json& object) override { OnUpdate(object); }
   void OnUpdate(const json& object) override {
     if (on_object_) on_object_(object);
-    if (status_unread_ && !SpecChanged(object)) return;
+    if (status_read_ != nullptr && !ReadChanged(object)) return;
     json typed = object;
     typed["apiVersion"] = api_version_;
     typed["kind"] = kind_;
@@ -195,11 +199,12 @@ class ReadKindHandler final : public InformerHandler {
 
  private:
   // Whether the object differs from the last one delivered under its key in more than its
-  // status, resourceVersion and managedFields (the informer calls one handler from one thread).
-  bool SpecChanged(const json& object) {
+  // unread status, resourceVersion and managedFields (the informer calls one handler from one
+  // thread).
+  bool ReadChanged(const json& object) {
     json kept = object;
     if (kept.is_object()) {
-      kept.erase("status");
+      if (auto status = kept.find("status"); status != kept.end()) *status = status_read_(*status);
       if (auto meta = kept.find("metadata"); meta != kept.end() && meta->is_object()) {
         meta->erase("resourceVersion");
         meta->erase("managedFields");
@@ -217,8 +222,8 @@ class ReadKindHandler final : public InformerHandler {
   std::string api_version_;
   std::string kind_;
   std::function<void(const json&)> on_object_;
-  const bool status_unread_;
-  std::map<std::string, size_t, std::less<>> delivered_;  // key -> the hash of what was delivered (SpecChanged)
+  const StatusRead status_read_;
+  std::map<std::string, size_t, std::less<>> delivered_;  // key -> the hash of what was delivered (ReadChanged)
 };
 
 // Other optional collections: any change may unpark pods.
@@ -337,7 +342,7 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
        .path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
        .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, "scheduling.x-k8s.io/v1alpha1", "PodGroup", nullptr,
-                                        /*status_unread=*/true));  // its status is Tessel's report, read by no decision
+                                        NothingOfStatus));  // its status is Tessel's report
   // The upstream ones only in the versions the server serves (options.gang_apis, discovered):
   // a PodGroup served in two versions is read once, in the newest.
   if (options.gang_apis.workload_v1alpha1) {
@@ -348,23 +353,24 @@ SchedulerFeed::SchedulerFeed(KubeClient* client, Scheduler* scheduler, FeedOptio
     add({.name = "podgroups.scheduling.k8s.io",
          .path = StrCat("/apis/", options.gang_apis.pod_group, "/podgroups"),
          .optional = true},
-        std::make_unique<ReadKindHandler>(scheduler, options.gang_apis.pod_group, "PodGroup"));
+        std::make_unique<ReadKindHandler>(scheduler, options.gang_apis.pod_group, "PodGroup", nullptr,
+                                          gang::SchedulingPodGroupStatusRead));
   }
   add({.name = "jobs", .path = "/apis/batch/v1/jobs"},
-      std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job", nullptr, /*status_unread=*/true));
+      std::make_unique<ReadKindHandler>(scheduler, "batch/v1", "Job", nullptr, NothingOfStatus));
   // Budgets that preemption must respect: which version the server serves was discovered.
   add({.name = "poddisruptionbudgets",
        .path = StrCat("/apis/", options.pdb_api, "/poddisruptionbudgets")},
       std::make_unique<DisruptionBudgetHandler>(scheduler));
   add({.name = "queues", .path = "/apis/tessel.io/v1alpha1/queues", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kQueueKind),
-                                        options.on_queue_object, /*status_unread=*/true));
+                                        options.on_queue_object, NothingOfStatus));
   add({.name = "resourceflavors", .path = "/apis/tessel.io/v1alpha1/resourceflavors", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kResourceFlavorKind),
-                                        nullptr, /*status_unread=*/true));
+                                        nullptr, NothingOfStatus));
   add({.name = "cohorts", .path = "/apis/tessel.io/v1alpha1/cohorts", .optional = true},
       std::make_unique<ReadKindHandler>(scheduler, std::string(kQueueApiVersion), std::string(kCohortKind),
-                                        nullptr, /*status_unread=*/true));
+                                        nullptr, NothingOfStatus));
   // Volume scheduling (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
   // namespaceSelector.
   add({.name = "persistentvolumeclaims", .path = "/api/v1/persistentvolumeclaims"},

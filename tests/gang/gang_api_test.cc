@@ -307,6 +307,55 @@ TEST_CASE("a v1beta1 PodGroup decodes gang, topology, disruption, priority and s
   }
 }
 
+TEST_CASE("what a v1beta1 PodGroup's status read leaves out changes nothing decoded", "[gang][decode]") {
+  // Statuses a group goes through: Tessel's own condition messages and times, the condition
+  // flipping, claims made for the group, another condition, malformed ones.
+  std::vector<json> statuses = {
+      json::object(),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+                                      "message": "2 of 3 members fit", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+                                      "message": "1 of 3 members fit", "lastTransitionTime": "2026-01-01T00:05:00Z"}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled",
+                                      "message": "", "lastTransitionTime": "2026-01-01T00:09:00Z"}]})"),
+      json::parse(R"({"conditions": [{"type": "Unsupported", "status": "True", "message": "x"},
+                                     {"type": "PodGroupInitiallyScheduled", "status": "True"}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}],
+                      "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-0-gpus-x7"}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}],
+                      "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-0-gpus-q2"}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": 7}]})"),
+      json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}, "bad"]})"),
+      json::parse(R"({"conditions": "bad"})"),
+      json(3),
+  };
+  auto decoded = [](const json& status) {
+    json object = json::parse(kV1beta1PodGroup);
+    object["status"] = status;
+    auto pg = DecodeSchedulingPodGroup(object);
+    if (!pg.ok()) return std::string(pg.status().message());
+    std::string out = pg->initially_scheduled ? "scheduled" : "not scheduled";
+    for (const auto& [name, claim] : pg->generated_claims) out += " " + name + "=" + claim;
+    return out;
+  };
+  int same_read = 0, different_read = 0;
+  for (const json& a : statuses) {
+    for (const json& b : statuses) {
+      CAPTURE(a.dump(), b.dump());
+      if (SchedulingPodGroupStatusRead(a) == SchedulingPodGroupStatusRead(b)) {
+        ++same_read;
+        CHECK(decoded(a) == decoded(b));
+      } else {
+        ++different_read;
+      }
+    }
+  }
+  CHECK(same_read > static_cast<int>(statuses.size()));  // not only each with itself
+  CHECK(SchedulingPodGroupStatusRead(statuses[1]) == SchedulingPodGroupStatusRead(statuses[2]));  // messages, times
+  CHECK(SchedulingPodGroupStatusRead(statuses[2]) != SchedulingPodGroupStatusRead(statuses[3]));  // the flip
+  CHECK(SchedulingPodGroupStatusRead(statuses[5]) != SchedulingPodGroupStatusRead(statuses[6]));  // the claims
+}
+
 TEST_CASE("bad v1beta1 PodGroups are rejected with the object and the field", "[gang][decode]") {
   struct Case {
     const char* name;
