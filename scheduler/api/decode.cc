@@ -538,18 +538,8 @@ std::vector<Toleration> DecodeTolerationList(FieldDecoder& d, const json& parent
     std::string p = Index(path, i);
     const json& t = (*list)[i];
     Toleration tol;
-    tol.key = d.String(t, "key", Path(p, "key"));
-    std::string op = d.String(t, "operator", Path(p, "operator"), "Equal");
-    if (op == "Exists") {
-      tol.op = Toleration::Operator::kExists;
-    } else if (op != "Equal") {
-      d.Fail(Path(p, "operator"), StrCat("unknown operator \"", op, "\" (want Equal or Exists)"));
-    }
-    tol.value = d.String(t, "value", Path(p, "value"));
+    DecodeTolerationFields(d, t, p, tol);
     tol.effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")), Path(p, "effect"), true);
-    if (t.contains("tolerationSeconds") && !t["tolerationSeconds"].is_null()) {
-      tol.toleration_seconds = d.Int(t, "tolerationSeconds", Path(p, "tolerationSeconds"));
-    }
     out.push_back(std::move(tol));
   }
   return out;

@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/api/objects.h"
 #include "scheduler/api/storage.h"
+#include "scheduler/util/strings.h"
 
 namespace tessel {
 
@@ -138,6 +139,24 @@ std::vector<Taint> DecodeTaints(FieldDecoder& d, const nlohmann::json& parent, s
                                 std::string_view path);
 std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const nlohmann::json& parent,
                                           std::string_view key, std::string_view path);
+// What a pod's toleration and a device's (resource.k8s.io) share: key, operator (Equal or
+// Exists), value and tolerationSeconds, read from the list item `t` at `path` into `tol`; the
+// effect is each kind's own.
+template <typename TolerationT>
+void DecodeTolerationFields(FieldDecoder& d, const nlohmann::json& t, std::string_view path, TolerationT& tol) {
+  auto field = [&](std::string_view name) { return StrCat(path, ".", name); };
+  tol.key = d.String(t, "key", field("key"));
+  const std::string op = d.String(t, "operator", field("operator"), "Equal");
+  if (op == "Exists") {
+    tol.op = TolerationT::Operator::kExists;
+  } else if (op != "Equal") {
+    d.Fail(field("operator"), StrCat("unknown operator \"", op, "\" (want Equal or Exists)"));
+  }
+  tol.value = d.String(t, "value", field("value"));
+  if (t.contains("tolerationSeconds") && !t["tolerationSeconds"].is_null()) {
+    tol.toleration_seconds = d.Int(t, "tolerationSeconds", field("tolerationSeconds"));
+  }
+}
 // A core/v1 NodeSelector (its nodeSelectorTerms, ORed) under `key`, as node affinity decodes it;
 // nullopt when absent. For later layers' objects that embed one (a ResourceSlice).
 std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d,

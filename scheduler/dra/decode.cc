@@ -263,18 +263,8 @@ std::vector<DeviceToleration> Tolerations(FieldDecoder& d, const json& parent, s
     const std::string p = Index(path, i);
     const json& t = (*list)[i];
     DeviceToleration tol;
-    tol.key = d.String(t, "key", Path(p, "key"));
-    const std::string op = d.String(t, "operator", Path(p, "operator"), "Equal");
-    if (op == "Exists") {
-      tol.op = DeviceToleration::Operator::kExists;
-    } else if (op != "Equal") {
-      d.Fail(Path(p, "operator"), StrCat("unknown operator \"", op, "\" (want Equal or Exists)"));
-    }
-    tol.value = d.String(t, "value", Path(p, "value"));
+    DecodeTolerationFields(d, t, p, tol);
     tol.effect = d.String(t, "effect", Path(p, "effect"));
-    if (t.contains("tolerationSeconds") && !t["tolerationSeconds"].is_null()) {
-      tol.toleration_seconds = d.Int(t, "tolerationSeconds", Path(p, "tolerationSeconds"));
-    }
     if (tol.key.empty() && tol.op != DeviceToleration::Operator::kExists) {
       d.Fail(Path(p, "operator"), "must be Exists when the key is empty");
     }
