@@ -524,10 +524,11 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
                                       const NodeStatusMap& rejected) {
   const std::vector<NodeInfo*>& nodes = ctx.snapshot->nodes();
   if (nodes.empty()) return {};
+  const int32_t priority = PriorityOf(ctx, pod);
   const VictimIndex::Query query{
-      .priority = PriorityOf(ctx, pod),
+      .priority = priority,
       .floor = ctx.priority_floor,
-      .any_priority = ctx.framework->VictimPoliciesMayAllowAtOrAbove(state, pod, PriorityOf(ctx, pod))};
+      .any_priority = ctx.framework->VictimPoliciesMayAllowAtOrAbove(state, pod, priority)};
   const bool indexed = ctx.index != nullptr && ctx.index->InStepWith(*ctx.snapshot);
   if (indexed && !ctx.index->MayHaveVictims(query)) return {};
   const GangIndex gangs(ctx);
