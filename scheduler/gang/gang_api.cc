@@ -262,11 +262,12 @@ json SchedulingPodGroupStatusRead(const json& status) {
       return read;
     }
     for (const json& c : *conditions) {
-      if (!c.is_object()) {
-        read["conditions"] = *conditions;
+      auto type = c.is_object() ? c.find("type") : c.end();
+      if (!c.is_object() || (type != c.end() && !type->is_string())) {
+        read["conditions"] = *conditions;  // the decoder fails on it, up to the one it reads
         break;
       }
-      if (auto type = c.find("type"); type != c.end() && *type == kInitiallyScheduledCondition) {
+      if (type != c.end() && *type == kInitiallyScheduledCondition) {
         read["initiallyScheduled"] = c.contains("status") ? c["status"] : json();
         break;  // the decoder reads the first
       }

@@ -326,6 +326,8 @@ TEST_CASE("what a v1beta1 PodGroup's status read leaves out changes nothing deco
                       "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-0-gpus-q2"}]})"),
       json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": 7}]})"),
       json::parse(R"({"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True"}, "bad"]})"),
+      json::parse(R"({"conditions": [{"type": 7}, {"type": "PodGroupInitiallyScheduled", "status": "True"}]})"),
+      json::parse(R"({"conditions": [{"type": "Other"}, {"type": "PodGroupInitiallyScheduled", "status": "True"}]})"),
       json::parse(R"({"conditions": "bad"})"),
       json(3),
   };

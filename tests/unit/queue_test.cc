@@ -211,8 +211,8 @@ TEST_CASE("a new UID under a queued name is a new pod", "[queue]") {
     CHECK(next->info.pod->meta.labels.at("x") == "y");
   }
   SECTION("in flight: an update of what scheduling reads sends it back with no cluster event") {
-    // (charge_test.sh: a label written while the pod was being tried was lost, and the pod
-    // stayed parked until its retry period.)
+    // (Before, a label written while the pod was being tried was kept, but the pod stayed parked
+    // until its retry period.)
     Pod newer = old_pod;
     newer.meta.labels["x"] = "y";
     CHECK(q.Add(std::make_shared<const Pod>(newer)) == SchedulingQueue::AddResult::kInFlight);
