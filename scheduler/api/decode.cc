@@ -21,8 +21,6 @@ std::string Path(std::string_view base, std::string_view key) {
   return base.empty() ? std::string(key) : StrCat(base, ".", key);
 }
 
-std::string Index(std::string_view base, size_t i) { return StrCat(base, "[", i, "]"); }
-
 }  // namespace
 
 const json* FieldDecoder::Child(const json& parent, std::string_view key) {
@@ -171,19 +169,16 @@ ObjectMeta FieldDecoder::Meta(const json& object) {
   if (m->contains("deletionTimestamp") && !(*m)["deletionTimestamp"].is_null()) {
     meta.deletion_timestamp = Timestamp(*m, "deletionTimestamp", "metadata.deletionTimestamp");
   }
-  if (const json* refs = Array(*m, "ownerReferences", "metadata.ownerReferences")) {
-    for (size_t i = 0; i < refs->size(); ++i) {
-      const json& r = (*refs)[i];
-      std::string p = Index("metadata.ownerReferences", i);
-      meta.owner_references.push_back(OwnerReference{
-          .api_version = String(r, "apiVersion", Path(p, "apiVersion")),
-          .kind = String(r, "kind", Path(p, "kind")),
-          .name = String(r, "name", Path(p, "name")),
-          .uid = String(r, "uid", Path(p, "uid")),
-          .controller = Bool(r, "controller", Path(p, "controller")),
+  meta.owner_references = List<OwnerReference>(
+      *m, "ownerReferences", "metadata.ownerReferences", [&](const json& r, const std::string& p) {
+        return OwnerReference{
+            .api_version = String(r, "apiVersion", Path(p, "apiVersion")),
+            .kind = String(r, "kind", Path(p, "kind")),
+            .name = String(r, "name", Path(p, "name")),
+            .uid = String(r, "uid", Path(p, "uid")),
+            .controller = Bool(r, "controller", Path(p, "controller")),
+        };
       });
-    }
-  }
   return meta;
 }
 
@@ -219,12 +214,7 @@ std::vector<NodeSelectorRequirement> DecodeRequirements(FieldDecoder& d, const j
                                                         std::string_view key,
                                                         std::string_view path) {
   using Op = NodeSelectorRequirement::Operator;
-  std::vector<NodeSelectorRequirement> out;
-  const json* list = d.Array(parent, key, path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string p = Index(path, i);
-    const json& r = (*list)[i];
+  return d.List<NodeSelectorRequirement>(parent, key, path, [&](const json& r, const std::string& p) {
     NodeSelectorRequirement req;
     req.key = d.String(r, "key", Path(p, "key"));
     std::string op = d.String(r, "operator", Path(p, "operator"));
@@ -239,15 +229,13 @@ std::vector<NodeSelectorRequirement> DecodeRequirements(FieldDecoder& d, const j
       }
     }
     if (!known) d.Fail(Path(p, "operator"), StrCat("unknown operator \"", op, "\""));
-    if (const json* values = d.Array(r, "values", Path(p, "values"))) {
-      for (size_t k = 0; k < values->size(); ++k) {
-        if (!(*values)[k].is_string()) {
-          d.Fail(Index(Path(p, "values"), k), "expected a string");
-          continue;
-        }
-        req.values.push_back((*values)[k].get<std::string>());
+    d.ForEach(r, "values", Path(p, "values"), [&](const json& value, const std::string& value_path) {
+      if (!value.is_string()) {
+        d.Fail(value_path, "expected a string");
+        return;
       }
-    }
+      req.values.push_back(value.get<std::string>());
+    });
     bool needs_values = req.op == Op::kIn || req.op == Op::kNotIn;
     bool needs_one = req.op == Op::kGt || req.op == Op::kLt;
     if (needs_values && req.values.empty()) {
@@ -257,9 +245,8 @@ std::vector<NodeSelectorRequirement> DecodeRequirements(FieldDecoder& d, const j
     } else if (!needs_values && !needs_one && !req.values.empty() && known) {
       d.Fail(Path(p, "values"), StrCat("must be empty for operator ", op));
     }
-    out.push_back(std::move(req));
-  }
-  return out;
+    return req;
+  });
 }
 
 NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view path) {
@@ -281,21 +268,19 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
   const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
   out.required = DecodeNodeSelector(d, *na, "requiredDuringSchedulingIgnoredDuringExecution", req_path);
   const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
-  if (const json* list = d.Array(*na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      std::string p = Index(pref_path, i);
-      const json& item = (*list)[i];
-      PreferredSchedulingTerm term;
-      term.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
-      if (term.weight < 1 || term.weight > 100) {
-        d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", term.weight));
-      }
-      if (const json* pref = d.Object(item, "preference", Path(p, "preference"))) {
-        term.preference = DecodeTerm(d, *pref, Path(p, "preference"));
-      }
-      out.preferred.push_back(std::move(term));
-    }
-  }
+  out.preferred = d.List<PreferredSchedulingTerm>(
+      *na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path,
+      [&](const json& item, const std::string& p) {
+        PreferredSchedulingTerm term;
+        term.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
+        if (term.weight < 1 || term.weight > 100) {
+          d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", term.weight));
+        }
+        if (const json* pref = d.Object(item, "preference", Path(p, "preference"))) {
+          term.preference = DecodeTerm(d, *pref, Path(p, "preference"));
+        }
+        return term;
+      });
   return out;
 }
 
@@ -304,15 +289,13 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
 std::vector<std::string> DecodeStringList(FieldDecoder& d, const json& parent, std::string_view key,
                                           std::string_view path) {
   std::vector<std::string> out;
-  const json* list = d.Array(parent, key, path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    if (!(*list)[i].is_string()) {
-      d.Fail(Index(path, i), StrCat("expected a string, got ", TypeName((*list)[i])));
-      continue;
+  d.ForEach(parent, key, path, [&](const json& item, const std::string& p) {
+    if (!item.is_string()) {
+      d.Fail(p, StrCat("expected a string, got ", TypeName(item)));
+      return;
     }
-    out.push_back((*list)[i].get<std::string>());
-  }
+    out.push_back(item.get<std::string>());
+  });
   return out;
 }
 
@@ -325,36 +308,33 @@ std::optional<LabelSelector> DecodeLabelSelector(FieldDecoder& d, const json& pa
   LabelSelector out;
   out.match_labels = d.StringMapField(*sel, "matchLabels", Path(path, "matchLabels"));
   const std::string exprs_path = Path(path, "matchExpressions");
-  if (const json* list = d.Array(*sel, "matchExpressions", exprs_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(exprs_path, i);
-      const json& r = (*list)[i];
-      LabelSelectorRequirement req;
-      req.key = d.String(r, "key", Path(p, "key"));
-      if (req.key.empty()) d.Fail(Path(p, "key"), "missing");
-      const std::string op = d.String(r, "operator", Path(p, "operator"));
-      if (op == "In") {
-        req.op = Op::kIn;
-      } else if (op == "NotIn") {
-        req.op = Op::kNotIn;
-      } else if (op == "Exists") {
-        req.op = Op::kExists;
-      } else if (op == "DoesNotExist") {
-        req.op = Op::kDoesNotExist;
-      } else {
-        d.Fail(Path(p, "operator"),
-               StrCat("unknown operator \"", op, "\" (want In, NotIn, Exists or DoesNotExist)"));
-      }
-      req.values = DecodeStringList(d, r, "values", Path(p, "values"));
-      const bool set_based = req.op == Op::kIn || req.op == Op::kNotIn;
-      if (set_based && req.values.empty()) {
-        d.Fail(Path(p, "values"), StrCat("must be non-empty for operator ", op));
-      } else if (!set_based && !req.values.empty()) {
-        d.Fail(Path(p, "values"), StrCat("must be empty for operator ", op));
-      }
-      out.match_expressions.push_back(std::move(req));
-    }
-  }
+  out.match_expressions = d.List<LabelSelectorRequirement>(
+      *sel, "matchExpressions", exprs_path, [&](const json& r, const std::string& p) {
+        LabelSelectorRequirement req;
+        req.key = d.String(r, "key", Path(p, "key"));
+        if (req.key.empty()) d.Fail(Path(p, "key"), "missing");
+        const std::string op = d.String(r, "operator", Path(p, "operator"));
+        if (op == "In") {
+          req.op = Op::kIn;
+        } else if (op == "NotIn") {
+          req.op = Op::kNotIn;
+        } else if (op == "Exists") {
+          req.op = Op::kExists;
+        } else if (op == "DoesNotExist") {
+          req.op = Op::kDoesNotExist;
+        } else {
+          d.Fail(Path(p, "operator"),
+                 StrCat("unknown operator \"", op, "\" (want In, NotIn, Exists or DoesNotExist)"));
+        }
+        req.values = DecodeStringList(d, r, "values", Path(p, "values"));
+        const bool set_based = req.op == Op::kIn || req.op == Op::kNotIn;
+        if (set_based && req.values.empty()) {
+          d.Fail(Path(p, "values"), StrCat("must be non-empty for operator ", op));
+        } else if (!set_based && !req.values.empty()) {
+          d.Fail(Path(p, "values"), StrCat("must be empty for operator ", op));
+        }
+        return req;
+      });
   return out;
 }
 
@@ -399,30 +379,26 @@ PodAffinityRules DecodePodAffinityRules(FieldDecoder& d, const json& affinity, s
   const json* rules = d.Object(affinity, key, base);
   if (rules == nullptr) return out;
   const std::string req_path = Path(base, "requiredDuringSchedulingIgnoredDuringExecution");
-  if (const json* list = d.Array(*rules, "requiredDuringSchedulingIgnoredDuringExecution", req_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      out.required.push_back(DecodePodAffinityTerm(d, (*list)[i], Index(req_path, i), pod_labels));
-    }
-  }
+  out.required = d.List<PodAffinityTerm>(
+      *rules, "requiredDuringSchedulingIgnoredDuringExecution", req_path,
+      [&](const json& t, const std::string& p) { return DecodePodAffinityTerm(d, t, p, pod_labels); });
   const std::string pref_path = Path(base, "preferredDuringSchedulingIgnoredDuringExecution");
-  if (const json* list = d.Array(*rules, "preferredDuringSchedulingIgnoredDuringExecution", pref_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(pref_path, i);
-      const json& item = (*list)[i];
-      WeightedPodAffinityTerm w;
-      w.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
-      if (w.weight < 1 || w.weight > 100) {
-        d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", w.weight));
-      }
-      const std::string term_path = Path(p, "podAffinityTerm");
-      if (const json* t = d.Object(item, "podAffinityTerm", term_path)) {
-        w.term = DecodePodAffinityTerm(d, *t, term_path, pod_labels);
-      } else {
-        d.Fail(term_path, "missing");
-      }
-      out.preferred.push_back(std::move(w));
-    }
-  }
+  out.preferred = d.List<WeightedPodAffinityTerm>(
+      *rules, "preferredDuringSchedulingIgnoredDuringExecution", pref_path,
+      [&](const json& item, const std::string& p) {
+        WeightedPodAffinityTerm w;
+        w.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
+        if (w.weight < 1 || w.weight > 100) {
+          d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", w.weight));
+        }
+        const std::string term_path = Path(p, "podAffinityTerm");
+        if (const json* t = d.Object(item, "podAffinityTerm", term_path)) {
+          w.term = DecodePodAffinityTerm(d, *t, term_path, pod_labels);
+        } else {
+          d.Fail(term_path, "missing");
+        }
+        return w;
+      });
   return out;
 }
 
@@ -438,13 +414,7 @@ std::optional<NodeInclusionPolicy> DecodeInclusionPolicy(FieldDecoder& d, const 
 
 std::vector<TopologySpreadConstraint> DecodeTopologySpread(FieldDecoder& d, const json& spec,
                                                            const StringMap& pod_labels) {
-  std::vector<TopologySpreadConstraint> out;
-  const std::string path = "spec.topologySpreadConstraints";
-  const json* list = d.Array(spec, "topologySpreadConstraints", path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string p = Index(path, i);
-    const json& c = (*list)[i];
+  auto constraint = [&](const json& c, const std::string& p) {
     TopologySpreadConstraint tsc;
     const int64_t skew = d.Int(c, "maxSkew", Path(p, "maxSkew"));
     if (skew < 1 || skew > INT32_MAX) d.Fail(Path(p, "maxSkew"), StrCat("must be at least 1, got ", skew));
@@ -474,18 +444,15 @@ std::vector<TopologySpreadConstraint> DecodeTopologySpread(FieldDecoder& d, cons
     tsc.match_label_keys = DecodeStringList(d, c, "matchLabelKeys", Path(p, "matchLabelKeys"));
     MergeLabelKeys(tsc.label_selector, tsc.match_label_keys, pod_labels,
                    LabelSelectorRequirement::Operator::kIn);
-    out.push_back(std::move(tsc));
-  }
-  return out;
+    return tsc;
+  };
+  return d.List<TopologySpreadConstraint>(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints",
+                                          constraint);
 }
 
 std::vector<HostPort> DecodeHostPorts(FieldDecoder& d, const json& container, std::string_view path) {
   std::vector<HostPort> out;
-  const json* list = d.Array(container, "ports", path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string p = Index(path, i);
-    const json& port = (*list)[i];
+  d.ForEach(container, "ports", path, [&](const json& port, const std::string& p) {
     const int64_t host_port = d.Int(port, "hostPort", Path(p, "hostPort"));
     if (host_port < 0 || host_port > 65535) {
       d.Fail(Path(p, "hostPort"), StrCat("must be in 0..65535, got ", host_port));
@@ -494,23 +461,17 @@ std::vector<HostPort> DecodeHostPorts(FieldDecoder& d, const json& container, st
     if (protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") {
       d.Fail(Path(p, "protocol"), StrCat("unknown protocol \"", protocol, "\" (want TCP, UDP or SCTP)"));
     }
-    if (host_port <= 0) continue;  // not bound on the node
+    if (host_port <= 0) return;  // not bound on the node
     std::string ip = d.String(port, "hostIP", Path(p, "hostIP"));
     if (ip == "0.0.0.0") ip.clear();
     out.push_back({.host_ip = std::move(ip), .protocol = protocol,
                    .port = static_cast<int32_t>(host_port)});
-  }
+  });
   return out;
 }
 
 std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::string_view key) {
-  std::vector<Container> out;
-  const std::string path = Path("spec", key);
-  const json* list = d.Array(spec, key, path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string p = Index(path, i);
-    const json& c = (*list)[i];
+  return d.List<Container>(spec, key, Path("spec", key), [&](const json& c, const std::string& p) {
     Container container;
     container.name = d.String(c, "name", Path(p, "name"));
     container.restart_always = d.String(c, "restartPolicy", Path(p, "restartPolicy")) == "Always";
@@ -524,25 +485,18 @@ std::vector<Container> DecodeContainers(FieldDecoder& d, const json& spec, std::
         if (given == nullptr || !given->contains(name)) container.requests.Set(name, amount);
       }
     }
-    out.push_back(std::move(container));
-  }
-  return out;
+    return container;
+  });
 }
 
 std::vector<Toleration> DecodeTolerationList(FieldDecoder& d, const json& parent, std::string_view key,
                                              std::string_view path) {
-  std::vector<Toleration> out;
-  const json* list = d.Array(parent, key, path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string p = Index(path, i);
-    const json& t = (*list)[i];
+  return d.List<Toleration>(parent, key, path, [&](const json& t, const std::string& p) {
     Toleration tol;
     DecodeTolerationFields(d, t, p, tol);
     tol.effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")), Path(p, "effect"), true);
-    out.push_back(std::move(tol));
-  }
-  return out;
+    return tol;
+  });
 }
 
 std::optional<PreemptionPolicy> DecodePreemptionPolicy(FieldDecoder& d, const json& parent,
@@ -573,11 +527,7 @@ std::string DecodeStorageClassName(FieldDecoder& d, const ObjectMeta& meta, cons
 // spec.volumes: the entries that use a claim (persistentVolumeClaim, generic ephemeral).
 std::vector<PodVolume> DecodePodVolumes(FieldDecoder& d, const json& spec) {
   std::vector<PodVolume> out;
-  const json* list = d.Array(spec, "volumes", "spec.volumes");
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string p = Index("spec.volumes", i);
-    const json& v = (*list)[i];
+  d.ForEach(spec, "volumes", "spec.volumes", [&](const json& v, const std::string& p) {
     PodVolume volume{.name = d.String(v, "name", Path(p, "name"))};
     if (const json* claim = d.Object(v, "persistentVolumeClaim", Path(p, "persistentVolumeClaim"))) {
       volume.claim_name = d.String(*claim, "claimName", Path(p, "persistentVolumeClaim.claimName"));
@@ -585,11 +535,11 @@ std::vector<PodVolume> DecodePodVolumes(FieldDecoder& d, const json& spec) {
     } else if (d.Object(v, "ephemeral", Path(p, "ephemeral")) != nullptr) {
       volume.ephemeral = true;
     } else {
-      continue;  // a volume without a claim (emptyDir, configMap, ...): nothing to schedule
+      return;  // a volume without a claim (emptyDir, configMap, ...): nothing to schedule
     }
     if (volume.name.empty()) d.Fail(Path(p, "name"), "missing");
     out.push_back(std::move(volume));
-  }
+  });
   return out;
 }
 
@@ -600,8 +550,8 @@ uint8_t DecodeAccessModes(FieldDecoder& d, const json& spec, std::string_view pa
   for (size_t i = 0; i < names.size(); ++i) {
     std::optional<AccessMode> mode = ParseAccessMode(names[i]);
     if (!mode.has_value()) {
-      d.Fail(Index(path, i), StrCat("unknown access mode \"", names[i],
-                                    "\" (want ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod)"));
+      d.Fail(d.ItemPath(path, i), StrCat("unknown access mode \"", names[i],
+                                         "\" (want ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod)"));
       continue;
     }
     modes |= *mode;
@@ -660,17 +610,14 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
   pod.init_containers = DecodeContainers(d, *spec, "initContainers");
   pod.overhead = d.ResourceMap(*spec, "overhead", "spec.overhead");
   pod.volumes = DecodePodVolumes(d, *spec);
-  if (const json* gates = d.Array(*spec, "schedulingGates", "spec.schedulingGates")) {
-    for (size_t i = 0; i < gates->size(); ++i) {
-      const std::string p = Index("spec.schedulingGates", i);
-      std::string name = d.String((*gates)[i], "name", Path(p, "name"));
-      if (name.empty()) {
-        d.Fail(Path(p, "name"), "missing");
-        continue;
-      }
-      pod.scheduling_gates.push_back(std::move(name));
+  d.ForEach(*spec, "schedulingGates", "spec.schedulingGates", [&](const json& gate, const std::string& p) {
+    std::string name = d.String(gate, "name", Path(p, "name"));
+    if (name.empty()) {
+      d.Fail(Path(p, "name"), "missing");
+      return;
     }
-  }
+    pod.scheduling_gates.push_back(std::move(name));
+  });
   if (const json* ref = d.Object(*spec, "workloadRef", "spec.workloadRef")) {
     pod.workload_ref = WorkloadReference{
         .name = d.String(*ref, "name", "spec.workloadRef.name"),
@@ -680,22 +627,19 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
     if (pod.workload_ref->name.empty()) d.Fail("spec.workloadRef.name", "missing");
     if (pod.workload_ref->pod_group.empty()) d.Fail("spec.workloadRef.podGroup", "missing");
   }
-  if (const json* claims = d.Array(*spec, "resourceClaims", "spec.resourceClaims")) {
-    for (size_t i = 0; i < claims->size(); ++i) {
-      const std::string p = Index("spec.resourceClaims", i);
-      const json& c = (*claims)[i];
-      PodResourceClaim claim{
-          .name = d.String(c, "name", Path(p, "name")),
-          .resource_claim_name = d.String(c, "resourceClaimName", Path(p, "resourceClaimName")),
-          .resource_claim_template_name =
-              d.String(c, "resourceClaimTemplateName", Path(p, "resourceClaimTemplateName"))};
-      if (claim.name.empty()) d.Fail(Path(p, "name"), "missing");
-      if (claim.resource_claim_name.empty() == claim.resource_claim_template_name.empty()) {
-        d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
-      }
-      pod.resource_claims.push_back(std::move(claim));
-    }
-  }
+  pod.resource_claims = d.List<PodResourceClaim>(
+      *spec, "resourceClaims", "spec.resourceClaims", [&](const json& c, const std::string& p) {
+        PodResourceClaim claim{
+            .name = d.String(c, "name", Path(p, "name")),
+            .resource_claim_name = d.String(c, "resourceClaimName", Path(p, "resourceClaimName")),
+            .resource_claim_template_name =
+                d.String(c, "resourceClaimTemplateName", Path(p, "resourceClaimTemplateName"))};
+        if (claim.name.empty()) d.Fail(Path(p, "name"), "missing");
+        if (claim.resource_claim_name.empty() == claim.resource_claim_template_name.empty()) {
+          d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
+        }
+        return claim;
+      });
   if (const json* group = d.Object(*spec, "schedulingGroup", "spec.schedulingGroup")) {
     pod.scheduling_group =
         d.String(*group, "podGroupName", "spec.schedulingGroup.podGroupName");
@@ -716,18 +660,15 @@ Pod DecodePodFields(FieldDecoder& d, const json& object) {
     }
     if (!known) d.Fail("status.phase", StrCat("unknown phase \"", phase, "\""));
     pod.nominated_node_name = d.String(*status, "nominatedNodeName", "status.nominatedNodeName");
-    if (const json* claims = d.Array(*status, "resourceClaimStatuses", "status.resourceClaimStatuses")) {
-      for (size_t i = 0; i < claims->size(); ++i) {
-        const std::string p = Index("status.resourceClaimStatuses", i);
-        const json& c = (*claims)[i];
-        const std::string name = d.String(c, "name", Path(p, "name"));
-        if (name.empty()) d.Fail(Path(p, "name"), "missing");
-        std::string generated = d.String(c, "resourceClaimName", Path(p, "resourceClaimName"));
-        for (PodResourceClaim& claim : pod.resource_claims) {
-          if (claim.name == name) claim.generated_claim_name = generated;
-        }
-      }
-    }
+    d.ForEach(*status, "resourceClaimStatuses", "status.resourceClaimStatuses",
+              [&](const json& c, const std::string& p) {
+                const std::string name = d.String(c, "name", Path(p, "name"));
+                if (name.empty()) d.Fail(Path(p, "name"), "missing");
+                std::string generated = d.String(c, "resourceClaimName", Path(p, "resourceClaimName"));
+                for (PodResourceClaim& claim : pod.resource_claims) {
+                  if (claim.name == name) claim.generated_claim_name = generated;
+                }
+              });
     if (status->contains("startTime") && !(*status)["startTime"].is_null()) {
       pod.start_time = d.Timestamp(*status, "startTime", "status.startTime");
     }
@@ -820,20 +761,14 @@ absl::StatusOr<Pod> DecodePod(const json& object) {
 
 std::vector<Taint> DecodeTaints(FieldDecoder& d, const json& parent, std::string_view key,
                                 std::string_view path) {
-  std::vector<Taint> out;
-  const json* taints = d.Array(parent, key, path);
-  if (taints == nullptr) return out;
-  for (size_t i = 0; i < taints->size(); ++i) {
-    std::string p = Index(path, i);
-    const json& t = (*taints)[i];
+  return d.List<Taint>(parent, key, path, [&](const json& t, const std::string& p) {
     Taint taint{.key = d.String(t, "key", Path(p, "key")), .value = d.String(t, "value", Path(p, "value"))};
     if (taint.key.empty()) d.Fail(Path(p, "key"), "missing");
     if (auto effect = ParseEffect(d, d.String(t, "effect", Path(p, "effect")), Path(p, "effect"), false)) {
       taint.effect = *effect;
     }
-    out.push_back(std::move(taint));
-  }
-  return out;
+    return taint;
+  });
 }
 
 std::vector<Toleration> DecodeTolerations(FieldDecoder& d, const json& parent, std::string_view key,
@@ -912,17 +847,13 @@ NodeRead ReadNode(const json& object) {
       node.allocatable.pods = kDefaultMaxPods;
       node.capacity.pods = kDefaultMaxPods;
     }
-    if (const json* conditions = d.Array(*status, "conditions", "status.conditions")) {
-      for (size_t i = 0; i < conditions->size(); ++i) {
-        std::string p = Index("status.conditions", i);
-        const json& c = (*conditions)[i];
-        if (d.String(c, "type", Path(p, "type")) != "Ready") continue;
-        std::string s = d.String(c, "status", Path(p, "status"));
-        node.ready = s == "True"    ? ConditionStatus::kTrue
-                     : s == "False" ? ConditionStatus::kFalse
-                                    : ConditionStatus::kUnknown;
-      }
-    }
+    d.ForEach(*status, "conditions", "status.conditions", [&](const json& c, const std::string& p) {
+      if (d.String(c, "type", Path(p, "type")) != "Ready") return;
+      std::string s = d.String(c, "status", Path(p, "status"));
+      node.ready = s == "True"    ? ConditionStatus::kTrue
+                   : s == "False" ? ConditionStatus::kFalse
+                                  : ConditionStatus::kUnknown;
+    });
   }
   if (d.ok()) {
     out.node = std::move(node);
@@ -1062,25 +993,19 @@ absl::StatusOr<StorageClass> DecodeStorageClass(const json& object) {
     d.Fail("volumeBindingMode",
            StrCat("unknown binding mode \"", mode, "\" (want Immediate or WaitForFirstConsumer)"));
   }
-  if (const json* terms = d.Array(object, "allowedTopologies", "allowedTopologies")) {
-    for (size_t i = 0; i < terms->size(); ++i) {
-      const std::string p = Index("allowedTopologies", i);
-      TopologySelectorTerm term;
-      const std::string exprs_path = Path(p, "matchLabelExpressions");
-      if (const json* exprs = d.Array((*terms)[i], "matchLabelExpressions", exprs_path)) {
-        for (size_t k = 0; k < exprs->size(); ++k) {
-          const std::string e = Index(exprs_path, k);
-          TopologySelectorTerm::Requirement r{
-              .key = d.String((*exprs)[k], "key", Path(e, "key")),
-              .values = DecodeStringList(d, (*exprs)[k], "values", Path(e, "values"))};
-          if (r.key.empty()) d.Fail(Path(e, "key"), "missing");
-          if (r.values.empty()) d.Fail(Path(e, "values"), "must be non-empty");
-          term.match_label_expressions.push_back(std::move(r));
-        }
-      }
-      sc.allowed_topologies.push_back(std::move(term));
-    }
-  }
+  sc.allowed_topologies = d.List<TopologySelectorTerm>(
+      object, "allowedTopologies", "allowedTopologies", [&](const json& t, const std::string& p) {
+        TopologySelectorTerm term;
+        term.match_label_expressions = d.List<TopologySelectorTerm::Requirement>(
+            t, "matchLabelExpressions", Path(p, "matchLabelExpressions"), [&](const json& x, const std::string& e) {
+              TopologySelectorTerm::Requirement r{.key = d.String(x, "key", Path(e, "key")),
+                                                  .values = DecodeStringList(d, x, "values", Path(e, "values"))};
+              if (r.key.empty()) d.Fail(Path(e, "key"), "missing");
+              if (r.values.empty()) d.Fail(Path(e, "values"), "must be non-empty");
+              return r;
+            });
+        return term;
+      });
   if (!d.ok()) return d.status();
   return sc;
 }
@@ -1096,21 +1021,18 @@ absl::StatusOr<CSINode> DecodeCSINode(const json& object) {
   FieldDecoder d(DescribeObject(object));
   CSINode node{.meta = d.Meta(object)};
   const json* spec = &SpecOrEmpty(d, object);
-  if (const json* drivers = d.Array(*spec, "drivers", "spec.drivers")) {
-    for (size_t i = 0; i < drivers->size(); ++i) {
-      const std::string p = Index("spec.drivers", i);
-      CSINode::Driver driver{.name = d.String((*drivers)[i], "name", Path(p, "name"))};
-      if (driver.name.empty()) d.Fail(Path(p, "name"), "missing");
-      if (const json* allocatable = d.Object((*drivers)[i], "allocatable", Path(p, "allocatable"))) {
-        const std::string count_path = Path(p, "allocatable.count");
-        if (allocatable->contains("count") && !(*allocatable)["count"].is_null()) {
-          driver.allocatable_count = d.Int(*allocatable, "count", count_path);
-          if (*driver.allocatable_count < 0) d.Fail(count_path, "must not be negative");
-        }
+  node.drivers = d.List<CSINode::Driver>(*spec, "drivers", "spec.drivers", [&](const json& j, const std::string& p) {
+    CSINode::Driver driver{.name = d.String(j, "name", Path(p, "name"))};
+    if (driver.name.empty()) d.Fail(Path(p, "name"), "missing");
+    if (const json* allocatable = d.Object(j, "allocatable", Path(p, "allocatable"))) {
+      const std::string count_path = Path(p, "allocatable.count");
+      if (allocatable->contains("count") && !(*allocatable)["count"].is_null()) {
+        driver.allocatable_count = d.Int(*allocatable, "count", count_path);
+        if (*driver.allocatable_count < 0) d.Fail(count_path, "must not be negative");
       }
-      node.drivers.push_back(std::move(driver));
     }
-  }
+    return driver;
+  });
   if (!d.ok()) return d.status();
   return node;
 }
@@ -1181,14 +1103,8 @@ std::optional<std::vector<NodeSelectorTerm>> DecodeNodeSelector(FieldDecoder& d,
                                                                 std::string_view path) {
   const json* selector = d.Object(parent, key, path);
   if (selector == nullptr) return std::nullopt;
-  std::vector<NodeSelectorTerm> terms;
-  const std::string terms_path = Path(path, "nodeSelectorTerms");
-  if (const json* list = d.Array(*selector, "nodeSelectorTerms", terms_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      terms.push_back(DecodeTerm(d, (*list)[i], Index(terms_path, i)));
-    }
-  }
-  return terms;
+  return d.List<NodeSelectorTerm>(*selector, "nodeSelectorTerms", Path(path, "nodeSelectorTerms"),
+                                  [&](const json& term, const std::string& p) { return DecodeTerm(d, term, p); });
 }
 
 }  // namespace tessel

@@ -105,6 +105,26 @@ class FieldDecoder {
                                std::string_view path);
   const nlohmann::json* Array(const nlohmann::json& parent, std::string_view key,
                               std::string_view path);
+  // Each item of the array under `key` (none when it is absent or null; a value that is not an
+  // array records an error), with its path `path[i]`: each(item, item_path).
+  template <typename Fn>
+  void ForEach(const nlohmann::json& parent, std::string_view key, std::string_view path, Fn&& each) {
+    const nlohmann::json* list = Array(parent, key, path);
+    if (list == nullptr) return;
+    for (size_t i = 0; i < list->size(); ++i) each((*list)[i], ItemPath(path, i));
+  }
+  // The items decoded one by one, in order: decode(item, item_path) returns a T.
+  template <typename T, typename Fn>
+  std::vector<T> List(const nlohmann::json& parent, std::string_view key, std::string_view path,
+                      Fn&& decode) {
+    std::vector<T> out;
+    ForEach(parent, key, path, [&](const nlohmann::json& item, const std::string& item_path) {
+      out.push_back(decode(item, item_path));
+    });
+    return out;
+  }
+  // "spec.tolerations[2]": the path of item `i` of the list at `path`.
+  static std::string ItemPath(std::string_view path, size_t i) { return StrCat(path, "[", i, "]"); }
   StringMap StringMapField(const nlohmann::json& parent, std::string_view key,
                            std::string_view path);
   // A metav1.LabelSelector (matchLabels, matchExpressions); nullopt when absent or null (a nil

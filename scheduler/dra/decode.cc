@@ -17,7 +17,6 @@ using nlohmann::json;
 namespace {
 
 std::string Path(std::string_view base, std::string_view key) { return StrCat(base, ".", key); }
-std::string Index(std::string_view base, size_t i) { return StrCat(base, "[", i, "]"); }
 
 // A resource.Quantity (a string, or a plain integer) in milli-units; nullopt when bad.
 std::optional<int64_t> QuantityValue(FieldDecoder& d, const json& v, std::string_view path,
@@ -55,15 +54,13 @@ std::optional<int64_t> Quantity(FieldDecoder& d, const json& parent, std::string
 std::vector<std::string> Strings(FieldDecoder& d, const json& parent, std::string_view key,
                                  std::string_view path) {
   std::vector<std::string> out;
-  const json* list = d.Array(parent, key, path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    if (!(*list)[i].is_string()) {
-      d.Fail(Index(path, i), "expected a string");
-      continue;
+  d.ForEach(parent, key, path, [&](const json& item, const std::string& p) {
+    if (!item.is_string()) {
+      d.Fail(p, "expected a string");
+      return;
     }
-    out.push_back((*list)[i].get<std::string>());
-  }
+    out.push_back(item.get<std::string>());
+  });
   return out;
 }
 
@@ -145,14 +142,12 @@ std::optional<CapacityRequestPolicy> RequestPolicy(FieldDecoder& d, const json& 
   if (p == nullptr) return std::nullopt;
   CapacityRequestPolicy policy;
   policy.default_amount = Quantity(d, *p, "default", Path(path, "default"));
-  if (const json* values = d.Array(*p, "validValues", Path(path, "validValues"))) {
-    for (size_t i = 0; i < values->size(); ++i) {
-      std::optional<int64_t> value = QuantityValue(d, (*values)[i], Index(Path(path, "validValues"), i));
-      if (value.has_value()) policy.valid_values.push_back(*value);
-    }
-    if (!std::is_sorted(policy.valid_values.begin(), policy.valid_values.end())) {
-      d.Fail(Path(path, "validValues"), "must be sorted in ascending order");
-    }
+  d.ForEach(*p, "validValues", Path(path, "validValues"), [&](const json& v, const std::string& vp) {
+    std::optional<int64_t> value = QuantityValue(d, v, vp);
+    if (value.has_value()) policy.valid_values.push_back(*value);
+  });
+  if (!std::is_sorted(policy.valid_values.begin(), policy.valid_values.end())) {
+    d.Fail(Path(path, "validValues"), "must be sorted in ascending order");
   }
   if (const json* range = d.Object(*p, "validRange", Path(path, "validRange"))) {
     const std::string rp = Path(path, "validRange");
@@ -210,32 +205,22 @@ Device DecodeDevice(FieldDecoder& d, const json& j, std::string_view driver, std
       device.capacity[name] = std::move(cap);
     }
   }
-  const std::string cc_path = Path(path, "consumesCounters");
-  if (const json* list = d.Array(j, "consumesCounters", cc_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(cc_path, i);
-      const json& c = (*list)[i];
-      if (c.contains("compatibilityGroups")) {
-        d.Fail(Path(p, "compatibilityGroups"), "compatibility groups are not supported by Tessel yet");
-      }
-      device.consumes_counters.push_back(
-          {.counter_set = d.String(c, "counterSet", Path(p, "counterSet")),
-           .counters = CounterMap(d, c, "counters", Path(p, "counters"))});
-    }
-  }
-  const std::string taint_path = Path(path, "taints");
-  if (const json* list = d.Array(j, "taints", taint_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(taint_path, i);
-      const json& t = (*list)[i];
-      DeviceTaint taint{.key = d.String(t, "key", Path(p, "key")),
-                        .value = d.String(t, "value", Path(p, "value")),
-                        .effect = d.String(t, "effect", Path(p, "effect"))};
-      if (taint.key.empty() && d.ok()) d.Fail(Path(p, "key"), "missing");
-      if (taint.effect.empty() && d.ok()) d.Fail(Path(p, "effect"), "missing");
-      device.taints.push_back(std::move(taint));
-    }
-  }
+  device.consumes_counters = d.List<CounterConsumption>(
+      j, "consumesCounters", Path(path, "consumesCounters"), [&](const json& c, const std::string& p) {
+        if (c.contains("compatibilityGroups")) {
+          d.Fail(Path(p, "compatibilityGroups"), "compatibility groups are not supported by Tessel yet");
+        }
+        return CounterConsumption{.counter_set = d.String(c, "counterSet", Path(p, "counterSet")),
+                                  .counters = CounterMap(d, c, "counters", Path(p, "counters"))};
+      });
+  device.taints = d.List<DeviceTaint>(j, "taints", Path(path, "taints"), [&](const json& t, const std::string& p) {
+    DeviceTaint taint{.key = d.String(t, "key", Path(p, "key")),
+                      .value = d.String(t, "value", Path(p, "value")),
+                      .effect = d.String(t, "effect", Path(p, "effect"))};
+    if (taint.key.empty() && d.ok()) d.Fail(Path(p, "key"), "missing");
+    if (taint.effect.empty() && d.ok()) d.Fail(Path(p, "effect"), "missing");
+    return taint;
+  });
   device.allow_multiple_allocations =
       d.Bool(j, "allowMultipleAllocations", Path(path, "allowMultipleAllocations"));
   device.binds_to_node = d.Bool(j, "bindsToNode", Path(path, "bindsToNode"));
@@ -256,38 +241,29 @@ Device DecodeDevice(FieldDecoder& d, const json& j, std::string_view driver, std
 }
 
 std::vector<DeviceToleration> Tolerations(FieldDecoder& d, const json& parent, std::string_view path) {
-  std::vector<DeviceToleration> out;
-  const json* list = d.Array(parent, "tolerations", path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string p = Index(path, i);
-    const json& t = (*list)[i];
+  return d.List<DeviceToleration>(parent, "tolerations", path, [&](const json& t, const std::string& p) {
     DeviceToleration tol;
     DecodeTolerationFields(d, t, p, tol);
     tol.effect = d.String(t, "effect", Path(p, "effect"));
     if (tol.key.empty() && tol.op != DeviceToleration::Operator::kExists) {
       d.Fail(Path(p, "operator"), "must be Exists when the key is empty");
     }
-    out.push_back(std::move(tol));
-  }
-  return out;
+    return tol;
+  });
 }
 
 std::vector<std::string> Selectors(FieldDecoder& d, const json& parent, std::string_view path) {
   std::vector<std::string> out;
-  const json* list = d.Array(parent, "selectors", path);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const std::string p = Index(path, i);
-    const json* cel = d.Object((*list)[i], "cel", Path(p, "cel"));
+  d.ForEach(parent, "selectors", path, [&](const json& selector, const std::string& p) {
+    const json* cel = d.Object(selector, "cel", Path(p, "cel"));
     if (cel == nullptr) {
       if (d.ok()) d.Fail(Path(p, "cel"), "missing (the only selector type)");
-      continue;
+      return;
     }
     std::string expression = d.String(*cel, "expression", Path(p, "cel.expression"));
     if (expression.empty() && d.ok()) d.Fail(Path(p, "cel.expression"), "missing");
     out.push_back(std::move(expression));
-  }
+  });
   return out;
 }
 
@@ -334,11 +310,8 @@ DeviceConfig Config(FieldDecoder& d, const json& c, std::string_view path) {
 }
 
 std::vector<DeviceConfig> Configs(FieldDecoder& d, const json& parent, std::string_view path) {
-  std::vector<DeviceConfig> out;
-  if (const json* list = d.Array(parent, "config", path)) {
-    for (size_t i = 0; i < list->size(); ++i) out.push_back(Config(d, (*list)[i], Index(path, i)));
-  }
-  return out;
+  return d.List<DeviceConfig>(parent, "config", path,
+                              [&](const json& c, const std::string& p) { return Config(d, c, p); });
 }
 
 bool IsSubRequestOf(std::string_view name, const DeviceRequest& request) {
@@ -353,62 +326,49 @@ ResourceClaimSpec ClaimSpec(FieldDecoder& d, const json& spec, std::string_view 
   const json* devices = d.Object(spec, "devices", Path(path, "devices"));
   if (devices == nullptr) return out;
   const std::string base = Path(path, "devices");
-  const std::string req_path = Path(base, "requests");
-  if (const json* list = d.Array(*devices, "requests", req_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(req_path, i);
-      const json& r = (*list)[i];
-      DeviceRequest request;
-      request.name = d.String(r, "name", Path(p, "name"));
-      if (request.name.empty() && d.ok()) d.Fail(Path(p, "name"), "missing");
-      if (const json* exactly = d.Object(r, "exactly", Path(p, "exactly"))) {
-        request.exactly = Ask(d, *exactly, Path(p, "exactly"));
-      }
-      const std::string fa_path = Path(p, "firstAvailable");
-      if (const json* subs = d.Array(r, "firstAvailable", fa_path)) {
-        for (size_t k = 0; k < subs->size(); ++k) {
-          const std::string sp = Index(fa_path, k);
-          DeviceSubRequest sub{.name = d.String((*subs)[k], "name", Path(sp, "name")),
-                               .ask = Ask(d, (*subs)[k], sp)};
+  d.ForEach(*devices, "requests", Path(base, "requests"), [&](const json& r, const std::string& p) {
+    DeviceRequest request;
+    request.name = d.String(r, "name", Path(p, "name"));
+    if (request.name.empty() && d.ok()) d.Fail(Path(p, "name"), "missing");
+    if (const json* exactly = d.Object(r, "exactly", Path(p, "exactly"))) {
+      request.exactly = Ask(d, *exactly, Path(p, "exactly"));
+    }
+    request.first_available = d.List<DeviceSubRequest>(
+        r, "firstAvailable", Path(p, "firstAvailable"), [&](const json& s, const std::string& sp) {
+          DeviceSubRequest sub{.name = d.String(s, "name", Path(sp, "name")), .ask = Ask(d, s, sp)};
           if (sub.name.empty() && d.ok()) d.Fail(Path(sp, "name"), "missing");
-          request.first_available.push_back(std::move(sub));
-        }
-      }
-      if (request.exactly.has_value() == !request.first_available.empty() && d.ok()) {
-        d.Fail(p, "must have exactly one of exactly and firstAvailable");
-      }
-      for (const DeviceRequest& other : out.requests) {
-        if (other.name == request.name && d.ok()) {
-          d.Fail(Path(p, "name"), StrCat("duplicate request name \"", request.name, "\""));
-        }
-      }
-      out.requests.push_back(std::move(request));
-    }
-  }
-  const std::string con_path = Path(base, "constraints");
-  if (const json* list = d.Array(*devices, "constraints", con_path)) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index(con_path, i);
-      const json& c = (*list)[i];
-      DeviceConstraint constraint{
-          .requests = Strings(d, c, "requests", Path(p, "requests")),
-          .match_attribute = d.String(c, "matchAttribute", Path(p, "matchAttribute")),
-          .distinct_attribute = d.String(c, "distinctAttribute", Path(p, "distinctAttribute"))};
-      if (constraint.match_attribute.empty() == constraint.distinct_attribute.empty() && d.ok()) {
-        d.Fail(p, "must have exactly one of matchAttribute and distinctAttribute");
-      }
-      for (size_t k = 0; k < constraint.requests.size(); ++k) {
-        const std::string& name = constraint.requests[k];
-        bool known = std::any_of(out.requests.begin(), out.requests.end(), [&](const DeviceRequest& r) {
-          return r.name == name || IsSubRequestOf(name, r);
+          return sub;
         });
-        if (!known && d.ok()) {
-          d.Fail(Index(Path(p, "requests"), k), StrCat("no request named \"", name, "\""));
-        }
-      }
-      out.constraints.push_back(std::move(constraint));
+    if (request.exactly.has_value() == !request.first_available.empty() && d.ok()) {
+      d.Fail(p, "must have exactly one of exactly and firstAvailable");
     }
-  }
+    for (const DeviceRequest& other : out.requests) {
+      if (other.name == request.name && d.ok()) {
+        d.Fail(Path(p, "name"), StrCat("duplicate request name \"", request.name, "\""));
+      }
+    }
+    out.requests.push_back(std::move(request));
+  });
+  out.constraints = d.List<DeviceConstraint>(
+      *devices, "constraints", Path(base, "constraints"), [&](const json& c, const std::string& p) {
+        DeviceConstraint constraint{
+            .requests = Strings(d, c, "requests", Path(p, "requests")),
+            .match_attribute = d.String(c, "matchAttribute", Path(p, "matchAttribute")),
+            .distinct_attribute = d.String(c, "distinctAttribute", Path(p, "distinctAttribute"))};
+        if (constraint.match_attribute.empty() == constraint.distinct_attribute.empty() && d.ok()) {
+          d.Fail(p, "must have exactly one of matchAttribute and distinctAttribute");
+        }
+        for (size_t k = 0; k < constraint.requests.size(); ++k) {
+          const std::string& name = constraint.requests[k];
+          bool known = std::any_of(out.requests.begin(), out.requests.end(), [&](const DeviceRequest& r) {
+            return r.name == name || IsSubRequestOf(name, r);
+          });
+          if (!known && d.ok()) {
+            d.Fail(d.ItemPath(Path(p, "requests"), k), StrCat("no request named \"", name, "\""));
+          }
+        }
+        return constraint;
+      });
   out.config = Configs(d, *devices, Path(base, "config"));
   return out;
 }
@@ -430,23 +390,18 @@ DeviceResult Result(FieldDecoder& d, const json& r, std::string_view path) {
 AllocationResult Allocation(FieldDecoder& d, const json& a, std::string_view path) {
   AllocationResult out;
   if (const json* devices = d.Object(a, "devices", Path(path, "devices"))) {
-    const std::string rp = Path(path, "devices.results");
-    if (const json* list = d.Array(*devices, "results", rp)) {
-      for (size_t i = 0; i < list->size(); ++i) out.devices.push_back(Result(d, (*list)[i], Index(rp, i)));
-    }
-    const std::string cp = Path(path, "devices.config");
-    if (const json* list = d.Array(*devices, "config", cp)) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        const std::string p = Index(cp, i);
-        const std::string source = d.String((*list)[i], "source", Path(p, "source"));
-        if (source != "FromClass" && source != "FromClaim" && d.ok()) {
-          d.Fail(Path(p, "source"), StrCat("unknown source \"", source, "\" (want FromClass or FromClaim)"));
-        }
-        out.config.push_back({.source = source == "FromClass" ? ConfigSource::kFromClass
-                                                              : ConfigSource::kFromClaim,
-                              .config = Config(d, (*list)[i], p)});
-      }
-    }
+    out.devices = d.List<DeviceResult>(*devices, "results", Path(path, "devices.results"),
+                                       [&](const json& r, const std::string& p) { return Result(d, r, p); });
+    out.config = d.List<AllocatedConfig>(
+        *devices, "config", Path(path, "devices.config"), [&](const json& c, const std::string& p) {
+          const std::string source = d.String(c, "source", Path(p, "source"));
+          if (source != "FromClass" && source != "FromClaim" && d.ok()) {
+            d.Fail(Path(p, "source"), StrCat("unknown source \"", source, "\" (want FromClass or FromClaim)"));
+          }
+          return AllocatedConfig{
+              .source = source == "FromClass" ? ConfigSource::kFromClass : ConfigSource::kFromClaim,
+              .config = Config(d, c, p)};
+        });
   }
   out.node_selector = DecodeNodeSelector(d, a, "nodeSelector", Path(path, "nodeSelector"));
   return out;
@@ -506,21 +461,16 @@ absl::StatusOr<ResourceSlice> DecodeResourceSlice(const json& object) {
   }
   slice.node_selection = Selection(d, *spec, "spec");
   slice.per_device_node_selection = d.Bool(*spec, "perDeviceNodeSelection", "spec.perDeviceNodeSelection");
-  if (const json* list = d.Array(*spec, "devices", "spec.devices")) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      slice.devices.push_back(DecodeDevice(d, (*list)[i], slice.driver, Index("spec.devices", i),
-                                           slice.per_device_node_selection));
-    }
-  }
-  if (const json* list = d.Array(*spec, "sharedCounters", "spec.sharedCounters")) {
-    for (size_t i = 0; i < list->size(); ++i) {
-      const std::string p = Index("spec.sharedCounters", i);
-      CounterSet set{.name = d.String((*list)[i], "name", Path(p, "name")),
-                     .counters = CounterMap(d, (*list)[i], "counters", Path(p, "counters"))};
-      if (set.name.empty() && d.ok()) d.Fail(Path(p, "name"), "missing");
-      slice.shared_counters.push_back(std::move(set));
-    }
-  }
+  slice.devices = d.List<Device>(*spec, "devices", "spec.devices", [&](const json& j, const std::string& p) {
+    return DecodeDevice(d, j, slice.driver, p, slice.per_device_node_selection);
+  });
+  slice.shared_counters = d.List<CounterSet>(
+      *spec, "sharedCounters", "spec.sharedCounters", [&](const json& c, const std::string& p) {
+        CounterSet set{.name = d.String(c, "name", Path(p, "name")),
+                       .counters = CounterMap(d, c, "counters", Path(p, "counters"))};
+        if (set.name.empty() && d.ok()) d.Fail(Path(p, "name"), "missing");
+        return set;
+      });
   const int selected = SetCount(slice.node_selection) + int{slice.per_device_node_selection};
   if (selected > 1 && d.ok()) {
     d.Fail("spec", "at most one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection may be set");
@@ -561,16 +511,13 @@ absl::StatusOr<ResourceClaim> DecodeResourceClaim(const json& object) {
     if (const json* a = d.Object(*status, "allocation", "status.allocation")) {
       claim.allocation = Allocation(d, *a, "status.allocation");
     }
-    if (const json* list = d.Array(*status, "reservedFor", "status.reservedFor")) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        const std::string p = Index("status.reservedFor", i);
-        const json& r = (*list)[i];
-        claim.reserved_for.push_back({.api_group = d.String(r, "apiGroup", Path(p, "apiGroup")),
-                                      .resource = d.String(r, "resource", Path(p, "resource")),
-                                      .name = d.String(r, "name", Path(p, "name")),
-                                      .uid = d.String(r, "uid", Path(p, "uid"))});
-      }
-    }
+    claim.reserved_for = d.List<ConsumerReference>(
+        *status, "reservedFor", "status.reservedFor", [&](const json& r, const std::string& p) {
+          return ConsumerReference{.api_group = d.String(r, "apiGroup", Path(p, "apiGroup")),
+                                   .resource = d.String(r, "resource", Path(p, "resource")),
+                                   .name = d.String(r, "name", Path(p, "name")),
+                                   .uid = d.String(r, "uid", Path(p, "uid"))};
+        });
   }
   RETURN_IF_ERROR(d.status());
   return claim;

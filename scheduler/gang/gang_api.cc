@@ -171,7 +171,7 @@ absl::StatusOr<Workload> DecodeWorkload(const json& object) {
   if (groups == nullptr && d.ok()) d.Fail("spec.podGroups", "missing");
   if (groups != nullptr) {
     for (size_t i = 0; i < groups->size(); ++i) {
-      const std::string p = StrCat("spec.podGroups[", i, "]");
+      const std::string p = d.ItemPath("spec.podGroups", i);
       const json& g = (*groups)[i];
       WorkloadPodGroup group;
       group.name = d.String(g, "name", StrCat(p, ".name"));
@@ -240,7 +240,7 @@ bool InitiallyScheduled(FieldDecoder& d, const json& object) {
   const json* conditions = d.Array(*status, "conditions", "status.conditions");
   if (conditions == nullptr) return false;
   for (size_t i = 0; i < conditions->size(); ++i) {
-    const std::string p = StrCat("status.conditions[", i, "]");
+    const std::string p = d.ItemPath("status.conditions", i);
     if (d.String((*conditions)[i], "type", StrCat(p, ".type")) == kInitiallyScheduledCondition) {
       return d.String((*conditions)[i], "status", StrCat(p, ".status")) == "True";
     }
@@ -312,29 +312,24 @@ absl::StatusOr<SchedulingPodGroup> DecodeSchedulingPodGroup(const json& object) 
     d.Fail("spec.preemptionPolicy",
            StrCat("unknown preemption policy \"", policy_name, "\" (want PreemptLowerPriority or Never)"));
   }
-  if (const json* claims = d.Array(*spec, "resourceClaims", "spec.resourceClaims")) {
-    for (size_t i = 0; i < claims->size(); ++i) {
-      const std::string p = StrCat("spec.resourceClaims[", i, "]");
-      PodGroupResourceClaim ref;
-      ref.name = d.String((*claims)[i], "name", StrCat(p, ".name"));
-      if (ref.name.empty() && d.ok()) d.Fail(StrCat(p, ".name"), "missing");
-      ref.resource_claim_name = d.String((*claims)[i], "resourceClaimName", StrCat(p, ".resourceClaimName"));
-      ref.resource_claim_template_name =
-          d.String((*claims)[i], "resourceClaimTemplateName", StrCat(p, ".resourceClaimTemplateName"));
-      if (d.ok() && ref.resource_claim_name.empty() == ref.resource_claim_template_name.empty()) {
-        d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
-      }
-      pg.resource_claims.push_back(std::move(ref));
-    }
-  }
+  pg.resource_claims = d.List<PodGroupResourceClaim>(
+      *spec, "resourceClaims", "spec.resourceClaims", [&](const json& c, const std::string& p) {
+        PodGroupResourceClaim ref;
+        ref.name = d.String(c, "name", StrCat(p, ".name"));
+        if (ref.name.empty() && d.ok()) d.Fail(StrCat(p, ".name"), "missing");
+        ref.resource_claim_name = d.String(c, "resourceClaimName", StrCat(p, ".resourceClaimName"));
+        ref.resource_claim_template_name =
+            d.String(c, "resourceClaimTemplateName", StrCat(p, ".resourceClaimTemplateName"));
+        if (d.ok() && ref.resource_claim_name.empty() == ref.resource_claim_template_name.empty()) {
+          d.Fail(p, "exactly one of resourceClaimName and resourceClaimTemplateName must be set");
+        }
+        return ref;
+      });
   if (const json* status = d.Object(object, "status", "status")) {
-    if (const json* made = d.Array(*status, "resourceClaimStatuses", "status.resourceClaimStatuses")) {
-      for (size_t i = 0; i < made->size(); ++i) {
-        const std::string p = StrCat("status.resourceClaimStatuses[", i, "]");
-        std::string name = d.String((*made)[i], "name", StrCat(p, ".name"));
-        pg.generated_claims[std::move(name)] = d.String((*made)[i], "resourceClaimName", StrCat(p, ".resourceClaimName"));
-      }
-    }
+    d.ForEach(*status, "resourceClaimStatuses", "status.resourceClaimStatuses", [&](const json& c, const std::string& p) {
+      std::string name = d.String(c, "name", StrCat(p, ".name"));
+      pg.generated_claims[std::move(name)] = d.String(c, "resourceClaimName", StrCat(p, ".resourceClaimName"));
+    });
   }
   pg.parent_composite_pod_group =
       d.String(*spec, "parentCompositePodGroupName", "spec.parentCompositePodGroupName");

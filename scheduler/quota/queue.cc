@@ -55,16 +55,13 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
     d.Fail("spec", "missing");
     return d.status();
   }
-  if (const json* ns = d.Array(*spec, "namespaces", "spec.namespaces")) {
-    for (size_t i = 0; i < ns->size(); ++i) {
-      const json& item = (*ns)[i];
-      if (!item.is_string() || item.get<std::string>().empty()) {
-        d.Fail(StrCat("spec.namespaces[", i, "]"), "expected a namespace name");
-        continue;
-      }
-      q.namespaces.push_back(item.get<std::string>());
+  d.ForEach(*spec, "namespaces", "spec.namespaces", [&](const json& item, const std::string& p) {
+    if (!item.is_string() || item.get<std::string>().empty()) {
+      d.Fail(p, "expected a namespace name");
+      return;
     }
-  }
+    q.namespaces.push_back(item.get<std::string>());
+  });
   q.namespace_selector = d.Selector(*spec, "namespaceSelector", "spec.namespaceSelector");
   q.cohort = d.String(*spec, "cohort", "spec.cohort");
   DecodeQuotaSpec(d, *spec, {.kind = "Queue", .parent_field = "spec.cohort", .has_parent = !q.cohort.empty()}, q);

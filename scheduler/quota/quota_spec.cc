@@ -51,20 +51,18 @@ void DecodeResourceGroups(FieldDecoder& d, const json& spec, const QuotaSpecCont
   std::set<std::string, std::less<>> covered_anywhere;
   std::set<std::string, std::less<>> flavors_anywhere;
   for (size_t g = 0; g < groups->size(); ++g) {
-    const std::string gp = StrCat("spec.resourceGroups[", g, "]");
+    const std::string gp = d.ItemPath("spec.resourceGroups", g);
     ResourceGroup group;
-    if (const json* covered = d.Array((*groups)[g], "coveredResources", StrCat(gp, ".coveredResources"))) {
-      for (size_t i = 0; i < covered->size(); ++i) {
-        const std::string path = StrCat(gp, ".coveredResources[", i, "]");
-        if (!(*covered)[i].is_string() || (*covered)[i].get<std::string>().empty()) {
-          d.Fail(path, "expected a resource name");
-          continue;
-        }
-        const std::string r = (*covered)[i].get<std::string>();
-        if (!covered_anywhere.insert(r).second) d.Fail(path, StrCat(r, " is covered twice"));
-        group.covered.push_back(r);
-      }
-    }
+    d.ForEach((*groups)[g], "coveredResources", StrCat(gp, ".coveredResources"),
+              [&](const json& item, const std::string& path) {
+                if (!item.is_string() || item.get<std::string>().empty()) {
+                  d.Fail(path, "expected a resource name");
+                  return;
+                }
+                const std::string r = item.get<std::string>();
+                if (!covered_anywhere.insert(r).second) d.Fail(path, StrCat(r, " is covered twice"));
+                group.covered.push_back(r);
+              });
     if (group.covered.empty()) d.Fail(StrCat(gp, ".coveredResources"), "must list at least one resource");
     const json* flavors = d.Array((*groups)[g], "flavors", StrCat(gp, ".flavors"));
     if (flavors == nullptr || flavors->empty()) {
@@ -76,7 +74,7 @@ void DecodeResourceGroups(FieldDecoder& d, const json& spec, const QuotaSpecCont
       continue;
     }
     for (size_t f = 0; f < flavors->size(); ++f) {
-      const std::string fp = StrCat(gp, ".flavors[", f, "]");
+      const std::string fp = d.ItemPath(StrCat(gp, ".flavors"), f);
       const json& flavor = (*flavors)[f];
       const std::string name = d.String(flavor, "name", StrCat(fp, ".name"));
       if (name.empty()) {
@@ -88,14 +86,11 @@ void DecodeResourceGroups(FieldDecoder& d, const json& spec, const QuotaSpecCont
       }
       group.flavors.push_back(name);
       std::set<std::string, std::less<>> seen;
-      const json* resources = d.Array(flavor, "resources", StrCat(fp, ".resources"));
-      for (size_t i = 0; resources != nullptr && i < resources->size(); ++i) {
-        const std::string rp = StrCat(fp, ".resources[", i, "]");
-        const json& item = (*resources)[i];
+      d.ForEach(flavor, "resources", StrCat(fp, ".resources"), [&](const json& item, const std::string& rp) {
         const std::string r = d.String(item, "name", StrCat(rp, ".name"));
         if (std::find(group.covered.begin(), group.covered.end(), r) == group.covered.end()) {
           d.Fail(StrCat(rp, ".name"), StrCat("\"", r, "\" is not one of the group's coveredResources"));
-          continue;
+          return;
         }
         if (!seen.insert(r).second) d.Fail(StrCat(rp, ".name"), StrCat(r, " is listed twice"));
         const std::string key = FlavoredResource(r, name);
@@ -131,7 +126,7 @@ void DecodeResourceGroups(FieldDecoder& d, const json& spec, const QuotaSpecCont
           }
           q.lending_limit[key] = *l;
         }
-      }
+      });
       for (const std::string& r : group.covered) {
         if (!seen.contains(r)) d.Fail(StrCat(fp, ".resources"), StrCat("lacks ", r, " of the group's coveredResources"));
       }
