@@ -89,6 +89,32 @@ bool MayEvict(const Context& ctx, const CycleState& state, const Pod& preemptor,
   return true;
 }
 
+// The disruptions each budget still allows, taken victim by victim (kube-scheduler's
+// filterPodsWithPDBViolation): a pod the budget already counts as disrupted takes nothing.
+class BudgetsLeft {
+ public:
+  explicit BudgetsLeft(const std::vector<PodDisruptionBudget>& pdbs) : pdbs_(&pdbs) {
+    for (const PodDisruptionBudget& b : pdbs) allowed_.push_back(b.disruptions_allowed);
+  }
+  // Takes `pod`'s disruption from every budget covering it; true when one of them had none left.
+  bool Take(const Pod& pod) {
+    bool violates = false;
+    for (size_t i = 0; i < pdbs_->size(); ++i) {
+      const PodDisruptionBudget& b = (*pdbs_)[i];
+      if (!b.Covers(pod)) continue;
+      if (std::find(b.disrupted_pods.begin(), b.disrupted_pods.end(), pod.meta.name) != b.disrupted_pods.end()) {
+        continue;
+      }
+      if (--allowed_[i] < 0) violates = true;
+    }
+    return violates;
+  }
+
+ private:
+  const std::vector<PodDisruptionBudget>* pdbs_;
+  std::vector<int64_t> allowed_;
+};
+
 // Pods that are evicted together: one pod, or a gang's members (here: on the node evaluated).
 struct Unit {
   std::vector<PreemptionVictim> here;
@@ -169,23 +195,12 @@ std::vector<Unit> EligibleUnits(const Context& ctx, const CycleState& state, con
 // a unit violates when one of its pods finds a covering budget exhausted.
 std::vector<bool> ViolatingUnits(const std::vector<PodDisruptionBudget>& pdbs,
                                  const std::vector<Unit>& units) {
-  std::vector<int64_t> allowed;
-  for (const PodDisruptionBudget& b : pdbs) allowed.push_back(b.disruptions_allowed);
+  BudgetsLeft left(pdbs);
   std::vector<bool> out;
   for (const Unit& u : units) {
     bool violates = false;
     for (const auto* list : {&u.here, &u.elsewhere}) {
-      for (const PreemptionVictim& v : *list) {
-        for (size_t i = 0; i < pdbs.size(); ++i) {
-          const PodDisruptionBudget& b = pdbs[i];
-          if (!b.Covers(*v.pod)) continue;
-          if (std::find(b.disrupted_pods.begin(), b.disrupted_pods.end(), v.pod->meta.name) !=
-              b.disrupted_pods.end()) {
-            continue;
-          }
-          if (--allowed[i] < 0) violates = true;
-        }
-      }
+      for (const PreemptionVictim& v : *list) violates |= left.Take(*v.pod);
     }
     out.push_back(violates);
   }
@@ -575,22 +590,9 @@ std::vector<Candidate> FindCandidates(const Context& ctx, const CycleState& stat
 
 int64_t CountPdbViolations(const std::vector<PodDisruptionBudget>& pdbs,
                            const std::vector<PreemptionVictim>& victims) {
-  std::vector<int64_t> allowed;
-  for (const PodDisruptionBudget& b : pdbs) allowed.push_back(b.disruptions_allowed);
+  BudgetsLeft left(pdbs);
   int64_t violations = 0;
-  for (const PreemptionVictim& v : victims) {
-    bool violates = false;
-    for (size_t i = 0; i < pdbs.size(); ++i) {
-      const PodDisruptionBudget& b = pdbs[i];
-      if (!b.Covers(*v.pod)) continue;
-      if (std::find(b.disrupted_pods.begin(), b.disrupted_pods.end(), v.pod->meta.name) !=
-          b.disrupted_pods.end()) {
-        continue;
-      }
-      if (--allowed[i] < 0) violates = true;
-    }
-    violations += violates;
-  }
+  for (const PreemptionVictim& v : victims) violations += left.Take(*v.pod);
   return violations;
 }
 
