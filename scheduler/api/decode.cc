@@ -249,6 +249,17 @@ std::vector<NodeSelectorRequirement> DecodeRequirements(FieldDecoder& d, const j
   });
 }
 
+// A preferred term's weight (node affinity, pod affinity): 1..100, as the API server checks it,
+// judged before it is narrowed to 32 bits.
+int32_t DecodePreferenceWeight(FieldDecoder& d, const json& item, std::string_view path) {
+  const int64_t weight = d.Int(item, "weight", Path(path, "weight"));
+  if (weight < 1 || weight > 100) {
+    d.Fail(Path(path, "weight"), StrCat("must be in 1..100, got ", weight));
+    return 0;
+  }
+  return static_cast<int32_t>(weight);
+}
+
 NodeSelectorTerm DecodeTerm(FieldDecoder& d, const json& term, std::string_view path) {
   return NodeSelectorTerm{
       .match_expressions = DecodeRequirements(d, term, "matchExpressions",
@@ -272,10 +283,7 @@ NodeAffinity DecodeNodeAffinity(FieldDecoder& d, const json& spec) {
       *na, "preferredDuringSchedulingIgnoredDuringExecution", pref_path,
       [&](const json& item, const std::string& p) {
         PreferredSchedulingTerm term;
-        term.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
-        if (term.weight < 1 || term.weight > 100) {
-          d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", term.weight));
-        }
+        term.weight = DecodePreferenceWeight(d, item, p);
         if (const json* pref = d.Object(item, "preference", Path(p, "preference"))) {
           term.preference = DecodeTerm(d, *pref, Path(p, "preference"));
         }
@@ -387,10 +395,7 @@ PodAffinityRules DecodePodAffinityRules(FieldDecoder& d, const json& affinity, s
       *rules, "preferredDuringSchedulingIgnoredDuringExecution", pref_path,
       [&](const json& item, const std::string& p) {
         WeightedPodAffinityTerm w;
-        w.weight = static_cast<int32_t>(d.Int(item, "weight", Path(p, "weight")));
-        if (w.weight < 1 || w.weight > 100) {
-          d.Fail(Path(p, "weight"), StrCat("must be in 1..100, got ", w.weight));
-        }
+        w.weight = DecodePreferenceWeight(d, item, p);
         const std::string term_path = Path(p, "podAffinityTerm");
         if (const json* t = d.Object(item, "podAffinityTerm", term_path)) {
           w.term = DecodePodAffinityTerm(d, *t, term_path, pod_labels);

@@ -120,6 +120,9 @@ TEST_CASE("malformed objects name the object and the field", "[decode]") {
        "Pod ns/p: status.phase: unknown phase \"Sleeping\""},
       {"preferred weight out of range", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":0,"preference":{}}]}}}})",
        "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in 1..100"},
+      // 2^32 + 50: narrowed to 32 bits first, it read as 50 and passed.
+      {"preferred weight beyond 32 bits", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":4294967346,"preference":{}}]}}}})",
+       "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in 1..100, got 4294967346"},
       {"scheduling gate without a name", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"schedulingGates":[{"name":"a"},{}]}})",
        "Pod ns/p: spec.schedulingGates[1].name: missing"},
       {"scheduling gates not a list", R"({"kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"schedulingGates":{"name":"a"}}})",
