@@ -17,8 +17,8 @@ absl::StatusOr<GpuShareArgs> GpuShare::ParseArgs(const YAML::Node& yaml) {
   return args;
 }
 
-absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(Args args, Handle& handle) {
-  return std::make_unique<GpuShare>(handle, args.annotate_devices);
+absl::StatusOr<std::unique_ptr<GpuShare>> GpuShare::New(Args args, Handle& /*handle*/) {
+  return std::make_unique<GpuShare>(args.annotate_devices);
 }
 
 Status CheckFit(const gpu::PodGpu& pod, const NodeInfo& node) {

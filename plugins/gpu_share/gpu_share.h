@@ -69,7 +69,7 @@ class GpuShare final : public PreFilterPlugin,
   using Args = GpuShareArgs;
   static absl::StatusOr<Args> ParseArgs(const YAML::Node& args);
   static absl::StatusOr<std::unique_ptr<GpuShare>> New(Args args, Handle& handle);
-  GpuShare(Handle& handle, bool annotate) : handle_(handle), annotate_(annotate) {}
+  explicit GpuShare(bool annotate) : annotate_(annotate) {}
   std::string_view Name() const override { return kName; }
   uint32_t EventsToRegister() const override { return kNodeAdd | kNodeUpdate | kAssignedPodDelete; }
   // A pod leaving a node helps only where the GPU room it leaves holds the request
@@ -90,7 +90,6 @@ class GpuShare final : public PreFilterPlugin,
   ScoreUse AppendScoreKey(const CycleState& state, const Pod& pod, std::string& key) const override;
 
  private:
-  Handle& handle_;
   bool annotate_;
 };
 
