@@ -35,7 +35,7 @@ using live::Die;
 constexpr int64_t kGpusPerNode = 8;
 constexpr int64_t kPendingGpus = 2;  // more than a departure frees: a running pod asks 1
 
-struct Options {
+struct BacklogOptions {
   int64_t nodes = 0;
   int64_t pending = 0;
   double churn = 10;    // departures (each replaced on its node) per second
@@ -47,7 +47,7 @@ struct Options {
   std::string log_dir;
 };
 
-constexpr std::string_view kUsage =
+constexpr std::string_view kBacklogUsage =
     "usage: tessel-bench backlog --nodes N --pending P [--churn R] [--seconds S] [--json]\n"
     "                            [--kubeconfig FILE] [--namespace NS] [--tessel-scheduler PATH]\n"
     "                            [--log-dir DIR]\n"
@@ -58,10 +58,10 @@ constexpr std::string_view kUsage =
     "S seconds with R running pods a second ending and replaced on their node (default R 10,\n"
     "S 60). See docs/bench.md.\n";
 
-Options ParseFlags(int argc, char** argv) {
-  Options o;
+BacklogOptions ParseBacklogFlags(int argc, char** argv) {
+  BacklogOptions o;
   if (const char* k = std::getenv("KUBECONFIG")) o.kubeconfig = k;
-  cmd::FlagSet flags("tessel-bench backlog", std::string(kUsage));
+  cmd::FlagSet flags("tessel-bench backlog", std::string(kBacklogUsage));
   flags.Int("--nodes", "N", &o.nodes, {.min = 1}, "nodes of 8 GPUs to register")
       .Int("--pending", "P", &o.pending, {.min = 1}, "pending 2-GPU pods that fit nowhere")
       .Double("--churn", "R", &o.churn, cmd::Sign::kPositive, "running pods ending (and replaced) a second (default 10)")
@@ -72,7 +72,7 @@ Options ParseFlags(int argc, char** argv) {
       .String("--tessel-scheduler", "PATH", &o.tessel_scheduler, "the binary (default: next to this one)")
       .String("--log-dir", "DIR", &o.log_dir, "the scheduler's log (default: a new temporary dir)");
   cmd::ParseOrExit(flags, argc, argv);
-  if (o.nodes == 0 || o.pending == 0) Die(StrCat("--nodes and --pending are required\n", kUsage));
+  if (o.nodes == 0 || o.pending == 0) Die(StrCat("--nodes and --pending are required\n", kBacklogUsage));
   if (o.kubeconfig.empty()) Die("no --kubeconfig and no $KUBECONFIG (see tools/cluster/cluster.sh up)");
   if (o.tessel_scheduler.empty()) o.tessel_scheduler = live::SelfDir() + "/tessel-scheduler";
   if (access(o.tessel_scheduler.c_str(), X_OK) != 0) {
@@ -135,7 +135,7 @@ json ToJson(const Window& w) {
           {"scheduler_cpu_s", w.cpu_s}, {"scheduler_cpu_percent", 100 * w.cpu_s / w.seconds}};
 }
 
-void Report(const Options& o, const std::vector<Window>& windows, double still_parked, int64_t rss_kib) {
+void Report(const BacklogOptions& o, const std::vector<Window>& windows, double still_parked, int64_t rss_kib) {
   if (o.json_out) {
     json out = {{"nodes", o.nodes}, {"gpus_per_node", kGpusPerNode}, {"pending", o.pending},
                 {"still_parked", still_parked}, {"scheduler_peak_rss_mib", rss_kib / 1024},
@@ -158,7 +158,7 @@ void Report(const Options& o, const std::vector<Window>& windows, double still_p
 }  // namespace
 
 int BacklogMain(int argc, char** argv) {
-  const Options o = ParseFlags(argc, argv);
+  const BacklogOptions o = ParseBacklogFlags(argc, argv);
   auto config = kube::LoadKubeconfig(o.kubeconfig);
   if (!config.ok()) Die(config.status().ToString());
   auto made = kube::KubeClient::New(*config, {.qps = 1e6, .burst = 1000000, .user_agent = "tessel-bench-backlog"});

@@ -125,7 +125,7 @@ Pod SyntheticPod(int i, int gpus, int namespaces, std::mt19937_64& rng) {
   return p;
 }
 
-double Percentile(std::vector<double> sorted, double q) {
+double Quantile(std::vector<double> sorted, double q) {
   if (sorted.empty()) return 0;
   std::sort(sorted.begin(), sorted.end());
   const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
@@ -258,8 +258,8 @@ absl::StatusOr<ThroughputResult> RunThroughput(const ThroughputOptions& options)
   for (const auto& [key, node] : sim.placements()) result.scheduled += !node.empty();
   for (double us : cycle_us) result.seconds += us / 1e6;
   result.decisions_per_s = result.seconds > 0 ? static_cast<double>(result.decisions) / result.seconds : 0;
-  result.p50_us = Percentile(cycle_us, 0.50);
-  result.p99_us = Percentile(cycle_us, 0.99);
+  result.p50_us = Quantile(cycle_us, 0.50);
+  result.p99_us = Quantile(cycle_us, 0.99);
   result.peak_rss_mib = PeakRssMib();
   return result;
 }

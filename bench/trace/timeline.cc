@@ -33,14 +33,14 @@ class BindLog final : public SchedulingObserver {
   std::map<std::string, std::string> victim_reason;
 };
 
-struct Event {
+struct TimelineEvent {
   enum class Kind { kChange, kArrival, kCompletion };
   int64_t at;
   int64_t seq;  // arrival order among events at one time
   Kind kind;
   size_t index;
   int32_t incarnation = 0;  // a completion of an interrupted run is stale
-  bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  bool operator>(const TimelineEvent& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
 // A job's life in the simulation.
@@ -62,7 +62,7 @@ class Simulation {
     for (const Node& n : in_.nodes) AddNode(n);
     int64_t seq = 0;
     for (size_t i = 0; i < in_.changes.size(); ++i) {
-      events_.push({in_.changes[i].at, seq++, Event::Kind::kChange, i});
+      events_.push({in_.changes[i].at, seq++, TimelineEvent::Kind::kChange, i});
     }
     std::map<std::string, int32_t> class_value;  // the PriorityClasses the input brings
     for (const ClusterChange& c : in_.changes) {
@@ -77,7 +77,7 @@ class Simulation {
     result_.first_arrival = in_.jobs.empty() ? 0 : in_.jobs.front().arrive;
     for (size_t i = 0; i < in_.jobs.size(); ++i) {
       const TraceJob& j = in_.jobs[i];
-      events_.push({j.arrive, seq++, Event::Kind::kArrival, i});
+      events_.push({j.arrive, seq++, TimelineEvent::Kind::kArrival, i});
       result_.first_arrival = std::min(result_.first_arrival, j.arrive);
       result_.last_arrival = std::max(result_.last_arrival, j.arrive);
       horizon = std::max(horizon, j.arrive + j.duration);
@@ -123,7 +123,7 @@ class Simulation {
       if (!next) break;
       Advance(*next);
       while (!events_.empty() && events_.top().at == now_) {
-        const Event e = events_.top();
+        const TimelineEvent e = events_.top();
         events_.pop();
         Handle(e);
         ++result_.events;
@@ -242,9 +242,9 @@ class Simulation {
     return out;
   }
 
-  void Handle(const Event& e) {
+  void Handle(const TimelineEvent& e) {
     switch (e.kind) {
-      case Event::Kind::kChange: {
+      case TimelineEvent::Kind::kChange: {
         const ClusterChange& c = in_.changes[e.index];
         switch (c.kind) {
           case ClusterChange::Kind::kNodeAdd: AddNode(c.node); break;
@@ -261,13 +261,13 @@ class Simulation {
         }
         return;
       }
-      case Event::Kind::kArrival: {
+      case TimelineEvent::Kind::kArrival: {
         const TraceJob& j = in_.jobs[e.index];
         if (j.gang_object) (void)DeliverObject(s_, *j.gang_object);
         Submit(e.index);
         return;
       }
-      case Event::Kind::kCompletion: {
+      case TimelineEvent::Kind::kCompletion: {
         JobState& st = states_[e.index];
         if (e.incarnation != st.incarnation || !st.running) return;  // interrupted meanwhile
         st.running = false;
@@ -350,7 +350,7 @@ class Simulation {
     --pending_;
     st.running = true;
     st.run_start = now_;
-    events_.push({now_ + st.remaining, seq_++, Event::Kind::kCompletion, i, st.incarnation});
+    events_.push({now_ + st.remaining, seq_++, TimelineEvent::Kind::kCompletion, i, st.incarnation});
   }
 
   // A pod of the job was evicted: the job stops (a running one loses or keeps its progress) and
@@ -394,7 +394,7 @@ class Simulation {
   SimWorld& w_;
   Scheduler& s_;
   std::vector<JobState> states_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<TimelineEvent, std::vector<TimelineEvent>, std::greater<>> events_;
   std::map<std::string, size_t> by_key_;  // current pod key -> job
   std::map<std::string, int64_t> capacity_by_node_;
   std::vector<int64_t> requested_milli_;  // by job: the GPU milli its pods ask for

@@ -3,15 +3,11 @@
 
 #include <limits>
 
+#include "scheduler/util/saturating.h"
+
 namespace tessel::dra {
 
 namespace {
-
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) return std::numeric_limits<int64_t>::max();
-  return sum;
-}
 
 // The amount as the policy accepts it: a range rounds up to min + n*step; valid values round up
 // to the next listed value.

@@ -1,5 +1,6 @@
 // Lease-based leader election.
 #include "scheduler/kube/leader_election.h"
+#include "scheduler/util/api_time.h"
 
 #include <random>
 
@@ -9,14 +10,6 @@
 namespace tessel::kube {
 
 using nlohmann::json;
-
-std::string FormatMicroTime(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
-}
-
-std::string FormatRfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
 
 namespace {
 const Clock* DefaultMonotonic() {

@@ -55,10 +55,6 @@ struct LeaderCallbacks {
   std::function<void(const std::string&)> on_new_leader;  // holder changed (may be us)
 };
 
-// "2006-01-02T15:04:05.000000Z": metav1.MicroTime as the API writes it.
-std::string FormatMicroTime(absl::Time t);
-std::string FormatRfc3339(absl::Time t);
-
 class LeaderElector {
  public:
   LeaderElector(KubeClient* client, LeaderElectionConfig config, LeaderCallbacks callbacks,

@@ -3,6 +3,7 @@
 
 #include "scheduler/gang/gang_api.h"
 #include "scheduler/kube/informer.h"
+#include "scheduler/util/api_time.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
 
@@ -25,8 +26,6 @@ json PodGroupStatusPatch(const gang::GangStatusUpdate& u) {
 }
 
 namespace {
-
-std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
 // kube-scheduler's reasons where they apply (Scheduled, Unschedulable, SchedulerError), Tessel's
 // own for the states it has no name for (WaitingForMembers, WaitingForProvisioning, ...).
@@ -74,7 +73,7 @@ std::optional<json> UpstreamPodGroupStatusPatch(const gang::GangStatusUpdate& u,
     }
     json c{{"type", type}, {"status", st}, {"reason", reason}, {"message", message}};
     c["lastTransitionTime"] =
-        have != nullptr && JsonString(*have, "status") == st ? json(JsonString(*have, "lastTransitionTime")) : json(Rfc3339(u.time));
+        have != nullptr && JsonString(*have, "status") == st ? json(JsonString(*have, "lastTransitionTime")) : json(FormatRfc3339(u.time));
     if (generation.has_value()) c["observedGeneration"] = *generation;
     out.push_back(std::move(c));
   };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "scheduler/util/api_time.h"
 #include "scheduler/util/strings.h"
 #include "spdlog/spdlog.h"
 
@@ -11,8 +12,6 @@ namespace tessel::kube {
 using nlohmann::json;
 
 namespace {
-
-std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
 // Every resource of the nominal quota (so the columns exist at 0) and every one in `amounts`.
 json QuantityMap(const Resources& nominal, const Resources& amounts) {
@@ -92,7 +91,7 @@ json QueueStatusFields(const QueueStatusView& view, const std::string& name, abs
     status["fairSharing"] = DecayedUsageStatus(d->second);
   }
   if (report->oldest_pending.has_value()) {
-    status["oldestPendingSince"] = Rfc3339(*report->oldest_pending);
+    status["oldestPendingSince"] = FormatRfc3339(*report->oldest_pending);
     status["oldestPendingWaitSeconds"] =
         std::max<int64_t>(0, absl::ToInt64Seconds(now - *report->oldest_pending));
   } else {
@@ -259,7 +258,7 @@ bool QueueStatusWriter::Write(const std::string& name, const std::string& path, 
                     {"status", c.status},
                     {"reason", c.reason},
                     {"message", c.message},
-                    {"lastTransitionTime", Rfc3339(since)}});
+                    {"lastTransitionTime", FormatRfc3339(since)}});
   }
   json patch_status = status;
   patch_status["conditions"] = list;

@@ -3,6 +3,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/kube/leader_election.h"
+#include "scheduler/util/api_time.h"
 #include "spdlog/spdlog.h"
 
 namespace tessel::kube {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <utility>
 
+#include "scheduler/util/api_time.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::provisioning {
@@ -20,7 +21,6 @@ int32_t AttemptOf(std::string_view name) {
   return ec == std::errc() && end == digits.data() + digits.size() ? attempt : 0;
 }
 
-std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
 }  // namespace
 
@@ -103,7 +103,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       }
       // Its nodes had time to come and the gang still does not fit: they may not match it.
       return {.kind = Step::Kind::kWait, .remove = std::exchange(g.stale, {}),
-              .message = StrCat(what, " is Provisioned since ", Rfc3339(since),
+              .message = StrCat(what, " is Provisioned since ", FormatRfc3339(since),
                                 " but the gang does not fit yet: its nodes may not have come, or may not fit the "
                                 "gang (the shortfall above says why); waiting until its booking expires")};
     }
@@ -116,7 +116,7 @@ Step RequestBook::Decide(const Ask& ask, absl::Time now) {
       if (now >= retry) return Create(ask, g, StrCat(what, " failed", detail, said, "; "));
       return {.kind = Step::Kind::kFailed, .remove = std::exchange(g.stale, {}),
               .message = StrCat(what, " failed", detail, said, "; asking again at ",
-                                Rfc3339(retry))};
+                                FormatRfc3339(retry))};
     }
   }
   return {};

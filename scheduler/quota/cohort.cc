@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "scheduler/api/decode.h"
 #include "scheduler/quota/queue.h"
+#include "scheduler/util/saturating.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -33,22 +34,6 @@ absl::StatusOr<Cohort> DecodeCohort(const json& object) {
   if (!d.ok()) return d.status();
   return c;
 }
-
-namespace {
-
-// max(0, a - b) and a - b, saturating at int64's ends: quotas may be "unlimited" sums.
-int64_t SatSub(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_sub_overflow(a, b, &out)) return b < 0 ? INT64_MAX : INT64_MIN;
-  return out;
-}
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return out;
-}
-
-}  // namespace
 
 CohortTree CohortTree::Build(const std::vector<Queue>& queues, const std::vector<Cohort>& cohorts,
                              const HeldCohortMap& held) {
@@ -114,12 +99,12 @@ CohortTree CohortTree::Build(const std::vector<Queue>& queues, const std::vector
       fill(k);
       const Node& child = t.nodes_[k];
       for (const auto& [r, amount] : child.subtree.Entries()) {
-        n.subtree.Set(r, SatAdd(n.subtree.Get(r), SatSub(amount, child.guaranteed.Get(r))));
+        n.subtree.Set(r, SaturatingAdd(n.subtree.Get(r), SaturatingSub(amount, child.guaranteed.Get(r))));
       }
     }
     if (n.quota.has_value()) {
       for (const auto& [r, limit] : n.quota->lending_limit) {
-        n.guaranteed.Set(r, std::max<int64_t>(0, SatSub(n.subtree.Get(r), limit)));
+        n.guaranteed.Set(r, std::max<int64_t>(0, SaturatingSub(n.subtree.Get(r), limit)));
       }
     }
   };

@@ -4,25 +4,13 @@
 #include <algorithm>
 #include <limits>
 
+#include "scheduler/util/saturating.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
 namespace {
 
-constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 constexpr int kNone = CohortTree::kNone;
-
-// Saturating sums and differences: "nominal + unlimited borrowing" stays unlimited.
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? kUnlimited : std::numeric_limits<int64_t>::min();
-  return out;
-}
-int64_t SatSub(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_sub_overflow(a, b, &out)) return b < 0 ? kUnlimited : std::numeric_limits<int64_t>::min();
-  return out;
-}
 
 }  // namespace
 
@@ -82,7 +70,7 @@ int64_t QuotaTracker::NodeUsage(int node, std::string_view r) const {
   if (n.queue) return UsageRef(n.name).Get(r);
   int64_t sum = 0;
   for (int k : n.children) {
-    sum = SatAdd(sum, std::max<int64_t>(0, SatSub(NodeUsage(k, r), tree.node(k).guaranteed.Get(r))));
+    sum = SaturatingAdd(sum, std::max<int64_t>(0, SaturatingSub(NodeUsage(k, r), tree.node(k).guaranteed.Get(r))));
   }
   return sum;
 }
@@ -101,18 +89,18 @@ QuotaTracker::Room QuotaTracker::RoomOf(int node, std::string_view r) const {
   const CohortTree::Node& n = tree.node(node);
   const int64_t used = NodeUsage(node, r);
   const int64_t subtree = n.subtree.Get(r);
-  if (n.parent == kNone) return Room{.amount = SatSub(subtree, used), .limiter = node};
+  if (n.parent == kNone) return Room{.amount = SaturatingSub(subtree, used), .limiter = node};
   const int64_t guaranteed = n.guaranteed.Get(r);
   Room up = RoomOf(n.parent, r);
   if (n.quota.has_value()) {
     if (auto it = n.quota->borrowing_limit.find(r); it != n.quota->borrowing_limit.end()) {
-      const int64_t stored = SatSub(subtree, guaranteed);
-      const int64_t used_above = std::max<int64_t>(0, SatSub(used, guaranteed));
-      const int64_t cap = SatAdd(SatSub(stored, used_above), it->second);
+      const int64_t stored = SaturatingSub(subtree, guaranteed);
+      const int64_t used_above = std::max<int64_t>(0, SaturatingSub(used, guaranteed));
+      const int64_t cap = SaturatingAdd(SaturatingSub(stored, used_above), it->second);
       if (cap < up.amount) up = Room{.amount = cap, .limiter = node, .borrowing_limit = true};
     }
   }
-  up.amount = SatAdd(std::max<int64_t>(0, SatSub(guaranteed, used)), up.amount);
+  up.amount = SaturatingAdd(std::max<int64_t>(0, SaturatingSub(guaranteed, used)), up.amount);
   return up;
 }
 
@@ -137,15 +125,15 @@ std::string QuotaTracker::WhyShort(int queue_node, std::string_view r, const Roo
   int child = queue_node;
   while (tree.node(child).parent != room.limiter) child = tree.node(child).parent;
   const CohortTree::Node& c = tree.node(child);
-  const int64_t child_lends = SatSub(c.subtree.Get(r), c.guaranteed.Get(r));
-  const int64_t child_uses = std::max<int64_t>(0, SatSub(NodeUsage(child, r), c.guaranteed.Get(r)));
-  const int64_t others_lend = SatSub(limiter.subtree.Get(r), child_lends);
-  const int64_t others_use = SatSub(NodeUsage(room.limiter, r), child_uses);
+  const int64_t child_lends = SaturatingSub(c.subtree.Get(r), c.guaranteed.Get(r));
+  const int64_t child_uses = std::max<int64_t>(0, SaturatingSub(NodeUsage(child, r), c.guaranteed.Get(r)));
+  const int64_t others_lend = SaturatingSub(limiter.subtree.Get(r), child_lends);
+  const int64_t others_use = SaturatingSub(NodeUsage(room.limiter, r), child_uses);
   if (others_use > others_lend) {
     return StrCat("other queues of the cohort ", limiter.name, " borrow ",
                   FormatQuotaAmount(r, others_use - others_lend), " of its quota");
   }
-  const int64_t over = std::max<int64_t>(0, SatSub(NodeUsage(child, r), c.subtree.Get(r)));
+  const int64_t over = std::max<int64_t>(0, SaturatingSub(NodeUsage(child, r), c.subtree.Get(r)));
   return StrCat("the cohort ", limiter.name, " has ",
                 FormatQuotaAmount(r, std::max<int64_t>(0, others_lend - others_use - over)), " to lend");
 }
@@ -160,7 +148,7 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
     const int64_t asked = request.Get(r);
     if (asked == 0) continue;
     const int64_t used = UsageRef(queue->name()).Get(r);
-    const int64_t want = SatAdd(used, asked);
+    const int64_t want = SaturatingAdd(used, asked);
     const int64_t nominal = queue->nominal.Get(r);
     const Room room = RoomOf(node, r);
     if (asked > room.amount) {
@@ -176,12 +164,12 @@ QuotaVerdict QuotaTracker::Check(std::string_view queue_name, const Resources& r
 
 int64_t QuotaTracker::LendableOfNode(int node, std::string_view r) const {
   const CohortTree::Node& n = directory_->tree().node(node);
-  return SatSub(n.subtree.Get(r), n.guaranteed.Get(r));
+  return SaturatingSub(n.subtree.Get(r), n.guaranteed.Get(r));
 }
 
 int64_t QuotaTracker::IdleOfNode(int node, std::string_view r) const {
   const CohortTree::Node& n = directory_->tree().node(node);
-  return std::min(LendableOfNode(node, r), std::max<int64_t>(0, SatSub(n.subtree.Get(r), NodeUsage(node, r))));
+  return std::min(LendableOfNode(node, r), std::max<int64_t>(0, SaturatingSub(n.subtree.Get(r), NodeUsage(node, r))));
 }
 
 Resources QuotaTracker::BorrowedOfNode(int node) const {
@@ -190,7 +178,7 @@ Resources QuotaTracker::BorrowedOfNode(int node) const {
   const CohortTree::Node& n = tree.node(node);
   if (n.parent == kNone) return out;
   for (const std::string& r : tree.Governed(node)) {
-    const int64_t over = SatSub(NodeUsage(node, r), n.subtree.Get(r));
+    const int64_t over = SaturatingSub(NodeUsage(node, r), n.subtree.Get(r));
     if (over > 0) out.Set(r, over);
   }
   return out;
@@ -208,7 +196,7 @@ Resources QuotaTracker::LentOfNode(int node) const {
     __int128 borrowed = 0;
     __int128 all_idle = 0;
     for (int m : siblings) {
-      borrowed += std::max<int64_t>(0, SatSub(NodeUsage(m, r), tree.node(m).subtree.Get(r)));
+      borrowed += std::max<int64_t>(0, SaturatingSub(NodeUsage(m, r), tree.node(m).subtree.Get(r)));
       all_idle += IdleOfNode(m, r);
     }
     const __int128 share = borrowed * mine / all_idle;

@@ -21,6 +21,13 @@ namespace tessel::server {
 
 using nlohmann::json;
 
+// The trusted client CAs of the front proxy. Outside the anonymous namespace: Handler, a class
+// of the header's, holds one.
+struct X509StoreFree {
+  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
+};
+using StorePtr = std::unique_ptr<X509_STORE, X509StoreFree>;
+
 namespace {
 
 const char* Reason(int code) {
@@ -73,11 +80,6 @@ json ToJson(const google::protobuf::Message& m, std::string_view kind) {
   j["kind"] = kind;
   return j;
 }
-
-struct X509StoreFree {
-  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
-};
-using StorePtr = std::unique_ptr<X509_STORE, X509StoreFree>;
 
 absl::StatusOr<StorePtr> StoreFromPem(const std::string& pem) {
   StorePtr store(X509_STORE_new());

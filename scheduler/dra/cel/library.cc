@@ -21,9 +21,6 @@ using Args = std::span<const Value>;
 using ListPtr = std::shared_ptr<const ValueList>;
 using SemverPtr = std::shared_ptr<const SemanticVersion>;
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
-
 // ---- Type signatures ------------------------------------------------------------------------
 
 Type ParseTypeText(std::string_view& s) {

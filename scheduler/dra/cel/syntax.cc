@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::dra::cel {
@@ -28,9 +29,7 @@ struct Token {
   std::string value;  // decoded string literal
 };
 
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsLetter(char c) { return absl::ascii_isalpha(c) || c == '_'; }
 
 class Lexer {
  public:
@@ -76,7 +75,7 @@ class Lexer {
     size_t start = pos_;
     char c = src_[pos_];
     auto peek = [&](size_t k) { return pos_ + k < src_.size() ? src_[pos_ + k] : '\0'; };
-    if (IsDigit(c) || (c == '.' && IsDigit(peek(1)))) return Number(start);
+    if (absl::ascii_isdigit(c) || (c == '.' && absl::ascii_isdigit(peek(1)))) return Number(start);
     if ((c == 'r' || c == 'R' || c == 'b' || c == 'B') && (peek(1) == '"' || peek(1) == '\'')) {
       return String(start);
     }
@@ -87,7 +86,7 @@ class Lexer {
     }
     if (c == '"' || c == '\'') return String(start);
     if (IsLetter(c)) {
-      while (pos_ < src_.size() && (IsLetter(src_[pos_]) || IsDigit(src_[pos_]))) ++pos_;
+      while (pos_ < src_.size() && (IsLetter(src_[pos_]) || absl::ascii_isdigit(src_[pos_]))) ++pos_;
       std::string_view word = src_.substr(start, pos_ - start);
       Tok kind = word == "true" ? Tok::kTrue : word == "false" ? Tok::kFalse
                : word == "null" ? Tok::kNull : word == "in" ? Tok::kIn : Tok::kIdent;
@@ -120,12 +119,12 @@ class Lexer {
   absl::StatusOr<Token> Number(size_t start) {
     auto digits = [&] {
       size_t s = pos_;
-      while (pos_ < src_.size() && IsDigit(src_[pos_])) ++pos_;
+      while (pos_ < src_.size() && absl::ascii_isdigit(src_[pos_])) ++pos_;
       return pos_ > s;
     };
-    if (src_.compare(pos_, 2, "0x") == 0 && pos_ + 2 < src_.size() && IsHex(src_[pos_ + 2])) {
+    if (src_.compare(pos_, 2, "0x") == 0 && pos_ + 2 < src_.size() && absl::ascii_isxdigit(src_[pos_ + 2])) {
       pos_ += 2;
-      while (pos_ < src_.size() && IsHex(src_[pos_])) ++pos_;
+      while (pos_ < src_.size() && absl::ascii_isxdigit(src_[pos_])) ++pos_;
       if (pos_ < src_.size() && (src_[pos_] == 'u' || src_[pos_] == 'U')) {
         ++pos_;
         return Make(Tok::kUint, start);
@@ -134,7 +133,7 @@ class Lexer {
     }
     bool is_double = false;
     digits();
-    if (pos_ + 1 < src_.size() && src_[pos_] == '.' && IsDigit(src_[pos_ + 1])) {
+    if (pos_ + 1 < src_.size() && src_[pos_] == '.' && absl::ascii_isdigit(src_[pos_ + 1])) {
       ++pos_;
       digits();
       is_double = true;
@@ -208,9 +207,9 @@ class Lexer {
     auto hex = [&](int n) -> std::optional<uint32_t> {
       uint32_t v = 0;
       for (int i = 0; i < n; ++i) {
-        if (pos_ >= src_.size() || !IsHex(src_[pos_])) return std::nullopt;
+        if (pos_ >= src_.size() || !absl::ascii_isxdigit(src_[pos_])) return std::nullopt;
         char h = src_[pos_++];
-        v = v * 16 + (IsDigit(h) ? h - '0' : (h | 0x20) - 'a' + 10);
+        v = v * 16 + (absl::ascii_isdigit(h) ? h - '0' : (h | 0x20) - 'a' + 10);
       }
       return v;
     };

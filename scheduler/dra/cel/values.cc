@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel::dra::cel {
@@ -16,12 +17,8 @@ namespace {
 
 using Int128 = __int128;
 constexpr int kMaxDigits = 38;  // what __int128 holds for certain
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-bool AllDigits(std::string_view s) { return std::all_of(s.begin(), s.end(), IsDigit); }
+bool AllDigits(std::string_view s) { return std::all_of(s.begin(), s.end(), absl::ascii_isdigit); }
 
 Int128 Pow10(int n) {
   Int128 r = 1;
@@ -231,21 +228,21 @@ std::optional<QuantityText> SplitQuantity(std::string_view str) {
     return t;
   }
   size_t start = pos;
-  while (pos < end && IsDigit(str[pos])) ++pos;
+  while (pos < end && absl::ascii_isdigit(str[pos])) ++pos;
   t.num = str.substr(start, pos - start);
   if (pos >= end) return t;
   if (t.num.empty()) t.num = "0";
   if (str[pos] == '.') {
     ++pos;
     start = pos;
-    while (pos < end && IsDigit(str[pos])) ++pos;
+    while (pos < end && absl::ascii_isdigit(str[pos])) ++pos;
     t.denom = str.substr(start, pos - start);
     if (pos >= end) return t;
   }
   size_t suffix_start = pos;
   while (pos < end && std::string_view("eEinumkKMGTP").find(str[pos]) != std::string_view::npos) ++pos;
   if (pos < end && (str[pos] == '-' || str[pos] == '+')) ++pos;
-  while (pos < end && IsDigit(str[pos])) ++pos;
+  while (pos < end && absl::ascii_isdigit(str[pos])) ++pos;
   if (pos < end) return std::nullopt;  // ErrFormatWrong
   t.suffix = str.substr(suffix_start);
   return t;
@@ -334,7 +331,7 @@ std::optional<KubeQuantity> Int64Add(KubeQuantity a, const KubeQuantity& b) {
 // The pre-release and build parts of blang/semver.
 bool IsAlphaNum(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+    return absl::ascii_isalnum(c) || c == '-';
   });
 }
 bool HasLeadingZero(std::string_view s) { return s.size() > 1 && s[0] == '0'; }
@@ -543,7 +540,7 @@ std::optional<SemanticVersion> SemanticVersion::Parse(std::string_view text, boo
     if (part.size() > 1) {
       size_t first = part.find_first_not_of('0');
       part.erase(0, first == std::string::npos ? part.size() : first);
-      if (part.empty() || !IsDigit(part[0])) part = StrCat("0", part);
+      if (part.empty() || !absl::ascii_isdigit(part[0])) part = StrCat("0", part);
     }
     parts.push_back(std::move(part));
     return true;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,10 @@
 #include "scheduler/dra/device_view.h"
 
 namespace tessel::dra::cel {
+
+// CEL's int is int64: its ends, where arithmetic overflows.
+inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+inline constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
 // The magnitude of a quantity too long for 128 bits: base-10^9 limbs, least significant first.
 using BigMagnitude = std::vector<uint32_t>;
