@@ -9,7 +9,7 @@
 #include "scheduler/gang/gang_book.h"
 
 namespace tessel::gang {
-namespace {
+namespace gang_api_test {
 
 using nlohmann::json;
 using testing::PodBuilder;
@@ -447,5 +447,5 @@ TEST_CASE("a v1beta1 PodGroup maps onto the gang spec; what Tessel cannot honour
   }
 }
 
-}  // namespace
+}  // namespace gang_api_test
 }  // namespace tessel::gang

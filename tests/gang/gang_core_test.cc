@@ -13,7 +13,7 @@
 #include "scheduler/core/scheduler.h"
 
 namespace tessel::gang {
-namespace {
+namespace gang_core_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -1032,5 +1032,5 @@ TEST_CASE("a refused rollback eviction is tried again until the member is gone",
   CHECK(c.api.eviction_attempts.at("default/ring-0") == 3);  // refused twice, then done
 }
 
-}  // namespace
+}  // namespace gang_core_test
 }  // namespace tessel::gang

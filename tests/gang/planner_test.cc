@@ -11,7 +11,7 @@
 #include "scheduler/gang/planner.h"
 
 namespace tessel::gang {
-namespace {
+namespace planner_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -269,5 +269,5 @@ TEST_CASE("property: plans are all-or-nothing and never overcommit", "[gang][pla
   CHECK(infeasible > 50);
 }
 
-}  // namespace
+}  // namespace planner_test
 }  // namespace tessel::gang

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 namespace tessel::bench {
-namespace {
+namespace gpu_bench_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -265,5 +265,5 @@ TEST_CASE("the leftover at 100 %: free GPU split by why no pod uses it, failures
                              {.cpu_milli = 2000, .gpu_milli = 300, .num_gpu = 1}}) == 2000);
 }
 
-}  // namespace
+}  // namespace gpu_bench_test
 }  // namespace tessel::bench

@@ -9,7 +9,7 @@
 #include "scheduler/gpu/gpu_devices.h"
 
 namespace tessel {
-namespace {
+namespace gpu_devices_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -435,5 +435,5 @@ TEST_CASE("cache lifecycles keep every device exact", "[gpu][cache]") {
   }
 }
 
-}  // namespace
+}  // namespace gpu_devices_test
 }  // namespace tessel

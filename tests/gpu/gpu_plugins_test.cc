@@ -19,7 +19,7 @@
 #include "plugins/tessel_gpu/tessel_gpu.h"
 
 namespace tessel {
-namespace {
+namespace gpu_plugins_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -569,11 +569,11 @@ TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload
   CHECK((*fixed)->scale_milli() == 1000);
 }
 
-}  // namespace
+}  // namespace gpu_plugins_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace gpu_plugins_test {
 
 fgd::TargetWorkload Learner(std::string_view args_yaml) {
   auto args = fgd::FGD::ParseArgs(YAML::Load(std::string(args_yaml)));
@@ -818,5 +818,5 @@ TEST_CASE("FGD device choice: an opted-in fraction fills a shared device before 
   CHECK(gpu_share::SharingScore(PodGpuOf(big), n.info) == 0);
 }
 
-}  // namespace
+}  // namespace gpu_plugins_test
 }  // namespace tessel

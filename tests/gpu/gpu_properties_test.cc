@@ -21,7 +21,7 @@
 #include "plugins/registry.h"
 
 namespace tessel::bench {
-namespace {
+namespace gpu_properties_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -329,5 +329,5 @@ TEST_CASE("property: each pod takes its own kind of room first (shared for opted
   CHECK(opted_out_kept > 20);
 }
 
-}  // namespace
+}  // namespace gpu_properties_test
 }  // namespace tessel::bench

@@ -6,7 +6,7 @@
 #include "bench/inflate/bound.h"
 
 namespace tessel::bench {
-namespace {
+namespace lp_bound_test {
 
 TraceNode Node2(int32_t gpus, int64_t cpu_milli = 64000, std::string model = "V100") {
   return {.sn = "n", .cpu_milli = cpu_milli, .memory_mib = 262144, .gpus = gpus, .model = std::move(model)};
@@ -68,5 +68,5 @@ TEST_CASE("lp bound: unavailable without GLPK", "[gpu][bound]") {
 
 #endif
 
-}  // namespace
+}  // namespace lp_bound_test
 }  // namespace tessel::bench

@@ -14,7 +14,7 @@
 #include "tessel/v1/admin.grpc.pb.h"
 
 namespace tessel::server {
-namespace {
+namespace admin_limits_test {
 
 // "admin" may do anything cluster-wide; "team-a" may get scheduler/* in namespace team-a only.
 class ScriptedAuthorizer final : public RequestAuthorizer {
@@ -155,5 +155,5 @@ TEST_CASE("admin API: one Simulate at a time", "[admin]") {
   first.join();
 }
 
-}  // namespace
+}  // namespace admin_limits_test
 }  // namespace tessel::server

@@ -23,7 +23,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
-namespace {
+namespace aggregated_api_test {
 
 using nlohmann::json;
 
@@ -303,5 +303,5 @@ TEST_CASE("aggregated API server: believes only the front proxy, authorizes the 
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace aggregated_api_test
 }  // namespace tessel::server

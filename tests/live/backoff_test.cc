@@ -5,7 +5,7 @@
 #include "scheduler/kube/client.h"
 
 namespace tessel::kube {
-namespace {
+namespace backoff_test {
 
 TEST_CASE("backoff doubles up to the cap, with bounded jitter, and resets") {
   Backoff b({.initial = absl::Milliseconds(100), .max = absl::Seconds(1), .factor = 2, .jitter = 0.1},
@@ -61,5 +61,5 @@ TEST_CASE("responses: retryable codes and Kubernetes Status messages") {
   CHECK(Response{.code = 201}.ToStatus("x").ok());
 }
 
-}  // namespace
+}  // namespace backoff_test
 }  // namespace tessel::kube

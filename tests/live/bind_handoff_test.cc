@@ -17,7 +17,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace bind_handoff_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -140,5 +140,5 @@ TEST_CASE("DefaultBinder records the API's typed answer in the CycleState") {
   }
 }
 
-}  // namespace
+}  // namespace bind_handoff_test
 }  // namespace tessel

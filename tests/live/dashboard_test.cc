@@ -14,7 +14,7 @@
 #include "scheduler/server/metrics.h"
 
 namespace tessel::server {
-namespace {
+namespace dashboard_test {
 
 using nlohmann::json;
 
@@ -92,5 +92,5 @@ TEST_CASE("the Grafana dashboard references only metrics the scheduler exports")
   }
 }
 
-}  // namespace
+}  // namespace dashboard_test
 }  // namespace tessel::server

@@ -19,7 +19,7 @@
 #include "scheduler/kube/status_reporter.h"
 
 namespace tessel::kube {
-namespace {
+namespace event_recorder_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -365,5 +365,5 @@ TEST_CASE("status: failed writes are retried; a refused one is not claimed as wr
   }
 }
 
-}  // namespace
+}  // namespace event_recorder_test
 }  // namespace tessel::kube

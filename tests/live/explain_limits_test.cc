@@ -12,7 +12,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel::server {
-namespace {
+namespace explain_limits_test {
 
 using testing::CoreHarness;
 using testing::NodeBuilder;
@@ -80,5 +80,5 @@ TEST_CASE("explain: at most max_waiting wait for the loop; a caller that gives u
   CHECK(backend.ExplainsWaiting() == 0);
 }
 
-}  // namespace
+}  // namespace explain_limits_test
 }  // namespace tessel::server

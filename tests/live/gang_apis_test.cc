@@ -6,7 +6,7 @@
 #include "scheduler/kube/gang_apis.h"
 
 namespace tessel::kube {
-namespace {
+namespace gang_apis_test {
 
 using nlohmann::json;
 
@@ -47,5 +47,5 @@ TEST_CASE("gang API discovery picks the newest served PodGroup, and the 1.35 Wor
         "GenericWorkload and --runtime-config=scheduling.k8s.io/v1beta1=true)");
 }
 
-}  // namespace
+}  // namespace gang_apis_test
 }  // namespace tessel::kube

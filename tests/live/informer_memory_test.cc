@@ -20,7 +20,7 @@
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
-namespace {
+namespace informer_memory_test {
 
 using nlohmann::json;
 
@@ -128,5 +128,5 @@ TEST_CASE("peak RSS of the informers and cache at size", "[.rss]") {
   }
 }
 
-}  // namespace
+}  // namespace informer_memory_test
 }  // namespace tessel::kube

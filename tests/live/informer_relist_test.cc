@@ -20,7 +20,7 @@
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
-namespace {
+namespace informer_relist_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -249,5 +249,5 @@ TEST_CASE("pruning drops what no decoder reads and keeps what they do") {
   CHECK(node["spec"]["taints"][0]["key"] == "t");
 }
 
-}  // namespace
+}  // namespace informer_relist_test
 }  // namespace tessel::kube

@@ -12,7 +12,7 @@
 #include "scheduler/kube/informer.h"
 
 namespace tessel::kube {
-namespace {
+namespace informer_test {
 
 using nlohmann::json;
 
@@ -209,5 +209,5 @@ TEST_CASE("client: retries 5xx with backoff and gives up after max attempts") {
   CHECK(absl::IsUnavailable(none.status()));
 }
 
-}  // namespace
+}  // namespace informer_test
 }  // namespace tessel::kube

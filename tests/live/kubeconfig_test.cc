@@ -10,7 +10,7 @@
 #include "scheduler/kube/kubeconfig.h"
 
 namespace tessel::kube {
-namespace {
+namespace kubeconfig_test {
 
 constexpr const char* kTwoContexts = R"(apiVersion: v1
 kind: Config
@@ -323,5 +323,5 @@ TEST_CASE("exec credential source: runs the plugin with its env, reruns it when 
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace kubeconfig_test
 }  // namespace tessel::kube

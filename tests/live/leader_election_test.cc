@@ -13,7 +13,7 @@
 #include "scheduler/kube/leader_election.h"
 
 namespace tessel::kube {
-namespace {
+namespace leader_election_test {
 
 using nlohmann::json;
 
@@ -141,5 +141,5 @@ TEST_CASE("a wall-clock step neither extends nor ends a term, nor hands the leas
   b.Stop(false);
 }
 
-}  // namespace
+}  // namespace leader_election_test
 }  // namespace tessel::kube

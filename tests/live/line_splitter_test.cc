@@ -9,7 +9,7 @@
 #include "scheduler/kube/line_splitter.h"
 
 namespace tessel::kube {
-namespace {
+namespace line_splitter_test {
 
 std::vector<std::string> CompleteLines(const std::string& stream) {
   std::vector<std::string> lines;
@@ -82,5 +82,5 @@ TEST_CASE("LineSplitter stops when the consumer says so", "[line_splitter]") {
   }
 }
 
-}  // namespace
+}  // namespace line_splitter_test
 }  // namespace tessel::kube

@@ -15,7 +15,7 @@
 #include "scheduler/kube/live_cluster.h"
 
 namespace tessel::kube {
-namespace {
+namespace live_cluster_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -270,5 +270,5 @@ TEST_CASE("discovery picks the Eviction version the server serves") {
   CHECK(*api == "policy/v1beta1");
 }
 
-}  // namespace
+}  // namespace live_cluster_test
 }  // namespace tessel::kube

@@ -14,7 +14,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel::server {
-namespace {
+namespace metrics_test {
 
 // A pod of namespace team-a asking `gpus` milli-GPUs, on `node` ("" for pending).
 Pod TeamAPod(std::string name, std::string node, int64_t gpus) {
@@ -361,11 +361,11 @@ TEST_CASE("a pod could ever fit when some node's allocatable covers every reques
   CHECK_FALSE(FitsSomeNode(p, {}));
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace tessel::server
 
 namespace tessel::server {
-namespace {
+namespace metrics_test {
 
 TEST_CASE("tessel_queue_decayed_usage: each queue's usage decayed with usageHalfLifeSeconds") {
   auto config = ParseSchedulerConfig(R"(
@@ -402,5 +402,5 @@ profiles:
   CHECK(w.Series(R"(tessel_cohort_decayed_usage{cohort="c",path="c",resource="nvidia.com/gpu"})") == "1.5");
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace tessel::server

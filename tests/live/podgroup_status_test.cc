@@ -9,7 +9,7 @@
 #include "scheduler/kube/podgroup_status.h"
 
 namespace tessel::kube {
-namespace {
+namespace podgroup_status_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -278,5 +278,5 @@ TEST_CASE("upstream PodGroup status: read, then a strategic merge patch of the v
   }
 }
 
-}  // namespace
+}  // namespace podgroup_status_test
 }  // namespace tessel::kube

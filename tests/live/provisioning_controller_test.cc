@@ -12,7 +12,7 @@
 #include "scheduler/kube/provisioning_controller.h"
 
 namespace tessel::kube {
-namespace {
+namespace provisioning_controller_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -168,5 +168,5 @@ TEST_CASE("a flavored gang's template asks for nodes of its flavor", "[live][pro
   CHECK(f.created[0]["template"]["spec"]["tolerations"] == json::parse(R"([{"key":"spot","operator":"Exists"}])"));
 }
 
-}  // namespace
+}  // namespace provisioning_controller_test
 }  // namespace tessel::kube

@@ -13,7 +13,7 @@
 #include "scheduler/kube/queue_status.h"
 
 namespace tessel::kube {
-namespace {
+namespace queue_status_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -282,11 +282,11 @@ TEST_CASE("Cohort status: with usage decay on, a cohort's decayed usage is its q
   CHECK_FALSE(off.Last("cohorts/org").contains("fairSharing"));
 }
 
-}  // namespace
+}  // namespace queue_status_test
 }  // namespace tessel::kube
 
 namespace tessel::kube {
-namespace {
+namespace queue_status_test {
 
 TEST_CASE("Queue status: the decayed usage is written when it changes and reads back as it was") {
   Fixture f;
@@ -321,5 +321,5 @@ TEST_CASE("Queue status: the decayed usage is written when it changes and reads 
   CHECK(f.Last("team-a")["fairSharing"]["decayedUsageComputedAt"] == "2023-11-14T22:13:30Z");
 }
 
-}  // namespace
+}  // namespace queue_status_test
 }  // namespace tessel::kube

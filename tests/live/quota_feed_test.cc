@@ -13,7 +13,7 @@
 #include "scheduler/kube/scheduler_feed.h"
 
 namespace tessel::kube {
-namespace {
+namespace quota_feed_test {
 
 using nlohmann::json;
 
@@ -88,5 +88,5 @@ TEST_CASE("quota feed: a Queue's status update is not delivered, a spec update i
   CHECK(nominal(s.Queues()) == 6000);  // and the last status update kept it
 }
 
-}  // namespace
+}  // namespace quota_feed_test
 }  // namespace tessel::kube

@@ -16,7 +16,7 @@
 #include "scheduler/server/serving_cert.h"
 
 namespace tessel::kube {
-namespace {
+namespace secure_serving_test {
 
 using nlohmann::json;
 using testing::FakeApiServer;
@@ -157,5 +157,5 @@ TEST_CASE("serving certificate options: both files or neither") {
       server::ServingCertFor({.cert_file = "/nonexistent.crt", .key_file = "/nonexistent.key"}).status()));
 }
 
-}  // namespace
+}  // namespace secure_serving_test
 }  // namespace tessel::kube

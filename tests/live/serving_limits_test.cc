@@ -29,7 +29,7 @@
 #include "scheduler/server/serving_cert.h"
 
 namespace tessel::kube {
-namespace {
+namespace serving_limits_test {
 
 using nlohmann::json;
 using testing::Connect;
@@ -256,5 +256,5 @@ TEST_CASE("a flood of unknown tokens spends its source's budget, not a known tok
   CHECK(fake.token_reviews == before + 1);
 }
 
-}  // namespace
+}  // namespace serving_limits_test
 }  // namespace tessel::kube

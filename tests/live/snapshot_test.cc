@@ -15,7 +15,7 @@
 #include "tools/tesselctl/snapshot.h"
 
 namespace tessel::ctl {
-namespace {
+namespace snapshot_test {
 
 using kube::testing::FakeApiServer;
 using nlohmann::json;
@@ -185,5 +185,5 @@ TEST_CASE("an anonymized snapshot renames what the DRA objects name, consistentl
   CHECK(on_node == 1);
 }
 
-}  // namespace
+}  // namespace snapshot_test
 }  // namespace tessel::ctl

@@ -7,7 +7,7 @@
 #include "nlohmann/json.hpp"
 
 namespace tessel::bench {
-namespace {
+namespace entitlement_test {
 
 QuotaTreeNode Cohort(const std::string& name, const std::string& parent = "", int64_t gpus = 0, int64_t weight_milli = 1000) {
   return {.name = name, .parent = parent, .nominal_milli = gpus * 1000, .weight_milli = weight_milli};
@@ -201,5 +201,5 @@ TEST_CASE("shares: a queue that never gets its share has no time to share", "[en
   CHECK(t.longest_below_s == 200);  // to the last sample: still below
 }
 
-}  // namespace
+}  // namespace entitlement_test
 }  // namespace tessel::bench

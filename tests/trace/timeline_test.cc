@@ -21,7 +21,7 @@
 #include "scheduler/util/file.h"
 
 namespace tessel::bench {
-namespace {
+namespace timeline_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -729,5 +729,5 @@ TEST_CASE("trace: the organisation scenarios load, with their cohort trees", "[t
   }
 }
 
-}  // namespace
+}  // namespace timeline_test
 }  // namespace tessel::bench

@@ -6,7 +6,7 @@
 #include "scheduler/state/cache.h"
 
 namespace tessel {
-namespace {
+namespace cache_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -192,5 +192,5 @@ TEST_CASE("snapshots are refreshed incrementally by generation", "[cache][snapsh
   CHECK(snap.Get("b")->requested().milli_cpu == 2000);
 }
 
-}  // namespace
+}  // namespace cache_test
 }  // namespace tessel

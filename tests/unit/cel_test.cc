@@ -9,7 +9,7 @@
 #include "scheduler/dra/cel/cel.h"
 #include "scheduler/dra/cel/values.h"
 
-namespace {
+namespace cel_test {
 
 using tessel::dra::AttributeValue;
 using tessel::dra::DeviceView;
@@ -42,8 +42,6 @@ std::string Outcome(const std::string& expression, const DeviceView& device) {
   if (!m.ok()) return "error";
   return *m ? "true" : "false";
 }
-
-}  // namespace
 
 TEST_CASE("CEL selectors evaluate as the reference does", "[cel]") {
   Gpu gpu;
@@ -219,3 +217,5 @@ TEST_CASE("Semantic versions order as blang/semver", "[cel]") {
   CHECK_FALSE(SemanticVersion::Parse("v1.2.3"));
   CHECK(SemanticVersion::Parse("v1.2.3", /*normalize=*/true).has_value());
 }
+
+}  // namespace cel_test

@@ -14,7 +14,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace charge_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -179,5 +179,5 @@ TEST_CASE("Charges: the bind records the charge; a restarted scheduler charges t
   }
 }
 
-}  // namespace
+}  // namespace charge_test
 }  // namespace tessel

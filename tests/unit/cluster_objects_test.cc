@@ -14,7 +14,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace cluster_objects_test {
 
 // What a view shows: claim key -> its volume name; namespace -> its "team" label.
 struct Model {
@@ -103,5 +103,5 @@ TEST_CASE("ClusterObjectStore: held views never change; the current view is the 
   CHECK(held_checks > 10000);
 }
 
-}  // namespace
+}  // namespace cluster_objects_test
 }  // namespace tessel

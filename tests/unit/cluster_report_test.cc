@@ -9,7 +9,7 @@
 #include "scheduler/state/cache.h"
 
 namespace tessel {
-namespace {
+namespace cluster_report_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -173,5 +173,5 @@ TEST_CASE("cluster report: 8-GPU nodes, time-sliced x 4, fractions") {
   CHECK(g.fragmented_milli == 2400);
 }
 
-}  // namespace
+}  // namespace cluster_report_test
 }  // namespace tessel

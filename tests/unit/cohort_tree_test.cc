@@ -16,7 +16,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace cohort_tree_test {
 
 using nlohmann::json;
 using testing::PodBuilder;
@@ -294,5 +294,5 @@ TEST_CASE("property: over generated 2-3 level trees, a request fits exactly when
   }
 }
 
-}  // namespace
+}  // namespace cohort_tree_test
 }  // namespace tessel

@@ -61,7 +61,7 @@
 #include "plugins/reservation/reservation.h"
 
 namespace tessel {
-namespace {
+namespace composition_property_test {
 
 using nlohmann::json;
 using testing::CheckedPod;
@@ -1078,5 +1078,5 @@ TEST_CASE("property: gangs, priorities, queues, pod rules, preemption and moves 
   }
 }
 
-}  // namespace
+}  // namespace composition_property_test
 }  // namespace tessel

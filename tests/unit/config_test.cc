@@ -8,7 +8,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace config_test {
 
 // Defaults for these tests, so they do not move when the shipped default profile does.
 const ProfileConfig& TestDefaults() {
@@ -560,5 +560,5 @@ TEST_CASE("property: every misplaced key or mistyped value is named by its path"
   }
   CHECK(cases > 100);
 }
-}  // namespace
+}  // namespace config_test
 }  // namespace tessel

@@ -17,7 +17,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace consolidation_dra_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -259,5 +259,5 @@ TEST_CASE("consolidation moves a device-plugin GPU pod to a node whose GPUs a De
   CHECK(lab.h.s->NominatedNodeOf("team-a/big") == "n1");
 }
 
-}  // namespace
+}  // namespace consolidation_dra_test
 }  // namespace tessel

@@ -19,7 +19,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace consolidation_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -718,5 +718,5 @@ TEST_CASE("disruption rules: the pod's word, then its PriorityClass, then its Qu
   CHECK(rules.RanLongEnough(plain, absl::FromUnixSeconds(kStart), absl::ZeroDuration()));
 }
 
-}  // namespace
+}  // namespace consolidation_test
 }  // namespace tessel

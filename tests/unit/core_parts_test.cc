@@ -10,7 +10,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace core_parts_test {
 
 using testing::PodBuilder;
 
@@ -181,5 +181,5 @@ TEST_CASE("GangTracker: one head per gang, the earliest member; a changed member
   }
 }
 
-}  // namespace
+}  // namespace core_parts_test
 }  // namespace tessel

@@ -22,7 +22,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel::bench {
-namespace {
+namespace decision_cache_test {
 
 using nlohmann::json;
 
@@ -666,5 +666,5 @@ TEST_CASE("decision cache and preemption: backlogs that fit nowhere, priorities,
   CHECK(total.dry_runs_made > 1000);
 }
 
-}  // namespace
+}  // namespace decision_cache_test
 }  // namespace tessel::bench

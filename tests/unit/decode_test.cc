@@ -6,7 +6,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace decode_test {
 
 using nlohmann::json;
 
@@ -257,5 +257,5 @@ TEST_CASE("DecodeList keeps good objects and names bad ones", "[decode]") {
   CHECK_THAT(std::string(DecodeList(R"({"kind":"List"})").status().message()), Catch::Contains("no \"items\" array"));
 }
 
-}  // namespace
+}  // namespace decode_test
 }  // namespace tessel

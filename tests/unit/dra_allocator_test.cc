@@ -9,7 +9,7 @@
 #include "scheduler/dra/cel_matcher.h"
 
 namespace tessel::dra {
-namespace {
+namespace dra_allocator_test {
 
 using namespace testing;  // NOLINT: the fixtures
 
@@ -720,5 +720,5 @@ TEST_CASE("the product's matcher evaluates CEL selectors through dra/cel", "[dra
   CHECK_THAT(std::string(error.status().message()), Catch::Contains("DeviceClass bad: selector #0 (device.driver ==)"));
 }
 
-}  // namespace
+}  // namespace dra_allocator_test
 }  // namespace tessel::dra

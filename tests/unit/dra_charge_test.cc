@@ -11,7 +11,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace dra_charge_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -145,5 +145,5 @@ TEST_CASE("a queue's GPU quota holds the GPUs its pods take through ResourceClai
   CHECK_THAT(record.value("tessel.io/dra-charge", ""), Catch::EndsWith("=1"));
 }
 
-}  // namespace
+}  // namespace dra_charge_test
 }  // namespace tessel

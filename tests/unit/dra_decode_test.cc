@@ -6,7 +6,7 @@
 #include "scheduler/dra/decode.h"
 
 namespace tessel::dra {
-namespace {
+namespace dra_decode_test {
 
 using nlohmann::json;
 
@@ -313,5 +313,5 @@ TEST_CASE("an allocation encodes to status JSON and decodes back to itself", "[d
   CHECK(back->allocation->node_selector->at(0).match_fields.at(0).values == std::vector<std::string>{"node-1"});
 }
 
-}  // namespace
+}  // namespace dra_decode_test
 }  // namespace tessel::dra

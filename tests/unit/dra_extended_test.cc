@@ -19,7 +19,7 @@
 #include "fake_handle.h"
 
 namespace tessel {
-namespace {
+namespace dra_extended_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -658,5 +658,5 @@ TEST_CASE("DynamicResources: the class for an extended resource, a claim left ov
   }
 }
 
-}  // namespace
+}  // namespace dra_extended_test
 }  // namespace tessel

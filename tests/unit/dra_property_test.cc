@@ -15,7 +15,7 @@
 #include "unit/dra_fixtures.h"
 
 namespace tessel::dra {
-namespace {
+namespace dra_property_test {
 
 using namespace testing;  // NOLINT: the fixtures
 
@@ -476,5 +476,5 @@ TEST_CASE("property: every allocation is valid, and one is found whenever one ex
   CHECK(refused > 20);
 }
 
-}  // namespace
+}  // namespace dra_property_test
 }  // namespace tessel::dra

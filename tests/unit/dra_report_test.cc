@@ -6,7 +6,7 @@
 #include "scheduler/report/dra_report.h"
 
 namespace tessel {
-namespace {
+namespace dra_report_test {
 
 using nlohmann::json;
 
@@ -46,5 +46,5 @@ TEST_CASE("DRA devices by driver: the newest generation of a pool, a shared devi
   CHECK(counts.at("nic.example.com") == DraDeviceCount{.published = 3, .allocated = 0});
 }
 
-}  // namespace
+}  // namespace dra_report_test
 }  // namespace tessel

@@ -13,7 +13,7 @@
 #include "fake_handle.h"
 
 namespace tessel {
-namespace {
+namespace dynamic_resources_test {
 
 using dynamic_resources::DynamicResources;
 using testing::FakeHandle;
@@ -412,5 +412,5 @@ TEST_CASE("the pod decode keeps spec.resourceClaims and names a malformed entry"
   }
 }
 
-}  // namespace
+}  // namespace dynamic_resources_test
 }  // namespace tessel

@@ -12,7 +12,7 @@
 #include "bench/e2e/workload.h"
 
 namespace tessel::bench::e2e {
-namespace {
+namespace e2e_workload_test {
 
 // The most pods of `sizes` that fit on `nodes` nodes, by trying every assignment.
 int64_t BruteForceMax(const std::vector<int64_t>& sizes, int64_t nodes) {
@@ -94,5 +94,5 @@ TEST_CASE("e2e placeable count equals exhaustive search on small clusters", "[e2
   }
 }
 
-}  // namespace
+}  // namespace e2e_workload_test
 }  // namespace tessel::bench::e2e

@@ -14,7 +14,7 @@
 #include "scheduler/core/explain.h"
 
 namespace tessel {
-namespace {
+namespace explain_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -219,5 +219,5 @@ TEST_CASE("explain: room a nominated pod will take does not count as fitting now
   }
 }
 
-}  // namespace
+}  // namespace explain_test
 }  // namespace tessel

@@ -18,7 +18,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace fail_closed_test {
 
 using nlohmann::json;
 using testing::PodBuilder;
@@ -343,5 +343,5 @@ TEST_CASE("Fail closed: the members of a PodGroup that does not decode are told 
   CHECK(c.Bound("team") == 2);
 }
 
-}  // namespace
+}  // namespace fail_closed_test
 }  // namespace tessel

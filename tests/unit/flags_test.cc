@@ -6,7 +6,7 @@
 #include "scheduler/cmd/flags.h"
 
 namespace tessel::cmd {
-namespace {
+namespace flags_test {
 
 struct Options {
   std::string config;
@@ -227,5 +227,5 @@ TEST_CASE("flags: RunCommand runs the named command with the arguments after it"
   CHECK(RunCommand("bench", "", commands, 1, h) == 0);
 }
 
-}  // namespace
+}  // namespace flags_test
 }  // namespace tessel::cmd

@@ -22,7 +22,7 @@
 
 namespace tessel {
 using Pools = std::map<std::string, int>;  // pods per node pool
-namespace {
+namespace flavor_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -306,7 +306,7 @@ struct FlavoredCluster {
 };
 
 
-}  // namespace
+}  // namespace flavor_test
 }  // namespace tessel
 
 namespace Catch {
@@ -321,7 +321,7 @@ struct StringMaker<tessel::Pools> {
 }  // namespace Catch
 
 namespace tessel {
-namespace {
+namespace flavor_test {
 
 TEST_CASE("a pod takes the first flavor with both quota and room: fallback on quota and on "
           "capacity, never a flavor its queue does not list",
@@ -782,5 +782,5 @@ TEST_CASE("a node relabelled into another flavor takes its pods' usage with it",
   CHECK(report.front().flavors[1].usage.Get("nvidia.com/gpu") == 4000);
 }
 
-}  // namespace
+}  // namespace flavor_test
 }  // namespace tessel

@@ -10,7 +10,7 @@
 #include "scheduler/framework/plugin_util.h"
 
 namespace tessel {
-namespace {
+namespace framework_test {
 
 using testing::FakeHandle;
 using testing::NodeBuilder;
@@ -343,5 +343,5 @@ TEST_CASE("PostFilter: plugins that do not help undo nothing an earlier one did"
   }
 }
 
-}  // namespace
+}  // namespace framework_test
 }  // namespace tessel

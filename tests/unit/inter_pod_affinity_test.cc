@@ -7,7 +7,7 @@
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel::inter_pod_affinity {
-namespace {
+namespace inter_pod_affinity_test {
 
 using testing::FakeHandle;
 using testing::LabeledPod;
@@ -208,5 +208,5 @@ TEST_CASE("InterPodAffinity args are validated", "[plugins][interpodaffinity]") 
   CHECK_FALSE(InterPodAffinity::ParseArgs(YAML::Load("{hardPodAfinityWeight: 1}")).ok());
 }
 
-}  // namespace
+}  // namespace inter_pod_affinity_test
 }  // namespace tessel::inter_pod_affinity

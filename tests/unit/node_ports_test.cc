@@ -5,7 +5,7 @@
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel::node_ports {
-namespace {
+namespace node_ports_test {
 
 using testing::FakeHandle;
 using testing::LabeledPod;
@@ -66,5 +66,5 @@ TEST_CASE("NodePorts counts init containers' ports too", "[plugins][nodeports]")
         "Unschedulable: " + std::string(kReason));
 }
 
-}  // namespace
+}  // namespace node_ports_test
 }  // namespace tessel::node_ports

@@ -14,7 +14,7 @@
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel {
-namespace {
+namespace node_volume_limits_test {
 
 using node_volume_limits::NodeVolumeLimits;
 using testing::FakeHandle;
@@ -251,5 +251,5 @@ TEST_CASE("NodeVolumeLimits: property over generated nodes, claims and pods",
   CHECK(rejected > 100);
 }
 
-}  // namespace
+}  // namespace node_volume_limits_test
 }  // namespace tessel

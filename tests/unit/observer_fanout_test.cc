@@ -5,7 +5,7 @@
 #include "scheduler/server/observer_fanout.h"
 
 namespace tessel::server {
-namespace {
+namespace observer_fanout_test {
 
 // Appends "<name>:<call>:<detail>" for every call to a shared log.
 class Recorder final : public SchedulingObserver {
@@ -69,5 +69,5 @@ TEST_CASE("ObserverFanout hands every call to every observer in the order they w
   twice("attempt:ns/p scheduled 3ms");
 }
 
-}  // namespace
+}  // namespace observer_fanout_test
 }  // namespace tessel::server

@@ -10,7 +10,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel::queue_quota {
-namespace {
+namespace pending_order_test {
 
 using nlohmann::json;
 using testing::PodBuilder;
@@ -160,5 +160,5 @@ TEST_CASE("pending order: pods group by namespace, whatever labels they carry", 
   CHECK(PendingGroupOf(PodBuilder("q", "ns").Label("tessel.io/queue", "team-b").Build()) == "ns");
 }
 
-}  // namespace
+}  // namespace pending_order_test
 }  // namespace tessel::queue_quota

@@ -26,7 +26,7 @@
 #include "plugins/volume_binding/volume_binding.h"
 
 namespace tessel {
-namespace {
+namespace plugin_args_test {
 
 // One plugin with args: `check` gets its args parsed from no args (the defaults) and from
 // `valid`; `bad` must fail with `error`.
@@ -294,5 +294,5 @@ TEST_CASE("the registry's factories: from YAML (the framework names the plugin) 
         absl::StatusCode::kNotFound);
 }
 
-}  // namespace
+}  // namespace plugin_args_test
 }  // namespace tessel

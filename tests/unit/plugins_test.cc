@@ -12,7 +12,7 @@
 #include "scheduler/framework/plugin_util.h"
 
 namespace tessel {
-namespace {
+namespace plugins_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -275,5 +275,5 @@ TEST_CASE("DefaultNormalizeScore", "[plugins]") {
   CHECK((zeros[0].score == 100 && zeros[1].score == 100));
 }
 
-}  // namespace
+}  // namespace plugins_test
 }  // namespace tessel

@@ -5,7 +5,7 @@
 #include "scheduler/api/decode.h"
 
 namespace tessel {
-namespace {
+namespace pod_rules_decode_test {
 
 using nlohmann::json;
 using Op = LabelSelectorRequirement::Operator;
@@ -151,5 +151,5 @@ TEST_CASE("bad pod terms name the field", "[decode]") {
   }
 }
 
-}  // namespace
+}  // namespace pod_rules_decode_test
 }  // namespace tessel

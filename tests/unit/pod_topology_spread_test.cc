@@ -11,7 +11,7 @@
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel::pod_topology_spread {
-namespace {
+namespace pod_topology_spread_test {
 
 using testing::FakeHandle;
 using testing::LabeledPod;
@@ -301,5 +301,5 @@ TEST_CASE("PodTopologySpread keeps the skew within maxSkew (seeded property)", "
   CHECK(refused_total > 100);
 }
 
-}  // namespace
+}  // namespace pod_topology_spread_test
 }  // namespace tessel::pod_topology_spread

@@ -21,7 +21,7 @@
 #include "scheduler/preemption/preemption.h"
 
 namespace tessel {
-namespace {
+namespace preemption_test {
 
 using preemption::Candidate;
 using preemption::Context;
@@ -1074,5 +1074,5 @@ TEST_CASE("property: move plans found with the kept movable index equal those fo
   CHECK(with_plans > 5);
 }
 
-}  // namespace
+}  // namespace preemption_test
 }  // namespace tessel

@@ -20,7 +20,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel::provisioning {
-namespace {
+namespace provisioning_test {
 
 using nlohmann::json;
 using testing::NodeBuilder;
@@ -843,5 +843,5 @@ TEST_CASE("Provisioned for long and the gang still does not fit: the message say
              Catch::EndsWith("is Provisioned; waiting for its nodes"));
 }
 
-}  // namespace
+}  // namespace provisioning_test
 }  // namespace tessel::provisioning

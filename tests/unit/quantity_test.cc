@@ -4,7 +4,7 @@
 #include "scheduler/api/quantity.h"
 
 namespace tessel {
-namespace {
+namespace quantity_test {
 
 struct Case {
   const char* text;
@@ -108,5 +108,5 @@ TEST_CASE("FormatMilli prints whole units without a suffix", "[quantity]") {
   CHECK(FormatMilli(0) == "0");
 }
 
-}  // namespace
+}  // namespace quantity_test
 }  // namespace tessel

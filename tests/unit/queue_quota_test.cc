@@ -20,7 +20,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 using nlohmann::json;
 using queue_quota::QueueQuota;
@@ -945,11 +945,11 @@ TEST_CASE("property: fair sharing takes borrowed capacity only from a queue whos
   CHECK(denied_total > 20);
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 TEST_CASE("QueueQuota: in a tree of cohorts, reclaim takes back from the nearest subtree that borrows",
           "[quota][queue_quota][preemption][cohort]") {
@@ -984,11 +984,11 @@ TEST_CASE("QueueQuota: in a tree of cohorts, reclaim takes back from the nearest
   CHECK(c.api.evictions[0].starts_with(a2_pods == 2 ? "a2/" : "b1/"));
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 TEST_CASE("QueueQuota: fair sharing in a tree compares the two subtrees where the queues meet",
           "[quota][queue_quota][cohort]") {
@@ -1018,11 +1018,11 @@ TEST_CASE("QueueQuota: fair sharing in a tree compares the two subtrees where th
   CHECK(h.plugin->MayEvict(state, preemptor, b_pods[1], &reason) == VictimVerdict::kDeny);
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 TEST_CASE("QueueQuota: usageHalfLifeSeconds is an integer from 0 (off) to a year",
           "[quota][queue_quota][decay]") {
@@ -1206,11 +1206,11 @@ TEST_CASE("QueueQuota: decayed usage restored after a restart moves on from the 
   CHECK_FALSE(h.plugin->RestoreDecayedUsage("a", Res("nvidia.com/gpu:6"), h.handle.clock().Now()));
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seed 202 and others): a gang's reclaim was
 // judged by its first member's charge alone. Team b (nominal 4) runs 2 GPUs; team a (nominal 4)
@@ -1254,11 +1254,11 @@ TEST_CASE("QueueQuota: a gang reclaims only when the whole gang stays within its
   }
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seed 161): a share was what a subtree
 // borrows over what its parent's children lend. Where they lend nothing (queues of nominal 0 in
@@ -1283,11 +1283,11 @@ TEST_CASE("QueueQuota: fair sharing among queues that lend nothing still compare
   CHECK(h.plugin->MayEvict(state, preemptor, b_pods[0], &reason) == VictimVerdict::kDeny);
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seeds 1303 and 1825 of 2,000 + 1,000): two
 // departments each within their subtree quota, their teams above their own nominal quotas, the
@@ -1329,11 +1329,11 @@ TEST_CASE("QueueQuota: fair sharing takes nothing from a subtree that does not b
   }
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seed 855 of 2,000 + 1,000): a victim in a
 // gang was judged by its own charge, while preemption evicts the gang whole, its mates on other
@@ -1382,11 +1382,11 @@ TEST_CASE("QueueQuota: a victim in a gang is judged with its mates on other node
   }
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seed 1356 of 2,000 + 1,000): a preemptor's
 // cycle leaves out its own queue's nominated pods of lower priority (they yield to it), so its
@@ -1418,11 +1418,11 @@ TEST_CASE("QueueQuota: a preemptor's queue is judged with its nominated pods of 
   }
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (issue 40's loop check, seed 2973 of 2,000 + 1,000): shares were
 // compared by their dominant part alone. Where both sides borrow most of another resource (a
@@ -1461,11 +1461,11 @@ TEST_CASE("QueueQuota: fair sharing breaks a tie of dominant shares by the next 
   }
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel
 
 namespace tessel {
-namespace {
+namespace queue_quota_test {
 
 // The composition property (seed 226 of the default family once gang victims were judged whole,
 // seed 2982 of 3,000 + 1,500): a gang's members still to place were judged at the rate of the
@@ -1500,5 +1500,5 @@ TEST_CASE("QueueQuota: a gang is judged at the most its members could charge, wh
   CHECK(h.plugin->MayEvict(state, *members->front(), replica, &reason) == VictimVerdict::kDeny);
 }
 
-}  // namespace
+}  // namespace queue_quota_test
 }  // namespace tessel

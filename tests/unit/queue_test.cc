@@ -11,7 +11,7 @@
 #include "scheduler/queue/scheduling_queue.h"
 
 namespace tessel {
-namespace {
+namespace queue_test {
 
 using testing::PodBuilder;
 
@@ -392,5 +392,5 @@ TEST_CASE("PopWait returns when a pod arrives or times out", "[queue]") {
   CHECK_FALSE(q.PopWait(absl::Seconds(30)).has_value());
 }
 
-}  // namespace
+}  // namespace queue_test
 }  // namespace tessel

@@ -14,7 +14,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace quota_test {
 
 using nlohmann::json;
 using testing::PodBuilder;
@@ -541,5 +541,5 @@ TEST_CASE("queue reports count pending and admitted pods and the oldest wait", "
   CHECK_FALSE(r[1].oldest_pending.has_value());
 }
 
-}  // namespace
+}  // namespace quota_test
 }  // namespace tessel

@@ -17,7 +17,7 @@
 #include "plugins/registry.h"
 
 namespace tessel::bench {
-namespace {
+namespace replay_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -146,5 +146,5 @@ TEST_CASE("tessel-bench replay exit codes and output", "[replay][binary]") {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace replay_test
 }  // namespace tessel::bench

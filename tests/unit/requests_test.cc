@@ -5,7 +5,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace requests_test {
 
 using testing::Res;
 
@@ -77,5 +77,5 @@ TEST_CASE("Resources arithmetic and FitsIn", "[requests]") {
   CHECK(Res("memory:2Gi,cpu:1500m").DebugString() == "cpu:1500m,memory:2Gi");
 }
 
-}  // namespace
+}  // namespace requests_test
 }  // namespace tessel

@@ -22,7 +22,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace reservation_test {
 
 using reservation::Reservation;
 using testing::NodeBuilder;
@@ -504,5 +504,5 @@ TEST_CASE("reservation: a pod of a queue with two flavors holds one node, of its
   CHECK(reserved_events == 1);
 }
 
-}  // namespace
+}  // namespace reservation_test
 }  // namespace tessel

@@ -19,7 +19,7 @@
 #include "scheduler/util/strings.h"
 
 namespace tessel {
-namespace {
+namespace scheduler_test {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
@@ -1028,5 +1028,5 @@ TEST_CASE("a pending pod that stops decoding leaves the queue and is reported, n
   CHECK(f.api.binds[0].first == "default/a");
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessel

@@ -14,7 +14,7 @@
 #include "scheduler/state/cluster_objects.h"
 
 namespace tessel::bench {
-namespace {
+namespace sim_claims_test {
 
 using nlohmann::json;
 
@@ -241,5 +241,5 @@ TEST_CASE("replayed GPU pods served by DRA: the claims made for them, deleted wi
   CHECK(world.ReservedFor(claims_of("c")[0]) == std::vector<std::string>{"c@pod-uid-c"});
 }
 
-}  // namespace
+}  // namespace sim_claims_test
 }  // namespace tessel::bench

@@ -9,7 +9,7 @@
 #include "scheduler/testing/fake_cluster_api.h"
 
 namespace tessel {
-namespace {
+namespace testing_library_test {
 
 using testing::CoreHarness;
 using testing::FakeClusterApi;
@@ -101,5 +101,5 @@ TEST_CASE("CoreHarness: a pod is bound through the fake API and confirmed", "[te
   CHECK(h.sim.placements().at("default/a") == "n1");  // it observes the outcomes, by default
 }
 
-}  // namespace
+}  // namespace testing_library_test
 }  // namespace tessel

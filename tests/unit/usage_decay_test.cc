@@ -7,7 +7,7 @@
 #include "scheduler/quota/usage_decay.h"
 
 namespace tessel {
-namespace {
+namespace usage_decay_test {
 
 Resources Gpus(int64_t milli) {
   Resources r;
@@ -150,5 +150,5 @@ TEST_CASE("decayed usage in a Queue's status: written, read back, restored", "[q
         "Queue team-a: status.fairSharing.decayedUsageComputedAt: \"yesterday\" is not an RFC 3339 time");
 }
 
-}  // namespace
+}  // namespace usage_decay_test
 }  // namespace tessel

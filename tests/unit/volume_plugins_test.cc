@@ -13,7 +13,7 @@
 #include "tests/unit/pod_rules_harness.h"
 
 namespace tessel {
-namespace {
+namespace volume_plugins_test {
 
 using testing::FakeHandle;
 using testing::WithClaims;
@@ -90,8 +90,6 @@ Reserved ReserveOn(FakeHandle& h, const Pod& pod, const std::string& node, int t
   REQUIRE(r.plugin->Reserve(r.state, pod, node).ok());
   return r;
 }
-
-}  // namespace
 
 TEST_CASE("VolumeBinding gives kube-scheduler's reasons", "[plugins][volumes]") {
   using namespace volume_binding;
@@ -523,4 +521,5 @@ TEST_CASE("Storage objects decode with errors naming the object and the field", 
   CHECK(no_claim.status().message() == "Pod team/p: spec.volumes[0].persistentVolumeClaim.claimName: missing");
 }
 
+}  // namespace volume_plugins_test
 }  // namespace tessel

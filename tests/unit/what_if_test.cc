@@ -16,7 +16,7 @@
 #include "scheduler/testing/builders.h"
 
 namespace tessel {
-namespace {
+namespace what_if_test {
 
 using testing::FakeHandle;
 using testing::NodeBuilder;
@@ -222,5 +222,5 @@ TEST_CASE("Fits counts the pods nominated to a node that are at least as importa
   }
 }
 
-}  // namespace
+}  // namespace what_if_test
 }  // namespace tessel
