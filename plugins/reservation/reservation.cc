@@ -13,6 +13,7 @@
 #include "scheduler/framework/what_if.h"
 #include "scheduler/framework/plugin_util.h"
 #include "scheduler/gpu/gpu_devices.h"
+#include "scheduler/util/api_time.h"
 #include "scheduler/util/status_macros.h"
 #include "scheduler/util/strings.h"
 
@@ -204,7 +205,7 @@ Status Reservation::Filter(const CycleState& state, const Pod& pod, const NodeIn
   if (!Crowds(reserved->need, node.Room(), s->take)) return Status::Ok();
   return Status::Unschedulable(
       StrCat("node ", reserved->node, " is reserved for ", HolderName(*held), " (waiting since ",
-             absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", held->since, absl::UTCTimeZone()), ", reserved after ",
+             FormatRfc3339(held->since), ", reserved after ",
              Seconds(held->reserved - held->since), " s)"));
 }
 

@@ -1,8 +1,6 @@
 // Consumable capacity: rounding by the request policy, and the fit check.
 #include "scheduler/dra/capacity.h"
 
-#include <limits>
-
 #include "scheduler/util/saturating.h"
 
 namespace tessel::dra {

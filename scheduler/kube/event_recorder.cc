@@ -4,7 +4,6 @@
 #include <random>
 
 #include "nlohmann/json.hpp"
-#include "scheduler/kube/leader_election.h"
 #include "scheduler/util/api_time.h"
 #include "spdlog/spdlog.h"
 

@@ -1,10 +1,10 @@
 // Lease-based leader election.
 #include "scheduler/kube/leader_election.h"
-#include "scheduler/util/api_time.h"
 
 #include <random>
 
 #include "nlohmann/json.hpp"
+#include "scheduler/util/api_time.h"
 #include "spdlog/spdlog.h"
 
 namespace tessel::kube {

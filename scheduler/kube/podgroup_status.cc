@@ -16,7 +16,7 @@ json PodGroupStatusPatch(const gang::GangStatusUpdate& u) {
                  {"status", u.condition ? "True" : "False"},
                  {"reason", gang::ReasonName(u.reason)},
                  {"message", u.message},
-                 {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", u.time, absl::UTCTimeZone())}};
+                 {"lastTransitionTime", FormatRfc3339(u.time)}};
   json status{{"phase", gang::PhaseName(u.phase)}, {"conditions", json::array({condition})}};
   if (u.reason != gang::GangReason::kBindFailed) status["scheduled"] = u.scheduled;
   status["running"] = u.running;

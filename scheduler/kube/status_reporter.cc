@@ -2,7 +2,6 @@
 #include "scheduler/kube/status_reporter.h"
 
 #include "nlohmann/json.hpp"
-#include "scheduler/kube/leader_election.h"
 #include "scheduler/util/api_time.h"
 #include "spdlog/spdlog.h"
 

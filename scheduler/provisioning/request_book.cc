@@ -21,7 +21,6 @@ int32_t AttemptOf(std::string_view name) {
   return ec == std::errc() && end == digits.data() + digits.size() ? attempt : 0;
 }
 
-
 }  // namespace
 
 std::string RequestBook::Describe(const GangRequests& g) {

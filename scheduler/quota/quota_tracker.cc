@@ -2,7 +2,6 @@
 #include "scheduler/quota/quota_tracker.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "scheduler/util/saturating.h"
 #include "scheduler/util/strings.h"

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "nlohmann/json.hpp"
+#include "scheduler/util/api_time.h"
 #include "scheduler/util/strings.h"
 
 namespace tessel {
@@ -176,9 +177,7 @@ nlohmann::json DecayedUsageStatus(const DecayedUsageRecord& record) {
   nlohmann::json usage = nlohmann::json::object();
   for (const auto& [r, amount] : record.decayed.Entries()) usage[r] = FormatResourceQuantity(r, amount);
   return {{"decayedUsage", std::move(usage)},
-          {"decayedUsageComputedAt",
-           absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(absl::ToUnixSeconds(record.computed_at)),
-                            absl::UTCTimeZone())}};
+          {"decayedUsageComputedAt", FormatRfc3339(record.computed_at)}};
 }
 
 absl::StatusOr<std::optional<DecayedUsageRecord>> ReadDecayedUsageStatus(const nlohmann::json& object) {

@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <map>
 
 #include "re2/re2.h"

@@ -7,7 +7,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "scheduler/util/strings.h"
