@@ -3,7 +3,6 @@
 
 #include "scheduler/framework/node_tiers.h"
 #include "scheduler/framework/plugin_util.h"
-#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/dra_room.h"
 #include "scheduler/util/status_macros.h"
@@ -15,12 +14,6 @@ namespace {
 constexpr size_t kPlansTried = 3;
 // How long a search that found no plan holds for a pod.
 constexpr absl::Duration kRetryAfter = absl::Seconds(30);
-
-// GPU-equivalent milli the pod asks for: its GPU request (an extended resource DRA may serve
-// included) and the devices of its own DRA claims.
-int64_t AskedGpuMilli(const Pod& pod) {
-  return gpu::ReadGpuRequest(pod).total_milli() + preemption::DraDeviceMilli(pod);
-}
 
 // The vain-search hold is per pod and node tier: the core offers a flavored pod's tiers in turn
 // in one attempt (node_tiers.h), each with the other tiers' nodes unresolvable, and a search in
@@ -97,7 +90,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return {.status = Status::Error(StrCat("consolidation: no profile \"", pod.scheduler_name, "\""))};
   }
   if (args_.max_moves_per_pod == 0) return unschedulable("maxMovesPerPod is 0");
-  const int64_t gpu_milli = AskedGpuMilli(pod);
+  const int64_t gpu_milli = preemption::AskedGpuMilli(pod);
   if (gpu_milli == 0) return unschedulable("the pod asks for no GPU");
   if (gpu_milli < args_.min_pod_gpus * 1000) {
     return unschedulable(StrCat("the pod asks for fewer than minPodGpus (", args_.min_pod_gpus, ") GPUs"));
@@ -163,7 +156,7 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   const Framework* fw = handle_.FrameworkFor(head.scheduler_name);
   if (fw == nullptr || !head.MayPreempt()) return result;
   int64_t gang_gpu_milli = 0;
-  for (const PodRef& m : gang.members) gang_gpu_milli += AskedGpuMilli(*m);
+  for (const PodRef& m : gang.members) gang_gpu_milli += preemption::AskedGpuMilli(*m);
   if (gang_gpu_milli == 0 || gang_gpu_milli < args_.min_pod_gpus * 1000) return result;
   const absl::Time now = handle_.clock().Now();
   const std::string gang_key = StrCat("gang:", handle_.GangKeyOf(head));

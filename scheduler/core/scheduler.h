@@ -2,10 +2,10 @@
 // profiles and the cycle; the cache is fed from outside (informers or a trace loader), and the
 // outside world is reached only through ClusterApi and SchedulingObserver. Laid out as
 // kube-scheduler's:
-//   scheduler.cc       construction, the loop, the framework Handle
+//   scheduler.cc       construction, the loop, the framework Handle, and one pod's scheduling
+//                      cycle: SchedulingCycle returns a CycleResult (a node, or a Status and a
+//                      Diagnosis) and RecordFailure is the one failure sink
 //   event_handlers.cc  pods, nodes and cluster objects arriving (the informers' side)
-//   schedule_one.cc    one pod's scheduling cycle: SchedulingCycle returns a CycleResult (a node,
-//                      or a Status and a Diagnosis) and RecordFailure is the one failure sink
 //   binding_cycle.cc   the binding cycle, and pods waiting in Permit (framework/waiting_pods.h)
 //   gang_cycle.cc      a gang's cycle (one plan for the whole gang), gang_binding.cc its binds
 // The state it reads lives below it: PriorityClasses and PDBs in state/priority_classes.h,
@@ -296,7 +296,7 @@ class Scheduler final : public Handle {
   explicit Scheduler(SchedulerParams params);
   class TrackerQueue;  // the queue as the gang tracker uses it
 
-  // What a scheduling cycle decided (schedule_one.cc): a node, or why not.
+  // What a scheduling cycle decided: a node, or why not.
   struct CycleResult {
     std::string node;  // set when status is ok
     Status status;     // not ok: the failure, reported and requeued by RecordFailure
@@ -320,9 +320,11 @@ class Scheduler final : public Handle {
   // Records an Event on each Queue that newly lost a namespace to an older queue.
   void ReportQueueConflicts();
 
-  // --- The scheduling cycle of one pod (schedule_one.cc). ---
+  // --- The scheduling cycle of one pod (scheduler.cc). ---
   void RunCycle(InFlightPod pod);
-  CycleResult SchedulingCycle(const Framework& fw, CycleState& state, InFlightPod& pod);
+  // `pod` is the popped copy, which RunCycle holds for the whole cycle; a PostFilter may nominate
+  // a newer one through `in_flight`.
+  CycleResult SchedulingCycle(const Framework& fw, CycleState& state, const Pod& pod, InFlightPod& in_flight);
   // Filter: the nominated node first, then the decision cache, then every node.
   // `cached`: the decision cache's answer (kFallback when it left it to the full evaluation).
   FilterOutcome FindNodes(const Framework& fw, CycleState& state, const Pod& pod,

@@ -7,6 +7,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/framework/dra_extended.h"
+#include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/state/raw_json.h"
 
 namespace tessel::preemption {
@@ -27,6 +28,8 @@ int64_t DraDeviceMilli(const Pod& pod) {
   for (const auto& [resource, amount] : pod.dra_charge.scalar) milli += amount;
   return milli;
 }
+
+int64_t AskedGpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli() + DraDeviceMilli(pod); }
 
 bool ClaimsAllOwn(const Pod& pod, const ClusterObjects& objects) {
   for (const PodResourceClaim& c : pod.resource_claims) {

@@ -21,6 +21,10 @@ namespace tessel::preemption {
 // Its extended-resource claim is not in it: its request (nvidia.com/gpu) says as much.
 int64_t DraDeviceMilli(const Pod& pod);
 
+// GPU-equivalent milli the pod asks for: its GPU request (an extended resource DRA may serve
+// included) and the devices of its own DRA claims (DraDeviceMilli).
+int64_t AskedGpuMilli(const Pod& pod);
+
 // Whether every claim in the pod's spec.resourceClaims is its own: made from a template for
 // this pod (it is the claim's controlling owner) and reserved for no other pod. A named claim
 // (resourceClaimName) is not, nor a claim not made yet or not found. True without claims.

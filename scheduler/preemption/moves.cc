@@ -16,10 +16,6 @@ namespace {
 // must move much is a poor one anyway.
 constexpr size_t kMaxNodesTried = 16;
 
-// GPU-equivalent milli: the GPU request, and the devices of the pod's own DRA claims (an
-// extended resource served by DRA is in the request).
-int64_t GpuMilli(const Pod& pod) { return gpu::ReadGpuRequest(pod).total_milli() + DraDeviceMilli(pod); }
-
 // Free DRA devices x 1000 per node, when the cluster publishes any for nodes (else empty).
 struct DraFree {
   StringKeyedMap<int64_t> by_node;
@@ -49,7 +45,7 @@ int64_t FreeBeyondNominated(const Context& ctx, const MovableIndex& index, const
     for (const auto& [node, pods] : *nominated) {
       for (const PodRef& p : pods) {
         if (self != nullptr && p->SameKey(*self)) continue;
-        free -= dra != nullptr ? GpuMilli(*p) : gpu::ReadGpuRequest(*p).total_milli();
+        free -= dra != nullptr ? AskedGpuMilli(*p) : gpu::ReadGpuRequest(*p).total_milli();
       }
     }
   }
@@ -107,7 +103,7 @@ bool PlaceAgain(const Context& ctx, const std::vector<Placed>& placed, const std
   std::vector<const PreemptionVictim*> largest_first;
   for (const PreemptionVictim& v : victims) largest_first.push_back(&v);
   std::stable_sort(largest_first.begin(), largest_first.end(), [](const PreemptionVictim* a, const PreemptionVictim* b) {
-    const int64_t ga = GpuMilli(*a->pod), gb = GpuMilli(*b->pod);
+    const int64_t ga = AskedGpuMilli(*a->pod), gb = AskedGpuMilli(*b->pod);
     if (ga != gb) return ga > gb;
     if (a->pod->requests.milli_cpu != b->pod->requests.milli_cpu) {
       return a->pod->requests.milli_cpu > b->pod->requests.milli_cpu;
@@ -185,7 +181,7 @@ std::optional<MovePlan> PlanMoves(const Context& ctx, const CycleState& state, c
     return std::nullopt;
   }
   MovePlan plan{.node = candidate.node, .moves = candidate.victims};
-  for (const PreemptionVictim& m : plan.moves) plan.moved_gpu_milli += GpuMilli(*m.pod);
+  for (const PreemptionVictim& m : plan.moves) plan.moved_gpu_milli += AskedGpuMilli(*m.pod);
   return plan;
 }
 
@@ -202,7 +198,7 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
   // Moves add no room: the cluster's free GPUs, less the nominated pods', must cover the `need`
   // smallest members (what a replica holds differs by node: with shared nodes, any free GPU).
   std::vector<int64_t> sizes;
-  for (const PodRef& m : members) sizes.push_back(GpuMilli(*m));
+  for (const PodRef& m : members) sizes.push_back(AskedGpuMilli(*m));
   std::sort(sizes.begin(), sizes.end());
   int64_t want = 0;
   for (size_t i = 0; i < sizes.size() && i < static_cast<size_t>(need); ++i) want += sizes[i];
@@ -257,7 +253,7 @@ void MovableIndex::Read(const Context& ctx, uint32_t pos) {
     std::string reason;
     if (p->meta.deletion_timestamp.has_value() || (ctx.victim_rule && !ctx.victim_rule(*p, &reason))) continue;
     ++n.movable_pods;
-    n.movable_gpu_milli += GpuMilli(*p);
+    n.movable_gpu_milli += AskedGpuMilli(*p);
   }
   free_total_ += n.free_gpu_milli;
   if (n.movable_pods > 0) most_free_.insert({-n.free_gpu_milli, pos});
@@ -348,7 +344,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
     // A budget that would refuse one of the moves would stop the plan half done: not started.
     if (!c || c->victims.empty() || c->pdb_violations > 0) continue;
     MovePlan cost{.node = c->node, .moves = c->victims};
-    for (const PreemptionVictim& v : c->victims) cost.moved_gpu_milli += GpuMilli(*v.pod);
+    for (const PreemptionVictim& v : c->victims) cost.moved_gpu_milli += AskedGpuMilli(*v.pod);
     candidates.push_back(std::move(cost));
     victims_of.push_back(*std::move(c));
   }
