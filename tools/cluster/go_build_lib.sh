@@ -23,4 +23,8 @@ find_go() {
   [[ -n $GO ]] || die "no Go toolchain (expected /usr/local/go/bin/go)"
   export GOTOOLCHAIN=local
   export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+  # The compiler is a Go program: collecting its garbage less often costs memory (a few hundred
+  # MB a process, on a machine of 24 GiB) and saves CPU (the 1.31 kube-apiserver, cold: 709 CPU-s
+  # with this and without DWARF, against 761).
+  export GOGC="${GOGC:-400}"
 }
