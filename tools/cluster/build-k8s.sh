@@ -108,16 +108,17 @@ write_module() {
   } >"$dir/go.mod"
 }
 
-# The binaries are stripped (-s -w), so no DWARF is made for them either. The oldest release's
-# kube-apiserver serves two short tests (the control plane's smoke test and the install on it):
-# compiled without optimisation and inlining it takes 550 CPU-s cold instead of 761, and its test
-# passed in 72 s instead of 68 (tests/integration/oldest_release_test.sh). etcd, shared by both
-# releases, is always optimised.
+# The binaries are stripped (-s -w), so no DWARF is made for them either (GCFLAGS). The oldest
+# release's kube-apiserver serves two short tests (the control plane's smoke test and the install
+# on it): compiled without optimisation and inlining it takes 550 CPU-s cold instead of 761, and
+# its test passed in 72 s instead of 68 (tests/integration/oldest_release_test.sh). etcd, shared
+# by both releases, is always optimised.
 GCFLAGS="all=-dwarf=false"
-((OLDEST)) && GCFLAGS="all=-N -l -dwarf=false"
-go_build() {  # DIR OUT PACKAGE [LDFLAGS]
-  local dir=$1 out=$2 pkg=$3 ldflags=${4:-}
-  (cd "$dir" && nice -n 10 "$GO" build -ldflags "-s -w $ldflags" -gcflags "$GCFLAGS" -o "$out.tmp" "$pkg") \
+K8S_GCFLAGS=$GCFLAGS
+((OLDEST)) && K8S_GCFLAGS="all=-N -l -dwarf=false"
+go_build() {  # DIR OUT PACKAGE GCFLAGS [LDFLAGS]
+  local dir=$1 out=$2 pkg=$3 gcflags=$4 ldflags=${5:-}
+  (cd "$dir" && nice -n 10 "$GO" build -ldflags "-s -w $ldflags" -gcflags "$gcflags" -o "$out.tmp" "$pkg") \
     >>"$LOG" 2>&1 || { tail -n 20 "$LOG" >&2; die "go build $pkg failed (see $LOG)"; }
   mv -f "$out.tmp" "$out"
 }
@@ -151,7 +152,7 @@ if ((need_k8s)); then
     [[ -x $BIN/$c ]] && continue
     t0=$SECONDS
     log "go build k8s.io/kubernetes/cmd/$c"
-    go_build "$WORK/k8s" "$BIN/$c" "k8s.io/kubernetes/cmd/$c" "$stamp"
+    go_build "$WORK/k8s" "$BIN/$c" "k8s.io/kubernetes/cmd/$c" "$K8S_GCFLAGS" "$stamp"
     log "built $c in $((SECONDS - t0)) s"
   done
 fi
@@ -164,8 +165,7 @@ if [[ ! -x $BIN/etcd ]]; then
     log "go build go.etcd.io/etcd/server/v3 v$ETCD_VERSION"
     mkdir -p "$(dirname "$ETCD_BIN")"
     write_module "$WORK/etcd" go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
-    GCFLAGS="all=-dwarf=false"  # etcd is shared by both releases: always optimised
-    go_build "$WORK/etcd" "$ETCD_BIN" go.etcd.io/etcd/server/v3
+    go_build "$WORK/etcd" "$ETCD_BIN" go.etcd.io/etcd/server/v3 "$GCFLAGS"
     log "built etcd in $((SECONDS - t0)) s"
   fi
   install -m 0755 "$ETCD_BIN" "$BIN/.etcd.tmp"
