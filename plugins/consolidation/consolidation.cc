@@ -14,21 +14,21 @@ namespace {
 constexpr size_t kPlansTried = 3;
 // How long a search that found no plan holds for a pod.
 constexpr absl::Duration kRetryAfter = absl::Seconds(30);
+// The tier part of a vain-search hold's key for a pod without node tiers, and for a gang.
+constexpr int64_t kUntiered = -1, kGang = -2;
 
 // The vain-search hold is per pod and node tier: the core offers a flavored pod's tiers in turn
 // in one attempt (node_tiers.h), each with the other tiers' nodes unresolvable, and a search in
 // vain on one says nothing of the next. The tier is read off a node the pod may still use.
-std::string VainKey(const Handle& handle, const CycleState& state, const Pod& pod, const NodeStatusMap& filtered) {
+int64_t TierSearched(const Handle& handle, const CycleState& state, const NodeStatusMap& filtered) {
   const TierWalk walk(state, {});
-  if (!walk.tiered()) return pod.Key();
+  if (!walk.tiered()) return kUntiered;
   for (const auto& [name, status] : filtered) {
     if (status.code() != Code::kUnschedulable) continue;
     const NodeInfo* node = handle.snapshot().Get(name);
-    if (const std::optional<int64_t> tier = node == nullptr ? std::nullopt : walk.TierOf(*node)) {
-      return StrCat(pod.Key(), "#", *tier);
-    }
+    if (const std::optional<int64_t> tier = node == nullptr ? std::nullopt : walk.TierOf(*node)) return *tier;
   }
-  return pod.Key();
+  return kUntiered;
 }
 
 }  // namespace
@@ -90,29 +90,24 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return {.status = Status::Error(StrCat("consolidation: no profile \"", pod.scheduler_name, "\""))};
   }
   if (args_.max_moves_per_pod == 0) return unschedulable("maxMovesPerPod is 0");
-  const int64_t gpu_milli = preemption::AskedGpuMilli(pod);
-  if (gpu_milli == 0) return unschedulable("the pod asks for no GPU");
-  if (gpu_milli < args_.min_pod_gpus * 1000) {
-    return unschedulable(StrCat("the pod asks for fewer than minPodGpus (", args_.min_pod_gpus, ") GPUs"));
-  }
   if (!handle_.GangKeyOf(pod).empty()) return unschedulable("gang members are placed by the gang cycle");
 
   const absl::Time now = handle_.clock().Now();
-  const std::string vain_key = VainKey(handle_, state, pod, filtered);
+  const VainKey vain_key{pod.Key(), TierSearched(handle_, state, filtered)};
   if (auto it = last_in_vain_.find(vain_key); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
     return unschedulable("no plan was found for the pod a moment ago");
   }
   const preemption::DisruptionRules rules(handle_.PriorityClasses(), handle_.Queues());
   preemption::Context ctx = MoveContext(fw, rules, now);
-  std::string why;
-  if (!preemption::EligibleToPreempt(ctx, pod, filtered, &why)) return unschedulable(why);
   index_.Sync(ctx, rules.movable_version());
-
-  const std::vector<preemption::MovePlan> plans =
-      preemption::FindMovePlans(ctx, state, pod, filtered, kPlansTried, &index_);
-  if (plans.empty()) {
+  const preemption::MoveSearch search{.max_plans = kPlansTried,
+                                      .min_gpu_milli = std::max<int64_t>(1, args_.min_pod_gpus * 1000)};
+  absl::StatusOr<std::vector<preemption::MovePlan>> plans =
+      preemption::FindMovePlans(ctx, state, pod, filtered, search, &index_);
+  if (!plans.ok()) return unschedulable(std::string(plans.status().message()));  // no search made
+  if (plans->empty()) {
     if (last_in_vain_.size() > 10000) {
-      std::erase_if(last_in_vain_, [&](const auto& kv) { return now - kv.second >= kRetryAfter; });
+      absl::erase_if(last_in_vain_, [&](const auto& kv) { return now - kv.second >= kRetryAfter; });
     }
     last_in_vain_[vain_key] = now;
     PostFilterResult none = unschedulable(
@@ -121,7 +116,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
     return none;
   }
   std::vector<PreemptionVictim> moved;
-  for (const preemption::MovePlan& plan : plans) {
+  for (const preemption::MovePlan& plan : *plans) {
     preemption::EvictionOutcome out = preemption::EvictInOrder(
         handle_, ctx.pdbs, plan.moves,
         [&](const PreemptionVictim&) { return StrCat("moved to make room for ", pod.Key(), " on node ", plan.node); },
@@ -141,7 +136,7 @@ PostFilterResult Consolidation::PostFilter(CycleState& state, const Pod& pod,
             .victims = std::move(moved)};
   }
   return {.status = Status::Unschedulable(StrCat("consolidation: PodDisruptionBudgets refused the moves of all ",
-                                                 plans.size(), " plan(s)")),
+                                                 plans->size(), " plan(s)")),
           .nomination = Nomination::kOverride,
           .victims = std::move(moved)};
 }
@@ -159,7 +154,7 @@ GangPostFilterResult Consolidation::PostFilterGang(const PendingGang& gang) {
   for (const PodRef& m : gang.members) gang_gpu_milli += preemption::AskedGpuMilli(*m);
   if (gang_gpu_milli == 0 || gang_gpu_milli < args_.min_pod_gpus * 1000) return result;
   const absl::Time now = handle_.clock().Now();
-  const std::string gang_key = StrCat("gang:", handle_.GangKeyOf(head));
+  const VainKey gang_key{handle_.GangKeyOf(head), kGang};
   if (auto it = last_in_vain_.find(gang_key); it != last_in_vain_.end() && now - it->second < kRetryAfter) {
     return result;
   }

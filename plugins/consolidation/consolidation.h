@@ -34,6 +34,7 @@
 // fractions included).
 #pragma once
 
+#include "absl/container/flat_hash_map.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/preemption/disruption.h"
 #include "scheduler/preemption/moves.h"
@@ -72,9 +73,11 @@ class Consolidation final : public PostFilterPlugin, public NoFitPostFilterPlugi
   Handle& handle_;
   const Args args_;
   preemption::MovableIndex index_;  // the scheduling thread's, like the cycle
-  // When a plan was last sought in vain for a pod: not again within kRetryAfter (a full cluster
-  // wakes its waiting pods at every change; each search costs dry runs).
-  StringKeyedMap<absl::Time> last_in_vain_;
+  // When a plan was last sought in vain for a pod in a node tier, or for a gang: not again within
+  // kRetryAfter (a full cluster wakes its waiting pods at every change; each search costs dry
+  // runs). Keyed by the pod's key and its tier (-1: untiered), or by the gang's key and -2.
+  using VainKey = std::pair<std::string, int64_t>;
+  absl::flat_hash_map<VainKey, absl::Time> last_in_vain_;
 };
 
 }  // namespace tessel::consolidation

@@ -285,9 +285,21 @@ std::vector<const NodeInfo*> MovableIndex::FullestFirst(const Snapshot& snapshot
   return nodes;
 }
 
-std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
-                                    const NodeStatusMap& rejected, size_t max_plans, MovableIndex* index) {
+absl::StatusOr<std::vector<MovePlan>> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
+                                                    const NodeStatusMap& rejected, const MoveSearch& search,
+                                                    MovableIndex* index) {
+  if (std::string why; !EligibleToPreempt(ctx, pod, rejected, &why)) return absl::FailedPreconditionError(why);
+  // A pod that may take DRA devices (its own claims, or an extended resource a DeviceClass
+  // serves) counts the devices its claims ask for, and the nodes' free DRA devices as room.
+  const bool dra = UsesDraIn(ctx, pod);
+  const int64_t claimed = DraDeviceMilli(pod);
   const gpu::GpuRequest request = gpu::ReadGpuRequest(pod);
+  if (const int64_t asked = request.total_milli() + claimed; asked == 0) {
+    return absl::FailedPreconditionError("the pod asks for no GPU");
+  } else if (asked < search.min_gpu_milli) {
+    return absl::FailedPreconditionError(
+        StrCat("the pod asks for ", asked, " milli-GPU, fewer than the ", search.min_gpu_milli, " that moves are made for"));
+  }
   MovableIndex fresh;  // without an index: read every node now
   if (index == nullptr) {
     index = &fresh;
@@ -297,13 +309,9 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   // must cover the pod. In a full cluster this ends most attempts before any dry run.
   // What the pod holds differs by node only on shared ones (a replica is a fraction of a GPU):
   // with any, the screen asks only for some free GPU.
-  // A pod that may take DRA devices (its own claims, or an extended resource a DeviceClass
-  // serves) counts the devices its claims ask for, and the nodes' free DRA devices as room.
-  const bool dra = UsesDraIn(ctx, pod);
   const DraFree dra_free = ReadDraFree(ctx);
-  const int64_t claimed = DraDeviceMilli(pod);
   const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli() + claimed;
-  if (FreeBeyondNominated(ctx, *index, &pod, dra ? &dra_free : nullptr) < need) return {};
+  if (FreeBeyondNominated(ctx, *index, &pod, dra ? &dra_free : nullptr) < need) return std::vector<MovePlan>{};
   // Nodes where moving pods could make room, closest to fitting first (GPU milli short, then
   // snapshot order, which is by name): the index's most-free order (with DRA, its free devices
   // added), skipping those whose movable pods cannot cover the shortfall and those the filters
@@ -356,7 +364,7 @@ std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state,
   if (order.empty()) return plans;
   const std::vector<const NodeInfo*> fullest_first = index->FullestFirst(*ctx.snapshot);
   for (size_t i : order) {
-    if (plans.size() >= max_plans) break;
+    if (plans.size() >= search.max_plans) break;
     if (std::optional<MovePlan> plan = PlanMoves(ctx, state, pod, victims_of[i], fullest_first, dra_free)) {
       plans.push_back(*std::move(plan));
     }

@@ -13,8 +13,10 @@
 // own claims are unallocated (the DynamicResources plugin's RemovePod of the running pod).
 //
 //   Context ctx = ...; ctx.victim_rule = movable;        // who may move
-//   std::vector<MovePlan> best_first = FindMovePlans(ctx, state, pod, rejected, /*max_plans=*/3);
-//   best_first[0].node, best_first[0].moves[i].pod
+//   absl::StatusOr<std::vector<MovePlan>> best_first =
+//       FindMovePlans(ctx, state, pod, rejected, {.max_plans = 3, .min_gpu_milli = 1000});
+//   if (!best_first.ok()) ...  // no search made: why in its message
+//   (*best_first)[0].node, (*best_first)[0].moves[i].pod
 #pragma once
 
 #include <limits>
@@ -98,14 +100,22 @@ std::optional<GangMovePlan> PlanGangMoves(Context ctx, const std::vector<PodRef>
                                           const std::vector<const CycleState*>& states, int32_t need,
                                           const std::string& topology_key, MovableIndex* index = nullptr);
 
-// Up to `max_plans` plans for `pod`, best first (BetterPlan). None when the free GPUs of the
-// whole cluster, less the nominated pods', do not cover the pod (moves add no room). A node
+// What a search for move plans is asked for.
+struct MoveSearch {
+  size_t max_plans = 3;       // plans returned at most, best first
+  int64_t min_gpu_milli = 1;  // a pod asking fewer GPU milli (its DRA devices included) is not helped
+};
+
+// Up to `search.max_plans` plans for `pod`, best first (BetterPlan). No search is made, and a
+// FailedPrecondition error says why, when the pod may not make room (EligibleToPreempt) or asks
+// fewer GPUs than `search.min_gpu_milli`. No plan (an empty list: a search in vain) when the free
+// GPUs of the whole cluster, less the nominated pods', do not cover the pod (moves add no room). A node
 // whose fewest movable pods would violate a PodDisruptionBudget gives no plan. Nodes that
 // `rejected` marks UnschedulableAndUnresolvable, and nodes whose free GPU room plus their
 // movable pods' cannot hold the pod's GPUs, are not tried; of the others, the 16 closest to
 // fitting. `index`, Synced by the caller with the same rules, may be null (every node is read).
-std::vector<MovePlan> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
-                                    const NodeStatusMap& rejected, size_t max_plans,
-                                    MovableIndex* index = nullptr);
+absl::StatusOr<std::vector<MovePlan>> FindMovePlans(const Context& ctx, const CycleState& state, const Pod& pod,
+                                                    const NodeStatusMap& rejected, const MoveSearch& search,
+                                                    MovableIndex* index = nullptr);
 
 }  // namespace tessel::preemption

@@ -1054,8 +1054,8 @@ TEST_CASE("property: move plans found with the kept movable index equal those fo
     FilterOutcome f = w.fw->FindFeasibleNodes(state, pod, w.handle.snapshot().nodes());
     if (!f.feasible.empty()) continue;
     index.Sync(ctx, "rules");
-    const std::vector<preemption::MovePlan> kept = preemption::FindMovePlans(ctx, state, pod, f.rejected, 3, &index);
-    const std::vector<preemption::MovePlan> fresh = preemption::FindMovePlans(ctx, state, pod, f.rejected, 3);
+    const std::vector<preemption::MovePlan> kept = preemption::FindMovePlans(ctx, state, pod, f.rejected, {.max_plans = 3}, &index).value();
+    const std::vector<preemption::MovePlan> fresh = preemption::FindMovePlans(ctx, state, pod, f.rejected, {.max_plans = 3}).value();
     REQUIRE(kept.size() == fresh.size());
     for (size_t i = 0; i < kept.size(); ++i) {
       CHECK(kept[i].node == fresh[i].node);
