@@ -90,16 +90,21 @@ void EventRecorder::Record(const ObjectReference& object, std::string_view type,
 }
 
 void EventRecorder::ForgetPod(const std::string& pod_key) {
-  StringSet keys;
+  StringSet forgotten;
   {
     absl::MutexLock lock(&mu_);
     auto it = by_object_.find(ObjectKey("Pod", pod_key));
     if (it == by_object_.end()) return;
-    keys = std::move(it->second);
+    for (const std::string& k : it->second) {
+      // An event not yet written is still written (often the one saying why the pod was evicted,
+      // whose deletion arrives before a loaded writer got to it); Prune forgets it once written.
+      if (auto e = entries_.find(k); e != entries_.end() && e->second.written_count < e->second.count) continue;
+      entries_.erase(k);
+      forgotten.insert(k);
+    }
     by_object_.erase(it);
-    for (const std::string& k : keys) entries_.erase(k);
   }
-  for (const std::string& k : keys) queue_->Remove(k);
+  for (const std::string& k : forgotten) queue_->Remove(k);
 }
 
 void EventRecorder::Prune(absl::Time now) {

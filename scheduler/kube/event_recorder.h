@@ -50,7 +50,9 @@ class EventRecorder {
   // An Event about any object; one without a namespace (cluster-scoped) is written to "default".
   void Record(const ObjectReference& object, std::string_view type, std::string_view reason,
               std::string_view message);
-  // The pod is gone: its events are no longer written or bumped.
+  // The pod is gone: its written events are forgotten, and no more bumped. One not written yet is
+  // still written (the event saying why a pod was evicted is recorded just before its deletion
+  // arrives), then forgotten.
   void ForgetPod(const std::string& pod_key);
   // Stops writing (what is queued is abandoned, see KeyedQueue::Shutdown).
   void Shutdown();

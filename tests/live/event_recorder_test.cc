@@ -227,6 +227,21 @@ TEST_CASE("events: refused for good is dropped and counted; a forgotten pod is n
   }
 }
 
+TEST_CASE("events: an event recorded just before its pod's deletion is still written") {
+  FlakyServer server;
+  {
+    absl::MutexLock lock(&server.mu);
+    server.failures = 3;  // the write is retried: the deletion arrives before it succeeds
+    server.failure_code = 500;
+  }
+  EventRecorder events(server.client.get(), {.queue = kFastRetries});
+  events.Record(MakePod("evicted"), "Normal", "GangRolledBack", "rolled back");
+  events.ForgetPod("ns/evicted");
+  WaitUntil([&] { return events.pending() == 0; });
+  CHECK(events.created() == 1);
+  CHECK(events.dropped() == 0);
+}
+
 TEST_CASE("status: one condition per distinct wish, reason from the failure kind") {
   StatusHarness h;
   const Pod pod = MakePod("p");
