@@ -110,10 +110,13 @@ void EventRecorder::ForgetPod(const std::string& pod_key) {
 void EventRecorder::Prune(absl::Time now) {
   records_since_prune_ = 0;
   // Events whose window has passed and which are fully written are forgotten: a repeat
-  // starts a new Event anyway.
+  // starts a new Event anyway. So are those of a forgotten pod (ForgetPod) that were still
+  // unwritten then, once their window has passed, written or not (a write given up is not
+  // retried): nothing else would ever remove them.
   for (auto it = entries_.begin(); it != entries_.end();) {
     const Entry& e = it->second;
-    if (now - e.last >= options_.window && e.written_count == e.count) {
+    if (now - e.last >= options_.window &&
+        (e.written_count == e.count || !by_object_.contains(e.object_key))) {
       if (auto p = by_object_.find(e.object_key); p != by_object_.end()) {
         p->second.erase(it->first);
         if (p->second.empty()) by_object_.erase(p);

@@ -64,6 +64,11 @@ class EventRecorder {
   int64_t dropped() const { return queue_->dropped(); }    // refused by the server for good
   int64_t retries() const { return queue_->retries(); }
   size_t pending() const { return queue_->pending(); }
+  // Events remembered for correlation (written or not), for tests.
+  size_t remembered() const {
+    absl::MutexLock lock(&mu_);
+    return entries_.size();
+  }
   // The count last written for an event about a pod (0 when never written), for tests.
   int64_t WrittenCount(const std::string& pod_key, std::string_view reason,
                        std::string_view message) const;

@@ -294,9 +294,9 @@ absl::StatusOr<std::vector<MovePlan>> FindMovePlans(const Context& ctx, const Cy
   const bool dra = UsesDraIn(ctx, pod);
   const int64_t claimed = DraDeviceMilli(pod);
   const gpu::GpuRequest request = gpu::ReadGpuRequest(pod);
-  if (const int64_t asked = request.total_milli() + claimed; asked == 0) {
-    return absl::FailedPreconditionError("the pod asks for no GPU");
-  } else if (asked < search.min_gpu_milli) {
+  const int64_t asked = request.total_milli() + claimed;
+  if (asked == 0) return absl::FailedPreconditionError("the pod asks for no GPU");
+  if (asked < search.min_gpu_milli) {
     return absl::FailedPreconditionError(
         StrCat("the pod asks for ", asked, " milli-GPU, fewer than the ", search.min_gpu_milli, " that moves are made for"));
   }
@@ -310,7 +310,7 @@ absl::StatusOr<std::vector<MovePlan>> FindMovePlans(const Context& ctx, const Cy
   // What the pod holds differs by node only on shared ones (a replica is a fraction of a GPU):
   // with any, the screen asks only for some free GPU.
   const DraFree dra_free = ReadDraFree(ctx);
-  const int64_t need = index->shared_nodes() > 0 ? 1 : request.total_milli() + claimed;
+  const int64_t need = index->shared_nodes() > 0 ? 1 : asked;
   if (FreeBeyondNominated(ctx, *index, &pod, dra ? &dra_free : nullptr) < need) return std::vector<MovePlan>{};
   // Nodes where moving pods could make room, closest to fitting first (GPU milli short, then
   // snapshot order, which is by name): the index's most-free order (with DRA, its free devices

@@ -242,6 +242,24 @@ TEST_CASE("events: an event recorded just before its pod's deletion is still wri
   CHECK(events.dropped() == 0);
 }
 
+TEST_CASE("events: a forgotten pod's event that was never written is pruned after its window") {
+  FlakyServer server;
+  {
+    absl::MutexLock lock(&server.mu);
+    server.failures = -1;  // refused for good: the write is given up
+    server.failure_code = 403;
+  }
+  EventRecorder events(server.client.get(), {.window = absl::Milliseconds(1), .queue = kFastRetries});
+  events.Record(MakePod("gone"), "Normal", "GangRolledBack", "rolled back");
+  WaitUntil([&] { return events.pending() == 0; });
+  events.ForgetPod("ns/gone");
+  CHECK(events.remembered() == 1);  // unwritten: kept until its window passes
+  absl::SleepFor(absl::Milliseconds(5));
+  // Records of a live pod until a prune runs (every 1,024 records).
+  for (int i = 0; i < 1024; ++i) events.Record(MakePod("live"), "Warning", "FailedScheduling", "no fit");
+  CHECK(events.remembered() == 1);  // the live pod's; the forgotten pod's is gone
+}
+
 TEST_CASE("status: one condition per distinct wish, reason from the failure kind") {
   StatusHarness h;
   const Pod pod = MakePod("p");
