@@ -20,7 +20,10 @@ it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
 it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
 mapfile -t all < <(pod_names p $(seq 0 149))
-mapfile -t deleted < <(pod_names p $(seq 0 3 149))     # 50
+# Every third name, the last created first: the scheduler binds in about creation order, so the
+# first deletes reach pods it has not bound yet even when the deletes are slow (a loaded machine
+# once bound all 150 while the deletes went from p-000 up).
+mapfile -t deleted < <(pod_names p $(seq 147 -3 0))    # 50
 mapfile -t recreated < <(pod_names p $(seq 0 6 149))   # 25
 say "creating ${#all[@]} one-GPU pods"
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${all[@]}"
