@@ -68,13 +68,16 @@ gpu::NodeShape ShapeAfter(const gpu::NodeShape& before, const gpu::GpuDevices& g
 absl::StatusOr<FGDArgs> ParseFGDArgs(std::string_view plugin, const YAML::Node& yaml, const FGDArgs& defaults) {
   ArgsReader reader = ArgsReader::Of(plugin, yaml);
   RETURN_IF_ERROR(reader.OnlyKeys({"targetWorkload", "learnHalfLife", "coveragePercent", "wholeNodePrior",
-                                   "sigmoidScaleMilli", "preserveIdleNodes", "packWholeGpus"}));
+                                   "sigmoidScaleMilli", "preserveIdleNodes", "packWholeGpus",
+                                   "cpuShortfallPercent"}));
   FGDArgs args = defaults;
   ASSIGN_OR_RETURN(args.workload, ParseTargetWorkloadArgs(reader));
   // A default of 0 stands for "chosen from the target workload" (AutoSigmoidScaleMilli).
   ASSIGN_OR_RETURN(args.sigmoid_scale_milli, reader.Int("sigmoidScaleMilli", defaults.sigmoid_scale_milli, 1, 1'000'000));
   ASSIGN_OR_RETURN(args.preserve_idle_nodes, reader.Bool("preserveIdleNodes", defaults.preserve_idle_nodes));
   ASSIGN_OR_RETURN(args.pack_whole_gpus, reader.Bool("packWholeGpus", defaults.pack_whole_gpus));
+  ASSIGN_OR_RETURN(args.cpu_shortfall_percent,
+                   reader.Int("cpuShortfallPercent", defaults.cpu_shortfall_percent, 0, 10'000));
   return args;
 }
 
@@ -90,6 +93,7 @@ FGD::FGD(std::string_view name, const FGDArgs& args, const Handle* handle)
       sigmoid_scale_option_(args.sigmoid_scale_milli),
       preserve_idle_nodes_(args.preserve_idle_nodes),
       pack_whole_gpus_(args.pack_whole_gpus),
+      cpu_shortfall_percent_(args.cpu_shortfall_percent),
       handle_(handle) {
   ResetScorer();
 }
@@ -115,6 +119,13 @@ void FGD::ResetScorer() {
   // the same as for a scale of 1000 and a weight of W * scale / 1000.
   const int64_t w = std::max<int64_t>(workload_.model().total_weight(), 1);
   sigmoid_.Reset(std::max<int64_t>(w * scale_milli_ / 1000, 1));
+  shortfall_weight_ = w * cpu_shortfall_percent_ / 100;
+}
+
+int64_t FGD::Frag(const gpu::NodeShape& shape) const {
+  const gpu::FragModel& model = workload_.model();
+  const int64_t f = model.NodeFrag(shape);
+  return shortfall_weight_ == 0 ? f : f + shortfall_weight_ * model.CpuShortfall(shape);
 }
 
 Status FGD::PreFilter(CycleState& state, const Pod& pod) {
@@ -146,7 +157,7 @@ void FGD::Observe(CycleState& state, const Pod& pod, bool count_pod) {
 }
 
 int64_t FGD::Key(int64_t f_before, const gpu::NodeShape& after, bool in_use, std::optional<Packing> pack) const {
-  const int64_t score = sigmoid_.Score(f_before - workload_.model().NodeFrag(after));
+  const int64_t score = sigmoid_.Score(f_before - Frag(after));
   // Ties on the gradient: a node in use wins over an idle one. (Preferring the smaller of two
   // idle nodes as well was measured too: it loses 0.4 pp on openb default.)
   const int64_t raw = preserve_idle_nodes_ ? score * 2 + (in_use ? 1 : 0) : score;
@@ -165,7 +176,7 @@ FGD::Choice FGD::Evaluate(const gpu::PodGpu& pod, const NodeInfo& node) const {
   const gpu::GpuDevices& gpus = node.gpus();
   const gpu::NodeShape before =
       gpu::NodeShape::Of(gpus, node.FreeMilliCpu(), model.ModelId(gpus.inventory().product));
-  const int64_t f_before = model.NodeFrag(before);
+  const int64_t f_before = Frag(before);
   const gpu::GpuDemand demand = gpu::DemandOn(pod.request, gpus.inventory());
   const bool in_use = gpus.total_allocated_milli() > 0 || node.requested().milli_cpu > 0;
   std::optional<Packing> pack;
@@ -202,7 +213,7 @@ int64_t FGD::EvaluateUnits(const gpu::PodGpu& pod, const NodeInfo& node, const G
                    .leftover = kRoomScale.Leftover(node.FreeMilliCpu() - pod.cpu_milli,
                                                    int64_t{before.n} * gpu::kMilliPerGpu - held_after)};
   }
-  return Key(workload_.model().NodeFrag(before), after, in_use, pack);
+  return Key(Frag(before), after, in_use, pack);
 }
 
 int64_t FGD::ScoreNode(const gpu::PodGpu& pod, const NodeInfo& node) const {

@@ -19,6 +19,12 @@
 // worse than GpuBinPack on whole-GPU jobs (tests/gpu/gpu_properties_test.cc). In a steady state
 // it fills small and full nodes first, so the nodes whose jobs end drain whole for node-sized
 // jobs (docs/bench.md, the steady state). CPU pods keep the gradient.
+// With cpuShortfallPercent (Tessel: 100), F_n also counts the node's CPU shortfall
+// (fragmentation.h: the idle GPU its free CPU cannot pair with at the workload's CPU per GPU),
+// weighted by that percentage of the workload's total weight W: at 100 that GPU counts as
+// fragmented for every class. FGD looks one pod ahead; this looks at the pods that will fill
+// the node, so CPU-hungry pods go where CPU is plentiful per free GPU and the nodes with little
+// CPU per GPU keep it for pods that ask little (docs/gpu.md; openb default 4.69 -> 4.18 %).
 // For a fractional pod every device that fits is tried; the first device in index order with
 // the highest integer score gives both the node's score and the device. A pod that opted into
 // sharing only tries devices already shared (partly allocated) when one fits, so it does not
@@ -40,7 +46,7 @@
 //
 // Args: target_workload.h's (targetWorkload, learnHalfLife, coveragePercent, wholeNodePrior),
 // plus {sigmoidScaleMilli: <FGD 1000, Tessel auto>, preserveIdleNodes: <FGD false, Tessel true>,
-// packWholeGpus: <FGD false, Tessel true>}.
+// packWholeGpus: <FGD false, Tessel true>, cpuShortfallPercent: <FGD 0, Tessel 100>}.
 #pragma once
 
 #include <array>
@@ -129,6 +135,8 @@ struct FGDArgs {
   // left with the least room after placement (BestFit's measure), the gradient breaking ties;
   // fractions keep the gradient, the least room breaking its ties. CPU pods keep the gradient.
   bool pack_whole_gpus = false;
+  // cpuShortfallPercent: 0..10000; the CPU shortfall's weight in F, in percent of W (0: FGD's F).
+  int64_t cpu_shortfall_percent = 0;
 };
 
 // FGD's args read over `defaults`, with errors naming `plugin` (FGD's ParseArgs and Tessel's).
@@ -187,6 +195,8 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin, public GpuWorkl
   };
   static constexpr gpu::NodeScale kRoomScale{};
   bool Packs() const { return pack_whole_gpus_ && workload_.learning(); }
+  // F_n (scaled by W) with the CPU shortfall at its weight.
+  int64_t Frag(const gpu::NodeShape& shape) const;
   // The raw score of a placement: the gradient from `f_before` to `after`, the in-use tie-break,
   // and with `pack` the tightest fit, before the gradient for whole GPUs and after it for a
   // fraction.
@@ -197,8 +207,10 @@ class FGD final : public gpu::GpuPolicy, public PreFilterPlugin, public GpuWorkl
   int64_t sigmoid_scale_option_;  // FGDArgs::sigmoid_scale_milli
   bool preserve_idle_nodes_;
   bool pack_whole_gpus_;
+  int64_t cpu_shortfall_percent_;
   const Handle* handle_;
   int64_t scale_milli_ = 1000;
+  int64_t shortfall_weight_ = 0;  // W * cpu_shortfall_percent_ / 100
   SigmoidScorer sigmoid_;
   std::shared_ptr<const gpu::FragModel> published_;  // the workload as DRA's device choice reads it
 };

@@ -19,13 +19,22 @@ absl::StatusOr<std::vector<gpu::TargetClass>> ParseTargetClasses(const ArgsReade
   const YAML::Node list = reader.Child(kKey);
   if (!list || list.IsNull()) return out;
   if (!list.IsSequence()) return reader.Error(kKey, "want a list");
+  // The weights' sum W scales every fragmentation figure (F_n and the CPU shortfall, up to
+  // 100 x W x 32,000 milli): bounded so that they stay within 64 bits.
+  constexpr int64_t kMaxTotalWeight = int64_t{1} << 40;
+  int64_t total_weight = 0;
   for (size_t i = 0; i < list.size(); ++i) {
     ArgsReader item = reader.Item(kKey, i);
     RETURN_IF_ERROR(item.OnlyKeys({"cpuMilli", "gpuMilli", "numGpu", "models", "weight"}));
     ASSIGN_OR_RETURN(const int64_t cpu, item.Int("cpuMilli", 0, 0, int64_t{1} << 40));
     ASSIGN_OR_RETURN(const int64_t gpu, item.Int("gpuMilli", 0, 0, 1000));
     ASSIGN_OR_RETURN(const int64_t num, item.Int("numGpu", 0, 0, 1024));
-    ASSIGN_OR_RETURN(const int64_t weight, item.Int("weight", 1, 1, int64_t{1} << 40));
+    ASSIGN_OR_RETURN(const int64_t weight, item.Int("weight", 1, 1, kMaxTotalWeight));
+    total_weight += weight;
+    if (total_weight > kMaxTotalWeight) {
+      return item.Error("weight", StrCat("the weights of targetWorkload[0..", i, "] sum to ", total_weight,
+                                         ", more than ", kMaxTotalWeight));
+    }
     if ((num == 0) != (gpu == 0) || (num > 1 && gpu != 1000)) {
       return item.Error("", "gpuMilli and numGpu disagree (want numGpu 0 with gpuMilli 0, 1 with 1..1000, "
                             "or >1 with 1000)");

@@ -1,5 +1,5 @@
 // Tessel (PreFilter, PreScore, Score, NormalizeScore, PreAssume): Tessel's default GPU policy.
-// It is FGD (plugins/fgd/fgd.h; Weng et al., ATC'23) with three options on by default:
+// It is FGD (plugins/fgd/fgd.h; Weng et al., ATC'23) with four options on by default:
 //   - sigmoidScaleMilli: auto. The gradient's scale is FGD's 1000 milli-GPU, raised in
 //     proportion to the multi-GPU pods' share of the target workload's GPU milli, up to 2000 at
 //     a share of 15% (AutoSigmoidScaleMilli). Coarser buckets leave more nodes tied, so the
@@ -14,9 +14,14 @@
 //     full nodes fill first, so nodes whose jobs end drain whole. CPU pods keep the gradient,
 //     which the whole-node prior of target_workload.h keeps from opening idle nodes. A
 //     configured workload (the FGD paper's experiment) is not affected.
+//   - cpuShortfallPercent: 100. A node's expected fragmentation also counts the idle GPU its free
+//     CPU cannot pair with at the workload's CPU per GPU (FragModel::CpuShortfall), weighted as
+//     the whole workload: FGD looks one pod ahead, and keeps filling a node's CPU while each
+//     single class still fits, stranding its last GPUs (openb default: 4.69 -> 4.18 %
+//     unallocated at 100 % arrived; docs/gpu.md).
 //
-// Args: as FGD's; {sigmoidScaleMilli: 1000, preserveIdleNodes: false, packWholeGpus: false}
-// makes it exactly FGD.
+// Args: as FGD's; {sigmoidScaleMilli: 1000, preserveIdleNodes: false, packWholeGpus: false,
+// cpuShortfallPercent: 0} makes it exactly FGD.
 #pragma once
 
 #include "plugins/fgd/fgd.h"
@@ -31,6 +36,7 @@ struct TesselArgs : fgd::FGDArgs {
     sigmoid_scale_milli = 0;  // auto
     preserve_idle_nodes = true;
     pack_whole_gpus = true;
+    cpu_shortfall_percent = 100;
   }
 };
 

@@ -47,6 +47,10 @@ FragModel::FragModel(std::vector<TargetClass> classes) : classes_(std::move(clas
     }
     compiled_.push_back({c.cpu_milli, c.gpu_milli, c.num_gpu, mask, c.weight, c.node_gpus});
     total_weight_ += c.weight;
+    if (c.num_gpu > 0 && c.node_gpus == 0) {
+      ratio_cpu_ += static_cast<__int128>(c.weight) * c.cpu_milli;
+      ratio_gpu_ += static_cast<__int128>(c.weight) * c.gpu_milli * c.num_gpu;
+    }
   }
 }
 
@@ -92,6 +96,17 @@ int64_t FragModel::NodeFrag(const NodeShape& node) const {
   int64_t total = 0;
   for (const Compiled& c : compiled_) total += c.weight * FragOfClass(c, node, idle);
   return total;
+}
+
+int64_t FragModel::CpuShortfall(const NodeShape& node) const {
+  if (ratio_cpu_ <= 0 || ratio_gpu_ <= 0) return 0;
+  const int64_t idle = node.idle();
+  // The milli the free CPU pairs with: cpu_free / r = cpu_free * ratio_gpu_ / ratio_cpu_.
+  // Free CPU beyond 2^40 milli (a billion cores) pairs with anything; the clamp keeps the
+  // product within 128 bits.
+  const int64_t cpu_free = std::clamp<int64_t>(node.cpu_free, 0, int64_t{1} << 40);
+  const __int128 paired = static_cast<__int128>(cpu_free) * ratio_gpu_ / ratio_cpu_;
+  return paired >= idle ? 0 : idle - static_cast<int64_t>(paired);
 }
 
 TargetClass ClassOfPod(const gpu::PodGpu& pod) {

@@ -12,6 +12,13 @@
 //   F_n = sum_m w_m * frag_n(m)       (milli-GPU x weight; divide by W = sum_m w_m for milli-GPU)
 // The paper's F_n is F_n / W. Keeping it scaled by W keeps everything an integer.
 //
+// CPU shortfall (Tessel's, not FGD's): F_n looks one pod ahead, so a node whose free CPU still
+// fits every class once counts as whole, though its GPUs will be filled by many pods that each
+// ask CPU. With r = the workload's CPU per GPU milli (sum w*cpu over sum w*gpu_milli*num_gpu of
+// the classes that ask GPUs), the node can pair at most cpu_free / r of its idle milli with CPU:
+//   shortfall_n = max(0, I - cpu_free / r)          (milli-GPU; I as above)
+// the idle GPU that the CPU left on the node will strand, whatever the pods are.
+//
 // It reads a node's devices and free CPU as plain values (callers pass node.gpus() and
 // node.FreeMilliCpu()), so it stands below the cache that holds NodeInfo.
 //
@@ -76,6 +83,8 @@ class FragModel {
   int64_t NodeFrag(const NodeShape& node) const;
   // frag_n(m) for one class, in milli-GPU.
   int64_t ClassFrag(const NodeShape& node, size_t m) const;
+  // shortfall_n above, in milli-GPU (0 when no class asks both CPU and GPUs).
+  int64_t CpuShortfall(const NodeShape& node) const;
 
  private:
   struct Compiled {
@@ -90,6 +99,10 @@ class FragModel {
   std::vector<Compiled> compiled_;
   std::vector<std::string> models_;
   int64_t total_weight_ = 0;
+  // r = ratio_cpu_ / ratio_gpu_ (CPU milli per GPU milli) over the classes that ask GPUs (the
+  // whole-node prior's node-bound classes, which ask no CPU, left out).
+  __int128 ratio_cpu_ = 0;
+  __int128 ratio_gpu_ = 0;
 };
 
 // The classes (cpu_milli, gpu_milli, num_gpu, models) of a pod list, most frequent first (ties

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -567,6 +568,94 @@ TEST_CASE("Tessel: the sigmoid scale follows the multi-GPU share of the workload
   auto fixed = tessel_gpu::Tessel::New(args, handle);
   REQUIRE(fixed.ok());
   CHECK((*fixed)->scale_milli() == 1000);
+}
+
+TEST_CASE("FragModel: the CPU shortfall is the idle GPU the free CPU cannot pair with", "[gpu][plugins]") {
+  // Classes asking GPUs: 1 GPU with 16 cores and 500 milli with 4 cores, weight 1 each: 20000
+  // CPU milli per 1500 GPU milli. A CPU-only class and a node-bound class (the whole-node prior,
+  // no CPU) do not count toward that ratio.
+  std::vector<gpu::TargetClass> classes = {
+      {.cpu_milli = 16000, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1},
+      {.cpu_milli = 4000, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1},
+      {.cpu_milli = 32000, .gpu_milli = 0, .num_gpu = 0, .models = {}, .weight = 5},
+      {.cpu_milli = 0, .gpu_milli = 1000, .num_gpu = 8, .models = {}, .weight = 9, .node_gpus = 8}};
+  const gpu::FragModel model(classes);
+  gpu::NodeShape s{.model = -1, .cpu_free = 64000, .n = 8, .free = {}};
+  for (int i = 0; i < 8; ++i) s.free[i] = 1000;
+  // 64 cores pair with 64000 * 1500 / 20000 = 4800 milli of the 8000 idle: 3200 short.
+  CHECK(model.CpuShortfall(s) == 3200);
+  s.free[0] = 300;  // 7300 idle
+  CHECK(model.CpuShortfall(s) == 2500);
+  s.cpu_free = 200000;  // enough CPU for every idle GPU
+  CHECK(model.CpuShortfall(s) == 0);
+  s.cpu_free = -5;  // overcommitted: nothing pairs
+  CHECK(model.CpuShortfall(s) == 7300);
+  s.cpu_free = std::numeric_limits<int64_t>::max();  // no overflow: pairs with everything
+  CHECK(model.CpuShortfall(s) == 0);
+  // No class asks both CPU and GPUs: no ratio, no shortfall.
+  CHECK(gpu::FragModel({{.cpu_milli = 0, .gpu_milli = 500, .num_gpu = 1, .models = {}, .weight = 1}}).CpuShortfall(s) ==
+        0);
+}
+
+TEST_CASE("Tessel: the CPU shortfall sends CPU-hungry pods where CPU is plentiful per GPU", "[gpu][plugins]") {
+  // Two idle 8-GPU nodes, "a-lean" with 64 cores and "b-rich" with 200 (a-lean first in name
+  // order, where ties go). The workload: 1 GPU with 16 cores, 1 GPU with 4 cores, weight 1 each
+  // (10 cores per GPU). Every class fits either node after any one placement below, so FGD's F
+  // stays 0 on both and its gradient ties.
+  std::vector<gpu::TargetClass> classes = {
+      {.cpu_milli = 16000, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1},
+      {.cpu_milli = 4000, .gpu_milli = 1000, .num_gpu = 1, .models = {}, .weight = 1}};
+  FakeHandle handle;
+  auto make = [&](int64_t percent) {
+    tessel_gpu::TesselArgs args;
+    args.workload.classes = classes;
+    args.cpu_shortfall_percent = percent;
+    auto plugin = tessel_gpu::Tessel::New(args, handle);
+    REQUIRE(plugin.ok());
+    return *std::move(plugin);
+  };
+  const Pod heavy = MakePod("heavy", "cpu:16,nvidia.com/gpu:1");
+  {
+    TestNode lean("a-lean", "cpu:64,memory:256Gi,nvidia.com/gpu:8", 8);
+    TestNode rich("b-rich", "cpu:200,memory:256Gi,nvidia.com/gpu:8", 8);
+    auto tessel = make(100);
+    // On a-lean: 64 cores pair with 6400 of 8000 idle (shortfall 1600); after the pod 48 cores
+    // pair with 4800 of 7000 (2200): F rises by 600 x W (W = 2, weight 100 %): the gradient is
+    // floor(100 sigmoid(-600/1000)) = 35. On b-rich nothing is short before or after: 50.
+    CHECK(ScoreOf(*tessel, heavy, lean.info) == 2 * 35);
+    CHECK(ScoreOf(*tessel, heavy, rich.info) == 2 * 50);
+    auto plain = make(0);  // FGD's F: a tie
+    CHECK(ScoreOf(*plain, heavy, lean.info) == ScoreOf(*plain, heavy, rich.info));
+  }
+  // Then a sequence: eight heavy pods, then eight 4-core pods, each to the best-scoring node
+  // that fits it (ties to the first in name order). b-rich holds all eight heavy pods (128 of
+  // its 200 cores) and a-lean the light ones (32 of 64): all 16 GPUs can be placed. FGD's F
+  // sends the first heavy pods to a-lean, whose CPU then runs out before its GPUs do.
+  auto placed = [&](const fgd::FGD& policy) {
+    std::vector<TestNode> nodes;
+    nodes.emplace_back("a-lean", "cpu:64,memory:256Gi,nvidia.com/gpu:8", 8);
+    nodes.emplace_back("b-rich", "cpu:200,memory:256Gi,nvidia.com/gpu:8", 8);
+    int count = 0;
+    for (int i = 0; i < 16; ++i) {
+      const Pod pod = MakePod(StrCat("p", i), i < 8 ? "cpu:16,nvidia.com/gpu:1" : "cpu:4,nvidia.com/gpu:1");
+      TestNode* best = nullptr;
+      int64_t best_score = 0;
+      for (TestNode& n : nodes) {
+        if (n.info.FreeMilliCpu() < pod.requests.milli_cpu || n.info.gpus().whole_free_devices() < 1) continue;
+        const int64_t score = ScoreOf(policy, pod, n.info);
+        if (best == nullptr || score > best_score) {
+          best = &n;
+          best_score = score;
+        }
+      }
+      if (best == nullptr) continue;
+      best->Add(pod);
+      ++count;
+    }
+    return count;
+  };
+  CHECK(placed(*make(100)) == 16);
+  CHECK(placed(*make(0)) < 16);
 }
 
 }  // namespace gpu_plugins_test

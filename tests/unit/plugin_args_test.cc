@@ -100,7 +100,8 @@ std::vector<Case> Cases() {
           },
           "{moveWindowSeconds: 0}", "Consolidation: args.moveWindowSeconds: want an integer in 1..86400, got \"0\""),
       Row<fgd::FGD>(
-          "{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 3}], coveragePercent: 90, packWholeGpus: true}",
+          "{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 3}], coveragePercent: 90, packWholeGpus: true, "
+          "cpuShortfallPercent: 250}",
           [](const fgd::FGDArgs& d, const fgd::FGDArgs& v) {
             CHECK(d.workload.classes.empty());  // learned
             CHECK(d.workload.learn_half_life == 2000);
@@ -109,6 +110,8 @@ std::vector<Case> Cases() {
             CHECK(d.sigmoid_scale_milli == 1000);
             CHECK_FALSE(d.preserve_idle_nodes);
             CHECK_FALSE(d.pack_whole_gpus);
+            CHECK(d.cpu_shortfall_percent == 0);
+            CHECK(v.cpu_shortfall_percent == 250);
             REQUIRE(v.workload.classes.size() == 1);
             CHECK(v.workload.classes[0].gpu_milli == 500);
             CHECK(v.workload.classes[0].weight == 3);
@@ -124,8 +127,10 @@ std::vector<Case> Cases() {
             CHECK(d.sigmoid_scale_milli == 0);  // auto
             CHECK(d.preserve_idle_nodes);
             CHECK(d.pack_whole_gpus);
+            CHECK(d.cpu_shortfall_percent == 100);
             CHECK(d.workload.coverage_percent == 95);
             CHECK_FALSE(v.preserve_idle_nodes);
+            CHECK(v.cpu_shortfall_percent == 100);
             CHECK(v.pack_whole_gpus);  // the other defaults stay Tessel's
             CHECK(v.sigmoid_scale_milli == 0);
           },
@@ -243,6 +248,19 @@ TEST_CASE("every plugin with args: defaults, a valid value, and a bad field nami
     // Args that are not a map at all.
     CHECK(c.parse(YAML::Load("[1, 2]")).message() == c.plugin + ": args: expected a map");
   }
+}
+
+TEST_CASE("FGD: a target workload's weights sum to at most 2^40, so fragmentation stays in 64 bits",
+          "[plugins][args]") {
+  // 2^40 in one class is allowed; one more anywhere is refused, naming the item and its field.
+  CHECK(fgd::FGD::ParseArgs(YAML::Load("{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 1099511627776}]}")).ok());
+  const auto over = fgd::FGD::ParseArgs(YAML::Load(
+      "{targetWorkload: [{gpuMilli: 500, numGpu: 1, weight: 1099511627776}, {gpuMilli: 1000, numGpu: 1}]}"));
+  CHECK(over.status().message() ==
+        "FGD: args.targetWorkload[1].weight: the weights of targetWorkload[0..1] sum to 1099511627777, more than "
+        "1099511627776");
+  CHECK_FALSE(tessel_gpu::Tessel::ParseArgs(YAML::Load("{cpuShortfallPercent: 10001}")).ok());
+  CHECK_FALSE(tessel_gpu::Tessel::ParseArgs(YAML::Load("{cpuShortfallPercent: -1}")).ok());
 }
 
 TEST_CASE("every in-tree plugin is registered and made from no args", "[plugins][args]") {
