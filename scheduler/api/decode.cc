@@ -50,6 +50,14 @@ std::string FieldDecoder::String(const json& parent, std::string_view key, std::
   return v->get<std::string>();
 }
 
+std::optional<std::string> FieldDecoder::NameItem(const json& item, std::string_view path, std::string_view what) {
+  if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
+    Fail(path, StrCat("expected ", what));
+    return std::nullopt;
+  }
+  return item.get<std::string>();
+}
+
 int64_t FieldDecoder::Int(const json& parent, std::string_view key, std::string_view path,
                           int64_t fallback) {
   const json* v = Child(parent, key);

@@ -123,6 +123,9 @@ class FieldDecoder {
     });
     return out;
   }
+  // A list item that must be a non-empty string (a namespace, a resource name): the string, or
+  // nullopt with the error "expected <what>" at `path`.
+  std::optional<std::string> NameItem(const nlohmann::json& item, std::string_view path, std::string_view what);
   // "spec.tolerations[2]": the path of item `i` of the list at `path`.
   static std::string ItemPath(std::string_view path, size_t i) { return StrCat(path, "[", i, "]"); }
   StringMap StringMapField(const nlohmann::json& parent, std::string_view key,

@@ -56,11 +56,7 @@ absl::StatusOr<Queue> DecodeQueue(const json& object) {
     return d.status();
   }
   d.ForEach(*spec, "namespaces", "spec.namespaces", [&](const json& item, const std::string& p) {
-    if (!item.is_string() || item.get<std::string>().empty()) {
-      d.Fail(p, "expected a namespace name");
-      return;
-    }
-    q.namespaces.push_back(item.get<std::string>());
+    if (std::optional<std::string> ns = d.NameItem(item, p, "a namespace name")) q.namespaces.push_back(*std::move(ns));
   });
   q.namespace_selector = d.Selector(*spec, "namespaceSelector", "spec.namespaceSelector");
   q.cohort = d.String(*spec, "cohort", "spec.cohort");

@@ -55,13 +55,10 @@ void DecodeResourceGroups(FieldDecoder& d, const json& spec, const QuotaSpecCont
     ResourceGroup group;
     d.ForEach((*groups)[g], "coveredResources", StrCat(gp, ".coveredResources"),
               [&](const json& item, const std::string& path) {
-                if (!item.is_string() || item.get<std::string>().empty()) {
-                  d.Fail(path, "expected a resource name");
-                  return;
-                }
-                const std::string r = item.get<std::string>();
-                if (!covered_anywhere.insert(r).second) d.Fail(path, StrCat(r, " is covered twice"));
-                group.covered.push_back(r);
+                std::optional<std::string> r = d.NameItem(item, path, "a resource name");
+                if (!r) return;
+                if (!covered_anywhere.insert(*r).second) d.Fail(path, StrCat(*r, " is covered twice"));
+                group.covered.push_back(*std::move(r));
               });
     if (group.covered.empty()) d.Fail(StrCat(gp, ".coveredResources"), "must list at least one resource");
     const json* flavors = d.Array((*groups)[g], "flavors", StrCat(gp, ".flavors"));
