@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # churn_test.sh: no overcommit under churn (issue 10 §1.1, §1.9). 24 simulated nodes x 8 GPUs;
-# 150 one-GPU pods are created, a third of them (every third name) deleted while the scheduler
-# binds them (client QPS 20, so binds are in flight), and half of the deleted names re-created
+# 150 one-GPU pods are created, the scheduler started, and a third of them (every third name)
+# deleted while it binds them (client QPS 20, so binds are in flight), and half of the deleted names re-created
 # asking 2 GPUs. While it settles and at the end, on every node the bound pods' GPUs fit its
 # capacity and no GPU device (tessel.io/gpu-devices) is given to two whole-GPU pods; in the end
 # every live pod is bound. The apiserver never answered a bind with "already assigned" (a pod
@@ -15,9 +15,6 @@ it_begin churn
 
 it_nodes_n churn 24 8
 side_apiserver_start
-it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
-  --kube-api-qps 20 --kube-api-burst 20
-it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 
 mapfile -t all < <(pod_names p $(seq 0 149))
 # Every third name, the last created first: the scheduler binds in about creation order, so the
@@ -25,8 +22,15 @@ mapfile -t all < <(pod_names p $(seq 0 149))
 # once bound all 150 while the deletes went from p-000 up).
 mapfile -t deleted < <(pod_names p $(seq 147 -3 0))    # 50
 mapfile -t recreated < <(pod_names p $(seq 0 6 149))   # 25
+# The pods exist before the scheduler starts, so that at 20 binds a second it needs about 7 s for
+# them all and the deletes begin with most unbound: created while it ran, 127 of 150 were bound
+# when the creation ended on a loaded machine, and the rest before the first delete.
 say "creating ${#all[@]} one-GPU pods"
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${all[@]}"
+it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
+  --kube-api-qps 20 --kube-api-burst 20
+some_bound() { (($(it_count_bound) > 0)); }
+it_wait 60 "the first binds" some_bound
 bound_now=$(it_count_bound)
 say "deleting ${#deleted[@]} pods while they are scheduled ($bound_now bound so far)"
 unbound_at_delete=$(live_check delete --ns "$NS" --report-unbound "${deleted[@]}")
