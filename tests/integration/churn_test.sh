@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # churn_test.sh: no overcommit under churn (issue 10 §1.1, §1.9). 24 simulated nodes x 8 GPUs;
-# 150 one-GPU pods are created, the scheduler started, and a third of them (every third name)
-# deleted while it binds them (client QPS 20, so binds are in flight), and half of the deleted names re-created
-# asking 2 GPUs. While it settles and at the end, on every node the bound pods' GPUs fit its
+# 150 one-GPU pods are created, the scheduler started, a third of the pods (every third name)
+# deleted while it binds them (client QPS 20, so binds are in flight), and half of the deleted
+# names re-created asking 2 GPUs. While it settles and at the end, on every node the bound pods' GPUs fit its
 # capacity and no GPU device (tessel.io/gpu-devices) is given to two whole-GPU pods; in the end
 # every live pod is bound. The apiserver never answered a bind with "already assigned" (a pod
 # bound twice, the "already bound" rescheduling) and the scheduler log has no "already bound".
@@ -29,8 +29,7 @@ say "creating ${#all[@]} one-GPU pods"
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${all[@]}"
 it_start_scheduler main --kubeconfig "$SIDE_KUBECONFIG" --leader-elect=false \
   --kube-api-qps 20 --kube-api-burst 20
-some_bound() { (($(it_count_bound) > 0)); }
-it_wait 60 "the first binds" some_bound
+it_wait 60 "the first binds" it_some_bound
 bound_now=$(it_count_bound)
 say "deleting ${#deleted[@]} pods while they are scheduled ($bound_now bound so far)"
 unbound_at_delete=$(live_check delete --ns "$NS" --report-unbound "${deleted[@]}")

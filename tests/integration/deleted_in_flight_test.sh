@@ -19,8 +19,7 @@ it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_main"
 mapfile -t keep < <(pod_names p $(seq 0 5))
 mapfile -t victims < <(pod_names p $(seq 6 9))
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${keep[@]}" "${victims[@]}"
-some_bound() { (($(it_count_bound) >= 1)); }
-it_wait 60 "a first pod bound" some_bound
+it_wait 60 "a first pod bound" it_some_bound
 unbound=$(live_check delete --ns "$NS" --report-unbound "${victims[@]}")
 t_delete=$(now_epoch)
 read -r -a unbound <<<"$unbound"

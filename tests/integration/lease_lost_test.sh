@@ -30,8 +30,7 @@ say "leader: $leader_id"
 
 mapfile -t pods < <(pod_names p $(seq 0 11))
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --gpus 1 "${pods[@]}"
-some_bound() { (($(it_count_bound) >= 1)); }
-it_wait 60 "a first pod bound" some_bound
+it_wait 60 "a first pod bound" it_some_bound
 
 took="$IT_WORK/took"
 python3 "$LIVE_CHECK" --kubeconfig "$KUBECONFIG" intruder --lease "$LEASE" --took "$took" \

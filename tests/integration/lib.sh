@@ -267,6 +267,8 @@ it_bound() { [[ -n $(node_of "$1") ]]; }
 it_count_bound() {
   kubectl get pods -n "$NS" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true
 }
+# it_some_bound: true once at least one pod of the test's namespace is bound (for it_wait).
+it_some_bound() { (($(it_count_bound) >= 1)); }
 
 # it_start_scheduler NAME [FLAGS...]: runs tessel-scheduler in the background with the
 # scheduler's token; sets SCHED_PID_<NAME>, SCHED_PORT_<NAME>; waits for /healthz.

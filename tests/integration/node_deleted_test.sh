@@ -23,8 +23,7 @@ it_wait 60 "the scheduler's node watch" node_watch_sent
 
 mapfile -t pods < <(pod_names p $(seq 0 7))
 live_check create --ns "$NS" --select "tessel-it=$IT_NAME" --select pool=nodedel --gpus 1 "${pods[@]}"
-some_bound() { (($(it_count_bound) >= 1)); }
-it_wait 60 "a first pod bound" some_bound
+it_wait 60 "a first pod bound" it_some_bound
 kubectl --kubeconfig "$SIDE_ADMIN" delete node nodedel-a --wait=false >/dev/null
 t_delete=$(now_epoch)
 bound_before=$(it_count_bound)

@@ -15,8 +15,7 @@ has_holder() { [[ -n $(holder) ]]; }
 it_wait 60 "the slow scheduler leads" has_holder
 it_wait 60 "scheduler ready" scheduler_ready "$SCHED_PORT_slow"
 for i in $(seq 0 39); do it_pod p-$i --gpus 1; done
-some_bound() { (($(it_count_bound) >= 1)); }
-it_wait 60 "a first bind" some_bound
+it_wait 60 "a first bind" it_some_bound
 it_stop_scheduler slow   # fails unless the process exits within 10 s of SIGTERM
 bound=$(it_count_bound)
 say "bound when stopped: $bound of 40"
