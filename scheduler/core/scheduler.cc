@@ -219,6 +219,8 @@ std::optional<absl::Time> Scheduler::NextWakeup() const {
   return next;
 }
 
+std::optional<absl::Time> Scheduler::NextUnschedulableRetry() const { return queue_->NextUnschedulableRetry(); }
+
 // --- One pod's scheduling cycle ---
 namespace {
 

@@ -241,6 +241,10 @@ class Scheduler final : public Handle {
   // When something next becomes due without any outside event: a backoff ends or a permit
   // wait times out. The bench moves its virtual clock there when idle.
   std::optional<absl::Time> NextWakeup() const;
+  // When an unschedulable pod is next retried for having waited the longest it may (the queue's
+  // max_unschedulable_wait, 5 minutes): a simulation that still has events to come moves its
+  // clock there too, as a live scheduler's timer would retry the pod.
+  std::optional<absl::Time> NextUnschedulableRetry() const;
   // One step of Run: housekeeping, then schedules the next pod from the queue; false when the
   // queue has no ready pod.
   bool ScheduleOne();

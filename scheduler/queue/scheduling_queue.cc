@@ -252,9 +252,10 @@ std::optional<SchedulingQueue::Popped> SchedulingQueue::PopWait(absl::Duration t
     if (auto popped = PopLocked()) return popped;
     absl::Time wake = deadline;
     if (!backoff_.empty()) wake = std::min(wake, backoff_.begin()->first);
+    if (!parked_by_time_.empty()) wake = std::min(wake, parked_by_time_.begin()->first);
     const absl::Time now = clock_->Now();
     if (now >= deadline) return std::nullopt;
-    // Wake on new work, on Close, or when the next backoff ends.
+    // Wake on new work, on Close, or when the next backoff or unschedulable wait ends.
     auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !active_.empty(); };
     mu_.AwaitWithTimeout(absl::Condition(&has_work), std::max(wake - now, absl::Milliseconds(1)));
   }
@@ -416,6 +417,12 @@ std::optional<absl::Time> SchedulingQueue::NextBackoffExpiry() const {
   absl::MutexLock lock(&mu_);
   if (backoff_.empty()) return std::nullopt;
   return backoff_.begin()->first;
+}
+
+std::optional<absl::Time> SchedulingQueue::NextUnschedulableRetry() const {
+  absl::MutexLock lock(&mu_);
+  if (parked_by_time_.empty()) return std::nullopt;
+  return parked_by_time_.begin()->first;
 }
 
 }  // namespace tessel

@@ -140,6 +140,8 @@ class SchedulingQueue {
   std::vector<std::string> UnschedulableKeys() const;
   // Earliest time a backoff ends, if any pod is backing off (lets the bench advance its clock).
   std::optional<absl::Time> NextBackoffExpiry() const;
+  // Earliest time an unschedulable pod is retried for having waited max_unschedulable_wait.
+  std::optional<absl::Time> NextUnschedulableRetry() const;
 
  private:
   struct Entry {

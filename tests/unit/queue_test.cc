@@ -149,11 +149,17 @@ TEST_CASE("unschedulable pods are retried after the maximum wait", "[queue]") {
   SchedulingQueue q(&clock, PrioritySortLess(), QueueOptions{.max_unschedulable_wait = absl::Minutes(5)});
   q.Add(P("p", 0, 0));
   auto popped = q.Pop();
+  const absl::Time parked = clock.Now();
   q.AddUnschedulable(popped->info, popped->cycle, kNodeAdd);
+  // A time the bench's clock can advance to, as to a backoff's end.
+  REQUIRE(q.NextUnschedulableRetry().has_value());
+  CHECK(*q.NextUnschedulableRetry() - parked == absl::Minutes(5));
+  CHECK_FALSE(q.NextBackoffExpiry().has_value());
   clock.Advance(absl::Minutes(4));
   CHECK_FALSE(q.Pop().has_value());
   clock.Advance(absl::Minutes(1));
   CHECK(q.Pop().has_value());
+  CHECK_FALSE(q.NextUnschedulableRetry().has_value());
 }
 
 TEST_CASE("updates and deletes", "[queue]") {
