@@ -104,7 +104,7 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run) {
   const ShareSample none;
   for (auto& [name, s] : by_name) {
     __int128 dev = 0, entitled = 0, used = 0;
-    Stretch off, below, owed;
+    Stretch off, below, owed, room;
     for (size_t i = 0; i < run.samples.size(); ++i) {
       const Sample& smp = run.samples[i];
       const int64_t dt = i + 1 < run.samples.size() ? run.samples[i + 1].at - smp.at : 0;
@@ -114,6 +114,7 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run) {
       off.Add(smp.at, demand && Off(x));
       below.Add(smp.at, demand && Below(x));
       owed.Add(smp.at, demand && WaitingJobFits(x));
+      room.Add(smp.at, demand && x.room_owed);
       if (!demand) continue;
       s.demand_s += dt;
       dev += static_cast<__int128>(std::abs(x.usage_milli - x.entitlement_milli)) * dt;
@@ -128,6 +129,7 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run) {
     s.longest_off_s = off.Longest(last_at);
     s.longest_below_s = below.Longest(last_at);
     s.longest_owed_s = owed.Longest(last_at);
+    s.longest_room_owed_s = room.Longest(last_at);
     if (s.demand_s > 0) {
       s.mean_abs_dev_milli = static_cast<int64_t>(dev / s.demand_s);
       s.mean_usage_milli = static_cast<int64_t>(used / s.demand_s);
@@ -157,7 +159,7 @@ nlohmann::json SummarizeShares(const PolicyRuns& runs) {
   for (const std::string& name : order) {
     const std::vector<ShareStats>& v = by_name[name];
     double dev = 0, pct = 0, gpus = 0, entitled = 0;
-    int64_t off = 0, below = 0, owed = 0, first = -1, to_share = 0, evictions = 0, step = 0;
+    int64_t off = 0, below = 0, owed = 0, room = 0, first = -1, to_share = 0, evictions = 0, step = 0;
     for (const ShareStats& s : v) {
       dev += s.mean_abs_dev_milli / 1000.0 / static_cast<double>(v.size());
       pct += s.mean_abs_dev_per_mille / 10.0 / static_cast<double>(v.size());
@@ -166,6 +168,7 @@ nlohmann::json SummarizeShares(const PolicyRuns& runs) {
       off = std::max(off, s.longest_off_s);
       below = std::max(below, s.longest_below_s);
       owed = std::max(owed, s.longest_owed_s);
+      room = std::max(room, s.longest_room_owed_s);
       first = std::max(first, s.first_demand_s);
       to_share = (to_share < 0 || s.time_to_share_s < 0) ? -1 : std::max(to_share, s.time_to_share_s);
       evictions += s.evictions;
@@ -181,6 +184,7 @@ nlohmann::json SummarizeShares(const PolicyRuns& runs) {
                  {"longest_off_10pct_s", off},
                  {"longest_below_10pct_s", below},
                  {"longest_waiting_job_fits_s", owed},
+                 {"longest_room_owed_s", room},
                  {"first_demand_s", first},
                  {"time_to_share_s", first < 0 ? -1 : to_share},
                  {"evictions", evictions}};
@@ -189,7 +193,7 @@ nlohmann::json SummarizeShares(const PolicyRuns& runs) {
 }
 
 std::string SharesCsv(const std::vector<PolicyRuns>& all) {
-  std::string out = "policy,seed,at,name,kind,usage_milli,demand_milli,entitlement_milli,smallest_waiting_milli\n";
+  std::string out = "policy,seed,at,name,kind,usage_milli,demand_milli,entitlement_milli,smallest_waiting_milli,room_owed\n";
   for (const PolicyRuns& pr : all) {
     for (size_t k = 0; k < pr.runs.size(); ++k) {
       const RunTree tree(pr.runs[k].quota_tree);
@@ -197,9 +201,9 @@ std::string SharesCsv(const std::vector<PolicyRuns>& all) {
         for (const auto& [name, x] : s.shares) {
           auto queue = tree.queue.find(name);
           const bool is_queue = queue != tree.queue.end() && queue->second;
-          StrAppend(&out, fmt::format("{},{},{},{},{},{},{},{},{}\n", pr.policy, pr.seeds[k], s.at, name,
+          StrAppend(&out, fmt::format("{},{},{},{},{},{},{},{},{},{}\n", pr.policy, pr.seeds[k], s.at, name,
                                       is_queue ? "queue" : "cohort", x.usage_milli, x.demand_milli,
-                                      x.entitlement_milli, x.smallest_waiting_milli));
+                                      x.entitlement_milli, x.smallest_waiting_milli, x.room_owed ? 1 : 0));
         }
       }
     }

@@ -37,6 +37,11 @@ struct ShareStats {
   // below may only be the jobs' size against the entitlement (12 held of 13.4 entitled, with
   // jobs of 2 GPUs or more waiting).
   int64_t longest_owed_s = 0;
+  // The longest stretch in which, besides, room for that job was owed to it (ShareSample::
+  // room_owed: free GPUs and pods whose subtrees stay at or above their entitlement without
+  // them): the scheduler's wait, with the other teams' jobs' sizes taken into account. 0 for a
+  // cohort.
+  int64_t longest_room_owed_s = 0;
   // The first arrival of one of its jobs (seconds from the run's first arrival), and how long it
   // took from there to the first sample at which it held at least 90 % of its entitlement (or,
   // to the sample's resolution, as soon as it arrived); -1: never.
@@ -50,13 +55,13 @@ std::vector<ShareStats> ShareStatsOf(const TimelineResult& run);
 
 // {"<name>": {"kind", "depth", "step_s", "mean_abs_dev_gpus", "mean_abs_dev_pct", "mean_gpus",
 // "mean_entitled_gpus", "longest_off_10pct_s", "longest_below_10pct_s",
-// "longest_waiting_job_fits_s", "first_demand_s",
+// "longest_waiting_job_fits_s", "longest_room_owed_s", "first_demand_s",
 // "time_to_share_s", "evictions"}}: over the seeds, the means' mean, the longest stretches' and
 // times' most (-1 if some seed never got there), the evictions' sum. Empty without a quota tree.
 nlohmann::json SummarizeShares(const PolicyRuns& runs);
 
 // shares.csv: policy, seed, at, name, kind, usage, demand, entitlement and the smallest waiting
-// request (GPU milli), one row per queue or cohort and sample.
+// request (GPU milli), and room_owed (1 or 0), one row per queue or cohort and sample.
 std::string SharesCsv(const std::vector<PolicyRuns>& all);
 
 // Usage (solid) against entitlement (dashed, drawn while there is demand) over time, in GPUs: per

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "bench/sim/sim_world.h"
+#include "bench/trace/owed_room.h"
 #include "scheduler/kinds/object_kinds.h"
 #include "scheduler/gpu/gpu_devices.h"
 #include "scheduler/quota/cohort.h"
@@ -112,8 +113,12 @@ class Simulation {
       std::optional<int64_t> next;
       if (!events_.empty()) next = events_.top().at;
       if (pending_ > 0) {
-        // A pod in backoff: time moves to its retry (whole seconds, rounded up).
-        if (std::optional<absl::Time> wake = s_.NextWakeup()) {
+        // A pod in backoff, or (while events are to come) one that waited unschedulable for the
+        // retry period: time moves to its retry (whole seconds, rounded up). After the last
+        // event an unschedulable pod is not retried: nothing could change for it.
+        for (std::optional<absl::Time> wake :
+             {s_.NextWakeup(), next ? s_.NextUnschedulableRetry() : std::optional<absl::Time>()}) {
+          if (!wake) continue;
           int64_t w = absl::ToInt64Seconds(*wake - kEpoch);
           if (At(w) < *wake) ++w;
           w = std::max(w, now_ + 1);
@@ -232,6 +237,7 @@ class Simulation {
     for (const auto& [name, e] : Entitlements(result_.quota_tree, demand, result_.capacity_milli)) {
       out[name].entitlement_milli = e;
     }
+    MarkOwedRoom(out);
     // Only the tree's queues and cohorts (jobs of no Queue are left out).
     std::erase_if(out, [&](const auto& entry) {
       return entry.first.empty() ||
@@ -240,6 +246,40 @@ class Simulation {
                            [&](const auto& node) { return node.second.parent == entry.first; }));
     });
     return out;
+  }
+
+  // Sets room_owed on each queue whose smallest waiting job fits within its entitlement and in
+  // the room the others owe it on the nodes as the last sample's snapshot holds them.
+  void MarkOwedRoom(std::map<std::string, ShareSample>& shares) const {
+    std::map<std::string, size_t> smallest;  // queue -> its smallest waiting job
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].pending) continue;
+      auto it = shares.find(in_.jobs[i].queue);
+      if (it == shares.end() || it->second.usage_milli + requested_milli_[i] > it->second.entitlement_milli) continue;
+      auto [s, added] = smallest.emplace(in_.jobs[i].queue, i);
+      if (!added && requested_milli_[i] < requested_milli_[s->second]) s->second = i;
+    }
+    if (smallest.empty()) return;
+    std::vector<RoomNode> nodes;
+    for (const NodeInfo* n : snapshot_.nodes()) {
+      auto capacity = capacity_by_node_.find(n->node()->meta.name);
+      RoomNode& r = nodes.emplace_back();
+      r.free_milli = capacity == capacity_by_node_.end() ? 0 : capacity->second;
+      for (const PodRef& pod : n->pods()) {
+        const int64_t milli = gpu::ReadGpuRequest(*pod).total_milli();
+        r.free_milli -= milli;
+        auto job = by_key_.find(pod->Key());
+        r.pods.emplace_back(job == by_key_.end() ? "" : in_.jobs[job->second].queue, milli);
+      }
+    }
+    std::map<std::string, std::string> parent;
+    for (const auto& [name, node] : quota_tree_) parent[name] = node.parent;
+    const OwedRoom owed(std::move(parent), shares);
+    for (const auto& [queue, i] : smallest) {
+      std::vector<int64_t> pods;
+      for (const Pod& p : in_.jobs[i].pods) pods.push_back(gpu::ReadGpuRequest(p).total_milli());
+      shares[queue].room_owed = owed.Fits(queue, std::move(pods), nodes);
+    }
   }
 
   void Handle(const TimelineEvent& e) {

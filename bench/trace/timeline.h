@@ -104,6 +104,9 @@ struct ShareSample {
   int64_t demand_milli = 0;
   int64_t entitlement_milli = 0;
   int64_t smallest_waiting_milli = 0;  // the smallest request of its waiting jobs (0: none waits)
+  // A queue's smallest waiting job fits within its entitlement and in room the others owe it
+  // (owed_room.h): a wait that is the scheduler's, not the jobs' size against the yardstick.
+  bool room_owed = false;
 };
 
 // A point of the curves, taken as virtual time reaches `at`, before the events at `at`.

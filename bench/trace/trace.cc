@@ -524,19 +524,19 @@ int TraceMain(int argc, char** argv) {
     }
     std::cout << fmt::format("GPUs held against entitlement while in demand (sampled every {} s):\n",
                              summaries.front()["shares"].begin()->at("step_s").get<int64_t>());
-    std::cout << fmt::format("{:<20} {:<14} {:>8} {:>9} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}\n", "policy",
+    std::cout << fmt::format("{:<20} {:<14} {:>8} {:>9} {:>10} {:>6} {:>10} {:>10} {:>10} {:>7} {:>9} {:>9} {:>6}\n", "policy",
                              "queue/cohort", "mean GPU", "entitled", "mean |dev|", "dev %", "off>10% s", "below>10% s",
-                             "job fits s", "arrive s", "to share", "evict");
+                             "job fits s", "owed s", "arrive s", "to share", "evict");
     for (const nlohmann::json& s : summaries) {
       for (const char* kind : {"queue", "cohort"}) {
         for (const auto& [name, q] : s["shares"].items()) {
           if (q["kind"] != kind) continue;
-          std::cout << fmt::format("{:<20} {:<14} {:>8.1f} {:>9.1f} {:>10.2f} {:>6.1f} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}\n",
+          std::cout << fmt::format("{:<20} {:<14} {:>8.1f} {:>9.1f} {:>10.2f} {:>6.1f} {:>10} {:>10} {:>10} {:>7} {:>9} {:>9} {:>6}\n",
                                    s["policy"].get<std::string>(), name, q["mean_gpus"].get<double>(),
                                    q["mean_entitled_gpus"].get<double>(), q["mean_abs_dev_gpus"].get<double>(),
                                    q["mean_abs_dev_pct"].get<double>(), q["longest_off_10pct_s"].get<int64_t>(),
                                    q["longest_below_10pct_s"].get<int64_t>(), q["longest_waiting_job_fits_s"].get<int64_t>(),
-                                   q["first_demand_s"].get<int64_t>(),
+                                   q["longest_room_owed_s"].get<int64_t>(), q["first_demand_s"].get<int64_t>(),
                                    q["time_to_share_s"].get<int64_t>(), q["evictions"].get<int64_t>());
         }
       }

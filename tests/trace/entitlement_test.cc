@@ -187,8 +187,13 @@ TEST_CASE("shares: a stretch below is owed only while a waiting job would run wi
   const ShareStats t = ShareStatsOf(r).front();
   CHECK(t.longest_below_s == 600);  // 0 to 600
   CHECK(t.longest_owed_s == 400);   // 200 to 600
+  // Room owed (the others' pods could give it) from 300 to 500 only.
+  for (Sample& s : r.samples) s.shares["team"].room_owed = s.at >= 300 && s.at < 500;
+  const ShareStats room = ShareStatsOf(r).front();
+  CHECK(room.longest_room_owed_s == 200);
   const nlohmann::json summary = SummarizeShares({.policy = "p", .seeds = {1}, .runs = {r}});
   CHECK(summary["team"]["longest_waiting_job_fits_s"] == 400);
+  CHECK(summary["team"]["longest_room_owed_s"] == 200);
 }
 
 TEST_CASE("shares: a queue that never gets its share has no time to share", "[entitlement]") {

@@ -706,6 +706,48 @@ TEST_CASE("trace: a team arriving late reclaims its share; usage and entitlement
   }
 }
 
+TEST_CASE("trace: room is owed to a waiting job only where the others' pods can give it", "[trace]") {
+  // a and b of 4 GPUs each in cohort lab, one 8-GPU node that a fills from 0 to 150; b (which
+  // may not reclaim) waits from 100 with a 2-GPU job. Entitled: b 2 (its demand), a 6. a's 8 GPUs in
+  // 2-GPU pods: one of them is owed to b (a keeps 6). In one 8-GPU pod: taking it leaves a at 0,
+  // so b's job fits within its entitlement but no room is owed to it.
+  for (const int a_pod_gpus : {2, 8}) {
+    INFO("a's pods of " << a_pod_gpus << " GPUs");
+    nlohmann::json events = nlohmann::json::array();
+    for (int k = 0; k < 8 / a_pod_gpus; ++k) events.push_back(PodEvent(0, "a", StrCat("a", k), a_pod_gpus, 150));
+    events.push_back(PodEvent(100, "b", "b0", 2, 10));
+    nlohmann::json b = QueueObject("b", "lab", 4);
+    b["spec"]["preemption"]["reclaimWithinCohort"] = "Never";
+    nlohmann::json doc = {{"nodes", {NodeObject("n1", 8)}}, {"queues", {QueueObject("a", "lab", 4), b}}, {"events", events}};
+    absl::StatusOr<TimelineInput> in = ParseEventList(doc);
+    REQUIRE(in.ok());
+    absl::StatusOr<ProfileConfig> profile = TraceProfile("tessel");
+    REQUIRE(profile.ok());
+    absl::StatusOr<TimelineResult> r = SimulateTimeline(*in, {.profile = &*profile, .samples = 100});
+    REQUIRE(r.ok());
+    int waiting_samples = 0;
+    for (const Sample& s : r->samples) {
+      if (s.at <= 100 || s.at >= 150) continue;
+      INFO("t=" << s.at);
+      const ShareSample& sb = s.shares.at("b");
+      REQUIRE(sb.smallest_waiting_milli == 2000);  // b waits until a's jobs end
+      CHECK(sb.entitlement_milli == 2000);
+      CHECK(s.shares.at("a").entitlement_milli == 6000);
+      CHECK(sb.room_owed == (a_pod_gpus == 2));
+      CHECK_FALSE(s.shares.at("a").room_owed);  // nothing of a's waits
+      ++waiting_samples;
+    }
+    CHECK(waiting_samples >= 10);
+    const nlohmann::json shares = SummarizeShares({.policy = "tessel", .seeds = {1}, .runs = {*r}});
+    CHECK(shares["b"]["longest_waiting_job_fits_s"].get<int64_t>() >= 40);
+    if (a_pod_gpus == 2) {
+      CHECK(shares["b"]["longest_room_owed_s"] == shares["b"]["longest_waiting_job_fits_s"]);
+    } else {
+      CHECK(shares["b"]["longest_room_owed_s"] == 0);
+    }
+  }
+}
+
 TEST_CASE("trace: --usage-half-life takes whole seconds up to a year; runs are labelled by it when compared", "[trace]") {
   CHECK(*ParseHalfLives({"0", "3600"}) == std::vector<int64_t>{0, 3600});
   CHECK(ParseHalfLives({"1h"}).status().message() == "--usage-half-life: want whole seconds in 0..31536000, got \"1h\"");
