@@ -148,4 +148,14 @@ std::map<std::string, int64_t> Entitlements(const std::vector<QuotaTreeNode>& tr
   return entitled;
 }
 
+std::vector<std::string> PathUp(const std::map<std::string, std::string>& parent, const std::string& name) {
+  std::vector<std::string> path;
+  for (std::string n = name; !n.empty() && path.size() <= parent.size();) {
+    path.push_back(n);
+    auto it = parent.find(n);
+    n = it == parent.end() ? "" : it->second;
+  }
+  return path;
+}
+
 }  // namespace tessel::bench

@@ -46,6 +46,10 @@ struct QuotaTreeNode {
 QuotaTreeNode TreeNodeOf(const Queue& queue);
 QuotaTreeNode TreeNodeOf(const Cohort& cohort);
 
+// `name` and its ancestors by `parent` (name -> parent, "" for a root), nearest first; a cycle
+// of parents is cut at the map's size.
+std::vector<std::string> PathUp(const std::map<std::string, std::string>& parent, const std::string& name);
+
 // Entitlement by name of every queue and cohort in `tree` (a parent named but not listed is a
 // root cohort without quota, as in the scheduler; nodes on a cycle of parents get 0). `demand`:
 // GPU milli by queue name; absent is 0.

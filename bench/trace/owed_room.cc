@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "bench/trace/entitlement.h"
+
 namespace tessel::bench {
 namespace {
 
@@ -17,19 +19,9 @@ OwedRoom::OwedRoom(std::map<std::string, std::string> parent, const std::map<std
   for (const auto& [name, s] : shares) over_[name] = s.usage_milli - s.entitlement_milli;
 }
 
-std::vector<std::string> OwedRoom::PathUp(const std::string& name) const {
-  std::vector<std::string> path;
-  for (std::string n = name; !n.empty() && path.size() <= parent_.size();) {
-    path.push_back(n);
-    auto it = parent_.find(n);
-    n = it == parent_.end() ? "" : it->second;
-  }
-  return path;
-}
-
 bool OwedRoom::Fits(const std::string& queue, std::vector<int64_t> pod_milli, std::vector<RoomNode> nodes) const {
   std::map<std::string, int64_t> over = over_;
-  const std::vector<std::string> own = PathUp(queue);
+  const std::vector<std::string> own = PathUp(parent_, queue);
   const std::set<std::string> own_set(own.begin(), own.end());
   auto over_of = [&over](const std::string& name) {
     auto it = over.find(name);
@@ -43,7 +35,7 @@ bool OwedRoom::Fits(const std::string& queue, std::vector<int64_t> pod_milli, st
   auto sides = [&](const std::string& victim_queue) {
     Side s;
     std::string meet;
-    for (const std::string& n : PathUp(victim_queue)) {
+    for (const std::string& n : PathUp(parent_, victim_queue)) {
       if (own_set.contains(n)) {
         meet = n;
         break;

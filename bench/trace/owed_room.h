@@ -44,9 +44,6 @@ class OwedRoom {
   bool Fits(const std::string& queue, std::vector<int64_t> pod_milli, std::vector<RoomNode> nodes) const;
 
  private:
-  // The name and its ancestors, nearest first.
-  std::vector<std::string> PathUp(const std::string& name) const;
-
   std::map<std::string, std::string> parent_;
   std::map<std::string, int64_t> over_;  // usage - entitlement, GPU milli
 };

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "bench/report/svg.h"
+#include "bench/trace/entitlement.h"
 #include "fmt/format.h"
 #include "scheduler/util/strings.h"
 
@@ -33,15 +34,7 @@ struct RunTree {
     }
   }
   // The node and its ancestors, nearest first (a cycle is cut at the tree's size).
-  std::vector<std::string> PathUp(const std::string& name) const {
-    std::vector<std::string> path;
-    for (std::string n = name; !n.empty() && path.size() <= parent.size();) {
-      path.push_back(n);
-      auto it = parent.find(n);
-      n = it == parent.end() ? "" : it->second;
-    }
-    return path;
-  }
+  std::vector<std::string> PathUp(const std::string& name) const { return bench::PathUp(parent, name); }
 };
 
 // More than 10 % of the entitlement away from it, either way; more than 10 % below it.
