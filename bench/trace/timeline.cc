@@ -249,7 +249,7 @@ class Simulation {
   }
 
   // Sets room_owed on each queue whose smallest waiting job fits within its entitlement and in
-  // the room the others owe it on the nodes as the last sample's snapshot holds them.
+  // the room the others owe it on the nodes as this sample's snapshot holds them.
   void MarkOwedRoom(std::map<std::string, ShareSample>& shares) const {
     std::map<std::string, size_t> smallest;  // queue -> its smallest waiting job
     for (size_t i = 0; i < states_.size(); ++i) {
